@@ -1,0 +1,118 @@
+/**
+ * The hook catalogue: every hook the kernel offers, declared once, typed, frozen.
+ * How each runs (tapable kind) is part of the contract:
+ * - Sync: called in order, return ignored.
+ * - AsyncSeries: awaited in order.
+ * - AsyncParallel: run together, awaited.
+ * - AsyncSeriesBail: in order; the first non-undefined return ends the run and is the result.
+ * - AsyncSeriesWaterfall: in order; each tap gets the previous tap's return value.
+ */
+import type {
+  AsyncParallelHook,
+  AsyncSeriesBailHook,
+  AsyncSeriesHook,
+  AsyncSeriesWaterfallHook,
+  SyncHook,
+} from 'tapable';
+import type { Action, Actor, Json, SkillResult } from './types.js';
+
+export interface ActionOutcome {
+  status: 'completed' | 'failed' | 'retry' | 'removed';
+  /** Final answer (completed) or reason (failed, retry, removed). */
+  detail?: string;
+}
+
+export interface ThinkingEvent {
+  actionId?: string;
+  thought: string;
+}
+
+export interface SkillCall {
+  name: string;
+  args: Record<string, unknown>;
+  actor: Actor;
+  actionId?: string;
+}
+
+/** Returned by a `beforeSkill` tap to refuse a call. */
+export interface SkillVeto {
+  reason: string;
+  code?: string;
+}
+
+export interface ObservationEvent {
+  actionId?: string;
+  skill?: string;
+  result: string;
+}
+
+export interface InboundMessage {
+  channel: string;
+  userId: string;
+  text: string;
+  chatId?: string;
+  messageId?: string;
+  metadata?: Record<string, Json>;
+}
+
+export interface OutboundMessage {
+  channel: string;
+  to: string;
+  text: string;
+  metadata?: Record<string, Json>;
+}
+
+export interface ConfigChangeEvent {
+  key: string;
+  /** Masked when the key is secret. */
+  value: unknown;
+  origin: 'operator' | 'agent' | 'admin' | 'file';
+}
+
+export interface PluginEvent {
+  id: string;
+  reason?: string;
+}
+
+/** Every hook the kernel offers. Tap through `ctx.hooks.tap(name, fn)`. */
+export interface HookCatalogue {
+  /** An action entered the queue (after it is durable). */
+  actionQueued: AsyncParallelHook<[Action]>;
+  /** The runner handed an action to the agent. */
+  actionStarted: AsyncSeriesHook<[Action]>;
+  /** An action completed, failed, went back for a retry, or was removed (TTL). */
+  actionSettled: AsyncParallelHook<[Action, ActionOutcome]>;
+  /** The agent reasons (streamed as the `thinking` event). */
+  thinking: SyncHook<[ThinkingEvent]>;
+  /** Before a skill runs, after its arguments are valid and policy allowed it. Return a SkillVeto to refuse. */
+  beforeSkill: AsyncSeriesBailHook<[SkillCall], SkillVeto | undefined>;
+  /** After a skill ran (streamed as the `action` event before, `observation` after). */
+  afterSkill: AsyncSeriesHook<[SkillCall, SkillResult]>;
+  /** A skill result the agent observes. */
+  observation: SyncHook<[ObservationEvent]>;
+  /** A message arrived on a channel; taps may rewrite it. */
+  messageIn: AsyncSeriesWaterfallHook<[InboundMessage]>;
+  /** A message is about to leave on a channel; taps may rewrite it. */
+  messageOut: AsyncSeriesWaterfallHook<[OutboundMessage]>;
+  /** A configuration value changed. */
+  configChanged: SyncHook<[ConfigChangeEvent]>;
+  pluginLoaded: SyncHook<[PluginEvent]>;
+  pluginUnloaded: SyncHook<[PluginEvent]>;
+  /** A plugin failed setup or health checks repeatedly and was quarantined; a repair action was queued. */
+  pluginQuarantined: SyncHook<[PluginEvent]>;
+}
+
+export type HookName = keyof HookCatalogue;
+
+/** The argument tuple of a hook. */
+export type HookArgs<K extends HookName> = HookCatalogue[K] extends SyncHook<infer A>
+  ? A
+  : HookCatalogue[K] extends AsyncSeriesHook<infer A>
+    ? A
+    : HookCatalogue[K] extends AsyncParallelHook<infer A>
+      ? A
+      : HookCatalogue[K] extends AsyncSeriesBailHook<infer A, any>
+        ? A
+        : HookCatalogue[K] extends AsyncSeriesWaterfallHook<infer A>
+          ? A
+          : never;

@@ -1,0 +1,56 @@
+/**
+ * Keel plugin SDK. Plugins import from here and nowhere else in Keel.
+ *
+ * @example
+ * ```ts
+ * import { definePlugin, Type } from 'keel/sdk';
+ * export default definePlugin({
+ *   manifest: { id: 'hello', version: '1.0.0', kind: 'skill', description: 'Says hello',
+ *     skills: [{ name: 'hello', description: 'Greets', category: 'demo',
+ *                parameters: Type.Object({ name: Type.String() }) }] },
+ *   setup(ctx) { ctx.skills.register('hello', ({ name }) => `hello ${name}`); },
+ * });
+ * ```
+ */
+import Type from 'typebox';
+import type { Static, TSchema } from 'typebox';
+import type { PluginDefinition } from './plugin.js';
+import type { SkillCallContext, SkillFlags, SkillManifest } from './types.js';
+
+export { Type };
+export type { Static, TSchema };
+export type * from './types.js';
+export type * from './hooks.js';
+export type * from './plugin.js';
+
+/**
+ * Declare a plugin. Identity function that gives type checking.
+ * @example export default definePlugin({ manifest, setup(ctx) { ... } })
+ */
+export function definePlugin<D extends PluginDefinition>(def: D): D {
+  return def;
+}
+
+/** A custom skill file's default export (`~/.keel/skills/<name>.ts`). */
+export interface CustomSkillDefinition<S extends TSchema = TSchema> extends SkillFlags {
+  name: string;
+  description: string;
+  category?: string;
+  parameters: S;
+  run(args: Static<S>, ctx: SkillCallContext): unknown | Promise<unknown>;
+}
+
+/**
+ * Declare a custom skill: one file in `~/.keel/skills/`, hot-reloaded on save.
+ * @example
+ * export default defineSkill({ name: 'shout', description: 'Upper-cases text',
+ *   parameters: Type.Object({ text: Type.String() }), run: ({ text }) => text.toUpperCase() });
+ */
+export function defineSkill<S extends TSchema>(def: CustomSkillDefinition<S>): CustomSkillDefinition<S> {
+  return def;
+}
+
+/** Build a skill manifest entry with a category default. */
+export function skill(def: Omit<SkillManifest, 'category'> & { category?: string }): SkillManifest {
+  return { category: 'general', ...def };
+}
