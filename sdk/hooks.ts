@@ -104,15 +104,5 @@ export interface HookCatalogue {
 
 export type HookName = keyof HookCatalogue;
 
-/** The argument tuple of a hook. */
-export type HookArgs<K extends HookName> = HookCatalogue[K] extends SyncHook<infer A>
-  ? A
-  : HookCatalogue[K] extends AsyncSeriesHook<infer A>
-    ? A
-    : HookCatalogue[K] extends AsyncParallelHook<infer A>
-      ? A
-      : HookCatalogue[K] extends AsyncSeriesBailHook<infer A, any>
-        ? A
-        : HookCatalogue[K] extends AsyncSeriesWaterfallHook<infer A>
-          ? A
-          : never;
+/** The argument tuple of each hook. */
+export type HookArgs<K extends HookName> = HookCatalogue[K] extends { promise(...args: infer A): unknown } ? A : never;
