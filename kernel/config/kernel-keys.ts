@@ -1,0 +1,152 @@
+/**
+ * The configuration keys the kernel itself owns (registered under the owner `kernel`).
+ *
+ * Only what every plugin must agree on lives here: the queue, the security modes and lists,
+ * admin identity, sessions and the plugin host. Providers, channels, the gateway, telemetry
+ * and command execution declare their keys in their own manifests.
+ *
+ * The spec names no environment variables for these keys; the ones given here carry a KEEL_
+ * prefix so a generic name like SAFE_MODE set for some other program cannot flip Keel's modes.
+ */
+import Type from 'typebox';
+import type { ConfigKeySpec } from '../../sdk/types.js';
+
+export const KERNEL_OWNER = 'kernel';
+
+/** Channels that have an admin allowlist (SPEC "adminUsers"). */
+export const ADMIN_CHANNELS = ['chatA', 'chatB', 'chatC', 'chatD', 'email'] as const;
+
+/** SPEC "commandAllowList" default, with `<cli>` read as `keel`. */
+export const DEFAULT_COMMAND_ALLOW_LIST: readonly string[] = Object.freeze([
+  'npm', 'node', 'npx', 'git', 'python', 'pip', 'pip3', 'curl', 'wget', 'powershell', 'pwsh', 'bash',
+  'apt', 'apt-get', 'yum', 'brew', 'systemctl', 'service', 'cat', 'ls', 'dir', 'echo', 'mkdir', 'touch',
+  'cp', 'mv', 'grep', 'find', 'which', 'whoami', 'uname', 'hostname', 'keel',
+]);
+
+/** SPEC "commandDenyList" default. */
+export const DEFAULT_COMMAND_DENY_LIST: readonly string[] = Object.freeze([
+  'rm', 'rmdir', 'del', 'erase', 'format', 'mkfs', 'dd', 'shutdown', 'reboot', 'poweroff', 'reg', 'diskpart', 'netsh',
+]);
+
+const StringList = () => Type.Array(Type.String());
+const PositiveInt = () => Type.Integer({ minimum: 1 });
+
+export const KERNEL_KEYS: Record<string, ConfigKeySpec> = {
+  // ---------------------------------------------------------------- queue
+  queueCompletedLimit: {
+    schema: Type.Integer({ minimum: 0 }),
+    default: 100,
+    env: ['KEEL_QUEUE_COMPLETED_LIMIT'],
+    policy: 'SAFE',
+    description: 'How many completed actions the queue keeps for `keel status` and the gateway; older ones are dropped.',
+  },
+  queueFailedLimit: {
+    schema: Type.Integer({ minimum: 0 }),
+    default: 100,
+    env: ['KEEL_QUEUE_FAILED_LIMIT'],
+    policy: 'SAFE',
+    description: 'How many failed actions the queue keeps for inspection; older ones are dropped.',
+  },
+
+  // ---------------------------------------------------------------- security modes
+  safeMode: {
+    schema: Type.Boolean(),
+    default: false,
+    env: ['KEEL_SAFE_MODE'],
+    policy: 'LOCKED',
+    description: 'Blocks run_command and create_custom_skill for everyone and restricts command-based operations.',
+  },
+  sudoMode: {
+    schema: Type.Boolean(),
+    default: false,
+    env: ['KEEL_SUDO_MODE'],
+    policy: 'LOCKED',
+    description: 'Bypasses the command allow list. The deny list still applies.',
+  },
+  overrideMode: {
+    schema: Type.Boolean(),
+    default: false,
+    env: ['KEEL_OVERRIDE_MODE'],
+    policy: 'LOCKED',
+    description: 'Experimental: bypasses persona behavioural boundaries.',
+  },
+  commandAllowList: {
+    schema: StringList(),
+    default: [...DEFAULT_COMMAND_ALLOW_LIST],
+    policy: 'LOCKED',
+    description:
+      'Programs run_command may start. An empty list blocks all commands unless sudoMode is on. ' +
+      'LOCKED although the spec names no class for it: an agent that could add a program here could grant itself any command.',
+  },
+  commandDenyList: {
+    schema: StringList(),
+    default: [...DEFAULT_COMMAND_DENY_LIST],
+    policy: 'LOCKED',
+    description: 'Programs that never run, even in sudo mode; it wins over the allow list.',
+  },
+  adminUsers: {
+    // Closed object: a misspelt channel ("chata") makes the value invalid, and an invalid
+    // adminUsers falls back to "nobody is admin" rather than being half-read.
+    schema: Type.Object(
+      {
+        chatA: Type.Optional(StringList()),
+        chatB: Type.Optional(StringList()),
+        chatC: Type.Optional(StringList()),
+        chatD: Type.Optional(StringList()),
+        email: Type.Optional(StringList()),
+      },
+      { additionalProperties: false },
+    ),
+    policy: 'LOCKED',
+    description:
+      'Per-channel admin allowlist: keys chatA, chatB, chatC, chatD, email, each a list of user ids ' +
+      '(chatA numeric id, chatB JID, chatC snowflake, chatD member id, email address). ' +
+      'No default: when absent nobody is admin on any chat channel (the local operator always is).',
+  },
+  enableSelfModification: {
+    schema: Type.Boolean(),
+    default: false,
+    policy: 'LOCKED',
+    description: 'Lets the agent change its own code and skills.',
+  },
+
+  // ---------------------------------------------------------------- sessions
+  sessionScope: {
+    schema: Type.Union([Type.Literal('main'), Type.Literal('per-peer'), Type.Literal('per-channel-peer')]),
+    default: 'per-channel-peer',
+    env: ['KEEL_SESSION_SCOPE'],
+    policy: 'APPROVAL',
+    description:
+      'main: one global session. per-peer: one session per person across channels (through identityLinks). ' +
+      'per-channel-peer: one session per user per channel. Needs approval because a wider scope shares context between users.',
+  },
+  identityLinks: {
+    schema: Type.Record(Type.String({ pattern: '^[^:]+:.+$' }), Type.String({ pattern: '^[^:]+:.+$' })),
+    default: {},
+    policy: 'LOCKED',
+    description:
+      'Map from "<channel>:<user_id>" to "<channel>:<user_id>" so one person is recognised on several channels ' +
+      '(shared profile and context). LOCKED because a link also carries admin rights across the linked identities.',
+  },
+
+  // ---------------------------------------------------------------- plugins
+  pluginAllowList: {
+    schema: StringList(),
+    default: [],
+    policy: 'LOCKED',
+    description: 'When non-empty, only these plugins load. LOCKED: the agent must not widen what code it runs.',
+  },
+  pluginDenyList: {
+    schema: StringList(),
+    default: [],
+    policy: 'LOCKED',
+    description: 'Plugins that never load; wins over the allow list.',
+  },
+  pluginHealthCheckIntervalMinutes: {
+    schema: PositiveInt(),
+    default: 15,
+    env: ['KEEL_PLUGIN_HEALTH_CHECK_INTERVAL_MINUTES'],
+    policy: 'SAFE',
+    description: 'Minutes between plugin health checks (broken plugins are repaired with self_repair_skill). A diagnostic setting.',
+  },
+};

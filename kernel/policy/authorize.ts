@@ -1,0 +1,106 @@
+/**
+ * THE decision whether an actor may run a skill. Dispatch calls it before every skill call;
+ * there is no other path to a skill. It fails closed: a malformed input, a missing setting or
+ * an exception inside means "no". The caller logs every refusal.
+ *
+ * Order of the checks, first refusal wins:
+ * 1. safe mode: run_command and create_custom_skill are off for everyone, the operator included;
+ * 2. privileged skills (spec admin-only list, `adminOnly`, `isDangerous`) need an admin;
+ * 3. a privileged skill never runs on work that untrusted content started (a web page, an email,
+ *    a non-admin chat) unless the person behind it is the local operator: a prompt injection
+ *    must not reach a shell through an admin's forwarded email.
+ */
+import type { Actor, ConfigView, SkillManifest } from '../../sdk/types.js';
+import { ADMIN_CHANNELS } from '../config/kernel-keys.js';
+import { ErrorCodes, type ErrorCode } from '../errors.js';
+import { isPrivilegedSkill, SAFE_MODE_BLOCKED_SKILLS } from './admin-skills.js';
+import { isAdmin } from './is-admin.js';
+
+export interface AuthorizeInput {
+  actor: Actor;
+  skill: SkillManifest & { plugin?: string };
+  config: ConfigView;
+}
+
+export type AuthorizeResult = { allowed: true } | { allowed: false; code: ErrorCode; reason: string };
+
+const ALLOWED: AuthorizeResult = Object.freeze({ allowed: true });
+
+export function authorize(input: AuthorizeInput): AuthorizeResult {
+  try {
+    return decide(input);
+  } catch {
+    return deny(ErrorCodes.FORBIDDEN, 'The permission check failed, so the skill was not run.');
+  }
+}
+
+function decide({ actor, skill, config }: AuthorizeInput): AuthorizeResult {
+  if (!actor || typeof actor !== 'object' || !isActorKind(actor.kind)) {
+    return deny(ErrorCodes.FORBIDDEN, 'The request does not say who is asking, so no skill can run.');
+  }
+  if (!skill || typeof skill.name !== 'string' || skill.name === '') {
+    return deny(ErrorCodes.FORBIDDEN, 'The skill has no name, so it cannot be checked and does not run.');
+  }
+  const name = skill.name;
+
+  if (SAFE_MODE_BLOCKED_SKILLS.has(name) && safeModeOn(config)) {
+    return deny(ErrorCodes.SAFE_MODE, `${name} is disabled while safe mode is on (an operator can turn off safeMode).`);
+  }
+
+  if (!isPrivilegedSkill(skill)) return ALLOWED;
+
+  if (!isAdmin(actor, config)) {
+    return deny(ErrorCodes.FORBIDDEN, `${name} is admin-only and ${describe(actor)} is not an admin${adminHint(actor)}.`);
+  }
+
+  if (startedByUntrustedContent(actor) && principalOf(actor)?.kind !== 'operator') {
+    return deny(
+      ErrorCodes.FORBIDDEN,
+      `${name} is refused: this work was started by untrusted content (a web page, an email or a non-admin chat), ` +
+        'and privileged skills run on such work only when the local operator asks.',
+    );
+  }
+  return ALLOWED;
+}
+
+function deny(code: ErrorCode, reason: string): AuthorizeResult {
+  return { allowed: false, code, reason };
+}
+
+function isActorKind(kind: unknown): kind is Actor['kind'] {
+  return kind === 'operator' || kind === 'user' || kind === 'agent';
+}
+
+/** Only an explicit `false` (or no setting at all, whose default is off) counts as off. */
+function safeModeOn(config: ConfigView): boolean {
+  const v = config.get<unknown>('safeMode');
+  return v !== false && v !== undefined;
+}
+
+/** Any link in the delegation chain being untrusted taints the whole request. */
+function startedByUntrustedContent(actor: Actor): boolean {
+  let cur: Actor | undefined = actor;
+  for (let depth = 0; cur && depth < 8; depth++, cur = cur.onBehalfOf) if (cur.untrusted === true) return true;
+  // A chain too deep to follow is treated as untrusted.
+  return cur !== undefined;
+}
+
+/** The person behind an agent's work (following onBehalfOf), or the actor itself. */
+function principalOf(actor: Actor): Actor | undefined {
+  let cur: Actor | undefined = actor;
+  for (let depth = 0; cur?.kind === 'agent' && depth < 8; depth++) cur = cur.onBehalfOf;
+  return cur?.kind === 'agent' ? undefined : cur;
+}
+
+function describe(actor: Actor): string {
+  if (actor.kind === 'agent') return actor.onBehalfOf ? `the agent, working for ${describe(actor.onBehalfOf)},` : 'the agent acting on its own';
+  if (actor.kind === 'user') return actor.userId ? `user ${actor.userId} on ${actor.channel}` : `an unidentified user on ${actor.channel}`;
+  return 'the operator';
+}
+
+function adminHint(actor: Actor): string {
+  const who = principalOf(actor);
+  if (who?.kind !== 'user' || !who.userId) return '';
+  if (!(ADMIN_CHANNELS as readonly string[]).includes(who.channel)) return ` (${who.channel} has no admin list)`;
+  return ` (an operator can add them to adminUsers.${who.channel})`;
+}
