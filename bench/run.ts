@@ -1,0 +1,23 @@
+/**
+ * `npm run bench`: every benchmark, each figure beside its peer measured in the same run.
+ * Exits 1 when a budget of DESIGN.md section 7 is over (benchmarks are never part of `npm test`).
+ */
+import { printRows, type BenchRow } from './lib.js';
+
+const suites: Array<[string, () => Promise<BenchRow[]>]> = [
+  ['cli', async () => (await import('./cli.js')).benchCli()],
+  ['dispatch', async () => (await import('./dispatch.js')).benchDispatch()],
+  ['queue', async () => (await import('./queue.js')).benchQueue()],
+  ['hot reload', async () => (await import('./hot-reload.js')).benchHotReload()],
+];
+
+const only = process.argv.slice(2);
+let over = 0;
+for (const [name, run] of suites) {
+  if (only.length && !only.includes(name.replace(' ', '-'))) continue;
+  console.log(`# ${name}`);
+  const rows = await run();
+  printRows(rows);
+  over += rows.filter((r) => !r.ok).length;
+}
+process.exitCode = over ? 1 : 0;

@@ -1,0 +1,53 @@
+/**
+ * `keel status`: running or not, processes, queue counts, why actions wait, plugin problems.
+ * Exit 0 when the agent runs, 3 when it does not.
+ */
+import { keelHome } from '../paths.js';
+import { livePids } from './pidfiles.js';
+import { readRunState } from './run-state.js';
+
+export async function status(opts: { json?: boolean; config?: string }): Promise<number> {
+  const home = keelHome();
+  const procs = livePids(home);
+  const agent = procs.find((p) => p.name === 'agent');
+  const state = agent ? readRunState(home) : undefined;
+  let queue = state?.queue;
+  if (!agent) {
+    const { readQueueCounts } = await import('../queue/index.js');
+    queue = await readQueueCounts(home);
+  }
+  const plugins = state?.plugins ?? [];
+  const quarantined = plugins.filter((p) => p.state === 'quarantined').map((p) => ({ id: p.id, reason: p.reason }));
+  const failed = plugins.filter((p) => p.state === 'failed' || p.state === 'invalid').map((p) => ({ id: p.id, reason: p.reason }));
+  let waiting: string | undefined = state?.runner.reason;
+  if (!agent) waiting = 'the agent is not running; start it with `keel run` (or `keel run --daemon`)';
+  const report = {
+    running: Boolean(agent),
+    pid: agent?.pid ?? null,
+    mode: agent?.mode ?? null,
+    home,
+    processes: procs,
+    queue: queue ?? { pending: 0, completed: 0, failed: 0 },
+    runner: state?.runner ?? { state: 'stopped' },
+    waiting: waiting ?? null,
+    quarantined,
+    failed,
+    version: state?.version ?? null,
+  };
+  if (opts.json) {
+    process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+  } else {
+    const lines = [
+      agent ? `Keel is running (pid ${agent.pid}, ${agent.mode}, since ${agent.startedAt}).` : 'Keel is not running.',
+      `Data: ${home}`,
+      `Queue: ${report.queue.pending} pending, ${report.queue.completed} completed, ${report.queue.failed} failed.`,
+    ];
+    for (const p of procs.filter((p) => p.name !== 'agent')) lines.push(`Also running: ${p.name} (pid ${p.pid}).`);
+    if (state?.runner.current) lines.push(`Working on ${state.runner.current}.`);
+    if (report.queue.pending > 0 && waiting) lines.push(`Actions wait because ${waiting}.`);
+    for (const q of quarantined) lines.push(`Quarantined plugin ${q.id}: ${q.reason}`);
+    for (const f of failed) lines.push(`Failed plugin ${f.id}: ${f.reason}`);
+    process.stdout.write(`${lines.join('\n')}\n`);
+  }
+  return agent ? 0 : 3;
+}

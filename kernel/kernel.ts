@@ -1,0 +1,208 @@
+/**
+ * Assembles a kernel: configuration, queue, hooks, registry, dispatch, plugin host, custom skills and
+ * (when this process owns the queue) the runner.
+ */
+import { readFileSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { HookCatalogue } from '../sdk/hooks.js';
+import type { AgentCapability, QueueApi } from '../sdk/plugin.js';
+import type { Actor, ConfigKeySpec, Logger } from '../sdk/types.js';
+import { ConfigStore, KeyRegistry, KERNEL_KEYS } from './config/index.js';
+import { createHooks } from './hooks/catalogue.js';
+import { LogSink } from './log.js';
+import { installRoot, keelHome } from './paths.js';
+import { CustomSkills } from './plugins/custom-skills.js';
+import { discoverAll, type PluginCandidate } from './plugins/discover.js';
+import { PluginHost, type HostOptions } from './plugins/host.js';
+import type { HostConfig } from './plugins/context.js';
+import { ActionQueue } from './queue/index.js';
+import { createDispatcher, type Dispatcher } from './registry/dispatch.js';
+import { Registry } from './registry/registry.js';
+import { Runner } from './runner/runner.js';
+
+export interface KernelOptions {
+  home?: string;
+  /** `--config <file>`; default `$home/keel.config.yaml`. */
+  configFile?: string;
+  env?: NodeJS.ProcessEnv;
+  /** Command-line values, the highest precedence. */
+  overrides?: Record<string, unknown>;
+  /** Built-in plugin folder (tests); default this installation's. */
+  builtinDir?: string;
+  /** Extra candidates (tests, embedding). */
+  extraPlugins?: PluginCandidate[];
+  /** Skip user plugins in $home/plugins. */
+  builtinOnly?: boolean;
+  /** Own the queue and run actions (`keel run`). */
+  runAgent?: boolean;
+  /** Watch $home/skills for custom skills (default true). */
+  watchSkills?: boolean;
+  logs?: LogSink;
+  host?: Pick<HostOptions, 'setupTimeoutMs' | 'stopTimeoutMs' | 'healthTimeoutMs' | 'quarantineAfter'>;
+  runner?: { maxIdleMs?: number };
+}
+
+export interface Kernel {
+  home: string;
+  version: string;
+  config: ConfigStore;
+  keys: KeyRegistry;
+  queue: ActionQueue;
+  hooks: Readonly<HookCatalogue>;
+  registry: Registry;
+  host: PluginHost;
+  customSkills: CustomSkills | undefined;
+  runner: Runner | undefined;
+  logs: LogSink;
+  log: Logger;
+  execute: Dispatcher;
+  /** The local operator, who is admin. */
+  operator: Actor;
+  stop(): Promise<void>;
+}
+
+let cachedVersion: string | undefined;
+
+/** Keel's version from package.json. */
+export function keelVersion(): string {
+  cachedVersion ??= (JSON.parse(readFileSync(join(installRoot(), 'package.json'), 'utf8')) as { version: string }).version;
+  return cachedVersion;
+}
+
+/** Adapts the config store to what the host needs. */
+function hostConfig(config: ConfigStore, keys: KeyRegistry): HostConfig {
+  return Object.assign(Object.create(config) as ConfigStore, {
+    get: (k: string) => config.get(k),
+    has: (k: string) => config.has(k),
+    all: (o?: { masked?: boolean }) => config.all(o),
+    set: config.set.bind(config),
+    registerKeys(owner: string, specs: Record<string, ConfigKeySpec>) {
+      // The store reads keys from the registry on every get, so newly registered keys need no reload.
+      keys.register(owner, specs);
+    },
+    unregisterKeys(owner: string) {
+      keys.unregister(owner);
+    },
+    describeKey(key: string) {
+      const k = keys.get(key);
+      return k ? { owner: k.owner, secret: Boolean(k.spec.secret) } : undefined;
+    },
+  }) as HostConfig;
+}
+
+export async function startKernel(opts: KernelOptions = {}): Promise<Kernel> {
+  const home = opts.home ?? keelHome(opts.env);
+  await mkdir(home, { recursive: true });
+  const version = keelVersion();
+  const keys = new KeyRegistry();
+  keys.register('kernel', KERNEL_KEYS);
+  let config: ConfigStore | undefined;
+  const logs =
+    opts.logs ??
+    new LogSink({
+      secrets: () => (config ? secretValues(config, keys) : []),
+    });
+  const log = logs.logger('kernel');
+  config = await ConfigStore.load({
+    home,
+    ...(opts.configFile ? { file: opts.configFile } : {}),
+    env: opts.env ?? process.env,
+    overrides: opts.overrides ?? {},
+    registry: keys,
+    log: logs.logger('config'),
+  });
+  const cfg = config;
+  const queue = await ActionQueue.open({
+    home,
+    owner: Boolean(opts.runAgent),
+    log: logs.logger('queue'),
+    completedLimit: cfg.get<number>('queueCompletedLimit'),
+    failedLimit: cfg.get<number>('queueFailedLimit'),
+  });
+  for (const p of queue.problems) log.error(p);
+  const hooks = createHooks();
+  const registry = new Registry();
+  const execute = createDispatcher({ registry, hooks, config: cfg, log: logs.logger('skills') });
+  const queueApi: QueueApi = {
+    push: async (input) => {
+      const a = await queue.push(input);
+      await hooks.actionQueued.promise(a);
+      return a;
+    },
+    get: (id) => queue.get(id),
+    list: () => queue.list(),
+    counts: () => queue.counts(),
+  };
+  const host = new PluginHost({
+    home,
+    version,
+    config: hostConfig(cfg, keys),
+    registry,
+    hooks,
+    dispatch: execute,
+    queue: queueApi,
+    logger: (tag) => logs.logger(tag),
+    ...opts.host,
+  });
+  cfg.onChange((e) => hooks.configChanged.call({ key: e.key, value: e.value, origin: e.origin.kind }));
+
+  const candidates = [...(await discoverAll({ home, ...(opts.builtinDir ? { builtinDir: opts.builtinDir } : {}), ...(opts.builtinOnly ? { builtinOnly: true } : {}) })), ...(opts.extraPlugins ?? [])];
+  await host.start(candidates);
+  host.startHealthTimer();
+
+  let customSkills: CustomSkills | undefined;
+  if (opts.watchSkills !== false) {
+    customSkills = new CustomSkills({ home, host, log: logs.logger('skills') });
+    await customSkills.start();
+  }
+
+  let runner: Runner | undefined;
+  if (opts.runAgent) {
+    runner = new Runner({
+      queue,
+      hooks,
+      agent: () => registry.use<AgentCapability>('agent'),
+      log: logs.logger('runner'),
+      ...(opts.runner?.maxIdleMs ? { maxIdleMs: opts.runner.maxIdleMs } : {}),
+    });
+    runner.start();
+  }
+
+  let stopping: Promise<void> | undefined;
+  return {
+    home,
+    version,
+    config: cfg,
+    keys,
+    queue,
+    hooks,
+    registry,
+    host,
+    customSkills,
+    runner,
+    logs,
+    log,
+    execute,
+    operator: { kind: 'operator', channel: 'cli' },
+    stop() {
+      stopping ??= (async () => {
+        await runner?.stop();
+        await customSkills?.stop();
+        await host.stopAll();
+        await queue.close();
+      })();
+      return stopping;
+    },
+  };
+}
+
+function secretValues(config: ConfigStore, keys: KeyRegistry): string[] {
+  const out: string[] = [];
+  for (const k of keys.keys()) {
+    if (!keys.get(k)?.spec.secret) continue;
+    const v = config.get(k);
+    if (typeof v === 'string' && v) out.push(v);
+  }
+  return out;
+}

@@ -1,0 +1,89 @@
+/**
+ * Kernel logging: consola for people, a bounded in-memory ring for `GET /api/logs`, and scrubbing of every
+ * known secret value before a line goes anywhere.
+ */
+import { createConsola, type ConsolaInstance } from 'consola';
+import type { LogEntry, Logger } from '../sdk/types.js';
+
+export interface LogSinkOptions {
+  /** Ring size for recent entries. */
+  capacity?: number;
+  /** Current secret values to scrub (only values of 6+ characters are scrubbed). */
+  secrets?: () => string[];
+  /** Extra writer, e.g. the daemon's log file. */
+  write?: (entry: LogEntry) => void;
+  /** consola level: 3 info (default), 4 debug, 0 silent. */
+  level?: number;
+  /** Write to stderr (default) or keep quiet (tests). */
+  quiet?: boolean;
+}
+
+export class LogSink {
+  private readonly ring: LogEntry[] = [];
+  private next = 0;
+  private readonly capacity: number;
+  private readonly consola: ConsolaInstance;
+  private readonly listeners = new Set<(e: LogEntry) => void>();
+
+  constructor(private readonly opts: LogSinkOptions = {}) {
+    this.capacity = opts.capacity ?? 1000;
+    this.consola = createConsola({ level: opts.quiet ? -999 : (opts.level ?? 3), stdout: process.stderr, stderr: process.stderr });
+  }
+
+  scrub(message: string): string {
+    const secrets = this.opts.secrets?.() ?? [];
+    let out = message;
+    for (const s of secrets) {
+      if (s.length >= 6 && out.includes(s)) out = out.split(s).join(`${s.slice(0, 3)}****`);
+    }
+    return out;
+  }
+
+  logger(tag: string): Logger {
+    const c = this.consola.withTag(tag);
+    const emit = (level: 'debug' | 'info' | 'warn' | 'error', message: string, rest: unknown[]) => {
+      const text = this.scrub(rest.length ? `${message} ${rest.map(fmt).join(' ')}` : message);
+      c[level](text);
+      if (level === 'debug') return;
+      const entry: LogEntry = { level, message: text, timestamp: new Date().toISOString(), tag };
+      this.push(entry);
+    };
+    return {
+      debug: (m, ...r) => emit('debug', m, r),
+      info: (m, ...r) => emit('info', m, r),
+      warn: (m, ...r) => emit('warn', m, r),
+      error: (m, ...r) => emit('error', m, r),
+    };
+  }
+
+  private push(entry: LogEntry): void {
+    if (this.ring.length < this.capacity) this.ring.push(entry);
+    else this.ring[this.next] = entry;
+    this.next = (this.next + 1) % this.capacity;
+    this.opts.write?.(entry);
+    for (const l of this.listeners) l(entry);
+  }
+
+  /** Newest last; filtered by level; at most `limit` (newest kept). */
+  recent(opts: { level?: LogEntry['level']; limit?: number } = {}): LogEntry[] {
+    const ordered = this.ring.length < this.capacity ? this.ring : [...this.ring.slice(this.next), ...this.ring.slice(0, this.next)];
+    const filtered = opts.level ? ordered.filter((e) => e.level === opts.level) : ordered;
+    const limit = opts.limit ?? 100;
+    return filtered.slice(Math.max(0, filtered.length - limit));
+  }
+
+  onEntry(listener: (e: LogEntry) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+}
+
+function fmt(v: unknown): string {
+  if (v instanceof Error) return v.message;
+  if (typeof v === 'string') return v;
+  try {
+    return JSON.stringify(v);
+  } catch {
+    return String(v);
+  }
+}

@@ -1,0 +1,53 @@
+/**
+ * Compiles user TypeScript or JavaScript (plugins, custom skills) with esbuild into one ESM file in the cache.
+ * `keel/sdk` stays an import of this installation's SDK, so user code shares the kernel's SDK.
+ */
+import { createHash } from 'node:crypto';
+import { mkdir } from 'node:fs/promises';
+import { basename, join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { ErrorCodes, KeelError } from '../errors.js';
+import { sdkEntry } from '../paths.js';
+
+export interface CompiledModule {
+  /** Absolute path of the compiled file (unique per content, so a fresh import is never cached). */
+  file: string;
+  url: string;
+}
+
+export async function compileModule(source: string, cacheDir: string): Promise<CompiledModule> {
+  const { build } = await import('esbuild');
+  const sdk = sdkEntry();
+  let result;
+  try {
+    result = await build({
+      entryPoints: [source],
+      bundle: true,
+      write: false,
+      format: 'esm',
+      platform: 'node',
+      target: 'node22',
+      logLevel: 'silent',
+      plugins: [
+        {
+          name: 'keel-sdk',
+          setup(b) {
+            b.onResolve({ filter: /^keel\/sdk$|^@keel\/sdk$/ }, () => ({ path: pathToFileURL(sdk).href, external: true }));
+          },
+        },
+      ],
+    });
+  } catch (e) {
+    const errors = (e as { errors?: Array<{ text: string; location?: { file: string; line: number; column: number } }> }).errors ?? [];
+    const first = errors[0];
+    const where = first?.location ? `${first.location.file}:${first.location.line}:${first.location.column}: ` : '';
+    throw new KeelError(ErrorCodes.COMPILE_FAILED, `Cannot compile ${source}: ${where}${first?.text ?? String(e)}`, { source });
+  }
+  const out = result.outputFiles[0]!;
+  const hash = createHash('sha256').update(out.contents).digest('hex').slice(0, 16);
+  await mkdir(cacheDir, { recursive: true });
+  const file = join(cacheDir, `${basename(source).replace(/\.[^.]+$/, '')}-${hash}.mjs`);
+  const { writeFile } = await import('node:fs/promises');
+  await writeFile(file, out.contents);
+  return { file, url: pathToFileURL(file).href };
+}

@@ -1,0 +1,101 @@
+/**
+ * Builds a plugin's `ctx`: its only door to the kernel. After the plugin is stopped (or its setup timed out)
+ * the door is shut: every method throws, so a late callback cannot register anything.
+ */
+import type { HookCatalogue } from '../../sdk/hooks.js';
+import type { ConfigApi, PluginContext, QueueApi } from '../../sdk/plugin.js';
+import type { ConfigKeySpec, Logger, PluginManifest } from '../../sdk/types.js';
+import { ErrorCodes, KeelError } from '../errors.js';
+import { tapHook } from '../hooks/catalogue.js';
+import type { Dispatcher } from '../registry/dispatch.js';
+import type { Registry } from '../registry/registry.js';
+
+/** What the host needs from the configuration store. */
+export interface HostConfig extends ConfigApi {
+  registerKeys(owner: string, specs: Record<string, ConfigKeySpec>): void;
+  unregisterKeys(owner: string): void;
+  /** Owner plugin id of a key and whether it is secret. */
+  describeKey(key: string): { owner: string; secret: boolean } | undefined;
+}
+
+export interface ContextDeps {
+  home: string;
+  version: string;
+  manifest: PluginManifest;
+  config: HostConfig;
+  registry: Registry;
+  hooks: Readonly<HookCatalogue>;
+  dispatch: Dispatcher;
+  queue: QueueApi;
+  logger: (tag: string) => Logger;
+  abort: AbortController;
+}
+
+export function createPluginContext(d: ContextDeps): { ctx: PluginContext; revoke(): void } {
+  const id = d.manifest.id;
+  let revoked = false;
+  const guard = () => {
+    if (revoked) throw new KeelError(ErrorCodes.FORBIDDEN, `Plugin ${id} is stopped; its context can no longer be used.`);
+  };
+  const allowedSecrets = new Set(d.manifest.permissions?.secrets ?? []);
+  const readable = (key: string) => {
+    const k = d.config.describeKey(key);
+    if (k?.secret && k.owner !== id && !allowedSecrets.has(key)) {
+      throw new KeelError(
+        ErrorCodes.FORBIDDEN,
+        `Plugin ${id} may not read the secret "${key}" of plugin ${k.owner}; declare it in permissions.secrets.`,
+      );
+    }
+  };
+  const config: ConfigApi = {
+    get: <T>(key: string) => {
+      readable(key);
+      return d.config.get<T>(key);
+    },
+    has: (key) => d.config.has(key),
+    // Plugins only ever see masked secrets in bulk listings.
+    all: () => d.config.all({ masked: true }),
+    set: (key, value, origin) => {
+      guard();
+      return d.config.set(key, value, origin);
+    },
+  };
+  const provides = new Set(d.manifest.provides ?? []);
+  const ctx: PluginContext = {
+    id,
+    home: d.home,
+    version: d.version,
+    config,
+    log: d.logger(id),
+    hooks: {
+      tap: (name, fn, opts) => {
+        guard();
+        tapHook(d.hooks, id, name, fn, opts?.stage);
+      },
+    },
+    skills: {
+      register: (name, handler) => {
+        guard();
+        d.registry.setHandler(id, name, handler);
+      },
+      execute: (name, args, actor, opts) => d.dispatch(name, args, actor, opts),
+      list: () => [...d.registry.skills.values()].map((e) => ({ ...e.manifest, plugin: e.plugin })),
+    },
+    queue: d.queue,
+    use: (cap) => d.registry.use(cap),
+    provide: (cap, impl) => {
+      guard();
+      if (!provides.has(cap)) {
+        throw new KeelError(ErrorCodes.PLUGIN_NOT_PROVIDED, `Plugin ${id} provides "${cap}" but its manifest's provides list does not name it.`);
+      }
+      d.registry.provide(id, cap, impl);
+    },
+    signal: d.abort.signal,
+  };
+  return {
+    ctx,
+    revoke: () => {
+      revoked = true;
+    },
+  };
+}

@@ -1,0 +1,348 @@
+/**
+ * The plugin host: validate, filter, order, start, health-check, quarantine, reload and stop plugins.
+ * Built-in and user plugins go through exactly the same path. One plugin's failure never stops the kernel.
+ */
+import type { HookCatalogue } from '../../sdk/hooks.js';
+import type { PluginContext, PluginDefinition, PluginInstance, QueueApi } from '../../sdk/plugin.js';
+import type { Logger, PluginManifest } from '../../sdk/types.js';
+import { ErrorCodes, KeelError, errorMessage, isKeelError, type ErrorCode } from '../errors.js';
+import { untapAll } from '../hooks/catalogue.js';
+import type { Dispatcher } from '../registry/dispatch.js';
+import type { Registry } from '../registry/registry.js';
+import { compileArgs } from '../registry/validator.js';
+import { createPluginContext, type HostConfig } from './context.js';
+import type { PluginCandidate, PluginOrigin } from './discover.js';
+import { validateManifest } from './manifest-schema.js';
+import { orderPlugins } from './order.js';
+import { PluginStateFile } from './state-file.js';
+import { withTimeout } from './timeout.js';
+
+export type PluginStateName = 'loaded' | 'disabled' | 'failed' | 'quarantined' | 'invalid' | 'stopped';
+
+export interface PluginStatus {
+  id: string;
+  origin: PluginOrigin;
+  state: PluginStateName;
+  reason?: string;
+  code?: ErrorCode;
+  version?: string;
+  kind?: string;
+  description?: string;
+  skills: string[];
+  failures: number;
+}
+
+export interface HostOptions {
+  home: string;
+  version: string;
+  config: HostConfig;
+  registry: Registry;
+  hooks: Readonly<HookCatalogue>;
+  dispatch: Dispatcher;
+  queue: QueueApi;
+  logger: (tag: string) => Logger;
+  setupTimeoutMs?: number;
+  stopTimeoutMs?: number;
+  healthTimeoutMs?: number;
+  /** Consecutive failures (setup or health) before quarantine. */
+  quarantineAfter?: number;
+}
+
+interface Running {
+  candidate: PluginCandidate;
+  manifest: PluginManifest;
+  instance: PluginInstance;
+  ctx: PluginContext;
+  abort: AbortController;
+  revoke(): void;
+}
+
+interface Known {
+  candidate: PluginCandidate;
+  manifest?: PluginManifest;
+  status: PluginStatus;
+}
+
+/** Whether a plugin id passes the allow/deny lists: deny wins; a non-empty allow list admits only its names. */
+export function permittedByLists(id: string, allow: string[] = [], deny: string[] = []): { ok: boolean; reason?: string } {
+  if (deny.includes(id)) return { ok: false, reason: `"${id}" is on pluginDenyList` };
+  if (allow.length > 0 && !allow.includes(id)) return { ok: false, reason: `pluginAllowList is set and does not name "${id}"` };
+  return { ok: true };
+}
+
+export class PluginHost {
+  private readonly known = new Map<string, Known>();
+  private readonly running = new Map<string, Running>();
+  /** Start order, for stopping in reverse. */
+  private readonly order: string[] = [];
+  private readonly log: Logger;
+  private readonly state: PluginStateFile;
+  private healthTimer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly o: HostOptions) {
+    this.log = o.logger('plugins');
+    this.state = new PluginStateFile(o.home);
+  }
+
+  statuses(): PluginStatus[] {
+    return [...this.known.values()].map((k) => ({ ...k.status, skills: [...k.status.skills] }));
+  }
+
+  status(id: string): PluginStatus | undefined {
+    return this.known.get(id)?.status;
+  }
+
+  /** Validate, filter, order and start every candidate. */
+  async start(candidates: PluginCandidate[]): Promise<void> {
+    const accepted: Known[] = [];
+    for (const c of candidates) {
+      const k = this.admit(c);
+      if (k) accepted.push(k);
+    }
+    const { ordered, refused } = orderPlugins(accepted.map((k) => k.manifest!));
+    for (const r of refused) this.setState(r.id, 'failed', r.reason, r.code);
+    for (const m of ordered) await this.startOne(m.id);
+  }
+
+  /** Manifest check, duplicate check, lists, quarantine, config keys. Returns the entry if it may start. */
+  private admit(c: PluginCandidate): Known | undefined {
+    const base: PluginStatus = { id: c.id, origin: c.origin, state: 'invalid', skills: [], failures: this.state.failures(c.id) };
+    if (this.known.has(c.id)) {
+      const other = this.known.get(c.id)!;
+      const reason = `duplicate plugin id "${c.id}": ${c.dir} and ${other.candidate.dir}; the first one (${other.candidate.origin}) is kept`;
+      this.log.error(`${ErrorCodes.PLUGIN_DUPLICATE}: ${reason}`);
+      this.known.set(`${c.id}@${c.dir}`, { candidate: c, status: { ...base, id: `${c.id}@${c.dir}`, state: 'invalid', reason, code: ErrorCodes.PLUGIN_DUPLICATE } });
+      return undefined;
+    }
+    if (c.error) {
+      this.known.set(c.id, { candidate: c, status: { ...base, reason: c.error, code: ErrorCodes.MANIFEST_INVALID } });
+      this.log.error(`Plugin ${c.id}: ${c.error}`);
+      return undefined;
+    }
+    let manifest: PluginManifest;
+    try {
+      manifest = validateManifest(c.manifest, c.dir);
+    } catch (e) {
+      this.known.set(c.id, { candidate: c, status: { ...base, reason: errorMessage(e), code: ErrorCodes.MANIFEST_INVALID } });
+      this.log.error(errorMessage(e));
+      return undefined;
+    }
+    const k: Known = {
+      candidate: c,
+      manifest,
+      status: { ...base, state: 'stopped', version: manifest.version, kind: manifest.kind, description: manifest.description, skills: (manifest.skills ?? []).map((s) => s.name) },
+    };
+    this.known.set(c.id, k);
+    // Keys of every valid manifest are known, so `keel config set` works even for a disabled plugin.
+    try {
+      if (manifest.config) this.o.config.registerKeys(manifest.id, manifest.config);
+    } catch (e) {
+      this.fail(k, e, ErrorCodes.CONFIG_DUPLICATE_KEY);
+      return undefined;
+    }
+    const lists = permittedByLists(manifest.id, this.o.config.get<string[]>('pluginAllowList'), this.o.config.get<string[]>('pluginDenyList'));
+    if (!lists.ok) {
+      this.setState(c.id, 'disabled', lists.reason);
+      this.log.info(`Plugin ${c.id} disabled: ${lists.reason}`);
+      return undefined;
+    }
+    const q = this.state.quarantine(c.id);
+    if (q) {
+      this.setState(c.id, 'quarantined', `quarantined since ${q.since}: ${q.reason}. Repair it, then run \`keel plugins enable ${c.id}\``);
+      return undefined;
+    }
+    return k;
+  }
+
+  private setState(id: string, state: PluginStateName, reason?: string, code?: ErrorCode): void {
+    const k = this.known.get(id);
+    if (!k) return;
+    k.status.state = state;
+    if (reason === undefined) delete k.status.reason;
+    else k.status.reason = reason;
+    if (code === undefined) delete k.status.code;
+    else k.status.code = code;
+  }
+
+  private fail(k: Known, e: unknown, fallback: ErrorCode): void {
+    const code = isKeelError(e) ? e.code : fallback;
+    this.setState(k.candidate.id, 'failed', errorMessage(e), code);
+    this.log.error(`Plugin ${k.candidate.id} failed: ${errorMessage(e)}`);
+  }
+
+  /** Import and set up one admitted plugin, under the setup timeout. */
+  private async startOne(id: string): Promise<boolean> {
+    const k = this.known.get(id);
+    if (!k?.manifest || this.running.has(id)) return false;
+    const manifest = k.manifest;
+    const abort = new AbortController();
+    let ctx: ReturnType<typeof createPluginContext> | undefined;
+    try {
+      const def: PluginDefinition = await withTimeout(k.candidate.load(), this.o.setupTimeoutMs ?? 10_000, `loading plugin ${id}`);
+      if (def.manifest && def.manifest.id !== manifest.id) {
+        throw new KeelError(ErrorCodes.MANIFEST_INVALID, `Plugin entry of ${id} exports a manifest with id "${def.manifest.id}"; the manifest file says "${manifest.id}".`);
+      }
+      this.o.registry.addSkills(id, manifest.skills ?? [], compileArgs);
+      ctx = createPluginContext({ ...this.o, manifest, abort });
+      const instance = (await withTimeout(Promise.resolve(def.setup(ctx.ctx)), this.o.setupTimeoutMs ?? 10_000, `setup of plugin ${id}`)) ?? {};
+      this.running.set(id, { candidate: k.candidate, manifest, instance, ctx: ctx.ctx, abort, revoke: ctx.revoke });
+      this.order.push(id);
+      this.setState(id, 'loaded');
+      if (this.state.failures(id) > 0 && !(await this.probe(id))) return false;
+      this.o.hooks.pluginLoaded.call({ id });
+      return true;
+    } catch (e) {
+      abort.abort();
+      ctx?.revoke();
+      this.cleanup(id);
+      this.fail(k, e, ErrorCodes.PLUGIN_SETUP_FAILED);
+      await this.recordFailure(id, errorMessage(e));
+      return false;
+    }
+  }
+
+  /** After earlier failures, a plugin that now starts is healthy again only when its health check agrees. */
+  private async probe(id: string): Promise<boolean> {
+    const ok = await this.healthOf(id);
+    if (ok.ok) {
+      this.state.reset(id);
+      this.known.get(id)!.status.failures = 0;
+    }
+    return true;
+  }
+
+  private cleanup(id: string): void {
+    untapAll(this.o.hooks, id);
+    this.o.registry.removePlugin(id);
+  }
+
+  /** Counts a consecutive failure; at the threshold the plugin is quarantined and a repair action is queued. */
+  private async recordFailure(id: string, reason: string): Promise<void> {
+    const n = this.state.fail(id);
+    const k = this.known.get(id);
+    if (k) k.status.failures = n;
+    if (n < (this.o.quarantineAfter ?? 3)) return;
+    this.state.setQuarantine(id, reason);
+    this.setState(id, 'quarantined', `quarantined after ${n} consecutive failures: ${reason}`);
+    this.log.error(`Plugin ${id} quarantined after ${n} consecutive failures: ${reason}`);
+    this.o.hooks.pluginQuarantined.call({ id, reason });
+    try {
+      await this.o.queue.push({
+        task: `Repair plugin "${id}" with self_repair_skill: it failed ${n} times in a row (${reason}).`,
+        priority: 8,
+        source: 'kernel',
+        actor: { kind: 'operator', channel: 'kernel' },
+        metadata: { repair: { plugin: id, reason } },
+      });
+    } catch (e) {
+      this.log.error(`Could not queue the repair of ${id}: ${errorMessage(e)}`);
+    }
+  }
+
+  private async healthOf(id: string): Promise<{ ok: boolean; message?: string }> {
+    const r = this.running.get(id);
+    if (!r?.instance.health) return { ok: true };
+    try {
+      const rep = await withTimeout(Promise.resolve(r.instance.health()), this.o.healthTimeoutMs ?? 5_000, `health check of ${id}`);
+      return rep && typeof rep.ok === 'boolean' ? rep : { ok: false, message: 'health() returned no report' };
+    } catch (e) {
+      return { ok: false, message: errorMessage(e) };
+    }
+  }
+
+  /** One health round: running plugins are checked, failed ones get another setup attempt. */
+  async checkHealth(): Promise<void> {
+    for (const [id] of [...this.running]) {
+      const rep = await this.healthOf(id);
+      if (rep.ok) {
+        if (this.state.failures(id) > 0) {
+          this.state.reset(id);
+          this.known.get(id)!.status.failures = 0;
+        }
+        continue;
+      }
+      const reason = `health check failed: ${rep.message ?? 'not ok'}`;
+      this.log.warn(`Plugin ${id}: ${reason}`);
+      const threshold = this.o.quarantineAfter ?? 3;
+      if (this.state.failures(id) + 1 >= threshold) await this.stopOne(id);
+      await this.recordFailure(id, reason);
+    }
+    for (const k of [...this.known.values()]) {
+      if (k.status.state === 'failed' && k.manifest && !this.running.has(k.candidate.id) && k.status.code === ErrorCodes.PLUGIN_SETUP_FAILED) {
+        await this.startOne(k.candidate.id);
+      } else if (k.status.state === 'failed' && k.status.code === ErrorCodes.PLUGIN_TIMEOUT && k.manifest) {
+        await this.startOne(k.candidate.id);
+      }
+    }
+  }
+
+  /** Runs checkHealth every `pluginHealthCheckIntervalMinutes`. */
+  startHealthTimer(): void {
+    const minutes = Number(this.o.config.get('pluginHealthCheckIntervalMinutes') ?? 15);
+    if (!(minutes > 0)) return;
+    this.healthTimer = setInterval(() => {
+      this.checkHealth().catch((e) => this.log.error(`Health round failed: ${errorMessage(e)}`));
+    }, minutes * 60_000);
+    this.healthTimer.unref();
+  }
+
+  private async stopOne(id: string): Promise<void> {
+    const r = this.running.get(id);
+    if (!r) return;
+    this.running.delete(id);
+    const i = this.order.indexOf(id);
+    if (i >= 0) this.order.splice(i, 1);
+    r.abort.abort();
+    try {
+      if (r.instance.stop) await withTimeout(Promise.resolve(r.instance.stop()), this.o.stopTimeoutMs ?? 5_000, `stop of plugin ${id}`);
+    } catch (e) {
+      this.log.warn(`Plugin ${id} did not stop cleanly: ${errorMessage(e)}`);
+    }
+    r.revoke();
+    this.cleanup(id);
+    this.setState(id, 'stopped');
+    this.o.hooks.pluginUnloaded.call({ id });
+  }
+
+  /** Load one more plugin at run time (hot reload, custom skills). Replaces a running one with the same id. */
+  async load(candidate: PluginCandidate): Promise<PluginStatus> {
+    if (this.running.has(candidate.id)) await this.unload(candidate.id);
+    this.known.delete(candidate.id);
+    const k = this.admit(candidate);
+    if (k) {
+      const { refused } = orderPlugins([k.manifest!], (cap) => this.o.registry.providerOf(cap) !== undefined || this.running.has(cap));
+      if (refused[0]) this.setState(candidate.id, 'failed', refused[0].reason, refused[0].code);
+      else await this.startOne(candidate.id);
+    }
+    return this.known.get(candidate.id)!.status;
+  }
+
+  async unload(id: string): Promise<void> {
+    await this.stopOne(id);
+    const k = this.known.get(id);
+    if (k?.manifest?.config) this.o.config.unregisterKeys(id);
+    this.known.delete(id);
+  }
+
+  /** Lift a quarantine (after a repair) and try to start the plugin again. */
+  async enable(id: string): Promise<PluginStatus | undefined> {
+    this.state.clearQuarantine(id);
+    const k = this.known.get(id);
+    if (!k) return undefined;
+    if (k.status.state === 'quarantined' || k.status.state === 'failed') {
+      k.status.failures = 0;
+      return this.load(k.candidate);
+    }
+    return k.status;
+  }
+
+  isRunning(id: string): boolean {
+    return this.running.has(id);
+  }
+
+  /** Stop everything in reverse start order. */
+  async stopAll(): Promise<void> {
+    if (this.healthTimer) clearInterval(this.healthTimer);
+    for (const id of [...this.order].reverse()) await this.stopOne(id);
+  }
+}

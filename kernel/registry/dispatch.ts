@@ -1,0 +1,107 @@
+/**
+ * Skill dispatch: the only path to a skill. Unknown skill, invalid arguments, policy refusal, a hook veto and
+ * a failing handler are distinct outcomes, each with its own code; dispatch never throws.
+ */
+import { performance } from 'node:perf_hooks';
+import type { HookCatalogue, SkillCall } from '../../sdk/hooks.js';
+import type { Action, Actor, ConfigView, Logger, SkillResult } from '../../sdk/types.js';
+import { ErrorCodes, errorMessage, isKeelError, type ErrorCode } from '../errors.js';
+import { authorize } from '../policy/index.js';
+import { nearestNames } from './nearest.js';
+import type { Registry } from './registry.js';
+
+export interface DispatchDeps {
+  registry: Registry;
+  hooks: Readonly<HookCatalogue>;
+  config: ConfigView;
+  log: Logger;
+}
+
+export interface ExecuteOptions {
+  action?: Action;
+  signal?: AbortSignal;
+}
+
+const NEVER = new AbortController().signal;
+
+function failure(code: ErrorCode, message: string, started: number): SkillResult {
+  return { success: false, result: message, code, executionTime: round(performance.now() - started) };
+}
+
+function round(ms: number): number {
+  return Math.round(ms * 1000) / 1000;
+}
+
+/** Turns whatever a handler returned into the text result. */
+export function stringifyResult(value: unknown): string {
+  if (value === undefined || value === null) return '';
+  if (typeof value === 'string') return value;
+  try {
+    return JSON.stringify(value);
+  } catch {
+    return String(value);
+  }
+}
+
+export function createDispatcher(deps: DispatchDeps) {
+  const { registry, hooks, config, log } = deps;
+
+  return async function execute(name: string, rawArgs: unknown, actor: Actor, opts: ExecuteOptions = {}): Promise<SkillResult> {
+    const started = performance.now();
+    const entry = registry.skills.get(name);
+    if (!entry) {
+      const near = nearestNames(name, [...registry.skills.keys()]);
+      return failure(ErrorCodes.SKILL_UNKNOWN, `Unknown skill "${name}".${near.length ? ` Did you mean ${near.join(', ')}?` : ''}`, started);
+    }
+    if (rawArgs === undefined || rawArgs === null) rawArgs = {};
+    if (typeof rawArgs !== 'object' || Array.isArray(rawArgs)) {
+      return failure(ErrorCodes.SKILL_INVALID_ARGS, `Invalid arguments for "${name}": parameters must be a JSON object.`, started);
+    }
+    // Validate a copy: ajv fills defaults in place and the caller's object must not change.
+    const args = { ...(rawArgs as Record<string, unknown>) };
+    const invalid = entry.validate?.(args);
+    if (invalid) return failure(ErrorCodes.SKILL_INVALID_ARGS, `Invalid arguments for "${name}": ${invalid}.`, started);
+
+    const decision = authorize({ actor, skill: { ...entry.manifest, plugin: entry.plugin }, config });
+    if (!decision.allowed) {
+      log.warn(`Blocked skill "${name}" for ${describeActor(actor)}: ${decision.reason}`);
+      return failure(decision.code, decision.reason, started);
+    }
+    if (!entry.handler) {
+      return failure(ErrorCodes.SKILL_NO_HANDLER, `Skill "${name}" is declared by plugin "${entry.plugin}" but has no handler (the plugin is not running).`, started);
+    }
+
+    const call: SkillCall = { name, args, actor, ...(opts.action ? { actionId: opts.action.id } : {}) };
+    if (hooks.beforeSkill.isUsed()) {
+      const veto = await hooks.beforeSkill.promise(call).catch((e: unknown) => ({ reason: errorMessage(e) }));
+      if (veto) {
+        log.warn(`Skill "${name}" refused by a hook: ${veto.reason}`);
+        return failure(ErrorCodes.SKILL_VETOED, veto.reason, started);
+      }
+    }
+
+    let result: SkillResult;
+    try {
+      const value = await entry.handler(args, {
+        actor,
+        ...(opts.action ? { action: opts.action } : {}),
+        signal: opts.signal ?? NEVER,
+        log,
+      });
+      result = { success: true, result: stringifyResult(value), executionTime: round(performance.now() - started) };
+    } catch (e) {
+      const code = isKeelError(e) ? e.code : ErrorCodes.SKILL_FAILED;
+      result = failure(code, `Skill "${name}" failed: ${errorMessage(e)}`, started);
+    }
+    if (hooks.afterSkill.isUsed()) {
+      await hooks.afterSkill.promise(call, result).catch((e: unknown) => log.warn(`afterSkill hook failed: ${errorMessage(e)}`));
+    }
+    return result;
+  };
+}
+
+export function describeActor(a: Actor): string {
+  return a.kind === 'operator' ? `operator (${a.channel})` : `${a.kind} ${a.channel}:${a.userId ?? '?'}`;
+}
+
+export type Dispatcher = ReturnType<typeof createDispatcher>;

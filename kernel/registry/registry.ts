@@ -1,0 +1,75 @@
+/**
+ * What plugins contribute, each entry owned by its plugin: skills and capabilities.
+ * Unloading a plugin removes all of it.
+ */
+import type { SkillHandler, SkillManifest } from '../../sdk/types.js';
+import { ErrorCodes, KeelError } from '../errors.js';
+
+export interface SkillEntry {
+  manifest: SkillManifest;
+  plugin: string;
+  handler?: SkillHandler<any>;
+  /** Compiled argument validator (ajv); set when the skill is registered. */
+  validate?: ArgValidator;
+}
+
+/** Returns undefined when valid, else a message naming the offending field. May fill defaults in place. */
+export type ArgValidator = (args: Record<string, unknown>) => string | undefined;
+
+export class Registry {
+  readonly skills = new Map<string, SkillEntry>();
+  private readonly capabilities = new Map<string, { plugin: string; impl: unknown }>();
+
+  /** Declare a plugin's skills; refuses a name another plugin already owns. All or nothing. */
+  addSkills(plugin: string, manifests: SkillManifest[], compile: (schema: SkillManifest['parameters']) => ArgValidator): void {
+    const seen = new Set<string>();
+    for (const m of manifests) {
+      const owner = this.skills.get(m.name);
+      if ((owner && owner.plugin !== plugin) || seen.has(m.name)) {
+        throw new KeelError(
+          ErrorCodes.SKILL_DUPLICATE,
+          `Skill "${m.name}" of plugin "${plugin}" is already provided by plugin "${owner?.plugin ?? plugin}". Rename one of them or disable one plugin with pluginDenyList.`,
+          { skill: m.name, plugin, owner: owner?.plugin ?? plugin },
+        );
+      }
+      seen.add(m.name);
+    }
+    const compiled = manifests.map((m) => ({ m, validate: compile(m.parameters) }));
+    for (const { m, validate } of compiled) this.skills.set(m.name, { manifest: m, plugin, validate });
+  }
+
+  setHandler(plugin: string, name: string, handler: SkillHandler<any>): void {
+    const entry = this.skills.get(name);
+    if (!entry || entry.plugin !== plugin) {
+      throw new KeelError(
+        ErrorCodes.SKILL_UNKNOWN,
+        `Plugin "${plugin}" registered a handler for "${name}", which its manifest does not declare. Add the skill to the manifest's skills list.`,
+      );
+    }
+    entry.handler = handler;
+  }
+
+  provide(plugin: string, capability: string, impl: unknown): void {
+    const current = this.capabilities.get(capability);
+    if (current && current.plugin !== plugin) {
+      throw new KeelError(
+        ErrorCodes.PLUGIN_DUPLICATE,
+        `Capability "${capability}" is already provided by plugin "${current.plugin}"; plugin "${plugin}" cannot provide it too.`,
+      );
+    }
+    this.capabilities.set(capability, { plugin, impl });
+  }
+
+  use<T>(capability: string): T | undefined {
+    return this.capabilities.get(capability)?.impl as T | undefined;
+  }
+
+  providerOf(capability: string): string | undefined {
+    return this.capabilities.get(capability)?.plugin;
+  }
+
+  removePlugin(plugin: string): void {
+    for (const [name, e] of this.skills) if (e.plugin === plugin) this.skills.delete(name);
+    for (const [cap, e] of this.capabilities) if (e.plugin === plugin) this.capabilities.delete(cap);
+  }
+}

@@ -1,0 +1,162 @@
+/**
+ * The runner: takes the next due action when the agent is ready, hands it to whichever plugin provides the
+ * `agent` capability, and settles it (completed, retry with backoff, failed). It never runs an action twice at
+ * once: one action at a time per runner, and one runner per KEEL_HOME (the queue owner).
+ */
+import type { HookCatalogue } from '../../sdk/hooks.js';
+import type { AgentCapability } from '../../sdk/plugin.js';
+import type { Action, Logger } from '../../sdk/types.js';
+import { errorMessage } from '../errors.js';
+import type { ActionQueue } from '../queue/index.js';
+import { truncateForLog } from '../queue/index.js';
+
+export interface RunnerOptions {
+  queue: ActionQueue;
+  hooks: Readonly<HookCatalogue>;
+  agent: () => AgentCapability | undefined;
+  log: Logger;
+  /** Longest sleep between checks, so readiness changes and TTL sweeps are noticed. */
+  maxIdleMs?: number;
+  /** How often expired actions are swept. */
+  sweepEveryMs?: number;
+  clock?: { now(): number };
+}
+
+export interface RunnerStatus {
+  state: 'idle' | 'busy' | 'waiting' | 'stopped';
+  /** Why actions are not running (no agent, agent not ready). */
+  reason?: string;
+  current?: string;
+}
+
+export class Runner {
+  private stopped = true;
+  private wake: (() => void) | undefined;
+  private current: { action: Action; abort: AbortController } | undefined;
+  private loopDone: Promise<void> = Promise.resolve();
+  private reason: string | undefined;
+  private lastSweep = 0;
+  private unsubscribe: (() => void) | undefined;
+  private lastLoggedReason: string | undefined;
+
+  constructor(private readonly o: RunnerOptions) {}
+
+  status(): RunnerStatus {
+    if (this.stopped) return { state: 'stopped' };
+    if (this.current) return { state: 'busy', current: this.current.action.id };
+    if (this.reason) return { state: 'waiting', reason: this.reason };
+    return { state: 'idle' };
+  }
+
+  start(): void {
+    if (!this.stopped) return;
+    this.stopped = false;
+    this.unsubscribe = this.o.queue.onChange(() => this.poke());
+    this.loopDone = this.loop();
+  }
+
+  /** Re-check now (new action, agent became ready). */
+  poke(): void {
+    const w = this.wake;
+    this.wake = undefined;
+    w?.();
+  }
+
+  private now(): number {
+    return this.o.clock?.now() ?? Date.now();
+  }
+
+  private async sleep(ms: number): Promise<void> {
+    await new Promise<void>((resolve) => {
+      const t = setTimeout(() => {
+        this.wake = undefined;
+        resolve();
+      }, ms);
+      this.wake = () => {
+        clearTimeout(t);
+        resolve();
+      };
+    });
+  }
+
+  private async loop(): Promise<void> {
+    const maxIdle = this.o.maxIdleMs ?? 1000;
+    while (!this.stopped) {
+      try {
+        if (this.now() - this.lastSweep >= (this.o.sweepEveryMs ?? 30_000)) {
+          this.lastSweep = this.now();
+          const removed = await this.o.queue.sweep();
+          for (const a of removed) {
+            this.o.log.warn(`Removed ${a.id} (${a.status}): its TTL of ${a.metadata.ttl} ms passed.`);
+            await this.o.hooks.actionSettled.promise(a, { status: 'removed', detail: 'TTL expired' });
+          }
+        }
+        const agent = this.o.agent();
+        const readiness = agent ? agent.ready() : { ready: false, reason: 'no plugin provides the "agent" capability, so actions wait in the queue' };
+        if (!readiness.ready) {
+          this.setReason(readiness.reason ?? 'the agent is not ready');
+          await this.sleep(maxIdle);
+          continue;
+        }
+        this.setReason(undefined);
+        const action = await this.o.queue.take();
+        if (!action) {
+          const due = this.o.queue.nextDueAt();
+          const wait = due === undefined ? maxIdle : Math.max(0, Math.min(maxIdle, due - this.now()));
+          await this.sleep(wait);
+          continue;
+        }
+        await this.run(agent!, action);
+      } catch (e) {
+        this.o.log.error(`Runner error: ${errorMessage(e)}`);
+        await this.sleep(maxIdle);
+      }
+    }
+  }
+
+  private setReason(reason: string | undefined): void {
+    this.reason = reason;
+    if (reason && reason !== this.lastLoggedReason) this.o.log.warn(`Actions are waiting: ${reason}.`);
+    this.lastLoggedReason = reason;
+  }
+
+  private async run(agent: AgentCapability, action: Action): Promise<void> {
+    const abort = new AbortController();
+    this.current = { action, abort };
+    this.o.log.info(`Running ${action.id} (priority ${action.priority}): ${truncateForLog(action.task)}`);
+    try {
+      await this.o.hooks.actionStarted.promise(action);
+      const { result } = await agent.execute(action, { signal: abort.signal });
+      await this.o.queue.complete(action.id, result);
+      this.o.log.info(`Completed ${action.id}.`);
+      await this.o.hooks.actionSettled.promise(this.o.queue.get(action.id) ?? action, { status: 'completed', detail: result });
+    } catch (e) {
+      const reason = errorMessage(e);
+      if (this.stopped && abort.signal.aborted) {
+        // Interrupted by shutdown: the queue returns executing actions to pending on the next start.
+        this.o.log.warn(`Interrupted ${action.id} by shutdown; it will run again on the next start.`);
+        return;
+      }
+      const outcome = await this.o.queue.fail(action.id, reason);
+      const settled = this.o.queue.get(action.id) ?? action;
+      if (outcome === 'retry') {
+        this.o.log.warn(`Action ${action.id} failed (${reason}); retry ${settled.metadata.retries} of ${settled.metadata.maxRetries} scheduled.`);
+      } else {
+        this.o.log.error(`Action ${action.id} failed for good: ${reason}`);
+      }
+      await this.o.hooks.actionSettled.promise(settled, { status: outcome, detail: reason });
+    } finally {
+      this.current = undefined;
+    }
+  }
+
+  /** Stop taking work; abort the action in flight and wait for the loop to end. */
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    this.unsubscribe?.();
+    this.current?.abort.abort();
+    this.poke();
+    await this.loopDone;
+  }
+}

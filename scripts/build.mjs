@@ -1,0 +1,57 @@
+#!/usr/bin/env node
+// Builds dist/: the `keel` CLI (code-split so each command loads only what it needs), the SDK for user code,
+// every built-in plugin, and dist/plugins/manifests.json so listing plugins never imports their code.
+import { build } from 'esbuild';
+import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync, chmodSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+const root = join(import.meta.dirname, '..');
+const dist = join(root, 'dist');
+rmSync(dist, { recursive: true, force: true });
+mkdirSync(join(dist, 'plugins'), { recursive: true });
+
+const pluginsDir = join(root, 'plugins');
+const pluginDirs = existsSync(pluginsDir)
+  ? readdirSync(pluginsDir).filter((d) => statSync(join(pluginsDir, d)).isDirectory() && existsSync(join(pluginsDir, d, 'index.ts'))).sort()
+  : [];
+
+const entryPoints = {
+  cli: join(root, 'kernel', 'cli', 'main.ts'),
+  sdk: join(root, 'sdk', 'index.ts'),
+};
+for (const d of pluginDirs) entryPoints[`plugins/${d}/index`] = join(pluginsDir, d, 'index.ts');
+
+await build({
+  entryPoints,
+  outdir: dist,
+  bundle: true,
+  splitting: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'node22',
+  packages: 'external',
+  chunkNames: 'chunks/[name]-[hash]',
+  sourcemap: 'linked',
+  logLevel: 'warning',
+  banner: { js: '' },
+});
+const cli = join(dist, 'cli.js');
+const { readFileSync } = await import('node:fs');
+writeFileSync(cli, `#!/usr/bin/env node\n${readFileSync(cli, 'utf8')}`);
+chmodSync(cli, 0o755);
+
+// Manifests: bundle each manifest alone, import it, and keep the data.
+const manifests = [];
+const tmp = join(dist, '.manifests');
+for (const d of pluginDirs) {
+  const src = ['manifest.ts', 'manifest.js'].map((f) => join(pluginsDir, d, f)).find((p) => existsSync(p));
+  if (!src) continue;
+  const out = join(tmp, `${d}.mjs`);
+  await build({ entryPoints: [src], outfile: out, bundle: true, format: 'esm', platform: 'node', target: 'node22', logLevel: 'warning' });
+  const mod = await import(pathToFileURL(out).href);
+  manifests.push({ dir: d, manifest: JSON.parse(JSON.stringify(mod.default ?? mod.manifest)) });
+}
+rmSync(tmp, { recursive: true, force: true });
+writeFileSync(join(dist, 'plugins', 'manifests.json'), JSON.stringify(manifests, null, 2));
+console.log(`keel: built dist/ (${pluginDirs.length} built-in plugins)`);
