@@ -2,13 +2,14 @@
  * Assembles a kernel: configuration, queue, hooks, registry, dispatch, plugin host, custom skills and
  * (when this process owns the queue) the runner.
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, watch, type FSWatcher } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import type { HookCatalogue } from '../sdk/hooks.js';
 import type { AgentCapability, QueueApi } from '../sdk/plugin.js';
 import type { Actor, ConfigKeySpec, Logger } from '../sdk/types.js';
 import { ConfigStore, KeyRegistry, KERNEL_KEYS } from './config/index.js';
+import { errorMessage } from './errors.js';
 import { createHooks } from './hooks/catalogue.js';
 import { LogSink } from './log.js';
 import { installRoot, keelHome } from './paths.js';
@@ -38,6 +39,8 @@ export interface KernelOptions {
   runAgent?: boolean;
   /** Watch $home/skills for custom skills (default true). */
   watchSkills?: boolean;
+  /** Re-read keel.config.yaml when it changes, e.g. after `keel config set` (default: when running the agent). */
+  watchConfig?: boolean;
   logs?: LogSink;
   host?: Pick<HostOptions, 'setupTimeoutMs' | 'stopTimeoutMs' | 'healthTimeoutMs' | 'quarantineAfter'>;
   runner?: { maxIdleMs?: number };
@@ -157,6 +160,8 @@ export async function startKernel(opts: KernelOptions = {}): Promise<Kernel> {
     await customSkills.start();
   }
 
+  const unwatchConfig = (opts.watchConfig ?? opts.runAgent) ? watchConfigFile(cfg, log) : undefined;
+
   let runner: Runner | undefined;
   if (opts.runAgent) {
     runner = new Runner({
@@ -188,12 +193,47 @@ export async function startKernel(opts: KernelOptions = {}): Promise<Kernel> {
     stop() {
       stopping ??= (async () => {
         await runner?.stop();
+        unwatchConfig?.();
         await customSkills?.stop();
         await host.stopAll();
         await queue.close();
       })();
       return stopping;
     },
+  };
+}
+
+/**
+ * Applies edits of the config file (by `keel config set` from another process, or by hand) to this running
+ * kernel. A file that no longer parses keeps the last good configuration and says so. Plugin allow/deny list
+ * changes take effect at the next start.
+ */
+function watchConfigFile(config: ConfigStore, log: Logger): () => void {
+  const dir = dirname(config.path);
+  const name = basename(config.path);
+  let timer: NodeJS.Timeout | undefined;
+  const reload = () => {
+    config
+      .reload()
+      .then(({ changed }) => {
+        if (changed.length) log.info(`Configuration reloaded: ${changed.join(', ')} changed.`);
+      })
+      .catch((e: unknown) => log.error(`${name} was changed but cannot be used; keeping the last good configuration: ${errorMessage(e)}`));
+  };
+  let watcher: FSWatcher | undefined;
+  try {
+    watcher = watch(dir, (_event, file) => {
+      if (file !== name) return;
+      clearTimeout(timer);
+      timer = setTimeout(reload, 100);
+    });
+    watcher.on('error', () => undefined);
+  } catch (e) {
+    log.warn(`Cannot watch ${config.path} for changes: ${errorMessage(e)}`);
+  }
+  return () => {
+    clearTimeout(timer);
+    watcher?.close();
   };
 }
 

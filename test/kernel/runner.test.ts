@@ -67,3 +67,16 @@ describe('runner', () => {
     expect(failed.metadata.retries).toBe(1);
   });
 });
+
+describe('running kernel configuration', () => {
+  it('applies edits of keel.config.yaml made by another process, and keeps the last good config on a broken edit', async () => {
+    const { writeFileSync } = await import('node:fs');
+    const k = await boot(false);
+    expect(k.config.get('safeMode')).toBe(false);
+    writeFileSync(join(k.home, 'keel.config.yaml'), 'safeMode: true\n');
+    await waitFor(() => k.config.get('safeMode') === true, 'safeMode to be picked up');
+    writeFileSync(join(k.home, 'keel.config.yaml'), 'safeMode: [unclosed\n');
+    await waitFor(() => k.logs.recent({ level: 'error' }).some((e) => /last good configuration/.test(e.message)), 'the broken edit to be reported');
+    expect(k.config.get('safeMode')).toBe(true);
+  });
+});

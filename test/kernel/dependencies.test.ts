@@ -1,0 +1,36 @@
+import { readFileSync, readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+const ROOT = join(import.meta.dirname, '..', '..');
+/** The kernel's whole third-party surface. A vendor SDK, an HTTP server or a browser here is a design error. */
+const ALLOWED = new Set(['typebox', 'ajv', 'yaml', 'tapable', 'chokidar', 'consola', 'commander', 'esbuild']);
+
+function files(dir: string): string[] {
+  return readdirSync(dir).flatMap((f) => {
+    const p = join(dir, f);
+    return statSync(p).isDirectory() ? files(p) : p.endsWith('.ts') ? [p] : [];
+  });
+}
+
+describe('kernel dependencies', () => {
+  it('imports only node built-ins, its own modules, the SDK and a short list of packages', () => {
+    const seen = new Map<string, string>();
+    for (const f of [...files(join(ROOT, 'kernel')), ...files(join(ROOT, 'sdk'))]) {
+      const src = readFileSync(f, 'utf8');
+      for (const m of src.matchAll(/^(?:import|export)[^'"`;]*?from\s*['"]([^'"]+)['"]|\bimport\(\s*['"]([^'"]+)['"]\s*\)/gm)) {
+        const spec = (m[1] ?? m[2])!;
+        if (spec.startsWith('.') || spec.startsWith('node:')) continue;
+        const pkg = spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]!;
+        seen.set(pkg, f);
+      }
+    }
+    const extra = [...seen.keys()].filter((p) => !ALLOWED.has(p));
+    expect(extra, `unexpected kernel imports: ${extra.map((p) => `${p} (${seen.get(p)})`).join(', ')}`).toEqual([]);
+  });
+
+  it('declares every package the kernel uses as a dependency', () => {
+    const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
+    for (const p of ALLOWED) expect(pkg.dependencies, p).toHaveProperty(p);
+  });
+});
