@@ -56,6 +56,7 @@ export async function runCommand(opts: RunOptions): Promise<number> {
   refuseIfRunning(home);
   if (opts.daemon) return startDaemon(home, opts);
 
+  process.setSourceMapsEnabled(true);
   const { startKernel, keelVersion } = await import('../kernel.js');
   const startedAt = new Date().toISOString();
   writePid(home, { pid: process.pid, name: 'agent', mode: opts.foregroundDaemon ? 'daemon' : 'foreground', startedAt, version: keelVersion() });

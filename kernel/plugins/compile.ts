@@ -28,6 +28,8 @@ export async function compileModule(source: string, cacheDir: string): Promise<C
       platform: 'node',
       target: 'node22',
       logLevel: 'silent',
+      // Stacks from user code point at the user's own file:line (with source maps enabled in the process).
+      sourcemap: 'inline',
       plugins: [
         {
           name: 'keel-sdk',

@@ -1,0 +1,89 @@
+/**
+ * The journal's vocabulary: one JSON line per state change. Every op carries absolute values (retries,
+ * notBefore, timestamps) rather than deltas, so replaying an op twice lands in the same state.
+ */
+import type { Action } from '../../sdk/types.js';
+
+export type QueueOp =
+  | { op: 'push'; action: Action }
+  | { op: 'start'; id: string }
+  | { op: 'complete'; id: string; result: string; at: number }
+  | { op: 'retry'; id: string; retries: number; notBefore: number; error: string }
+  | { op: 'fail'; id: string; error: string; at: number }
+  /** A crashed runner's executing action goes back to pending (not a retry). */
+  | { op: 'requeue'; id: string }
+  | { op: 'remove'; id: string; reason: string };
+
+export interface JournalHeader {
+  keel: 'actions-journal';
+  v: 1;
+  /** Random per journal file: a snapshot names the journal it absorbed. */
+  id: string;
+}
+
+export function encodeOp(op: QueueOp): string {
+  return `${JSON.stringify(op)}\n`;
+}
+
+export function encodeHeader(id: string): string {
+  const h: JournalHeader = { keel: 'actions-journal', v: 1, id };
+  return `${JSON.stringify(h)}\n`;
+}
+
+export function decodeHeader(line: string): JournalHeader | undefined {
+  try {
+    const h = JSON.parse(line) as Partial<JournalHeader>;
+    if (h && h.keel === 'actions-journal' && typeof h.id === 'string' && h.id !== '') return h as JournalHeader;
+  } catch {
+    // fall through: not a header
+  }
+  return undefined;
+}
+
+const isStr = (v: unknown): v is string => typeof v === 'string';
+const isNum = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
+
+/** Minimal shape check: enough that applying the action cannot throw or poison the in-memory indexes. */
+export function isActionLike(a: unknown): a is Action {
+  if (!a || typeof a !== 'object') return false;
+  const x = a as Partial<Action>;
+  return (
+    isStr(x.id) &&
+    isStr(x.task) &&
+    isNum(x.priority) &&
+    isStr(x.status) &&
+    isStr(x.createdAt) &&
+    !!x.metadata &&
+    typeof x.metadata === 'object' &&
+    isNum(x.metadata.retries) &&
+    isNum(x.metadata.maxRetries) &&
+    isNum(x.metadata.ttl)
+  );
+}
+
+/** Parses one journal line; throws with the reason when the line is not a valid op. */
+export function decodeOp(line: string): QueueOp {
+  const o = JSON.parse(line) as Record<string, unknown>;
+  if (!o || typeof o !== 'object') throw new Error('not an object');
+  const ok = (() => {
+    switch (o.op) {
+      case 'push':
+        return isActionLike(o.action);
+      case 'start':
+      case 'requeue':
+        return isStr(o.id);
+      case 'complete':
+        return isStr(o.id) && isStr(o.result) && isNum(o.at);
+      case 'retry':
+        return isStr(o.id) && isNum(o.retries) && isNum(o.notBefore) && isStr(o.error);
+      case 'fail':
+        return isStr(o.id) && isStr(o.error) && isNum(o.at);
+      case 'remove':
+        return isStr(o.id) && isStr(o.reason);
+      default:
+        return false;
+    }
+  })();
+  if (!ok) throw new Error(`not a valid queue op: ${line.slice(0, 120)}`);
+  return o as unknown as QueueOp;
+}

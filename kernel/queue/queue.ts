@@ -1,0 +1,354 @@
+/**
+ * The action queue (SPEC "Action", "Action lifecycle"): priority order, retries with backoff, TTL, bounded
+ * history, durable on every acknowledged change.
+ *
+ * Every change is written to the store first and applied to memory only when the store hands the op back (see
+ * QueueStore.load), so memory follows the journal's order exactly, whichever process wrote each op.
+ *
+ * Delivery is at-least-once: an action that was executing when its runner died goes back to pending when the next
+ * owner opens the queue, and runs again. A skill with side effects should tolerate that.
+ */
+import type { Action, Logger, PushInput } from '../../sdk/types.js';
+import { ErrorCodes, errorMessage, KeelError } from '../errors.js';
+import { createAction, expiresAt } from './action.js';
+import { FileStore, type FileStoreOptions } from './file-store.js';
+import type { QueueOp } from './ops.js';
+import { QueueState } from './state.js';
+import type { QueueStore, StoreChange } from './store.js';
+
+export interface ActionQueueOptions {
+  home: string;
+  /** The owner (the runner, one per KEEL_HOME) takes and settles actions and compacts the files. */
+  owner: boolean;
+  clock?: { now(): number };
+  /** Completed actions kept, newest first (default 100). */
+  completedLimit?: number;
+  /** Failed actions kept, newest first (default 100). */
+  failedLimit?: number;
+  log?: Logger;
+  /** Another backend; default: the file store in `home`. */
+  store?: QueueStore;
+  /** Read the state once and change nothing (for `keel status`, `keel tasks`). */
+  readOnly?: boolean;
+  /** Tuning of the default file store. */
+  fileStore?: Pick<FileStoreOptions, 'lockTimeoutMs' | 'pollMs' | 'compactMinOps' | 'compactMinBytes'>;
+}
+
+export interface QueueList {
+  /** Executing first, then pending in run order. */
+  pending: Action[];
+  /** Newest first. */
+  completed: Action[];
+  /** Newest first. */
+  failed: Action[];
+}
+
+export interface QueueCounts {
+  /** Waiting and executing (as in `list().pending`). */
+  pending: number;
+  executing: number;
+  completed: number;
+  failed: number;
+}
+
+/** Retry n (1-based) waits 1 s, 2 s, 4 s, ... (SPEC "Retry backoff"). */
+export function backoffMs(retry: number): number {
+  return 1000 * 2 ** (retry - 1);
+}
+
+const consoleLog: Logger = {
+  debug() {},
+  info() {},
+  warn: (m, ...r) => console.warn(m, ...r),
+  error: (m, ...r) => console.error(m, ...r),
+};
+
+/** Callers get copies: the queue's own objects change as ops apply. */
+function copy(a: Action): Action {
+  return { ...a, metadata: { ...a.metadata } };
+}
+
+const COMPACT_RETRY_MS = 30_000;
+
+export class ActionQueue {
+  /** Corruption found while opening or reading (also logged). Empty when all is well. */
+  readonly problems: string[] = [];
+  readonly owner: boolean;
+  private readonly state: QueueState;
+  private readonly listeners = new Set<() => void>();
+  private readonly clock: { now(): number };
+  private readonly log: Logger;
+  private closed = false;
+  private compacting = false;
+  private compactRefusedAt = -Infinity;
+
+  private constructor(
+    private readonly store: QueueStore,
+    private readonly o: ActionQueueOptions,
+  ) {
+    this.owner = o.owner && !o.readOnly;
+    this.clock = o.clock ?? Date;
+    this.log = o.log ?? consoleLog;
+    this.state = new QueueState({ completedLimit: o.completedLimit ?? 100, failedLimit: o.failedLimit ?? 100 });
+  }
+
+  static async open(opts: ActionQueueOptions): Promise<ActionQueue> {
+    const log = opts.log ?? consoleLog;
+    const store =
+      opts.store ??
+      new FileStore({ home: opts.home, owner: opts.owner, log, ...(opts.readOnly ? { readOnly: true } : {}), ...opts.fileStore });
+    const q = new ActionQueue(store, opts);
+    try {
+      await q.init();
+    } catch (e) {
+      await store.close().catch(() => {});
+      throw e;
+    }
+    return q;
+  }
+
+  private async init(): Promise<void> {
+    const load = await this.store.load((c) => this.onStoreChange(c));
+    this.problems.push(...load.problems);
+    const now = this.now();
+    this.state.reset(load.snapshot, now);
+    for (const op of load.ops) this.state.apply(op, now);
+    if (!this.owner) return;
+    // The previous runner died (or was stopped) mid-action: at-least-once delivery runs it again. Not a retry:
+    // the action did not fail, its runner went away.
+    const stuck = this.state.executingActions();
+    if (stuck.length) {
+      this.log.warn(`Queue: ${stuck.length} action(s) were executing when the previous runner stopped; they are pending again: ${stuck.map((a) => a.id).join(', ')}`);
+      await this.store.append(stuck.map((a) => ({ op: 'requeue', id: a.id })));
+    }
+    if (this.store.wantsCompaction(this.state.active.size)) await this.compact();
+  }
+
+  private now(): number {
+    return this.clock.now();
+  }
+
+  private onStoreChange(c: StoreChange): void {
+    const now = this.now();
+    let changed = false;
+    if (c.reset) {
+      this.state.reset(c.reset, now);
+      changed = true;
+    }
+    for (const op of c.ops) changed = this.state.apply(op, now) || changed;
+    if (c.problems?.length) this.problems.push(...c.problems);
+    if (changed) this.emit();
+  }
+
+  private emit(): void {
+    for (const l of this.listeners) {
+      try {
+        l();
+      } catch (e) {
+        this.log.error(`Queue: a change listener threw: ${errorMessage(e)}`);
+      }
+    }
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new KeelError(ErrorCodes.QUEUE_CLOSED, 'The queue is closed; open it again to continue.');
+  }
+
+  private assertOwner(what: string): void {
+    this.assertOpen();
+    if (!this.owner) {
+      throw new KeelError(ErrorCodes.QUEUE_NOT_OWNER, `Only the queue owner (the runner, \`keel run\`) may ${what} actions; this process opened the queue without owning it.`);
+    }
+  }
+
+  private executingOrThrow(id: string): Action {
+    const a = this.state.active.get(id);
+    if (!a) throw new KeelError(ErrorCodes.ACTION_NOT_FOUND, `No pending or executing action has id ${id}.`, { id });
+    if (a.status !== 'executing') {
+      throw new KeelError(ErrorCodes.ACTION_NOT_EXECUTING, `Action ${id} is ${a.status}, not executing: only a taken action can be settled.`, { id });
+    }
+    return a;
+  }
+
+  /** Compacts in the background when the journal has grown enough; the pushes that triggered it are already durable. */
+  private afterWrite(): void {
+    if (this.compacting || this.closed || this.now() - this.compactRefusedAt < COMPACT_RETRY_MS) return;
+    if (!this.store.wantsCompaction(this.state.active.size)) return;
+    this.compacting = true;
+    this.compact()
+      .catch((e) => this.log.error(`Queue: compaction failed (the journal keeps growing until it succeeds): ${errorMessage(e)}`))
+      .finally(() => {
+        this.compacting = false;
+      });
+  }
+
+  /** Validates, stores durably, then resolves with the queued action. Invalid input changes nothing. */
+  async push(input: PushInput): Promise<Action> {
+    this.assertOpen();
+    const now = this.now();
+    let action = createAction(input, now);
+    // Ids are random; a clash would make the push look like a replay and vanish, so draw again.
+    while (this.state.get(action.id)) action = createAction(input, now);
+    await this.store.append([{ op: 'push', action }]);
+    this.afterWrite();
+    return copy(action);
+  }
+
+  /**
+   * The next action to run: highest priority first, first-in first-out within a priority, skipping actions held
+   * back until their notBefore. Marks it executing. Actions whose TTL passed are removed on the way, not returned.
+   */
+  async take(): Promise<Action | undefined> {
+    this.assertOwner('take');
+    for (;;) {
+      const now = this.now();
+      const ops: QueueOp[] = [];
+      const shifted: Action[] = [];
+      let next: Action | undefined;
+      for (let a = this.state.pending.shift(now); a; a = this.state.pending.shift(now)) {
+        shifted.push(a);
+        if (expiresAt(a) > now) {
+          next = a;
+          ops.push({ op: 'start', id: a.id });
+          break;
+        }
+        ops.push({ op: 'remove', id: a.id, reason: 'ttl expired' });
+      }
+      if (ops.length === 0) return undefined;
+      try {
+        await this.store.append(ops);
+      } catch (e) {
+        // Not recorded, so not taken: put them back (at the back of their priority; only on an I/O error).
+        for (const a of shifted) if (this.state.active.get(a.id) === a && a.status === 'pending') this.state.pending.add(a, this.now());
+        throw e;
+      }
+      this.afterWrite();
+      if (!next) return undefined;
+      // Another process may have removed it while the start was being written; then look again.
+      if (this.state.active.get(next.id) === next && next.status === 'executing') return copy(next);
+    }
+  }
+
+  /** Settles a taken action as completed with its final answer. */
+  async complete(id: string, result: string): Promise<void> {
+    this.assertOwner('complete');
+    this.executingOrThrow(id);
+    await this.store.append([{ op: 'complete', id, result, at: this.now() }]);
+    this.afterWrite();
+  }
+
+  /**
+   * Settles a taken action that failed: back to pending after a backoff while retries are left (1 s, 2 s, 4 s),
+   * else into the failed group.
+   */
+  async fail(id: string, error: string): Promise<'retry' | 'failed'> {
+    this.assertOwner('fail');
+    const a = this.executingOrThrow(id);
+    const now = this.now();
+    const { retries, maxRetries } = a.metadata;
+    const op: QueueOp =
+      retries < maxRetries
+        ? { op: 'retry', id, retries: retries + 1, notBefore: now + backoffMs(retries + 1), error }
+        : { op: 'fail', id, error, at: now };
+    await this.store.append([op]);
+    this.afterWrite();
+    return op.op === 'retry' ? 'retry' : 'failed';
+  }
+
+  /** Removes an action from wherever it is. Resolves false when no action has that id. */
+  async remove(id: string, reason: string): Promise<boolean> {
+    this.assertOpen();
+    if (!this.state.get(id)) return false;
+    await this.store.append([{ op: 'remove', id, reason }]);
+    this.afterWrite();
+    return true;
+  }
+
+  /** Removes pending and failed actions whose TTL (from createdAt) has passed; resolves with what it removed. */
+  async sweep(): Promise<Action[]> {
+    this.assertOpen();
+    const now = this.now();
+    const expired: Action[] = [];
+    for (const a of this.state.active.values()) if (a.status === 'pending' && expiresAt(a) <= now) expired.push(copy(a));
+    for (const a of this.state.failed.values()) if (expiresAt(a) <= now) expired.push(copy(a));
+    if (expired.length === 0) return [];
+    await this.store.append(expired.map((a) => ({ op: 'remove', id: a.id, reason: 'ttl expired' })));
+    this.afterWrite();
+    return expired;
+  }
+
+  get(id: string): Action | undefined {
+    const a = this.state.get(id);
+    return a && copy(a);
+  }
+
+  list(): QueueList {
+    const s = this.state.snapshot(this.now());
+    return {
+      pending: s.actions.map(copy),
+      completed: s.completed.reverse().map(copy),
+      failed: s.failed.reverse().map(copy),
+    };
+  }
+
+  counts(): QueueCounts {
+    return {
+      pending: this.state.active.size,
+      executing: this.state.executing,
+      completed: this.state.completed.size,
+      failed: this.state.failed.size,
+    };
+  }
+
+  /** When the next action can be taken (epoch ms; now if one is due already), or undefined when none waits. */
+  nextDueAt(): number | undefined {
+    return this.state.pending.nextDueAt(this.now());
+  }
+
+  /** Called after the state changed, here or in another process (once that change is picked up). */
+  onChange(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => {
+      this.listeners.delete(listener);
+    };
+  }
+
+  /** Folds the journal into a new snapshot now. False when this process may not (a non-owner while the owner runs). */
+  async compact(): Promise<boolean> {
+    const done = await this.store.compact(() => this.state.snapshot(this.now()));
+    if (!done) this.compactRefusedAt = this.now();
+    return done;
+  }
+
+  /** Waits for writes in flight, compacts when allowed, releases the files. Executing actions stay executing. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    try {
+      await this.store.compact(() => this.state.snapshot(this.now()));
+    } catch (e) {
+      this.log.error(`Queue: compaction at close failed; the journal still holds every change: ${errorMessage(e)}`);
+    }
+    await this.store.close();
+    this.listeners.clear();
+  }
+}
+
+/** The queue as stored in `home`, read once without taking part (no lock held afterwards, nothing written). */
+export async function readQueueList(home: string, log?: Logger): Promise<QueueList> {
+  const q = await ActionQueue.open({ home, owner: false, readOnly: true, ...(log ? { log } : {}) });
+  try {
+    return q.list();
+  } finally {
+    await q.close();
+  }
+}
+
+export async function readQueueCounts(home: string, log?: Logger): Promise<QueueCounts> {
+  const q = await ActionQueue.open({ home, owner: false, readOnly: true, ...(log ? { log } : {}) });
+  try {
+    return q.counts();
+  } finally {
+    await q.close();
+  }
+}

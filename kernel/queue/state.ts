@@ -1,0 +1,149 @@
+/**
+ * The queue's state machine (SPEC "Action lifecycle") as a pure function of ops. The same `apply` serves
+ * replay at open, ops picked up from other processes, and this process's own changes, which is what keeps the
+ * in-memory state and the journal telling the same story.
+ *
+ * Replay rules: a push of a known id is ignored; an op on an unknown id is ignored; every op carries absolute
+ * values. So replaying ops twice cannot create or resurrect work, but it could still move an action within its
+ * FIFO; the snapshot's record of how far it absorbed the journal is what prevents a second replay outright.
+ * `remove` wins over anything else on the same id in either order, so a remove from another process racing the
+ * runner ends the same way in memory and on replay.
+ */
+import type { Action } from '../../sdk/types.js';
+import type { QueueOp } from './ops.js';
+import { PendingIndex } from './pending-index.js';
+import type { QueueSnapshot } from './store.js';
+
+export interface StateLimits {
+  completedLimit: number;
+  failedLimit: number;
+}
+
+export class QueueState {
+  /** Pending and executing actions by id. */
+  readonly active = new Map<string, Action>();
+  pending = new PendingIndex();
+  /** Oldest first; bounded to the newest `completedLimit`. */
+  readonly completed = new Map<string, Action>();
+  readonly failed = new Map<string, Action>();
+  executing = 0;
+
+  constructor(private readonly limits: StateLimits) {}
+
+  reset(s: QueueSnapshot, now: number): void {
+    this.active.clear();
+    this.completed.clear();
+    this.failed.clear();
+    this.pending = new PendingIndex();
+    this.executing = 0;
+    for (const a of s.actions) {
+      if (this.active.has(a.id)) continue;
+      this.active.set(a.id, a);
+      if (a.status === 'executing') this.executing++;
+      else {
+        a.status = 'pending';
+        this.pending.add(a, now);
+      }
+    }
+    for (const a of s.completed) this.settle(this.completed, { ...a, status: 'completed' }, this.limits.completedLimit);
+    for (const a of s.failed) this.settle(this.failed, { ...a, status: 'failed' }, this.limits.failedLimit);
+  }
+
+  get(id: string): Action | undefined {
+    return this.active.get(id) ?? this.completed.get(id) ?? this.failed.get(id);
+  }
+
+  /** Applies one op; returns whether anything changed. */
+  apply(op: QueueOp, now: number): boolean {
+    switch (op.op) {
+      case 'push': {
+        const a = op.action;
+        if (this.get(a.id)) return false;
+        a.status = 'pending';
+        this.active.set(a.id, a);
+        this.pending.add(a, now);
+        return true;
+      }
+      case 'start': {
+        const a = this.active.get(op.id);
+        if (!a || a.status !== 'pending') return false;
+        this.pending.delete(a.id);
+        a.status = 'executing';
+        this.executing++;
+        return true;
+      }
+      case 'requeue': {
+        const a = this.active.get(op.id);
+        if (!a || a.status !== 'executing') return false;
+        a.status = 'pending';
+        this.executing--;
+        // It was the next to run when its runner went away: it keeps that place.
+        this.pending.add(a, now, true);
+        return true;
+      }
+      case 'retry': {
+        const a = this.active.get(op.id);
+        if (!a) return false;
+        if (a.status === 'executing') this.executing--;
+        a.status = 'pending';
+        a.error = op.error;
+        a.metadata.retries = op.retries;
+        a.metadata.notBefore = op.notBefore;
+        // Back of its priority's FIFO (once due), not its old place.
+        this.pending.add(a, now);
+        return true;
+      }
+      case 'complete': {
+        const a = this.takeActive(op.id);
+        if (!a) return false;
+        a.status = 'completed';
+        a.result = op.result;
+        a.settledAt = new Date(op.at).toISOString();
+        this.settle(this.completed, a, this.limits.completedLimit);
+        return true;
+      }
+      case 'fail': {
+        const a = this.takeActive(op.id);
+        if (!a) return false;
+        a.status = 'failed';
+        a.error = op.error;
+        a.settledAt = new Date(op.at).toISOString();
+        this.settle(this.failed, a, this.limits.failedLimit);
+        return true;
+      }
+      case 'remove':
+        return this.takeActive(op.id) !== undefined || this.completed.delete(op.id) || this.failed.delete(op.id);
+    }
+  }
+
+  private takeActive(id: string): Action | undefined {
+    const a = this.active.get(id);
+    if (!a) return undefined;
+    this.active.delete(id);
+    if (a.status === 'executing') this.executing--;
+    else this.pending.delete(id);
+    return a;
+  }
+
+  private settle(group: Map<string, Action>, a: Action, limit: number): void {
+    group.delete(a.id);
+    group.set(a.id, a);
+    // Map iteration is insertion order, so the first key is the oldest.
+    while (group.size > limit) group.delete(group.keys().next().value!);
+  }
+
+  executingActions(): Action[] {
+    const out: Action[] = [];
+    if (this.executing === 0) return out;
+    for (const a of this.active.values()) if (a.status === 'executing') out.push(a);
+    return out;
+  }
+
+  snapshot(now: number): QueueSnapshot {
+    return {
+      actions: [...this.executingActions(), ...this.pending.ordered(now)],
+      completed: [...this.completed.values()],
+      failed: [...this.failed.values()],
+    };
+  }
+}
