@@ -1,6 +1,6 @@
 /**
- * `keel` entry point. The common `keel push "<task>" [-p N] [--json]` is parsed here by hand and never loads
- * commander (about 15 ms of the cold start); anything else, including `--help`, goes to the full command tree.
+ * `keel` entry point. The common `keel push "<task>" [-p N] [--json]` and `keel --help` are handled here without
+ * loading commander (about 20 ms of the cold start); everything else goes to the full command tree.
  */
 import { reportError } from './exit.js';
 
@@ -34,8 +34,11 @@ export function parseFastPush(args: string[]): FastPush | undefined {
 }
 
 const argv = process.argv;
-const fast = argv[2] === 'push' ? parseFastPush(argv.slice(3)) : undefined;
-if (fast) {
+const rest = argv.slice(2);
+const fast = rest[0] === 'push' ? parseFastPush(rest.slice(1)) : undefined;
+if (rest.length === 0 || (rest.length === 1 && ['--help', '-h', 'help'].includes(rest[0]!))) {
+  process.stdout.write((await import('./root-help.js')).rootHelp());
+} else if (fast) {
   try {
     process.exitCode = await (await import('./cmd-push.js')).push(fast.task, fast);
   } catch (e) {

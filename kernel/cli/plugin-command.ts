@@ -7,16 +7,19 @@ import { LogSink } from '../log.js';
 import { keelHome } from '../paths.js';
 import { discoverAll } from '../plugins/discover.js';
 
-export async function runPluginCommand(pluginId: string, name: string, args: unknown[], globals: { config?: string }): Promise<number> {
+export async function runPluginCommand(
+  pluginId: string,
+  name: string,
+  positional: string[],
+  options: Record<string, unknown> & { config?: string },
+): Promise<number> {
+  const globals = { ...(options.config ? { config: options.config } : {}) };
   const home = keelHome();
   const candidate = (await discoverAll({ home })).find((c) => c.id === pluginId);
   if (!candidate) throw new KeelError(ErrorCodes.PLUGIN_LOAD_FAILED, `Plugin ${pluginId} is not installed.`);
   const def = await candidate.load();
   const handler = def.commands?.[name];
   if (!handler) throw new KeelError(ErrorCodes.PLUGIN_LOAD_FAILED, `Plugin ${pluginId} declares the command "${name}" but exports no handler for it.`);
-  // commander passes positional arguments, then the options object, then the command.
-  const options = (args.at(-2) ?? {}) as Record<string, unknown>;
-  const positional = args.slice(0, -2).flat().map(String);
   const logs = new LogSink();
   const ctx: CommandContext = {
     home,

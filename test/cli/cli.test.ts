@@ -2,7 +2,7 @@
  * The `keel` CLI through real child processes of the built dist/cli.js, each with its own KEEL_HOME.
  */
 import { execFile } from 'node:child_process';
-import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { installFakeAgent } from '../../sdk/testing/index.js';
@@ -58,6 +58,31 @@ describe('keel CLI', () => {
     }
     expect((await keel(h, ['frobnicate'])).code).toBe(2);
     expect((await keel(h, ['push'])).code).toBe(2);
+  });
+
+  it('lists and runs commands that plugins declare in their manifests', async () => {
+    const h = home();
+    const dir = join(h, 'plugins', 'hello');
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(
+      join(dir, 'manifest.json'),
+      JSON.stringify({
+        id: 'hello',
+        version: '1.0.0',
+        kind: 'service',
+        description: 'says hello from the CLI',
+        cli: [{ name: 'hello <who>', description: 'Greets someone', options: [{ flags: '--shout', description: 'upper case' }] }],
+      }),
+    );
+    writeFileSync(
+      join(dir, 'index.js'),
+      `export default { setup() {}, commands: { hello(ctx) { const t = 'hello ' + ctx.args[0]; console.log(ctx.options.shout ? t.toUpperCase() : t); return 0; } } };`,
+    );
+    const help = await keel(h, ['--help']);
+    expect(help.stdout).toMatch(/hello \[options\] <who>\s+Greets someone \[plugin hello\]/);
+    const run = await keel(h, ['hello', 'world', '--shout']);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout.trim()).toBe('HELLO WORLD');
   });
 
   it('push prints the task, id and clamped priority; bad input queues nothing', async () => {
