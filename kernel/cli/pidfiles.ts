@@ -3,7 +3,9 @@
  * so `keel status` can see and `keel stop` can stop all of them. A pid is trusted only while that process is
  * alive and its command line is Keel's (a reused pid is never signalled).
  */
-import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { writeFileAtomicSync } from '../util/atomic-write.js';
+import { isPidAlive } from '../util/pid.js';
 import { join } from 'node:path';
 
 export interface PidRecord {
@@ -20,22 +22,7 @@ export function runDir(home: string): string {
   return join(home, 'run');
 }
 
-export function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
-  // A zombie (exited, not yet reaped by its parent) is not running.
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
-    if (state === 'Z' || state === 'X') return false;
-  } catch {
-    // No /proc (not Linux): trust kill(0).
-  }
-  return true;
-}
+export { isPidAlive as isAlive };
 
 function looksLikeKeel(pid: number): boolean {
   try {
@@ -47,11 +34,8 @@ function looksLikeKeel(pid: number): boolean {
 }
 
 export function writePid(home: string, rec: PidRecord): string {
-  mkdirSync(runDir(home), { recursive: true });
   const file = join(runDir(home), `${rec.name}.pid`);
-  const tmp = `${file}.${process.pid}.tmp`;
-  writeFileSync(tmp, JSON.stringify(rec));
-  renameSync(tmp, file);
+  writeFileAtomicSync(file, JSON.stringify(rec));
   return file;
 }
 
@@ -78,7 +62,7 @@ export function livePids(home: string): PidRecord[] {
   for (const f of readdirSync(dir)) {
     if (!f.endsWith('.pid')) continue;
     const rec = readPid(home, f.slice(0, -4));
-    if (rec && isAlive(rec.pid) && looksLikeKeel(rec.pid)) out.push(rec);
+    if (rec && isPidAlive(rec.pid) && looksLikeKeel(rec.pid)) out.push(rec);
     else rmSync(join(dir, f), { force: true });
   }
   return out;

@@ -2,7 +2,8 @@
  * The running agent publishes its state in $KEEL_HOME/run/state.json (atomically, every few seconds and on
  * change), so `keel status` and `keel plugins` can report it without talking to the process.
  */
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { writeFileAtomicSync } from '../util/atomic-write.js';
 import { join } from 'node:path';
 import type { PluginStatus } from '../plugins/host.js';
 import type { RunnerStatus } from '../runner/runner.js';
@@ -23,11 +24,7 @@ export function stateFile(home: string): string {
 }
 
 export function writeRunState(home: string, s: RunState): void {
-  mkdirSync(join(home, 'run'), { recursive: true });
-  const f = stateFile(home);
-  const tmp = `${f}.${process.pid}.tmp`;
-  writeFileSync(tmp, JSON.stringify(s, null, 2));
-  renameSync(tmp, f);
+  writeFileAtomicSync(stateFile(home), JSON.stringify(s, null, 2));
 }
 
 export function readRunState(home: string): RunState | undefined {

@@ -2,7 +2,8 @@
  * Consecutive failure counts and quarantines, kept in $KEEL_HOME/plugins-state.json so "repeatedly" spans
  * restarts. Written atomically.
  */
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { writeFileAtomicSync } from '../util/atomic-write.js';
 import { join } from 'node:path';
 
 interface StateShape {
@@ -64,9 +65,6 @@ export class PluginStateFile {
   }
 
   private save(): void {
-    mkdirSync(join(this.file, '..'), { recursive: true });
-    const tmp = `${this.file}.${process.pid}.tmp`;
-    writeFileSync(tmp, JSON.stringify(this.data, null, 2));
-    renameSync(tmp, this.file);
+    writeFileAtomicSync(this.file, JSON.stringify(this.data, null, 2));
   }
 }

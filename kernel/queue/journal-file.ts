@@ -1,14 +1,13 @@
 /**
- * File-level helpers for the journal, shared by the store and by the `keel push` fast path (node built-ins only).
+ * File-level helpers for the journal, shared by the store and by the `keel push` fast path (node built-ins and kernel/util only).
  */
 import { randomBytes } from 'node:crypto';
+import { fsyncDir, writeFileAtomicSync } from '../util/atomic-write.js';
 import {
-  closeSync,
   constants,
   copyFileSync,
   fdatasyncSync,
   fstatSync,
-  fsyncSync,
   ftruncateSync,
   openSync,
   readSync,
@@ -45,34 +44,11 @@ export function newJournalId(): string {
   return randomBytes(9).toString('base64url');
 }
 
-/** A rename is only durable once the directory entry itself is flushed. */
-export function fsyncDir(dir: string): void {
-  let fd: number | undefined;
-  try {
-    fd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY);
-    fsyncSync(fd);
-  } catch (e) {
-    // Some file systems refuse fsync on a directory; the data files themselves are still synced.
-    if ((e as NodeJS.ErrnoException).code !== 'EINVAL' && (e as NodeJS.ErrnoException).code !== 'EISDIR') throw e;
-  } finally {
-    if (fd !== undefined) closeSync(fd);
-  }
-}
+export { fsyncDir };
 
 /** Writes `data` to `path` atomically: temp file, fsync, rename, fsync of the directory. */
-export function writeFileAtomic(path: string, dir: string, data: string | Buffer): void {
-  const tmp = `${path}.tmp-${process.pid}`;
-  const fd = openSync(tmp, 'w', 0o600);
-  try {
-    const buf = typeof data === 'string' ? Buffer.from(data) : data;
-    let off = 0;
-    while (off < buf.length) off += writeSync(fd, buf, off, buf.length - off);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-  renameSync(tmp, path);
-  fsyncDir(dir);
+export function writeFileAtomic(path: string, _dir: string, data: string | Buffer): void {
+  writeFileAtomicSync(path, data);
 }
 
 /**

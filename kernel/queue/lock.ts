@@ -9,6 +9,7 @@
 import { randomBytes } from 'node:crypto';
 import { closeSync, openSync, readFileSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { ErrorCodes, KeelError } from '../errors.js';
+import { isPidAlive } from '../util/pid.js';
 
 export interface LockOptions {
   /** Give up after this long (default 10 s). */
@@ -22,24 +23,7 @@ export interface HeldLock {
 /** A file created but not yet filled in is this old before we treat its creator as dead. */
 const EMPTY_LOCK_GRACE_MS = 5_000;
 
-/**
- * True when a process with this pid is running (EPERM means it exists but belongs to someone else). A zombie
- * counts as dead: in a container whose init does not reap orphans, a killed holder can stay a zombie for good.
- */
-export function isPidAlive(pid: number): boolean {
-  if (!Number.isInteger(pid) || pid <= 0) return false;
-  try {
-    process.kill(pid, 0);
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
-  } catch {
-    return true; // no /proc (not Linux): signal 0 is all we can know
-  }
-}
+export { isPidAlive };
 
 function readOrUndefined(path: string): string | undefined {
   try {
