@@ -6,7 +6,7 @@ import { readFileSync, watch, type FSWatcher } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import type { HookCatalogue } from '../sdk/hooks.js';
-import type { AgentCapability, QueueApi } from '../sdk/plugin.js';
+import type { AgentCapability, KernelInfoCapability, QueueApi } from '../sdk/plugin.js';
 import type { Actor, ConfigKeySpec, Logger } from '../sdk/types.js';
 import { ConfigStore, KeyRegistry, KERNEL_KEYS } from './config/index.js';
 import { errorMessage } from './errors.js';
@@ -21,6 +21,7 @@ import { ActionQueue } from './queue/index.js';
 import { createDispatcher, type Dispatcher } from './registry/dispatch.js';
 import { Registry } from './registry/registry.js';
 import { Runner } from './runner/runner.js';
+import { livePids } from './util/pidfiles.js';
 
 export interface KernelOptions {
   home?: string;
@@ -137,6 +138,20 @@ export async function startKernel(opts: KernelOptions = {}): Promise<Kernel> {
     list: () => queue.list(),
     counts: () => queue.counts(),
   };
+  const startedAt = new Date().toISOString();
+  let runner: Runner | undefined;
+  const info: KernelInfoCapability = {
+    version,
+    home,
+    startedAt,
+    agentRunning: () => Boolean(runner) || livePids(home).some((p) => p.name === 'agent'),
+    runner: () => runner?.status(),
+    logs: (o) => logs.recent(o),
+    onLog: (l) => logs.onEntry(l),
+    plugins: () => host.statuses().map((s) => ({ id: s.id, state: s.state, ...(s.reason ? { reason: s.reason } : {}), ...(s.kind ? { kind: s.kind } : {}) })),
+    configKeys: () => keys.entries().map((e) => ({ key: e.key, owner: e.owner, policy: e.spec.policy, secret: Boolean(e.spec.secret) })),
+  };
+  registry.provide('kernel', 'kernel:info', info);
   const host = new PluginHost({
     home,
     version,
@@ -162,7 +177,6 @@ export async function startKernel(opts: KernelOptions = {}): Promise<Kernel> {
 
   const unwatchConfig = (opts.watchConfig ?? opts.runAgent) ? watchConfigFile(cfg, log) : undefined;
 
-  let runner: Runner | undefined;
   if (opts.runAgent) {
     runner = new Runner({
       queue,

@@ -22,6 +22,7 @@ export type { Static, TSchema };
 export type * from './types.js';
 export type * from './hooks.js';
 export type * from './plugin.js';
+export { CHANNEL_NAMES } from './plugin.js';
 
 /**
  * Declare a plugin. Identity function that gives type checking.

@@ -9,7 +9,9 @@ import type {
   ConfigOrigin,
   ConfigView,
   HealthReport,
+  LogEntry,
   Logger,
+  PolicyClass,
   PluginManifest,
   PushInput,
   SkillHandler,
@@ -87,19 +89,26 @@ export interface PluginInstance {
 export interface CommandContext {
   home: string;
   log: Logger;
-  /** Parsed positional arguments and options. */
+  /** Parsed positional arguments and options (commander's camelCase names). */
   args: string[];
   options: Record<string, unknown>;
+  /** The `--config <file>` given to keel, if any. */
+  configFile?: string;
   /**
-   * Start the kernel with all permitted plugins (this one included) in this process.
-   * `overrides` are command-line config values (highest precedence).
+   * Run the kernel with all permitted plugins in this process as a long-running Keel process: it gets a pid
+   * file `run/<processName>.pid` (so `keel status` sees it and `keel stop` stops it) and stops on SIGINT/SIGTERM.
+   * `overrides` are command-line config values (highest precedence). With `runAgent` it also runs the agent
+   * (refused while another agent runs on this home).
    */
-  startKernel(opts?: { overrides?: Record<string, unknown>; runAgent?: boolean }): Promise<RunningKernel>;
+  startKernel(opts: { processName: string; overrides?: Record<string, unknown>; runAgent?: boolean }): Promise<RunningKernel>;
+  /** Start this same command again as a detached background process logging to `$KEEL_HOME/<logName>`; resolves once its pid file exists. */
+  detach(opts: { processName: string; logName: string; dropArgs: string[] }): Promise<{ pid: number; log: string }>;
 }
 
 /** A kernel started from a command. */
 export interface RunningKernel {
-  ctx: PluginContext;
+  /** Status of a plugin in that kernel (e.g. to tell whether the server it starts is up). */
+  pluginStatus(id: string): { state: string; reason?: string } | undefined;
   /** Resolves when the kernel stops (signal, `keel stop`). */
   done: Promise<void>;
   stop(): Promise<void>;
@@ -121,3 +130,58 @@ export interface AgentCapability {
   ready(): { ready: boolean; reason?: string };
   execute(action: Action, opts: { signal: AbortSignal }): Promise<{ result: string }>;
 }
+
+/**
+ * Capability `kernel:info`, provided by the kernel itself: what a service plugin (the gateway, a dashboard)
+ * reports about the running kernel.
+ */
+export interface KernelInfoCapability {
+  version: string;
+  home: string;
+  /** ISO time this kernel started. */
+  startedAt: string;
+  /** Whether an agent runner works on the queue: in this process, or another `keel run` on the same home. */
+  agentRunning(): boolean;
+  /** This process's runner, if it runs one. */
+  runner(): { state: string; reason?: string; current?: string } | undefined;
+  /** Recent kernel log entries, newest last. */
+  logs(opts?: { level?: 'info' | 'warn' | 'error'; limit?: number }): LogEntry[];
+  /** Subscribe to new log entries. */
+  onLog(listener: (e: LogEntry) => void): () => void;
+  plugins(): Array<{ id: string; state: string; reason?: string; kind?: string }>;
+  /** Every known configuration key with its owner, policy class and secret flag. */
+  configKeys(): Array<{ key: string; owner: string; policy: PolicyClass; secret: boolean }>;
+}
+
+/** A memory entry (SPEC "Memory entry"). */
+export interface MemoryEntry {
+  id: string;
+  type: 'short' | 'episodic' | 'long';
+  content: string;
+  timestamp: string;
+  metadata: { actionId?: string; step?: number; [k: string]: unknown };
+}
+
+/** Capability `memory`: what the gateway and the agent read from the memory plugin. */
+export interface MemoryCapability {
+  counts(): { short: number; episodic: number; long: number };
+  list(opts: { type?: MemoryEntry['type']; limit: number; search?: string }): { memories: MemoryEntry[]; total: number };
+}
+
+/** Connection status of a channel (SPEC "Connection status"). */
+export interface ConnectionStatus {
+  enabled: boolean;
+  connected: boolean;
+  botUsername?: string;
+  botId?: number;
+  guilds?: number;
+}
+
+/** Capability `channel:<name>` (`channel:chatA`, ...): a chat channel. */
+export interface ChannelCapability {
+  name: string;
+  status(): ConnectionStatus;
+}
+
+/** The channel names of SPEC, in the order the gateway lists them. */
+export const CHANNEL_NAMES = ['chatA', 'chatB', 'chatC', 'chatD', 'email', 'gateway-chat'] as const;

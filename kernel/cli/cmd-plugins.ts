@@ -4,7 +4,7 @@
  */
 import { keelHome } from '../paths.js';
 import { PluginStateFile } from '../plugins/state-file.js';
-import { livePids } from './pidfiles.js';
+import { livePids } from '../util/pidfiles.js';
 import { offlineView } from './offline.js';
 import { readRunState } from './run-state.js';
 

@@ -3,7 +3,7 @@
  * which includes custom skills).
  */
 import { keelHome } from '../paths.js';
-import { livePids } from './pidfiles.js';
+import { livePids } from '../util/pidfiles.js';
 import { offlineView } from './offline.js';
 import { readRunState } from './run-state.js';
 

@@ -3,7 +3,7 @@
  * Exit 0 when the agent runs, 3 when it does not.
  */
 import { keelHome } from '../paths.js';
-import { livePids } from './pidfiles.js';
+import { livePids } from '../util/pidfiles.js';
 import { readRunState } from './run-state.js';
 
 export async function status(opts: { json?: boolean; config?: string }): Promise<number> {

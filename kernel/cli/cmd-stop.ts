@@ -2,7 +2,7 @@
  * `keel stop`: SIGTERM to every live Keel process of this KEEL_HOME, SIGKILL after the timeout.
  */
 import { keelHome } from '../paths.js';
-import { isAlive, livePids, runDir } from './pidfiles.js';
+import { isAlive, livePids, runDir } from '../util/pidfiles.js';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 

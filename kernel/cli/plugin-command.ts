@@ -1,11 +1,14 @@
 /**
- * Runs a CLI command a plugin declared in its manifest: imports that plugin's entry and calls its handler.
+ * Runs a CLI command a plugin declared in its manifest: imports that plugin's entry and calls its handler with
+ * a CommandContext (start the kernel as a long-running process, or detach into the background).
  */
-import type { CommandContext, PluginContext } from '../../sdk/plugin.js';
+import { join } from 'node:path';
+import type { CommandContext } from '../../sdk/plugin.js';
 import { ErrorCodes, KeelError } from '../errors.js';
 import { LogSink } from '../log.js';
 import { keelHome } from '../paths.js';
 import { discoverAll } from '../plugins/discover.js';
+import { detach, serve } from './serve.js';
 
 export async function runPluginCommand(
   pluginId: string,
@@ -13,7 +16,6 @@ export async function runPluginCommand(
   positional: string[],
   options: Record<string, unknown> & { config?: string },
 ): Promise<number> {
-  const globals = { ...(options.config ? { config: options.config } : {}) };
   const home = keelHome();
   const candidate = (await discoverAll({ home })).find((c) => c.id === pluginId);
   if (!candidate) throw new KeelError(ErrorCodes.PLUGIN_LOAD_FAILED, `Plugin ${pluginId} is not installed.`);
@@ -26,43 +28,27 @@ export async function runPluginCommand(
     log: logs.logger(pluginId),
     args: positional,
     options,
-    async startKernel(o = {}) {
-      const { startKernel } = await import('../kernel.js');
-      const kernel = await startKernel({
+    ...(options.config ? { configFile: options.config } : {}),
+    async startKernel(o) {
+      const served = await serve({
         home,
-        logs,
-        ...(globals.config ? { configFile: globals.config } : {}),
-        ...(o.overrides ? { overrides: o.overrides } : {}),
+        processName: o.processName,
+        mode: process.env.KEEL_DETACHED === o.processName ? 'background' : 'foreground',
         runAgent: Boolean(o.runAgent),
+        ...(options.config ? { configFile: options.config } : {}),
+        ...(o.overrides ? { overrides: o.overrides } : {}),
+        kernel: { logs },
       });
-      let resolveDone!: () => void;
-      const done = new Promise<void>((r) => (resolveDone = r));
-      const stop = async () => {
-        await kernel.stop();
-        resolveDone();
+      return {
+        pluginStatus: (id) => served.kernel.host.status(id),
+        done: served.done,
+        stop: served.stop,
       };
-      process.once('SIGINT', () => void stop());
-      process.once('SIGTERM', () => void stop());
-      const probe = {
-        id: `cli:${pluginId}`,
-        home,
-        version: kernel.version,
-        config: kernel.config,
-        log: logs.logger(pluginId),
-        hooks: { tap: () => undefined },
-        skills: {
-          register: () => undefined,
-          execute: (n: string, a: unknown, actor: Parameters<typeof kernel.execute>[2]) => kernel.execute(n, a, actor),
-          list: () => [...kernel.registry.skills.values()].map((e) => ({ ...e.manifest, plugin: e.plugin })),
-        },
-        queue: { push: (i: Parameters<typeof kernel.queue.push>[0]) => kernel.queue.push(i), get: (id: string) => kernel.queue.get(id), list: () => kernel.queue.list(), counts: () => kernel.queue.counts() },
-        use: <T>(cap: string) => kernel.registry.use<T>(cap),
-        provide: () => {
-          throw new KeelError(ErrorCodes.FORBIDDEN, 'A command context cannot provide capabilities.');
-        },
-        signal: new AbortController().signal,
-      };
-      return { ctx: probe as unknown as PluginContext, done, stop };
+    },
+    async detach(o) {
+      const args = process.argv.slice(2).filter((a) => !o.dropArgs.includes(a));
+      process.env.KEEL_DETACHED = o.processName;
+      return detach({ home, processName: o.processName, log: join(home, o.logName), args });
     },
   };
   return (await handler(ctx)) ?? 0;

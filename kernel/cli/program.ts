@@ -46,6 +46,8 @@ function build(): Command {
   const add = (spec: CommandSpec, handler?: Handler) => {
     const parent = byPath.get(spec.path.slice(0, -1).join(' '))!;
     const cmd = parent.command(spec.path.at(-1)!).description(spec.description);
+    // A command that uses -h itself (`keel gateway -h <host>`) keeps only --help for help.
+    if (spec.options?.some((o) => /^-h[, ]/.test(o.flags))) cmd.helpOption('--help', 'display help for command');
     for (const a of spec.args ?? []) cmd.argument(a.syntax, a.description);
     for (const o of spec.options ?? []) {
       const opt = new Option(o.flags, o.description);

@@ -196,7 +196,8 @@ export class PluginHost {
       ctx?.revoke();
       this.cleanup(id);
       this.fail(k, e, ErrorCodes.PLUGIN_SETUP_FAILED);
-      await this.recordFailure(id, errorMessage(e));
+      // A port in use or a missing device is not the plugin's fault: no step towards quarantine and repair.
+      if (!isKeelError(e, ErrorCodes.PLUGIN_ENVIRONMENT)) await this.recordFailure(id, errorMessage(e));
       return false;
     }
   }
@@ -267,10 +268,9 @@ export class PluginHost {
       if (this.state.failures(id) + 1 >= threshold) await this.stopOne(id);
       await this.recordFailure(id, reason);
     }
+    const retryable = new Set<string>([ErrorCodes.PLUGIN_SETUP_FAILED, ErrorCodes.PLUGIN_TIMEOUT, ErrorCodes.PLUGIN_ENVIRONMENT]);
     for (const k of [...this.known.values()]) {
-      if (k.status.state === 'failed' && k.manifest && !this.running.has(k.candidate.id) && k.status.code === ErrorCodes.PLUGIN_SETUP_FAILED) {
-        await this.startOne(k.candidate.id);
-      } else if (k.status.state === 'failed' && k.status.code === ErrorCodes.PLUGIN_TIMEOUT && k.manifest) {
+      if (k.status.state === 'failed' && k.manifest && !this.running.has(k.candidate.id) && retryable.has(k.status.code ?? '')) {
         await this.startOne(k.candidate.id);
       }
     }

@@ -4,8 +4,8 @@
  * alive and its command line is Keel's (a reused pid is never signalled).
  */
 import { existsSync, readFileSync, readdirSync, rmSync } from 'node:fs';
-import { writeFileAtomicSync } from '../util/atomic-write.js';
-import { isPidAlive } from '../util/pid.js';
+import { writeFileAtomicSync } from './atomic-write.js';
+import { isPidAlive } from './pid.js';
 import { join } from 'node:path';
 
 export interface PidRecord {
