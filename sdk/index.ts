@@ -55,3 +55,12 @@ export function defineSkill<S extends TSchema>(def: CustomSkillDefinition<S>): C
 export function skill(def: Omit<SkillManifest, 'category'> & { category?: string }): SkillManifest {
   return { category: 'general', ...def };
 }
+
+/**
+ * Error a plugin throws from `setup` when its surroundings, not its code, stop it (a port in use, a missing
+ * device). The host reports it and retries at each health round, but it never counts towards quarantine.
+ * @example throw environmentError(`Port ${port} is already in use; choose another port with -p.`)
+ */
+export function environmentError(message: string): Error & { code: 'KEEL_E_PLUGIN_ENVIRONMENT' } {
+  return Object.assign(new Error(message), { code: 'KEEL_E_PLUGIN_ENVIRONMENT' as const });
+}

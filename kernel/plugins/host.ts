@@ -70,6 +70,13 @@ export function permittedByLists(id: string, allow: string[] = [], deny: string[
   return { ok: true };
 }
 
+/** The KEEL_E_* code of an error, whether a KeelError or a plain error from a plugin (sdk's environmentError). */
+function codeOf(e: unknown): ErrorCode | undefined {
+  if (isKeelError(e)) return e.code;
+  const code = (e as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && (Object.values(ErrorCodes) as string[]).includes(code) ? (code as ErrorCode) : undefined;
+}
+
 export class PluginHost {
   private readonly known = new Map<string, Known>();
   private readonly running = new Map<string, Running>();
@@ -165,7 +172,7 @@ export class PluginHost {
   }
 
   private fail(k: Known, e: unknown, fallback: ErrorCode): void {
-    const code = isKeelError(e) ? e.code : fallback;
+    const code = codeOf(e) ?? fallback;
     this.setState(k.candidate.id, 'failed', errorMessage(e), code);
     this.log.error(`Plugin ${k.candidate.id} failed: ${errorMessage(e)}`);
   }
@@ -197,7 +204,7 @@ export class PluginHost {
       this.cleanup(id);
       this.fail(k, e, ErrorCodes.PLUGIN_SETUP_FAILED);
       // A port in use or a missing device is not the plugin's fault: no step towards quarantine and repair.
-      if (!isKeelError(e, ErrorCodes.PLUGIN_ENVIRONMENT)) await this.recordFailure(id, errorMessage(e));
+      if (codeOf(e) !== ErrorCodes.PLUGIN_ENVIRONMENT) await this.recordFailure(id, errorMessage(e));
       return false;
     }
   }

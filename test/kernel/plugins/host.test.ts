@@ -82,6 +82,25 @@ describe('plugin host', () => {
     expect((await k.execute('ok_skill', { text: 'x' }, k.operator)).result).toBe('ok');
   });
 
+  it('does not count a failure caused by its surroundings (port in use) towards quarantine, and retries it', async () => {
+    const k = await boot({
+      plugins: [
+        {
+          id: 'needs-port',
+          setup: `globalThis.__portTries = (globalThis.__portTries ?? 0) + 1; if (globalThis.__portTries < 4) { throw Object.assign(new Error('Port 1 is already in use'), { code: 'KEEL_E_PLUGIN_ENVIRONMENT' }); }`,
+        },
+      ],
+      quarantineAfter: 2,
+    });
+    expect(state(k, 'needs-port')).toBe('failed');
+    await k.host.checkHealth();
+    await k.host.checkHealth();
+    expect(state(k, 'needs-port')).toBe('failed');
+    expect(k.host.status('needs-port')?.failures).toBe(0);
+    await k.host.checkHealth(); // the fourth attempt succeeds
+    expect(state(k, 'needs-port')).toBe('loaded');
+  });
+
   it('times out a plugin that hangs in setup and shuts its context', async () => {
     const k = await boot({
       plugins: [
