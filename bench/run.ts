@@ -7,6 +7,7 @@ import { printRows, type BenchRow } from './lib.js';
 const suites: Array<[string, () => Promise<BenchRow[]>]> = [
   ['cli', async () => (await import('./cli.js')).benchCli()],
   ['dispatch', async () => (await import('./dispatch.js')).benchDispatch()],
+  ['daemon', async () => (await import('./daemon.js')).benchDaemon()],
   ['queue', async () => (await import('./queue.js')).benchQueue()],
   ['hot reload', async () => (await import('./hot-reload.js')).benchHotReload()],
 ];

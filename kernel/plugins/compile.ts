@@ -7,7 +7,7 @@ import { mkdir } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { ErrorCodes, KeelError } from '../errors.js';
-import { sdkEntry } from '../paths.js';
+import { installRoot, sdkEntry } from '../paths.js';
 
 export interface CompiledModule {
   /** Absolute path of the compiled file (unique per content, so a fresh import is never cached). */
@@ -30,6 +30,8 @@ export async function compileModule(source: string, cacheDir: string): Promise<C
       logLevel: 'silent',
       // Stacks from user code point at the user's own file:line (with source maps enabled in the process).
       sourcemap: 'inline',
+      // Packages installed beside Keel resolve for user code too (user folders rarely have node_modules).
+      nodePaths: [join(installRoot(), 'node_modules')],
       plugins: [
         {
           name: 'keel-sdk',
