@@ -75,6 +75,17 @@ function skill(name: string, body: string, params = 'Type.Object({ text: Type.St
 }
 
 describe('custom skills', () => {
+  it('resolves npm packages installed beside Keel from a skill in $KEEL_HOME/skills', async () => {
+    const b = await boot({
+      'yaml-dump.ts': `import { defineSkill, Type } from 'keel/sdk';
+import { stringify } from 'yaml';
+export default defineSkill({ name: 'yaml_dump', description: 'YAML of a value', parameters: Type.Object({ n: Type.Number() }), run: ({ n }) => stringify({ n }) });
+`,
+    });
+    const r = await b.run('yaml_dump', { n: 3 });
+    expect(r).toMatchObject({ success: true, result: 'n: 3\n' });
+  });
+
   it('loads a skill file present at start and runs it as its own plugin', async () => {
     const k = await boot({ 'Echo.ts': skill('echo', '`echo:${args.text}`') });
     const r = await k.run('echo', { text: 'hi' });
