@@ -23,6 +23,9 @@ export type * from './types.js';
 export type * from './hooks.js';
 export type * from './plugin.js';
 export { CHANNEL_NAMES } from './plugin.js';
+export type * from './providers.js';
+export { ProviderError } from './providers.js';
+export { withRetry, parseRetryAfter, type RetryOptions, type RetryDecision } from './retry.js';
 
 /**
  * Declare a plugin. Identity function that gives type checking.

@@ -19,6 +19,9 @@ import type {
   SkillResult,
 } from './types.js';
 
+/** Hooks a plugin may fire through `ctx.emit`; the others belong to the kernel. */
+export type EmittableHook = 'thinking' | 'observation' | 'messageIn' | 'messageOut';
+
 /** Tap options: `stage` orders taps (lower first), as in tapable. */
 export interface TapOptions {
   stage?: number;
@@ -73,6 +76,11 @@ export interface PluginContext {
   queue: QueueApi;
   /** The implementation some plugin provides for a capability (`agent`, `memory`, ...), if any. */
   use<T = unknown>(capability: string): T | undefined;
+  /**
+   * Fire one of the hooks a plugin may raise: `thinking` and `observation` (the agent), `messageIn` and
+   * `messageOut` (channels; waterfalls, so the possibly rewritten message comes back).
+   */
+  emit<K extends EmittableHook>(hook: K, ...args: HookArgs<K>): K extends 'messageIn' | 'messageOut' ? Promise<HookArgs<K>[0]> : void;
   /** Offer an implementation of a capability this manifest lists in `provides`. */
   provide<T>(capability: string, impl: T): void;
   /** Aborted when the plugin is being stopped. */

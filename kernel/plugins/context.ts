@@ -3,7 +3,7 @@
  * the door is shut: every method throws, so a late callback cannot register anything.
  */
 import type { HookCatalogue } from '../../sdk/hooks.js';
-import type { ConfigApi, PluginContext, QueueApi } from '../../sdk/plugin.js';
+import type { ConfigApi, EmittableHook, PluginContext, QueueApi } from '../../sdk/plugin.js';
 import type { ConfigKeySpec, Logger, PluginManifest } from '../../sdk/types.js';
 import { ErrorCodes, KeelError } from '../errors.js';
 import { tapHook } from '../hooks/catalogue.js';
@@ -83,6 +83,17 @@ export function createPluginContext(d: ContextDeps): { ctx: PluginContext; revok
     },
     queue: d.queue,
     use: (cap) => d.registry.use(cap),
+    emit: ((name: EmittableHook, ...args: unknown[]) => {
+      guard();
+      if (name === 'messageIn' || name === 'messageOut') {
+        return (d.hooks[name] as { promise(...a: unknown[]): Promise<unknown> }).promise(...args);
+      }
+      if (name === 'thinking' || name === 'observation') {
+        (d.hooks[name] as { call(...a: unknown[]): void }).call(...args);
+        return undefined;
+      }
+      throw new KeelError(ErrorCodes.HOOK_UNKNOWN, `Plugins may emit thinking, observation, messageIn and messageOut; "${String(name)}" belongs to the kernel.`);
+    }) as PluginContext['emit'],
     provide: (cap, impl) => {
       guard();
       if (!provides.has(cap)) {

@@ -1,0 +1,125 @@
+/**
+ * The model provider contract. Each provider plugin (`providerA` ... `providerK`) provides the capability
+ * `provider:<id>` with this interface; the agent plugin routes between them (model-name inference, fallback,
+ * token accounting) and offers the result as the capability `llm`.
+ */
+
+/** A message in a chat with tools. */
+export interface ChatMessage {
+  role: 'system' | 'user' | 'assistant' | 'tool';
+  content: string;
+  /** Assistant turns: the tool calls the model asked for. */
+  toolCalls?: ToolCall[];
+  /** Tool turns: the id of the call this result answers. */
+  toolCallId?: string;
+  /** Tool turns: the tool's name (some vendors need it). */
+  name?: string;
+  /** User turns: images for vision-capable models. */
+  images?: Array<{ mimeType: string; base64: string }>;
+}
+
+export interface ToolCall {
+  id: string;
+  name: string;
+  /** Parsed arguments; when the model sent invalid JSON, `raw` holds its text and `arguments` is `{}`. */
+  arguments: Record<string, unknown>;
+  raw?: string;
+}
+
+/** A tool offered to the model (a skill: name, description, JSON schema of its parameters). */
+export interface ToolSpec {
+  name: string;
+  description: string;
+  parameters: Record<string, unknown>;
+}
+
+export interface ChatRequest {
+  model: string;
+  messages: ChatMessage[];
+  tools?: ToolSpec[];
+  temperature?: number;
+  maxTokens?: number;
+  signal?: AbortSignal;
+  /** Per-call timeout in milliseconds (the provider's default otherwise). */
+  timeoutMs?: number;
+}
+
+export interface TokenUsage {
+  inputTokens: number;
+  outputTokens: number;
+}
+
+export interface ChatResponse {
+  /** Text of the reply (may be empty when the model only calls tools). */
+  text: string;
+  toolCalls: ToolCall[];
+  usage: TokenUsage;
+  /** The model that answered, as the vendor names it. */
+  model: string;
+  finishReason?: string;
+}
+
+export interface EmbedRequest {
+  texts: string[];
+  model?: string;
+  signal?: AbortSignal;
+}
+
+export interface ImageRequest {
+  prompt: string;
+  size?: string;
+  quality?: string;
+  model?: string;
+  signal?: AbortSignal;
+}
+
+export interface SpeechRequest {
+  text: string;
+  voice?: string;
+  model?: string;
+  signal?: AbortSignal;
+}
+
+/** Capability `provider:<id>`. Optional methods exist only where the vendor offers them. */
+export interface ProviderCapability {
+  /** `providerA` ... `providerK`. */
+  id: string;
+  /** Whether the provider can be called, and if not exactly what to set (key name and env variable). */
+  configured(): { ok: true } | { ok: false; missing: string };
+  chat(req: ChatRequest): Promise<ChatResponse>;
+  embed?(req: EmbedRequest): Promise<{ vectors: number[][]; usage?: TokenUsage; model: string }>;
+  generateImage?(req: ImageRequest): Promise<{ mimeType: string; base64: string }>;
+  speak?(req: SpeechRequest): Promise<{ mimeType: string; base64: string }>;
+  /** Voices `speak` accepts. */
+  voices?: string[];
+  /** Whether chat accepts images. */
+  vision: boolean;
+}
+
+/** An error from a provider, with what the router needs to decide on retry and fallback. Never holds a key. */
+export interface ProviderErrorInfo {
+  provider: string;
+  status?: number;
+  /** Milliseconds the vendor asked to wait (Retry-After). */
+  retryAfterMs?: number;
+  retryable: boolean;
+}
+
+export class ProviderError extends Error {
+  readonly info: ProviderErrorInfo;
+  constructor(message: string, info: ProviderErrorInfo, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'ProviderError';
+    this.info = info;
+  }
+}
+
+/** Capability `llm`: chat, embeddings and the fast model through the router (inference, fallback, usage log). */
+export interface LlmCapability {
+  /** The provider and model the agent uses now, or why there is none. */
+  current(): { provider: string; model: string } | { provider?: string; model?: string; missing: string };
+  chat(req: Omit<ChatRequest, 'model'> & { model?: string; purpose?: 'main' | 'fast' }): Promise<ChatResponse & { provider: string }>;
+  /** Embeddings from the first configured provider that offers them (A, B, or G when enabled); undefined if none. */
+  embed(req: EmbedRequest): Promise<{ vectors: number[][]; provider: string; model: string } | undefined>;
+  canEmbed(): boolean;
+}

@@ -1,0 +1,67 @@
+/**
+ * Retry with exponential backoff that honours a server's Retry-After, for provider and channel plugins.
+ */
+
+export interface RetryDecision {
+  retry: boolean;
+  /** Wait this long instead of the computed backoff (Retry-After). */
+  afterMs?: number;
+}
+
+export interface RetryOptions {
+  /** Retries after the first attempt (default 3). */
+  retries?: number;
+  /** First backoff (default 500 ms), doubled each time, capped by `maxMs` (default 8000 ms). */
+  baseMs?: number;
+  maxMs?: number;
+  signal?: AbortSignal;
+  /** Whether an error is worth another attempt (e.g. 429, 5xx, a reset connection). */
+  classify(error: unknown): RetryDecision;
+  /** Called before each wait (for logging). */
+  onRetry?(error: unknown, attempt: number, waitMs: number): void;
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason ?? new Error('aborted'));
+    const t = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(t);
+      reject(signal!.reason ?? new Error('aborted'));
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/**
+ * Runs `fn` until it succeeds, the error is not retryable, retries run out, or `signal` aborts.
+ * @example await withRetry(() => client.chat(req), { classify: (e) => ({ retry: status(e) >= 500 }) })
+ */
+export async function withRetry<T>(fn: (attempt: number) => Promise<T>, o: RetryOptions): Promise<T> {
+  const retries = o.retries ?? 3;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await fn(attempt);
+    } catch (e) {
+      if (o.signal?.aborted || attempt >= retries) throw e;
+      const d = o.classify(e);
+      if (!d.retry) throw e;
+      const backoff = Math.min(o.maxMs ?? 8000, (o.baseMs ?? 500) * 2 ** attempt);
+      const wait = Math.min(60_000, Math.max(0, d.afterMs ?? backoff));
+      o.onRetry?.(e, attempt + 1, wait);
+      await sleep(wait, o.signal);
+    }
+  }
+}
+
+/** Milliseconds from a Retry-After header value (seconds or an HTTP date); undefined when absent or invalid. */
+export function parseRetryAfter(value: string | null | undefined, now = Date.now()): number | undefined {
+  if (!value) return undefined;
+  const secs = Number(value);
+  if (Number.isFinite(secs)) return Math.max(0, secs * 1000);
+  const at = Date.parse(value);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+}
