@@ -122,4 +122,36 @@ describe('hooks', () => {
     expect(k.hooks.afterSkill.taps).toHaveLength(0);
     expect((await k.execute('add', { a: 1 }, k.operator)).code).toBe('KEEL_E_SKILL_UNKNOWN');
   });
+
+  it('lets plugins fire only the hooks they may emit', async () => {
+    const home = tmp();
+    const builtins = tmp('keel-builtins-');
+    dirs.push(home, builtins);
+    writePlugin(builtins, {
+      id: 'thinker',
+      setup: `
+        ctx.emit('thinking', { thought: 'hmm' });
+        try { ctx.emit('actionQueued', {}); } catch (e) { globalThis.__emitRefused = e.message; }
+        globalThis.__rewritten = await ctx.emit('messageIn', { channel: 'chatA', userId: '1', text: 'hi' });
+      `,
+    });
+    writePlugin(builtins, {
+      id: 'listener',
+      setup: `
+        ctx.hooks.tap('thinking', (e) => { (globalThis.__thoughts ??= []).push(e.thought); });
+        ctx.hooks.tap('messageIn', (m) => ({ ...m, text: m.text.toUpperCase() }));
+      `,
+      manifest: { provides: ['listening'] },
+    });
+    // The thinker requires what the listener provides, so the listener's taps exist before the thinker emits.
+    const fs = await import('node:fs');
+    fs.renameSync(join(builtins, 'thinker'), join(builtins, 'zz-thinker'));
+    const m = JSON.parse(fs.readFileSync(join(builtins, 'zz-thinker', 'manifest.json'), 'utf8'));
+    fs.writeFileSync(join(builtins, 'zz-thinker', 'manifest.json'), JSON.stringify({ ...m, requires: ['listening'] }));
+    kernel = await startKernel({ home, builtinDir: builtins, env: {}, watchSkills: false, logs: new LogSink({ quiet: true }) });
+    const g = globalThis as { __thoughts?: string[]; __emitRefused?: string; __rewritten?: { text: string } };
+    expect(g.__thoughts).toEqual(['hmm']);
+    expect(g.__emitRefused).toMatch(/belongs to the kernel/);
+    expect(g.__rewritten?.text).toBe('HI');
+  });
 });
