@@ -1,0 +1,20 @@
+/**
+ * providerF (NVIDIA NIM): provides `provider:providerF` through the shared OpenAI-compatible adapter.
+ */
+import { definePlugin, type ProviderCapability } from '../../sdk/index.js';
+import { readProviderSettings } from '../../sdk/vendors/common.js';
+import { createOpenAICompatibleProvider } from '../../sdk/vendors/openai-compatible.js';
+import manifest, { DEFAULT_BASE_URL } from './manifest.js';
+
+export default definePlugin({
+  manifest,
+  setup(ctx) {
+    const provider = createOpenAICompatibleProvider({
+      id: 'providerF',
+      settings: () => readProviderSettings(ctx.config, 'providerF', DEFAULT_BASE_URL),
+      vision: false,
+    });
+    ctx.provide<ProviderCapability>('provider:providerF', provider);
+    return {};
+  },
+});

@@ -1,0 +1,20 @@
+/**
+ * providerI (Groq): provides `provider:providerI` through the shared OpenAI-compatible adapter.
+ */
+import { definePlugin, type ProviderCapability } from '../../sdk/index.js';
+import { readProviderSettings } from '../../sdk/vendors/common.js';
+import { createOpenAICompatibleProvider } from '../../sdk/vendors/openai-compatible.js';
+import manifest, { DEFAULT_BASE_URL } from './manifest.js';
+
+export default definePlugin({
+  manifest,
+  setup(ctx) {
+    const provider = createOpenAICompatibleProvider({
+      id: 'providerI',
+      settings: () => readProviderSettings(ctx.config, 'providerI', DEFAULT_BASE_URL),
+      vision: false,
+    });
+    ctx.provide<ProviderCapability>('provider:providerI', provider);
+    return {};
+  },
+});

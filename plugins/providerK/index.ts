@@ -1,0 +1,20 @@
+/**
+ * providerK (Cerebras): provides `provider:providerK` through the shared OpenAI-compatible adapter.
+ */
+import { definePlugin, type ProviderCapability } from '../../sdk/index.js';
+import { readProviderSettings } from '../../sdk/vendors/common.js';
+import { createOpenAICompatibleProvider } from '../../sdk/vendors/openai-compatible.js';
+import manifest, { DEFAULT_BASE_URL } from './manifest.js';
+
+export default definePlugin({
+  manifest,
+  setup(ctx) {
+    const provider = createOpenAICompatibleProvider({
+      id: 'providerK',
+      settings: () => readProviderSettings(ctx.config, 'providerK', DEFAULT_BASE_URL),
+      vision: false,
+    });
+    ctx.provide<ProviderCapability>('provider:providerK', provider);
+    return {};
+  },
+});
