@@ -170,10 +170,26 @@ export interface MemoryEntry {
   metadata: { actionId?: string; step?: number; [k: string]: unknown };
 }
 
-/** Capability `memory`: what the gateway and the agent read from the memory plugin. */
+/** Capability `memory`: what the gateway and the agent read from (and the agent records into) the memory plugin. */
 export interface MemoryCapability {
   counts(): { short: number; episodic: number; long: number };
   list(opts: { type?: MemoryEntry['type']; limit: number; search?: string }): { memories: MemoryEntry[]; total: number };
+  /** Record a step or observation of an action as short memory (content capped at 500 characters). */
+  record?(entry: { content: string; actionId?: string; step?: number; actor?: Actor; channel?: string }): Promise<MemoryEntry>;
+  /**
+   * Context for the agent's prompt: the newest `memoryContextLimit` short memories, relevant episodic summaries
+   * and profile facts the actor may see (non-admins never get journal, learning notes or other users' episodes).
+   */
+  context?(opts: { actor?: Actor; actionId?: string; task: string }): Promise<string>;
+  /** Drop all memory (keel reset --memory). */
+  reset?(): Promise<void>;
+}
+
+/** Capability `web`: fetching with the SSRF guard, shared by http_fetch, extract_article and rag_ingest_url. */
+export interface WebCapability {
+  fetch(url: string, opts?: { signal?: AbortSignal; maxBytes?: number; accept?: string }): Promise<{ url: string; status: number; contentType: string; body: string; truncated: boolean }>;
+  /** Main content of an HTML page. */
+  extract(html: string, url: string): { title: string; text: string; byline?: string; excerpt?: string };
 }
 
 /** Connection status of a channel (SPEC "Connection status"). */
