@@ -1,0 +1,28 @@
+/**
+ * Agent plugin entry: offers `llm` (the router) and `agent` (the loop), and the `deep_reason` skill.
+ */
+import { definePlugin, type AgentCapability } from '../../sdk/index.js';
+import manifest from './manifest.js';
+import { deepReason } from './src/deep-reason.js';
+import { runAction } from './src/loop.js';
+import { Router } from './src/router.js';
+
+export default definePlugin({
+  manifest,
+  setup(ctx) {
+    const router = new Router({ config: ctx.config, use: (cap) => ctx.use(cap), log: ctx.log, home: ctx.home });
+    ctx.provide('llm', router.capability());
+    const agent: AgentCapability = {
+      ready() {
+        const c = router.current();
+        return 'missing' in c ? { ready: false, reason: c.missing } : { ready: true };
+      },
+      execute: (action, { signal }) => runAction({ ctx, router }, action, signal),
+    };
+    ctx.provide('agent', agent);
+    ctx.skills.register('deep_reason', (args: { topic: string }, call) => deepReason(router, args.topic, call.signal, call.action?.id));
+    return {
+      stop: () => router.usage.flush(),
+    };
+  },
+});

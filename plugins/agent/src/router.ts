@@ -1,0 +1,324 @@
+/**
+ * The model router behind the `llm` capability: which provider and model serve a call (`llmProvider`, or
+ * inference from the model name), the fallback chain when a call fails, a timeout on every call, and the token
+ * usage files. Provider plugins do their own retries (429 and 5xx with Retry-After); the router steps in after.
+ *
+ * Fallback order when a call fails (after the provider's own retries), each step logged:
+ * 1. the same provider with `fallbackModelNames[<provider>]`;
+ * 2. the first other provider, in the order providerA ... providerK and then any custom provider named in
+ *    `providerModelNames`, that is running, configured, and has a model in `providerModelNames`.
+ * A cancelled call (the action was aborted) is never retried elsewhere.
+ */
+import { performance } from 'node:perf_hooks';
+import type {
+  ChatRequest,
+  ChatResponse,
+  ConfigApi,
+  EmbedRequest,
+  LlmCapability,
+  Logger,
+  ProviderCapability,
+} from '../../../sdk/index.js';
+import { inferenceError, inferProvider, PROVIDER_IDS } from './infer.js';
+import { redact } from './redact.js';
+import { UsageLog } from './usage.js';
+
+/** Default per-call timeout (`llmTimeoutMs`). */
+export const DEFAULT_TIMEOUT_MS = 120_000;
+
+export interface RouterDeps {
+  config: ConfigApi;
+  use<T>(capability: string): T | undefined;
+  log: Logger;
+  home: string;
+}
+
+export interface Route {
+  id: string;
+  provider: ProviderCapability;
+  model: string;
+}
+
+export type LlmChatRequest = Parameters<LlmCapability['chat']>[0];
+
+/** Who a call is for, for the usage log. */
+export interface CallMeta {
+  actionId?: string;
+}
+
+const EMBED_PROVIDERS = ['providerA', 'providerB', 'providerG'];
+
+function errorText(e: unknown): string {
+  return redact(e instanceof Error ? e.message : String(e));
+}
+
+export class Router {
+  readonly usage: UsageLog;
+  private lastRemembered = '';
+
+  constructor(private readonly d: RouterDeps) {
+    this.usage = new UsageLog(
+      () => ({ log: this.path('tokenLogPath', 'token-usage.log'), summary: this.path('tokenUsagePath', 'token-usage-summary.json') }),
+      (e) => d.log.warn(`Could not write token usage: ${errorText(e)}`),
+    );
+  }
+
+  private cfg<T>(key: string): T | undefined {
+    try {
+      const v = this.d.config.get<T>(key);
+      return v === null || v === '' ? undefined : v;
+    } catch {
+      return undefined;
+    }
+  }
+
+  private path(key: string, file: string): string {
+    const raw = this.cfg<string>(key) ?? `$KEEL_HOME/${file}`;
+    return raw.replace(/^\$KEEL_HOME(?=\/|$)/, this.d.home).replace(/^~(?=\/|$)/, process.env.HOME ?? '~');
+  }
+
+  private remembered(): Record<string, string> {
+    const m = this.cfg<Record<string, string>>('providerModelNames');
+    return m && typeof m === 'object' ? m : {};
+  }
+
+  /** Provider id and model for a purpose, from configuration alone (no provider is asked). Throws a clear Error. */
+  target(purpose: 'main' | 'fast' = 'main'): { id: string; model: string } {
+    if (purpose === 'fast') {
+      const fast = this.cfg<string>('fastModelName');
+      if (fast) {
+        const inf = inferProvider(fast);
+        if (inf.kind === 'match') return { id: inf.provider, model: fast };
+        return { id: this.target('main').id, model: fast };
+      }
+    }
+    const llmProvider = this.cfg<string>('llmProvider');
+    const modelName = this.cfg<string>('modelName');
+    const remembered = this.remembered();
+    if (llmProvider) {
+      let model = modelName;
+      if (modelName) {
+        // modelName names another provider's model (the provider was switched): restore this provider's last model.
+        const inf = inferProvider(modelName);
+        if (inf.kind === 'match' && inf.provider !== llmProvider && remembered[llmProvider]) model = remembered[llmProvider];
+      } else model = remembered[llmProvider];
+      if (!model) throw new Error(`no model configured for ${llmProvider}: set modelName, e.g. keel config set modelName <model>`);
+      return { id: llmProvider, model };
+    }
+    if (!modelName) {
+      // No choice made: the first configured provider whose last model is remembered.
+      for (const id of this.alternativeOrder()) {
+        const model = remembered[id];
+        if (model && this.usable(id)) return { id, model };
+      }
+      throw new Error('no model configured: set modelName (and llmProvider or a provider key), e.g. keel config set modelName gpt-4o-mini');
+    }
+    const inf = inferProvider(modelName);
+    if (inf.kind !== 'match') throw new Error(inferenceError(modelName, inf));
+    return { id: inf.provider, model: modelName };
+  }
+
+  /** The running, configured provider for an id, or a clear Error that names what is missing. */
+  provider(id: string): ProviderCapability {
+    const p = this.d.use<ProviderCapability>(`provider:${id}`);
+    if (!p) {
+      throw new Error(
+        `${id} is not available: no running plugin provides "provider:${id}" (see keel plugins: it may be disabled, denied by pluginAllowList/pluginDenyList, or failed to start)`,
+      );
+    }
+    const c = p.configured();
+    if (!c.ok) throw new Error(redact(`${id} is not configured: ${c.missing}`));
+    return p;
+  }
+
+  private usable(id: string): boolean {
+    try {
+      this.provider(id);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  resolve(purpose: 'main' | 'fast' = 'main'): Route {
+    const t = this.target(purpose);
+    return { ...t, provider: this.provider(t.id) };
+  }
+
+  current(): ReturnType<LlmCapability['current']> {
+    let t: { id: string; model: string } | undefined;
+    try {
+      t = this.target('main');
+      this.provider(t.id);
+      return { provider: t.id, model: t.model };
+    } catch (e) {
+      return { ...(t ? { provider: t.id, model: t.model } : {}), missing: errorText(e) };
+    }
+  }
+
+  private alternativeOrder(): string[] {
+    const custom = Object.keys(this.remembered()).filter((k) => !(PROVIDER_IDS as readonly string[]).includes(k));
+    return [...PROVIDER_IDS, ...custom];
+  }
+
+  private alternative(exclude: string): Route | undefined {
+    const remembered = this.remembered();
+    for (const id of this.alternativeOrder()) {
+      const model = remembered[id];
+      if (id === exclude || !model) continue;
+      try {
+        return { id, model, provider: this.provider(id) };
+      } catch {
+        // not running or not configured: not an alternative
+      }
+    }
+    return undefined;
+  }
+
+  /** One chat through the fallback chain. Errors are plain Errors with a readable, key-free message. */
+  async chat(req: LlmChatRequest, meta: CallMeta = {}): Promise<ChatResponse & { provider: string }> {
+    const purpose = req.purpose ?? 'main';
+    let primary: Route;
+    if (req.model) {
+      const inf = inferProvider(req.model);
+      const id = inf.kind === 'match' ? inf.provider : this.target(purpose).id;
+      primary = { id, model: req.model, provider: this.provider(id) };
+    } else primary = this.resolve(purpose);
+
+    const failures: string[] = [];
+    const attempt = async (route: Route): Promise<(ChatResponse & { provider: string }) | undefined> => {
+      try {
+        return await this.call(route, req, purpose, meta);
+      } catch (e) {
+        if (req.signal?.aborted) throw new Error(`the model call was cancelled: ${errorText(req.signal.reason ?? e)}`);
+        const msg = errorText(e);
+        failures.push(`${route.id} model ${route.model}: ${msg}`);
+        return undefined;
+      }
+    };
+
+    const first = await attempt(primary);
+    if (first) {
+      if (purpose === 'main' && !req.model) this.remember(primary);
+      return first;
+    }
+    const fb = this.cfg<Record<string, string>>('fallbackModelNames')?.[primary.id];
+    if (fb && fb !== primary.model) {
+      this.d.log.warn(`${primary.id} model ${primary.model} failed (${failures.at(-1)}); trying its fallback model ${fb}.`);
+      const r = await attempt({ ...primary, model: fb });
+      if (r) return r;
+    }
+    const alt = this.alternative(primary.id);
+    if (alt) {
+      this.d.log.warn(`${primary.id} failed (${failures.at(-1)}); trying the alternative provider ${alt.id} with model ${alt.model}.`);
+      const r = await attempt(alt);
+      if (r) return r;
+    }
+    const hint = fb || alt ? '' : ` (no fallback: set fallbackModelNames.${primary.id}, or configure another provider and its model in providerModelNames)`;
+    const message = `the model call failed: ${failures.join('; then ')}${hint}`;
+    this.d.log.error(message);
+    throw new Error(message);
+  }
+
+  /** One provider call under the timeout and the caller's signal; records token usage either way. */
+  private async call(route: Route, req: LlmChatRequest, purpose: string, meta: CallMeta): Promise<ChatResponse & { provider: string }> {
+    const timeoutMs = req.timeoutMs ?? this.cfg<number>('llmTimeoutMs') ?? DEFAULT_TIMEOUT_MS;
+    const timeout = new AbortController();
+    const timer = setTimeout(() => timeout.abort(new Error(`${route.id} did not answer within ${timeoutMs} ms`)), timeoutMs);
+    const signal = req.signal ? AbortSignal.any([req.signal, timeout.signal]) : timeout.signal;
+    const started = performance.now();
+    const base = { provider: route.id, model: route.model, purpose, ...(meta.actionId ? { actionId: meta.actionId } : {}) };
+    try {
+      const chatReq: ChatRequest = {
+        model: route.model,
+        messages: req.messages,
+        ...(req.tools ? { tools: req.tools } : {}),
+        ...(req.temperature !== undefined ? { temperature: req.temperature } : {}),
+        ...(req.maxTokens !== undefined ? { maxTokens: req.maxTokens } : {}),
+        signal,
+        timeoutMs,
+      };
+      const res = await untilAborted(route.provider.chat(chatReq), signal);
+      void this.usage.record({
+        timestamp: new Date().toISOString(),
+        ...base,
+        ok: true,
+        inputTokens: res.usage?.inputTokens ?? 0,
+        outputTokens: res.usage?.outputTokens ?? 0,
+        durationMs: Math.round(performance.now() - started),
+      });
+      return { ...res, text: res.text ?? '', toolCalls: res.toolCalls ?? [], provider: route.id };
+    } catch (e) {
+      void this.usage.record({
+        timestamp: new Date().toISOString(),
+        ...base,
+        ok: false,
+        inputTokens: 0,
+        outputTokens: 0,
+        durationMs: Math.round(performance.now() - started),
+        error: errorText(e).slice(0, 300),
+      });
+      throw e;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Record the model that worked with a provider, so switching back restores it (providerModelNames). */
+  private remember(route: Route): void {
+    const key = `${route.id}\u0000${route.model}`;
+    if (this.lastRemembered === key) return;
+    this.lastRemembered = key;
+    const map = this.remembered();
+    if (map[route.id] === route.model) return;
+    this.d.config
+      .set('providerModelNames', { ...map, [route.id]: route.model }, { kind: 'agent', reason: 'remember the last model used with this provider' })
+      .catch((e: unknown) => this.d.log.warn(`Could not remember the model of ${route.id}: ${errorText(e)}`));
+  }
+
+  async embed(req: EmbedRequest): Promise<{ vectors: number[][]; provider: string; model: string } | undefined> {
+    for (const id of EMBED_PROVIDERS) {
+      const p = this.d.use<ProviderCapability>(`provider:${id}`);
+      if (!p?.embed || !p.configured().ok) continue;
+      const r = await p.embed(req);
+      return { vectors: r.vectors, provider: id, model: r.model };
+    }
+    return undefined;
+  }
+
+  canEmbed(): boolean {
+    return EMBED_PROVIDERS.some((id) => {
+      const p = this.d.use<ProviderCapability>(`provider:${id}`);
+      return Boolean(p?.embed && p.configured().ok);
+    });
+  }
+
+  /** The `llm` capability. */
+  capability(): LlmCapability {
+    return {
+      current: () => this.current(),
+      chat: (req) => this.chat(req),
+      embed: (req) => this.embed(req),
+      canEmbed: () => this.canEmbed(),
+    };
+  }
+}
+
+/** Rejects as soon as `signal` aborts, even if the provider ignores it. */
+function untilAborted<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(v);
+      },
+      (e: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(e);
+      },
+    );
+  });
+}

@@ -1,0 +1,106 @@
+/**
+ * Token accounting: one JSON line per model call in `tokenLogPath`, and a per-provider, per-model summary in
+ * `tokenUsagePath` replaced atomically (temp file + rename), so a crash leaves the last good summary.
+ * Writes are serialised within the process and grouped (records that arrive during a write share the next one); the summary is re-read before each update so several Keel
+ * processes on one home add up rather than overwrite each other's totals (the last rename wins a race).
+ */
+import { appendFile, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
+
+export interface UsageRecord {
+  timestamp: string;
+  provider: string;
+  model: string;
+  purpose: string;
+  ok: boolean;
+  inputTokens: number;
+  outputTokens: number;
+  durationMs: number;
+  actionId?: string;
+  /** Short reason when `ok` is false (keys masked). */
+  error?: string;
+}
+
+export interface Counter {
+  calls: number;
+  failures: number;
+  inputTokens: number;
+  outputTokens: number;
+}
+
+export interface UsageSummary {
+  updatedAt: string;
+  total: Counter;
+  providers: Record<string, Counter & { models: Record<string, Counter> }>;
+}
+
+const zero = (): Counter => ({ calls: 0, failures: 0, inputTokens: 0, outputTokens: 0 });
+
+function add(c: Counter, r: UsageRecord): void {
+  c.calls += 1;
+  if (!r.ok) c.failures += 1;
+  c.inputTokens += r.inputTokens;
+  c.outputTokens += r.outputTokens;
+}
+
+export class UsageLog {
+  private pending: UsageRecord[] = [];
+  private running: Promise<void> | undefined;
+  private tmpSeq = 0;
+
+  constructor(private readonly paths: () => { log: string; summary: string }, private readonly onError: (e: unknown) => void) {}
+
+  /**
+   * Queue one record; resolves when it is written (errors are reported, never thrown). Records that arrive
+   * while a write is under way go out together in the next one (group commit: one append and one rename).
+   */
+  record(r: UsageRecord): Promise<void> {
+    this.pending.push(r);
+    return this.flush();
+  }
+
+  /** Resolves when every queued record is written. */
+  flush(): Promise<void> {
+    this.running ??= this.drain().finally(() => {
+      this.running = undefined;
+    });
+    return this.running;
+  }
+
+  private async drain(): Promise<void> {
+    while (this.pending.length) {
+      const batch = this.pending;
+      this.pending = [];
+      try {
+        await this.write(batch);
+      } catch (e) {
+        this.onError(e);
+      }
+    }
+  }
+
+  private async write(batch: UsageRecord[]): Promise<void> {
+    const { log, summary } = this.paths();
+    await mkdir(dirname(log), { recursive: true });
+    await appendFile(log, batch.map((r) => `${JSON.stringify(r)}\n`).join(''), { mode: 0o600 });
+    let s: UsageSummary;
+    try {
+      s = JSON.parse(await readFile(summary, 'utf8')) as UsageSummary;
+      if (!s || typeof s !== 'object' || !s.providers || !s.total) throw new Error('malformed');
+    } catch {
+      s = { updatedAt: batch[0]!.timestamp, total: zero(), providers: {} };
+    }
+    for (const r of batch) {
+      const p = (s.providers[r.provider] ??= { ...zero(), models: {} });
+      const m = (p.models[r.model] ??= zero());
+      add(s.total, r);
+      add(p, r);
+      add(m, r);
+      s.updatedAt = r.timestamp;
+    }
+    await mkdir(dirname(summary), { recursive: true });
+    const tmp = `${summary}.${process.pid}.${++this.tmpSeq}.tmp`;
+    await writeFile(tmp, `${JSON.stringify(s, null, 2)}\n`, { mode: 0o600 });
+    await rename(tmp, summary);
+  }
+}
