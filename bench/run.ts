@@ -10,6 +10,9 @@ const suites: Array<[string, () => Promise<BenchRow[]>]> = [
   ['daemon', async () => (await import('./daemon.js')).benchDaemon()],
   ['queue', async () => (await import('./queue.js')).benchQueue()],
   ['hot reload', async () => (await import('./hot-reload.js')).benchHotReload()],
+  ['agent', async () => (await import('./agent.js')).benchAgent()],
+  ['gateway', async () => (await import('./gateway.js')).benchGateway()],
+  ['gateway ws', async () => (await import('./gateway-ws.js')).benchGatewayWs()],
 ];
 
 const only = process.argv.slice(2);

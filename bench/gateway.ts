@@ -1,0 +1,209 @@
+/**
+ * The gateway against its peers, measured in the same run:
+ * - `GET /api/status` requests/s and p99 with an API key set, against a bare fastify route returning an object of
+ *   the same size (budget: at least 80% of the bare route's requests/s);
+ * - `keel gateway` from spawn to its first answered request, beside `node -e 0` (budget: under 1 s);
+ * - idle RSS of the `keel gateway` process, beside an idle bare fastify process (budget: at most 120 MB).
+ * Standalone: `npx tsx bench/gateway.ts` (needs dist/: `node scripts/build.mjs`).
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { Agent, request } from 'node:http';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { pathToFileURL } from 'node:url';
+import Fastify from 'fastify';
+import { startKernel } from '../kernel/kernel.js';
+import { LogSink } from '../kernel/log.js';
+import { median, printRows, type BenchRow } from './lib.js';
+
+const CLI = join(import.meta.dirname, '..', 'dist', 'cli.js');
+const KEY = 'bench-key-0123456789';
+
+interface Load {
+  rps: number;
+  p99: number;
+}
+
+/** `conns` keep-alive loops hammering one URL for `ms` milliseconds; every answer must be a 200. */
+async function load(port: number, path: string, headers: Record<string, string>, ms = 3000, conns = 32): Promise<Load> {
+  const agent = new Agent({ keepAlive: true, maxSockets: conns });
+  const lat: number[] = [];
+  let bad = 0;
+  const end = performance.now() + ms;
+  const one = () =>
+    new Promise<void>((resolve, reject) => {
+      const t = performance.now();
+      const r = request({ host: '127.0.0.1', port, path, headers, agent }, (res) => {
+        if (res.statusCode !== 200) bad++;
+        res.resume();
+        res.on('end', () => {
+          lat.push(performance.now() - t);
+          resolve();
+        });
+      });
+      r.on('error', reject);
+      r.end();
+    });
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: conns }, async () => {
+      while (performance.now() < end) await one();
+    }),
+  );
+  const elapsed = performance.now() - started;
+  agent.destroy();
+  if (bad) throw new Error(`${bad} answers were not 200`);
+  lat.sort((a, b) => a - b);
+  return { rps: (lat.length / elapsed) * 1000, p99: lat[Math.floor(lat.length * 0.99)] ?? 0 };
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+function rssMb(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) / 1024 : NaN;
+}
+
+async function waitAnswer(port: number, path: string, headers: Record<string, string>, child: ChildProcess, timeoutMs = 15_000): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`the process exited with ${child.exitCode} before answering`);
+    const ok = await new Promise<boolean>((resolve) => {
+      const r = request({ host: '127.0.0.1', port, path, headers, agent: false }, (res) => {
+        res.resume();
+        resolve(res.statusCode === 200);
+      });
+      r.on('error', () => resolve(false));
+      r.end();
+    });
+    if (ok) return;
+    if (performance.now() > deadline) throw new Error(`no answer on port ${port}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return;
+  const done = new Promise((r) => child.once('exit', r));
+  child.kill('SIGTERM');
+  const t = setTimeout(() => child.kill('SIGKILL'), 5000);
+  await done;
+  clearTimeout(t);
+}
+
+/** Spawns `keel gateway`, times it until GET /api/status answers, and reads its RSS once idle. */
+async function spawnGateway(home: string): Promise<{ ms: number; rss: number }> {
+  const port = await freePort();
+  const t = performance.now();
+  const child = spawn(process.execPath, [CLI, 'gateway', '-p', String(port), '-h', '127.0.0.1', '-k', KEY], {
+    env: { ...process.env, KEEL_HOME: home },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  child.stdout!.on('data', (d: Buffer) => (stderr += d.toString()));
+  try {
+    await waitAnswer(port, '/api/status', { 'x-api-key': KEY }, child).catch((e: Error) => {
+      throw new Error(`${e.message}: ${stderr.trim().split('\n').slice(-5).join(' | ')}`);
+    });
+    const ms = performance.now() - t;
+    await new Promise((r) => setTimeout(r, 1500));
+    return { ms, rss: rssMb(child.pid!) };
+  } finally {
+    await stopChild(child);
+  }
+}
+
+/** An idle bare fastify process with one route: the RSS peer. */
+async function bareFastifyRss(): Promise<number> {
+  const port = await freePort();
+  const fastifyUrl = pathToFileURL(join(import.meta.dirname, '..', 'node_modules', 'fastify', 'fastify.js')).href;
+  const code = `const { default: Fastify } = await import(${JSON.stringify(fastifyUrl)}); const app = Fastify(); app.get('/', async () => ({ ok: true })); await app.listen({ port: ${port}, host: '127.0.0.1' });`;
+  const child = spawn(process.execPath, ['--input-type=module', '-e', code], { stdio: 'ignore' });
+  try {
+    await waitAnswer(port, '/', {}, child);
+    await new Promise((r) => setTimeout(r, 1500));
+    return rssMb(child.pid!);
+  } finally {
+    await stopChild(child);
+  }
+}
+
+export async function benchGateway(): Promise<BenchRow[]> {
+  const home = mkdtempSync(join(tmpdir(), 'keel-bench-gw-'));
+  const rows: BenchRow[] = [];
+  try {
+    // Throughput: the gateway in this process (with a key), a bare fastify route beside it.
+    const kernel = await startKernel({
+      home,
+      env: {},
+      watchSkills: false,
+      overrides: { gatewayAutoStart: true, gatewayPort: 0, gatewayHost: '127.0.0.1', gatewayApiKey: KEY },
+      logs: new LogSink({ quiet: true }),
+    });
+    const addr = kernel.registry.use<{ port: number }>('gateway:address');
+    if (!addr) throw new Error('the gateway did not start');
+    const body = await (await fetch(`http://127.0.0.1:${addr.port}/api/status`, { headers: { 'x-api-key': KEY } })).text();
+    const same = JSON.parse(body) as unknown;
+    const bare = Fastify();
+    bare.get('/api/status', async () => same);
+    await bare.listen({ port: 0, host: '127.0.0.1' });
+    const barePort = (bare.server.address() as { port: number }).port;
+    const bareLen = (await (await fetch(`http://127.0.0.1:${barePort}/api/status`)).text()).length;
+    if (bareLen !== body.length) throw new Error(`bodies differ in size: ${body.length} vs ${bareLen}`);
+    // Warm both, then alternate so drift hits both alike.
+    await load(addr.port, '/api/status', { 'x-api-key': KEY }, 500);
+    await load(barePort, '/api/status', {}, 500);
+    const g1 = await load(addr.port, '/api/status', { 'x-api-key': KEY });
+    const b1 = await load(barePort, '/api/status', {});
+    const g2 = await load(addr.port, '/api/status', { 'x-api-key': KEY });
+    const b2 = await load(barePort, '/api/status', {});
+    await bare.close();
+    await kernel.stop();
+    const gw = { rps: (g1.rps + g2.rps) / 2, p99: Math.max(g1.p99, g2.p99) };
+    const bf = { rps: (b1.rps + b2.rps) / 2, p99: Math.max(b1.p99, b2.p99) };
+    rows.push({ name: 'gateway GET /api/status (API key set)', value: gw.rps, unit: 'req/s', peer: 'bare fastify route, same-size object', peerValue: bf.rps, budget: '>= 0.8x peer', ok: gw.rps >= 0.8 * bf.rps });
+    rows.push({ name: 'gateway GET /api/status p99', value: gw.p99, unit: 'ms', peer: 'bare fastify route p99', peerValue: bf.p99, budget: 'reported', ok: true });
+
+    // Spawn to first answer, and idle RSS.
+    const nodeRuns: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      const t = performance.now();
+      execFileSync(process.execPath, ['-e', '0'], { stdio: 'ignore' });
+      nodeRuns.push(performance.now() - t);
+    }
+    const spawns: number[] = [];
+    const rsss: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const h = mkdtempSync(join(tmpdir(), 'keel-bench-gw-spawn-'));
+      const s = await spawnGateway(h).finally(() => rmSync(h, { recursive: true, force: true }));
+      spawns.push(s.ms);
+      rsss.push(s.rss);
+    }
+    const startMs = median(spawns);
+    rows.push({ name: 'keel gateway spawn to first answer', value: startMs, unit: 'ms', peer: 'node -e 0', peerValue: median(nodeRuns), budget: '< 1000 ms', ok: startMs < 1000 });
+    const rss = median(rsss);
+    rows.push({ name: 'keel gateway idle RSS', value: rss, unit: 'MB', peer: 'bare fastify process idle', peerValue: await bareFastifyRss(), budget: '<= 120 MB', ok: rss <= 120 });
+    return rows;
+  } finally {
+    rmSync(home, { recursive: true, force: true });
+  }
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  const rows = await benchGateway();
+  printRows(rows);
+  process.exitCode = rows.every((r) => r.ok) ? 0 : 1;
+}

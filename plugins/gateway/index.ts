@@ -1,0 +1,53 @@
+/**
+ * Gateway plugin entry. In setup it serves only when asked to (`keel gateway`, `keel run --with-gateway`,
+ * `gatewayAutoStart`); otherwise it stays idle, so `keel run` alone opens no port.
+ */
+import { definePlugin, type CommandContext, type KernelInfoCapability } from '../../sdk/index.js';
+import manifest from './manifest.js';
+import { readSettings } from './src/deps.js';
+import { startServer } from './src/server.js';
+
+async function gatewayCommand(c: CommandContext): Promise<number> {
+  const o = c.options as { port?: string; host?: string; apiKey?: string; static?: string; withAgent?: boolean; background?: boolean };
+  if (o.background) {
+    const { pid, log } = await c.detach({ processName: 'gateway', logName: 'gateway.log', dropArgs: ['-b', '--background'] });
+    process.stdout.write(`Keel gateway is running in the background (pid ${pid}); logs: ${log}\n`);
+    return 0;
+  }
+  const overrides: Record<string, unknown> = { gatewayAutoStart: true };
+  if (o.port !== undefined) {
+    const port = Number(o.port);
+    if (!Number.isInteger(port) || port < 0 || port > 65535) {
+      process.stderr.write(`keel: --port must be a whole number from 0 to 65535; got "${o.port}".\n`);
+      return 2;
+    }
+    overrides.gatewayPort = port;
+  }
+  if (o.host !== undefined) overrides.gatewayHost = o.host;
+  if (o.apiKey !== undefined) overrides.gatewayApiKey = o.apiKey;
+  if (o.static !== undefined) overrides.gatewayStaticDir = o.static;
+  const running = await c.startKernel({ processName: 'gateway', overrides, runAgent: Boolean(o.withAgent) });
+  const status = running.pluginStatus('gateway');
+  if (status?.state !== 'loaded') {
+    await running.stop();
+    process.stderr.write(`keel: the gateway did not start: ${status?.reason ?? 'the gateway plugin is disabled (see `keel plugins`)'}\n`);
+    return 1;
+  }
+  await running.done;
+  return 0;
+}
+
+export default definePlugin({
+  manifest,
+  async setup(ctx) {
+    if (!ctx.config.get<boolean>('gatewayAutoStart')) return {};
+    const info = ctx.use<KernelInfoCapability>('kernel:info');
+    if (!info) throw new Error('the kernel did not provide kernel:info');
+    const server = await startServer({ ctx, settings: readSettings(ctx), info });
+    return {
+      stop: () => server.close(),
+      health: () => server.health(),
+    };
+  },
+  commands: { gateway: gatewayCommand },
+});

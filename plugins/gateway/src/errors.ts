@@ -1,0 +1,117 @@
+/**
+ * Error replies: every error is JSON `{error, message}` with the right status, never a 500 for bad input.
+ */
+import { STATUS_CODES } from 'node:http';
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import type { Logger } from '../../../sdk/index.js';
+
+export interface ErrorBody {
+  error: string;
+  message: string;
+}
+
+/** `{error, message}` with the reason phrase of `status` as `error`. */
+export function errorBody(status: number, message: string): ErrorBody {
+  return { error: STATUS_CODES[status] ?? 'Error', message };
+}
+
+export function sendError(reply: FastifyReply, status: number, message: string): FastifyReply {
+  return reply.code(status).type('application/json; charset=utf-8').send(errorBody(status, message));
+}
+
+/** HTTP status for a Keel error code (KEEL_E_*) raised while serving a request. */
+export function statusForCode(code: string | undefined): number | undefined {
+  switch (code) {
+    case 'KEEL_E_CONFIG_UNKNOWN_KEY':
+    case 'KEEL_E_SKILL_UNKNOWN':
+    case 'KEEL_E_ACTION_NOT_FOUND':
+      return 404;
+    case 'KEEL_E_CONFIG_INVALID_VALUE':
+    case 'KEEL_E_SKILL_INVALID_ARGS':
+    case 'KEEL_E_INVALID_INPUT':
+    case 'KEEL_E_TASK_EMPTY':
+    case 'KEEL_E_PRIORITY_INVALID':
+      return 400;
+    case 'KEEL_E_CONFIG_LOCKED':
+    case 'KEEL_E_FORBIDDEN':
+    case 'KEEL_E_SAFE_MODE':
+    case 'KEEL_E_SKILL_VETOED':
+    case 'KEEL_E_APPROVAL_FORBIDDEN':
+      return 403;
+    case 'KEEL_E_SKILL_NO_HANDLER':
+    case 'KEEL_E_QUEUE_CLOSED':
+    case 'KEEL_E_QUEUE_LOCKED':
+      return 503;
+    default:
+      return undefined;
+  }
+}
+
+type AnyError = FastifyError & { status?: number; validationContext?: string };
+
+/** Fastify's request-handling errors (content type, body size, JSON syntax, schema) mapped to the gateway's bodies. */
+function describe(err: AnyError, bodyLimit: number): { status: number; message: string } | undefined {
+  if (err.validation) {
+    // Fastify's message names the part and the field: `body/priority must be number`.
+    return { status: 400, message: `Invalid request: ${err.message}.` };
+  }
+  switch (err.code) {
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return { status: 415, message: 'Unsupported Content-Type: send JSON with the header Content-Type: application/json.' };
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return { status: 413, message: `Request body too large: the limit is ${bodyLimit} bytes (gatewayBodyLimit).` };
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return { status: 400, message: 'Empty JSON body: Content-Type is application/json but the body is empty; send a JSON object.' };
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return { status: 400, message: `Malformed JSON body: ${err.message}` };
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return { status: 400, message: 'Content-Length does not match the body.' };
+    default:
+      break;
+  }
+  if (err instanceof SyntaxError) return { status: 400, message: `Malformed JSON body: ${err.message}` };
+  const keel = statusForCode(typeof err.code === 'string' ? err.code : undefined);
+  if (keel) return { status: keel, message: err.message };
+  const status = err.statusCode ?? err.status;
+  if (typeof status === 'number' && status >= 400 && status < 500) return { status, message: err.message || STATUS_CODES[status] || 'Bad request' };
+  return undefined;
+}
+
+/** The gateway's error handler: known client errors keep their status; anything else is a logged 500 without details. */
+export function errorHandler(log: Logger, bodyLimit: number) {
+  return (err: AnyError, req: FastifyRequest, reply: FastifyReply) => {
+    const d = describe(err, bodyLimit);
+    if (d) {
+      // The static file server refuses odd paths with 403; outside /api every refusal is a plain 404.
+      const path = req.url.split('?')[0] ?? '';
+      if (d.status === 403 && !path.startsWith('/api') && !err.code?.startsWith('KEEL_E_')) return sendError(reply, 404, 'Not found.');
+      return sendError(reply, d.status, d.message);
+    }
+    log.error(`gateway: ${req.method} ${req.url.split('?')[0]} failed: ${err.stack ?? err.message}`);
+    return sendError(reply, 500, 'The gateway could not complete the request; the details are in the Keel log.');
+  };
+}
+
+/** 404 for every unknown route. */
+export function notFound(req: FastifyRequest, reply: FastifyReply) {
+  const path = req.url.split('?')[0] ?? '';
+  return sendError(reply, 404, `No route ${req.method} ${path.slice(0, 200)}. The API is described at /api/openapi.json.`);
+}
+
+interface AjvLikeError {
+  instancePath?: string;
+  message?: string;
+  params?: Record<string, unknown>;
+}
+
+/** Validation messages that name the field: `body/priority must be number`, `body must NOT have additional property 'x'`. */
+export function schemaErrorFormatter(errs: AjvLikeError[], dataVar: string): Error {
+  const e = errs[0] ?? {};
+  const where = `${dataVar}${e.instancePath ?? ''}`;
+  const p = e.params ?? {};
+  let msg = e.message ?? 'is invalid';
+  if (typeof p.additionalProperty === 'string') msg = `must NOT have the unknown property '${p.additionalProperty}'`;
+  else if (typeof p.missingProperty === 'string') msg = `must have the required property '${p.missingProperty}'`;
+  else if (Array.isArray(p.allowedValues)) msg = `must be one of ${p.allowedValues.map((v) => JSON.stringify(v)).join(', ')}`;
+  return new Error(`${where} ${msg}`);
+}

@@ -1,0 +1,91 @@
+/**
+ * Status, skills and tasks: GET /api/status, GET /api/skills, POST /api/skills/:name/execute, POST|GET /api/tasks.
+ */
+import type { Actor, SkillManifest } from '../../../../sdk/index.js';
+import { sendError, statusForCode } from '../errors.js';
+import { agentStatus } from '../status.js';
+import type { RouteDef, RouteEnv } from './route.js';
+import * as S from './schemas.js';
+
+const FLAGS = ['isDeep', 'isResearch', 'isParallelSafe', 'isDangerous', 'adminOnly'] as const;
+
+/** A manifest entry as SPEC's skill descriptor: flags that are set appear at the end of the description. */
+export function describeSkill(m: SkillManifest): { name: string; description: string; category: string; parameters: string[] } {
+  const flags = FLAGS.filter((f) => m[f] === true).map((f) => `${f}: true`);
+  const props = (m.parameters as { properties?: Record<string, unknown> } | undefined)?.properties;
+  return {
+    name: m.name,
+    description: flags.length ? `${m.description} [${flags.join(', ')}]` : m.description,
+    category: m.category,
+    parameters: props && typeof props === 'object' ? Object.keys(props) : [],
+  };
+}
+
+export function agentRoutes(env: RouteEnv): RouteDef[] {
+  const { ctx } = env;
+  const actor = (loopback: boolean): Actor => ({ kind: 'operator', channel: 'gateway', loopback });
+  return [
+    {
+      method: 'GET',
+      url: '/api/status',
+      summary: 'The agent status object',
+      schema: { response: { 200: S.AgentStatus, ...S.errors(401) } },
+      handler: () => agentStatus(env),
+    },
+    {
+      method: 'GET',
+      url: '/api/skills',
+      summary: 'Every available skill',
+      schema: { response: { 200: S.SkillList, ...S.errors(401) } },
+      handler: () => ({ skills: ctx.skills.list().map(describeSkill) }),
+    },
+    {
+      method: 'POST',
+      url: '/api/skills/:name/execute',
+      summary: 'Run one skill now',
+      description:
+        '200 with success true, or success false when the skill itself failed (its message in result). 404 unknown skill, 400 arguments ' +
+        'that fail the skill schema, 403 refused by policy (safe mode, admin rule, a hook), 503 skill declared but its plugin is not running. ' +
+        'executionTime is in milliseconds with microsecond precision.',
+      schema: { params: S.SkillName, body: S.ExecuteBody, response: { 200: S.ExecuteResult, ...S.errors(400, 401, 403, 404, 413, 415, 503) } },
+      handler: async (req, reply) => {
+        const { name } = req.params as { name: string };
+        const { parameters } = (req.body ?? {}) as { parameters?: Record<string, unknown> };
+        const r = await ctx.skills.execute(name, parameters ?? {}, actor(env.isLoopback(req)));
+        if (!r.success && r.code) {
+          const status = statusForCode(r.code);
+          // A code from the dispatcher's checks is the caller's problem; a failure inside the skill is a result.
+          if (status && r.code !== 'KEEL_E_SKILL_FAILED') return sendError(reply, status, r.result);
+        }
+        return { success: r.success, result: r.result, executionTime: r.executionTime };
+      },
+    },
+    {
+      method: 'POST',
+      url: '/api/tasks',
+      summary: 'Queue a task',
+      description: '201 with the new action id; the message states the queued priority after clamping to 1..10. A blank task is 400.',
+      schema: { body: S.TaskBody, response: { 201: S.TaskAccepted, ...S.errors(400, 401, 413, 415, 503) } },
+      handler: async (req, reply) => {
+        const body = req.body as { task: string; priority?: number };
+        const a = await ctx.queue.push({
+          task: body.task,
+          ...(body.priority !== undefined ? { priority: body.priority } : {}),
+          source: 'gateway',
+          actor: actor(env.isLoopback(req)),
+        });
+        const asked = body.priority;
+        const note = asked === undefined ? ' (the default)' : asked !== a.priority ? ` (asked ${asked}; priorities run from 1 to 10)` : '';
+        reply.code(201);
+        return { success: true, taskId: a.id, message: `Task queued with priority ${a.priority}${note}.` };
+      },
+    },
+    {
+      method: 'GET',
+      url: '/api/tasks',
+      summary: 'Pending, completed and failed actions',
+      schema: { response: { 200: S.TaskLists, ...S.errors(401) } },
+      handler: () => ctx.queue.list(),
+    },
+  ];
+}

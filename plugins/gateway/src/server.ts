@@ -1,0 +1,221 @@
+/**
+ * The gateway's HTTP server: fastify with the REST routes, API-key auth, CORS, the WebSocket (ws.ts) and
+ * optional static files, all on one port.
+ */
+import { STATUS_CODES } from 'node:http';
+import Ajv from 'ajv';
+import cors from '@fastify/cors';
+import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
+import type { KernelInfoCapability } from '../../../sdk/index.js';
+import { ErrorCodes, KeelError } from '../../../kernel/errors.js';
+import { keyMatches, unauthorized } from './auth.js';
+import { isLoopback as socketIsLoopback, loopbackOnly, type GatewayDeps } from './deps.js';
+import { errorBody, errorHandler, notFound, schemaErrorFormatter, sendError } from './errors.js';
+import { openApiDocument } from './openapi.js';
+import { agentRoutes } from './rest/agent.js';
+import { dataRoutes } from './rest/data.js';
+import type { RouteDef, RouteEnv } from './rest/route.js';
+import { settingsRoutes } from './rest/settings.js';
+import { registerStatic, rootHandler } from './static.js';
+import { registerWebSocket } from './ws.js';
+
+export interface BuildOptions {
+  /** Decides whether a request came over loopback (default: the socket's remote address). Tests inject it. */
+  isLoopback?: (req: FastifyRequest) => boolean;
+}
+
+/** The address the gateway listens on, offered as capability `gateway:address`. */
+export interface GatewayAddress {
+  host: string;
+  port: number;
+  url: string;
+}
+
+/** Every REST route (the OpenAPI route included), in registration order. */
+export function restRoutes(env: RouteEnv): RouteDef[] {
+  const routes = [...agentRoutes(env), ...settingsRoutes(env), ...dataRoutes(env)];
+  let doc: unknown;
+  routes.push({
+    method: 'GET',
+    url: '/api/openapi.json',
+    summary: 'This OpenAPI 3.1 document',
+    schema: { response: {} },
+    handler: () => (doc ??= openApiDocument(routes, env.info.version, Boolean(env.settings.apiKey))),
+  });
+  return routes;
+}
+
+/**
+ * Request validators: the body is checked strictly (no type coercion, unknown fields refused where the schema
+ * closes the object); query strings and path parameters are text, so they are coerced to the schema's types.
+ */
+function validators() {
+  const opts = { allErrors: false, strict: false, useDefaults: true, removeAdditional: false } as const;
+  const body = new Ajv.default({ ...opts, coerceTypes: false });
+  const text = new Ajv.default({ ...opts, coerceTypes: 'array' });
+  return ({ schema, httpPart }: { schema: object; httpPart?: string }) => (httpPart === 'body' ? body : text).compile(schema);
+}
+
+/**
+ * Whether an agent runs is read from pid files on disk; GET /api/status is polled by dashboards, so the answer is
+ * kept for half a second instead of costing file reads on every request.
+ */
+function cachedInfo(info: KernelInfoCapability): KernelInfoCapability {
+  let at = -Infinity;
+  let running = false;
+  return Object.assign(Object.create(info) as KernelInfoCapability, info, {
+    agentRunning: () => {
+      const now = performance.now();
+      if (now - at > 500) {
+        running = info.agentRunning();
+        at = now;
+      }
+      return running;
+    },
+  });
+}
+
+export async function buildServer(deps: GatewayDeps, opts: BuildOptions = {}): Promise<FastifyInstance> {
+  const { settings, ctx } = deps;
+  const app = Fastify({
+    logger: false,
+    bodyLimit: settings.bodyLimit,
+    // Long headers or odd URLs are answered by Node (431/400) before fastify; the rest reaches the handlers below.
+    return503OnClosing: true,
+    forceCloseConnections: true,
+    schemaErrorFormatter,
+    // A URL that does not decode (bad %-escapes, overlong UTF-8 such as %c0%ae) is a 404 outside /api, as a
+    // traversal attempt gets, and a 400 under /api.
+    // Bytes that are not HTTP at all (or headers too large) never reach a route: answer in the same `{error, message}` form.
+    clientErrorHandler: (err: NodeJS.ErrnoException, socket) => {
+      if (!socket.writable) return socket.destroy();
+      const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
+      const body = JSON.stringify(errorBody(status, status === 431 ? 'Request headers too large.' : 'Malformed HTTP request.'));
+      socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+    },
+    frameworkErrors: (err, req, reply) => {
+      const path = String(req.url ?? '').split('?')[0] ?? '';
+      const api = path === '/api' || path.startsWith('/api/');
+      if (err.code === 'FST_ERR_BAD_URL' && !api) return sendError(reply, 404, 'Not found.');
+      return sendError(reply, 400, api ? `Malformed request URL: ${err.message}` : err.message);
+    },
+  });
+  const env: RouteEnv = { ...deps, info: cachedInfo(deps.info), isLoopback: opts.isLoopback ?? socketIsLoopback };
+
+  // JSON only: text/plain (fastify's other default parser) gets 415 like any other type.
+  app.removeContentTypeParser('text/plain');
+  app.setValidatorCompiler(validators());
+  app.setErrorHandler(errorHandler(ctx.log, settings.bodyLimit));
+  app.setNotFoundHandler(notFound);
+
+  const origins = settings.corsOrigins;
+  await app.register(cors, {
+    origin: origins.includes('*') ? '*' : origins,
+    methods: ['GET', 'HEAD', 'POST', 'PUT', 'OPTIONS'],
+    allowedHeaders: ['Content-Type', 'X-Api-Key'],
+    maxAge: 600,
+    // A malformed preflight gets the ordinary answer instead of a text/plain 400.
+    strictPreflight: false,
+  });
+
+  const key = settings.apiKey;
+  if (key) {
+    // Callback style (no promise per request): this hook runs on every request.
+    app.addHook('onRequest', (req, reply, done) => {
+      if (req.method === 'OPTIONS') return done(); // CORS preflight carries no custom headers
+      const header = req.headers['x-api-key'];
+      const provided = Array.isArray(header) ? header[0] : header;
+      if (keyMatches(provided, key)) return done();
+      const upgrade = String(req.headers.upgrade ?? '').toLowerCase() === 'websocket';
+      if (upgrade) {
+        const q = (req.query as Record<string, unknown> | undefined)?.apiKey;
+        const fromQuery = Array.isArray(q) ? q[0] : q;
+        if (keyMatches(fromQuery, key)) return done();
+        reply.code(401).send(unauthorized(fromQuery ?? provided, 'query parameter apiKey'));
+        return;
+      }
+      // Static files are public (a browser cannot send the header when it loads a page); the API is not.
+      const path = req.url.split('?')[0] ?? '';
+      if (!(path === '/api' || path.startsWith('/api/'))) return done();
+      reply.code(401).send(unauthorized(provided, 'header X-Api-Key'));
+    });
+  }
+
+  const routes = restRoutes(env);
+  for (const r of routes) {
+    app.route({
+      method: r.method,
+      url: r.url,
+      schema: { ...r.schema, response: r.schema.response },
+      handler: r.handler,
+    });
+  }
+  // Anything else under /api is a JSON 404, even when the static folder has an `api` folder.
+  app.all('/api/*', notFound);
+  app.all('/api', notFound);
+
+  await registerWebSocket(app, deps, { root: rootHandler(settings.staticDir) });
+  await registerStatic(app, settings.staticDir);
+  return app;
+}
+
+function warnIfExposed(deps: GatewayDeps): void {
+  const { host, apiKey } = deps.settings;
+  if (apiKey || loopbackOnly(host)) return;
+  const lines = [
+    '**************************************************************************',
+    `WARNING: the gateway listens on ${host} WITHOUT an API key.`,
+    'Anyone who can reach this port controls the agent: they can queue tasks, run skills',
+    '(including commands on this machine) and read its memory and configuration.',
+    'Set gatewayApiKey (or start with `keel gateway -k <key>`), or bind to 127.0.0.1 (-h 127.0.0.1).',
+    'Until then LOCKED settings and security settings refuse changes from other machines.',
+    '**************************************************************************',
+  ];
+  for (const l of lines) deps.ctx.log.error(l);
+}
+
+export async function startServer(
+  deps: GatewayDeps,
+  opts: BuildOptions = {},
+): Promise<{ close(): Promise<void>; health(): { ok: boolean; message?: string }; address: { host: string; port: number } }> {
+  const { host, port } = deps.settings;
+  const app = await buildServer(deps, opts);
+  try {
+    await app.listen({ host, port });
+  } catch (e) {
+    await app.close().catch(() => undefined);
+    const code = (e as { code?: string }).code;
+    if (code === 'EADDRINUSE') {
+      throw new KeelError(ErrorCodes.PLUGIN_ENVIRONMENT, `Port ${port} is already in use on ${host}; choose another port with -p (keel gateway -p <port>).`);
+    }
+    if (code === 'EADDRNOTAVAIL' || code === 'EACCES' || code === 'ENOTFOUND' || code === 'EAI_AGAIN') {
+      throw new KeelError(ErrorCodes.PLUGIN_ENVIRONMENT, `Cannot listen on ${host}:${port} (${code}); choose another address with -h or port with -p.`);
+    }
+    throw e;
+  }
+  const bound = app.server.address();
+  const address = { host, port: bound && typeof bound === 'object' ? bound.port : port };
+  const shownHost = address.host.includes(':') ? `[${address.host}]` : address.host;
+  const url = `http://${shownHost}:${address.port}`;
+  deps.ctx.log.info(`Gateway listening on ${url}`);
+  warnIfExposed(deps);
+  try {
+    deps.ctx.provide<GatewayAddress>('gateway:address', { ...address, url });
+  } catch {
+    // The manifest does not declare it (older manifest): the log line still tells the address.
+  }
+  let closed = false;
+  return {
+    address,
+    async close() {
+      if (closed) return;
+      closed = true;
+      await app.close();
+    },
+    health() {
+      if (closed) return { ok: false, message: 'the gateway is stopped' };
+      return app.server.listening ? { ok: true, message: `listening on ${url}` } : { ok: false, message: `not listening on ${url}` };
+    },
+  };
+}
+

@@ -1,0 +1,37 @@
+/**
+ * The agent status object of SPEC (`GET /api/status`, the WebSocket's first message).
+ */
+import type { MemoryCapability } from '../../../sdk/index.js';
+import type { GatewayDeps } from './deps.js';
+
+export interface AgentStatus {
+  running: boolean;
+  model: string;
+  provider: string;
+  memory: { short: number; episodic: number; long: number };
+  queue: { pending: number; failed: number };
+  autonomy: { enabled: boolean; interval: number };
+  safeMode: boolean;
+  version: string;
+}
+
+/** Keys owned by plugins that may not be installed read as their neutral value. */
+function opt<T>(d: GatewayDeps, key: string, fallback: T): T {
+  const v = d.ctx.config.get<T | undefined>(key);
+  return v === undefined || v === null ? fallback : v;
+}
+
+export function agentStatus(d: GatewayDeps): AgentStatus {
+  const counts = d.ctx.queue.counts();
+  const memory = d.ctx.use<MemoryCapability>('memory')?.counts() ?? { short: 0, episodic: 0, long: 0 };
+  return {
+    running: d.info.agentRunning(),
+    model: String(opt(d, 'modelName', '')),
+    provider: String(opt(d, 'llmProvider', '')),
+    memory,
+    queue: { pending: counts.pending, failed: counts.failed },
+    autonomy: { enabled: Boolean(opt(d, 'autonomyEnabled', false)), interval: Number(opt(d, 'autonomyInterval', 0)) },
+    safeMode: Boolean(d.ctx.config.get('safeMode')),
+    version: d.info.version,
+  };
+}

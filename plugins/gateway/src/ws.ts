@@ -1,0 +1,262 @@
+/**
+ * The gateway WebSocket (SPEC "Gateway WebSocket", "Events"; protocol in docs/websocket.md).
+ *
+ * - Routes `GET /` and `GET /ws`: an upgrade gets the socket, plain HTTP goes to `opts.root` (the static index).
+ * - Auth (`?apiKey=`) is checked by the server's onRequest hook before this file sees the request. Here the
+ *   upgrade's `Origin` is checked against `gatewayCorsOrigins` unless that list is `["*"]` (403 before the
+ *   upgrade). A request without `Origin` is a non-browser client and is allowed: Origin protects browsers
+ *   from cross-site use of their ambient access, and any non-browser client can send whatever Origin it likes.
+ * - On connect: `{type:'status', data:{running, model, memory}}`; then every bus event as
+ *   `{type:'event', event, data}`; client messages `{action, data?, id?}` get
+ *   `{type:'reply', action, id?, ok:true, result}` or `{type:'reply', action, id?, ok:false, error:{code, message}}`.
+ * - Limits: frames up to {@link WS_MAX_PAYLOAD} bytes (a larger frame closes the socket with 1009); a client
+ *   whose unsent data passes {@link WS_MAX_BUFFERED} bytes is dropped with 1013 rather than buffered without end.
+ */
+import websocket from '@fastify/websocket';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { Compile } from 'typebox/compile';
+import type { WebSocket } from 'ws';
+import { Type, type Actor, type TSchema } from '../../../sdk/index.js';
+import type { GatewayDeps } from './deps.js';
+import { isLoopback } from './deps.js';
+import { createEventBus, type GatewayEvent } from './events.js';
+import { agentStatus } from './status.js';
+
+/** Largest client frame (bytes). */
+export const WS_MAX_PAYLOAD = 1_048_576;
+/** Unsent bytes a client may lag behind before it is dropped (close 1013). */
+export const WS_MAX_BUFFERED = 4 * 1_048_576;
+/** Paths that accept the WebSocket upgrade. */
+export const WS_PATHS = ['/', '/ws'] as const;
+
+/** Error codes of WebSocket replies (kernel codes pass through as they are). */
+export const WsErrorCodes = {
+  BAD_JSON: 'KEEL_E_WS_BAD_JSON',
+  BAD_MESSAGE: 'KEEL_E_WS_BAD_MESSAGE',
+  BINARY: 'KEEL_E_WS_BINARY_FRAME',
+  UNKNOWN_ACTION: 'KEEL_E_WS_UNKNOWN_ACTION',
+  INVALID_DATA: 'KEEL_E_INVALID_INPUT',
+  FORBIDDEN: 'KEEL_E_FORBIDDEN',
+  INTERNAL: 'KEEL_E_INTERNAL',
+} as const;
+
+const Envelope = Type.Object({
+  action: Type.String({ minLength: 1, maxLength: 64 }),
+  data: Type.Optional(Type.Unknown()),
+  id: Type.Optional(Type.Union([Type.String({ maxLength: 200 }), Type.Number()])),
+});
+
+const ActionSchemas = {
+  pushTask: Type.Object(
+    { task: Type.String({ minLength: 1 }), priority: Type.Optional(Type.Integer()) },
+    { additionalProperties: false },
+  ),
+  executeSkill: Type.Object(
+    { skill: Type.String({ minLength: 1 }), parameters: Type.Optional(Type.Record(Type.String(), Type.Unknown())) },
+    { additionalProperties: false },
+  ),
+  getStatus: Type.Union([Type.Object({}), Type.Null()]),
+  setConfig: Type.Object({ key: Type.String({ minLength: 1 }), value: Type.Unknown() }, { additionalProperties: false }),
+} satisfies Record<string, TSchema>;
+
+type ActionName = keyof typeof ActionSchemas;
+const ACTIONS = Object.keys(ActionSchemas) as ActionName[];
+
+interface Checker {
+  Check(value: unknown): boolean;
+  Errors(value: unknown): Array<{ instancePath: string; message: string; params?: Record<string, unknown> }>;
+}
+// Compiled once, at module load.
+const checkEnvelope = Compile(Envelope) as unknown as Checker;
+const checkers = Object.fromEntries(ACTIONS.map((a) => [a, Compile(ActionSchemas[a]) as unknown as Checker])) as Record<ActionName, Checker>;
+
+/** The first schema error as a sentence naming the field. */
+function describeErrors(c: Checker, value: unknown, where: string): string {
+  const e = c.Errors(value)[0];
+  if (!e) return `${where} is invalid`;
+  const missing = (e.params?.requiredProperties as string[] | undefined)?.[0];
+  if (missing) return `${where}.${missing} is required`;
+  const extra = (e.params?.additionalProperties as string[] | undefined)?.[0];
+  if (extra) return `${where}.${extra} is not allowed`;
+  const field = e.instancePath ? `${where}${e.instancePath.replace(/\//g, '.')}` : where;
+  return `${field} ${e.message}`;
+}
+
+class ReplyError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+interface Client {
+  socket: WebSocket;
+  actor: Actor;
+  loopback: boolean;
+}
+
+/** Whether the upgrade's Origin is acceptable (see the file comment). */
+export function originAllowed(origin: string | undefined, allowed: string[]): boolean {
+  if (allowed.includes('*')) return true;
+  if (origin === undefined || origin === '') return true;
+  const norm = (o: string) => o.trim().replace(/\/+$/, '').toLowerCase();
+  const o = norm(origin);
+  return allowed.some((a) => norm(a) === o);
+}
+
+export async function registerWebSocket(
+  app: FastifyInstance,
+  deps: GatewayDeps,
+  opts: { root: (req: FastifyRequest, reply: FastifyReply) => unknown },
+): Promise<void> {
+  const clients = new Set<Client>();
+  const bus = createEventBus(deps);
+  const log = deps.ctx.log;
+
+  /** Sends one frame unless the client lags too far behind, in which case it is dropped. */
+  const send = (c: Client, frame: string): void => {
+    const s = c.socket;
+    if (s.readyState !== s.OPEN) return;
+    if (s.bufferedAmount > WS_MAX_BUFFERED) {
+      drop(c);
+      return;
+    }
+    s.send(frame);
+  };
+  const drop = (c: Client): void => {
+    if (!clients.delete(c)) return;
+    log.warn(`gateway: dropped a WebSocket client that fell ${c.socket.bufferedAmount} bytes behind (limit ${WS_MAX_BUFFERED}).`);
+    try {
+      c.socket.close(1013, 'too slow: the server dropped this client instead of buffering without end');
+    } catch {
+      /* already closing */
+    }
+    // A client too slow to read its data will not read the close frame either.
+    setTimeout(() => c.socket.terminate(), 1000).unref();
+  };
+
+  const unsubscribe = bus.subscribe((e: GatewayEvent) => {
+    if (clients.size === 0) return;
+    const frame = JSON.stringify({ type: 'event', event: e.event, data: e.data });
+    for (const c of clients) send(c, frame);
+  });
+
+  // Before @fastify/websocket's own preClose (hooks run in order): a going-away close code for every client.
+  app.addHook('preClose', (done) => {
+    unsubscribe();
+    bus.dispose();
+    for (const c of clients) {
+      try {
+        c.socket.close(1001, 'gateway stopping');
+      } catch {
+        /* ignore */
+      }
+    }
+    clients.clear();
+    done();
+  });
+
+  await app.register(websocket, { options: { maxPayload: WS_MAX_PAYLOAD } });
+
+  const checkOrigin = async (req: FastifyRequest, reply: FastifyReply) => {
+    if (!req.ws) return;
+    const origin = req.headers.origin;
+    if (!originAllowed(origin, deps.settings.corsOrigins)) {
+      await reply.code(403).send({
+        error: 'Forbidden',
+        message: `Origin ${origin} is not allowed: it is not listed in gatewayCorsOrigins.`,
+      });
+    }
+  };
+
+  const wsHandler = (socket: WebSocket, req: FastifyRequest) => {
+    const loopback = isLoopback(req);
+    const c: Client = { socket, loopback, actor: { kind: 'operator', channel: 'ws', loopback } };
+    clients.add(c);
+    socket.on('close', () => clients.delete(c));
+    socket.on('error', () => clients.delete(c));
+    try {
+      const s = agentStatus(deps);
+      send(c, JSON.stringify({ type: 'status', data: { running: s.running, model: s.model, memory: s.memory } }));
+    } catch (e) {
+      log.warn(`gateway: initial WebSocket status failed: ${e instanceof Error ? e.message : String(e)}`);
+    }
+    socket.on('message', (raw, isBinary) => {
+      void handle(c, raw, isBinary);
+    });
+  };
+
+  for (const url of WS_PATHS) {
+    app.route({ method: 'GET', url, handler: opts.root, wsHandler, onRequest: checkOrigin });
+  }
+
+  async function handle(c: Client, raw: unknown, isBinary: boolean): Promise<void> {
+    let action: string | null = null;
+    let id: string | number | undefined;
+    try {
+      if (isBinary) throw new ReplyError(WsErrorCodes.BINARY, 'Binary frames are not supported: send JSON text frames {action, data}.');
+      const text = Buffer.isBuffer(raw) ? raw.toString('utf8') : Array.isArray(raw) ? Buffer.concat(raw as Buffer[]).toString('utf8') : Buffer.from(raw as ArrayBuffer).toString('utf8');
+      let msg: unknown;
+      try {
+        msg = JSON.parse(text);
+      } catch {
+        throw new ReplyError(WsErrorCodes.BAD_JSON, 'The message is not valid JSON: send {"action": "...", "data": {...}}.');
+      }
+      if (msg === null || typeof msg !== 'object' || Array.isArray(msg)) {
+        throw new ReplyError(WsErrorCodes.BAD_MESSAGE, 'The message must be a JSON object {"action": "...", "data": {...}}.');
+      }
+      const m = msg as Record<string, unknown>;
+      if (typeof m.action === 'string') action = m.action.slice(0, 64);
+      if ((typeof m.id === 'string' && m.id.length <= 200) || (typeof m.id === 'number' && Number.isFinite(m.id))) id = m.id;
+      if (!checkEnvelope.Check(m)) throw new ReplyError(WsErrorCodes.BAD_MESSAGE, `Invalid message: ${describeErrors(checkEnvelope, m, 'message')}.`);
+      if (!(ACTIONS as string[]).includes(m.action as string)) {
+        throw new ReplyError(WsErrorCodes.UNKNOWN_ACTION, `Unknown action "${action}". Known actions: ${ACTIONS.join(', ')}.`);
+      }
+      const name = m.action as ActionName;
+      const checker = checkers[name];
+      const absentOk = name === 'getStatus' && m.data === undefined;
+      if (!absentOk && !checker.Check(m.data)) throw new ReplyError(WsErrorCodes.INVALID_DATA, `Invalid data for ${name}: ${describeErrors(checker, m.data, 'data')}.`);
+      const result = await run(c, name, m.data);
+      send(c, JSON.stringify({ type: 'reply', action: name, ...(id !== undefined ? { id } : {}), ok: true, result }));
+    } catch (e) {
+      const code = e instanceof ReplyError ? e.code : typeof (e as { code?: unknown })?.code === 'string' ? (e as { code: string }).code : WsErrorCodes.INTERNAL;
+      const message = e instanceof Error ? e.message : String(e);
+      if (code === WsErrorCodes.INTERNAL) log.warn(`gateway: WebSocket ${action ?? 'message'} failed: ${message}`);
+      send(c, JSON.stringify({ type: 'reply', action, ...(id !== undefined ? { id } : {}), ok: false, error: { code, message } }));
+    }
+  }
+
+  async function run(c: Client, name: ActionName, data: unknown): Promise<unknown> {
+    switch (name) {
+      case 'pushTask': {
+        const d = data as { task: string; priority?: number };
+        const a = await deps.ctx.queue.push({ task: d.task, ...(d.priority !== undefined ? { priority: d.priority } : {}), source: 'ws', actor: c.actor });
+        return { taskId: a.id, priority: a.priority, status: a.status, message: `Task queued with priority ${a.priority}.` };
+      }
+      case 'executeSkill': {
+        const d = data as { skill: string; parameters?: Record<string, unknown> };
+        const r = await deps.ctx.skills.execute(d.skill, d.parameters ?? {}, c.actor);
+        if (!r.success) throw new ReplyError(r.code ?? 'KEEL_E_SKILL_FAILED', r.result);
+        return { success: true, result: r.result, executionTime: r.executionTime };
+      }
+      case 'getStatus':
+        return agentStatus(deps);
+      case 'setConfig': {
+        const d = data as { key: string; value: unknown };
+        const spec = deps.info.configKeys().find((k) => k.key === d.key);
+        if (spec?.policy === 'LOCKED' && !deps.settings.apiKey && !c.loopback) {
+          throw new ReplyError(
+            WsErrorCodes.FORBIDDEN,
+            `${d.key} is LOCKED: without gatewayApiKey, LOCKED keys can be changed only from the gateway's own machine (loopback). Set gatewayApiKey or change it with \`keel config set\`.`,
+          );
+        }
+        const outcome = await deps.ctx.config.set(d.key, d.value, { kind: 'operator', actor: c.actor, reason: 'gateway WebSocket setConfig' });
+        if (outcome.status === 'pending') return { status: 'pending', key: outcome.key, id: outcome.id, message: outcome.message };
+        const value = deps.ctx.config.all({ masked: true })[d.key];
+        return { status: 'applied', key: d.key, value, message: `${d.key} set.` };
+      }
+    }
+  }
+}
