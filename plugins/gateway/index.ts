@@ -5,7 +5,6 @@
 import { definePlugin, type CommandContext, type KernelInfoCapability } from '../../sdk/index.js';
 import manifest from './manifest.js';
 import { readSettings } from './src/deps.js';
-import { startServer } from './src/server.js';
 
 async function gatewayCommand(c: CommandContext): Promise<number> {
   const o = c.options as { port?: string; host?: string; apiKey?: string; static?: string; withAgent?: boolean; background?: boolean };
@@ -43,6 +42,8 @@ export default definePlugin({
     if (!ctx.config.get<boolean>('gatewayAutoStart')) return {};
     const info = ctx.use<KernelInfoCapability>('kernel:info');
     if (!info) throw new Error('the kernel did not provide kernel:info');
+    // fastify loads only when the gateway serves: `keel run` alone pays nothing for it.
+    const { startServer } = await import('./src/server.js');
     const server = await startServer({ ctx, settings: readSettings(ctx), info });
     return {
       stop: () => server.close(),
