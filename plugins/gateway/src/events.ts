@@ -7,7 +7,7 @@
  * Texts are capped at {@link EVENT_TEXT_CAP} characters (`truncated: true` marks a cut), and known secret
  * values are masked, so neither a huge observation nor a secret reaches clients.
  */
-import type { Action, ActionOutcome, Json, LogEntry, ObservationEvent, SkillCall, SkillResult } from '../../../sdk/index.js';
+import type { Action, ActionOutcome, Json, LogEntry, SkillCall, SkillResult } from '../../../sdk/index.js';
 import type { GatewayDeps } from './deps.js';
 
 /** Longest text (thought, result, task, parameter value, config value) an event carries. */
@@ -161,9 +161,8 @@ export function createEventBus(deps: GatewayDeps): EventBus {
       ...idOf(call.actionId),
     }));
   });
-  tap('observation', (e: ObservationEvent) =>
-    emit('observation', (f) => ({ result: text(e.result, f), ...(e.skill ? { skill: e.skill } : {}), ...idOf(e.actionId) })),
-  );
+  // The `observation` hook (what the agent feeds back to its model) repeats afterSkill's result for every tool
+  // call, so it is not streamed: one `observation` event per skill execution.
 
   tap('actionQueued', (a: Action) =>
     emit('action.queued', (f) => ({ actionId: a.id, task: text(a.task, f), priority: a.priority, source: a.source })),

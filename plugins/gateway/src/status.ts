@@ -1,7 +1,7 @@
 /**
  * The agent status object of SPEC (`GET /api/status`, the WebSocket's first message).
  */
-import type { MemoryCapability } from '../../../sdk/index.js';
+import type { LlmCapability, MemoryCapability } from '../../../sdk/index.js';
 import type { GatewayDeps } from './deps.js';
 
 export interface AgentStatus {
@@ -24,10 +24,12 @@ function opt<T>(d: GatewayDeps, key: string, fallback: T): T {
 export function agentStatus(d: GatewayDeps): AgentStatus {
   const counts = d.ctx.queue.counts();
   const memory = d.ctx.use<MemoryCapability>('memory')?.counts() ?? { short: 0, episodic: 0, long: 0 };
+  // The router knows the effective provider and model (inferred from the model name, restored per provider).
+  const current = d.ctx.use<LlmCapability>('llm')?.current();
   return {
     running: d.info.agentRunning(),
-    model: String(opt(d, 'modelName', '')),
-    provider: String(opt(d, 'llmProvider', '')),
+    model: current?.model ?? String(opt(d, 'modelName', '')),
+    provider: current?.provider ?? String(opt(d, 'llmProvider', '')),
     memory,
     queue: { pending: counts.pending, failed: counts.failed },
     autonomy: { enabled: Boolean(opt(d, 'autonomyEnabled', false)), interval: Number(opt(d, 'autonomyInterval', 0)) },
