@@ -46,7 +46,10 @@ export async function serve(o: ServeOptions): Promise<Served> {
   const { startKernel, keelVersion } = await import('../kernel.js');
   const startedAt = new Date().toISOString();
   const names = o.runAgent && o.processName !== 'agent' ? [o.processName, 'agent'] : [o.processName];
-  for (const name of names) writePid(o.home, { pid: process.pid, name, mode: o.mode, startedAt, version: keelVersion() });
+  const record = (ready: boolean) => {
+    for (const name of names) writePid(o.home, { pid: process.pid, name, mode: o.mode, startedAt, version: keelVersion(), ready });
+  };
+  record(false);
   const cleanup = () => names.forEach((n) => removePid(o.home, n));
   let kernel: Kernel;
   try {
@@ -80,6 +83,7 @@ export async function serve(o: ServeOptions): Promise<Served> {
     });
   };
   publish();
+  record(true);
   const timer = setInterval(publish, 2000);
   timer.unref();
   const unsubscribe = kernel.queue.onChange(() => publish());
@@ -109,7 +113,7 @@ export async function serve(o: ServeOptions): Promise<Served> {
 
 /**
  * Starts this same CLI invocation again as a detached process (stdout and stderr to `log`), and waits until the
- * child has written its pid file, or has exited (then its log says why).
+ * child reports ready in its pid file (kernel and servers up), or has exited (then its log says why).
  */
 export async function detach(o: { home: string; processName: string; log: string; args: string[] }): Promise<{ pid: number; log: string }> {
   mkdirSync(o.home, { recursive: true });
@@ -120,7 +124,8 @@ export async function detach(o: { home: string; processName: string; log: string
   const exited = new Promise<number>((resolve) => child.once('exit', (code) => resolve(code ?? 1)));
   const deadline = Date.now() + 20_000;
   while (Date.now() < deadline) {
-    if (readPid(o.home, o.processName)?.pid === child.pid) return { pid: child.pid!, log: o.log };
+    const rec = readPid(o.home, o.processName);
+    if (rec && rec.pid === child.pid && rec.ready !== false) return { pid: child.pid!, log: o.log };
     const code = await Promise.race([exited, new Promise<undefined>((r) => setTimeout(() => r(undefined), 50))]);
     if (code !== undefined) throw new KeelError(ErrorCodes.PLUGIN_SETUP_FAILED, `The background process exited during start (code ${code}); see ${o.log}`);
   }

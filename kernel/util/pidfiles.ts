@@ -16,6 +16,8 @@ export interface PidRecord {
   version: string;
   /** Log file, for detached processes. */
   log?: string;
+  /** False while the process is still starting (its kernel and servers are not up yet). */
+  ready?: boolean;
 }
 
 export function runDir(home: string): string {

@@ -136,6 +136,29 @@ describe('keel CLI', () => {
     expect(snapshot.completed.map((a) => a.id)).toContain(pushed.id);
   });
 
+  it('run --with-gateway serves the REST API from the agent process (what npm start does)', async () => {
+    const h = home();
+    const { createServer } = await import('node:net');
+    const port = await new Promise<number>((resolve) => {
+      const srv = createServer().listen(0, '127.0.0.1', () => {
+        const p = (srv.address() as { port: number }).port;
+        srv.close(() => resolve(p));
+      });
+    });
+    const env = { KEEL_GATEWAY_PORT: String(port), KEEL_GATEWAY_HOST: '127.0.0.1' };
+    const started = await keel(h, ['run', '--daemon', '--with-gateway'], env);
+    expect(started.code, started.stderr).toBe(0);
+    const status = (await (await fetch(`http://127.0.0.1:${port}/api/status`)).json()) as { running: boolean; version: string };
+    expect(status.running).toBe(true);
+    expect(status.version).toMatch(/^\d+\.\d+\.\d+/);
+    const pushed = (await (
+      await fetch(`http://127.0.0.1:${port}/api/tasks`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ task: 'from REST' }) })
+    ).json()) as { taskId: string };
+    const listed = await tasks(h);
+    expect(listed.pending.map((a) => a.id)).toContain(pushed.taskId);
+    expect((await keel(h, ['stop'])).code).toBe(0);
+  });
+
   it('concurrent keel push processes while keel run runs: every action runs exactly once', async () => {
     const h = home();
     installFakeAgent(h);
