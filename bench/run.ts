@@ -13,6 +13,8 @@ const suites: Array<[string, () => Promise<BenchRow[]>]> = [
   ['agent', async () => (await import('./agent.js')).benchAgent()],
   ['gateway', async () => (await import('./gateway.js')).benchGateway()],
   ['gateway ws', async () => (await import('./gateway-ws.js')).benchGatewayWs()],
+  ['memory', async () => (await import('./memory.js')).benchMemory()],
+  ['knowledge', async () => (await import('./knowledge.js')).benchKnowledge()],
 ];
 
 const only = process.argv.slice(2);

@@ -1,0 +1,80 @@
+/** Pure helpers of the memory service: vector maths, hit lines, long-memory entries, the extractive summary. */
+import type { MemoryEntry } from '../../../sdk/index.js';
+import type { Section } from './long-files.js';
+import { cap } from './text.js';
+
+export interface RecallHit {
+  id: string;
+  kind: 'short' | 'episodic' | 'long';
+  timestamp: string;
+  channel: string;
+  score: number;
+  content: string;
+}
+
+/** Dot product of the query with each packed row (kept small and monomorphic so the engine optimises it). */
+export function scoreAll(q: Float32Array, data: Float32Array, dim: number, rows: number): Float32Array {
+  const out = new Float32Array(rows);
+  for (let i = 0, off = 0; i < rows; i++, off += dim) {
+    let s0 = 0;
+    let s1 = 0;
+    let s2 = 0;
+    let s3 = 0;
+    let j = 0;
+    for (; j + 3 < dim; j += 4) {
+      s0 += q[j]! * data[off + j]!;
+      s1 += q[j + 1]! * data[off + j + 1]!;
+      s2 += q[j + 2]! * data[off + j + 2]!;
+      s3 += q[j + 3]! * data[off + j + 3]!;
+    }
+    for (; j < dim; j++) s0 += q[j]! * data[off + j]!;
+    out[i] = s0 + s1 + s2 + s3;
+  }
+  return out;
+}
+
+export function dot(a: Float32Array, b: Float32Array): number {
+  let s = 0;
+  for (let i = 0; i < a.length; i++) s += a[i]! * b[i]!;
+  return s;
+}
+
+export function unit(v: number[]): Float32Array {
+  const out = Float32Array.from(v);
+  let n = 0;
+  for (let i = 0; i < out.length; i++) n += out[i]! * out[i]!;
+  n = Math.sqrt(n) || 1;
+  for (let i = 0; i < out.length; i++) out[i]! /= n;
+  return out;
+}
+
+export function hitOf(e: MemoryEntry, score: number): RecallHit {
+  return { id: e.id, kind: e.type, timestamp: e.timestamp, channel: String(e.metadata.channel ?? e.metadata.file ?? '-'), score, content: e.content };
+}
+
+/** A `## ` section of a long-memory file as a memory entry (type 'long'). */
+export function longEntry(s: Section): MemoryEntry {
+  const slug = s.heading.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '');
+  return {
+    id: `long:${s.file}#${slug}`,
+    type: 'long',
+    content: cap(`${s.heading}: ${s.body}`),
+    timestamp: new Date(s.mtime).toISOString(),
+    metadata: { actionId: '', step: 0, file: s.file, section: s.heading, channel: s.file },
+  };
+}
+
+/** Without a model: the first clause of each step, repeated ones once, in order, cut to fit 500 characters. */
+export function extractiveSummary(entries: MemoryEntry[]): string {
+  const seen = new Set<string>();
+  const bits: string[] = [];
+  for (const e of entries) {
+    const first = e.content.split(/(?<=[.!?])\s|\n/)[0]!.trim().slice(0, 80);
+    const key = first.toLowerCase();
+    if (!first || seen.has(key)) continue;
+    seen.add(key);
+    bits.push(first);
+  }
+  const head = `${entries.length} steps from ${entries[0]?.timestamp ?? ''} to ${entries.at(-1)?.timestamp ?? ''}: `;
+  return cap(head + bits.join('; '));
+}

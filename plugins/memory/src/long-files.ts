@@ -1,0 +1,141 @@
+/**
+ * The long-term markdown files (SPEC "Memory files"), edited so a person's manual edits are never lost: every
+ * change re-reads the file, inserts its lines at the right place and writes the file back atomically. Text the
+ * code does not recognise (extra sections, comments, reordered bullets) is kept byte for byte. A missing file
+ * is created with its template; a section a person deleted is added again at the end.
+ *
+ * USER.md:     # User Profile / ## Core Identity / ## Preferences / ## Constraints, each a bullet list.
+ * LEARNING.md: # Agent Learning Base, one sentence of intro, then ## <Topic> sections of text.
+ * JOURNAL.md:  # Agent Journal, then ## YYYY-MM-DD sections.
+ */
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { writeFileAtomicSync } from './atomic.js';
+
+export const USER_SECTIONS = ['Core Identity', 'Preferences', 'Constraints'] as const;
+export type UserSection = (typeof USER_SECTIONS)[number];
+export const LONG_FILES = ['USER.md', 'LEARNING.md', 'JOURNAL.md'] as const;
+export type LongFile = (typeof LONG_FILES)[number];
+
+export const LEARNING_INTRO = 'What the agent has learned, one section per topic.';
+
+const TEMPLATES: Record<LongFile, string> = {
+  'USER.md': '# User Profile\n\n## Core Identity\n\n## Preferences\n\n## Constraints\n',
+  'LEARNING.md': `# Agent Learning Base\n\n${LEARNING_INTRO}\n`,
+  'JOURNAL.md': '# Agent Journal\n',
+};
+
+export interface Section {
+  file: LongFile;
+  heading: string;
+  body: string;
+  mtime: number;
+}
+
+/** Serialises edits within this process (one at a time per home). */
+let chain: Promise<unknown> = Promise.resolve();
+function serial<T>(fn: () => T): Promise<T> {
+  const next = chain.then(fn, fn);
+  chain = next.catch(() => undefined);
+  return next;
+}
+
+function read(home: string, file: LongFile): string {
+  const p = join(home, file);
+  return existsSync(p) ? readFileSync(p, 'utf8') : TEMPLATES[file];
+}
+
+/** Index of the line `## <heading>` (case-insensitive, trimmed), or -1. */
+function findHeading(lines: string[], heading: string): number {
+  const want = heading.trim().toLowerCase();
+  return lines.findIndex((l) => /^##\s+/.test(l) && l.replace(/^##\s+/, '').trim().toLowerCase() === want);
+}
+
+/** Index just after the last non-blank line of the section starting at `h` (before the next `#`/`##` heading). */
+function sectionEnd(lines: string[], h: number): number {
+  let next = lines.length;
+  for (let i = h + 1; i < lines.length; i++) {
+    if (/^#{1,2}\s/.test(lines[i]!)) {
+      next = i;
+      break;
+    }
+  }
+  let end = next;
+  while (end > h + 1 && lines[end - 1]!.trim() === '') end--;
+  return end;
+}
+
+/**
+ * Insert `block` (lines) at the end of section `heading`, creating the section at the end when missing.
+ * `paragraph` separates the block from earlier content of the section with a blank line.
+ */
+function insertInSection(text: string, heading: string, block: string[], paragraph: boolean): string {
+  const lines = text.replace(/\r\n/g, '\n').split('\n');
+  if (lines.at(-1) === '') lines.pop();
+  let h = findHeading(lines, heading);
+  if (h < 0) {
+    while (lines.length && lines.at(-1)!.trim() === '') lines.pop();
+    lines.push('', `## ${heading}`);
+    h = lines.length - 1;
+  }
+  const end = sectionEnd(lines, h);
+  const hasContent = end > h + 1;
+  const insert = [...(hasContent && paragraph ? [''] : []), ...(hasContent ? [] : ['']), ...block];
+  const after = lines.slice(end);
+  // Keep one blank line before whatever follows.
+  const tail = after.length && after[0]!.trim() !== '' ? ['', ...after] : after;
+  return `${[...lines.slice(0, end), ...insert, ...tail].join('\n').replace(/\n*$/, '')}\n`;
+}
+
+export function appendUserFact(home: string, section: UserSection, fact: string): Promise<void> {
+  return serial(() => {
+    const text = read(home, 'USER.md');
+    const bullet = `- ${fact.replace(/\s*\n\s*/g, ' ').trim()}`;
+    writeFileAtomicSync(join(home, 'USER.md'), insertInSection(text, section, [bullet], false));
+  });
+}
+
+export function appendLearning(home: string, topic: string, content: string): Promise<void> {
+  return serial(() => {
+    const text = read(home, 'LEARNING.md');
+    writeFileAtomicSync(join(home, 'LEARNING.md'), insertInSection(text, topic.replace(/\s*\n\s*/g, ' ').trim(), content.trim().split('\n'), true));
+  });
+}
+
+export function appendJournal(home: string, date: string, entry: string): Promise<void> {
+  return serial(() => {
+    const text = read(home, 'JOURNAL.md');
+    writeFileAtomicSync(join(home, 'JOURNAL.md'), insertInSection(text, date, entry.trim().split('\n'), true));
+  });
+}
+
+/** Every `## ` section of the files that exist. */
+export function readSections(home: string, files: readonly LongFile[] = LONG_FILES): Section[] {
+  const out: Section[] = [];
+  for (const file of files) {
+    const p = join(home, file);
+    if (!existsSync(p)) continue;
+    let text: string;
+    let mtime: number;
+    try {
+      text = readFileSync(p, 'utf8');
+      mtime = statSync(p).mtimeMs;
+    } catch {
+      continue;
+    }
+    const lines = text.replace(/\r\n/g, '\n').split('\n');
+    for (let i = 0; i < lines.length; i++) {
+      if (!/^##\s+/.test(lines[i]!)) continue;
+      const heading = lines[i]!.replace(/^##\s+/, '').trim();
+      const end = sectionEnd(lines, i);
+      const body = lines.slice(i + 1, end).join('\n').trim();
+      out.push({ file, heading, body, mtime });
+    }
+  }
+  return out;
+}
+
+/** Today's date as the journal and daily logs name it: the machine's local calendar date, YYYY-MM-DD. */
+export function localDate(d = new Date()): string {
+  return `${d.getFullYear()}-${String(d.getMonth() + 1).padStart(2, '0')}-${String(d.getDate()).padStart(2, '0')}`;
+}
