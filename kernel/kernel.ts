@@ -74,25 +74,24 @@ export function keelVersion(): string {
   return cachedVersion;
 }
 
-/** Adapts the config store to what the host needs. */
+/** Adapts the config store to what the host needs (every call goes to the one store). */
 function hostConfig(config: ConfigStore, keys: KeyRegistry): HostConfig {
-  return Object.assign(Object.create(config) as ConfigStore, {
-    get: (k: string) => config.get(k),
+  return {
+    get: <T>(k: string) => config.get<T>(k),
     has: (k: string) => config.has(k),
     all: (o?: { masked?: boolean }) => config.all(o),
-    set: config.set.bind(config),
-    registerKeys(owner: string, specs: Record<string, ConfigKeySpec>) {
-      // The store reads keys from the registry on every get, so newly registered keys need no reload.
-      keys.register(owner, specs);
-    },
-    unregisterKeys(owner: string) {
-      keys.unregister(owner);
-    },
+    set: (k, v, origin) => config.set(k, v, origin),
+    pending: () => config.pending(),
+    approve: (id, origin) => config.approve(id, origin),
+    reject: (id, origin) => config.reject(id, origin),
+    // The store reads keys from the registry on every get, so newly registered keys need no reload.
+    registerKeys: (owner: string, specs: Record<string, ConfigKeySpec>) => keys.register(owner, specs),
+    unregisterKeys: (owner: string) => keys.unregister(owner),
     describeKey(key: string) {
       const k = keys.get(key);
       return k ? { owner: k.owner, secret: Boolean(k.spec.secret) } : undefined;
     },
-  }) as HostConfig;
+  };
 }
 
 export async function startKernel(opts: KernelOptions = {}): Promise<Kernel> {

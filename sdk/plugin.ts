@@ -11,6 +11,7 @@ import type {
   HealthReport,
   LogEntry,
   Logger,
+  PendingConfigChange,
   PolicyClass,
   PluginManifest,
   PushInput,
@@ -58,6 +59,11 @@ export interface SkillsApi {
 /** Configuration a plugin may read and change (changes go through the policy classes). */
 export interface ConfigApi extends ConfigView {
   set(key: string, value: unknown, origin: ConfigOrigin): Promise<ConfigChangeOutcome>;
+  /** Changes the agent asked for on APPROVAL keys, waiting for a human (secret values masked). */
+  pending(): PendingConfigChange[];
+  /** Apply a pending change. Only a human may: origin `operator`, or `admin` with the admin as `actor`. */
+  approve(id: string, origin: ConfigOrigin): Promise<ConfigChangeOutcome>;
+  reject(id: string, origin: ConfigOrigin): Promise<PendingConfigChange>;
 }
 
 /** The plugin's only door to the world. */

@@ -59,6 +59,15 @@ export function createPluginContext(d: ContextDeps): { ctx: PluginContext; revok
       guard();
       return d.config.set(key, value, origin);
     },
+    pending: () => d.config.pending(),
+    approve: (id, origin) => {
+      guard();
+      return d.config.approve(id, origin);
+    },
+    reject: (id, origin) => {
+      guard();
+      return d.config.reject(id, origin);
+    },
   };
   const provides = new Set(d.manifest.provides ?? []);
   const ctx: PluginContext = {

@@ -28,13 +28,17 @@ export async function startGateway(
     before?: (home: string) => void;
     /** Install sdk/testing's fake agent (skill `echo`, secret key `fakeAgentApiKey`) in place of the built-in agent. */
     fakeAgent?: boolean;
+    /** Built-in plugins to keep out (their capabilities or skill names are faked by test plugins). */
+    deny?: string[];
   } = {},
 ): Promise<Gw> {
   const home = o.home ?? tmp('keel-gw-');
-  if (o.fakeAgent) {
-    installFakeAgent(home);
-    // The built-in agent provides `agent` too; the config file (not an override) keeps the list changeable.
-    writeFileSync(join(home, 'keel.config.yaml'), 'pluginDenyList:\n  - agent\n', { mode: 0o600 });
+  const deny = [...(o.fakeAgent ? ['agent'] : []), ...(o.deny ?? [])];
+  if (o.fakeAgent) installFakeAgent(home);
+  if (deny.length) {
+    // The built-ins would provide the same capabilities or skills; the config file (not an override) keeps the
+    // list changeable through PUT /api/security.
+    writeFileSync(join(home, 'keel.config.yaml'), `pluginDenyList:\n${deny.map((d) => `  - ${d}\n`).join('')}`, { mode: 0o600 });
   }
   o.before?.(home);
   const kernel = await startKernel({
