@@ -6,7 +6,8 @@ import { readFileSync, watch, type FSWatcher } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import type { HookCatalogue } from '../sdk/hooks.js';
-import type { AgentCapability, KernelInfoCapability, QueueApi } from '../sdk/plugin.js';
+import type { AgentCapability, KernelInfoCapability, PolicyCapability, QueueApi } from '../sdk/plugin.js';
+import { isAdmin, sessionKey } from './policy/index.js';
 import type { Actor, ConfigKeySpec, Logger } from '../sdk/types.js';
 import { ConfigStore, KeyRegistry, KERNEL_KEYS } from './config/index.js';
 import { errorMessage } from './errors.js';
@@ -151,6 +152,8 @@ export async function startKernel(opts: KernelOptions = {}): Promise<Kernel> {
     configKeys: () => keys.entries().map((e) => ({ key: e.key, owner: e.owner, policy: e.spec.policy, secret: Boolean(e.spec.secret) })),
   };
   registry.provide('kernel', 'kernel:info', info);
+  const policy: PolicyCapability = { isAdmin: (actor) => isAdmin(actor, cfg), sessionKey: (actor) => sessionKey(actor, cfg) };
+  registry.provide('kernel', 'kernel:policy', policy);
   const host = new PluginHost({
     home,
     version,

@@ -115,8 +115,22 @@ export interface CommandContext {
    * (refused while another agent runs on this home).
    */
   startKernel(opts: { processName: string; overrides?: Record<string, unknown>; runAgent?: boolean }): Promise<RunningKernel>;
+  /**
+   * What Keel knows without starting the kernel: effective configuration (defaults, file, environment), every
+   * key, each plugin's state as it would start, and configuration problems. No plugin code runs.
+   */
+  inspect(): Promise<InspectView>;
   /** Start this same command again as a detached background process logging to `$KEEL_HOME/<logName>`; resolves once its pid file exists. */
   detach(opts: { processName: string; logName: string; dropArgs: string[] }): Promise<{ pid: number; log: string }>;
+}
+
+/** See `CommandContext.inspect`. Secret values are masked in `config.get`. */
+export interface InspectView {
+  version: string;
+  config: { get(key: string): unknown };
+  keys: Array<{ key: string; owner: string; policy: PolicyClass; secret: boolean }>;
+  plugins: Array<{ id: string; state: string; reason?: string }>;
+  configProblems: string[];
 }
 
 /** A kernel started from a command. */
@@ -165,6 +179,15 @@ export interface KernelInfoCapability {
   plugins(): Array<{ id: string; state: string; reason?: string; kind?: string }>;
   /** Every known configuration key with its owner, policy class and secret flag. */
   configKeys(): Array<{ key: string; owner: string; policy: PolicyClass; secret: boolean }>;
+}
+
+/**
+ * Capability `kernel:policy`, provided by the kernel: the same admin and session decisions dispatch uses
+ * (per-channel adminUsers, identityLinks, sessionScope; failing closed), so plugins need not re-derive them.
+ */
+export interface PolicyCapability {
+  isAdmin(actor: Actor | undefined): boolean;
+  sessionKey(actor: Actor): string;
 }
 
 /** A memory entry (SPEC "Memory entry"). */

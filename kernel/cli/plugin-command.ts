@@ -45,6 +45,19 @@ export async function runPluginCommand(
         stop: served.stop,
       };
     },
+    async inspect() {
+      const { offlineView } = await import('./offline.js');
+      const { keelVersion } = await import('../kernel.js');
+      const v = await offlineView(home, options.config);
+      const masked = v.config.all({ masked: true });
+      return {
+        version: keelVersion(),
+        config: { get: (key: string) => (key in masked ? masked[key] : v.config.get(key)) },
+        keys: v.keys.entries().map((e) => ({ key: e.key, owner: e.owner, policy: e.spec.policy, secret: Boolean(e.spec.secret) })),
+        plugins: v.statuses.map((s) => ({ id: s.id, state: s.state === 'stopped' ? 'enabled' : s.state, ...(s.reason ? { reason: s.reason } : {}) })),
+        configProblems: v.config.problems().map((p) => p.message),
+      };
+    },
     async detach(o) {
       const args = process.argv.slice(2).filter((a) => !o.dropArgs.includes(a));
       process.env.KEEL_DETACHED = o.processName;

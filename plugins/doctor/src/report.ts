@@ -1,0 +1,211 @@
+/**
+ * The doctor's report, built from whatever sources the caller has: the running kernel (system_check) or the
+ * configuration alone (`keel doctor`). Each finding says what is wrong and how to fix it.
+ */
+import { statfs } from 'node:fs/promises';
+import type { ConnectionStatus, LogEntry } from '../../../sdk/index.js';
+
+export type Level = 'ok' | 'warn' | 'error';
+export type Area = 'kernel' | 'plugins' | 'disk' | 'config' | 'connections' | 'errors' | 'security';
+
+export interface Finding {
+  area: Area;
+  level: Level;
+  message: string;
+  /** What to do, usually the exact `keel config set ...` command. */
+  fix?: string;
+}
+
+export interface Report {
+  ok: boolean;
+  generatedAt: string;
+  /** Where the facts came from: `kernel` (system_check in a running Keel) or `config` (keel doctor). */
+  source: 'kernel' | 'config';
+  summary: { ok: number; warn: number; error: number };
+  findings: Finding[];
+}
+
+export interface DoctorSources {
+  source: Report['source'];
+  home: string;
+  version?: string;
+  /** ISO time the kernel started (uptime). */
+  startedAt?: string;
+  agentRunning?: boolean;
+  /** Other Keel processes on this home (from pid files). */
+  processes?: string[];
+  plugins?: Array<{ id: string; state: string; reason?: string }>;
+  /** Effective configuration value (undefined when the key is unknown or unset). */
+  get(key: string): unknown;
+  /** Whether some installed plugin (or the kernel) declares the key. */
+  declared(key: string): boolean;
+  configProblems?: string[];
+  recentErrors?: LogEntry[];
+  channels?: Array<{ name: string; status: ConnectionStatus | undefined; error?: string }>;
+  /** Whether the gateway is listening in this process right now. */
+  gatewayServing?: boolean;
+  /** What this view cannot tell (shown as notes). */
+  limits?: string[];
+}
+
+export const INTERPRETERS = ['bash', 'sh', 'zsh', 'python', 'python3', 'node', 'npx', 'pwsh', 'powershell', 'perl', 'ruby'] as const;
+export const LOW_DISK_WARN = 1024 ** 3;
+export const LOW_DISK_ERROR = 100 * 1024 ** 2;
+
+const LOOPBACK = /^(127(\.\d{1,3}){3}|localhost|::1|\[::1\]|::ffff:127(\.\d{1,3}){3})$/i;
+
+export function isLoopbackHost(host: string): boolean {
+  return LOOPBACK.test(host.trim());
+}
+
+function quote(v: string): string {
+  return /^[A-Za-z0-9_.,:/@=+-]+$/.test(v) ? v : `'${v.replace(/'/g, `'\\''`)}'`;
+}
+
+function humanBytes(n: number): string {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let i = 0;
+  while (n >= 1024 && i < units.length - 1) {
+    n /= 1024;
+    i++;
+  }
+  return `${n.toFixed(i === 0 ? 0 : 1)} ${units[i]}`;
+}
+
+function humanDuration(s: number): string {
+  const d = Math.floor(s / 86400);
+  const h = Math.floor((s % 86400) / 3600);
+  const m = Math.floor((s % 3600) / 60);
+  return d ? `${d}d ${h}h ${m}m` : h ? `${h}h ${m}m` : m ? `${m}m ${s % 60}s` : `${s}s`;
+}
+
+export async function buildReport(src: DoctorSources, now = new Date()): Promise<Report> {
+  const f: Finding[] = [];
+  const add = (area: Area, level: Level, message: string, fix?: string) => f.push({ area, level, message, ...(fix ? { fix } : {}) });
+
+  // ---------------------------------------------------------------- kernel
+  const parts: string[] = [`Keel ${src.version ?? '(version unknown)'}`, `home ${src.home}`];
+  if (src.startedAt) parts.push(`up ${humanDuration(Math.max(0, Math.floor((now.getTime() - Date.parse(src.startedAt)) / 1000)))}`);
+  if (src.processes?.length) parts.push(`running processes: ${src.processes.join(', ')}`);
+  add('kernel', 'ok', `${parts.join(', ')}.`);
+  if (src.agentRunning === false) add('kernel', 'warn', 'No agent is running on this home: queued actions and scheduled tasks wait.', 'keel run');
+
+  // ---------------------------------------------------------------- plugins
+  if (src.plugins) {
+    const bad = src.plugins.filter((p) => p.state === 'failed' || p.state === 'quarantined' || p.state === 'invalid');
+    for (const p of bad) {
+      add(
+        'plugins',
+        p.state === 'failed' ? 'error' : p.state === 'quarantined' ? 'error' : 'warn',
+        `Plugin ${p.id} is ${p.state}${p.reason ? `: ${p.reason}` : ''}.`,
+        p.state === 'quarantined' ? `fix the cause, then ask the agent to run self_repair_skill for ${p.id} (or reinstall it) and restart Keel` : `fix the cause above, then restart Keel (keel stop && keel run); see keel plugins`,
+      );
+    }
+    const loaded = src.plugins.filter((p) => p.state === 'loaded').length;
+    const disabled = src.plugins.filter((p) => p.state === 'disabled').length;
+    if (bad.length === 0) add('plugins', 'ok', `${loaded} plugin(s) loaded${disabled ? `, ${disabled} disabled by the plugin lists` : ''}, none failed.`);
+  }
+
+  // ---------------------------------------------------------------- disk
+  try {
+    const s = await statfs(src.home);
+    const free = Number(s.bavail) * Number(s.bsize);
+    if (free < LOW_DISK_ERROR) add('disk', 'error', `Only ${humanBytes(free)} free where $KEEL_HOME lives (${src.home}): queue, memory and config writes may fail.`, 'free disk space, or move KEEL_HOME to a larger disk');
+    else if (free < LOW_DISK_WARN) add('disk', 'warn', `${humanBytes(free)} free where $KEEL_HOME lives (${src.home}); below 1 GiB.`, 'free disk space, or move KEEL_HOME to a larger disk');
+    else add('disk', 'ok', `${humanBytes(free)} free where $KEEL_HOME lives.`);
+  } catch (e) {
+    add('disk', 'warn', `Free space of ${src.home} is unknown: ${e instanceof Error ? e.message : String(e)}.`);
+  }
+
+  // ---------------------------------------------------------------- config
+  if (src.configProblems) {
+    for (const p of src.configProblems) add('config', 'warn', p, 'correct the value with keel config set <key> <value> (see keel config get <key>)');
+    if (src.configProblems.length === 0) add('config', 'ok', 'No configuration problems reported.');
+  }
+
+  // ---------------------------------------------------------------- connections
+  if (src.channels) {
+    const present = src.channels.filter((c) => c.status || c.error);
+    for (const c of present) {
+      if (c.error) add('connections', 'warn', `Channel ${c.name}: status unavailable (${c.error}).`);
+      else if (c.status!.enabled && !c.status!.connected) add('connections', 'warn', `Channel ${c.name} is enabled but not connected.`, `check its credentials and network, then keel plugins (state of ${c.name})`);
+      else if (c.status!.enabled) add('connections', 'ok', `Channel ${c.name} is connected${c.status!.botUsername ? ` as ${c.status!.botUsername}` : ''}.`);
+    }
+    if (!present.some((c) => c.status?.enabled)) add('connections', 'ok', 'No chat channel is enabled.');
+  }
+
+  // ---------------------------------------------------------------- recent errors
+  if (src.recentErrors) {
+    if (src.recentErrors.length === 0) add('errors', 'ok', 'No errors logged recently.');
+    else {
+      const lines = src.recentErrors.map((e) => `${e.timestamp} ${e.tag ? `[${e.tag}] ` : ''}${e.message.slice(0, 300)}`);
+      add('errors', 'warn', `${src.recentErrors.length} recent error(s), newest last:\n${lines.join('\n')}`, 'see the messages above; keel status shows the processes, the logs hold the rest');
+    }
+  }
+
+  // ---------------------------------------------------------------- risky settings
+  const risky = f.length;
+  if (src.declared('gatewayHost')) {
+    const host = String(src.get('gatewayHost') ?? '0.0.0.0');
+    const key = src.get('gatewayApiKey');
+    const hasKey = typeof key === 'string' && key !== '';
+    if (!isLoopbackHost(host) && !hasKey) {
+      const live = src.gatewayServing === true || src.get('gatewayAutoStart') === true;
+      add(
+        'security',
+        live ? 'error' : 'warn',
+        `The gateway binds to ${host} (beyond loopback) without gatewayApiKey: anyone who can reach this machine gets full control of the agent` +
+          (live ? (src.gatewayServing ? ' - and it is listening now.' : ' - and gatewayAutoStart starts it with the agent.') : ' whenever the gateway runs (keel gateway, keel run --with-gateway).'),
+        'keel config set gatewayHost 127.0.0.1   (or set a long random key: keel config set gatewayApiKey <key>)',
+      );
+    }
+  }
+  if (src.get('sudoMode') === true) add('security', 'warn', 'sudoMode is on: the command allow list is bypassed (only the deny list still applies).', 'keel config set sudoMode false');
+  if (src.get('overrideMode') === true) add('security', 'warn', 'overrideMode is on: persona behavioural boundaries are bypassed (experimental).', 'keel config set overrideMode false');
+  const allow = src.get('commandAllowList');
+  if (Array.isArray(allow)) {
+    const names = allow.filter((x): x is string => typeof x === 'string');
+    const found = names.filter((n) => (INTERPRETERS as readonly string[]).includes(n.trim().toLowerCase().replace(/\.exe$/, '')));
+    if (found.length) {
+      const rest = names.filter((n) => !found.includes(n));
+      add(
+        'security',
+        'warn',
+        `commandAllowList contains interpreters (${found.join(', ')}): each runs arbitrary code, so allowing one allows nearly any command.`,
+        `keel config set commandAllowList ${rest.length ? quote(rest.join(',')) : "'[]'"}`,
+      );
+    }
+  }
+  if (src.declared('autoExecuteCommands') && src.get('autoExecuteCommands') === true && src.get('safeMode') !== true) {
+    add('security', 'warn', 'autoExecuteCommands is on with safeMode off: commands run without a human confirming them.', 'keel config set autoExecuteCommands false');
+  }
+  if (src.declared('webAllowPrivateNetwork') && src.get('webAllowPrivateNetwork') === true) {
+    add('security', 'warn', 'webAllowPrivateNetwork is on: web fetches may reach this machine and its local network (server-side request forgery).', 'keel config set webAllowPrivateNetwork false');
+  }
+  if (f.length === risky) add('security', 'ok', 'No risky settings found.');
+
+  for (const l of src.limits ?? []) add('kernel', 'ok', `Note: ${l}`);
+
+  const summary = { ok: 0, warn: 0, error: 0 };
+  for (const x of f) summary[x.level]++;
+  return { ok: summary.error === 0, generatedAt: now.toISOString(), source: src.source, summary, findings: f };
+}
+
+const MARK: Record<Level, string> = { ok: 'ok   ', warn: 'WARN ', error: 'ERROR' };
+
+export function renderText(r: Report): string {
+  const out: string[] = [`Keel doctor (${r.source === 'kernel' ? 'running kernel' : 'configuration only'}), ${r.generatedAt}`];
+  for (const area of ['kernel', 'plugins', 'disk', 'config', 'connections', 'errors', 'security'] as const) {
+    const items = r.findings.filter((x) => x.area === area);
+    if (!items.length) continue;
+    out.push('', `${area}:`);
+    for (const x of items) {
+      const [first, ...more] = x.message.split('\n');
+      out.push(`  ${MARK[x.level]} ${first}`);
+      for (const m of more) out.push(`          ${m}`);
+      if (x.fix) out.push(`          fix: ${x.fix}`);
+    }
+  }
+  out.push('', `${r.summary.error} error(s), ${r.summary.warn} warning(s).`);
+  return out.join('\n');
+}

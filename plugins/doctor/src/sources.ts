@@ -1,0 +1,151 @@
+/**
+ * Where the doctor's facts come from: the running kernel (system_check), or the configuration alone
+ * (`keel doctor`, which must not start the kernel: that would connect channels and open ports).
+ */
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import { CHANNEL_NAMES, type ChannelCapability, type CommandContext, type KernelInfoCapability, type PluginContext } from '../../../sdk/index.js';
+import type { DoctorSources } from './report.js';
+
+/** From inside a running kernel. */
+export function kernelSources(ctx: PluginContext): DoctorSources {
+  const info = ctx.use<KernelInfoCapability>('kernel:info');
+  const declared = new Set(info?.configKeys().map((k) => k.key) ?? []);
+  const logs = info?.logs() ?? [];
+  return {
+    source: 'kernel',
+    home: ctx.home,
+    version: info?.version ?? ctx.version,
+    ...(info ? { startedAt: info.startedAt, agentRunning: info.agentRunning() } : {}),
+    processes: liveProcesses(ctx.home),
+    ...(info ? { plugins: info.plugins() } : {}),
+    get: (k) => (declared.size === 0 || declared.has(k) ? ctx.config.get(k) : undefined),
+    declared: (k) => declared.has(k),
+    configProblems: logs.filter((e) => e.tag === 'config' && (e.level === 'warn' || e.level === 'error')).slice(-10).map((e) => e.message),
+    recentErrors: info?.logs({ level: 'error', limit: 10 }).filter((e) => e.level === 'error').slice(-10) ?? [],
+    channels: CHANNEL_NAMES.map((name) => {
+      const ch = ctx.use<ChannelCapability>(`channel:${name}`);
+      if (!ch) return { name, status: undefined };
+      try {
+        return { name, status: ch.status() };
+      } catch (e) {
+        return { name, status: undefined, error: e instanceof Error ? e.message : String(e) };
+      }
+    }),
+    gatewayServing: ctx.use('gateway:address') !== undefined,
+  };
+}
+
+/**
+ * What a kernel could offer a CLI command without starting plugins (see the report: the kernel's offline view,
+ * kernel/cli/offline.ts). Used when present; otherwise the doctor reads the configuration itself.
+ */
+export interface InspectView {
+  version: string;
+  config: { get(key: string): unknown };
+  keys: Array<{ key: string }>;
+  plugins: Array<{ id: string; state: string; reason?: string }>;
+  configProblems: string[];
+}
+type Inspectable = CommandContext & { inspect?: () => Promise<InspectView> };
+
+/** Keys the doctor reads, with their defaults and environment variables (as the owners declare them). */
+const KNOWN: Record<string, { default?: unknown; env?: string; type: 'boolean' | 'string' | 'list' }> = {
+  gatewayHost: { default: '0.0.0.0', env: 'KEEL_GATEWAY_HOST', type: 'string' },
+  gatewayApiKey: { env: 'KEEL_GATEWAY_API_KEY', type: 'string' },
+  gatewayAutoStart: { default: false, env: 'KEEL_GATEWAY_AUTO_START', type: 'boolean' },
+  sudoMode: { default: false, env: 'KEEL_SUDO_MODE', type: 'boolean' },
+  overrideMode: { default: false, env: 'KEEL_OVERRIDE_MODE', type: 'boolean' },
+  safeMode: { default: false, env: 'KEEL_SAFE_MODE', type: 'boolean' },
+  commandAllowList: {
+    default: ['npm', 'node', 'npx', 'git', 'python', 'pip', 'pip3', 'curl', 'wget', 'powershell', 'pwsh', 'bash', 'apt', 'apt-get', 'yum', 'brew', 'systemctl', 'service', 'cat', 'ls', 'dir', 'echo', 'mkdir', 'touch', 'cp', 'mv', 'grep', 'find', 'which', 'whoami', 'uname', 'hostname', 'keel'],
+    type: 'list',
+  },
+  autoExecuteCommands: { type: 'boolean' },
+  webAllowPrivateNetwork: { default: false, env: 'KEEL_WEB_ALLOW_PRIVATE_NETWORK', type: 'boolean' },
+};
+
+function fromEnv(raw: string, type: 'boolean' | 'string' | 'list'): unknown {
+  const t = raw.trim();
+  if (type === 'boolean') return ['true', '1', 'yes', 'on'].includes(t.toLowerCase()) ? true : ['false', '0', 'no', 'off'].includes(t.toLowerCase()) ? false : undefined;
+  if (type === 'list') {
+    if (t.startsWith('[')) {
+      try {
+        return JSON.parse(t) as unknown;
+      } catch {
+        return undefined;
+      }
+    }
+    return t === '' ? [] : t.split(',').map((p) => p.trim()).filter(Boolean);
+  }
+  return t;
+}
+
+/** From the command line: the kernel's offline view when it offers one, else the config file, environment and defaults. */
+export async function cliSources(c: CommandContext, ownVersion: string): Promise<DoctorSources> {
+  const home = c.home;
+  const processes = liveProcesses(home);
+  const common = { source: 'config' as const, home, processes, agentRunning: processes.includes('agent') };
+  const inspect = (c as Inspectable).inspect;
+  if (typeof inspect === 'function') {
+    const v = await inspect.call(c);
+    const declared = new Set(v.keys.map((k) => k.key));
+    return {
+      ...common,
+      version: v.version,
+      plugins: v.plugins,
+      get: (k) => v.config.get(k),
+      declared: (k) => declared.has(k),
+      configProblems: v.configProblems,
+    };
+  }
+  const file = c.configFile ?? join(home, 'keel.config.yaml');
+  const problems: string[] = [];
+  let doc: Record<string, unknown> = {};
+  if (existsSync(file)) {
+    try {
+      const parsed = parseYaml(readFileSync(file, 'utf8')) as unknown;
+      if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) doc = parsed as Record<string, unknown>;
+      else if (parsed != null) problems.push(`${file} is not a mapping of keys to values.`);
+    } catch (e) {
+      problems.push(`${file} is not valid YAML: ${e instanceof Error ? e.message.split('\n')[0] : String(e)}`);
+    }
+  }
+  const get = (k: string): unknown => {
+    const spec = KNOWN[k];
+    if (spec?.env && process.env[spec.env] !== undefined) {
+      const v = fromEnv(process.env[spec.env]!, spec.type);
+      if (v !== undefined) return v;
+    }
+    if (Object.hasOwn(doc, k)) return doc[k];
+    return spec?.default;
+  };
+  return {
+    ...common,
+    version: ownVersion,
+    get,
+    declared: (k) => k !== 'autoExecuteCommands' || Object.hasOwn(doc, k),
+    configProblems: problems,
+    limits: ['keel doctor read the configuration file, environment and defaults only; plugin states, channel connections and recent errors need a running Keel (ask the agent for system_check).'],
+  };
+}
+
+/** Names of live Keel processes on this home, from $KEEL_HOME/run/*.pid. */
+export function liveProcesses(home: string): string[] {
+  const dir = join(home, 'run');
+  if (!existsSync(dir)) return [];
+  const out: string[] = [];
+  for (const f of readdirSync(dir)) {
+    if (!f.endsWith('.pid')) continue;
+    try {
+      const rec = JSON.parse(readFileSync(join(dir, f), 'utf8')) as { pid?: unknown; name?: unknown };
+      if (typeof rec.pid !== 'number') continue;
+      process.kill(rec.pid, 0);
+      out.push(typeof rec.name === 'string' ? rec.name : f.slice(0, -4));
+    } catch {
+      /* not alive or unreadable */
+    }
+  }
+  return out.sort();
+}

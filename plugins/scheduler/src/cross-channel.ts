@@ -1,0 +1,47 @@
+/**
+ * SPEC Admin permissions 5: in autonomy mode, cross-channel sends are blocked unless the tool is exempt
+ * (`send_email`) or the user is an admin. A `beforeSkill` tap refuses a messaging skill called by the agent on
+ * its own (autonomy) when the target channel is not in autonomyAllowedChannels.
+ *
+ * Messaging skills: `send_<channel>` (and `send_*` with an args.channel), `react`, and skills prefixed by a chat
+ * channel name (`chatA_*` ... `chatD_*`, `gateway-chat_*`). The target channel comes from the name, else from
+ * args.channel; when it cannot be told, the call is refused (fail closed).
+ */
+import { CHANNEL_NAMES, type ConfigView, type SkillCall, type SkillVeto } from '../../../sdk/index.js';
+import { isAdmin, isAutonomyActor } from './actors.js';
+
+export const EXEMPT_SKILLS: ReadonlySet<string> = new Set(['send_email']);
+const CHAT_PREFIXES = CHANNEL_NAMES.filter((c) => c !== 'email');
+
+/** Whether the skill sends a message, and to which channel (undefined channel: cannot be told). */
+export function messagingTarget(name: string, args: Record<string, unknown>): { channel: string | undefined } | undefined {
+  const fromArgs = typeof args.channel === 'string' && args.channel.trim() ? args.channel.trim() : undefined;
+  if (name.startsWith('send_')) {
+    const rest = name.slice(5);
+    const named = CHANNEL_NAMES.find((c) => c.toLowerCase() === rest.toLowerCase() || rest.toLowerCase().startsWith(`${c.toLowerCase()}_`));
+    return { channel: named ?? fromArgs };
+  }
+  if (name === 'react') return { channel: fromArgs };
+  const prefixed = CHAT_PREFIXES.find((c) => name.toLowerCase().startsWith(`${c.toLowerCase()}_`));
+  if (prefixed) return { channel: prefixed };
+  return undefined;
+}
+
+export function crossChannelVeto(call: SkillCall, config: ConfigView): SkillVeto | undefined {
+  if (EXEMPT_SKILLS.has(call.name)) return undefined;
+  if (!call.actor || !isAutonomyActor(call.actor)) return undefined;
+  const target = messagingTarget(call.name, call.args ?? {});
+  if (!target) return undefined;
+  if (isAdmin(call.actor, config)) return undefined;
+  const allowed = config.get<unknown>('autonomyAllowedChannels');
+  const list = Array.isArray(allowed) ? allowed.filter((x): x is string => typeof x === 'string') : [];
+  if (target.channel && list.includes(target.channel)) return undefined;
+  const where = target.channel ? `channel ${target.channel}` : 'a channel that cannot be determined';
+  return {
+    code: 'KEEL_E_FORBIDDEN',
+    reason:
+      `${call.name} is refused: in autonomy mode the agent may send on its own only to autonomyAllowedChannels ` +
+      `(${list.length ? list.join(', ') : 'none'}; send_email is exempt), and this targets ${where}. ` +
+      (target.channel ? `An operator can allow it with: keel config set autonomyAllowedChannels '${JSON.stringify([...list, target.channel])}'` : ''),
+  };
+}
