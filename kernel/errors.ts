@@ -63,3 +63,13 @@ export function errorMessage(e: unknown): string {
   if (e instanceof Error) return e.message;
   return String(e);
 }
+
+/**
+ * The KEEL_E_* code of an error: a KeelError's, or a plain error's `code` when it names a known code (plugins
+ * cannot import KeelError; the SDK's environmentError and forbiddenError set `code`).
+ */
+export function errorCode(e: unknown): ErrorCode | undefined {
+  if (e instanceof KeelError) return e.code;
+  const code = (e as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && (Object.values(ErrorCodes) as string[]).includes(code) ? (code as ErrorCode) : undefined;
+}

@@ -67,3 +67,11 @@ export function skill(def: Omit<SkillManifest, 'category'> & { category?: string
 export function environmentError(message: string): Error & { code: 'KEEL_E_PLUGIN_ENVIRONMENT' } {
   return Object.assign(new Error(message), { code: 'KEEL_E_PLUGIN_ENVIRONMENT' as const });
 }
+
+/**
+ * Error a skill throws to refuse a call on policy grounds (dispatch reports it as KEEL_E_FORBIDDEN, the gateway as 403).
+ * @example throw forbiddenError('Command refused: rm is on commandDenyList.')
+ */
+export function forbiddenError(message: string): Error & { code: 'KEEL_E_FORBIDDEN' } {
+  return Object.assign(new Error(message), { code: 'KEEL_E_FORBIDDEN' as const });
+}

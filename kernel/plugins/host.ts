@@ -5,7 +5,7 @@
 import type { HookCatalogue } from '../../sdk/hooks.js';
 import type { PluginContext, PluginDefinition, PluginInstance, QueueApi } from '../../sdk/plugin.js';
 import type { Logger, PluginManifest } from '../../sdk/types.js';
-import { ErrorCodes, KeelError, errorMessage, isKeelError, type ErrorCode } from '../errors.js';
+import { ErrorCodes, KeelError, errorCode, errorMessage, type ErrorCode } from '../errors.js';
 import { untapAll } from '../hooks/catalogue.js';
 import type { Dispatcher } from '../registry/dispatch.js';
 import type { Registry } from '../registry/registry.js';
@@ -70,12 +70,7 @@ export function permittedByLists(id: string, allow: string[] = [], deny: string[
   return { ok: true };
 }
 
-/** The KEEL_E_* code of an error, whether a KeelError or a plain error from a plugin (sdk's environmentError). */
-function codeOf(e: unknown): ErrorCode | undefined {
-  if (isKeelError(e)) return e.code;
-  const code = (e as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && (Object.values(ErrorCodes) as string[]).includes(code) ? (code as ErrorCode) : undefined;
-}
+const codeOf = errorCode;
 
 export class PluginHost {
   private readonly known = new Map<string, Known>();

@@ -5,7 +5,7 @@
 import { performance } from 'node:perf_hooks';
 import type { HookCatalogue, SkillCall } from '../../sdk/hooks.js';
 import type { Action, Actor, ConfigView, Logger, SkillResult } from '../../sdk/types.js';
-import { ErrorCodes, errorMessage, isKeelError, type ErrorCode } from '../errors.js';
+import { ErrorCodes, errorCode, errorMessage, type ErrorCode } from '../errors.js';
 import { authorize } from '../policy/index.js';
 import { nearestNames } from './nearest.js';
 import type { Registry } from './registry.js';
@@ -90,7 +90,7 @@ export function createDispatcher(deps: DispatchDeps) {
       });
       result = { success: true, result: stringifyResult(value), executionTime: round(performance.now() - started) };
     } catch (e) {
-      const code = isKeelError(e) ? e.code : ErrorCodes.SKILL_FAILED;
+      const code = errorCode(e) ?? ErrorCodes.SKILL_FAILED;
       result = failure(code, `Skill "${name}" failed: ${errorMessage(e)}`, started);
     }
     if (hooks.afterSkill.isUsed()) {

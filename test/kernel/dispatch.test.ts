@@ -36,6 +36,7 @@ async function boot(config = ''): Promise<Kernel> {
           },
         },
         skillEntry('explode'),
+        skillEntry('refuse'),
         skillEntry('run_command', { category: 'system' }),
         skillEntry('create_custom_skill', { category: 'system' }),
       ],
@@ -43,6 +44,7 @@ async function boot(config = ''): Promise<Kernel> {
     setup: `
       ctx.skills.register('add', ({ a, b }) => ({ sum: a + b }));
       ctx.skills.register('explode', () => { throw new Error('kaboom'); });
+      ctx.skills.register('refuse', () => { throw Object.assign(new Error('not allowed here'), { code: 'KEEL_E_FORBIDDEN' }); });
       ctx.skills.register('run_command', ({ text }) => 'ran ' + text);
       ctx.skills.register('create_custom_skill', ({ text }) => 'created ' + text);
       ctx.hooks.tap('beforeSkill', (call) => call.args.text === 'veto-me' ? { reason: 'vetoed by tools' } : undefined);
@@ -87,6 +89,8 @@ describe('skill dispatch', () => {
     const vetoed = await k.execute('explode', { text: 'veto-me' }, k.operator);
     expect(vetoed).toMatchObject({ success: false, code: 'KEEL_E_SKILL_VETOED', result: 'vetoed by tools' });
     expect((globalThis as { __after?: string[] }).__after).toContain('explode:false');
+    // A plugin's coded refusal (sdk forbiddenError) keeps its code.
+    expect(await k.execute('refuse', { text: 'x' }, k.operator)).toMatchObject({ success: false, code: 'KEEL_E_FORBIDDEN' });
   });
 
   it('blocks admin-only skills for non-admin channel users and logs the attempt', async () => {

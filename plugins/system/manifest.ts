@@ -1,0 +1,125 @@
+/**
+ * System: command execution under the command policy, the confirmation flow, and configuration by the agent
+ * (SPEC "Security keys", "Modes", "Configuration policy classes"). Rules and limits: docs/security.md.
+ */
+import { Type, type PluginManifest } from '../../sdk/index.js';
+
+const manifest: PluginManifest = {
+  id: 'system',
+  version: '1.0.0',
+  kind: 'skill',
+  description: 'System: run_command (no shell, allow/deny lists on every program it would start, human confirmation), approve_command, manage_config.',
+  permissions: { commands: true, filesystem: ['$KEEL_HOME'] },
+  config: {
+    commandTimeoutMs: {
+      schema: Type.Integer({ minimum: 100, maximum: 86_400_000 }),
+      default: 120_000,
+      env: ['KEEL_COMMAND_TIMEOUT_MS'],
+      // SAFE: it only bounds how long an already-permitted command may run; it cannot widen what runs.
+      policy: 'SAFE',
+      description: 'Milliseconds after which a running command and every process it started are killed (SPEC: 120000).',
+    },
+    commandRetries: {
+      schema: Type.Integer({ minimum: 0, maximum: 5 }),
+      default: 1,
+      env: ['KEEL_COMMAND_RETRIES'],
+      policy: 'SAFE',
+      description: 'How many more times a command is tried when it could not be started for a passing reason (EAGAIN, EMFILE...). A command that ran is never re-run on its own.',
+    },
+    commandWorkingDir: {
+      schema: Type.String({ minLength: 1 }),
+      // No static default: a manifest is data (dist/plugins/manifests.json is written at build time), so the
+      // "current directory" default is applied at run time by the plugin.
+      env: ['KEEL_COMMAND_WORKING_DIR'],
+      // LOCKED: a cwd given to run_command must stay inside it (unless sudoMode), so moving it widens what commands reach.
+      policy: 'LOCKED',
+      description: 'Folder commands run in by default; when unset, the current directory of the Keel process. A `cwd` given to run_command must lie inside it unless sudoMode is on.',
+    },
+    autoExecuteCommands: {
+      schema: Type.Boolean(),
+      default: false,
+      env: ['KEEL_AUTO_EXECUTE_COMMANDS'],
+      // LOCKED: turning it on removes the human from every command; only the operator may decide that.
+      policy: 'LOCKED',
+      description: 'When false (the default), every run_command waits for a human to approve it (approve_command, or `keel commands approve <id>`). When true, permitted commands run at once.',
+    },
+    commandOutputMaxBytes: {
+      schema: Type.Integer({ minimum: 1024, maximum: 16 * 1024 * 1024 }),
+      default: 65_536,
+      env: ['KEEL_COMMAND_OUTPUT_MAX_BYTES'],
+      policy: 'SAFE',
+      description: 'Largest part of stdout and of stderr kept from a command (64 KiB by default); the rest is dropped and the result says "truncated".',
+    },
+    commandConfirmationTtlMinutes: {
+      schema: Type.Integer({ minimum: 1, maximum: 10_080 }),
+      default: 30,
+      env: ['KEEL_COMMAND_CONFIRMATION_TTL_MINUTES'],
+      // APPROVAL: a longer life makes a forgotten request easier to approve by mistake much later.
+      policy: 'APPROVAL',
+      description: 'Minutes a command waits for confirmation before it expires and is dropped (30 by default).',
+    },
+  },
+  skills: [
+    {
+      name: 'run_command',
+      description:
+        'Run one program without a shell: `command` is parsed into an argv (quotes and escapes, no pipes, `;`, `&&`, redirections or substitutions), or is the program itself when `args` is given. Every program it would start is checked against commandAllowList and commandDenyList. Unless autoExecuteCommands is on, the command waits for a human to approve it and the result gives its id. Admin only.',
+      category: 'system',
+      parameters: Type.Object(
+        {
+          command: Type.String({ minLength: 1, maxLength: 8192, description: 'The command line, or the program when args is given' }),
+          args: Type.Optional(Type.Array(Type.String({ maxLength: 8192 }), { maxItems: 256, description: 'Arguments, passed as they are' })),
+          cwd: Type.Optional(Type.String({ minLength: 1, description: 'Working folder, inside commandWorkingDir (default commandWorkingDir)' })),
+        },
+        { additionalProperties: false },
+      ),
+      adminOnly: true,
+      isDangerous: true,
+      isDeep: false,
+      isParallelSafe: false,
+    },
+    {
+      name: 'approve_command',
+      description:
+        'Approve (run) or refuse a command waiting for confirmation. Only a human admin may: the operator, a channel admin, or the agent working for one; never the agent on its own. The policy is checked again before it runs. Admin only.',
+      category: 'system',
+      parameters: Type.Object(
+        {
+          id: Type.String({ minLength: 1, description: 'Id of the pending command (cmd_...)' }),
+          decision: Type.Union([Type.Literal('approve'), Type.Literal('refuse')], { description: 'approve runs it; refuse drops it' }),
+        },
+        { additionalProperties: false },
+      ),
+      adminOnly: true,
+      isDangerous: true,
+      isParallelSafe: false,
+    },
+    {
+      name: 'manage_config',
+      description:
+        'Show the configuration (secrets masked; detail "policy" gives each key\'s SAFE/APPROVAL/LOCKED class), set a key (SAFE applies, APPROVAL waits for a human, LOCKED is refused), list pending changes, or approve one (a human only). Admin only.',
+      category: 'system',
+      parameters: Type.Object(
+        {
+          action: Type.Union([Type.Literal('show'), Type.Literal('set'), Type.Literal('pending'), Type.Literal('approve')]),
+          detail: Type.Optional(Type.Literal('policy')),
+          key: Type.Optional(Type.String({ minLength: 1, description: 'Key to show or set; for approve, the pending change id (or pass it as value)' })),
+          value: Type.Optional(Type.Unknown({ description: 'New value (a string is parsed by the key type: JSON for lists and objects, true/false, numbers); for approve, the pending id' })),
+          reason: Type.Optional(Type.String({ maxLength: 1000, description: 'Why the change is wanted (kept with a pending change)' })),
+        },
+        { additionalProperties: false },
+      ),
+      adminOnly: true,
+      isParallelSafe: false,
+    },
+  ],
+  cli: [
+    {
+      name: 'commands [action] [id]',
+      description: 'List commands waiting for confirmation, or approve / refuse one: keel commands [list|approve <id>|refuse <id>]',
+      options: [{ flags: '--json', description: 'machine-readable output' }],
+    },
+  ],
+};
+
+export default manifest;

@@ -1,0 +1,146 @@
+/**
+ * run_command and approve_command: argv, policy, working folder, confirmation, execution.
+ */
+import { stat } from 'node:fs/promises';
+import { isAbsolute, relative, resolve } from 'node:path';
+import type { Actor, PluginContext } from '../../../sdk/index.js';
+import { approverOf, describe } from './admin.js';
+import { analyze, type PolicyDecision } from './command-policy.js';
+import { formatResult, runArgv } from './exec.js';
+import { PendingCommands, type PendingCommand } from './pending.js';
+import { Refusal, toArgv } from './tokenize.js';
+
+export interface RunCommandArgs {
+  command: string;
+  args?: string[];
+  cwd?: string;
+}
+
+/** An error whose message is meant for the agent as it is. */
+/** A refusal: dispatch reports it as KEEL_E_FORBIDDEN (the gateway as 403). */
+export class CommandError extends Error {
+  readonly code = 'KEEL_E_FORBIDDEN';
+  constructor(message: string) {
+    super(message);
+    this.name = 'CommandError';
+  }
+}
+
+type Config = PluginContext['config'];
+
+function read<T>(config: Config, key: string): T | undefined {
+  try {
+    return config.get<T>(key);
+  } catch {
+    return undefined;
+  }
+}
+
+export class CommandService {
+  readonly pending: PendingCommands;
+  constructor(private readonly ctx: Pick<PluginContext, 'config' | 'log' | 'home' | 'signal'>) {
+    this.pending = new PendingCommands(ctx.home, ctx.log);
+  }
+
+  /** The policy as the configuration says now. Unreadable lists fail closed. */
+  check(argv: string[]): PolicyDecision {
+    const allow = read<unknown>(this.ctx.config, 'commandAllowList');
+    const deny = read<unknown>(this.ctx.config, 'commandDenyList');
+    if (!Array.isArray(deny) || !deny.every((d) => typeof d === 'string')) {
+      return { allowed: false, programs: [], reason: 'commandDenyList cannot be read, so no command runs' };
+    }
+    const sudo = read<unknown>(this.ctx.config, 'sudoMode') === true;
+    return analyze(argv, { allow: Array.isArray(allow) ? allow.filter((a): a is string => typeof a === 'string') : [], deny, sudo });
+  }
+
+  private safeModeOn(): boolean {
+    const v = read<unknown>(this.ctx.config, 'safeMode');
+    return v !== false && v !== undefined;
+  }
+
+  private refuse(argv: string[] | undefined, who: Actor | undefined, reason: string): never {
+    this.ctx.log.warn(`commands: refused ${argv ? JSON.stringify(argv) : 'a command'} for ${describe(who)}: ${reason}`);
+    throw new CommandError(`Command refused: ${reason}`);
+  }
+
+  /** The folder a command runs in: commandWorkingDir, or `cwd` inside it (anywhere in sudo mode). */
+  async workingDir(cwd: string | undefined, requested?: string): Promise<string> {
+    const configured = read<string>(this.ctx.config, 'commandWorkingDir');
+    // Unset, it is the current directory of the process that checked the request; at approval (maybe in another
+    // process, `keel commands approve`) that folder is the one the request was checked against.
+    const base = resolve(configured ?? requested ?? process.cwd());
+    const dir = cwd ? resolve(base, cwd) : base;
+    const rel = relative(base, dir);
+    const inside = rel === '' || (!rel.startsWith('..') && !isAbsolute(rel));
+    if (!inside && read<unknown>(this.ctx.config, 'sudoMode') !== true) {
+      throw new CommandError(`Command refused: cwd ${dir} is outside commandWorkingDir (${base}); only sudoMode allows that`);
+    }
+    const s = await stat(dir).catch(() => undefined);
+    if (!s?.isDirectory()) throw new CommandError(`Command refused: the working folder ${dir} does not exist or is not a folder`);
+    return dir;
+  }
+
+  async request(a: RunCommandArgs, actor: Actor, signal?: AbortSignal): Promise<string> {
+    let argv: string[];
+    try {
+      argv = a.args !== undefined ? [a.command, ...a.args] : toArgv(a.command);
+    } catch (e) {
+      if (e instanceof Refusal) this.refuse(undefined, actor, e.message);
+      throw e;
+    }
+    if (argv.length === 0) this.refuse(argv, actor, 'the command is empty');
+    if (this.safeModeOn()) this.refuse(argv, actor, 'safe mode is on');
+    const decision = this.check(argv);
+    if (!decision.allowed) this.refuse(argv, actor, decision.reason);
+    const cwd = await this.workingDir(a.cwd);
+    if (read<unknown>(this.ctx.config, 'autoExecuteCommands') !== true) {
+      const ttl = read<number>(this.ctx.config, 'commandConfirmationTtlMinutes') ?? 30;
+      const item = await this.pending.add({ argv, cwd, requestedBy: actor }, ttl);
+      this.ctx.log.info(`commands: ${item.id} ${JSON.stringify(argv)} waits for confirmation (requested by ${describe(actor)}, expires ${item.expiresAt})`);
+      return (
+        `Command ${item.id} is waiting for a human to confirm it (autoExecuteCommands is off): ${argv.join(' ')} in ${cwd}. ` +
+        `An admin can approve it with approve_command {"id":"${item.id}","decision":"approve"} (or refuse it), ` +
+        `or the operator with \`keel commands approve ${item.id}\`. It expires at ${item.expiresAt}.`
+      );
+    }
+    return this.execute(argv, cwd, actor, signal);
+  }
+
+  async execute(argv: string[], cwd: string, actor: Actor | undefined, signal?: AbortSignal): Promise<string> {
+    const timeoutMs = read<number>(this.ctx.config, 'commandTimeoutMs') ?? 120_000;
+    const maxBytes = read<number>(this.ctx.config, 'commandOutputMaxBytes') ?? 65_536;
+    const retries = read<number>(this.ctx.config, 'commandRetries') ?? 1;
+    this.ctx.log.info(`commands: running ${JSON.stringify(argv)} in ${cwd} for ${describe(actor)}`);
+    const r = await runArgv(argv, { cwd, timeoutMs, retries, maxBytes, ...(signal ? { signal } : {}) });
+    this.ctx.log.info(
+      `commands: ${argv[0]} ${r.started ? `ended with exit code ${r.exitCode}${r.signal ? ` (signal ${r.signal})` : ''}${r.timedOut ? ' after a timeout' : ''}` : `did not start: ${r.error}`} in ${r.durationMs} ms`,
+    );
+    return formatResult(argv, r, maxBytes, timeoutMs);
+  }
+
+  /** approve_command and `keel commands approve|refuse`. */
+  async decide(id: string, decision: 'approve' | 'refuse', actor: Actor, signal?: AbortSignal): Promise<string> {
+    const who = approverOf(actor, this.ctx.config);
+    if (!who.ok) {
+      this.ctx.log.warn(`commands: ${describe(actor)} tried to ${decision} pending command ${id}: ${who.reason}`);
+      throw new CommandError(`Cannot ${decision} command ${id}: ${who.reason}`);
+    }
+    const item = await this.pending.take(id);
+    if (!item) throw new Error(`No pending command with id ${id} (it may have expired or been decided already)`);
+    if (decision === 'refuse') {
+      this.ctx.log.info(`commands: ${id} ${JSON.stringify(item.argv)} refused by ${describe(who.human)}`);
+      return `Command ${id} (${item.argv.join(' ')}) was refused by ${describe(who.human)} and will not run.`;
+    }
+    return this.runApproved(item, who.human, signal);
+  }
+
+  private async runApproved(item: PendingCommand, human: Actor, signal?: AbortSignal): Promise<string> {
+    // The configuration may have changed since the request: check everything again.
+    if (this.safeModeOn()) this.refuse(item.argv, human, 'safe mode is on');
+    const decision = this.check(item.argv);
+    if (!decision.allowed) this.refuse(item.argv, human, `${decision.reason} (checked again at approval)`);
+    const cwd = await this.workingDir(item.cwd, item.cwd);
+    this.ctx.log.info(`commands: ${item.id} approved by ${describe(human)}`);
+    return `Approved by ${describe(human)}.\n${await this.execute(item.argv, cwd, human, signal)}`;
+  }
+}
