@@ -4,6 +4,15 @@
  */
 import { reportError } from './exit.js';
 
+// node:sqlite (the knowledge store) is stable in use but still flagged experimental in Node 24; its one-line
+// warning on every start would read like a fault to users, so that warning alone is dropped.
+const emitWarning = process.emitWarning.bind(process);
+process.emitWarning = ((warning: string | Error, ...rest: unknown[]) => {
+  const text = typeof warning === 'string' ? warning : warning.message;
+  if (/SQLite is an experimental feature/.test(text)) return;
+  (emitWarning as (...a: unknown[]) => void)(warning, ...rest);
+}) as typeof process.emitWarning;
+
 export interface FastPush {
   task: string;
   priority: string;
