@@ -110,19 +110,34 @@ export function appendJournal(home: string, date: string, entry: string): Promis
 }
 
 /** Every `## ` section of the files that exist. */
+/** Parsed sections per file, reused while the file's size and mtime are unchanged (status is polled often). */
+const parsed = new Map<string, { key: string; sections: Section[] }>();
+
 export function readSections(home: string, files: readonly LongFile[] = LONG_FILES): Section[] {
   const out: Section[] = [];
   for (const file of files) {
     const p = join(home, file);
-    if (!existsSync(p)) continue;
-    let text: string;
     let mtime: number;
+    let key: string;
+    try {
+      const st = statSync(p);
+      mtime = st.mtimeMs;
+      key = `${st.size}:${st.mtimeMs}:${st.ino}`;
+    } catch {
+      continue; // absent
+    }
+    const cached = parsed.get(p);
+    if (cached?.key === key) {
+      out.push(...cached.sections);
+      continue;
+    }
+    let text: string;
     try {
       text = readFileSync(p, 'utf8');
-      mtime = statSync(p).mtimeMs;
     } catch {
       continue;
     }
+    const start = out.length;
     const lines = text.replace(/\r\n/g, '\n').split('\n');
     for (let i = 0; i < lines.length; i++) {
       if (!/^##\s+/.test(lines[i]!)) continue;
@@ -131,6 +146,7 @@ export function readSections(home: string, files: readonly LongFile[] = LONG_FIL
       const body = lines.slice(i + 1, end).join('\n').trim();
       out.push({ file, heading, body, mtime });
     }
+    parsed.set(p, { key, sections: out.slice(start) });
   }
   return out;
 }
