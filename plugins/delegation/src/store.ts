@@ -1,0 +1,111 @@
+/**
+ * $KEEL_HOME/delegations.json: delegated tasks and sub-agents. Every change re-reads the file, applies the
+ * change and replaces the file atomically (temp file + fsync + rename), synchronously.
+ */
+import { randomBytes } from 'node:crypto';
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+
+export type TaskStatus = 'running' | 'completed' | 'failed';
+
+export interface DelegatedTask {
+  /** `dlg_<epoch_ms>_<hex>`: also the id of the nested run (thinking/observation events carry it). */
+  id: string;
+  /** The action (or nested run) that delegated, when there was one. */
+  parentId?: string;
+  /** 1 for a child of a queued action, 2 for a grandchild. */
+  depth: number;
+  /** Sub-agent that ran it, if any. */
+  agent?: string;
+  task: string;
+  status: TaskStatus;
+  result?: string;
+  error?: string;
+  /** Model calls the nested run made. */
+  steps: number;
+  maxSteps: number;
+  createdAt: string;
+  settledAt?: string;
+  /** Who asked (short description of the actor chain's person). */
+  requestedBy: string;
+}
+
+export interface SubAgent {
+  name: string;
+  instructions: string;
+  maxTasks: number;
+  /** Tasks started so far (a started task counts, whatever its outcome). */
+  tasksRun: number;
+  maxSteps: number;
+  createdAt: string;
+  createdBy: string;
+  stoppedAt?: string;
+}
+
+interface FileShape {
+  version: 1;
+  tasks: DelegatedTask[];
+  agents: SubAgent[];
+}
+
+/** Oldest settled tasks beyond this many are dropped. */
+export const KEEP_TASKS = 500;
+
+export function newTaskId(now = Date.now()): string {
+  return `dlg_${now}_${randomBytes(4).toString('hex')}`;
+}
+
+export class DelegationStore {
+  readonly file: string;
+  problem: string | undefined;
+
+  constructor(home: string) {
+    this.file = join(home, 'delegations.json');
+  }
+
+  read(): FileShape {
+    if (!existsSync(this.file)) {
+      this.problem = undefined;
+      return { version: 1, tasks: [], agents: [] };
+    }
+    try {
+      const raw = JSON.parse(readFileSync(this.file, 'utf8')) as Partial<FileShape>;
+      this.problem = undefined;
+      return { version: 1, tasks: Array.isArray(raw.tasks) ? raw.tasks : [], agents: Array.isArray(raw.agents) ? raw.agents : [] };
+    } catch (e) {
+      this.problem = `${this.file} is unreadable (${e instanceof Error ? e.message : String(e)}); fix or remove it; delegation is off until then`;
+      return { version: 1, tasks: [], agents: [] };
+    }
+  }
+
+  /** Read, change, write back atomically; returns what `change` returns. */
+  update<T>(change: (data: FileShape) => T): T {
+    const data = this.read();
+    // A damaged file is reported and never overwritten: an operator repairs or removes it.
+    if (this.problem) throw new Error(`Delegation records cannot be written: ${this.problem}.`);
+    const out = change(data);
+    const settled = data.tasks.filter((t) => t.status !== 'running');
+    if (settled.length > KEEP_TASKS) {
+      const drop = new Set(settled.slice(0, settled.length - KEEP_TASKS).map((t) => t.id));
+      data.tasks = data.tasks.filter((t) => !drop.has(t.id));
+    }
+    mkdirSync(dirname(this.file), { recursive: true });
+    const tmp = `${this.file}.${process.pid}.${randomBytes(3).toString('hex')}.tmp`;
+    const fd = openSync(tmp, 'w', 0o600);
+    try {
+      writeSync(fd, `${JSON.stringify(data, null, 2)}\n`);
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    renameSync(tmp, this.file);
+    return out;
+  }
+
+  patchTask(id: string, patch: Partial<DelegatedTask>): void {
+    this.update((d) => {
+      const t = d.tasks.find((x) => x.id === id);
+      if (t) Object.assign(t, patch);
+    });
+  }
+}
