@@ -1,0 +1,66 @@
+/**
+ * The file create_custom_skill writes to `$KEEL_HOME/skills/<name>.ts`: a defineSkill module whose run() hands
+ * the agent's code (kept as a string, never imported into Keel) to the coder plugin's sandbox.
+ */
+
+/** First line of every file the agent wrote; files without it were written by a person. */
+export const MARKER = '// keel:agent-skill v1';
+/** Where the coder plugin publishes its sandbox runner for generated skills. */
+export const SANDBOX_SLOT = 'keel.coder.sandbox';
+
+export interface AgentSkillSpec {
+  name: string;
+  description: string;
+  /** JSON Schema of the arguments (an object schema). */
+  parameters: Record<string, unknown>;
+  /** The body of `async function run(args)` (TypeScript). */
+  code: string;
+  adminOnly?: boolean;
+  network?: boolean;
+}
+
+export const SKILL_NAME = /^[a-z][a-z0-9_]{1,47}$/;
+
+export function renderSkillFile(s: AgentSkillSpec): string {
+  const spec = JSON.stringify({ name: s.name, description: s.description, parameters: s.parameters, adminOnly: s.adminOnly ?? false, network: s.network ?? false }, null, 2);
+  return [
+    MARKER,
+    '// Written by create_custom_skill (or self_repair_skill). The agent-written code below is a string: it runs',
+    '// only in the coder plugin\'s sandbox (a separate Node process under the permission model), never inside Keel.',
+    "import { defineSkill } from 'keel/sdk';",
+    '',
+    `const SPEC = ${spec} as const;`,
+    '',
+    `const CODE = ${JSON.stringify(s.code)};`,
+    '',
+    'type Runner = (req: { skill: string; body: string; args: unknown; network: boolean; signal: AbortSignal }) => Promise<unknown>;',
+    '',
+    'export default defineSkill({',
+    '  name: SPEC.name,',
+    '  description: SPEC.description,',
+    "  category: 'custom',",
+    '  adminOnly: SPEC.adminOnly,',
+    '  parameters: SPEC.parameters as never,',
+    '  async run(args, ctx) {',
+    `    const runner = (globalThis as Record<symbol, unknown>)[Symbol.for(${JSON.stringify(SANDBOX_SLOT)})] as Runner | undefined;`,
+    "    if (typeof runner !== 'function') throw new Error('The coder plugin is not running: agent-written skills run only in its sandbox.');",
+    '    return runner({ skill: SPEC.name, body: CODE, args, network: SPEC.network, signal: ctx.signal });',
+    '  },',
+    '});',
+    '',
+  ].join('\n');
+}
+
+/** Reads back what renderSkillFile wrote; undefined for a file a person wrote (or one edited out of shape). */
+export function parseSkillFile(source: string): AgentSkillSpec | undefined {
+  if (!source.startsWith(MARKER)) return undefined;
+  const spec = /^const SPEC = ([\s\S]*?) as const;$/m.exec(source);
+  const code = /^const CODE = (".*");$/m.exec(source);
+  if (!spec || !code) return undefined;
+  try {
+    const s = JSON.parse(spec[1]!) as Omit<AgentSkillSpec, 'code'>;
+    return { ...s, code: JSON.parse(code[1]!) as string };
+  } catch {
+    return undefined;
+  }
+}
