@@ -117,15 +117,10 @@ export function readSections(home: string, files: readonly LongFile[] = LONG_FIL
   const out: Section[] = [];
   for (const file of files) {
     const p = join(home, file);
-    let mtime: number;
-    let key: string;
-    try {
-      const st = statSync(p);
-      mtime = st.mtimeMs;
-      key = `${st.size}:${st.mtimeMs}:${st.ino}`;
-    } catch {
-      continue; // absent
-    }
+    const st = statSync(p, { throwIfNoEntry: false });
+    if (!st) continue; // absent (no throw: this runs on every status request)
+    const mtime = st.mtimeMs;
+    const key = `${st.size}:${st.mtimeMs}:${st.ino}`;
     const cached = parsed.get(p);
     if (cached?.key === key) {
       out.push(...cached.sections);

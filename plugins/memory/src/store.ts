@@ -132,21 +132,15 @@ export class MemoryStore {
     if (report) this.problems.push(...problems);
   }
 
+  // throwIfNoEntry: false — a missing file is the common case on a fresh home, and a thrown error per status
+  // request costs tens of microseconds.
   private stamp(): string {
-    try {
-      const s = statSync(this.file);
-      return `${s.ino}:${s.mtimeMs}:${s.size}`;
-    } catch {
-      return 'none';
-    }
+    const s = statSync(this.file, { throwIfNoEntry: false });
+    return s ? `${s.ino}:${s.mtimeMs}:${s.size}` : 'none';
   }
 
   private journalSize(): number {
-    try {
-      return statSync(this.journalFile).size;
-    } catch {
-      return 0;
-    }
+    return statSync(this.journalFile, { throwIfNoEntry: false })?.size ?? 0;
   }
 
   private remember(): void {
