@@ -12,6 +12,9 @@ export default definePlugin({
   setup(ctx) {
     const router = new Router({ config: ctx.config, use: (cap) => ctx.use(cap), log: ctx.log, home: ctx.home });
     ctx.provide('llm', router.capability());
+    ctx.hooks.tap('configChanged', () => router.invalidate());
+    ctx.hooks.tap('pluginLoaded', () => router.invalidate());
+    ctx.hooks.tap('pluginUnloaded', () => router.invalidate());
     const agent: AgentCapability = {
       ready() {
         const c = router.current();

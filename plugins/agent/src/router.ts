@@ -145,6 +145,25 @@ export class Router {
     return { ...t, provider: this.provider(t.id) };
   }
 
+  private currentCache: { at: number; value: ReturnType<LlmCapability['current']> } | undefined;
+
+  /** Forget the cached answer of current() (a setting changed). */
+  invalidate(): void {
+    this.currentCache = undefined;
+  }
+
+  /**
+   * current() for status readers (the `llm` capability): cached for half a second and dropped on any config or
+   * plugin change, because status endpoints poll it and an unconfigured router answers by throwing inside.
+   */
+  cachedCurrent(): ReturnType<LlmCapability['current']> {
+    const now = Date.now();
+    if (this.currentCache && now - this.currentCache.at < 500) return this.currentCache.value;
+    const value = this.current();
+    this.currentCache = { at: now, value };
+    return value;
+  }
+
   current(): ReturnType<LlmCapability['current']> {
     let t: { id: string; model: string } | undefined;
     try {
@@ -296,7 +315,7 @@ export class Router {
   /** The `llm` capability. */
   capability(): LlmCapability {
     return {
-      current: () => this.current(),
+      current: () => this.cachedCurrent(),
       chat: (req) => this.chat(req),
       embed: (req) => this.embed(req),
       canEmbed: () => this.canEmbed(),
