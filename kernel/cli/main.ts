@@ -9,7 +9,7 @@ import { reportError } from './exit.js';
 const emitWarning = process.emitWarning.bind(process);
 process.emitWarning = ((warning: string | Error, ...rest: unknown[]) => {
   const text = typeof warning === 'string' ? warning : warning.message;
-  if (/SQLite is an experimental feature/.test(text)) return;
+  if (/SQLite is an experimental feature|process\.execve is an experimental feature/.test(text)) return;
   (emitWarning as (...a: unknown[]) => void)(warning, ...rest);
 }) as typeof process.emitWarning;
 
@@ -54,5 +54,6 @@ if (rest.length === 0 || (rest.length === 1 && ['--help', '-h', 'help'].includes
     process.exitCode = reportError(e);
   }
 } else {
+  if (rest[0] === 'run' || rest[0] === 'gateway') (await import('./tune.js')).tuneLongRunning();
   await (await import('./program.js')).main(argv);
 }

@@ -122,6 +122,8 @@ describe('keel CLI', () => {
     expect(again.stderr).toMatch(/already running/);
     const st = JSON.parse((await keel(h, ['status', '--json'])).stdout) as { running: boolean; pid: number };
     expect(st.running).toBe(true);
+    // The long-running process replaced itself (same pid) with a small V8 young generation (kernel/cli/tune.ts).
+    expect(readFileSync(`/proc/${st.pid}/cmdline`, 'utf8').split('\0')).toContain('--max-semi-space-size=2');
     const pushed = JSON.parse((await keel(h, ['push', 'hello there', '--json'])).stdout) as { id: string };
     const done = await waitFor(async () => (await tasks(h)).completed.find((a) => a.id === pushed.id), 'the daemon to complete the pushed task');
     expect(done.result).toBe('done: hello there');

@@ -1,16 +1,30 @@
 /**
  * API key checks, in constant time (the comparison never tells how much of a wrong key was right).
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { hash, timingSafeEqual } from 'node:crypto';
 
 function digest(s: string): Buffer {
-  return createHash('sha256').update(s).digest();
+  return hash('sha256', s, 'buffer');
 }
 
-/** Compares a provided key with the expected one without leaking length or prefix through timing. */
+/** The expected key's digest is computed once per key (this check runs on every request). */
+let lastKey: string | undefined;
+let lastDigest: Buffer | undefined;
+function expectedDigest(expected: string): Buffer {
+  if (expected !== lastKey || !lastDigest) {
+    lastDigest = digest(expected);
+    lastKey = expected;
+  }
+  return lastDigest;
+}
+
+/**
+ * Compares a provided key with the expected one without leaking length or prefix through timing: both sides are
+ * hashed to a fixed length, then compared with timingSafeEqual.
+ */
 export function keyMatches(provided: unknown, expected: string): boolean {
   if (typeof provided !== 'string' || provided.length === 0) return false;
-  return timingSafeEqual(digest(provided), digest(expected));
+  return timingSafeEqual(digest(provided), expectedDigest(expected));
 }
 
 /** The 401 body of SPEC: `{error: 'Unauthorized', message}` saying whether the key is missing or invalid. */

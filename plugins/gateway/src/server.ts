@@ -4,13 +4,12 @@
  */
 import { STATUS_CODES } from 'node:http';
 import Ajv from 'ajv';
-import cors from '@fastify/cors';
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { KernelInfoCapability } from '../../../sdk/index.js';
 import { ErrorCodes, KeelError } from '../../../kernel/errors.js';
-import { keyMatches, unauthorized } from './auth.js';
 import { isLoopback as socketIsLoopback, loopbackOnly, type GatewayDeps } from './deps.js';
 import { errorBody, errorHandler, notFound, schemaErrorFormatter, sendError } from './errors.js';
+import { requestGate } from './gate.js';
 import { openApiDocument } from './openapi.js';
 import { agentRoutes } from './rest/agent.js';
 import { dataRoutes } from './rest/data.js';
@@ -108,38 +107,7 @@ export async function buildServer(deps: GatewayDeps, opts: BuildOptions = {}): P
   app.setErrorHandler(errorHandler(ctx.log, settings.bodyLimit));
   app.setNotFoundHandler(notFound);
 
-  const origins = settings.corsOrigins;
-  await app.register(cors, {
-    origin: origins.includes('*') ? '*' : origins,
-    methods: ['GET', 'HEAD', 'POST', 'PUT', 'OPTIONS'],
-    allowedHeaders: ['Content-Type', 'X-Api-Key'],
-    maxAge: 600,
-    // A malformed preflight gets the ordinary answer instead of a text/plain 400.
-    strictPreflight: false,
-  });
-
-  const key = settings.apiKey;
-  if (key) {
-    // Callback style (no promise per request): this hook runs on every request.
-    app.addHook('onRequest', (req, reply, done) => {
-      if (req.method === 'OPTIONS') return done(); // CORS preflight carries no custom headers
-      const header = req.headers['x-api-key'];
-      const provided = Array.isArray(header) ? header[0] : header;
-      if (keyMatches(provided, key)) return done();
-      const upgrade = String(req.headers.upgrade ?? '').toLowerCase() === 'websocket';
-      if (upgrade) {
-        const q = (req.query as Record<string, unknown> | undefined)?.apiKey;
-        const fromQuery = Array.isArray(q) ? q[0] : q;
-        if (keyMatches(fromQuery, key)) return done();
-        reply.code(401).send(unauthorized(fromQuery ?? provided, 'query parameter apiKey'));
-        return;
-      }
-      // Static files are public (a browser cannot send the header when it loads a page); the API is not.
-      const path = req.url.split('?')[0] ?? '';
-      if (!(path === '/api' || path.startsWith('/api/'))) return done();
-      reply.code(401).send(unauthorized(provided, 'header X-Api-Key'));
-    });
-  }
+  app.addHook('onRequest', requestGate({ corsOrigins: settings.corsOrigins, apiKey: settings.apiKey }));
 
   const routes = restRoutes(env);
   for (const r of routes) {

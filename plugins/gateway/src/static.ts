@@ -40,14 +40,7 @@ export function rootHandler(staticDir: string | undefined) {
 
 /** Registers the static folder (when set). Call after the /api routes so they keep precedence. */
 export async function registerStatic(app: FastifyInstance, staticDir: string | undefined): Promise<void> {
-  // Checked for every non-API request, with or without a static folder: a traversal attempt is a plain 404.
-  app.addHook('onRequest', (req, reply, done) => {
-    const url = req.url;
-    if (url.startsWith('/api/')) return done();
-    const path = url.split('?')[0] ?? '';
-    if (path === '/api' || !suspiciousPath(path)) return done();
-    sendError(reply, 404, 'Not found.');
-  });
+  // Traversal attempts outside /api are refused by the request gate (gate.ts) before any route.
   if (!staticDir) {
     // reply.sendFile must exist for the root handler even without a folder.
     return;

@@ -20,6 +20,7 @@ import { Type, type Actor, type TSchema } from '../../../sdk/index.js';
 import type { GatewayDeps } from './deps.js';
 import { isLoopback } from './deps.js';
 import { createEventBus, type GatewayEvent } from './events.js';
+import { normOrigin } from './gate.js';
 import { agentStatus } from './status.js';
 
 /** Largest client frame (bytes). */
@@ -101,9 +102,8 @@ interface Client {
 export function originAllowed(origin: string | undefined, allowed: string[]): boolean {
   if (allowed.includes('*')) return true;
   if (origin === undefined || origin === '') return true;
-  const norm = (o: string) => o.trim().replace(/\/+$/, '').toLowerCase();
-  const o = norm(origin);
-  return allowed.some((a) => norm(a) === o);
+  const o = normOrigin(origin);
+  return allowed.some((a) => normOrigin(a) === o);
 }
 
 export async function registerWebSocket(

@@ -34,8 +34,24 @@ export interface Section {
 
 /** Serialises edits within this process (one at a time per home). */
 let chain: Promise<unknown> = Promise.resolve();
+/** Bumped after every write of a long-term file by this process (status counts key their cache on it). */
+let localWrites = 0;
+export function longFileWrites(): number {
+  return localWrites;
+}
+export function markLongFilesChanged(): void {
+  localWrites++;
+}
+
 function serial<T>(fn: () => T): Promise<T> {
-  const next = chain.then(fn, fn);
+  const run = (): T => {
+    try {
+      return fn();
+    } finally {
+      localWrites++;
+    }
+  };
+  const next = chain.then(run, run);
   chain = next.catch(() => undefined);
   return next;
 }

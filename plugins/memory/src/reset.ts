@@ -9,6 +9,7 @@ import { createInterface } from 'node:readline/promises';
 import type { CommandContext } from '../../../sdk/index.js';
 import { contactsDir } from './contacts.js';
 import { dailyDir } from './daily.js';
+import { markLongFilesChanged } from './long-files.js';
 
 /** Remove the memory files; returns what was removed (paths relative to home). */
 export function removeMemoryFiles(home: string, opts: { keepStore?: boolean } = {}): string[] {
@@ -22,6 +23,7 @@ export function removeMemoryFiles(home: string, opts: { keepStore?: boolean } = 
     if (existsSync(p)) {
       rmSync(p, { force: true });
       removed.push(n);
+      markLongFilesChanged();
     }
   }
   for (const [dir, label] of [

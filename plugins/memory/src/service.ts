@@ -7,7 +7,7 @@ import type { Action, Actor, LlmCapability, MemoryCapability, MemoryEntry, Plugi
 import { describeContact, readContact } from './contacts.js';
 import { appendDaily } from './daily.js';
 import { coverage, KeywordIndex } from './keyword-index.js';
-import { LONG_FILES, readSections, type LongFile, type Section } from './long-files.js';
+import { LONG_FILES, longFileWrites, readSections, type LongFile, type Section } from './long-files.js';
 import { channelOf, isAdmin, principal, sessionKey } from './scope.js';
 import { MemoryStore } from './store.js';
 import { cap, tokens } from './text.js';
@@ -18,6 +18,8 @@ export { extractiveSummary, longEntry, type RecallHit };
 const OPERATOR_SOURCES = new Set(['cli', 'gateway', 'ws', 'scheduler']);
 /** Vector recall embeds at most this many not-yet-embedded entries per call (the rest are found by keyword). */
 const EMBED_PER_RECALL = 2048;
+/** How long status counts may lag a change made by another Keel process on the same home. */
+const COUNTS_TTL_MS = 250;
 const EMBED_BATCH = 256;
 
 export function newId(kind: string): string {
@@ -120,10 +122,21 @@ export class MemoryService implements Required<MemoryCapability> {
 
   // ------------------------------------------------------------------ capability
 
+  /**
+   * Polled by every `GET /api/status` and WebSocket status: the answer is kept while nothing changed in this
+   * process, and for at most COUNTS_TTL_MS against another process writing the same home (five file stats per
+   * request were the largest cost of the status route).
+   */
   counts(): { short: number; episodic: number; long: number } {
+    const now = performance.now();
+    const c = this.countsCache;
+    if (c && now - c.at < COUNTS_TTL_MS && c.version === this.store.version && c.longWrites === longFileWrites()) return { ...c.value };
     this.store.refresh();
-    return { short: this.store.short.length, episodic: this.store.episodic.length, long: readSections(this.ctx.home).length };
+    const value = { short: this.store.short.length, episodic: this.store.episodic.length, long: readSections(this.ctx.home).length };
+    this.countsCache = { at: now, version: this.store.version, longWrites: longFileWrites(), value };
+    return { ...value };
   }
+  private countsCache: { at: number; version: number; longWrites: number; value: { short: number; episodic: number; long: number } } | undefined;
 
   list(opts: { type?: MemoryEntry['type']; limit: number; search?: string }): { memories: MemoryEntry[]; total: number } {
     this.store.refresh();

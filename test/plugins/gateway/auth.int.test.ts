@@ -75,6 +75,9 @@ describe('gateway with an API key', () => {
     expect(ok.headers.get('access-control-allow-origin')).toBe('https://dash.example');
     const other = await g.req('/api/status', { key: KEY, headers: { origin: 'https://evil.example' } });
     expect(other.headers.get('access-control-allow-origin')).toBeNull();
+    // The answer depends on Origin: a shared cache must keep one copy per origin.
+    expect(ok.headers.get('vary')).toMatch(/origin/i);
+    expect(other.headers.get('vary')).toMatch(/origin/i);
     // A 401 still carries the header for an allowed origin, so the dashboard can read it.
     const denied = await g.req('/api/status', { key: null, headers: { origin: 'https://dash.example' } });
     expect(denied.status).toBe(401);
@@ -87,7 +90,9 @@ describe('gateway with an API key', () => {
       key: null,
       headers: { origin: 'https://dash.example', 'access-control-request-method': 'PUT', 'access-control-request-headers': 'x-api-key,content-type' },
     });
-    expect(pre.status).toBeLessThan(300);
+    expect(pre.status).toBe(204);
+    expect(pre.headers.get('content-length')).toBe('0');
+    expect(pre.headers.get('access-control-max-age')).toBe('600');
     expect(pre.headers.get('access-control-allow-origin')).toBe('https://dash.example');
     expect(pre.headers.get('access-control-allow-methods')).toContain('PUT');
     expect(pre.headers.get('access-control-allow-headers')?.toLowerCase()).toContain('x-api-key');
