@@ -8,7 +8,7 @@ import { basename, dirname, join } from 'node:path';
 import type { HookCatalogue } from '../sdk/hooks.js';
 import type { AgentCapability, KernelInfoCapability, PolicyCapability, QueueApi } from '../sdk/plugin.js';
 import { isAdmin, sessionKey } from './policy/index.js';
-import type { Actor, ConfigKeySpec, Logger } from '../sdk/types.js';
+import type { Action, Actor, ConfigKeySpec, Logger } from '../sdk/types.js';
 import { ConfigStore, KeyRegistry, KERNEL_KEYS } from './config/index.js';
 import { errorMessage } from './errors.js';
 import { createHooks } from './hooks/catalogue.js';
@@ -64,6 +64,8 @@ export interface Kernel {
   execute: Dispatcher;
   /** The local operator, who is admin. */
   operator: Actor;
+  /** Stops an action (what plugins get as `ctx.queue.cancel`). */
+  cancel: QueueApi['cancel'];
   stop(): Promise<void>;
 }
 
@@ -135,6 +137,15 @@ export async function startKernel(opts: KernelOptions = {}): Promise<Kernel> {
       return a;
     },
     get: (id) => queue.get(id),
+    cancel: async (id, reason) => {
+      const a = queue.get(id);
+      if (!a) return 'unknown';
+      if (a.status === 'completed' || a.status === 'failed') return 'settled';
+      if (a.status === 'executing') return runner?.abort(id, reason) ? 'stopping' : 'elsewhere';
+      if (!(await queue.remove(id, reason))) return 'unknown';
+      await hooks.actionSettled.promise(a, { status: 'removed', detail: reason });
+      return 'removed';
+    },
     list: () => queue.list(),
     counts: () => queue.counts(),
   };
@@ -206,6 +217,7 @@ export async function startKernel(opts: KernelOptions = {}): Promise<Kernel> {
     log,
     execute,
     operator: { kind: 'operator', channel: 'cli' },
+    cancel: queueApi.cancel,
     stop() {
       stopping ??= (async () => {
         await runner?.stop();

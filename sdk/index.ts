@@ -75,3 +75,4 @@ export function environmentError(message: string): Error & { code: 'KEEL_E_PLUGI
 export function forbiddenError(message: string): Error & { code: 'KEEL_E_FORBIDDEN' } {
   return Object.assign(new Error(message), { code: 'KEEL_E_FORBIDDEN' as const });
 }
+export { isPidAlive } from './pid.js';

@@ -42,6 +42,12 @@ export interface PluginHooks {
 export interface QueueApi {
   push(input: PushInput): Promise<Action>;
   get(id: string): Action | undefined;
+  /**
+   * Stops an action: a pending one is removed (`removed`, and `actionSettled` fires with status `removed`); an
+   * executing one run by this process's runner has its signal aborted and settles as a failure (`stopping`); one
+   * executing in another process is left alone (`elsewhere`). `settled` and `unknown` change nothing.
+   */
+  cancel(id: string, reason: string): Promise<'removed' | 'stopping' | 'elsewhere' | 'settled' | 'unknown'>;
   list(): { pending: Action[]; completed: Action[]; failed: Action[] };
   counts(): { pending: number; completed: number; failed: number };
 }

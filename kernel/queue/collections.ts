@@ -21,6 +21,10 @@ export class Fifo<T> {
     else this.items.unshift(item);
   }
 
+  peek(): T | undefined {
+    return this.head < this.items.length ? this.items[this.head] : undefined;
+  }
+
   shift(): T | undefined {
     if (this.head >= this.items.length) return undefined;
     const item = this.items[this.head];

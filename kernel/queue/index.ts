@@ -8,6 +8,7 @@ export { FileStore, type FileStoreOptions } from './file-store.js';
 export { queuePaths, type QueuePaths } from './journal-file.js';
 export { acquireLock, isPidAlive, type HeldLock, type LockOptions, withLock } from './lock.js';
 export type { JournalHeader, QueueOp } from './ops.js';
+export { laneOf, MAIN_LANE } from './lanes.js';
 export { isOwnerAlive, ownerPid } from './owner.js';
 export {
   ActionQueue,

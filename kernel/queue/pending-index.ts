@@ -88,6 +88,21 @@ export class PendingIndex {
     return undefined;
   }
 
+  /** Priority of the action `shift(now)` would return, without taking it; undefined when none is due. */
+  peekPriority(now: number): number | undefined {
+    this.promote(now);
+    if (this.ready === 0) return undefined;
+    for (let p = MAX_PRIORITY; p >= MIN_PRIORITY; p--) {
+      const fifo = this.fifos[p]!;
+      for (let e = fifo.peek(); e; e = fifo.peek()) {
+        if (this.live.get(e.action.id) === e) return p;
+        fifo.shift();
+        this.stale--;
+      }
+    }
+    return undefined;
+  }
+
   /** Epoch ms at which an action can next be taken: `now` when one is due already. */
   nextDueAt(now: number): number | undefined {
     this.promote(now);

@@ -197,15 +197,16 @@ export class ActionQueue {
   /**
    * The next action to run: highest priority first, first-in first-out within a priority, skipping actions held
    * back until their notBefore. Marks it executing. Actions whose TTL passed are removed on the way, not returned.
+   * `busy` names lanes to leave alone (the runner's lanes that already run an action; see lanes.ts).
    */
-  async take(): Promise<Action | undefined> {
+  async take(busy?: (lane: string) => boolean): Promise<Action | undefined> {
     this.assertOwner('take');
     for (;;) {
       const now = this.now();
       const ops: QueueOp[] = [];
       const shifted: Action[] = [];
       let next: Action | undefined;
-      for (let a = this.state.pending.shift(now); a; a = this.state.pending.shift(now)) {
+      for (let a = this.state.pending.shift(now, busy); a; a = this.state.pending.shift(now, busy)) {
         shifted.push(a);
         if (expiresAt(a) > now) {
           next = a;
@@ -301,8 +302,8 @@ export class ActionQueue {
   }
 
   /** When the next action can be taken (epoch ms; now if one is due already), or undefined when none waits. */
-  nextDueAt(): number | undefined {
-    return this.state.pending.nextDueAt(this.now());
+  nextDueAt(busy?: (lane: string) => boolean): number | undefined {
+    return this.state.pending.nextDueAt(this.now(), busy);
   }
 
   /** Called after the state changed, here or in another process (once that change is picked up). */

@@ -11,7 +11,7 @@
  */
 import type { Action } from '../../sdk/types.js';
 import type { QueueOp } from './ops.js';
-import { PendingIndex } from './pending-index.js';
+import { LanedPending } from './lanes.js';
 import type { QueueSnapshot } from './store.js';
 
 export interface StateLimits {
@@ -22,7 +22,7 @@ export interface StateLimits {
 export class QueueState {
   /** Pending and executing actions by id. */
   readonly active = new Map<string, Action>();
-  pending = new PendingIndex();
+  pending = new LanedPending();
   /** Oldest first; bounded to the newest `completedLimit`. */
   readonly completed = new Map<string, Action>();
   readonly failed = new Map<string, Action>();
@@ -34,7 +34,7 @@ export class QueueState {
     this.active.clear();
     this.completed.clear();
     this.failed.clear();
-    this.pending = new PendingIndex();
+    this.pending = new LanedPending();
     this.executing = 0;
     for (const a of s.actions) {
       if (this.active.has(a.id)) continue;

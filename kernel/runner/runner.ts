@@ -1,14 +1,16 @@
 /**
  * The runner: takes the next due action when the agent is ready, hands it to whichever plugin provides the
  * `agent` capability, and settles it (completed, retry with backoff, failed). It never runs an action twice at
- * once: one action at a time per runner, and one runner per KEEL_HOME (the queue owner).
+ * once: one runner per KEEL_HOME (the queue owner), and one action at a time per lane (`metadata.lane`; absent:
+ * `main`). Lanes run side by side, so a sub-agent's task in its own lane can run while the action that delegated
+ * it waits in the main lane (kernel/queue/lanes.ts).
  */
 import type { HookCatalogue } from '../../sdk/hooks.js';
 import type { AgentCapability } from '../../sdk/plugin.js';
 import type { Action, Logger } from '../../sdk/types.js';
 import { errorMessage } from '../errors.js';
 import type { ActionQueue } from '../queue/index.js';
-import { truncateForLog } from '../queue/index.js';
+import { laneOf, MAIN_LANE, truncateForLog } from '../queue/index.js';
 
 export interface RunnerOptions {
   queue: ActionQueue;
@@ -26,13 +28,24 @@ export interface RunnerStatus {
   state: 'idle' | 'busy' | 'waiting' | 'stopped';
   /** Why actions are not running (no agent, agent not ready). */
   reason?: string;
+  /** The action running in the main lane (else in any lane). */
   current?: string;
+  /** Every running action by lane. */
+  lanes?: Record<string, string>;
+}
+
+interface InFlight {
+  action: Action;
+  abort: AbortController;
+  done: Promise<void>;
 }
 
 export class Runner {
   private stopped = true;
   private wake: (() => void) | undefined;
-  private current: { action: Action; abort: AbortController } | undefined;
+  /** What runs now, by lane. */
+  private readonly running = new Map<string, InFlight>();
+  private readonly isBusy = (lane: string) => this.running.has(lane);
   private loopDone: Promise<void> = Promise.resolve();
   private reason: string | undefined;
   private lastSweep = 0;
@@ -43,7 +56,11 @@ export class Runner {
 
   status(): RunnerStatus {
     if (this.stopped) return { state: 'stopped' };
-    if (this.current) return { state: 'busy', current: this.current.action.id };
+    if (this.running.size) {
+      const lanes: Record<string, string> = {};
+      for (const [lane, r] of this.running) lanes[lane] = r.action.id;
+      return { state: 'busy', current: lanes[MAIN_LANE] ?? Object.values(lanes)[0]!, lanes };
+    }
     if (this.reason) return { state: 'waiting', reason: this.reason };
     return { state: 'idle' };
   }
@@ -99,14 +116,14 @@ export class Runner {
           continue;
         }
         this.setReason(undefined);
-        const action = await this.o.queue.take();
+        const action = await this.o.queue.take(this.isBusy);
         if (!action) {
-          const due = this.o.queue.nextDueAt();
+          const due = this.o.queue.nextDueAt(this.isBusy);
           const wait = due === undefined ? maxIdle : Math.max(0, Math.min(maxIdle, due - this.now()));
           await this.sleep(wait);
           continue;
         }
-        await this.run(agent!, action);
+        this.launch(agent!, action);
       } catch (e) {
         this.o.log.error(`Runner error: ${errorMessage(e)}`);
         await this.sleep(maxIdle);
@@ -120,9 +137,35 @@ export class Runner {
     this.lastLoggedReason = reason;
   }
 
-  private async run(agent: AgentCapability, action: Action): Promise<void> {
+  /** Runs an action in its lane without waiting for it; the loop goes on to other lanes. */
+  private launch(agent: AgentCapability, action: Action): void {
+    const lane = laneOf(action);
     const abort = new AbortController();
-    this.current = { action, abort };
+    const entry: InFlight = { action, abort, done: Promise.resolve() };
+    this.running.set(lane, entry);
+    entry.done = this.run(agent, action, abort)
+      .catch((e) => this.o.log.error(`Runner error in lane ${lane}: ${errorMessage(e)}`))
+      .finally(() => {
+        if (this.running.get(lane) === entry) this.running.delete(lane);
+        this.poke();
+      });
+  }
+
+  /**
+   * Stops the action `id` if it runs here: its signal is aborted with `reason`, and it settles as a failure (retried
+   * while it has retries left). False when it does not run in this runner.
+   */
+  abort(id: string, reason: string): boolean {
+    for (const r of this.running.values()) {
+      if (r.action.id === id) {
+        r.abort.abort(new Error(reason));
+        return true;
+      }
+    }
+    return false;
+  }
+
+  private async run(agent: AgentCapability, action: Action, abort: AbortController): Promise<void> {
     this.o.log.info(`Running ${action.id} (priority ${action.priority}): ${truncateForLog(action.task)}`);
     try {
       await this.o.hooks.actionStarted.promise(action);
@@ -131,7 +174,7 @@ export class Runner {
       this.o.log.info(`Completed ${action.id}.`);
       await this.o.hooks.actionSettled.promise(this.o.queue.get(action.id) ?? action, { status: 'completed', detail: result });
     } catch (e) {
-      const reason = errorMessage(e);
+      const reason = abort.signal.aborted && !this.stopped && abort.signal.reason instanceof Error ? abort.signal.reason.message : errorMessage(e);
       if (this.stopped && abort.signal.aborted) {
         // Interrupted by shutdown: the queue returns executing actions to pending on the next start.
         this.o.log.warn(`Interrupted ${action.id} by shutdown; it will run again on the next start.`);
@@ -145,8 +188,6 @@ export class Runner {
         this.o.log.error(`Action ${action.id} failed for good: ${reason}`);
       }
       await this.o.hooks.actionSettled.promise(settled, { status: outcome, detail: reason });
-    } finally {
-      this.current = undefined;
     }
   }
 
@@ -155,8 +196,9 @@ export class Runner {
     if (this.stopped) return;
     this.stopped = true;
     this.unsubscribe?.();
-    this.current?.abort.abort();
+    for (const r of this.running.values()) r.abort.abort();
     this.poke();
     await this.loopDone;
+    await Promise.all([...this.running.values()].map((r) => r.done));
   }
 }

@@ -1,9 +1,9 @@
 /**
  * Delegation plugin entry: delegate_task, spawn_agent, list_delegations, stop_agent. See docs/delegation.md.
  */
-import { definePlugin, forbiddenError, type SkillCallContext } from '../../sdk/index.js';
+import { definePlugin, forbiddenError, isPidAlive, type SkillCallContext } from '../../sdk/index.js';
 import manifest, { DEFAULT_MAX_STEPS, DEFAULT_MAX_TASKS, DEFAULT_WAIT_MS, MAX_STEPS_CAP, MAX_TASKS_CAP, MAX_WAIT_MS } from './manifest.js';
-import { describeActor, NestedRunner, type NestedOutcome } from './src/nested.js';
+import { describeActor, LaneDelegator, type DelegateOutcome } from './src/lanes.js';
 import { DelegationStore, type SubAgent } from './src/store.js';
 
 interface DelegateArgs {
@@ -25,8 +25,8 @@ interface SpawnArgs {
 const clamp = (v: number | undefined, def: number, min: number, max: number) =>
   Math.min(max, Math.max(min, Math.floor(typeof v === 'number' && Number.isFinite(v) ? v : def)));
 
-/** What the calling model sees of a nested run; a failed run is an error result. */
-function report(o: NestedOutcome): NestedOutcome {
+/** What the calling model sees of a delegated task; a failed one is an error result. */
+function report(o: DelegateOutcome): DelegateOutcome {
   if (o.status === 'failed') {
     throw new Error(`Sub-task ${o.taskId}${o.agent ? ` (agent ${o.agent})` : ''} failed after ${o.steps} of ${o.maxSteps} steps: ${o.error ?? 'unknown reason'}.`);
   }
@@ -50,19 +50,16 @@ function agentView(a: SubAgent) {
 
 export default definePlugin({
   manifest,
-  setup(ctx) {
+  async setup(ctx) {
     const store = new DelegationStore(ctx.home);
-    // Runs left `running` by an earlier process did not finish.
-    const stale = store.read().tasks.some((t) => t.status === 'running');
-    if (stale) {
-      store.update((d) => {
-        for (const t of d.tasks) {
-          if (t.status === 'running') Object.assign(t, { status: 'failed', error: 'interrupted: Keel stopped while it ran', settledAt: new Date().toISOString() });
-        }
-      });
-    }
+    store.read();
     if (store.problem) ctx.log.error(`Delegation: ${store.problem}`);
-    const nested = new NestedRunner(ctx, store);
+    const lanes = new LaneDelegator(ctx, store);
+    // Tasks whose waiting parent is gone (Keel stopped): the parent runs again and delegates anew.
+    if (!store.problem) {
+      const dropped = await lanes.dropOrphans(isPidAlive);
+      if (dropped) ctx.log.warn(`Delegation: ${dropped} sub-task(s) left by a stopped process were cancelled.`);
+    }
 
     /** Reserve one task of a sub-agent's budget, or refuse. */
     const reserve = (name: string): SubAgent => {
@@ -79,7 +76,7 @@ export default definePlugin({
     };
 
     const runAs = async (a: SubAgent, task: string, call: SkillCallContext, depth: number, o: { maxSteps?: number; waitMs?: number }) => {
-      const outcome = await nested.run(
+      const outcome = await lanes.run(
         {
           task,
           maxSteps: clamp(o.maxSteps, a.maxSteps, 1, MAX_STEPS_CAP),
@@ -93,10 +90,10 @@ export default definePlugin({
     };
 
     ctx.skills.register('delegate_task', async (args: DelegateArgs, call: SkillCallContext) => {
-      const { depth } = nested.check(call);
+      const { depth } = lanes.check(call, args.agent);
       if (args.agent) return report(await runAs(reserve(args.agent), args.task, call, depth, args));
       return report(
-        await nested.run(
+        await lanes.run(
           { task: args.task, maxSteps: clamp(args.maxSteps, DEFAULT_MAX_STEPS, 1, MAX_STEPS_CAP), waitMs: clamp(args.waitMs, DEFAULT_WAIT_MS, 1000, MAX_WAIT_MS) },
           call,
           depth,
@@ -105,7 +102,7 @@ export default definePlugin({
     });
 
     ctx.skills.register('spawn_agent', async (args: SpawnArgs, call: SkillCallContext) => {
-      const { depth } = nested.check(call);
+      const { depth } = lanes.check(call, args.tasks?.length ? args.name : undefined);
       const maxTasks = clamp(args.maxTasks, DEFAULT_MAX_TASKS, 1, MAX_TASKS_CAP);
       const tasks = args.tasks ?? [];
       const created = store.update((d) => {
@@ -155,7 +152,7 @@ export default definePlugin({
       return { count: tasks.length, tasks, agents };
     });
 
-    ctx.skills.register('stop_agent', ({ name }: { name: string }) => {
+    ctx.skills.register('stop_agent', async ({ name }: { name: string }) => {
       const out = store.update((d) => {
         const a = d.agents.find((x) => x.name === name);
         if (!a) return undefined;
@@ -163,13 +160,13 @@ export default definePlugin({
         return { ...a };
       });
       if (!out) throw new Error(`No sub-agent is named "${name}".`);
-      const cancelled = nested.cancelAgent(name);
+      const cancelled = await lanes.cancelAgent(name);
       return { agent: agentView(out), cancelledTasks: cancelled };
     });
 
     return {
       stop() {
-        nested.stopAll();
+        lanes.stopAll();
       },
       health() {
         return store.problem ? { ok: false, message: store.problem } : { ok: true };

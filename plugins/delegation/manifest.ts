@@ -1,5 +1,5 @@
 /**
- * Delegation: the agent hands a sub-task to a nested agent run (delegate_task) or to a named sub-agent with a
+ * Delegation: the agent hands a sub-task to a child action in its own queue lane (delegate_task) or to a named sub-agent with a
  * task budget (spawn_agent). See docs/delegation.md.
  */
 import { Type, type PluginManifest } from '../../sdk/index.js';
@@ -10,14 +10,14 @@ export const DEFAULT_WAIT_MS = 120_000;
 export const MAX_WAIT_MS = 600_000;
 export const DEFAULT_MAX_TASKS = 5;
 export const MAX_TASKS_CAP = 50;
-/** Depth of a nested run: the parent action is 0, its child 1, a grandchild 2; deeper is refused. */
+/** Depth of a delegated task: the parent action is 0, its child 1, a grandchild 2; deeper is refused. */
 export const MAX_DEPTH = 2;
 
 const maxSteps = Type.Optional(
-  Type.Integer({ minimum: 1, maximum: MAX_STEPS_CAP, description: `Step budget of each nested run: model calls it may make (default ${DEFAULT_MAX_STEPS}, at most ${MAX_STEPS_CAP})` }),
+  Type.Integer({ minimum: 1, maximum: MAX_STEPS_CAP, description: `Step budget of each sub-task run: model calls it may make (default ${DEFAULT_MAX_STEPS}, at most ${MAX_STEPS_CAP})` }),
 );
 const waitMs = Type.Optional(
-  Type.Integer({ minimum: 1000, maximum: MAX_WAIT_MS, description: `How long to wait for the nested run before it is stopped (default ${DEFAULT_WAIT_MS} ms, at most ${MAX_WAIT_MS})` }),
+  Type.Integer({ minimum: 1000, maximum: MAX_WAIT_MS, description: `How long to wait for the sub-task before it is cancelled (default ${DEFAULT_WAIT_MS} ms, at most ${MAX_WAIT_MS})` }),
 );
 const agentName = Type.String({ minLength: 1, maxLength: 40, pattern: '^[A-Za-z0-9][A-Za-z0-9_-]*$', description: 'Sub-agent name: letters, digits, _ and -' });
 
@@ -26,7 +26,7 @@ const manifest: PluginManifest = {
   version: '1.0.0',
   kind: 'skill',
   description:
-    'Sub-agents: delegate_task runs a sub-task as a nested agent run with its own step budget and returns its answer to the calling action; spawn_agent creates a named sub-agent (instructions + task budget). Records in $KEEL_HOME/delegations.json.',
+    'Sub-agents: delegate_task runs a sub-task as a child action in its own queue lane with its own step budget and returns its answer to the calling action; spawn_agent creates a named sub-agent (instructions + task budget). Records in $KEEL_HOME/delegations.json.',
   permissions: { filesystem: ['$KEEL_HOME'] },
   skills: [
     {

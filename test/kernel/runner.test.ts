@@ -79,4 +79,45 @@ describe('running kernel configuration', () => {
     await waitFor(() => k.logs.recent({ level: 'error' }).some((e) => /last good configuration/.test(e.message)), 'the broken edit to be reported');
     expect(k.config.get('safeMode')).toBe(true);
   });
+
+  it('runs lanes side by side, one action at a time per lane', async () => {
+    const k = await boot(true);
+    const events: string[] = [];
+    const label = (task: string) => task.split(' ').at(-1);
+    k.hooks.actionStarted.tapPromise('test', async (a) => void events.push(`start ${label(a.task)}`));
+    k.hooks.actionSettled.tapPromise('test', async (a) => void events.push(`end ${label(a.task)}`));
+    const main = await k.queue.push({ task: 'sleep:800 main' });
+    await waitFor(() => k.runner!.status().current === main.id, 'the main action to start');
+    const b1 = await k.queue.push({ task: 'sleep:300 b1', metadata: { lane: 'b' } });
+    const b2 = await k.queue.push({ task: 'sleep:10 b2', metadata: { lane: 'b' } });
+    await waitFor(() => k.runner!.status().lanes?.b === b1.id, 'lane b to run b1 while main runs');
+    expect(k.runner!.status().lanes).toEqual({ main: main.id, b: b1.id });
+    await waitFor(() => k.queue.counts().completed === 3, 'all three to complete');
+    // b1 started and finished while main ran; b2 waited for b1 (its lane), not for main.
+    expect(events.indexOf('start b1')).toBeLessThan(events.indexOf('end main'));
+    expect(events.indexOf('end b1')).toBeLessThan(events.indexOf('start b2'));
+    expect(events.indexOf('end b2')).toBeLessThan(events.indexOf('end main'));
+    expect(k.queue.get(b2.id)).toMatchObject({ status: 'completed', result: 'done: sleep:10 b2' });
+  });
+
+  it('cancels: a pending action is removed, a running one is stopped and fails with the reason', async () => {
+    const k = await boot(true);
+    const settled: Array<[string, string, string | undefined]> = [];
+    k.hooks.actionSettled.tapPromise('test', async (a, o) => void settled.push([a.id, o.status, o.detail]));
+    const running = await k.queue.push({ task: 'sleep:30000 long', maxRetries: 0 });
+    await waitFor(() => k.runner!.status().current === running.id, 'the long action to start');
+    const waiting = await k.queue.push({ task: 'never' });
+    expect(await k.cancel(waiting.id, 'not needed')).toBe('removed');
+    expect(k.queue.get(waiting.id)).toBeUndefined();
+    expect(await k.cancel(running.id, 'stopped by the test')).toBe('stopping');
+    const failed = await waitFor(() => (k.queue.get(running.id)?.status === 'failed' ? k.queue.get(running.id) : undefined), 'the long action to fail');
+    expect(failed.error).toBe('stopped by the test');
+    expect(settled).toEqual([
+      [waiting.id, 'removed', 'not needed'],
+      [running.id, 'failed', 'stopped by the test'],
+    ]);
+    expect(await k.cancel(running.id, 'again')).toBe('settled');
+    expect(await k.cancel('act_0_nope', 'x')).toBe('unknown');
+  });
 });
+

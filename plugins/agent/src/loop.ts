@@ -73,7 +73,11 @@ export function wrapResult(skill: string, r: SkillResult): string {
 
 export async function runAction(d: LoopDeps, action: Action, signal: AbortSignal): Promise<{ result: string }> {
   const { ctx, router } = d;
-  const maxSteps = Math.max(1, Math.floor(setting(ctx, 'maxStepsPerAction', DEFAULT_MAX_STEPS)));
+  const configured = Math.max(1, Math.floor(setting(ctx, 'maxStepsPerAction', DEFAULT_MAX_STEPS)));
+  // A producer may give one action a smaller step budget (a delegated sub-task: metadata.budget.maxSteps).
+  const budget = (action.metadata.budget as { maxSteps?: unknown } | undefined)?.maxSteps;
+  const budgeted = typeof budget === 'number' && Number.isInteger(budget) && budget >= 1 && budget < configured;
+  const maxSteps = budgeted ? budget : configured;
   const rules = setting<RoutingRule[]>(ctx, 'skillRoutingRules', []);
   const feedback = setting(ctx, 'progressFeedbackEnabled', true);
   const typingOnly = setting(ctx, 'progressFeedbackTypingOnly', false);
@@ -126,6 +130,8 @@ export async function runAction(d: LoopDeps, action: Action, signal: AbortSignal
       // The reasoning of a step that calls tools; when the model gave none, what it decided to do.
       const thought = text || `Step ${step}: calling ${res.toolCalls.map((c) => c.name).join(', ')}.`;
       safeEmit(ctx, () => ctx.emit('thinking', { actionId: action.id, thought }));
+      // The last step of a budget asks for tools: nobody would read their results, so they do not run.
+      if (budgeted && step === maxSteps) break;
       if (feedback && typeof messaging?.progress === 'function') {
         void Promise.resolve()
           .then(() => messaging.progress!(action, typingOnly ? { typingOnly } : { thought, typingOnly }))
@@ -162,7 +168,9 @@ export async function runAction(d: LoopDeps, action: Action, signal: AbortSignal
       });
     }
   }
-  throw new Error(`step limit of ${maxSteps} reached without a final answer (maxStepsPerAction)`);
+  throw new Error(
+    budgeted ? `step budget of ${maxSteps} used up without a final answer` : `step limit of ${maxSteps} reached without a final answer (maxStepsPerAction)`,
+  );
 }
 
 /** A failing hook tap is logged; it never ends the action. */

@@ -6,11 +6,14 @@ import { randomBytes } from 'node:crypto';
 import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 
-export type TaskStatus = 'running' | 'completed' | 'failed';
+export type TaskStatus = 'queued' | 'running' | 'completed' | 'failed';
 
 export interface DelegatedTask {
-  /** `dlg_<epoch_ms>_<hex>`: also the id of the nested run (thinking/observation events carry it). */
+  /** The child action's id (`act_...`): events of its run carry it as `actionId`. */
   id: string;
+  /** Queue lane it runs in: `delegate:<depth>` or `agent:<name>`. */
+  lane?: string;
+  startedAt?: string;
   /** The action (or nested run) that delegated, when there was one. */
   parentId?: string;
   /** 1 for a child of a queued action, 2 for a grandchild. */
@@ -21,7 +24,7 @@ export interface DelegatedTask {
   status: TaskStatus;
   result?: string;
   error?: string;
-  /** Model calls the nested run made. */
+  /** Model calls the child's run made (counted by the process that ran it). */
   steps: number;
   maxSteps: number;
   createdAt: string;
@@ -50,10 +53,6 @@ interface FileShape {
 
 /** Oldest settled tasks beyond this many are dropped. */
 export const KEEP_TASKS = 500;
-
-export function newTaskId(now = Date.now()): string {
-  return `dlg_${now}_${randomBytes(4).toString('hex')}`;
-}
 
 export class DelegationStore {
   readonly file: string;
@@ -84,7 +83,7 @@ export class DelegationStore {
     // A damaged file is reported and never overwritten: an operator repairs or removes it.
     if (this.problem) throw new Error(`Delegation records cannot be written: ${this.problem}.`);
     const out = change(data);
-    const settled = data.tasks.filter((t) => t.status !== 'running');
+    const settled = data.tasks.filter((t) => t.status !== 'running' && t.status !== 'queued');
     if (settled.length > KEEP_TASKS) {
       const drop = new Set(settled.slice(0, settled.length - KEEP_TASKS).map((t) => t.id));
       data.tasks = data.tasks.filter((t) => !drop.has(t.id));

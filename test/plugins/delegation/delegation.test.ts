@@ -3,7 +3,8 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import manifest from '../../../plugins/delegation/manifest.js';
 import type { Actor } from '../../../sdk/index.js';
-import { boot, cleanup, settle, taskOf, toolMessages } from './harness.js';
+import { waitFor } from '../../helpers.js';
+import { boot, bootAt, cleanup, cleanupKernelOnly, settle, taskOf, toolMessages } from './harness.js';
 
 afterEach(cleanup);
 
@@ -21,7 +22,7 @@ const toolsLog = (home: string): string[] =>
     : [];
 
 describe('delegation', () => {
-  it('runs a delegated task as a nested run whose answer comes back to the parent as the tool result and is recorded', async () => {
+  it('runs a delegated task as a queued action in its own lane, whose answer comes back to the parent as the tool result and is recorded', async () => {
     const { kernel: k, fake, home } = await boot();
     const thoughts: Array<string | undefined> = [];
     k.hooks.thinking.tap('test', (e) => void thoughts.push(e.actionId));
@@ -48,18 +49,26 @@ describe('delegation', () => {
     expect(seen).toMatch(/<tool_result skill="delegate_task" status="ok"/);
     const body = JSON.parse(seen.split('\n').slice(1, -1).join('\n')) as Record<string, unknown>;
     expect(body).toMatchObject({ status: 'completed', result: 'alpha is "value of alpha"', steps: 2, maxSteps: 3, depth: 1, parentId: a.id });
-    expect(body.taskId).toMatch(/^dlg_\d+_[0-9a-f]{8}$/);
+    expect(body.taskId).toMatch(/^act_\d+_/);
+    expect(body.lane).toBe('delegate:1');
 
-    // Events of the nested run carry its own id; the record is in the store.
+    // The child is an ordinary durable action of the queue, in lane delegate:1, without retries, with its budget.
+    const child = k.queue.get(body.taskId as string)!;
+    expect(child).toMatchObject({ status: 'completed', result: 'alpha is "value of alpha"', priority: a.priority });
+    expect(child.metadata).toMatchObject({ lane: 'delegate:1', maxRetries: 0, budget: { maxSteps: 3 }, parentId: a.id, delegation: { depth: 1, parentId: a.id, lanes: ['main'] } });
+    expect(k.queue.list().completed.map((x) => x.id)).toEqual([a.id, child.id]);
+
+    // Events of the child's run carry its own id; the record is in the store.
     expect(thoughts).toEqual([a.id, body.taskId]);
     const rec = store(home).tasks.find((t) => t.id === body.taskId)!;
-    expect(rec).toMatchObject({ parentId: a.id, depth: 1, status: 'completed', result: 'alpha is "value of alpha"', steps: 2, maxSteps: 3, requestedBy: 'operator' });
+    expect(rec).toMatchObject({ parentId: a.id, depth: 1, lane: 'delegate:1', status: 'completed', result: 'alpha is "value of alpha"', steps: 2, maxSteps: 3, requestedBy: 'operator' });
+    expect(typeof rec.startedAt).toBe('string');
     const listed = await k.execute('list_delegations', { parentId: a.id }, k.operator);
     expect(listed.success).toBe(true);
     expect(JSON.parse(listed.result)).toMatchObject({ count: 1, tasks: [{ id: body.taskId }] });
   });
 
-  it('stops a nested run that uses up its step budget, refusing its further calls, and reports the failure to the parent', async () => {
+  it('ends a sub-task that uses up its step budget without running its last calls, and reports the failure to the parent', async () => {
     const { kernel: k, fake, home } = await boot();
     fake.replies.push(
       { toolCalls: [{ name: 'delegate_task', arguments: { task: 'Look things up forever', maxSteps: 2 } }] },
@@ -194,4 +203,70 @@ describe('delegation', () => {
       for (const p of props) expect(section, `${s.name}.${p}`).toContain(`\`${p}\``);
     }
   });
+
+  it('stops waiting after waitMs: the child is cancelled and the parent sees the timeout', async () => {
+    const { kernel: k, fake, home } = await boot();
+    fake.replies.push(
+      { toolCalls: [{ name: 'delegate_task', arguments: { task: 'take your time', waitMs: 1000 } }] },
+      { delayMs: 30_000, text: 'too late' }, // the child's model call hangs (it honours the abort)
+      { text: 'The helper timed out.' },
+    );
+    const a = await k.queue.push({ task: 'delegate with a deadline', maxRetries: 0, actor: operator });
+    expect(await settle(k, a.id)).toMatchObject({ status: 'completed', result: 'The helper timed out.' });
+    const seen = toolMessages(fake.calls[2]!)[0]!;
+    expect(seen).toMatch(/status="error"/);
+    expect(seen).toMatch(/timed out after 1000 ms/);
+    const rec = store(home).tasks[0]!;
+    const child = await settle(k, rec.id);
+    expect(child).toMatchObject({ status: 'failed', error: 'timed out after 1000 ms' });
+    expect(rec).toMatchObject({ status: 'failed', error: 'timed out after 1000 ms' });
+  });
+
+  it('refuses to give a named sub-agent a task from its own chain (its lane would wait for itself)', async () => {
+    const { kernel: k, fake } = await boot();
+    fake.replies.push(
+      { toolCalls: [{ name: 'spawn_agent', arguments: { name: 'loop', instructions: 'Delegate to yourself.', tasks: ['go'] } }] },
+      { toolCalls: [{ name: 'delegate_task', arguments: { agent: 'loop', task: 'again' } }] }, // inside loop's own lane
+      { text: 'I cannot.' },
+      { text: 'done' },
+    );
+    const a = await k.queue.push({ task: 'self delegation', maxRetries: 0, actor: operator });
+    expect(await settle(k, a.id)).toMatchObject({ status: 'completed', result: 'done' });
+    const refusal = toolMessages(fake.calls[2]!)[0]!;
+    expect(refusal).toMatch(/code="KEEL_E_FORBIDDEN"/);
+    expect(refusal).toMatch(/sub-agent "loop" is already working on this chain/);
+  });
+
+  it('cancels sub-tasks left behind by a process that stopped while waiting', async () => {
+    const first = await boot();
+    const { kernel: k1, home } = first;
+    first.fake.replies.push({ toolCalls: [{ name: 'delegate_task', arguments: { task: 'slow child' } }] }, { delayMs: 30_000, text: 'never' });
+    const a = await k1.queue.push({ task: 'parent', maxRetries: 0, actor: operator });
+    const rec = await waitFor(() => store(home).tasks.find((t) => t.status === 'running'), 'the child to run');
+    await cleanupKernelOnly(k1);
+    // A clean stop closes the record (the parent stopped waiting); the child action is back to pending in the queue
+    // file. A crash would leave the record open: make it so, as a crash would.
+    const { writeFileSync } = await import('node:fs');
+    const raw = store(home);
+    raw.tasks[0]!.status = 'running';
+    delete raw.tasks[0]!.error;
+    writeFileSync(join(home, 'delegations.json'), JSON.stringify({ version: 1, ...raw }));
+    const second = await bootAt(home);
+    second.fake.defaultReply = { text: 'parent again' };
+    const after = store(home).tasks.find((t) => t.id === rec.id)!;
+    expect(after).toMatchObject({ status: 'failed', error: 'orphaned: the action that delegated it stopped waiting' });
+    expect(second.kernel.queue.get(rec.id)).toBeUndefined();
+    // The parent itself runs again (at-least-once) and settles.
+    expect(await settle(second.kernel, a.id)).toMatchObject({ status: 'completed', result: 'parent again' });
+  });
+
+  it('refuses when no agent runner is running on this home (the sub-task would only wait)', async () => {
+    const { kernel: k, home } = await boot({}, { runAgent: false });
+    const r = await k.execute('delegate_task', { task: 'x' }, k.operator);
+    expect(r.success).toBe(false);
+    expect(r.result).toMatch(/No agent runner is running/);
+    expect(k.queue.counts().pending).toBe(0);
+    expect(store(home).tasks).toEqual([]);
+  });
 });
+

@@ -20,13 +20,19 @@ export interface Booted {
 const dirs: string[] = [];
 const kernels: Kernel[] = [];
 
-export async function boot(config: Record<string, unknown> = {}): Promise<Booted> {
+export async function boot(config: Record<string, unknown> = {}, opts: { runAgent?: boolean } = {}): Promise<Booted> {
   const home = tmp('keel-delegation-');
-  const empty = tmp('keel-delegation-builtins-');
-  dirs.push(home, empty);
-  const fake = installFakeProvider(home);
+  dirs.push(home);
   writePlugin(join(home, 'plugins'), TOOLS);
   writeFileSync(join(home, 'keel.config.yaml'), `${JSON.stringify({ llmProvider: 'fake', modelName: 'fake-model', ...config }, null, 2)}\n`);
+  return bootAt(home, opts);
+}
+
+/** Starts a kernel on an existing home (a restart); the fake provider is (re)installed there. */
+export async function bootAt(home: string, opts: { runAgent?: boolean } = {}): Promise<Booted> {
+  const empty = tmp('keel-delegation-builtins-');
+  dirs.push(empty);
+  const fake = installFakeProvider(home);
   const delegation = (await discoverBuiltins(join(ROOT, 'plugins'))).find((c) => c.id === 'delegation')!;
   const kernel = await startKernel({
     home,
@@ -34,12 +40,18 @@ export async function boot(config: Record<string, unknown> = {}): Promise<Booted
     extraPlugins: [await agentCandidate(), delegation],
     env: {},
     watchSkills: false,
-    runAgent: true,
+    runAgent: opts.runAgent ?? true,
     logs: new LogSink({ quiet: true }),
     runner: { maxIdleMs: 100 },
   });
   kernels.push(kernel);
   return { kernel, home, fake };
+}
+
+/** Stops one kernel (its home stays for a restart). */
+export async function cleanupKernelOnly(k: Kernel): Promise<void> {
+  kernels.splice(kernels.indexOf(k), 1);
+  await k.stop();
 }
 
 export async function cleanup(): Promise<void> {
