@@ -40,7 +40,7 @@ export default definePlugin({
     if (store.problem) ctx.log.error(`Scheduler: ${store.problem}`);
     const engine = new ScheduleEngine(ctx, store, ctx.log);
     const autonomy = new Autonomy(ctx, store, ctx.log);
-    const mine = (s: Schedule, actor: Actor) => isAdmin(actor, ctx.config) || identityKey(s.actor) === identityKey(actor);
+    const mine = (s: Schedule, actor: Actor) => isAdmin(ctx, actor) || identityKey(s.actor) === identityKey(actor);
 
     ctx.skills.register('schedule_task', (args: ScheduleArgs, call: SkillCallContext) => {
       const now = new Date();
@@ -87,7 +87,7 @@ export default definePlugin({
       return { cancelled: view(removed) };
     });
 
-    ctx.hooks.tap('beforeSkill', (call) => crossChannelVeto(call, ctx.config));
+    ctx.hooks.tap('beforeSkill', (call) => crossChannelVeto(call, ctx));
 
     engine.start();
     autonomy.start();

@@ -166,7 +166,7 @@ export class MemoryService implements Required<MemoryCapability> {
         actionId: input.actionId ?? '',
         step: Number.isInteger(input.step) ? (input.step as number) : 0,
         channel: input.channel ?? channelOf(actor),
-        session: sessionKey(actor, this.ctx.config),
+        session: sessionKey(this.ctx, actor),
         ...(who?.userId ? { userId: who.userId } : {}),
         ...(input.kind ? { kind: input.kind } : {}),
       },
@@ -181,7 +181,7 @@ export class MemoryService implements Required<MemoryCapability> {
   async context(opts: { actor?: Actor; actionId?: string; task: string }): Promise<string> {
     this.store.refresh();
     const actor = opts.actor ?? (opts.actionId ? this.actions.get(opts.actionId)?.actor : undefined);
-    const session = sessionKey(actor, this.ctx.config);
+    const session = sessionKey(this.ctx, actor);
     const limit = this.num('memoryContextLimit', 50);
     const mine = [...this.store.short, ...this.store.episodic]
       .filter((e) => e.metadata.session === session)
@@ -192,7 +192,7 @@ export class MemoryService implements Required<MemoryCapability> {
     const recent = mine.filter((e) => e.type === 'short');
     if (episodes.length) parts.push('Earlier (episodic summaries):', ...episodes.map((e) => `- [${e.timestamp}] ${e.content}`));
     if (recent.length) parts.push('Recent steps (short memory):', ...recent.map((e) => `- [${e.timestamp}] ${e.content}`));
-    if (actor === undefined || isAdmin(actor, this.ctx.config)) {
+    if (actor === undefined || isAdmin(this.ctx, actor)) {
       const profile = readSections(this.ctx.home, ['USER.md']).filter((s) => s.body);
       if (profile.length) parts.push('User profile (USER.md):', ...profile.map((s) => `${s.heading}:\n${s.body}`));
     }
@@ -343,8 +343,8 @@ export class MemoryService implements Required<MemoryCapability> {
 
   /** What an actor may search: admins everything; others their own session's entries and no long files. */
   visible(actor: Actor | undefined): { entries: (e: MemoryEntry) => boolean; long: readonly LongFile[] } {
-    if (actor === undefined || isAdmin(actor, this.ctx.config)) return { entries: () => true, long: LONG_FILES };
-    const session = sessionKey(actor, this.ctx.config);
+    if (actor === undefined || isAdmin(this.ctx, actor)) return { entries: () => true, long: LONG_FILES };
+    const session = sessionKey(this.ctx, actor);
     return { entries: (e) => e.metadata.session === session, long: [] };
   }
 

@@ -11,7 +11,7 @@ export const LEARNING_INPUT_CAP = 3000;
 export const LEARNING_ENTRY_CAP = 3000;
 
 function refuseNonAdmin(svc: MemoryService, actor: Actor, what: string): void {
-  if (!isAdmin(actor, svc.ctx.config)) {
+  if (!isAdmin(svc.ctx, actor)) {
     throw new Error(`${what} is the agent owner's memory; it is not available to a task from a non-admin user.`);
   }
 }
@@ -36,12 +36,12 @@ export function registerSkills(svc: MemoryService): void {
     }
     const section = classifyFact(text);
     const who = principal(call.actor);
-    if (!isAdmin(call.actor, ctx.config) && who?.kind === 'user' && who.userId) {
+    if (!isAdmin(ctx, call.actor) && who?.kind === 'user' && who.userId) {
       // A non-admin's facts describe that person, not the owner: they go to their contact profile.
       await updateContact(ctx.home, who.channel, who.userId, (p) => p.facts.push({ text: cap(text), at: new Date().toISOString() }));
       return { result: `Noted in the contact profile of ${who.channel} ${who.userId} (${section}): ${cap(text)}` };
     }
-    if (!isAdmin(call.actor, ctx.config)) throw new Error('The user profile can only be changed for the owner (an admin) or by a known contact.');
+    if (!isAdmin(ctx, call.actor)) throw new Error('The user profile can only be changed for the owner (an admin) or by a known contact.');
     await appendUserFact(ctx.home, section, text);
     void appendDaily(ctx.home, 'profile', who?.channel ?? 'cli', `${section}: ${text}`).catch(() => undefined);
     return { result: `Added to USER.md under "${section}": ${text}` };

@@ -1,8 +1,8 @@
 /**
- * Who is behind an actor, and whether they are an admin, from what a plugin can see (SDK types and config).
- * The kernel's own check (kernel/policy) is the authority at dispatch; this mirrors its rules, failing closed.
+ * Who is behind an actor, for scheduling: whose task it is and what it runs as. Whether they are an admin is the
+ * kernel's decision (capability `kernel:policy`).
  */
-import type { Actor, ConfigView } from '../../../sdk/index.js';
+import type { Actor, PluginContext, PolicyCapability } from '../../../sdk/index.js';
 
 const MAX_DEPTH = 8;
 
@@ -46,36 +46,7 @@ export function isAutonomyActor(actor: Actor): boolean {
   return principalOf(actor).kind === 'agent';
 }
 
-const ADMIN_CHANNELS = new Set(['chatA', 'chatB', 'chatC', 'chatD', 'email']);
-
-/** Admin per SPEC: the operator; a user listed in adminUsers[channel] (directly or via identityLinks); an agent only through its principal. */
-export function isAdmin(actor: Actor | undefined, config: ConfigView): boolean {
-  try {
-    if (!actor) return false;
-    const p = principalOf(actor);
-    if (p.kind === 'operator') return true;
-    if (p.kind !== 'user' || typeof p.userId !== 'string' || p.userId.trim() === '') return false;
-    const admins = config.get<unknown>('adminUsers');
-    if (!admins || typeof admins !== 'object' || Array.isArray(admins)) return false;
-    const me = `${p.channel}:${p.userId.trim()}`;
-    const identities = [me];
-    const links = config.get<unknown>('identityLinks');
-    if (links && typeof links === 'object' && !Array.isArray(links)) {
-      for (const [a, b] of Object.entries(links as Record<string, unknown>)) {
-        if (typeof b !== 'string') continue;
-        if (a === me) identities.push(b);
-        if (b === me) identities.push(a);
-      }
-    }
-    return identities.some((id) => {
-      const i = id.indexOf(':');
-      if (i <= 0) return false;
-      const ch = id.slice(0, i);
-      const uid = id.slice(i + 1);
-      const list = (admins as Record<string, unknown>)[ch];
-      return ADMIN_CHANNELS.has(ch) && Array.isArray(list) && list.some((x) => typeof x === 'string' && x.trim() === uid);
-    });
-  } catch {
-    return false;
-  }
+/** Admin is the kernel's decision (capability `kernel:policy`); without the capability nobody is (fail closed). */
+export function isAdmin(ctx: Pick<PluginContext, 'use'>, actor: Actor | undefined): boolean {
+  return ctx.use<PolicyCapability>('kernel:policy')?.isAdmin(actor) === true;
 }

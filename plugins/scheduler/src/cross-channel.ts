@@ -7,7 +7,7 @@
  * channel name (`chatA_*` ... `chatD_*`, `gateway-chat_*`). The target channel comes from the name, else from
  * args.channel; when it cannot be told, the call is refused (fail closed).
  */
-import { CHANNEL_NAMES, type ConfigView, type SkillCall, type SkillVeto } from '../../../sdk/index.js';
+import { CHANNEL_NAMES, type PluginContext, type SkillCall, type SkillVeto } from '../../../sdk/index.js';
 import { isAdmin, isAutonomyActor } from './actors.js';
 
 export const EXEMPT_SKILLS: ReadonlySet<string> = new Set(['send_email']);
@@ -27,13 +27,13 @@ export function messagingTarget(name: string, args: Record<string, unknown>): { 
   return undefined;
 }
 
-export function crossChannelVeto(call: SkillCall, config: ConfigView): SkillVeto | undefined {
+export function crossChannelVeto(call: SkillCall, ctx: Pick<PluginContext, 'config' | 'use'>): SkillVeto | undefined {
   if (EXEMPT_SKILLS.has(call.name)) return undefined;
   if (!call.actor || !isAutonomyActor(call.actor)) return undefined;
   const target = messagingTarget(call.name, call.args ?? {});
   if (!target) return undefined;
-  if (isAdmin(call.actor, config)) return undefined;
-  const allowed = config.get<unknown>('autonomyAllowedChannels');
+  if (isAdmin(ctx, call.actor)) return undefined;
+  const allowed = ctx.config.get<unknown>('autonomyAllowedChannels');
   const list = Array.isArray(allowed) ? allowed.filter((x): x is string => typeof x === 'string') : [];
   if (target.channel && list.includes(target.channel)) return undefined;
   const where = target.channel ? `channel ${target.channel}` : 'a channel that cannot be determined';

@@ -83,7 +83,7 @@ export async function manageConfig(ctx: Ctx, a: ManageConfigArgs, actor: Actor):
     case 'approve': {
       const id = a.key ?? (typeof a.value === 'string' ? a.value : undefined);
       if (!id) throw new Error('approve needs the pending change id (as key)');
-      const who = approverOf(actor, ctx.config);
+      const who = approverOf(actor, ctx);
       let origin: ConfigOrigin;
       if (!who.ok) {
         ctx.log.warn(`config: self-approval attempt refused: ${describe(actor)} tried to approve pending change ${id}: ${who.reason}`);

@@ -38,7 +38,7 @@ function read<T>(config: Config, key: string): T | undefined {
 
 export class CommandService {
   readonly pending: PendingCommands;
-  constructor(private readonly ctx: Pick<PluginContext, 'config' | 'log' | 'home' | 'signal'>) {
+  constructor(private readonly ctx: Pick<PluginContext, 'config' | 'log' | 'home' | 'signal' | 'use'>) {
     this.pending = new PendingCommands(ctx.home, ctx.log);
   }
 
@@ -120,7 +120,7 @@ export class CommandService {
 
   /** approve_command and `keel commands approve|refuse`. */
   async decide(id: string, decision: 'approve' | 'refuse', actor: Actor, signal?: AbortSignal): Promise<string> {
-    const who = approverOf(actor, this.ctx.config);
+    const who = approverOf(actor, this.ctx);
     if (!who.ok) {
       this.ctx.log.warn(`commands: ${describe(actor)} tried to ${decision} pending command ${id}: ${who.reason}`);
       throw new CommandError(`Cannot ${decision} command ${id}: ${who.reason}`);

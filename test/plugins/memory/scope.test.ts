@@ -1,7 +1,7 @@
 /** Recall (keyword and vector), scoping by admin rights and session, GET /api/memory's list, contacts, hooks. */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { Actor } from '../../../sdk/index.js';
 import { waitFor } from '../../helpers.js';
 import { startMemory, user, type MemoryHarness } from './harness.js';
@@ -139,6 +139,19 @@ describe('scoping', () => {
     const r = JSON.parse((await h.run('recall_memory', { query: 'rocket' }, OTHER)).result).results;
     expect(r).toContain('linked rocket memory');
     expect(JSON.parse((await h.run('recall_memory', { query: 'rocket' }, user('chatD', 'U9'))).result).results).not.toContain('linked');
+  });
+  it('without the kernel:policy capability nobody is an admin and nothing is recorded under a guessed session (fail closed)', async () => {
+    h = await startMemory({ config: CONFIG });
+    await seed();
+    const use = h.kernel.registry.use.bind(h.kernel.registry);
+    vi.spyOn(h.kernel.registry, 'use').mockImplementation(((cap: string) => (cap === 'kernel:policy' ? undefined : use(cap))) as typeof use);
+    // Not an admin, and no session to narrow the search to: the recall is refused rather than widened.
+    const admin = await h.run('recall_memory', { query: 'rocket', limit: 20 }, ADMIN);
+    expect(admin.success).toBe(false);
+    expect(admin.result).toMatch(/kernel:policy/);
+    expect(admin.result).not.toMatch(/operator planned|stranger asked|Secret rocket journal|Rockets need fuel|Owner likes/);
+    await expect(h.memory.record({ content: 'orphan', actor: STRANGER })).rejects.toThrow(/kernel:policy/);
+    expect((await h.run('update_journal', { entry_text: 'x' }, ADMIN)).success).toBe(false);
   });
 });
 

@@ -165,6 +165,18 @@ describe('list and cancel', () => {
     expect(JSON.parse(readFileSync(join(h.home, 'schedules.json'), 'utf8')).schedules).toEqual([]);
   });
 
+  it('admins, as the kernel decides them (kernel:policy, identityLinks included), see and cancel every schedule', async () => {
+    const h = await start({ runAgent: false, overrides: { adminUsers: { chatA: ['42'] }, identityLinks: { 'chatD:U9': 'chatA:42' } } });
+    const theirs = json(await h.kernel.execute('schedule_task', { task: 'user task', delayMs: 3_600_000 }, user('7'))).scheduled;
+    const linked: Actor = { kind: 'user', channel: 'chatD', userId: 'U9' };
+    const viaAgent: Actor = { kind: 'agent', channel: 'autonomy', onBehalfOf: linked };
+    expect(json(await h.kernel.execute('list_scheduled_tasks', {}, viaAgent)).schedules.map((s: { id: string }) => s.id)).toEqual([theirs.id]);
+    // The same id on a channel nobody linked is nobody's admin.
+    expect(json(await h.kernel.execute('list_scheduled_tasks', {}, { kind: 'user', channel: 'chatC', userId: 'U9' })).count).toBe(0);
+    const ok = await h.kernel.execute('cancel_scheduled_task', { id: theirs.id }, linked);
+    expect(ok.success, ok.result).toBe(true);
+  });
+
   it('a cancelled schedule never fires', async () => {
     const h = await start();
     const s = json(await h.kernel.execute('schedule_task', { task: 'never', delayMs: 800 }, h.kernel.operator)).scheduled;

@@ -4,7 +4,7 @@
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { startKernel, type Kernel } from '../../../kernel/kernel.js';
 import { LogSink } from '../../../kernel/log.js';
 import { discoverBuiltins } from '../../../kernel/plugins/discover.js';
@@ -251,6 +251,17 @@ describe('confirmation flow (autoExecuteCommands off, the default)', () => {
     expect(r.success).toBe(true);
     expect(r.result).toContain('refused');
     expect(existsSync(join(work, 'f3'))).toBe(false);
+  });
+
+  it('without the kernel:policy capability nobody may approve, the operator included (fail closed)', async () => {
+    const { kernel, work } = await start();
+    const id = await request(kernel, 'no-policy');
+    const use = kernel.registry.use.bind(kernel.registry);
+    vi.spyOn(kernel.registry, 'use').mockImplementation(((cap: string) => (cap === 'kernel:policy' ? undefined : use(cap))) as typeof use);
+    const r = await kernel.execute('approve_command', { id, decision: 'approve' }, OPERATOR);
+    expect(r.success).toBe(false);
+    expect(r.result).toMatch(/is not an admin, so it cannot approve/);
+    expect(existsSync(join(work, 'no-policy'))).toBe(false);
   });
 
   it('drops expired commands with a log line', async () => {
