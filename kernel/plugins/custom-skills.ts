@@ -148,7 +148,23 @@ export class CustomSkills {
     const files = (await readdir(this.dir)).filter(isSkillFile).sort();
     await this.sweepCache(new Set(files.map(baseOf)));
     // One at a time, in name order, so which of two clashing files wins never depends on timing.
-    for (const f of files) await this.enqueue(join(this.dir, f));
+    for (const f of files) await this.enqueue(join(this.dir, f), true);
+    // Each health round tries broken skills again; a skill still broken counts towards quarantine and repair.
+    this.o.host.addHealthProbe(() => this.recheck());
+  }
+
+  /**
+   * Loads again every skill file that has no running version because it failed (compile, import, manifest);
+   * each failure counts for the host, which quarantines the skill and queues its repair at the threshold.
+   */
+  async recheck(): Promise<void> {
+    for (const name of [...this.errs.keys()]) {
+      if (this.stopped) return;
+      const file = join(this.dir, name);
+      const id = customSkillId(file);
+      if (this.o.host.isRunning(id) || this.o.host.status(id)?.state === 'quarantined') continue;
+      await this.enqueue(file, true);
+    }
   }
 
   async stop(): Promise<void> {
@@ -186,10 +202,11 @@ export class CustomSkills {
     );
   }
 
-  private enqueue(file: string): Promise<void> {
+  /** `count`: a failure counts towards quarantine (at start and in health rounds; not on an interactive save). */
+  private enqueue(file: string, count = false): Promise<void> {
     const prev = this.chains.get(file) ?? Promise.resolve();
     const next = prev
-      .then(() => this.sync(file))
+      .then(() => this.sync(file, count))
       .catch((e: unknown) => this.o.log.error(`Custom skill ${file}: ${errorMessage(e)}`))
       .finally(() => {
         if (this.chains.get(file) === next) this.chains.delete(file);
@@ -199,9 +216,9 @@ export class CustomSkills {
   }
 
   /** Brings the running state in line with the file on disk, whatever event got us here. */
-  private async sync(file: string): Promise<void> {
+  private async sync(file: string, count = false): Promise<void> {
     if (this.stopped) return;
-    if (existsSync(file)) await this.reload(file);
+    if (existsSync(file)) await this.reload(file, count);
     else await this.remove(file);
   }
 
@@ -210,7 +227,7 @@ export class CustomSkills {
     this.o.log.error(message);
   }
 
-  private async reload(file: string): Promise<void> {
+  private async reload(file: string, count = false): Promise<void> {
     const id = customSkillId(file);
     const owner = this.owners.get(id);
     if (owner && owner !== file && existsSync(owner)) {
@@ -242,6 +259,7 @@ export class CustomSkills {
     } catch (e) {
       // Nothing was swapped: the last good version (if any) keeps running.
       this.record(file, errorMessage(e));
+      if (count && !this.o.host.isRunning(id)) await this.o.host.reportBroken({ id, origin: 'custom-skill', dir: file }, errorMessage(e));
       return;
     }
     if (this.stopped) return;
@@ -291,6 +309,8 @@ export class CustomSkills {
     const id = customSkillId(file);
     this.errs.delete(basename(file));
     this.current.delete(file);
+    // A skill that never loaded is listed by the host as failed: it goes with its file.
+    if (!this.owners.has(id) && !this.o.host.isRunning(id)) this.o.host.forget(id);
     if (this.owners.get(id) !== file) return;
     this.owners.delete(id);
     await this.o.host.unload(id);

@@ -80,6 +80,8 @@ export class PluginHost {
   private readonly log: Logger;
   private readonly state: PluginStateFile;
   private healthTimer: NodeJS.Timeout | undefined;
+  /** Extra checks of each health round (custom skills that do not compile). */
+  private readonly probes: Array<() => Promise<void>> = [];
 
   constructor(private readonly o: HostOptions) {
     this.log = o.logger('plugins');
@@ -276,6 +278,13 @@ export class PluginHost {
         await this.startOne(k.candidate.id);
       }
     }
+    for (const probe of this.probes) {
+      try {
+        await probe();
+      } catch (e) {
+        this.log.error(`Health probe failed: ${errorMessage(e)}`);
+      }
+    }
   }
 
   /** Runs checkHealth every `pluginHealthCheckIntervalMinutes`. */
@@ -326,11 +335,65 @@ export class PluginHost {
     this.known.delete(id);
   }
 
+  /**
+   * A plugin that cannot even be loaded (a custom skill that does not compile or import): listed as failed and
+   * counted like a failed setup, so that at `quarantineAfter` consecutive failures it is quarantined and its
+   * repair is queued. Nothing is counted while a good version of it runs (a bad save keeps the last good one).
+   */
+  async reportBroken(c: { id: string; origin: PluginOrigin; dir: string }, reason: string): Promise<PluginStatus> {
+    const running = this.known.get(c.id);
+    if (this.running.has(c.id) && running) return running.status;
+    let k = this.known.get(c.id);
+    if (!k || k.manifest) {
+      const candidate: PluginCandidate = {
+        id: c.id,
+        origin: c.origin,
+        dir: c.dir,
+        error: reason,
+        load: () => Promise.reject(new KeelError(ErrorCodes.PLUGIN_LOAD_FAILED, reason)),
+      };
+      k = { candidate, status: { id: c.id, origin: c.origin, state: 'failed', skills: [], failures: this.state.failures(c.id) } };
+      this.known.set(c.id, k);
+    }
+    k.candidate.error = reason;
+    const lists = permittedByLists(c.id, this.o.config.get<string[]>('pluginAllowList'), this.o.config.get<string[]>('pluginDenyList'));
+    if (!lists.ok) {
+      this.setState(c.id, 'disabled', lists.reason);
+      return k.status;
+    }
+    const q = this.state.quarantine(c.id);
+    if (q) {
+      this.setState(c.id, 'quarantined', `quarantined since ${q.since}: ${q.reason}. Repair it, then run \`keel plugins enable ${c.id}\``);
+      return k.status;
+    }
+    this.setState(c.id, 'failed', reason, ErrorCodes.PLUGIN_LOAD_FAILED);
+    await this.recordFailure(c.id, reason);
+    return k.status;
+  }
+
+  /** Forget a plugin that is not running (its file was removed). */
+  forget(id: string): void {
+    if (!this.running.has(id)) this.known.delete(id);
+  }
+
+  /** Adds a check to every health round. */
+  addHealthProbe(probe: () => Promise<void>): void {
+    this.probes.push(probe);
+  }
+
   /** Lift a quarantine (after a repair) and try to start the plugin again. */
   async enable(id: string): Promise<PluginStatus | undefined> {
     this.state.clearQuarantine(id);
     const k = this.known.get(id);
     if (!k) return undefined;
+    if (!k.manifest) {
+      // Never loaded (a custom skill that did not compile): it loads again when its file is saved or at the next
+      // health round.
+      this.state.reset(id);
+      k.status.failures = 0;
+      this.setState(id, 'failed', k.candidate.error, ErrorCodes.PLUGIN_LOAD_FAILED);
+      return k.status;
+    }
     if (k.status.state === 'quarantined' || k.status.state === 'failed') {
       k.status.failures = 0;
       return this.load(k.candidate);

@@ -222,4 +222,42 @@ export default defineSkill({ name: 'yaml_dump', description: 'YAML of a value', 
     await k.kernel.customSkills!.whenIdle();
     expect((await k.run('secret_skill', { text: '' })).success).toBe(false);
   });
+
+  it('lists a skill that does not compile at start as failed, and after repeated health rounds quarantines it and queues its repair', async () => {
+    const k = await boot({ 'broken.ts': `import { defineSkill } from 'keel/sdk';\nexport default defineSkill({ name: 'broken',\n  run: ( => 1 });\n` });
+    const host = k.kernel.host;
+    expect(host.status('skill-broken')).toMatchObject({ state: 'failed', failures: 1, code: 'KEEL_E_PLUGIN_LOAD_FAILED' });
+    expect(host.status('skill-broken')!.reason).toMatch(/broken\.ts:3:\d+/);
+    await host.checkHealth();
+    expect(host.status('skill-broken')).toMatchObject({ state: 'failed', failures: 2 });
+    const repairs = () => k.kernel.queue.list().pending.filter((a) => (a.metadata.repair as { plugin?: string } | undefined)?.plugin === 'skill-broken');
+    expect(repairs()).toEqual([]);
+    await host.checkHealth();
+    expect(host.status('skill-broken')!.state).toBe('quarantined');
+    expect(repairs()).toHaveLength(1);
+    expect(repairs()[0]!.task).toMatch(/Repair plugin "skill-broken" with self_repair_skill/);
+    // A quarantined skill is not counted again nor repaired twice.
+    await host.checkHealth();
+    expect(repairs()).toHaveLength(1);
+    // Repaired file: still down until a person lifts the quarantine; then a save loads it.
+    await k.write('broken.ts', skill('broken', "'mended'"));
+    await k.kernel.customSkills!.whenIdle();
+    expect((await k.run('broken', { text: '' })).success).toBe(false);
+    await host.enable('skill-broken');
+    await k.write('broken.ts', skill('broken', "'mended again'"));
+    await until(() => k.run('broken', { text: '' }), (r) => r.result === 'mended again');
+    expect(host.status('skill-broken')).toMatchObject({ state: 'loaded', failures: 0 });
+  });
+
+  it('counts a broken skill across restarts, and forgets it when its file is deleted', async () => {
+    const k = await boot({ 'bad.ts': 'export default 42;\n' });
+    expect(k.kernel.host.status('skill-bad')).toMatchObject({ state: 'failed', failures: 1 });
+    await k.kernel.stop();
+    const again = await startKernel({ home: k.home, builtinDir: await tempDir('keel-cs-builtin-'), watchSkills: true, env: {}, logs: new LogSink({ quiet: true }) });
+    cleanup.push(() => again.stop());
+    expect(again.host.status('skill-bad')).toMatchObject({ state: 'failed', failures: 2 });
+    await unlink(join(k.home, 'skills', 'bad.ts'));
+    await until(() => again.host.status('skill-bad'), (s) => s === undefined);
+  });
 });
+
