@@ -1,10 +1,11 @@
 /**
  * The sandbox agent-written code runs in: a fresh Node process under the permission model, with a fresh temp
  * folder as the only place it may read or write, no child processes, no workers, no addons, an environment of
- * PATH, HOME (the temp folder) and LANG only, stdin closed, output capped, and SIGKILL at the timeout.
- * What it does not stop is written down in docs/sandbox.md.
+ * PATH, HOME (the temp folder) and LANG only, stdin closed, output capped, and SIGKILL at the timeout. Unless the
+ * network is granted, on Linux it also gets its own empty network namespace (`unshare --net`) where the system
+ * allows one, and the network modules are taken away in any case. What it does not stop: docs/sandbox.md.
  */
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { mkdtemp, readFile, realpath, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,9 +18,14 @@ export interface SandboxRequest {
   timeoutMs: number;
   /** Largest part of stdout and of stderr kept. */
   maxOutputBytes: number;
-  /** Leave the network reachable (it is only ever blocked best effort: see docs/sandbox.md). */
+  /** Leave the network reachable (see docs/sandbox.md for how it is blocked otherwise). */
   network?: boolean;
   signal?: AbortSignal;
+  /**
+   * Layers of the network block (tests switch one off to show the other holds alone): `namespace` (default true)
+   * an empty network namespace where available, `modules` (default true) the preloaded module block.
+   */
+  networkLayers?: { namespace?: boolean; modules?: boolean };
 }
 
 export interface SandboxResult {
@@ -35,6 +41,8 @@ export interface SandboxResult {
   /** What run() threw, or why the snippet did not run. */
   error?: string;
   durationMs: number;
+  /** How the network was kept away: `namespace` (an empty network namespace, plus the module block), `modules` (the module block only), `none` (granted). */
+  networkBlock: 'namespace' | 'modules' | 'none';
 }
 
 /** Heap limit of the sandboxed process, so a runaway snippet fails instead of eating the machine's memory. */
@@ -61,6 +69,27 @@ export async function compileBody(body: string): Promise<string> {
 /** The permission flag of this Node: `--permission` (22.13+, 23.5+), `--experimental-permission` before. */
 export function permissionFlag(): string {
   return process.allowedNodeEnvironmentFlags.has('--permission') ? '--permission' : '--experimental-permission';
+}
+
+let isolation: Promise<string[] | undefined> | undefined;
+
+/**
+ * The command prefix that starts a program in its own, empty network namespace (only a loopback interface that
+ * is down: no address, local or remote, can be reached), or undefined where the system does not allow it. Tried
+ * once per process: `unshare --net` (root or CAP_SYS_ADMIN), then `unshare --user --map-root-user --net`
+ * (unprivileged user namespaces). Linux only; `unshare` is util-linux.
+ */
+export function networkNamespacePrefix(): Promise<string[] | undefined> {
+  isolation ??= (async () => {
+    if (process.platform !== 'linux') return undefined;
+    const works = (args: string[]) =>
+      new Promise<boolean>((resolve) => {
+        execFile('unshare', [...args, '--', process.execPath, '-e', '0'], { timeout: 5000, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' } }, (err) => resolve(!err));
+      });
+    for (const args of [['--net'], ['--user', '--map-root-user', '--net']]) if (await works(args)) return ['unshare', ...args, '--'];
+    return undefined;
+  })();
+  return isolation;
 }
 
 /** Whether this Node's permission model can restrict the network (`--allow-net`; Node 25+). */
@@ -133,7 +162,8 @@ export async function runSandboxed(req: SandboxRequest): Promise<SandboxResult> 
     await writeFile(join(dir, 'main.mjs'), RUNNER);
     const argv = [permissionFlag(), `--allow-fs-read=${dir}`, `--allow-fs-write=${dir}`, `--max-old-space-size=${HEAP_MB}`];
     if (process.allowedNodeEnvironmentFlags.has('--disable-warning')) argv.push('--disable-warning=ExperimentalWarning');
-    if (!req.network) {
+    const layers = { namespace: req.networkLayers?.namespace ?? true, modules: req.networkLayers?.modules ?? true };
+    if (!req.network && layers.modules) {
       await writeFile(join(dir, 'no-net.mjs'), NO_NET);
       argv.push('--import', pathToFileURL(join(dir, 'no-net.mjs')).href);
     }
@@ -141,7 +171,11 @@ export async function runSandboxed(req: SandboxRequest): Promise<SandboxResult> 
     const env: Record<string, string> = { HOME: dir };
     if (process.env.PATH) env.PATH = process.env.PATH;
     env.LANG = process.env.LANG ?? 'C.UTF-8';
-    const child = spawn(process.execPath, argv, { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'], windowsHide: true });
+    // unshare execs Node in place (same pid), so the timeout's SIGKILL still reaches the snippet.
+    const prefix = !req.network && layers.namespace ? await networkNamespacePrefix() : undefined;
+    const networkBlock: SandboxResult['networkBlock'] = req.network ? 'none' : prefix ? 'namespace' : 'modules';
+    const [cmd, ...cmdArgs] = prefix ? [...prefix, process.execPath, ...argv] : [process.execPath, ...argv];
+    const child = spawn(cmd!, cmdArgs, { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'], windowsHide: true });
     const out = capped(req.maxOutputBytes);
     const err = capped(req.maxOutputBytes);
     child.stdout.on('data', (b: Buffer) => out.push(b));
@@ -172,6 +206,7 @@ export async function runSandboxed(req: SandboxRequest): Promise<SandboxResult> 
       stderr: err.text(),
       truncated: out.truncated || err.truncated,
       durationMs: Date.now() - started,
+      networkBlock,
     };
     if (timedOut) return { ...base, ok: false, error: `Killed after ${req.timeoutMs} ms (timeout).` };
     if (req.signal?.aborted) return { ...base, ok: false, error: 'Cancelled.' };

@@ -6,7 +6,8 @@ import { mkdtempSync, rmSync, writeFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runSandboxed, type SandboxRequest } from '../../../plugins/coder/src/sandbox.js';
+import { createServer, type Server } from 'node:net';
+import { networkNamespacePrefix, runSandboxed, type SandboxRequest } from '../../../plugins/coder/src/sandbox.js';
 
 let home: string;
 const SECRET = 'sk-test-sandbox-secret-4711';
@@ -115,3 +116,52 @@ describe('sandbox: escape attempts fail', () => {
     expect(allowed.result).toBe('function');
   });
 });
+
+// Linux with unshare (util-linux) and the right to create a network namespace: root, or unprivileged user namespaces.
+const netns = await networkNamespacePrefix();
+
+describe.skipIf(!netns)('sandbox: network namespace', () => {
+  let server: Server;
+  let port = 0;
+  let accepted = 0;
+  beforeAll(async () => {
+    server = createServer((s) => {
+      accepted++;
+      s.end('hello from the host\n');
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    port = (server.address() as { port: number }).port;
+  });
+  afterAll(() => new Promise<void>((r) => server.close(() => r())));
+
+  // The snippet gets the network modules (module layer off) and tries the host's loopback server.
+  const connect = `const net = await import('node:net');
+    return await new Promise((resolve) => {
+      const s = net.connect(args.port, '127.0.0.1');
+      s.setTimeout(3000, () => { s.destroy(); resolve('timeout'); });
+      s.once('data', (d) => { s.destroy(); resolve('connected: ' + String(d).trim()); });
+      s.once('error', (e) => resolve('error: ' + e.code));
+    });`;
+
+  it('reaches nothing, not even the host loopback, with the module block taken away', async () => {
+    const r = await run(connect, { args: { port }, networkLayers: { modules: false } });
+    expect(r.networkBlock).toBe('namespace');
+    expect(r.result).toMatch(/^error: (ECONNREFUSED|ENETUNREACH|EADDRNOTAVAIL)$/);
+    expect(accepted).toBe(0);
+  });
+
+  it('is what stops it: without the namespace the same snippet connects (control)', async () => {
+    const r = await run(connect, { args: { port }, networkLayers: { modules: false, namespace: false } });
+    expect(r.networkBlock).toBe('modules');
+    expect(r.result).toBe('connected: hello from the host');
+    expect(accepted).toBe(1);
+  });
+
+  it('is not used when the network is granted, and the timeout still kills the process', async () => {
+    const granted = await run(connect, { args: { port }, network: true });
+    expect(granted).toMatchObject({ networkBlock: 'none', result: 'connected: hello from the host' });
+    const slow = await run(`await new Promise((r) => setTimeout(r, 60_000)); return 'late';`, { timeoutMs: 500 });
+    expect(slow).toMatchObject({ ok: false, timedOut: true, networkBlock: 'namespace' });
+  });
+});
+
