@@ -88,7 +88,7 @@ function hostConfig(config: ConfigStore, keys: KeyRegistry): HostConfig {
     approve: (id, origin) => config.approve(id, origin),
     reject: (id, origin) => config.reject(id, origin),
     // The store reads keys from the registry on every get, so newly registered keys need no reload.
-    registerKeys: (owner: string, specs: Record<string, ConfigKeySpec>) => keys.register(owner, specs),
+    registerKeys: (owner, specs, channel) => keys.register(owner, specs, channel),
     unregisterKeys: (owner: string) => keys.unregister(owner),
     describeKey(key: string) {
       const k = keys.get(key);

@@ -107,6 +107,20 @@ export interface ChannelManifestInfo {
 }
 
 /**
+ * The user-id forms of SPEC's channels, in one place: a channel plugin of that name declares the same in its
+ * manifest (`channel: SPEC_CHANNELS.chatA`), and `adminUsers.<name>` is validated against it even while the
+ * plugin is not installed.
+ * @example new RegExp(SPEC_CHANNELS.chatC.userIdPattern).test('123456789012345678') // true
+ */
+export const SPEC_CHANNELS = {
+  chatA: { name: 'chatA', userIdPattern: '^-?\\d+$', userIdExample: '123456789' },
+  chatB: { name: 'chatB', userIdPattern: '^\\d+(?::\\d+)?@(?:s\\.whatsapp\\.net|c\\.us|lid)$', userIdExample: '4915123456789@s.whatsapp.net' },
+  chatC: { name: 'chatC', userIdPattern: '^\\d{17,20}$', userIdExample: '123456789012345678' },
+  chatD: { name: 'chatD', userIdPattern: '^[UW][A-Z0-9]+$', userIdExample: 'U01ABCDEF23' },
+  email: { name: 'email', userIdPattern: '^[^\\s@<>]+@[^\\s@<>]+\\.[^\\s@<>]+$', userIdExample: 'owner@example.com' },
+} as const satisfies Record<string, ChannelManifestInfo>;
+
+/**
  * One inbound platform message, as a channel hands it to `receive` (and as `messageIn` taps see it).
  * @example
  * const m: InboundMessage = { channel: 'echo', messageId: '17', chatId: 'room-1', userId: 'u1', text: 'hello' };

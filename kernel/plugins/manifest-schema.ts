@@ -79,5 +79,22 @@ export function validateManifest(value: unknown, where: string): PluginManifest 
   if (err) {
     throw new KeelError(ErrorCodes.MANIFEST_INVALID, `Invalid plugin manifest in ${where}: ${err.replace(/^manifest /, '')}.`, { where });
   }
+  const problem = channelProblem(value as PluginManifest);
+  if (problem) throw new KeelError(ErrorCodes.MANIFEST_INVALID, `Invalid plugin manifest in ${where}: ${problem}.`, { where });
   return value as PluginManifest;
+}
+
+/** The channel field's pattern must compile, be anchored and accept its own example. */
+function channelProblem(m: PluginManifest): string | undefined {
+  const c = m.channel;
+  if (!c) return undefined;
+  let re: RegExp;
+  try {
+    re = new RegExp(c.userIdPattern, 'u');
+  } catch (e) {
+    return `channel.userIdPattern is not a valid regular expression (${e instanceof Error ? e.message : String(e)})`;
+  }
+  if (!c.userIdPattern.startsWith('^') || !c.userIdPattern.endsWith('$')) return 'channel.userIdPattern must be anchored (start with ^ and end with $)';
+  if (!re.test(c.userIdExample)) return `channel.userIdExample "${c.userIdExample}" does not match channel.userIdPattern ${c.userIdPattern}`;
+  return undefined;
 }

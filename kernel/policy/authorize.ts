@@ -11,7 +11,6 @@
  *    must not reach a shell through an admin's forwarded email.
  */
 import type { Actor, ConfigView, SkillManifest } from '../../sdk/types.js';
-import { ADMIN_CHANNELS } from '../config/kernel-keys.js';
 import { ErrorCodes, type ErrorCode } from '../errors.js';
 import { isPrivilegedSkill, SAFE_MODE_BLOCKED_SKILLS } from './admin-skills.js';
 import { isAdmin } from './is-admin.js';
@@ -101,6 +100,5 @@ function describe(actor: Actor): string {
 function adminHint(actor: Actor): string {
   const who = principalOf(actor);
   if (who?.kind !== 'user' || !who.userId) return '';
-  if (!(ADMIN_CHANNELS as readonly string[]).includes(who.channel)) return ` (${who.channel} has no admin list)`;
   return ` (an operator can add them to adminUsers.${who.channel})`;
 }

@@ -7,10 +7,7 @@
  * - agent: only through the person it works for (`onBehalfOf`); on its own, never.
  */
 import type { Actor, ConfigView } from '../../sdk/types.js';
-import { ADMIN_CHANNELS } from '../config/kernel-keys.js';
 import { directLinks, identityOf, parseIdentity, readLinks } from './identity.js';
-
-const ADMIN_CHANNEL_SET: ReadonlySet<string> = new Set(ADMIN_CHANNELS);
 
 /** Deep enough for agent -> sub-agent -> person; deeper chains (or cycles) are refused. */
 const MAX_DELEGATION_DEPTH = 4;
@@ -49,7 +46,8 @@ function isAdminUser(actor: Actor, config: ConfigView): boolean {
 
 function listedOnOwnChannel(identity: string, admins: Record<string, unknown>): boolean {
   const p = parseIdentity(identity);
-  if (!p || !ADMIN_CHANNEL_SET.has(p.channel) || !Object.hasOwn(admins, p.channel)) return false;
+  // adminUsers is LOCKED (only the operator writes it), so any channel it names, a user's own included, counts.
+  if (!p || !Object.hasOwn(admins, p.channel)) return false;
   const list = admins[p.channel];
   if (!Array.isArray(list)) return false;
   return list.some((id) => typeof id === 'string' && id.trim() !== '' && identityOf(p.channel, id.trim()) === identity);
