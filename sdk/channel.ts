@@ -276,3 +276,31 @@ export async function receive(ctx: PluginContext, inbound: InboundMessage, optio
   });
   return { kind: 'queued', action };
 }
+
+/** One running channel as `listChannels` reports it. */
+export interface ChannelListing {
+  /** Channel name (`chatA`, `echo`): the capability name without `channel:`. */
+  name: string;
+  /** Id of the plugin providing it. */
+  plugin: string;
+  /** Its status; absent when `status()` threw (then `error` says why). */
+  status?: ChannelStatus;
+  error?: string;
+}
+
+/**
+ * Every running channel (each provider of a `channel:<name>` capability) with its status, in name order: what
+ * the gateway's `GET /api/connections`, doctor and `keel status` list, so a user's own channel appears
+ * wherever a built-in one does. A `status()` that throws is reported, never thrown.
+ * @example for (const c of listChannels(ctx)) ctx.log.info(`${c.name}: ${c.status?.connected ? 'up' : 'down'}`);
+ */
+export function listChannels(source: Pick<PluginContext, 'capabilities'>): ChannelListing[] {
+  return source.capabilities<ChannelCapability>('channel:').map(({ name, plugin, impl }) => {
+    const channel = name.slice('channel:'.length);
+    try {
+      return { name: channel, plugin, status: impl.status() };
+    } catch (e) {
+      return { name: channel, plugin, error: e instanceof Error ? e.message : String(e) };
+    }
+  });
+}
