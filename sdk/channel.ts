@@ -3,6 +3,7 @@
  * message becomes an action (`receive`). Every channel, built in or a user's own, uses exactly this, so the agent,
  * the gateway, doctor and `keel status` treat them all alike. Prose: docs/channels.md.
  */
+import { errorMessage } from './errors.js';
 import type { ConnectionStatus, PluginContext, PolicyCapability } from './plugin.js';
 import type { Action, Actor, Json } from './types.js';
 
@@ -300,7 +301,7 @@ export function listChannels(source: Pick<PluginContext, 'capabilities'>): Chann
     try {
       return { name: channel, plugin, status: impl.status() };
     } catch (e) {
-      return { name: channel, plugin, error: e instanceof Error ? e.message : String(e) };
+      return { name: channel, plugin, error: errorMessage(e) };
     }
   });
 }

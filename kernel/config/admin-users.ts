@@ -50,7 +50,7 @@ export function adminUsersProblem(value: unknown, declared: readonly ChannelIdFo
     if (!Array.isArray(ids)) continue;
     for (const id of ids) {
       if (typeof id !== 'string') continue;
-      if (!re || !re.test(id.trim())) {
+      if (!re?.test(id.trim())) {
         return `adminUsers.${channel}: "${id}" is not a ${channel} user id (expected the form ${form.userIdPattern}, e.g. "${form.userIdExample}")`;
       }
     }

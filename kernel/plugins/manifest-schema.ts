@@ -3,7 +3,7 @@
  */
 import Type from 'typebox';
 import type { PluginManifest } from '../../sdk/types.js';
-import { ErrorCodes, KeelError } from '../errors.js';
+import { ErrorCodes, errorMessage, KeelError } from '../errors.js';
 import { compileSchema } from '../registry/validator.js';
 
 const Id = Type.String({ pattern: '^[A-Za-z][A-Za-z0-9_.:-]{0,63}$' });
@@ -92,7 +92,7 @@ function channelProblem(m: PluginManifest): string | undefined {
   try {
     re = new RegExp(c.userIdPattern, 'u');
   } catch (e) {
-    return `channel.userIdPattern is not a valid regular expression (${e instanceof Error ? e.message : String(e)})`;
+    return `channel.userIdPattern is not a valid regular expression (${errorMessage(e)})`;
   }
   if (!c.userIdPattern.startsWith('^') || !c.userIdPattern.endsWith('$')) return 'channel.userIdPattern must be anchored (start with ^ and end with $)';
   if (!re.test(c.userIdExample)) return `channel.userIdExample "${c.userIdExample}" does not match channel.userIdPattern ${c.userIdPattern}`;

@@ -23,6 +23,7 @@ import type {
 import type { Router } from './router.js';
 import { selectSkills, toToolSpec, type CatalogueSkill, type RoutingRule } from './tools.js';
 import { bringsOutsideContent, startsUntrusted } from './trust.js';
+import { errorMessage } from '../../../sdk/errors.js';
 
 export const DEFAULT_MAX_STEPS = 10;
 export const OBSERVATION_CAP = 4000;
@@ -94,7 +95,7 @@ export async function runAction(d: LoopDeps, action: Action, signal: AbortSignal
         messages.push({ role: 'system', content: `<memory_context untrusted="true">\n${text.replace(/<\/?memory_context/gi, (m) => m.replace('<', '&lt;'))}\n</memory_context>` });
       }
     } catch (e) {
-      ctx.log.warn(`Memory context unavailable for ${action.id}: ${e instanceof Error ? e.message : String(e)}`);
+      ctx.log.warn(`Memory context unavailable for ${action.id}: ${errorMessage(e)}`);
     }
   }
   messages.push({ role: 'user', content: `Task (action ${action.id}, from ${action.source}):\n${action.task}` });
@@ -131,7 +132,7 @@ export async function runAction(d: LoopDeps, action: Action, signal: AbortSignal
       if (feedback && typeof channel?.progress === 'function') {
         void Promise.resolve()
           .then(() => channel.progress!(action, typingOnly ? { typingOnly, step } : { thought, typingOnly, step }))
-          .catch((e: unknown) => ctx.log.debug(`Progress of ${action.id} not shown on ${action.source}: ${e instanceof Error ? e.message : String(e)}`));
+          .catch((e: unknown) => ctx.log.debug(`Progress of ${action.id} not shown on ${action.source}: ${errorMessage(e)}`));
       }
     }
     if (res.toolCalls.length === 0) {
@@ -174,7 +175,7 @@ function safeEmit(ctx: PluginContext, fire: () => void): void {
   try {
     fire();
   } catch (e) {
-    ctx.log.warn(`A hook tap failed: ${e instanceof Error ? e.message : String(e)}`);
+    ctx.log.warn(`A hook tap failed: ${errorMessage(e)}`);
   }
 }
 
@@ -187,6 +188,6 @@ async function deliver(ctx: PluginContext, channel: ChannelCapability | undefine
   try {
     await channel.reply(action, text);
   } catch (e) {
-    ctx.log.warn(`Could not send the answer of ${action.id} back to ${action.source}: ${e instanceof Error ? e.message : String(e)}`);
+    ctx.log.warn(`Could not send the answer of ${action.id} back to ${action.source}: ${errorMessage(e)}`);
   }
 }
