@@ -129,7 +129,10 @@ export class CoderService {
     if (previous !== undefined && !parseSkillFile(previous) && !args.overwrite) {
       throw forbiddenError(`${file} was written by a person, not by create_custom_skill; pass overwrite: true to replace it.`);
     }
-    const spec: AgentSkillSpec = { name: args.name, description: args.description, parameters, code: args.code, adminOnly: args.adminOnly, network: args.network };
+    const spec: AgentSkillSpec = { name: args.name, description: args.description, parameters, code: args.code,
+      ...(args.adminOnly !== undefined ? { adminOnly: args.adminOnly } : {}),
+      ...(args.network !== undefined ? { network: args.network } : {}),
+    };
     const source = renderSkillFile(spec);
     if (previous === source && this.ctx.skills.list().some((s) => s.name === args.name && s.plugin === plugin)) {
       return { skill: args.name, plugin, file, state: 'loaded', changed: false };
