@@ -1,7 +1,7 @@
 /**
  * The configuration change policy (SPEC "Configuration change policy"), as two small decisions.
  */
-import type { Actor, ConfigOrigin, ConfigView, PolicyClass } from '../../sdk/types.js';
+import type { ConfigOrigin, ConfigView, PolicyClass } from '../../sdk/types.js';
 import { isAdmin } from '../policy/is-admin.js';
 import { isUntrusted } from '../../sdk/actor.js';
 

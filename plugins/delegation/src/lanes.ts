@@ -7,7 +7,7 @@
  * `actionSettled` hook when this process runs it, else by reading the queue), at most `waitMs`; then, or when the
  * parent is cancelled, the child is cancelled.
  */
-import type { Action, Actor, Json, KernelInfoCapability, PluginContext, SkillCallContext } from '../../../sdk/index.js';
+import type { Action, Json, KernelInfoCapability, PluginContext, SkillCallContext } from '../../../sdk/index.js';
 import { actorLabel, errorMessage, forbiddenError, isUntrusted } from '../../../sdk/index.js';
 import { MAX_DEPTH } from '../manifest.js';
 import type { DelegatedTask, DelegationStore } from './store.js';
