@@ -16,6 +16,7 @@ import type {
   ChatMessage,
   MemoryCapability,
   PluginContext,
+  PolicyCapability,
   SkillResult,
   ToolCall,
 } from '../../../sdk/index.js';
@@ -23,11 +24,10 @@ import type { Router } from './router.js';
 import { selectSkills, toToolSpec, type CatalogueSkill, type RoutingRule } from './tools.js';
 import { bringsOutsideContent, startsUntrusted } from './trust.js';
 import { errorMessage } from '../../../sdk/errors.js';
+import { AUTONOMY_SOURCE, OPERATOR_SOURCES } from '../../../sdk/actor.js';
 
 export const DEFAULT_MAX_STEPS = 10;
 export const OBSERVATION_CAP = 4000;
-/** Sources where the operator is at the keyboard; any other source is a channel the answer goes back to. */
-export const OPERATOR_SOURCES: ReadonlySet<string> = new Set(['cli', 'gateway', 'ws', 'scheduler', 'autonomy']);
 
 export const PERSONA = [
   'You are Keel, an autonomous agent. Carry out the task by calling the tools offered, then reply with a short final answer in plain text; a reply without tool calls ends the task.',
@@ -82,13 +82,14 @@ export async function runAction(d: LoopDeps, action: Action, signal: AbortSignal
   const rules = setting<RoutingRule[]>(ctx, 'skillRoutingRules', []);
   const feedback = setting(ctx, 'progressFeedbackEnabled', true);
   const typingOnly = setting(ctx, 'progressFeedbackTypingOnly', false);
-  const channelAction = !OPERATOR_SOURCES.has(action.source);
+  // Operator sources and autonomy have no chat to answer; any other source is a channel the answer goes back to.
+  const channelAction = !OPERATOR_SOURCES.has(action.source) && action.source !== AUTONOMY_SOURCE;
   const messaging = channelAction ? ctx.use<MessagingSeam>('messaging') : undefined;
 
   const catalogue: CatalogueSkill[] = ctx.skills.list();
   const byName = new Map(catalogue.map((s) => [s.name, s]));
   const tools = selectSkills(action.task, catalogue, Array.isArray(rules) ? rules : []).map(toToolSpec);
-  let untrusted = startsUntrusted(action, ctx.config);
+  let untrusted = startsUntrusted(action, (a) => ctx.use<PolicyCapability>('kernel:policy')?.isAdmin(a) === true);
 
   const messages: ChatMessage[] = [{ role: 'system', content: PERSONA }];
   const memory = ctx.use<MemoryWithContext>('memory');

@@ -13,10 +13,10 @@ import { MemoryStore } from './store.js';
 import { cap, tokens } from './text.js';
 import { dot, extractiveSummary, hitOf, longEntry, scoreAll, unit, type RecallHit } from './entries.js';
 import { errorMessage } from '../../../sdk/errors.js';
+import { AUTONOMY_SOURCE, OPERATOR_SOURCES } from '../../../sdk/actor.js';
 
 export { extractiveSummary, longEntry, type RecallHit };
 
-const OPERATOR_SOURCES = new Set(['cli', 'gateway', 'ws', 'scheduler']);
 /** Vector recall embeds at most this many not-yet-embedded entries per call (the rest are found by keyword). */
 const EMBED_PER_RECALL = 2048;
 /** How long status counts may lag a change made by another Keel process on the same home. */
@@ -32,7 +32,7 @@ export function actorOfAction(a: Pick<Action, 'source' | 'metadata'>): Actor {
   const m = a.metadata?.actor as Actor | undefined;
   if (m && typeof m === 'object' && typeof m.kind === 'string') return m;
   if (OPERATOR_SOURCES.has(a.source)) return { kind: 'operator', channel: a.source };
-  if (a.source === 'autonomy') return { kind: 'agent', channel: 'autonomy' };
+  if (a.source === AUTONOMY_SOURCE) return { kind: 'agent', channel: 'autonomy' };
   return { kind: 'user', channel: a.source };
 }
 
