@@ -13,6 +13,7 @@
 import type {
   Action,
   Actor,
+  ChannelCapability,
   ChatMessage,
   MemoryCapability,
   PluginContext,
@@ -41,12 +42,6 @@ export const PERSONA = [
 type MemoryWithContext = MemoryCapability & {
   context?(opts: { task: string; actionId: string; actor?: Actor; source: string }): string | Promise<string>;
 };
-
-/** The seam for answers and progress on channels (a messaging plugin provides `messaging`). */
-export interface MessagingSeam {
-  reply?(action: Action, text: string): unknown;
-  progress?(action: Action, update: { thought?: string; typingOnly: boolean }): unknown;
-}
 
 export interface LoopDeps {
   ctx: PluginContext;
@@ -82,9 +77,9 @@ export async function runAction(d: LoopDeps, action: Action, signal: AbortSignal
   const rules = setting<RoutingRule[]>(ctx, 'skillRoutingRules', []);
   const feedback = setting(ctx, 'progressFeedbackEnabled', true);
   const typingOnly = setting(ctx, 'progressFeedbackTypingOnly', false);
-  // Operator sources and autonomy have no chat to answer; any other source is a channel the answer goes back to.
+  // Operator sources and autonomy have no chat to answer; any other source is a channel (`channel:<source>`) that answers.
   const channelAction = !OPERATOR_SOURCES.has(action.source) && action.source !== AUTONOMY_SOURCE;
-  const messaging = channelAction ? ctx.use<MessagingSeam>('messaging') : undefined;
+  const channel = channelAction ? ctx.use<ChannelCapability>(`channel:${action.source}`) : undefined;
 
   const catalogue: CatalogueSkill[] = ctx.skills.list();
   const byName = new Map(catalogue.map((s) => [s.name, s]));
@@ -134,10 +129,10 @@ export async function runAction(d: LoopDeps, action: Action, signal: AbortSignal
       safeEmit(ctx, () => ctx.emit('thinking', { actionId: action.id, thought }));
       // The last step of a budget asks for tools: nobody would read their results, so they do not run.
       if (budgeted && step === maxSteps) break;
-      if (feedback && typeof messaging?.progress === 'function') {
+      if (feedback && typeof channel?.progress === 'function') {
         void Promise.resolve()
-          .then(() => messaging.progress!(action, typingOnly ? { typingOnly } : { thought, typingOnly }))
-          .catch(() => undefined);
+          .then(() => channel.progress!(action, typingOnly ? { typingOnly, step } : { thought, typingOnly, step }))
+          .catch((e: unknown) => ctx.log.debug(`Progress of ${action.id} not shown on ${action.source}: ${errorMessage(e)}`));
       }
     }
     if (res.toolCalls.length === 0) {
@@ -145,7 +140,7 @@ export async function runAction(d: LoopDeps, action: Action, signal: AbortSignal
         messages.push({ role: 'user', content: 'Reply with your final answer as plain text.' });
         continue;
       }
-      await deliver(ctx, messaging, action, text);
+      await deliver(ctx, channel, action, text);
       return { result: text };
     }
 
@@ -184,10 +179,14 @@ function safeEmit(ctx: PluginContext, fire: () => void): void {
   }
 }
 
-async function deliver(ctx: PluginContext, messaging: MessagingSeam | undefined, action: Action, text: string): Promise<void> {
-  if (typeof messaging?.reply !== 'function') return;
+async function deliver(ctx: PluginContext, channel: ChannelCapability | undefined, action: Action, text: string): Promise<void> {
+  if (OPERATOR_SOURCES.has(action.source)) return;
+  if (typeof channel?.reply !== 'function') {
+    ctx.log.warn(`The answer of ${action.id} stays in the queue: channel ${action.source} is not running (no channel:${action.source}).`);
+    return;
+  }
   try {
-    await messaging.reply(action, text);
+    await channel.reply(action, text);
   } catch (e) {
     ctx.log.warn(`Could not send the answer of ${action.id} back to ${action.source}: ${errorMessage(e)}`);
   }

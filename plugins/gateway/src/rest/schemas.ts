@@ -118,8 +118,16 @@ export const ConnectionStatus = Type.Object({
   botUsername: Type.Optional(Type.String({ description: 'chatA only' })),
   botId: Type.Optional(Type.Integer({ description: 'chatA only' })),
   guilds: Type.Optional(Type.Integer({ description: 'chatC only' })),
+  state: Type.Optional(
+    Type.Union([Type.Literal('connecting'), Type.Literal('connected'), Type.Literal('reconnecting'), Type.Literal('stopped'), Type.Literal('failed')], {
+      description: 'Keel extra: the connection supervisor state',
+    }),
+  ),
+  lastInboundAt: Type.Optional(Type.String({ description: 'Keel extra: ISO time of the last inbound message' })),
+  reconnects: Type.Optional(Type.Integer({ description: 'Keel extra: reconnections since start' })),
+  lastError: Type.Optional(Type.String({ description: 'Keel extra: the last connection error' })),
 });
-export const Connections = Type.Record(Type.String(), ConnectionStatus, { description: 'Keyed by channel name; only channels whose plugin runs.' });
+export const Connections = Type.Record(Type.String(), ConnectionStatus, { description: 'Keyed by channel name; every running channel plugin (built-in or a user plugin providing channel:<name>).' });
 
 const Level = Type.Union([Type.Literal('info'), Type.Literal('warn'), Type.Literal('error')]);
 export const LogQuery = Type.Object(
