@@ -5,6 +5,7 @@
 import { performance } from 'node:perf_hooks';
 import type { HookCatalogue, SkillCall } from '../../sdk/hooks.js';
 import type { Action, Actor, ConfigView, Logger, SkillResult } from '../../sdk/types.js';
+import { errorCodeOf } from '../../sdk/errors.js';
 import { ErrorCodes, errorCode, errorMessage } from '../errors.js';
 import { authorize } from '../policy/index.js';
 import { nearestNames } from './nearest.js';
@@ -32,18 +33,12 @@ function round(ms: number): number {
   return Math.round(ms * 1000) / 1000;
 }
 
-/** The shape of a Keel error code; plugins coin their own (`KEEL_E_WEB_BLOCKED`, ...) with the SDK's pluginError. */
-const KEEL_CODE = /^KEEL_E_[A-Z0-9_]{1,64}$/;
-
 /**
  * The code a failing handler's error carries to the caller: a kernel code, or any `KEEL_E_*` code a plugin set on
  * what it threw (so the REST and WebSocket clients can tell a blocked URL from a timeout); else SKILL_FAILED.
  */
 export function failureCode(e: unknown): string {
-  const known = errorCode(e);
-  if (known) return known;
-  const code = (e as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && KEEL_CODE.test(code) ? code : ErrorCodes.SKILL_FAILED;
+  return errorCode(e) ?? errorCodeOf(e) ?? ErrorCodes.SKILL_FAILED;
 }
 
 /** Turns whatever a handler returned into the text result. */

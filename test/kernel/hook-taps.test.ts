@@ -8,7 +8,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { HookName } from '../../sdk/hooks.js';
 import type { AgentCapability, PluginContext, PluginDefinition } from '../../sdk/plugin.js';
-import type { Action, InboundMessage, OutboundMessage, PluginManifest, SkillResult } from '../../sdk/index.js';
+import type { Action, InboundMessage, MessageOutEvent, PluginManifest, SkillResult } from '../../sdk/index.js';
 import { createHooks, tapOwners } from '../../kernel/hooks/catalogue.js';
 import { startKernel, type Kernel } from '../../kernel/kernel.js';
 import { LogSink } from '../../kernel/log.js';
@@ -29,8 +29,8 @@ interface Driver {
   messageOut?: unknown;
 }
 
-const INBOUND: InboundMessage = { channel: 'fake', userId: 'u1', text: 'hello in' };
-const OUTBOUND: OutboundMessage = { channel: 'fake', to: 'u1', text: 'hello out' };
+const INBOUND: InboundMessage = { channel: 'fake', messageId: 'm1', chatId: 'c1', userId: 'u1', text: 'hello in' };
+const OUTBOUND: MessageOutEvent = { channel: 'fake', to: 'u1', text: 'hello out' };
 
 /** Provides the agent: each action calls a skill, emits every hook a plugin may emit, and completes. */
 function driver(d: Driver): PluginCandidate {
