@@ -96,6 +96,7 @@ export function createDispatcher(deps: DispatchDeps) {
         ...(opts.action ? { action: opts.action } : {}),
         signal: opts.signal ?? NEVER,
         log,
+        use: (capability) => registry.use(capability),
       });
       result = { success: true, result: stringifyResult(value), executionTime: round(performance.now() - started) };
     } catch (e) {
