@@ -82,11 +82,11 @@ describe('gateway REST', () => {
 
     const failed = await g.req('/api/skills/boom/execute', { method: 'POST', json: { parameters: { text: 'x' } } });
     expect(failed.status).toBe(200);
-    expect(await json(failed)).toEqual({ success: false, result: expect.stringContaining('kaboom'), executionTime: expect.any(Number) });
+    expect(await json(failed)).toEqual({ success: false, result: expect.stringContaining('kaboom'), executionTime: expect.any(Number), code: 'KEEL_E_SKILL_FAILED' });
 
     const unknown = await g.req('/api/skills/nope/execute', { method: 'POST', json: { parameters: {} } });
     expect(unknown.status).toBe(404);
-    expect(await json(unknown)).toEqual({ error: 'Not Found', message: expect.stringContaining('nope') });
+    expect(await json(unknown)).toEqual({ error: 'Not Found', message: expect.stringContaining('nope'), code: 'KEEL_E_SKILL_UNKNOWN' });
 
     const bad = await g.req('/api/skills/echo/execute', { method: 'POST', json: { parameters: { text: 5 } } });
     expect(bad.status).toBe(400);
@@ -100,7 +100,7 @@ describe('gateway REST', () => {
     expect((await g.req('/api/config/safeMode', { method: 'PUT', json: { value: true } })).status).toBe(200);
     const refused = await g.req('/api/skills/run_command/execute', { method: 'POST', json: { parameters: { text: 'ls' } } });
     expect(refused.status).toBe(403);
-    expect(await json(refused)).toEqual({ error: 'Forbidden', message: expect.stringMatching(/safe mode/i) });
+    expect(await json(refused)).toEqual({ error: 'Forbidden', message: expect.stringMatching(/safe mode/i), code: 'KEEL_E_SAFE_MODE' });
     expect((await g.req('/api/config/safeMode', { method: 'PUT', json: { value: false } })).status).toBe(200);
     const allowed = await g.req('/api/skills/run_command/execute', { method: 'POST', json: { parameters: { text: 'ls' } } });
     expect(await json(allowed)).toMatchObject({ success: true, result: 'ran ls' });

@@ -9,6 +9,7 @@ export const ErrorBody = Type.Object(
   {
     error: Type.String({ description: 'HTTP reason phrase, e.g. "Bad Request", "Not Found", "Unauthorized".' }),
     message: Type.String({ description: 'What went wrong and what to do about it.' }),
+    code: Type.Optional(Type.String({ description: 'The Keel error code (KEEL_E_*) when the error came from a skill call.' })),
   },
   { additionalProperties: false },
 );
@@ -44,6 +45,9 @@ export const ExecuteResult = Type.Object({
   success: Type.Boolean(),
   result: Type.String({ description: 'The skill result as text (objects JSON-serialised), or the failure message.' }),
   executionTime: Type.Number({ description: 'Milliseconds, with microsecond precision (e.g. 0.042).' }),
+  code: Type.Optional(
+    Type.String({ description: 'When success is false: the error code, KEEL_E_SKILL_FAILED or the code the skill raised (e.g. KEEL_E_WEB_BLOCKED).' }),
+  ),
 });
 
 export const TaskBody = Type.Object(
