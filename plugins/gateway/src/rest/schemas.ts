@@ -29,7 +29,7 @@ export const AgentStatus = Type.Object(
 
 export const SkillDescriptor = Type.Object({
   name: Type.String(),
-  description: Type.String({ description: 'Text, then the skill flags that are set, e.g. "[isDeep: true, isParallelSafe: true]".' }),
+  description: Type.String({ description: 'Text, then the four skill flags with their values, e.g. "[isDeep: true, isResearch: false, isParallelSafe: true, isDangerous: false]", and "adminOnly: true" when set.' }),
   category: Type.String(),
   parameters: Type.Array(Type.String(), { description: 'Parameter names.' }),
 });
@@ -43,7 +43,7 @@ export const ExecuteBody = Type.Object(
 export const ExecuteResult = Type.Object({
   success: Type.Boolean(),
   result: Type.String({ description: 'The skill result as text (objects JSON-serialised), or the failure message.' }),
-  executionTime: Type.Number({ description: 'Milliseconds, with microsecond precision (e.g. 0.042).' }),
+  executionTime: Type.Integer({ minimum: 0, description: 'Whole milliseconds (SPEC).' }),
 });
 
 export const TaskBody = Type.Object(
