@@ -154,6 +154,7 @@ export const SecurityBody = Type.Object(
   },
   { additionalProperties: false, minProperties: 1 },
 );
+export const OpenApiDoc = Type.Object({ openapi: Type.String() }, { additionalProperties: true, description: 'An OpenAPI 3.1 document.' });
 export const Done = Type.Object({ success: Type.Boolean(), message: Type.String() });
 
 /** Error responses a route documents, by status. */
