@@ -93,6 +93,11 @@ export interface PluginContext {
    * `messageOut` (channels; waterfalls, so the possibly rewritten message comes back).
    */
   emit<K extends EmittableHook>(hook: K, ...args: HookArgs<K>): K extends 'messageIn' | 'messageOut' ? Promise<HookArgs<K>[0]> : void;
+  /**
+   * Every running provider of a capability whose name starts with `prefix`, in name order.
+   * @example for (const c of ctx.capabilities<ChannelCapability>('channel:')) console.log(c.name, c.impl.status());
+   */
+  capabilities<T = unknown>(prefix: string): Array<{ name: string; plugin: string; impl: T }>;
   /** Offer an implementation of a capability this manifest lists in `provides`. */
   provide<T>(capability: string, impl: T): void;
   /** Aborted when the plugin is being stopped. */
@@ -236,11 +241,5 @@ export interface ConnectionStatus {
   guilds?: number;
 }
 
-/** Capability `channel:<name>` (`channel:chatA`, ...): a chat channel. */
-export interface ChannelCapability {
-  name: string;
-  status(): ConnectionStatus;
-}
-
-/** The channel names of SPEC, in the order the gateway lists them. */
+/** The channel names of SPEC, in the order the gateway lists them (running channels: `ctx.capabilities('channel:')`). */
 export const CHANNEL_NAMES = ['chatA', 'chatB', 'chatC', 'chatD', 'email', 'gateway-chat'] as const;

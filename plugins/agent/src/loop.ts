@@ -22,6 +22,7 @@ import type {
 import type { Router } from './router.js';
 import { selectSkills, toToolSpec, type CatalogueSkill, type RoutingRule } from './tools.js';
 import { bringsOutsideContent, startsUntrusted } from './trust.js';
+import { errorMessage } from '../../../sdk/errors.js';
 
 export const DEFAULT_MAX_STEPS = 10;
 export const OBSERVATION_CAP = 4000;
@@ -116,7 +117,7 @@ export async function runAction(d: LoopDeps, action: Action, signal: AbortSignal
         messages.push({ role: 'system', content: `<memory_context untrusted="true">\n${text.replace(/<\/?memory_context/gi, (m) => m.replace('<', '&lt;'))}\n</memory_context>` });
       }
     } catch (e) {
-      ctx.log.warn(`Memory context unavailable for ${action.id}: ${e instanceof Error ? e.message : String(e)}`);
+      ctx.log.warn(`Memory context unavailable for ${action.id}: ${errorMessage(e)}`);
     }
   }
   messages.push({ role: 'user', content: `Task (action ${action.id}, from ${action.source}):\n${action.task}` });
@@ -196,7 +197,7 @@ function safeEmit(ctx: PluginContext, fire: () => void): void {
   try {
     fire();
   } catch (e) {
-    ctx.log.warn(`A hook tap failed: ${e instanceof Error ? e.message : String(e)}`);
+    ctx.log.warn(`A hook tap failed: ${errorMessage(e)}`);
   }
 }
 
@@ -205,6 +206,6 @@ async function deliver(ctx: PluginContext, messaging: MessagingSeam | undefined,
   try {
     await messaging.reply(action, text);
   } catch (e) {
-    ctx.log.warn(`Could not send the answer of ${action.id} back to ${action.source}: ${e instanceof Error ? e.message : String(e)}`);
+    ctx.log.warn(`Could not send the answer of ${action.id} back to ${action.source}: ${errorMessage(e)}`);
   }
 }

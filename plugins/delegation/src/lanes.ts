@@ -8,7 +8,7 @@
  * parent is cancelled, the child is cancelled.
  */
 import type { Action, Actor, Json, KernelInfoCapability, PluginContext, SkillCallContext } from '../../../sdk/index.js';
-import { forbiddenError } from '../../../sdk/index.js';
+import { forbiddenError, errorMessage } from '../../../sdk/index.js';
 import { MAX_DEPTH } from '../manifest.js';
 import type { DelegatedTask, DelegationStore } from './store.js';
 
@@ -124,7 +124,7 @@ export class LaneDelegator {
     try {
       this.store.patchTask(id, patch);
     } catch (e) {
-      this.ctx.log.warn(`Delegation: could not record ${id}: ${e instanceof Error ? e.message : String(e)}`);
+      this.ctx.log.warn(`Delegation: could not record ${id}: ${errorMessage(e)}`);
     }
   }
 
@@ -242,7 +242,7 @@ export class LaneDelegator {
         const now = this.ctx.queue.get(id);
         if (now && (now.status === 'completed' || now.status === 'failed')) return finish(now);
         finish({ ...(now ?? ({ id } as Action)), status: 'failed', error: why } as Action);
-        void this.ctx.queue.cancel(id, why).catch((e) => this.ctx.log.warn(`Delegation: could not cancel ${id}: ${e instanceof Error ? e.message : String(e)}`));
+        void this.ctx.queue.cancel(id, why).catch((e) => this.ctx.log.warn(`Delegation: could not cancel ${id}: ${errorMessage(e)}`));
       };
       const onAbort = () => giveUp('the delegating action was cancelled');
       const timer = setTimeout(() => giveUp(`timed out after ${waitMs} ms`), waitMs);

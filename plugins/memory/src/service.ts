@@ -12,6 +12,7 @@ import { channelOf, isAdmin, principal, sessionKey } from './scope.js';
 import { MemoryStore } from './store.js';
 import { cap, tokens } from './text.js';
 import { dot, extractiveSummary, hitOf, longEntry, scoreAll, unit, type RecallHit } from './entries.js';
+import { errorMessage } from '../../../sdk/errors.js';
 
 export { extractiveSummary, longEntry, type RecallHit };
 
@@ -246,7 +247,7 @@ export class MemoryService implements Required<MemoryCapability> {
   }
 
   private warn(e: unknown): void {
-    this.ctx.log.warn(`Memory not recorded: ${e instanceof Error ? e.message : String(e)}`);
+    this.ctx.log.warn(`Memory not recorded: ${errorMessage(e)}`);
   }
 
   // ------------------------------------------------------------------ consolidation
@@ -266,7 +267,7 @@ export class MemoryService implements Required<MemoryCapability> {
     this.consolidating.add(session);
     void this.track(
       this.consolidate(session, batch.slice(0, threshold))
-        .catch((e) => this.ctx.log.warn(`Consolidation failed: ${e instanceof Error ? e.message : String(e)}`))
+        .catch((e) => this.ctx.log.warn(`Consolidation failed: ${errorMessage(e)}`))
         .finally(() => {
           this.consolidating.delete(session);
           const next = [session, ...this.waiting];
@@ -303,7 +304,7 @@ export class MemoryService implements Required<MemoryCapability> {
           model = `${r.provider}/${r.model}`;
         }
       } catch (e) {
-        this.ctx.log.warn(`The fast model could not summarise memory (${e instanceof Error ? e.message : String(e)}); using an extractive summary.`);
+        this.ctx.log.warn(`The fast model could not summarise memory (${errorMessage(e)}); using an extractive summary.`);
       }
     }
     summary ??= extractiveSummary(sorted);
@@ -357,7 +358,7 @@ export class MemoryService implements Required<MemoryCapability> {
       try {
         return { mode: 'vector', hits: await this.vectorRecall(emb, query, limit, scope.entries, sections, signal) };
       } catch (e) {
-        const note = `vector search failed (${e instanceof Error ? e.message : String(e)}); keyword search used instead`;
+        const note = `vector search failed (${errorMessage(e)}); keyword search used instead`;
         return { mode: 'keyword', hits: this.keywordRecall(query, limit, scope.entries, sections), note };
       }
     }

@@ -4,6 +4,7 @@
 import { stat } from 'node:fs/promises';
 import { isAbsolute, relative, resolve } from 'node:path';
 import type { Actor, PluginContext } from '../../../sdk/index.js';
+import { PluginError } from '../../../sdk/errors.js';
 import { approverOf, describe } from './admin.js';
 import { analyze, type PolicyDecision } from './command-policy.js';
 import { formatResult, runArgv } from './exec.js';
@@ -18,10 +19,9 @@ export interface RunCommandArgs {
 
 /** An error whose message is meant for the agent as it is. */
 /** A refusal: dispatch reports it as KEEL_E_FORBIDDEN (the gateway as 403). */
-export class CommandError extends Error {
-  readonly code = 'KEEL_E_FORBIDDEN';
+export class CommandError extends PluginError<'KEEL_E_FORBIDDEN'> {
   constructor(message: string) {
-    super(message);
+    super('KEEL_E_FORBIDDEN', message);
     this.name = 'CommandError';
   }
 }
