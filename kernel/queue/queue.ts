@@ -88,12 +88,14 @@ export class ActionQueue {
   /** Debounced compaction: one timer, re-armed when it fires before the queue was quiet long enough. */
   private quietTimer: NodeJS.Timeout | undefined;
   private lastChangeAt = 0;
+  private readonly quietMs: number;
 
   private constructor(
     private readonly store: QueueStore,
     o: ActionQueueOptions,
   ) {
     this.owner = o.owner && !o.readOnly;
+    this.quietMs = o.readOnly ? 0 : (o.quietCompactMs ?? QUIET_COMPACT_MS);
     this.clock = o.clock ?? Date;
     this.log = o.log ?? consoleLog;
     this.state = new QueueState({ completedLimit: o.completedLimit ?? 100, failedLimit: o.failedLimit ?? 100 });
@@ -198,8 +200,8 @@ export class ActionQueue {
    * so that it shows the queue as it is. Costs a clock read per change, never a file write, so a push stays flat.
    */
   private noteChange(): void {
-    const quiet = this.o.quietCompactMs ?? QUIET_COMPACT_MS;
-    if (this.closed || this.o.readOnly || quiet <= 0) return;
+    const quiet = this.quietMs;
+    if (this.closed || quiet <= 0) return;
     this.lastChangeAt = performance.now();
     if (this.quietTimer) return;
     const arm = (ms: number) => {
