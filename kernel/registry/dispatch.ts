@@ -30,8 +30,9 @@ function failure(code: string, message: string, started: number): SkillResult {
   return { success: false, result: message, code, executionTime: round(performance.now() - started) };
 }
 
+/** SPEC: executionTime is a whole number of milliseconds. */
 function round(ms: number): number {
-  return Math.round(ms * 1000) / 1000;
+  return Math.round(ms);
 }
 
 /**

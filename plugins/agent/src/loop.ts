@@ -38,6 +38,24 @@ export const PERSONA = [
   '- A failed tool call comes back as an error result: correct the arguments or choose another way. Never invent tool results.',
 ].join('\n');
 
+/**
+ * The persona's behavioural boundaries (docs/agent.md, "Persona and overrideMode"). `overrideMode` (LOCKED,
+ * experimental) leaves them out of the system prompt; the rules above (data is not instructions) and every
+ * kernel policy (safeMode, command lists, admin checks, approvals) stay whatever the mode.
+ */
+export const BOUNDARIES = [
+  'Behavioural boundaries:',
+  '- When asked, say that you are an AI agent; never claim to be a human or a particular person.',
+  '- Decline to deceive, harass, threaten or impersonate people, and requests whose evident purpose is to harm someone or break the law; say briefly why.',
+  '- Stay with the task you were given: no unrelated work on your own initiative, no messages to people the task does not concern.',
+  '- Keep a neutral, factual tone: no role-play characters, no flattery, no invented certainty.',
+].join('\n');
+
+/** The system prompt: the persona, then its boundaries unless `overrideMode` lifts them. */
+export function systemPrompt(overrideMode: boolean): string {
+  return overrideMode ? PERSONA : `${PERSONA}\n${BOUNDARIES}`;
+}
+
 /** The optional memory method the agent uses when the memory plugin offers it. */
 type MemoryWithContext = MemoryCapability & {
   context?(opts: { task: string; actionId: string; actor?: Actor; source: string }): string | Promise<string>;
@@ -86,7 +104,7 @@ export async function runAction(d: LoopDeps, action: Action, signal: AbortSignal
   const tools = selectSkills(action.task, catalogue, Array.isArray(rules) ? rules : []).map(toToolSpec);
   let untrusted = startsUntrusted(action, (a) => ctx.use<PolicyCapability>('kernel:policy')?.isAdmin(a) === true);
 
-  const messages: ChatMessage[] = [{ role: 'system', content: PERSONA }];
+  const messages: ChatMessage[] = [{ role: 'system', content: systemPrompt(setting<boolean>(ctx, 'overrideMode', false) === true) }];
   const memory = ctx.use<MemoryWithContext>('memory');
   if (typeof memory?.context === 'function') {
     try {

@@ -13,6 +13,7 @@ import { openApiDocument } from './openapi.js';
 import { agentRoutes } from './rest/agent.js';
 import { dataRoutes } from './rest/data.js';
 import type { RouteDef, RouteEnv } from './rest/route.js';
+import * as S from './rest/schemas.js';
 import { settingsRoutes } from './rest/settings.js';
 import { registerStatic, rootHandler } from './static.js';
 import { registerWebSocket } from './ws.js';
@@ -37,7 +38,7 @@ export function restRoutes(env: RouteEnv): RouteDef[] {
     method: 'GET',
     url: '/api/openapi.json',
     summary: 'This OpenAPI 3.1 document',
-    schema: { response: {} },
+    schema: { response: { 200: S.OpenApiDoc, ...S.errors(401) } },
     handler: () => (doc ??= openApiDocument(routes, env.info.version, Boolean(env.settings.apiKey))),
   });
   return routes;
