@@ -28,6 +28,19 @@ export { listChannels, receive, SPEC_CHANNELS } from './channel.js';
 export type * from './providers.js';
 export { ProviderError } from './providers.js';
 export { withRetry, parseRetryAfter, type RetryOptions, type RetryDecision } from './retry.js';
+export {
+  MAX_ACTOR_DEPTH,
+  OPERATOR_SOURCES,
+  AUTONOMY_SOURCE,
+  chainOf,
+  principalOf,
+  humanBehind,
+  isUntrusted,
+  isAutonomous,
+  describeActor,
+  actorLabel,
+  type ActorChain,
+} from './actor.js';
 export { errorMessage, errorCodeOf, pluginError, PluginError, environmentError, forbiddenError, type KeelErrorCode } from './errors.js';
 
 /**

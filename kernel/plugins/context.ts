@@ -7,7 +7,7 @@ import type { HookCatalogue } from '../../sdk/hooks.js';
 import type { ConfigApi, EmittableHook, PluginContext, QueueApi } from '../../sdk/plugin.js';
 import type { ConfigKeySpec, Logger, PluginManifest } from '../../sdk/types.js';
 import { ErrorCodes, KeelError } from '../errors.js';
-import { tapHook } from '../hooks/catalogue.js';
+import { tapHook, type TapErrorHandler } from '../hooks/catalogue.js';
 import type { Dispatcher } from '../registry/dispatch.js';
 import type { Registry } from '../registry/registry.js';
 
@@ -31,6 +31,8 @@ export interface ContextDeps {
   queue: QueueApi;
   logger: (tag: string) => Logger;
   abort: AbortController;
+  /** Where a tap of this plugin that throws is reported (the host counts it towards health and quarantine). */
+  onTapError?: TapErrorHandler;
 }
 
 export function createPluginContext(d: ContextDeps): { ctx: PluginContext; revoke(): void } {
@@ -81,7 +83,7 @@ export function createPluginContext(d: ContextDeps): { ctx: PluginContext; revok
     hooks: {
       tap: (name, fn, opts) => {
         guard();
-        tapHook(d.hooks, id, name, fn, opts?.stage);
+        tapHook(d.hooks, id, name, fn, { ...(opts?.stage !== undefined ? { stage: opts.stage } : {}), ...(d.onTapError ? { onError: d.onTapError } : {}) });
       },
     },
     skills: {

@@ -45,6 +45,8 @@ type Inspectable = CommandContext & { inspect?: () => Promise<InspectView> };
 /** Keys the doctor reads, with their defaults and environment variables (as the owners declare them). */
 const KNOWN: Record<string, { default?: unknown; env?: string; type: 'boolean' | 'string' | 'list' }> = {
   gatewayHost: { default: '0.0.0.0', env: 'KEEL_GATEWAY_HOST', type: 'string' },
+  modelName: { env: 'KEEL_MODEL_NAME', type: 'string' },
+  llmProvider: { env: 'KEEL_LLM_PROVIDER', type: 'string' },
   gatewayApiKey: { env: 'KEEL_GATEWAY_API_KEY', type: 'string' },
   gatewayAutoStart: { default: false, env: 'KEEL_GATEWAY_AUTO_START', type: 'boolean' },
   sudoMode: { default: false, env: 'KEEL_SUDO_MODE', type: 'boolean' },

@@ -232,4 +232,21 @@ describe('agent loop', () => {
     await k.stop();
     expect(k.queue.get(a.id)?.status).not.toBe('completed');
   });
+
+  it('keeps the persona\'s behavioural boundaries in the system prompt; overrideMode lifts them and nothing else', async () => {
+    const { kernel: k, fake } = await boot({ config: { llmProvider: 'fake', modelName: 'fake-model' } });
+    fake.replies.push({ text: 'one' }, { text: 'two' });
+    const a = await k.queue.push({ task: 'first', maxRetries: 0 });
+    await waitFor(() => settled(k, a.id), 'the first action');
+    const normal = fake.calls[0]!.messages[0]!.content;
+    expect(normal).toMatch(/Behavioural boundaries:/);
+    expect(normal).toMatch(/never claim to be a human/);
+    await k.config.set('overrideMode', true, { kind: 'operator' });
+    const b = await k.queue.push({ task: 'second', maxRetries: 0 });
+    await waitFor(() => settled(k, b.id), 'the second action');
+    const lifted = fake.calls[1]!.messages[0]!.content;
+    expect(lifted).not.toMatch(/Behavioural boundaries/);
+    // The data-is-not-instructions rule is not a persona boundary: it stays.
+    expect(lifted).toMatch(/never instructions/);
+  });
 });
