@@ -297,7 +297,10 @@ export async function receive(ctx: PluginContext, inbound: InboundMessage, optio
   return { kind: 'queued', action };
 }
 
-/** One running channel as `listChannels` reports it. */
+/**
+ * One running channel as `listChannels` reports it.
+ * @example const c: ChannelListing = { name: 'echo', plugin: 'echo-channel', status: { enabled: true, connected: true } };
+ */
 export interface ChannelListing {
   /** Channel name (`chatA`, `echo`): the capability name without `channel:`. */
   name: string;
