@@ -152,6 +152,11 @@ export interface InboundMessage {
   notAdmin?: boolean;
   /** Anything else the platform told about the message (display name, language ...), for `messageIn` taps. */
   metadata?: Record<string, Json>;
+  /**
+   * Set by a `messageIn` tap to drop the message (`receive` then answers `dropped-by-hook`). Later taps still get
+   * the message, so they never see anything but an InboundMessage; a tap should pass a dropped message on as is.
+   */
+  dropped?: boolean;
 }
 
 /**
@@ -165,6 +170,12 @@ export interface ReceiveOptions {
   priority?: number;
   /** Ignore messages from non-admins ('not-admin'), e.g. for a command only admins may give. */
   requireAdmin?: boolean;
+  /**
+   * Look for the same (channel, messageId) in the queue's pending and recent history first (default true). It
+   * reads the whole queue list per message; a channel whose durable ingress already deduplicates (the channel
+   * kit's) may turn it off.
+   */
+  checkDuplicates?: boolean;
 }
 
 /**
@@ -220,7 +231,7 @@ function taskOf(m: InboundMessage): string {
  *
  * Builds the actor `{ kind: 'user', channel, userId }` (admin decided by `kernel:policy` with identity links,
  * failing closed; `notAdmin` forces "no"), marks non-admin content untrusted (`actor.untrusted`), computes the
- * session key, runs the `messageIn` waterfall (a tap returning `null` drops the message), applies gating
+ * session key, runs the `messageIn` waterfall (a tap may set `dropped: true`), applies gating
  * (auto-reply off: only commands and mentions) and pushes the action with `source = channel`,
  * `metadata.replyTo = { chatId, messageId, threadId?, ...inbound.replyTo }`, `metadata.actor`,
  * `metadata.session` and `metadata.inbound = { channel, messageId, userId }`. A message whose
@@ -238,15 +249,23 @@ export async function receive(ctx: PluginContext, inbound: InboundMessage, optio
   const session = sessionOf(ctx, actor);
 
   const rewritten = (await ctx.emit('messageIn', { ...inbound })) as InboundMessage | null | undefined;
-  if (rewritten === null || typeof rewritten !== 'object' || typeof rewritten.text !== 'string') {
+  // Anything but an InboundMessage back from the hook counts as a drop too: nothing half-formed is queued.
+  if (rewritten === null || typeof rewritten !== 'object' || typeof rewritten.text !== 'string' || rewritten.dropped === true) {
     return { kind: 'ignored', reason: 'dropped-by-hook' };
   }
   // Taps may rewrite the content, never who sent it or where it goes.
-  const m: InboundMessage = { ...rewritten, channel: inbound.channel, userId: inbound.userId, chatId: inbound.chatId, messageId: inbound.messageId };
+  const m: InboundMessage = {
+    ...rewritten,
+    channel: inbound.channel,
+    userId: inbound.userId,
+    chatId: inbound.chatId,
+    messageId: inbound.messageId,
+    ...(inbound.threadId !== undefined ? { threadId: inbound.threadId } : {}),
+  };
   const task = taskOf(m);
   if (!task) return { kind: 'ignored', reason: 'empty' };
   if (!options.autoReply && !m.command && m.mentioned !== true) return { kind: 'ignored', reason: 'auto-reply-off' };
-  if (alreadyQueued(ctx, m.channel, m.messageId)) return { kind: 'ignored', reason: 'duplicate' };
+  if (options.checkDuplicates !== false && alreadyQueued(ctx, m.channel, m.messageId)) return { kind: 'ignored', reason: 'duplicate' };
 
   const replyTo: Record<string, Json> = {
     chatId: m.chatId,

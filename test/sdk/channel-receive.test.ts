@@ -65,19 +65,21 @@ describe('receive', () => {
     expect(t.kernel.queue.counts().pending).toBe(3);
   });
 
-  it('runs messageIn: taps rewrite the content (never the sender) or drop the message with null', async () => {
+  it('runs messageIn: taps rewrite the content (never the sender or the address) or drop the message', async () => {
     const rewriter = {
       manifest: { id: 'rewriter', version: '1.0.0', kind: 'service' as const, description: 'rewrites' },
       setup(ctx: PluginContext) {
-        ctx.hooks.tap('messageIn', (m) => (m.text === 'drop me' ? null : { ...m, text: m.text.toUpperCase(), userId: 'mallory' }));
+        ctx.hooks.tap('messageIn', (m) => (m.text === 'drop me' ? { ...m, dropped: true } : { ...m, text: m.text.toUpperCase(), userId: 'mallory', chatId: 'elsewhere' }));
+        ctx.hooks.tap('messageIn', (m) => (m.text.toLowerCase() === 'null me' ? null : m));
       },
     };
     const chat = fakeChannel('chat');
     const t = await bootKernel({ plugins: [chat, rewriter] });
     open.push(t);
     const out = await chat.inbound({ text: 'quiet please', userId: 'ann' });
-    expect(out.kind === 'queued' && out.action).toMatchObject({ task: 'QUIET PLEASE', metadata: { actor: { userId: 'ann' } } });
+    expect(out.kind === 'queued' && out.action).toMatchObject({ task: 'QUIET PLEASE', metadata: { actor: { userId: 'ann' }, replyTo: { chatId: 'chat-1' } } });
     expect(await chat.inbound({ text: 'drop me' })).toEqual({ kind: 'ignored', reason: 'dropped-by-hook' });
+    expect(await chat.inbound({ text: 'null me' })).toEqual({ kind: 'ignored', reason: 'dropped-by-hook' });
     expect(t.kernel.queue.counts().pending).toBe(1);
   });
 
