@@ -26,6 +26,7 @@ export { CHANNEL_NAMES } from './plugin.js';
 export type * from './providers.js';
 export { ProviderError } from './providers.js';
 export { withRetry, parseRetryAfter, type RetryOptions, type RetryDecision } from './retry.js';
+export { namespaceSupport, type NamespaceKind, type NamespaceSupport } from './namespaces.js';
 
 /**
  * Declare a plugin. Identity function that gives type checking.
