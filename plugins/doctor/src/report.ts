@@ -4,6 +4,7 @@
  */
 import { statfs } from 'node:fs/promises';
 import { namespaceSupport, type ConnectionStatus, type LogEntry } from '../../../sdk/index.js';
+import { errorMessage } from '../../../sdk/errors.js';
 
 export type Level = 'ok' | 'warn' | 'error';
 export type Area = 'kernel' | 'plugins' | 'disk' | 'config' | 'connections' | 'errors' | 'security';
@@ -114,13 +115,35 @@ export async function buildReport(src: DoctorSources, now = new Date()): Promise
     else if (free < LOW_DISK_WARN) add('disk', 'warn', `${humanBytes(free)} free where $KEEL_HOME lives (${src.home}); below 1 GiB.`, 'free disk space, or move KEEL_HOME to a larger disk');
     else add('disk', 'ok', `${humanBytes(free)} free where $KEEL_HOME lives.`);
   } catch (e) {
-    add('disk', 'warn', `Free space of ${src.home} is unknown: ${e instanceof Error ? e.message : String(e)}.`);
+    add('disk', 'warn', `Free space of ${src.home} is unknown: ${errorMessage(e)}.`);
   }
 
   // ---------------------------------------------------------------- config
   if (src.configProblems) {
     for (const p of src.configProblems) add('config', 'warn', p, 'correct the value with keel config set <key> <value> (see keel config get <key>)');
     if (src.configProblems.length === 0) add('config', 'ok', 'No configuration problems reported.');
+  }
+
+  // ---------------------------------------------------------------- model
+  // The first thing a new user runs into: without a model every pushed action waits.
+  if (src.declared('modelName')) {
+    const model = src.get('modelName');
+    const provider = src.get('llmProvider');
+    const remembered = src.get('providerModelNames');
+    const fromProvider =
+      typeof provider === 'string' && remembered && typeof remembered === 'object' && typeof (remembered as Record<string, unknown>)[provider] === 'string';
+    if ((typeof model !== 'string' || model === '') && !fromProvider) {
+      add(
+        'config',
+        'error',
+        'No model is configured: modelName is not set, so every queued action waits. Set modelName and the API key of its provider ' +
+          '(providerAApiKey, providerBApiKey, providerCApiKey, providerDAccessKeyId/providerDSecretAccessKey, providerEApiKey ... providerKApiKey), ' +
+          'or run a local model with providerG (Ollama: providerGEnabled true, providerGApiUrl) and set modelName to it.',
+        'keel config set providerAApiKey <key> && keel config set modelName gpt-4o-mini   (local: keel config set providerGEnabled true && keel config set modelName llama3.2)',
+      );
+    } else {
+      add('config', 'ok', `Model: ${typeof model === 'string' && model ? model : `${String(provider)}'s last model`}.`);
+    }
   }
 
   // ---------------------------------------------------------------- connections
