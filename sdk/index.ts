@@ -28,6 +28,7 @@ export { listChannels, receive, SPEC_CHANNELS } from './channel.js';
 export type * from './providers.js';
 export { ProviderError } from './providers.js';
 export { withRetry, parseRetryAfter, type RetryOptions, type RetryDecision } from './retry.js';
+export { namespaceSupport, type NamespaceKind, type NamespaceSupport } from './namespaces.js';
 export {
   MAX_ACTOR_DEPTH,
   OPERATOR_SOURCES,
