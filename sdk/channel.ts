@@ -171,7 +171,7 @@ export interface ReceiveOptions {
   /** Ignore messages from non-admins ('not-admin'), e.g. for a command only admins may give. */
   requireAdmin?: boolean;
   /**
-   * Refuse a (channel, messageId) this kernel already queued (default true): the queue's kept history is read
+   * Refuse a (channel, messageId) this kernel already saw (default true): the queue's kept history is read
    * once, then the keys are remembered in memory (the newest 20,000). A channel whose durable ingress already
    * deduplicates (the channel kit's) may turn it off.
    */
@@ -249,13 +249,12 @@ function taskOf(m: InboundMessage): string {
  * Turn one inbound platform message into an action: the one path every channel uses.
  *
  * Builds the actor `{ kind: 'user', channel, userId }` (admin decided by `kernel:policy` with identity links,
- * failing closed; `notAdmin` forces "no"), marks non-admin content untrusted (`actor.untrusted`), computes the
- * session key, runs the `messageIn` waterfall (a tap may set `dropped: true`), applies gating
+ * failing closed; `notAdmin` forces "no"), marks non-admin content untrusted (`actor.untrusted`), refuses a
+ * (channel, messageId) this kernel already saw (`duplicate`: still in the queue's kept history, or received since
+ * start, also when both deliveries arrive at once), computes the session key, runs the `messageIn` waterfall (a tap may set `dropped: true`), applies gating
  * (auto-reply off: only commands and mentions) and pushes the action with `source = channel`,
  * `metadata.replyTo = { chatId, messageId, threadId?, ...inbound.replyTo }`, `metadata.actor`,
- * `metadata.session` and `metadata.inbound = { channel, messageId, userId }`. A message whose
- * (channel, messageId) this kernel already queued (still in the queue's kept history, or received since start)
- * is `duplicate`, also when both deliveries arrive at once.
+ * `metadata.session` and `metadata.inbound = { channel, messageId, userId }`.
  *
  * @example
  * const out = await receive(ctx, { channel: 'echo', messageId: '1', chatId: 'c1', userId: 'u1', text: 'hi' },
@@ -266,6 +265,12 @@ export async function receive(ctx: PluginContext, inbound: InboundMessage, optio
   const untrusted = !admin || inbound.forceUntrusted === true;
   const actor: Actor = { kind: 'user', channel: inbound.channel, userId: inbound.userId, ...(untrusted ? { untrusted: true } : {}) };
   if (options.requireAdmin && !admin) return { kind: 'ignored', reason: 'not-admin' };
+  // Before messageIn, so a redelivered message has no side effects in the taps (contact counters ...). The key is
+  // reserved at once: the same message delivered twice at the same moment is let through once.
+  const key = inboundKey(inbound.channel, inbound.messageId);
+  const seen = options.checkDuplicates === false ? undefined : seenKeys(ctx);
+  if (seen?.has(key)) return { kind: 'ignored', reason: 'duplicate' };
+  if (seen) remember(seen, key);
   const session = sessionOf(ctx, actor);
 
   const rewritten = (await ctx.emit('messageIn', { ...inbound })) as InboundMessage | null | undefined;
@@ -285,11 +290,6 @@ export async function receive(ctx: PluginContext, inbound: InboundMessage, optio
   const task = taskOf(m);
   if (!task) return { kind: 'ignored', reason: 'empty' };
   if (!options.autoReply && !m.command && m.mentioned !== true) return { kind: 'ignored', reason: 'auto-reply-off' };
-  const key = inboundKey(m.channel, m.messageId);
-  const seen = options.checkDuplicates === false ? undefined : seenKeys(ctx);
-  if (seen?.has(key)) return { kind: 'ignored', reason: 'duplicate' };
-  // Reserved before the push, so the same message delivered twice at once is queued once.
-  if (seen) remember(seen, key);
 
   const replyTo: Record<string, Json> = {
     chatId: m.chatId,

@@ -66,9 +66,14 @@ describe('receive', () => {
   });
 
   it('runs messageIn: taps rewrite the content (never the sender or the address) or drop the message', async () => {
+    let tapped = 0;
     const rewriter = {
       manifest: { id: 'rewriter', version: '1.0.0', kind: 'service' as const, description: 'rewrites' },
       setup(ctx: PluginContext) {
+        ctx.hooks.tap('messageIn', (m) => {
+          tapped++;
+          return m;
+        });
         ctx.hooks.tap('messageIn', (m) => (m.text === 'drop me' ? { ...m, dropped: true } : { ...m, text: m.text.toUpperCase(), userId: 'mallory', chatId: 'elsewhere' }));
         ctx.hooks.tap('messageIn', (m) => (m.text.toLowerCase() === 'null me' ? null : m));
       },
@@ -80,6 +85,10 @@ describe('receive', () => {
     expect(out.kind === 'queued' && out.action).toMatchObject({ task: 'QUIET PLEASE', metadata: { actor: { userId: 'ann' }, replyTo: { chatId: 'chat-1' } } });
     expect(await chat.inbound({ text: 'drop me' })).toEqual({ kind: 'ignored', reason: 'dropped-by-hook' });
     expect(await chat.inbound({ text: 'null me' })).toEqual({ kind: 'ignored', reason: 'dropped-by-hook' });
+    // A redelivery is refused before the taps run: they see each platform message once.
+    expect(tapped).toBe(3);
+    expect(await chat.inbound({ text: 'quiet please', messageId: 'chat-in-1' })).toEqual({ kind: 'ignored', reason: 'duplicate' });
+    expect(tapped).toBe(3);
     expect(t.kernel.queue.counts().pending).toBe(1);
   });
 
