@@ -8,7 +8,7 @@ import { basename, dirname, join } from 'node:path';
 import type { HookCatalogue } from '../sdk/hooks.js';
 import type { AgentCapability, KernelInfoCapability, PolicyCapability, QueueApi } from '../sdk/plugin.js';
 import { isAdmin, sessionKey } from './policy/index.js';
-import type { Action, Actor, ConfigKeySpec, Logger } from '../sdk/types.js';
+import type { Actor, ConfigKeySpec, Logger } from '../sdk/types.js';
 import { ConfigStore, KeyRegistry, KERNEL_KEYS } from './config/index.js';
 import { errorMessage } from './errors.js';
 import { createHooks } from './hooks/catalogue.js';

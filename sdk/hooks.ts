@@ -14,6 +14,7 @@ import type {
   AsyncSeriesWaterfallHook,
   SyncHook,
 } from 'tapable';
+import type { InboundMessage } from './channel.js';
 import type { Action, Actor, Json, SkillResult } from './types.js';
 
 export interface ActionOutcome {
@@ -46,16 +47,8 @@ export interface ObservationEvent {
   result: string;
 }
 
-export interface InboundMessage {
-  channel: string;
-  userId: string;
-  text: string;
-  chatId?: string;
-  messageId?: string;
-  metadata?: Record<string, Json>;
-}
-
-export interface OutboundMessage {
+/** What a `messageOut` tap sees (and may rewrite) before a channel sends. */
+export interface MessageOutEvent {
   channel: string;
   to: string;
   text: string;
@@ -90,10 +83,10 @@ export interface HookCatalogue {
   afterSkill: AsyncSeriesHook<[SkillCall, SkillResult]>;
   /** A skill result the agent observes. */
   observation: SyncHook<[ObservationEvent]>;
-  /** A message arrived on a channel; taps may rewrite it. */
+  /** A message arrived on a channel (fired by `receive`); taps may rewrite it, or return null to drop it. */
   messageIn: AsyncSeriesWaterfallHook<[InboundMessage]>;
   /** A message is about to leave on a channel; taps may rewrite it. */
-  messageOut: AsyncSeriesWaterfallHook<[OutboundMessage]>;
+  messageOut: AsyncSeriesWaterfallHook<[MessageOutEvent]>;
   /** A configuration value changed. */
   configChanged: SyncHook<[ConfigChangeEvent]>;
   pluginLoaded: SyncHook<[PluginEvent]>;

@@ -93,6 +93,11 @@ export interface PluginContext {
    * `messageOut` (channels; waterfalls, so the possibly rewritten message comes back).
    */
   emit<K extends EmittableHook>(hook: K, ...args: HookArgs<K>): K extends 'messageIn' | 'messageOut' ? Promise<HookArgs<K>[0]> : void;
+  /**
+   * Every running provider of a capability whose name starts with `prefix`, in name order.
+   * @example for (const c of ctx.capabilities<ChannelCapability>('channel:')) console.log(c.name, c.impl.status());
+   */
+  capabilities<T = unknown>(prefix: string): Array<{ name: string; plugin: string; impl: T }>;
   /** Offer an implementation of a capability this manifest lists in `provides`. */
   provide<T>(capability: string, impl: T): void;
   /** Aborted when the plugin is being stopped. */
@@ -137,6 +142,12 @@ export interface InspectView {
   keys: Array<{ key: string; owner: string; policy: PolicyClass; secret: boolean }>;
   plugins: Array<{ id: string; state: string; reason?: string }>;
   configProblems: string[];
+  /**
+   * The unmasked value of a secret key this plugin's manifest lists in `permissions.secrets` (undefined for any
+   * other key): for commands acting as the local operator, e.g. `keel ui` reading the key of its own gateway.
+   * @example const key = (await c.inspect()).secret?.('gatewayApiKey');
+   */
+  secret?(key: string): string | undefined;
 }
 
 /** A kernel started from a command. */
@@ -236,11 +247,5 @@ export interface ConnectionStatus {
   guilds?: number;
 }
 
-/** Capability `channel:<name>` (`channel:chatA`, ...): a chat channel. */
-export interface ChannelCapability {
-  name: string;
-  status(): ConnectionStatus;
-}
-
-/** The channel names of SPEC, in the order the gateway lists them. */
+/** The channel names of SPEC, in the order the gateway lists them (running channels: `ctx.capabilities('channel:')`). */
 export const CHANNEL_NAMES = ['chatA', 'chatB', 'chatC', 'chatD', 'email', 'gateway-chat'] as const;

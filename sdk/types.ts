@@ -229,6 +229,8 @@ export interface PluginManifest {
   provides?: string[];
   permissions?: PluginPermissions;
   cli?: CliCommandSpec[];
+  /** Channel plugins: the channel's name and the form of its user ids (validates `adminUsers.<name>`). */
+  channel?: { name: string; userIdPattern: string; userIdExample: string };
 }
 
 // ---------------------------------------------------------------- logging

@@ -276,7 +276,7 @@ export class ConfigStore implements ConfigApi {
     const outcome: AppliedChange = { status: 'applied', key, value: shown };
     const r = this.layers.resolve(key);
     if (r && (r.layer === 'env' || r.layer === 'override')) {
-      outcome.shadowedBy = r.layer === 'env' ? { layer: 'env', name: r.envName } : { layer: 'override' };
+      outcome.shadowedBy = r.layer === 'env' ? { layer: 'env', ...(r.envName !== undefined ? { name: r.envName } : {}) } : { layer: 'override' };
       outcome.message =
         r.layer === 'env'
           ? `${key} was saved to ${this.path}, but the environment variable ${r.envName} overrides it while it is set`

@@ -92,6 +92,7 @@ export function createPluginContext(d: ContextDeps): { ctx: PluginContext; revok
     },
     queue: d.queue,
     use: (cap) => d.registry.use(cap),
+    capabilities: (prefix) => d.registry.withPrefix(prefix),
     emit: ((name: EmittableHook, ...args: unknown[]) => {
       guard();
       if (name === 'messageIn' || name === 'messageOut') {

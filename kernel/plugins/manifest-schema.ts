@@ -47,6 +47,16 @@ export const ManifestSchema = Type.Object({
       secrets: Type.Optional(Type.Array(Type.String())),
     }),
   ),
+  channel: Type.Optional(
+    Type.Object(
+      {
+        name: Type.String({ pattern: '^[A-Za-z][A-Za-z0-9_-]{0,31}$' }),
+        userIdPattern: Type.String({ minLength: 1 }),
+        userIdExample: Type.String({ minLength: 1 }),
+      },
+      { additionalProperties: false },
+    ),
+  ),
   cli: Type.Optional(
     Type.Array(
       Type.Object({

@@ -84,7 +84,7 @@ export class ActionQueue {
 
   private constructor(
     private readonly store: QueueStore,
-    private readonly o: ActionQueueOptions,
+    o: ActionQueueOptions,
   ) {
     this.owner = o.owner && !o.readOnly;
     this.clock = o.clock ?? Date;

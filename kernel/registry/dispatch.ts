@@ -3,6 +3,7 @@
  * a failing handler are distinct outcomes, each with its own code; dispatch never throws.
  */
 import { performance } from 'node:perf_hooks';
+import { describeActor } from '../../sdk/actor.js';
 import type { HookCatalogue, SkillCall } from '../../sdk/hooks.js';
 import type { Action, Actor, ConfigView, Logger, SkillResult } from '../../sdk/types.js';
 import { ErrorCodes, errorCode, errorMessage, type ErrorCode } from '../errors.js';
@@ -98,10 +99,6 @@ export function createDispatcher(deps: DispatchDeps) {
     }
     return result;
   };
-}
-
-export function describeActor(a: Actor): string {
-  return a.kind === 'operator' ? `operator (${a.channel})` : `${a.kind} ${a.channel}:${a.userId ?? '?'}`;
 }
 
 export type Dispatcher = ReturnType<typeof createDispatcher>;

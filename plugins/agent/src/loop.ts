@@ -16,17 +16,18 @@ import type {
   ChatMessage,
   MemoryCapability,
   PluginContext,
+  PolicyCapability,
   SkillResult,
   ToolCall,
 } from '../../../sdk/index.js';
 import type { Router } from './router.js';
 import { selectSkills, toToolSpec, type CatalogueSkill, type RoutingRule } from './tools.js';
 import { bringsOutsideContent, startsUntrusted } from './trust.js';
+import { errorMessage } from '../../../sdk/errors.js';
+import { AUTONOMY_SOURCE, OPERATOR_SOURCES } from '../../../sdk/actor.js';
 
 export const DEFAULT_MAX_STEPS = 10;
 export const OBSERVATION_CAP = 4000;
-/** Sources where the operator is at the keyboard; any other source is a channel the answer goes back to. */
-export const OPERATOR_SOURCES: ReadonlySet<string> = new Set(['cli', 'gateway', 'ws', 'scheduler', 'autonomy']);
 
 export const PERSONA = [
   'You are Keel, an autonomous agent. Carry out the task by calling the tools offered, then reply with a short final answer in plain text; a reply without tool calls ends the task.',
@@ -81,13 +82,14 @@ export async function runAction(d: LoopDeps, action: Action, signal: AbortSignal
   const rules = setting<RoutingRule[]>(ctx, 'skillRoutingRules', []);
   const feedback = setting(ctx, 'progressFeedbackEnabled', true);
   const typingOnly = setting(ctx, 'progressFeedbackTypingOnly', false);
-  const channelAction = !OPERATOR_SOURCES.has(action.source);
+  // Operator sources and autonomy have no chat to answer; any other source is a channel the answer goes back to.
+  const channelAction = !OPERATOR_SOURCES.has(action.source) && action.source !== AUTONOMY_SOURCE;
   const messaging = channelAction ? ctx.use<MessagingSeam>('messaging') : undefined;
 
   const catalogue: CatalogueSkill[] = ctx.skills.list();
   const byName = new Map(catalogue.map((s) => [s.name, s]));
   const tools = selectSkills(action.task, catalogue, Array.isArray(rules) ? rules : []).map(toToolSpec);
-  let untrusted = startsUntrusted(action, ctx.config);
+  let untrusted = startsUntrusted(action, (a) => ctx.use<PolicyCapability>('kernel:policy')?.isAdmin(a) === true);
 
   const messages: ChatMessage[] = [{ role: 'system', content: PERSONA }];
   const memory = ctx.use<MemoryWithContext>('memory');
@@ -98,7 +100,7 @@ export async function runAction(d: LoopDeps, action: Action, signal: AbortSignal
         messages.push({ role: 'system', content: `<memory_context untrusted="true">\n${text.replace(/<\/?memory_context/gi, (m) => m.replace('<', '&lt;'))}\n</memory_context>` });
       }
     } catch (e) {
-      ctx.log.warn(`Memory context unavailable for ${action.id}: ${e instanceof Error ? e.message : String(e)}`);
+      ctx.log.warn(`Memory context unavailable for ${action.id}: ${errorMessage(e)}`);
     }
   }
   messages.push({ role: 'user', content: `Task (action ${action.id}, from ${action.source}):\n${action.task}` });
@@ -178,7 +180,7 @@ function safeEmit(ctx: PluginContext, fire: () => void): void {
   try {
     fire();
   } catch (e) {
-    ctx.log.warn(`A hook tap failed: ${e instanceof Error ? e.message : String(e)}`);
+    ctx.log.warn(`A hook tap failed: ${errorMessage(e)}`);
   }
 }
 
@@ -187,6 +189,6 @@ async function deliver(ctx: PluginContext, messaging: MessagingSeam | undefined,
   try {
     await messaging.reply(action, text);
   } catch (e) {
-    ctx.log.warn(`Could not send the answer of ${action.id} back to ${action.source}: ${e instanceof Error ? e.message : String(e)}`);
+    ctx.log.warn(`Could not send the answer of ${action.id} back to ${action.source}: ${errorMessage(e)}`);
   }
 }

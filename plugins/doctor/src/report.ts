@@ -4,6 +4,7 @@
  */
 import { statfs } from 'node:fs/promises';
 import type { ConnectionStatus, LogEntry } from '../../../sdk/index.js';
+import { errorMessage } from '../../../sdk/errors.js';
 
 export type Level = 'ok' | 'warn' | 'error';
 export type Area = 'kernel' | 'plugins' | 'disk' | 'config' | 'connections' | 'errors' | 'security';
@@ -114,7 +115,7 @@ export async function buildReport(src: DoctorSources, now = new Date()): Promise
     else if (free < LOW_DISK_WARN) add('disk', 'warn', `${humanBytes(free)} free where $KEEL_HOME lives (${src.home}); below 1 GiB.`, 'free disk space, or move KEEL_HOME to a larger disk');
     else add('disk', 'ok', `${humanBytes(free)} free where $KEEL_HOME lives.`);
   } catch (e) {
-    add('disk', 'warn', `Free space of ${src.home} is unknown: ${e instanceof Error ? e.message : String(e)}.`);
+    add('disk', 'warn', `Free space of ${src.home} is unknown: ${errorMessage(e)}.`);
   }
 
   // ---------------------------------------------------------------- config

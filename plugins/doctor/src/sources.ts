@@ -5,7 +5,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
-import { CHANNEL_NAMES, type ChannelCapability, type CommandContext, type KernelInfoCapability, type PluginContext } from '../../../sdk/index.js';
+import { CHANNEL_NAMES, type ChannelCapability, type CommandContext, type KernelInfoCapability, type PluginContext, errorMessage } from '../../../sdk/index.js';
 import type { DoctorSources } from './report.js';
 
 /** From inside a running kernel. */
@@ -30,7 +30,7 @@ export function kernelSources(ctx: PluginContext): DoctorSources {
       try {
         return { name, status: ch.status() };
       } catch (e) {
-        return { name, status: undefined, error: e instanceof Error ? e.message : String(e) };
+        return { name, status: undefined, error: errorMessage(e) };
       }
     }),
     gatewayServing: ctx.use('gateway:address') !== undefined,

@@ -16,7 +16,7 @@ import websocket from '@fastify/websocket';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Compile } from 'typebox/compile';
 import type { WebSocket } from 'ws';
-import { Type, type Actor, type TSchema } from '../../../sdk/index.js';
+import { Type, type Actor, type TSchema, errorCodeOf, errorMessage, pluginError } from '../../../sdk/index.js';
 import type { GatewayDeps } from './deps.js';
 import { isLoopback } from './deps.js';
 import { createEventBus, type GatewayEvent } from './events.js';
@@ -81,15 +81,6 @@ function describeErrors(c: Checker, value: unknown, where: string): string {
   if (extra) return `${where}.${extra} is not allowed`;
   const field = e.instancePath ? `${where}${e.instancePath.replace(/\//g, '.')}` : where;
   return `${field} ${e.message}`;
-}
-
-class ReplyError extends Error {
-  constructor(
-    readonly code: string,
-    message: string,
-  ) {
-    super(message);
-  }
 }
 
 interface Client {
@@ -181,7 +172,7 @@ export async function registerWebSocket(
       const s = agentStatus(deps);
       send(c, JSON.stringify({ type: 'status', data: { running: s.running, model: s.model, memory: s.memory } }));
     } catch (e) {
-      log.warn(`gateway: initial WebSocket status failed: ${e instanceof Error ? e.message : String(e)}`);
+      log.warn(`gateway: initial WebSocket status failed: ${errorMessage(e)}`);
     }
     socket.on('message', (raw, isBinary) => {
       void handle(c, raw, isBinary);
@@ -196,33 +187,33 @@ export async function registerWebSocket(
     let action: string | null = null;
     let id: string | number | undefined;
     try {
-      if (isBinary) throw new ReplyError(WsErrorCodes.BINARY, 'Binary frames are not supported: send JSON text frames {action, data}.');
+      if (isBinary) throw pluginError(WsErrorCodes.BINARY, 'Binary frames are not supported: send JSON text frames {action, data}.');
       const text = Buffer.isBuffer(raw) ? raw.toString('utf8') : Array.isArray(raw) ? Buffer.concat(raw as Buffer[]).toString('utf8') : Buffer.from(raw as ArrayBuffer).toString('utf8');
       let msg: unknown;
       try {
         msg = JSON.parse(text);
       } catch {
-        throw new ReplyError(WsErrorCodes.BAD_JSON, 'The message is not valid JSON: send {"action": "...", "data": {...}}.');
+        throw pluginError(WsErrorCodes.BAD_JSON, 'The message is not valid JSON: send {"action": "...", "data": {...}}.');
       }
       if (msg === null || typeof msg !== 'object' || Array.isArray(msg)) {
-        throw new ReplyError(WsErrorCodes.BAD_MESSAGE, 'The message must be a JSON object {"action": "...", "data": {...}}.');
+        throw pluginError(WsErrorCodes.BAD_MESSAGE, 'The message must be a JSON object {"action": "...", "data": {...}}.');
       }
       const m = msg as Record<string, unknown>;
       if (typeof m.action === 'string') action = m.action.slice(0, 64);
       if ((typeof m.id === 'string' && m.id.length <= 200) || (typeof m.id === 'number' && Number.isFinite(m.id))) id = m.id;
-      if (!checkEnvelope.Check(m)) throw new ReplyError(WsErrorCodes.BAD_MESSAGE, `Invalid message: ${describeErrors(checkEnvelope, m, 'message')}.`);
+      if (!checkEnvelope.Check(m)) throw pluginError(WsErrorCodes.BAD_MESSAGE, `Invalid message: ${describeErrors(checkEnvelope, m, 'message')}.`);
       if (!(ACTIONS as string[]).includes(m.action as string)) {
-        throw new ReplyError(WsErrorCodes.UNKNOWN_ACTION, `Unknown action "${action}". Known actions: ${ACTIONS.join(', ')}.`);
+        throw pluginError(WsErrorCodes.UNKNOWN_ACTION, `Unknown action "${action}". Known actions: ${ACTIONS.join(', ')}.`);
       }
       const name = m.action as ActionName;
       const checker = checkers[name];
       const absentOk = name === 'getStatus' && m.data === undefined;
-      if (!absentOk && !checker.Check(m.data)) throw new ReplyError(WsErrorCodes.INVALID_DATA, `Invalid data for ${name}: ${describeErrors(checker, m.data, 'data')}.`);
+      if (!absentOk && !checker.Check(m.data)) throw pluginError(WsErrorCodes.INVALID_DATA, `Invalid data for ${name}: ${describeErrors(checker, m.data, 'data')}.`);
       const result = await run(c, name, m.data);
       send(c, JSON.stringify({ type: 'reply', action: name, ...(id !== undefined ? { id } : {}), ok: true, result }));
     } catch (e) {
-      const code = e instanceof ReplyError ? e.code : typeof (e as { code?: unknown })?.code === 'string' ? (e as { code: string }).code : WsErrorCodes.INTERNAL;
-      const message = e instanceof Error ? e.message : String(e);
+      const code = errorCodeOf(e) ?? WsErrorCodes.INTERNAL;
+      const message = errorMessage(e);
       if (code === WsErrorCodes.INTERNAL) log.warn(`gateway: WebSocket ${action ?? 'message'} failed: ${message}`);
       send(c, JSON.stringify({ type: 'reply', action, ...(id !== undefined ? { id } : {}), ok: false, error: { code, message } }));
     }
@@ -238,7 +229,7 @@ export async function registerWebSocket(
       case 'executeSkill': {
         const d = data as { skill: string; parameters?: Record<string, unknown> };
         const r = await deps.ctx.skills.execute(d.skill, d.parameters ?? {}, c.actor);
-        if (!r.success) throw new ReplyError(r.code ?? 'KEEL_E_SKILL_FAILED', r.result);
+        if (!r.success) throw pluginError(errorCodeOf(r) ?? 'KEEL_E_SKILL_FAILED', r.result);
         return { success: true, result: r.result, executionTime: r.executionTime };
       }
       case 'getStatus':
@@ -247,7 +238,7 @@ export async function registerWebSocket(
         const d = data as { key: string; value: unknown };
         const spec = deps.info.configKeys().find((k) => k.key === d.key);
         if (spec?.policy === 'LOCKED' && !deps.settings.apiKey && !c.loopback) {
-          throw new ReplyError(
+          throw pluginError(
             WsErrorCodes.FORBIDDEN,
             `${d.key} is LOCKED: without gatewayApiKey, LOCKED keys can be changed only from the gateway's own machine (loopback). Set gatewayApiKey or change it with \`keel config set\`.`,
           );

@@ -12,10 +12,11 @@ import { channelOf, isAdmin, principal, sessionKey } from './scope.js';
 import { MemoryStore } from './store.js';
 import { cap, tokens } from './text.js';
 import { dot, extractiveSummary, hitOf, longEntry, scoreAll, unit, type RecallHit } from './entries.js';
+import { errorMessage } from '../../../sdk/errors.js';
+import { AUTONOMY_SOURCE, OPERATOR_SOURCES } from '../../../sdk/actor.js';
 
 export { extractiveSummary, longEntry, type RecallHit };
 
-const OPERATOR_SOURCES = new Set(['cli', 'gateway', 'ws', 'scheduler']);
 /** Vector recall embeds at most this many not-yet-embedded entries per call (the rest are found by keyword). */
 const EMBED_PER_RECALL = 2048;
 /** How long status counts may lag a change made by another Keel process on the same home. */
@@ -31,7 +32,7 @@ export function actorOfAction(a: Pick<Action, 'source' | 'metadata'>): Actor {
   const m = a.metadata?.actor as Actor | undefined;
   if (m && typeof m === 'object' && typeof m.kind === 'string') return m;
   if (OPERATOR_SOURCES.has(a.source)) return { kind: 'operator', channel: a.source };
-  if (a.source === 'autonomy') return { kind: 'agent', channel: 'autonomy' };
+  if (a.source === AUTONOMY_SOURCE) return { kind: 'agent', channel: 'autonomy' };
   return { kind: 'user', channel: a.source };
 }
 
@@ -246,7 +247,7 @@ export class MemoryService implements Required<MemoryCapability> {
   }
 
   private warn(e: unknown): void {
-    this.ctx.log.warn(`Memory not recorded: ${e instanceof Error ? e.message : String(e)}`);
+    this.ctx.log.warn(`Memory not recorded: ${errorMessage(e)}`);
   }
 
   // ------------------------------------------------------------------ consolidation
@@ -266,7 +267,7 @@ export class MemoryService implements Required<MemoryCapability> {
     this.consolidating.add(session);
     void this.track(
       this.consolidate(session, batch.slice(0, threshold))
-        .catch((e) => this.ctx.log.warn(`Consolidation failed: ${e instanceof Error ? e.message : String(e)}`))
+        .catch((e) => this.ctx.log.warn(`Consolidation failed: ${errorMessage(e)}`))
         .finally(() => {
           this.consolidating.delete(session);
           const next = [session, ...this.waiting];
@@ -303,7 +304,7 @@ export class MemoryService implements Required<MemoryCapability> {
           model = `${r.provider}/${r.model}`;
         }
       } catch (e) {
-        this.ctx.log.warn(`The fast model could not summarise memory (${e instanceof Error ? e.message : String(e)}); using an extractive summary.`);
+        this.ctx.log.warn(`The fast model could not summarise memory (${errorMessage(e)}); using an extractive summary.`);
       }
     }
     summary ??= extractiveSummary(sorted);
@@ -357,7 +358,7 @@ export class MemoryService implements Required<MemoryCapability> {
       try {
         return { mode: 'vector', hits: await this.vectorRecall(emb, query, limit, scope.entries, sections, signal) };
       } catch (e) {
-        const note = `vector search failed (${e instanceof Error ? e.message : String(e)}); keyword search used instead`;
+        const note = `vector search failed (${errorMessage(e)}); keyword search used instead`;
         return { mode: 'keyword', hits: this.keywordRecall(query, limit, scope.entries, sections), note };
       }
     }

@@ -7,8 +7,8 @@
  * channel name (`chatA_*` ... `chatD_*`, `gateway-chat_*`). The target channel comes from the name, else from
  * args.channel; when it cannot be told, the call is refused (fail closed).
  */
-import { CHANNEL_NAMES, type PluginContext, type SkillCall, type SkillVeto } from '../../../sdk/index.js';
-import { isAdmin, isAutonomyActor } from './actors.js';
+import { CHANNEL_NAMES, isAutonomous, type PluginContext, type SkillCall, type SkillVeto } from '../../../sdk/index.js';
+import { isAdmin } from './actors.js';
 
 export const EXEMPT_SKILLS: ReadonlySet<string> = new Set(['send_email']);
 const CHAT_PREFIXES = CHANNEL_NAMES.filter((c) => c !== 'email');
@@ -29,7 +29,7 @@ export function messagingTarget(name: string, args: Record<string, unknown>): { 
 
 export function crossChannelVeto(call: SkillCall, ctx: Pick<PluginContext, 'config' | 'use'>): SkillVeto | undefined {
   if (EXEMPT_SKILLS.has(call.name)) return undefined;
-  if (!call.actor || !isAutonomyActor(call.actor)) return undefined;
+  if (!call.actor || !isAutonomous(call.actor)) return undefined;
   const target = messagingTarget(call.name, call.args ?? {});
   if (!target) return undefined;
   if (isAdmin(ctx, call.actor)) return undefined;

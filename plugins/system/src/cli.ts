@@ -8,6 +8,7 @@
 import type { CommandContext, Logger } from '../../../sdk/index.js';
 import { PendingCommands } from './pending.js';
 import type { CommandService } from './service.js';
+import { errorMessage } from '../../../sdk/errors.js';
 
 export const SERVICE_SLOT = Symbol.for('keel.plugin.system.commands');
 
@@ -59,7 +60,7 @@ export async function commandsCommand(c: CommandContext): Promise<number> {
       process.stdout.write(`${text}\n`);
       return 0;
     } catch (e) {
-      process.stderr.write(`keel: ${e instanceof Error ? e.message : String(e)}\n`);
+      process.stderr.write(`keel: ${errorMessage(e)}\n`);
       return 1;
     }
   } finally {

@@ -4,7 +4,9 @@
 import { stat } from 'node:fs/promises';
 import { isAbsolute, relative, resolve } from 'node:path';
 import type { Actor, PluginContext } from '../../../sdk/index.js';
-import { approverOf, describe } from './admin.js';
+import { PluginError } from '../../../sdk/errors.js';
+import { describeActor } from '../../../sdk/actor.js';
+import { approverOf } from './admin.js';
 import { analyze, type PolicyDecision } from './command-policy.js';
 import { formatResult, runArgv } from './exec.js';
 import { PendingCommands, type PendingCommand } from './pending.js';
@@ -18,10 +20,9 @@ export interface RunCommandArgs {
 
 /** An error whose message is meant for the agent as it is. */
 /** A refusal: dispatch reports it as KEEL_E_FORBIDDEN (the gateway as 403). */
-export class CommandError extends Error {
-  readonly code = 'KEEL_E_FORBIDDEN';
+export class CommandError extends PluginError<'KEEL_E_FORBIDDEN'> {
   constructor(message: string) {
-    super(message);
+    super('KEEL_E_FORBIDDEN', message);
     this.name = 'CommandError';
   }
 }
@@ -59,7 +60,7 @@ export class CommandService {
   }
 
   private refuse(argv: string[] | undefined, who: Actor | undefined, reason: string): never {
-    this.ctx.log.warn(`commands: refused ${argv ? JSON.stringify(argv) : 'a command'} for ${describe(who)}: ${reason}`);
+    this.ctx.log.warn(`commands: refused ${argv ? JSON.stringify(argv) : 'a command'} for ${describeActor(who)}: ${reason}`);
     throw new CommandError(`Command refused: ${reason}`);
   }
 
@@ -96,7 +97,7 @@ export class CommandService {
     if (read<unknown>(this.ctx.config, 'autoExecuteCommands') !== true) {
       const ttl = read<number>(this.ctx.config, 'commandConfirmationTtlMinutes') ?? 30;
       const item = await this.pending.add({ argv, cwd, requestedBy: actor }, ttl);
-      this.ctx.log.info(`commands: ${item.id} ${JSON.stringify(argv)} waits for confirmation (requested by ${describe(actor)}, expires ${item.expiresAt})`);
+      this.ctx.log.info(`commands: ${item.id} ${JSON.stringify(argv)} waits for confirmation (requested by ${describeActor(actor)}, expires ${item.expiresAt})`);
       return (
         `Command ${item.id} is waiting for a human to confirm it (autoExecuteCommands is off): ${argv.join(' ')} in ${cwd}. ` +
         `An admin can approve it with approve_command {"id":"${item.id}","decision":"approve"} (or refuse it), ` +
@@ -110,7 +111,7 @@ export class CommandService {
     const timeoutMs = read<number>(this.ctx.config, 'commandTimeoutMs') ?? 120_000;
     const maxBytes = read<number>(this.ctx.config, 'commandOutputMaxBytes') ?? 65_536;
     const retries = read<number>(this.ctx.config, 'commandRetries') ?? 1;
-    this.ctx.log.info(`commands: running ${JSON.stringify(argv)} in ${cwd} for ${describe(actor)}`);
+    this.ctx.log.info(`commands: running ${JSON.stringify(argv)} in ${cwd} for ${describeActor(actor)}`);
     const r = await runArgv(argv, { cwd, timeoutMs, retries, maxBytes, ...(signal ? { signal } : {}) });
     this.ctx.log.info(
       `commands: ${argv[0]} ${r.started ? `ended with exit code ${r.exitCode}${r.signal ? ` (signal ${r.signal})` : ''}${r.timedOut ? ' after a timeout' : ''}` : `did not start: ${r.error}`} in ${r.durationMs} ms`,
@@ -122,14 +123,14 @@ export class CommandService {
   async decide(id: string, decision: 'approve' | 'refuse', actor: Actor, signal?: AbortSignal): Promise<string> {
     const who = approverOf(actor, this.ctx);
     if (!who.ok) {
-      this.ctx.log.warn(`commands: ${describe(actor)} tried to ${decision} pending command ${id}: ${who.reason}`);
+      this.ctx.log.warn(`commands: ${describeActor(actor)} tried to ${decision} pending command ${id}: ${who.reason}`);
       throw new CommandError(`Cannot ${decision} command ${id}: ${who.reason}`);
     }
     const item = await this.pending.take(id);
     if (!item) throw new Error(`No pending command with id ${id} (it may have expired or been decided already)`);
     if (decision === 'refuse') {
-      this.ctx.log.info(`commands: ${id} ${JSON.stringify(item.argv)} refused by ${describe(who.human)}`);
-      return `Command ${id} (${item.argv.join(' ')}) was refused by ${describe(who.human)} and will not run.`;
+      this.ctx.log.info(`commands: ${id} ${JSON.stringify(item.argv)} refused by ${describeActor(who.human)}`);
+      return `Command ${id} (${item.argv.join(' ')}) was refused by ${describeActor(who.human)} and will not run.`;
     }
     return this.runApproved(item, who.human, signal);
   }
@@ -140,7 +141,7 @@ export class CommandService {
     const decision = this.check(item.argv);
     if (!decision.allowed) this.refuse(item.argv, human, `${decision.reason} (checked again at approval)`);
     const cwd = await this.workingDir(item.cwd, item.cwd);
-    this.ctx.log.info(`commands: ${item.id} approved by ${describe(human)}`);
-    return `Approved by ${describe(human)}.\n${await this.execute(item.argv, cwd, human, signal)}`;
+    this.ctx.log.info(`commands: ${item.id} approved by ${describeActor(human)}`);
+    return `Approved by ${describeActor(human)}.\n${await this.execute(item.argv, cwd, human, signal)}`;
   }
 }
