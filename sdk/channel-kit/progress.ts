@@ -4,7 +4,7 @@
  * one short status message edited in place. Plus the one brief failure notice.
  */
 import type { Logger } from '../types.js';
-import type { ProgressUpdate } from './contract-temp.js';
+import type { ProgressUpdate } from '../channel.js';
 
 export interface ProgressTransport {
   /** Shows "typing…" once (platforms expire it after a few seconds). */
@@ -30,10 +30,10 @@ interface Running {
   chatId: string;
   timer: NodeJS.Timeout;
   ceiling: NodeJS.Timeout;
-  statusId?: string;
+  statusId?: string | undefined;
   lastEdit: number;
-  queued?: string;
-  editTimer?: NodeJS.Timeout;
+  queued?: string | undefined;
+  editTimer?: NodeJS.Timeout | undefined;
   editing: Promise<unknown>;
 }
 

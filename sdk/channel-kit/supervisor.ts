@@ -5,7 +5,7 @@
  * a final `failed` with one clear message on an error retrying cannot fix (an invalid token).
  */
 import type { Logger } from '../types.js';
-import type { ChannelStatus } from './contract-temp.js';
+import type { ChannelStatus } from '../channel.js';
 import type { OwnerLock } from './owner-lock.js';
 
 export type ConnectionState = NonNullable<ChannelStatus['state']>;
