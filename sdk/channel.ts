@@ -3,6 +3,7 @@
  * message becomes an action (`receive`). Every channel, built in or a user's own, uses exactly this, so the agent,
  * the gateway, doctor and `keel status` treat them all alike. Prose: docs/channels.md.
  */
+import { errorMessage } from './errors.js';
 import type { ConnectionStatus, PluginContext, PolicyCapability } from './plugin.js';
 import type { Action, Actor, Json } from './types.js';
 
@@ -105,6 +106,20 @@ export interface ChannelManifestInfo {
   userIdPattern: string;
   userIdExample: string;
 }
+
+/**
+ * The user-id forms of SPEC's channels, in one place: a channel plugin of that name declares the same in its
+ * manifest (`channel: SPEC_CHANNELS.chatA`), and `adminUsers.<name>` is validated against it even while the
+ * plugin is not installed.
+ * @example new RegExp(SPEC_CHANNELS.chatC.userIdPattern).test('123456789012345678') // true
+ */
+export const SPEC_CHANNELS = {
+  chatA: { name: 'chatA', userIdPattern: '^-?\\d+$', userIdExample: '123456789' },
+  chatB: { name: 'chatB', userIdPattern: '^\\d+(?::\\d+)?@(?:s\\.whatsapp\\.net|c\\.us|lid)$', userIdExample: '4915123456789@s.whatsapp.net' },
+  chatC: { name: 'chatC', userIdPattern: '^\\d{17,20}$', userIdExample: '123456789012345678' },
+  chatD: { name: 'chatD', userIdPattern: '^[UW][A-Z0-9]+$', userIdExample: 'U01ABCDEF23' },
+  email: { name: 'email', userIdPattern: '^[^\\s@<>]+@[^\\s@<>]+\\.[^\\s@<>]+$', userIdExample: 'owner@example.com' },
+} as const satisfies Record<string, ChannelManifestInfo>;
 
 /**
  * One inbound platform message, as a channel hands it to `receive` (and as `messageIn` taps see it).
@@ -261,4 +276,32 @@ export async function receive(ctx: PluginContext, inbound: InboundMessage, optio
     metadata,
   });
   return { kind: 'queued', action };
+}
+
+/** One running channel as `listChannels` reports it. */
+export interface ChannelListing {
+  /** Channel name (`chatA`, `echo`): the capability name without `channel:`. */
+  name: string;
+  /** Id of the plugin providing it. */
+  plugin: string;
+  /** Its status; absent when `status()` threw (then `error` says why). */
+  status?: ChannelStatus;
+  error?: string;
+}
+
+/**
+ * Every running channel (each provider of a `channel:<name>` capability) with its status, in name order: what
+ * the gateway's `GET /api/connections`, doctor and `keel status` list, so a user's own channel appears
+ * wherever a built-in one does. A `status()` that throws is reported, never thrown.
+ * @example for (const c of listChannels(ctx)) ctx.log.info(`${c.name}: ${c.status?.connected ? 'up' : 'down'}`);
+ */
+export function listChannels(source: Pick<PluginContext, 'capabilities'>): ChannelListing[] {
+  return source.capabilities<ChannelCapability>('channel:').map(({ name, plugin, impl }) => {
+    const channel = name.slice('channel:'.length);
+    try {
+      return { name: channel, plugin, status: impl.status() };
+    } catch (e) {
+      return { name: channel, plugin, error: errorMessage(e) };
+    }
+  });
 }

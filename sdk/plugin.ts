@@ -154,6 +154,14 @@ export interface InspectView {
 export interface RunningKernel {
   /** Status of a plugin in that kernel (e.g. to tell whether the server it starts is up). */
   pluginStatus(id: string): { state: string; reason?: string } | undefined;
+  /**
+   * Run a skill in that kernel through dispatch (schema, policy, hooks), as `actor`: how a command reaches what a
+   * plugin offers, never a global or an import of the plugin.
+   * @example
+   * const r = await running.execute('approve_command', { id, decision: 'approve' }, { kind: 'operator', channel: 'cli' });
+   * if (!r.success) process.stderr.write(`keel: ${r.result}\n`);
+   */
+  execute(skill: string, args: Record<string, unknown>, actor: Actor): Promise<SkillResult>;
   /** Resolves when the kernel stops (signal, `keel stop`). */
   done: Promise<void>;
   stop(): Promise<void>;

@@ -41,6 +41,7 @@ export async function runPluginCommand(
       });
       return {
         pluginStatus: (id) => served.kernel.host.status(id),
+        execute: (skill, args, actor) => served.kernel.execute(skill, args, actor),
         done: served.done,
         stop: served.stop,
       };

@@ -124,6 +124,28 @@ export async function buildReport(src: DoctorSources, now = new Date()): Promise
     if (src.configProblems.length === 0) add('config', 'ok', 'No configuration problems reported.');
   }
 
+  // ---------------------------------------------------------------- model
+  // The first thing a new user runs into: without a model every pushed action waits.
+  if (src.declared('modelName')) {
+    const model = src.get('modelName');
+    const provider = src.get('llmProvider');
+    const remembered = src.get('providerModelNames');
+    const fromProvider =
+      typeof provider === 'string' && remembered && typeof remembered === 'object' && typeof (remembered as Record<string, unknown>)[provider] === 'string';
+    if ((typeof model !== 'string' || model === '') && !fromProvider) {
+      add(
+        'config',
+        'error',
+        'No model is configured: modelName is not set, so every queued action waits. Set modelName and the API key of its provider ' +
+          '(providerAApiKey, providerBApiKey, providerCApiKey, providerDAccessKeyId/providerDSecretAccessKey, providerEApiKey ... providerKApiKey), ' +
+          'or run a local model with providerG (Ollama: providerGEnabled true, providerGApiUrl) and set modelName to it.',
+        'keel config set providerAApiKey <key> && keel config set modelName gpt-4o-mini   (local: keel config set providerGEnabled true && keel config set modelName llama3.2)',
+      );
+    } else {
+      add('config', 'ok', `Model: ${typeof model === 'string' && model ? model : `${String(provider)}'s last model`}.`);
+    }
+  }
+
   // ---------------------------------------------------------------- connections
   if (src.channels) {
     const present = src.channels.filter((c) => c.status || c.error);

@@ -5,8 +5,7 @@
 import { STATUS_CODES } from 'node:http';
 import Ajv from 'ajv';
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
-import type { KernelInfoCapability } from '../../../sdk/index.js';
-import { ErrorCodes, KeelError } from '../../../kernel/errors.js';
+import { environmentError, type KernelInfoCapability } from '../../../sdk/index.js';
 import { isLoopback as socketIsLoopback, loopbackOnly, type GatewayDeps } from './deps.js';
 import { errorBody, errorHandler, notFound, schemaErrorFormatter, sendError } from './errors.js';
 import { requestGate } from './gate.js';
@@ -14,6 +13,7 @@ import { openApiDocument } from './openapi.js';
 import { agentRoutes } from './rest/agent.js';
 import { dataRoutes } from './rest/data.js';
 import type { RouteDef, RouteEnv } from './rest/route.js';
+import * as S from './rest/schemas.js';
 import { settingsRoutes } from './rest/settings.js';
 import { registerStatic, rootHandler } from './static.js';
 import { registerWebSocket } from './ws.js';
@@ -38,7 +38,7 @@ export function restRoutes(env: RouteEnv): RouteDef[] {
     method: 'GET',
     url: '/api/openapi.json',
     summary: 'This OpenAPI 3.1 document',
-    schema: { response: {} },
+    schema: { response: { 200: S.OpenApiDoc, ...S.errors(401) } },
     handler: () => (doc ??= openApiDocument(routes, env.info.version, Boolean(env.settings.apiKey))),
   });
   return routes;
@@ -154,10 +154,10 @@ export async function startServer(
     await app.close().catch(() => undefined);
     const code = (e as { code?: string }).code;
     if (code === 'EADDRINUSE') {
-      throw new KeelError(ErrorCodes.PLUGIN_ENVIRONMENT, `Port ${port} is already in use on ${host}; choose another port with -p (keel gateway -p <port>).`);
+      throw environmentError(`Port ${port} is already in use on ${host}; choose another port with -p (keel gateway -p <port>).`);
     }
     if (code === 'EADDRNOTAVAIL' || code === 'EACCES' || code === 'ENOTFOUND' || code === 'EAI_AGAIN') {
-      throw new KeelError(ErrorCodes.PLUGIN_ENVIRONMENT, `Cannot listen on ${host}:${port} (${code}); choose another address with -h or port with -p.`);
+      throw environmentError(`Cannot listen on ${host}:${port} (${code}); choose another address with -h or port with -p.`);
     }
     throw e;
   }
