@@ -45,8 +45,8 @@ export interface FakeTelegram {
   push(update: Record<string, unknown>): Record<string, unknown> & { update_id: number };
   /** A user's text message in a private chat (chat id = user id) or a group. */
   pushText(text: string, opts?: { userId?: number; chatId?: number; group?: boolean; replyToBot?: boolean }): { update_id: number; message_id: number };
-  /** The next `count` calls of `method` fail with `error`. */
-  failNext(method: string, error: TgError, count?: number): void;
+  /** After `after` more successful calls of `method`, the next `count` calls fail with `error`. */
+  failNext(method: string, error: TgError, count?: number, after?: number): void;
   /** While true, getUpdates requests are never answered (a deaf long poll). */
   stallPolls: boolean;
   /** Files served by getFile / download: file_id → content. */
@@ -64,7 +64,7 @@ export async function startFakeTelegram(opts: { token?: string } = {}): Promise<
   let nextMessage = 1000;
   let acked = 0;
   const waiters = new Set<() => void>();
-  const failures = new Map<string, TgError[]>();
+  const failures = new Map<string, Array<{ after: number; error: TgError }>>();
   const open = new Set<ServerResponse>();
 
   const fake: FakeTelegram = {
@@ -99,9 +99,9 @@ export async function startFakeTelegram(opts: { token?: string } = {}): Promise<
       });
       return { update_id: u.update_id, message_id };
     },
-    failNext(method, error, count = 1) {
+    failNext(method, error, count = 1, after = 0) {
       const list = failures.get(method) ?? [];
-      for (let i = 0; i < count; i++) list.push(error);
+      for (let i = 0; i < count; i++) list.push({ after: i === 0 ? after : 0, error });
       failures.set(method, list);
     },
     callsOf: (m) => fake.calls.filter((c) => c.method === m),
@@ -195,8 +195,11 @@ export async function startFakeTelegram(opts: { token?: string } = {}): Promise<
     const { params: p, files } = parsed;
     fake.calls.push({ method, params: p, files });
     if (tok !== token) return error(res, { code: 401, description: 'Unauthorized' });
-    const fail = failures.get(method)?.shift();
-    if (fail) return error(res, fail);
+    const pending = failures.get(method);
+    if (pending?.length) {
+      if (pending[0]!.after > 0) pending[0]!.after--;
+      else return error(res, pending.shift()!.error);
+    }
     switch (method) {
       case 'getMe':
         return reply(res, 200, { ok: true, result: BOT });
