@@ -57,6 +57,24 @@ export interface FakeTelegram {
 
 const BOT = { id: 7000001, is_bot: true, first_name: 'Keel', username: 'keel_test_bot' };
 
+/** The parts of a multipart/form-data body (enough of RFC 7578 for what grammy sends). */
+function splitMultipart(raw: Buffer, boundary: string): Array<{ head: string; body: Buffer }> {
+  const sep = Buffer.from(`--${boundary}`);
+  const parts: Array<{ head: string; body: Buffer }> = [];
+  let at = raw.indexOf(sep);
+  while (at >= 0) {
+    const start = at + sep.length;
+    if (raw.subarray(start, start + 2).toString() === '--') break;
+    const next = raw.indexOf(sep, start);
+    if (next < 0) break;
+    const chunk = raw.subarray(start + 2, next - 2); // drop the CRLF after the boundary and before the next
+    const split = chunk.indexOf('\r\n\r\n');
+    parts.push({ head: chunk.subarray(0, split).toString('utf8'), body: chunk.subarray(split + 4) });
+    at = next;
+  }
+  return parts;
+}
+
 export async function startFakeTelegram(opts: { token?: string } = {}): Promise<FakeTelegram> {
   const token = opts.token ?? '123456:TEST-token';
   const updates: Array<Record<string, unknown> & { update_id: number }> = [];
@@ -132,12 +150,18 @@ export async function startFakeTelegram(opts: { token?: string } = {}): Promise<
     const raw = Buffer.concat(chunks);
     const type = String(req.headers['content-type'] ?? '');
     if (type.startsWith('multipart/form-data')) {
-      const form = await new Request('http://fake/', { method: 'POST', headers: { 'content-type': type }, body: raw }).formData();
+      const boundary = /boundary="?([^";]+)"?/.exec(type)?.[1];
+      if (!boundary) throw new Error('multipart without boundary');
       const params: Record<string, any> = {};
       const files: TgCall['files'] = {};
-      for (const [k, v] of form.entries()) {
-        if (typeof v === 'string') params[k] = /^[[{]/.test(v) ? JSON.parse(v) : v;
-        else files[k] = { name: v.name, size: v.size };
+      for (const part of splitMultipart(raw, boundary)) {
+        const name = /[^e]name="?([^";\r\n]*)"?/.exec(part.head)?.[1] ?? '';
+        const filename = /filename="?([^";\r\n]*)"?/.exec(part.head)?.[1];
+        if (filename !== undefined) files[name] = { name: filename, size: part.body.length };
+        else {
+          const v = part.body.toString('utf8');
+          params[name] = /^[[{]/.test(v) ? JSON.parse(v) : v;
+        }
       }
       // grammy sends an uploaded file as "attach://<name>" in the field and the bytes under that name.
       for (const [k, v] of Object.entries(params)) if (typeof v === 'string' && v.startsWith('attach://') && files[v.slice(9)]) files[k] = files[v.slice(9)]!;
