@@ -49,6 +49,11 @@ export interface FakeTelegram {
   failNext(method: string, error: TgError, count?: number, after?: number): void;
   /** While true, getUpdates requests are never answered (a deaf long poll). */
   stallPolls: boolean;
+  /**
+   * Called with every API call before it is handled; returning 'hold' leaves it unanswered and unrecorded in
+   * `sent` (the platform never accepted it), e.g. to kill the client at that moment.
+   */
+  onCall?: ((call: TgCall) => 'hold' | void) | undefined;
   /** Files served by getFile / download: file_id → content. */
   files: Map<string, Buffer>;
   callsOf(method: string): TgCall[];
@@ -217,7 +222,9 @@ export async function startFakeTelegram(opts: { token?: string } = {}): Promise<
       return reply(res, 400, { ok: false, error_code: 400, description: `Bad Request: ${String(e)}` });
     }
     const { params: p, files } = parsed;
-    fake.calls.push({ method, params: p, files });
+    const call = { method, params: p, files };
+    fake.calls.push(call);
+    if (fake.onCall?.(call) === 'hold') return;
     if (tok !== token) return error(res, { code: 401, description: 'Unauthorized' });
     const pending = failures.get(method);
     if (pending?.length) {
