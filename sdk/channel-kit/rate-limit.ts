@@ -37,8 +37,8 @@ export class TokenBucket {
     this.tokens = spec.capacity;
   }
   take(now = Date.now()): number {
-    this.tokens = Math.min(this.spec.capacity, this.tokens + ((now - this.at) / 1000) * this.spec.perSecond);
-    this.at = now;
+    this.tokens = Math.min(this.spec.capacity, this.tokens + (Math.max(0, now - this.at) / 1000) * this.spec.perSecond);
+    this.at = Math.max(this.at, now);
     if (this.tokens >= 1) {
       this.tokens -= 1;
       return 0;
