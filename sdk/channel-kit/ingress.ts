@@ -117,12 +117,15 @@ export class Ingress<T> {
       if (this.closed && attempt > 1) return; // left recorded: the next start drives it
       try {
         const outcome = await this.o.handle(it);
+        // A done mark lost to a power cut only makes the entry run again, and the handler is idempotent.
+        this.store.durability('NORMAL');
         this.markDone.run(outcome ?? 'handled', Date.now(), it.messageId);
         return;
       } catch (e) {
         const msg = e instanceof Error ? e.message : String(e);
         if (attempt >= max) {
           this.o.log.error(`Ingress: message ${it.messageId} failed ${attempt} times and is dropped: ${msg}`);
+          this.store.durability('NORMAL');
           this.markDone.run(`failed: ${msg.slice(0, 200)}`, Date.now(), it.messageId);
           return;
         }

@@ -68,7 +68,9 @@ export class DeliveryLedger {
       const now = Date.now();
       chunks.forEach((c, i) => ins.run(key, i, chatId, JSON.stringify(c), now));
       return db.prepare('SELECT chunk, chat_id, body, state, platform_id FROM delivery WHERE key = ? ORDER BY chunk').all(key);
-    }) as Array<{ chunk: number; chat_id: string; body: string; state: string; platform_id: string | null }>;
+      // NORMAL (WAL): durable across a process crash. A power cut can lose these rows only for a reply whose action
+      // has not completed yet (a reply is awaited before completion), so the re-run sends it: a repeat, never a loss.
+    }, 'NORMAL') as Array<{ chunk: number; chat_id: string; body: string; state: string; platform_id: string | null }>;
     const mark = db.prepare("UPDATE delivery SET state = 'sent', platform_id = ?, sent_at = ? WHERE key = ? AND chunk = ?");
     const ids: string[] = [];
     for (const r of rows) {
@@ -78,6 +80,7 @@ export class DeliveryLedger {
       }
       // The duplicate window: the platform accepted this chunk but the process died before this line.
       const id = await send(JSON.parse(r.body) as C, r.chunk, r.chat_id);
+      this.store.durability('NORMAL');
       mark.run(id, Date.now(), key, r.chunk);
       ids.push(id);
     }

@@ -56,8 +56,23 @@ export class ChannelStore {
     return new ChannelStore(join(home, 'channels', channel));
   }
 
-  /** Runs `fn` in one transaction (committed durably before it returns). */
-  tx<T>(fn: () => T): T {
+  private sync: 'FULL' | 'NORMAL' = 'FULL';
+
+  /**
+   * Sets how hard the next commits hit the disk. `FULL`: fsynced before the commit returns (survives power loss);
+   * needed where the platform is acknowledged right after (the ingress record). `NORMAL` (WAL): survives a crash
+   * of the process, and on power loss may lose only the last commits — used where a lost commit can at worst
+   * cause a repeat that is caught later (done marks, ledger states), never a loss.
+   */
+  durability(level: 'FULL' | 'NORMAL'): void {
+    if (this.sync === level) return;
+    this.db.exec(`PRAGMA synchronous=${level}`);
+    this.sync = level;
+  }
+
+  /** Runs `fn` in one transaction, committed with the given durability (default FULL) before it returns. */
+  tx<T>(fn: () => T, level: 'FULL' | 'NORMAL' = 'FULL'): T {
+    this.durability(level);
     this.db.exec('BEGIN IMMEDIATE');
     try {
       const out = fn();
