@@ -36,7 +36,25 @@ export interface ChatAHarness {
   close(): Promise<void>;
 }
 
-export async function bootChatA(o: { config?: Record<string, unknown>; token?: string; runAgent?: boolean } = {}): Promise<ChatAHarness> {
+/** Built-in plugins some tests add beside chatA (static imports: the test bundler needs them spelled out). */
+const MORE: Record<string, () => Promise<Pick<PluginCandidate, 'manifest' | 'load'>>> = {
+  messaging: async () => ({
+    manifest: (await import('../../../plugins/messaging/manifest.js')).default,
+    load: async () => (await import('../../../plugins/messaging/index.js')).default,
+  }),
+  providerA: async () => ({
+    manifest: (await import('../../../plugins/providerA/manifest.js')).default,
+    load: async () => (await import('../../../plugins/providerA/index.js')).default,
+  }),
+};
+
+export async function builtinCandidate(id: string): Promise<PluginCandidate> {
+  const more = MORE[id];
+  if (!more) throw new Error(`harness: no import for plugin ${id}`);
+  return { id, origin: 'builtin', dir: join(ROOT, 'plugins', id), ...(await more()) };
+}
+
+export async function bootChatA(o: { config?: Record<string, unknown>; token?: string; runAgent?: boolean; plugins?: string[] } = {}): Promise<ChatAHarness> {
   const home = tmp('keel-chata-');
   const builtins = tmp('keel-chata-builtins-');
   const tg = await startFakeTelegram();
@@ -52,7 +70,7 @@ export async function bootChatA(o: { config?: Record<string, unknown>; token?: s
     ...o.config,
   };
   writeFileSync(join(home, 'keel.config.yaml'), `${JSON.stringify(config, null, 2)}\n`);
-  const extraPlugins = [await agentCandidate(), await chatACandidate()];
+  const extraPlugins = [await agentCandidate(), await chatACandidate(), ...(await Promise.all((o.plugins ?? []).map(builtinCandidate)))];
   let kernel: Kernel;
   let logs = new LogSink({ quiet: true });
   const start = async () => {
