@@ -16,6 +16,7 @@ const suites: Array<[string, () => Promise<BenchRow[]>]> = [
   ['gateway ws', async () => (await import('./gateway-ws.js')).benchGatewayWs()],
   ['memory', async () => (await import('./memory.js')).benchMemory()],
   ['knowledge', async () => (await import('./knowledge.js')).benchKnowledge()],
+  ['channels', async () => (await import('./channels.js')).benchChannels()],
 ];
 
 const only = process.argv.slice(2);
