@@ -93,6 +93,11 @@ export interface ChannelCapability {
   reply(action: Action, message: string | OutboundMessage): Promise<SentMessage>;
   /** Typing / progress feedback while the action runs; the channel stops it when the action settles. */
   progress?(action: Action, update: ProgressUpdate): Promise<void>;
+  /**
+   * A native reaction (a unicode emoji) to message `messageId` in chat `chatId`, where the platform has them; the
+   * messaging plugin's `react` uses it before falling back to the emoji as a reply.
+   */
+  react?(chatId: string, messageId: string, emoji: string): Promise<void>;
 }
 
 /**

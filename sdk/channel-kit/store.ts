@@ -93,6 +93,15 @@ export class ChannelStore {
     this.db.prepare('INSERT INTO kv(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value').run(key, value);
   }
 
+  /**
+   * Every stored value whose key starts with `prefix` (e.g. one cursor per chat).
+   * @example for (const { key, value } of store.values('last:')) backfill(key.slice(5), value);
+   */
+  values(prefix: string): Array<{ key: string; value: string }> {
+    const rows = this.db.prepare("SELECT key, value FROM kv WHERE substr(key, 1, length(?)) = ? ORDER BY key").all(prefix, prefix) as Array<{ key: string; value: string }>;
+    return rows.map((r) => ({ key: r.key, value: r.value }));
+  }
+
   /** Drops finished rows older than `maxAgeMs` (dedupe memory is kept that long). */
   prune(maxAgeMs: number, now = Date.now()): void {
     const before = now - maxAgeMs;

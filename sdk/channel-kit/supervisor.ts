@@ -21,8 +21,11 @@ export interface SupervisorOptions {
   connect(signal: AbortSignal, hooks: { live(): void; connected(): void }): Promise<void>;
   /** The message to stop with when `error` cannot be fixed by retrying (bad credentials), else undefined. */
   fatal(error: unknown): string | undefined;
-  /** No sign of life for this long aborts the connection and reconnects. */
-  stallMs: number;
+  /**
+   * No sign of life for this long aborts the connection and reconnects. A function is asked again on every check
+   * (for transports that learn their heartbeat interval from the platform, like Discord's HELLO).
+   */
+  stallMs: number | (() => number);
   backoff?: { baseMs?: number; maxMs?: number };
   /** Only the lock's owner connects; others wait and try again. */
   lock?: OwnerLock;
@@ -122,9 +125,11 @@ export class ConnectionSupervisor {
       }
       const controller = (this.controller = new AbortController());
       let lastLive = Date.now();
+      const stallMs = () => (typeof this.o.stallMs === 'function' ? this.o.stallMs() : this.o.stallMs);
       const watchdog = setInterval(() => {
-        if (Date.now() - lastLive > this.o.stallMs) controller.abort(new StallError(this.o.stallMs));
-      }, Math.max(50, Math.min(1000, this.o.stallMs / 4)));
+        const limit = stallMs();
+        if (Date.now() - lastLive > limit) controller.abort(new StallError(limit));
+      }, Math.max(50, Math.min(1000, stallMs() / 4)));
       try {
         await this.o.connect(controller.signal, {
           live: () => {

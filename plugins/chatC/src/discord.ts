@@ -1,0 +1,84 @@
+/**
+ * The Discord side of sending: one ledgered chunk → one REST call (`POST /channels/:id/messages`) carrying a nonce
+ * derived from the ledger key with `enforce_nonce`, so a chunk sent again after a crash or a lost response comes
+ * back as the message Discord already created instead of a second one. Plus the error classification the kit's
+ * limiter uses, and what counts as a credential error no retry fixes.
+ */
+import { createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { basename } from 'node:path';
+import { DiscordAPIError, DiscordjsError, HTTPError, RateLimitError, REST } from 'discord.js';
+import type { SendErrorDecision } from '../../../sdk/channel-kit/index.js';
+
+/** One ledger entry of an outbound Discord message (stored as JSON, so the nonce survives a crash). */
+export type DcChunk =
+  | { kind: 'text'; content: string; nonce: string; replyTo?: string }
+  | { kind: 'file'; path: string; caption?: string; nonce: string; replyTo?: string };
+
+export const SNOWFLAKE = /^\d{17,20}$/;
+
+/** Discord's nonce: at most 25 characters, the same for the same ledger key and chunk in every run. */
+export function nonceOf(key: string, index: number): string {
+  return createHash('sha256').update(`${key}\u0000${index}`).digest('base64url').slice(0, 25);
+}
+
+/** REST client for sends (independent of the gateway, so replies go out while the socket reconnects). */
+export function makeRest(token: string, apiUrl: string): REST {
+  // A 429 is thrown to the kit's limiter (which pauses the channel and retries the same chunk), not slept on here.
+  return new REST({ api: apiUrl.replace(/\/+$/, ''), version: '10', rejectOnRateLimit: () => true, retries: 2, timeout: 15_000 }).setToken(token);
+}
+
+/** 429 → wait `retry_after`; 5xx and network → retry with backoff; other 4xx → give up. */
+export function classifyDiscord(e: unknown): SendErrorDecision {
+  if (e instanceof RateLimitError) return { retry: true, afterMs: Math.max(50, e.retryAfter), ...(e.global ? { global: true } : {}) };
+  if (e instanceof DiscordAPIError) return e.status >= 500 ? { retry: true } : { retry: false };
+  if (e instanceof HTTPError) return { retry: e.status >= 500 || e.status === 0 };
+  const code = (e as { code?: unknown } | undefined)?.code;
+  if (typeof code === 'string' && /^(ECONNRESET|ECONNREFUSED|ETIMEDOUT|EPIPE|UND_ERR_)/.test(code)) return { retry: true };
+  if (e instanceof Error && (e.name === 'AbortError' || e.name === 'TimeoutError')) return { retry: true };
+  return { retry: false };
+}
+
+/** Gateway close codes after which Discord will not take the connection back, and what to tell the user. */
+const FATAL_CLOSE: Record<number, string> = {
+  4004: 'Discord rejected the bot token (close 4004, authentication failed). Set a valid chatCToken; the channel stays stopped until then.',
+  4013: 'Discord refused the gateway intents as invalid (close 4013). This is a bug in Keel; please report it.',
+  4014:
+    'Discord refused the privileged intents (close 4014, disallowed intents). In the Developer Portal → your application → Bot, enable the Message Content intent (and Server Members, Presence), then restart Keel.',
+};
+
+/** A gateway connection that Discord closed for good. */
+export class GatewayClosedError extends Error {
+  constructor(readonly code: number) {
+    super(`the gateway closed the connection with code ${code}`);
+    this.name = 'GatewayClosedError';
+  }
+}
+
+/** The message to stop with when `e` is an error no retry fixes (bad token, disallowed intents), else undefined. */
+export function fatalMessage(e: unknown): string | undefined {
+  if (e instanceof GatewayClosedError) return FATAL_CLOSE[e.code];
+  if (e instanceof DiscordjsError && e.code === 'TokenInvalid') return 'Discord rejected the bot token (GET /gateway/bot answered 401). Set a valid chatCToken; the channel stays stopped until then.';
+  if (e instanceof DiscordAPIError && e.status === 401) return 'Discord rejected the bot token (401 Unauthorized). Set a valid chatCToken; the channel stays stopped until then.';
+  if (e instanceof Error && /^Used disallowed intents$/.test(e.message)) return FATAL_CLOSE[4014];
+  if (e instanceof Error && /^Authentication failed$/.test(e.message)) return FATAL_CLOSE[4004];
+  return undefined;
+}
+
+const mentions = { parse: ['users'], replied_user: true };
+
+/** Sends one chunk; returns the Discord message id. */
+export async function sendChunk(rest: REST, channelId: string, c: DcChunk): Promise<string> {
+  const reference = c.replyTo ? { message_reference: { message_id: c.replyTo, channel_id: channelId, fail_if_not_exists: false } } : {};
+  const base = { nonce: c.nonce, enforce_nonce: true, allowed_mentions: mentions, ...reference };
+  const route = `/channels/${channelId}/messages` as const;
+  if (c.kind === 'file') {
+    const name = basename(c.path);
+    const data = await readFile(c.path);
+    const body = { ...base, ...(c.caption ? { content: c.caption.slice(0, 2000) } : {}), attachments: [{ id: 0, filename: name }] };
+    const m = (await rest.post(route, { body, files: [{ name, data }] })) as { id: string };
+    return m.id;
+  }
+  const m = (await rest.post(route, { body: { ...base, content: c.content } })) as { id: string };
+  return m.id;
+}

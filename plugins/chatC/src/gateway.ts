@@ -1,0 +1,88 @@
+/**
+ * One gateway connection with discord.js, run under the kit's ConnectionSupervisor. discord.js itself resumes a
+ * dropped socket (RESUME with session id and sequence at the `resume_gateway_url`) and tears down a socket whose
+ * heartbeat went unacknowledged ("zombie connection") and resumes it; the supervisor's watchdog is the second line:
+ * no dispatch and no heartbeat ACK for three heartbeat intervals (plus slack) aborts the whole client and builds a
+ * new one. Close codes Discord will not take back (4004 bad token, 4014 disallowed intents) end the connection
+ * with a GatewayClosedError the plugin turns into one clear final message.
+ */
+import { Client, Events, GatewayIntentBits, Options, Partials } from 'discord.js';
+import type { Logger } from '../../../sdk/index.js';
+import { GatewayClosedError } from './discord.js';
+import type { DcInboundMessage, DcInteraction } from './inbound.js';
+
+export interface GatewayEvents {
+  /** READY of a new session (not a resume): the bot, its application, and whether messages may have been missed. */
+  ready(info: { botId: string; username: string; applicationId: string | undefined }): Promise<void> | void;
+  message(m: DcInboundMessage): void;
+  interaction(i: DcInteraction): void;
+  guilds(count: number): void;
+}
+
+/** What the plugin learns about the live connection. */
+export interface GatewayInfo {
+  /** HELLO's heartbeat interval, once known. */
+  heartbeatMs?: number;
+}
+
+export function gatewayConnector(o: { token: string; apiUrl: string; log: Logger; on: GatewayEvents; info: GatewayInfo }) {
+  return async (signal: AbortSignal, hooks: { live(): void; connected(): void }): Promise<void> => {
+    const client = new Client({
+      rest: { api: o.apiUrl.replace(/\/+$/, '') },
+      intents: [GatewayIntentBits.Guilds, GatewayIntentBits.GuildMessages, GatewayIntentBits.MessageContent, GatewayIntentBits.DirectMessages],
+      // DM channels are not cached before their first message; without this discord.js would drop it.
+      partials: [Partials.Channel],
+      // Messages are taken from the raw dispatch and kept in the ingress: discord.js need not cache them.
+      makeCache: Options.cacheWithLimits({ ...Options.DefaultMakeCacheSettings, MessageManager: 0 }),
+    });
+    let closed: (e: Error) => void = () => undefined;
+    const ended = new Promise<never>((_, reject) => {
+      closed = reject;
+    });
+    ended.catch(() => undefined);
+    client.on(Events.Debug, (m) => {
+      const hb = /starting to beat every (\d+)ms/.exec(m);
+      if (hb) o.info.heartbeatMs = Number(hb[1]);
+    });
+    client.on(Events.Raw, (p: { t?: string; d?: unknown }) => {
+      hooks.live();
+      if (p.t === 'MESSAGE_CREATE') o.on.message(p.d as DcInboundMessage);
+      else if (p.t === 'INTERACTION_CREATE' && (p.d as DcInteraction).type === 2) o.on.interaction(p.d as DcInteraction);
+    });
+    const guilds = () => o.on.guilds(client.guilds.cache.size);
+    client.on(Events.GuildCreate, guilds);
+    client.on(Events.GuildDelete, guilds);
+    client.on(Events.ShardResume, () => {
+      hooks.connected();
+      o.log.info('chatC: gateway session resumed.');
+    });
+    client.on(Events.ShardReconnecting, () => o.log.debug('chatC: gateway reconnecting.'));
+    // Only close codes discord.js will not recover from reach here (4004, 4010-4014).
+    client.on(Events.ShardDisconnect, (ev) => closed(new GatewayClosedError(ev.code)));
+    client.on(Events.ShardError, (e) => o.log.debug(`chatC: gateway error: ${e.message}`));
+    client.on(Events.Error, (e) => o.log.warn(`chatC: ${e.message}`));
+    const ready = new Promise<void>((resolve) => client.once(Events.ClientReady, () => resolve()));
+    signal.addEventListener('abort', () => closed(signal.reason instanceof Error ? signal.reason : new Error('aborted')), { once: true });
+    // Heartbeat ACKs are signs of life too (a quiet server sends no dispatches for hours).
+    let lastPing = -1;
+    const pings = setInterval(() => {
+      const shard = client.ws.shards.first();
+      if (shard && shard.lastPingTimestamp !== lastPing && shard.lastPingTimestamp > 0) {
+        lastPing = shard.lastPingTimestamp;
+        hooks.live();
+      }
+    }, 250);
+    try {
+      await Promise.race([client.login(o.token), ended]);
+      await Promise.race([ready, ended]);
+      guilds();
+      await o.on.ready({ botId: client.user!.id, username: client.user!.username, applicationId: client.application?.id });
+      hooks.connected();
+      await ended;
+    } finally {
+      clearInterval(pings);
+      client.removeAllListeners();
+      await client.destroy().catch(() => undefined);
+    }
+  };
+}

@@ -1,0 +1,491 @@
+/**
+ * A loopback Discord (127.0.0.1, port 0) for the real discord.js: the REST API v10 under `/api/v10` and the
+ * gateway WebSocket at `/gateway` (JSON encoding, no compression, as discord.js uses it without zlib-sync).
+ *
+ * REST: `GET /gateway/bot` (the gateway URL is discovered here), `GET /users/@me`, `POST /channels/:id/messages`
+ * (JSON or multipart with `payload_json` + `files[n]`; a repeated `nonce` with `enforce_nonce` returns the message
+ * it created the first time, as Discord does), `GET` (history, newest first) / `PATCH` / `DELETE` of messages,
+ * `POST /channels/:id/typing`, reactions, `PUT /applications/:id/commands`, interaction callbacks; errors in
+ * Discord's shape, a 429 with `Retry-After` and `retry_after`.
+ * Gateway: HELLO (op 10), IDENTIFY (op 2) → READY (with `session_id`, `resume_gateway_url`) + GUILD_CREATE,
+ * heartbeats (op 1 → op 11), RESUME (op 6) → the missed events replayed + RESUMED, or INVALID_SESSION (op 9);
+ * close 4004 for a wrong token, 4014 for disallowed intents. Events of a session are kept for a resume.
+ * The fake counts what it saw so tests can prove "no message lost, no chunk twice".
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { WebSocketServer, type WebSocket } from 'ws';
+
+export interface DcCall {
+  method: string;
+  /** Path after /api/v10, without the query. */
+  path: string;
+  /** `METHOD /route` with ids replaced by `:id` (for failNext and callsOf). */
+  route: string;
+  query: URLSearchParams;
+  body: any;
+  files: Array<{ name: string; size: number }>;
+  auth: string | undefined;
+}
+
+export interface DcMessage {
+  id: string;
+  channel_id: string;
+  guild_id?: string;
+  content: string;
+  author: { id: string; username: string; bot?: boolean; global_name?: string | null; discriminator: string; avatar: null };
+  nonce?: string;
+  message_reference?: { message_id: string; channel_id?: string };
+  attachments: Array<{ id: string; filename: string; size: number }>;
+  mentions: Array<{ id: string; username: string; discriminator: string; avatar: null }>;
+  timestamp: string;
+  type: number;
+  [k: string]: unknown;
+}
+
+/** A scripted failure. `afterCreate`: the message is created first and only the answer fails (a lost response). */
+export interface FailSpec {
+  status: number;
+  message?: string;
+  code?: number;
+  retryAfter?: number;
+  afterCreate?: boolean;
+}
+
+export interface FakeDiscord {
+  /** REST base for discord.js `rest.api` (and chatCApiUrl). */
+  apiUrl: string;
+  token: string;
+  bot: { id: string; username: string };
+  applicationId: string;
+  guildId: string;
+  /** A text channel of the guild. */
+  channelId: string;
+  calls: DcCall[];
+  /** Every message created by the bot (one per accepted POST; a nonce replay creates none), in order. */
+  sent: DcMessage[];
+  /** Application commands as last registered. */
+  commands: Array<{ name: string; description: string }>;
+  /** Interaction callbacks: interaction id → body. */
+  interactionReplies: Map<string, any>;
+  /** Gateway connections opened, IDENTIFYs and RESUMEs received. */
+  gateway: { connections: number; identifies: number; resumes: number; resumed: number };
+  /** A user's message in the guild channel (or a DM when `dm`); dispatched as MESSAGE_CREATE. */
+  pushMessage(content: string, o?: { userId?: string; channelId?: string; dm?: boolean; mention?: boolean; replyToBot?: string }): DcMessage;
+  /** A slash command interaction (INTERACTION_CREATE). */
+  pushCommand(name: string, o?: { userId?: string; channelId?: string }): { id: string; token: string };
+  /** After `after` more successful calls of `route` (e.g. 'POST /channels/:id/messages'), the next `count` fail. */
+  failNext(route: string, error: FailSpec, count?: number, after?: number): void;
+  /** Closes the open gateway sockets abruptly (1006-like): the client should RESUME. */
+  drop(): void;
+  /** The open sockets stop sending anything and stop acknowledging heartbeats (a zombie connection). */
+  silence(): void;
+  /** Close code to answer the next IDENTIFYs with (4014: disallowed intents). */
+  identifyCloseCode: number | undefined;
+  /** Called with every REST call before it is handled; 'hold' leaves it unanswered (never accepted). */
+  onCall?: ((call: DcCall) => 'hold' | void) | undefined;
+  heartbeatMs: number;
+  callsOf(route: string): DcCall[];
+  /** Messages the bot created in a channel. */
+  sentTo(channelId: string): DcMessage[];
+  close(): Promise<void>;
+}
+
+const EPOCH = 1420070400000n;
+let counter = 0n;
+/** A snowflake: timestamp since Discord's epoch, shifted, plus a counter (unique and increasing). */
+function snowflake(): string {
+  counter = (counter + 1n) & 0xfffn;
+  return (((BigInt(Date.now()) - EPOCH) << 22n) | (1n << 17n) | counter).toString();
+}
+
+function route(method: string, path: string): string {
+  return `${method} ${path.replace(/\/\d{5,}/g, '/:id').replace(/\/interactions\/:id\/[^/]+/, '/interactions/:id/:token').replace(/\/reactions\/[^/]+/, '/reactions/:emoji')}`;
+}
+
+function splitMultipart(raw: Buffer, boundary: string): Array<{ head: string; body: Buffer }> {
+  const sep = Buffer.from(`--${boundary}`);
+  const parts: Array<{ head: string; body: Buffer }> = [];
+  let at = raw.indexOf(sep);
+  while (at >= 0) {
+    const start = at + sep.length;
+    if (raw.subarray(start, start + 2).toString() === '--') break;
+    const next = raw.indexOf(sep, start);
+    if (next < 0) break;
+    const chunk = raw.subarray(start + 2, next - 2);
+    const split = chunk.indexOf('\r\n\r\n');
+    parts.push({ head: chunk.subarray(0, split).toString('utf8'), body: chunk.subarray(split + 4) });
+    at = next;
+  }
+  return parts;
+}
+
+interface Session {
+  id: string;
+  seq: number;
+  events: Array<{ t: string; d: unknown; s: number }>;
+  socket: WebSocket | undefined;
+  silent: boolean;
+}
+
+export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number } = {}): Promise<FakeDiscord> {
+  const token = o.token ?? 'MTAwMDAwMDAwMDAwMDAwMDAx.fake.discord-test-token';
+  const bot = { id: '100000000000000001', username: 'keel-test', bot: true, discriminator: '0', global_name: null, avatar: null };
+  const applicationId = '100000000000000001';
+  const guildId = '200000000000000002';
+  const channelId = '300000000000000003';
+  const channels = new Map<string, { id: string; type: number; guild_id?: string; name?: string; recipients?: unknown[] }>([
+    [channelId, { id: channelId, type: 0, guild_id: guildId, name: 'general' }],
+  ]);
+  const history = new Map<string, DcMessage[]>();
+  const nonces = new Map<string, DcMessage>();
+  const failures: Array<{ route: string; error: FailSpec; count: number; after: number }> = [];
+  const sessions = new Map<string, Session>();
+  const sockets = new Set<WebSocket>();
+
+  const user = (id: string) => ({ id, username: `user${id.slice(-4)}`, discriminator: '0', global_name: null, avatar: null });
+  const store = (m: DcMessage) => {
+    const list = history.get(m.channel_id) ?? [];
+    list.push(m);
+    history.set(m.channel_id, list);
+  };
+
+  const send = (ws: WebSocket, payload: unknown) => {
+    if (ws.readyState === ws.OPEN) ws.send(JSON.stringify(payload));
+  };
+  const dispatch = (t: string, d: unknown) => {
+    for (const s of sessions.values()) {
+      const ev = { t, d, s: ++s.seq };
+      s.events.push(ev);
+      if (s.socket && !s.silent) send(s.socket, { op: 0, ...ev });
+    }
+  };
+  const guildCreate = () => ({
+    id: guildId,
+    name: 'Keel test server',
+    icon: null,
+    owner_id: '900000000000000009',
+    unavailable: false,
+    member_count: 2,
+    large: false,
+    joined_at: new Date().toISOString(),
+    features: [],
+    roles: [{ id: guildId, name: '@everyone', permissions: '68608', position: 0, color: 0, hoist: false, managed: false, mentionable: false, flags: 0 }],
+    emojis: [],
+    stickers: [],
+    members: [],
+    presences: [],
+    voice_states: [],
+    threads: [],
+    stage_instances: [],
+    guild_scheduled_events: [],
+    channels: [...channels.values()].filter((c) => c.guild_id === guildId).map((c) => ({ ...c, position: 0, permission_overwrites: [] })),
+  });
+
+  let fake: FakeDiscord;
+  const server = createServer((req, res) => void handle(req, res));
+  const wss = new WebSocketServer({ noServer: true });
+  server.on('upgrade', (req, socket, head) => {
+    const url = new URL(req.url ?? '/', 'http://x');
+    if (url.pathname !== '/gateway' || url.searchParams.get('encoding') !== 'json' || url.searchParams.has('compress')) {
+      socket.destroy();
+      return;
+    }
+    wss.handleUpgrade(req, socket, head, (ws) => onSocket(ws));
+  });
+
+  function onSocket(ws: WebSocket): void {
+    fake.gateway.connections++;
+    sockets.add(ws);
+    let session: Session | undefined;
+    ws.on('close', () => {
+      sockets.delete(ws);
+      if (session?.socket === ws) session.socket = undefined;
+    });
+    send(ws, { op: 10, d: { heartbeat_interval: fake.heartbeatMs }, s: null, t: null });
+    ws.on('message', (raw) => {
+      let p: { op: number; d: any };
+      try {
+        p = JSON.parse(String(raw));
+      } catch {
+        ws.close(4002, 'Error while decoding payload.');
+        return;
+      }
+      if (p.op === 1) {
+        if (!session?.silent) send(ws, { op: 11, d: null, s: null, t: null });
+        return;
+      }
+      if (p.op === 2) {
+        fake.gateway.identifies++;
+        if (p.d?.token !== token) return ws.close(4004, 'Authentication failed.');
+        if (fake.identifyCloseCode) return ws.close(fake.identifyCloseCode, 'Disallowed intent(s).');
+        session = { id: `s${Math.random().toString(36).slice(2, 12)}`, seq: 0, events: [], socket: ws, silent: false };
+        sessions.set(session.id, session);
+        const addr = server.address() as AddressInfo;
+        const ready = {
+          v: 10,
+          user: bot,
+          guilds: [{ id: guildId, unavailable: true }],
+          session_id: session.id,
+          resume_gateway_url: `ws://127.0.0.1:${addr.port}/gateway`,
+          shard: [0, 1],
+          application: { id: applicationId, flags: 0 },
+          private_channels: [],
+          presences: [],
+          relationships: [],
+          guild_join_requests: [],
+          user_settings: {},
+        };
+        const s = session;
+        s.events.push({ t: 'READY', d: ready, s: ++s.seq });
+        send(ws, { op: 0, t: 'READY', d: ready, s: s.seq });
+        const g = guildCreate();
+        s.events.push({ t: 'GUILD_CREATE', d: g, s: ++s.seq });
+        send(ws, { op: 0, t: 'GUILD_CREATE', d: g, s: s.seq });
+        return;
+      }
+      if (p.op === 6) {
+        fake.gateway.resumes++;
+        const s = sessions.get(p.d?.session_id);
+        if (p.d?.token !== token) return ws.close(4004, 'Authentication failed.');
+        if (!s) return send(ws, { op: 9, d: false, s: null, t: null });
+        if (s.socket && s.socket !== ws) s.socket.terminate();
+        s.socket = ws;
+        s.silent = false;
+        session = s;
+        for (const ev of s.events.filter((e) => e.s > Number(p.d.seq ?? 0))) send(ws, { op: 0, ...ev });
+        fake.gateway.resumed++;
+        send(ws, { op: 0, t: 'RESUMED', d: {}, s: ++s.seq });
+        return;
+      }
+    });
+  }
+
+  const reply = (res: ServerResponse, status: number, body?: unknown, headers: Record<string, string> = {}) => {
+    if (body === undefined) {
+      res.writeHead(status, headers);
+      res.end();
+      return;
+    }
+    res.writeHead(status, { 'content-type': 'application/json', ...headers });
+    res.end(JSON.stringify(body));
+  };
+  const error = (res: ServerResponse, status: number, message: string, code = 0) => reply(res, status, { message, code });
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const raw = Buffer.concat(chunks);
+    const url = new URL(req.url ?? '/', 'http://x');
+    if (!url.pathname.startsWith('/api/v10/')) return error(res, 404, '404: Not Found');
+    const path = url.pathname.slice('/api/v10'.length);
+    const method = req.method ?? 'GET';
+    const ct = String(req.headers['content-type'] ?? '');
+    let body: any = {};
+    const files: DcCall['files'] = [];
+    if (ct.startsWith('multipart/form-data')) {
+      const boundary = /boundary=(?:"([^"]+)"|([^;]+))/.exec(ct);
+      for (const part of splitMultipart(raw, boundary?.[1] ?? boundary?.[2] ?? '')) {
+        const name = /name="([^"]+)"/.exec(part.head)?.[1];
+        const filename = /filename="([^"]*)"/.exec(part.head)?.[1];
+        if (name === 'payload_json') body = JSON.parse(part.body.toString('utf8'));
+        else if (filename !== undefined) files.push({ name: filename, size: part.body.length });
+      }
+    } else if (raw.length) {
+      try {
+        body = JSON.parse(raw.toString('utf8'));
+      } catch {
+        return error(res, 400, '400: Bad Request', 50109);
+      }
+    }
+    const call: DcCall = { method, path, route: route(method, path), query: url.searchParams, body, files, auth: req.headers.authorization };
+    if (fake.onCall?.(call) === 'hold') return; // never answered, never recorded: the platform did not accept it
+    fake.calls.push(call);
+    if (!path.startsWith('/interactions/') && call.auth !== `Bot ${token}`) return error(res, 401, '401: Unauthorized');
+    const f = failures.find((x) => x.route === call.route);
+    let lostAnswer: FailSpec | undefined;
+    if (f && f.after === 0 && f.error.afterCreate) {
+      if (--f.count <= 0) failures.splice(failures.indexOf(f), 1);
+      lostAnswer = f.error;
+    } else if (f) {
+      if (f.after > 0) f.after--;
+      else {
+        if (--f.count <= 0) failures.splice(failures.indexOf(f), 1);
+        if (f.error.status === 429) {
+          const ra = f.error.retryAfter ?? 1;
+          return reply(res, 429, { message: 'You are being rate limited.', retry_after: ra, global: false }, { 'retry-after': String(ra), 'x-ratelimit-scope': 'user' });
+        }
+        return error(res, f.error.status, f.error.message ?? `${f.error.status}: error`, f.error.code ?? 0);
+      }
+    }
+    const seg = path.split('/').filter(Boolean);
+    const addr = server.address() as AddressInfo;
+
+    if (method === 'GET' && path === '/gateway/bot') {
+      return reply(res, 200, { url: `ws://127.0.0.1:${addr.port}/gateway`, shards: 1, session_start_limit: { total: 1000, remaining: 999, reset_after: 0, max_concurrency: 1 } });
+    }
+    if (method === 'GET' && path === '/users/@me') return reply(res, 200, bot);
+    if (seg[0] === 'applications' && seg[2] === 'commands' && method === 'PUT') {
+      fake.commands = (Array.isArray(body) ? body : []).map((c: { name: string; description: string }) => ({ name: c.name, description: c.description }));
+      return reply(res, 200, fake.commands.map((c) => ({ ...c, id: snowflake(), application_id: applicationId, type: 1, version: '1' })));
+    }
+    if (seg[0] === 'interactions' && seg[3] === 'callback' && method === 'POST') {
+      fake.interactionReplies.set(seg[1]!, body);
+      return reply(res, 204);
+    }
+    if (seg[0] === 'channels' && seg[1]) {
+      const cid = seg[1];
+      const ch = channels.get(cid);
+      if (!ch) return error(res, 404, 'Unknown Channel', 10003);
+      if (seg.length === 2 && method === 'GET') return reply(res, 200, ch);
+      if (seg[2] === 'typing' && method === 'POST') return reply(res, 204);
+      if (seg[2] === 'messages' && seg.length === 3 && method === 'GET') {
+        const after = url.searchParams.get('after');
+        const limit = Number(url.searchParams.get('limit') ?? 50);
+        const list = (history.get(cid) ?? []).filter((m) => !after || BigInt(m.id) > BigInt(after));
+        // Discord answers `after` with the oldest `limit` messages after it, newest first.
+        return reply(res, 200, list.slice(0, limit).reverse());
+      }
+      if (seg[2] === 'messages' && seg.length === 3 && method === 'POST') {
+        const content = String(body.content ?? '');
+        if (!content && !files.length) return error(res, 400, 'Cannot send an empty message', 50006);
+        if (content.length > 2000) return error(res, 400, 'Invalid Form Body: content: Must be 2000 or fewer in length.', 50035);
+        if (body.nonce !== undefined && String(body.nonce).length > 25) return error(res, 400, 'Invalid Form Body: nonce: Must be 25 or fewer in length.', 50035);
+        const nk = body.nonce !== undefined && body.enforce_nonce ? `${cid}:${body.nonce}` : undefined;
+        if (nk && nonces.has(nk)) return reply(res, 200, nonces.get(nk));
+        const m: DcMessage = {
+          id: snowflake(),
+          channel_id: cid,
+          ...(ch.guild_id ? { guild_id: ch.guild_id } : {}),
+          content,
+          author: bot,
+          ...(body.nonce !== undefined ? { nonce: String(body.nonce) } : {}),
+          ...(body.message_reference ? { message_reference: body.message_reference } : {}),
+          attachments: files.map((x) => ({ id: snowflake(), filename: x.name, size: x.size })),
+          mentions: [],
+          timestamp: new Date().toISOString(),
+          type: body.message_reference ? 19 : 0,
+          tts: false,
+          mention_everyone: false,
+          mention_roles: [],
+          embeds: [],
+          pinned: false,
+          flags: 0,
+        };
+        if (nk) nonces.set(nk, m);
+        fake.sent.push(m);
+        store(m);
+        // Discord echoes the bot's own message on the gateway; the bot must ignore it.
+        dispatch('MESSAGE_CREATE', m);
+        if (lostAnswer) return error(res, lostAnswer.status, lostAnswer.message ?? `${lostAnswer.status}: error`);
+        return reply(res, 200, m);
+      }
+      if (seg[2] === 'messages' && seg[3]) {
+        const m = (history.get(cid) ?? []).find((x) => x.id === seg[3]);
+        if (!m) return error(res, 404, 'Unknown Message', 10008);
+        if (seg[4] === 'reactions' && method === 'PUT') return reply(res, 204);
+        if (seg.length === 4 && method === 'PATCH') {
+          if (m.author.id !== bot.id) return error(res, 403, 'Cannot edit a message authored by another user', 50005);
+          m.content = String(body.content ?? m.content);
+          return reply(res, 200, m);
+        }
+        if (seg.length === 4 && method === 'DELETE') {
+          history.set(cid, (history.get(cid) ?? []).filter((x) => x !== m));
+          return reply(res, 204);
+        }
+      }
+    }
+    return error(res, 404, '404: Not Found');
+  }
+
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as AddressInfo;
+
+  fake = {
+    apiUrl: `http://127.0.0.1:${port}/api`,
+    token,
+    bot: { id: bot.id, username: bot.username },
+    applicationId,
+    guildId,
+    channelId,
+    calls: [],
+    sent: [],
+    commands: [],
+    interactionReplies: new Map(),
+    gateway: { connections: 0, identifies: 0, resumes: 0, resumed: 0 },
+    heartbeatMs: o.heartbeatMs ?? 500,
+    identifyCloseCode: undefined,
+    pushMessage(content, p = {}) {
+      const userId = p.userId ?? '400000000000000004';
+      let cid = p.channelId ?? channelId;
+      if (p.dm) {
+        cid = p.channelId ?? `5${userId.slice(1)}`;
+        if (!channels.has(cid)) channels.set(cid, { id: cid, type: 1, recipients: [user(userId)] });
+      } else if (!channels.has(cid)) channels.set(cid, { id: cid, type: 0, guild_id: guildId, name: `c${cid.slice(-4)}` });
+      const guild = !p.dm;
+      const m: DcMessage = {
+        id: snowflake(),
+        channel_id: cid,
+        ...(guild ? { guild_id: guildId, member: { roles: [], joined_at: new Date().toISOString(), deaf: false, mute: false, flags: 0 } } : {}),
+        content: p.mention ? `<@${bot.id}> ${content}` : content,
+        author: user(userId),
+        attachments: [],
+        mentions: p.mention ? [{ id: bot.id, username: bot.username, discriminator: '0', avatar: null }] : [],
+        timestamp: new Date().toISOString(),
+        type: p.replyToBot ? 19 : 0,
+        ...(p.replyToBot ? { message_reference: { message_id: p.replyToBot, channel_id: cid }, referenced_message: (history.get(cid) ?? []).find((x) => x.id === p.replyToBot) ?? null } : {}),
+        tts: false,
+        mention_everyone: false,
+        mention_roles: [],
+        embeds: [],
+        pinned: false,
+        flags: 0,
+      };
+      store(m);
+      dispatch('MESSAGE_CREATE', m);
+      return m;
+    },
+    pushCommand(name, p = {}) {
+      const id = snowflake();
+      const itoken = `itok-${id}`;
+      const userId = p.userId ?? '400000000000000004';
+      const cid = p.channelId ?? channelId;
+      dispatch('INTERACTION_CREATE', {
+        id,
+        token: itoken,
+        application_id: applicationId,
+        type: 2,
+        version: 1,
+        channel_id: cid,
+        guild_id: guildId,
+        channel: { id: cid, type: 0, guild_id: guildId },
+        member: { user: user(userId), roles: [], permissions: '0', joined_at: new Date().toISOString(), deaf: false, mute: false, flags: 0 },
+        data: { id: snowflake(), name, type: 1 },
+        locale: 'en-US',
+        app_permissions: '0',
+        entitlements: [],
+        authorizing_integration_owners: {},
+        context: 0,
+      });
+      return { id, token: itoken };
+    },
+    failNext(r, e, count = 1, after = 0) {
+      failures.push({ route: r, error: e, count, after });
+    },
+    drop() {
+      for (const ws of sockets) ws.terminate();
+    },
+    silence() {
+      for (const s of sessions.values()) if (s.socket) s.silent = true;
+    },
+    callsOf: (r) => fake.calls.filter((c) => c.route === r),
+    sentTo: (cid) => fake.sent.filter((m) => m.channel_id === cid),
+    async close() {
+      for (const ws of sockets) ws.terminate();
+      wss.close();
+      server.closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
+    },
+  };
+  return fake;
+}

@@ -1,0 +1,129 @@
+/**
+ * chatC end to end: the real discord.js against the loopback Discord (REST + gateway), a real kernel, the agent
+ * driven by the scripted fake provider.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { waitFor } from '../../helpers.js';
+import { ADMIN, bootChatC, type ChatCHarness, USER } from './harness.js';
+
+let h: ChatCHarness | undefined;
+afterEach(async () => {
+  await h?.close();
+  h = undefined;
+});
+
+const connected = () => waitFor(() => h!.channel().status().connected, 'connected');
+
+describe('chatC inbound → action → reply', () => {
+  it('answers in the same channel as Discord Markdown, threaded to the message, with a nonce; status counts servers', async () => {
+    h = await bootChatC();
+    await connected();
+    expect(h.channel().status()).toMatchObject({ enabled: true, connected: true, state: 'connected', botUsername: 'keel-test', guilds: 1, reconnects: 0 });
+    h.model.replies.push({ text: '**Hello** there, see `x<y` and a_b' });
+    const inbound = h.dc.pushMessage('hi bot', { userId: USER, mention: true });
+    const reply = await waitFor(() => h!.dc.sentTo(h!.dc.channelId).find((m) => m.content.includes('Hello')), 'the reply');
+    expect(reply.content).toBe('**Hello** there, see `x<y` and a\\_b');
+    expect(reply.message_reference).toMatchObject({ message_id: inbound.id });
+    const post = h.dc.callsOf('POST /channels/:id/messages').find((c) => c.body.content === reply.content)!;
+    expect(post.body).toMatchObject({ enforce_nonce: true });
+    expect(String(post.body.nonce).length).toBeLessThanOrEqual(25);
+    const action = await waitFor(() => h!.actions().find((a) => a.status === 'completed'), 'completed');
+    expect(action).toMatchObject({ source: 'chatC', task: 'hi bot' });
+    expect(action!.metadata.replyTo).toMatchObject({ chatId: h.dc.channelId, messageId: inbound.id });
+    expect(action!.metadata.actor).toMatchObject({ kind: 'user', channel: 'chatC', userId: USER, untrusted: true });
+    expect(h.channel().status().lastInboundAt).toBeTruthy();
+    // Typing was shown while the action ran; the bot's own echoed message did not become an action.
+    expect(h.dc.callsOf('POST /channels/:id/typing').length).toBeGreaterThan(0);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(h.actions()).toHaveLength(1);
+  });
+
+  it('a long reply goes out in chunks of at most 2,000, in order, each once — also through a 429 with retry_after in the middle', async () => {
+    h = await bootChatC();
+    await connected();
+    const paragraphs = Array.from({ length: 30 }, (_, i) => `Paragraph ${i}: ${'lorem ipsum dolor sit amet '.repeat(10)}`);
+    h.model.replies.push({ text: paragraphs.join('\n\n') });
+    h.dc.failNext('POST /channels/:id/messages', { status: 429, retryAfter: 0.5 }, 1, 1);
+    const inbound = h.dc.pushMessage('write a lot', { userId: USER, dm: true });
+    const action = await waitFor(() => h!.actions().find((a) => a.status === 'completed'), 'completed', 20_000);
+    const texts = h.dc.sentTo(inbound.channel_id).map((m) => m.content);
+    expect(texts.length).toBeGreaterThan(2);
+    for (const t of texts) expect(t.length).toBeLessThanOrEqual(2000);
+    const joined = texts.join('\n\n');
+    const order = paragraphs.map((p) => joined.indexOf(p.slice(0, 13)));
+    expect(order.every((v, i) => v >= 0 && (i === 0 || v > order[i - 1]!))).toBe(true);
+    expect(new Set(texts).size).toBe(texts.length);
+    // The 429 was answered once and the chunk it refused was sent again, with the same nonce.
+    const posts = h.dc.callsOf('POST /channels/:id/messages').filter((c) => c.path.includes(inbound.channel_id));
+    expect(posts.length).toBe(texts.length + 1);
+    expect(posts[1]!.body.nonce).toBe(posts[2]!.body.nonce);
+    expect(new Set(posts.map((p) => p.body.nonce)).size).toBe(texts.length);
+    // Only the first chunk is threaded to the question.
+    expect(h.dc.sentTo(inbound.channel_id)[0]!.message_reference).toMatchObject({ message_id: inbound.id });
+    expect(h.dc.sentTo(inbound.channel_id)[1]!.message_reference).toBeUndefined();
+    expect(action.result).toContain('Paragraph 29');
+  });
+
+  it('a chunk whose answer was lost is sent again with the same nonce and Discord keeps one message', async () => {
+    h = await bootChatC({ runAgent: false });
+    await connected();
+    // Discord created the message but the answer failed (a 502 on the way back, as after a timeout): the retry
+    // carries the same nonce with enforce_nonce, so Discord answers with the message it already has.
+    h.dc.failNext('POST /channels/:id/messages', { status: 502, afterCreate: true });
+    const sent = await h.channel().send(h.dc.channelId, 'only once', { idempotencyKey: 'k1' });
+    const posts = h.dc.callsOf('POST /channels/:id/messages');
+    expect(posts.length).toBe(2);
+    expect(posts[0]!.body.nonce).toBe(posts[1]!.body.nonce);
+    expect(h.dc.sentTo(h.dc.channelId).filter((m) => m.content === 'only once')).toHaveLength(1);
+    expect(sent.messageId).toBe(h.dc.sentTo(h.dc.channelId)[0]!.id);
+    // The same key again (a re-run of the same reply) sends nothing at all.
+    await h.channel().send(h.dc.channelId, 'only once', { idempotencyKey: 'k1' });
+    expect(h.dc.callsOf('POST /channels/:id/messages').length).toBe(2);
+  });
+
+  it('auto-reply off: server chatter is ignored; a mention, a reply to the bot and a direct message become actions', async () => {
+    h = await bootChatC({ config: { chatCAutoReplyEnabled: false } });
+    await connected();
+    const mine = await h.channel().send(h.dc.channelId, 'I am the bot');
+    h.dc.pushMessage('just chatting', { userId: USER });
+    h.dc.pushMessage('summarise please', { userId: USER, mention: true });
+    h.dc.pushMessage('and this one?', { userId: USER, replyToBot: mine.messageId });
+    h.dc.pushMessage('private question', { userId: USER, dm: true });
+    await waitFor(() => h!.actions().length >= 3 && h!.actions().every((a) => a.status === 'completed'), 'three actions');
+    await new Promise((r) => setTimeout(r, 400));
+    expect(h.actions().map((a) => a.task).sort()).toEqual(['and this one?', 'private question', 'summarise please']);
+  });
+
+  it('auto-reply on: every message becomes an action', async () => {
+    h = await bootChatC({ config: { chatCAutoReplyEnabled: true }, runAgent: false });
+    await connected();
+    h.dc.pushMessage('one', { userId: USER });
+    h.dc.pushMessage('two', { userId: USER, dm: true });
+    await waitFor(() => h!.actions().length === 2, 'two actions');
+  });
+
+  it('admins (adminUsers.chatC by snowflake) are trusted, others are untrusted; sessions follow sessionScope', async () => {
+    h = await bootChatC({ runAgent: false });
+    await connected();
+    h.dc.pushMessage('from admin', { userId: ADMIN });
+    h.dc.pushMessage('from stranger', { userId: USER });
+    await waitFor(() => h!.actions().length === 2, 'two actions');
+    const by = (t: string) => h!.actions().find((a) => a.task === t)!;
+    expect(by('from admin').metadata.actor).toEqual({ kind: 'user', channel: 'chatC', userId: ADMIN });
+    expect(by('from stranger').metadata.actor).toMatchObject({ userId: USER, untrusted: true });
+    expect(by('from admin').metadata.session).not.toBe(by('from stranger').metadata.session);
+  });
+
+  it('a failed action tells the user once, briefly, without a stack trace; typing stops', async () => {
+    h = await bootChatC({ config: { maxStepsPerAction: 1 } });
+    await connected();
+    h.model.defaultReply = { error: { message: 'model exploded\n    at run (/srv/keel/x.js:1:2)', status: 400 } };
+    const m = h.dc.pushMessage('do it', { userId: USER, dm: true });
+    const msg = await waitFor(() => h!.dc.sentTo(m.channel_id)[0], 'failure notice', 15_000);
+    expect(msg.content).toMatch(/^Sorry, that did not work/);
+    expect(msg.content).not.toMatch(/\bat run\b|\/srv\//);
+    expect(msg.message_reference).toMatchObject({ message_id: m.id });
+    await new Promise((r) => setTimeout(r, 500));
+    expect(h.dc.sentTo(m.channel_id)).toHaveLength(1);
+  });
+});
