@@ -71,7 +71,7 @@ export interface FakeDiscord {
   /** Gateway connections opened, IDENTIFYs and RESUMEs received. */
   gateway: { connections: number; identifies: number; resumes: number; resumed: number };
   /** A user's message in the guild channel (or a DM when `dm`); dispatched as MESSAGE_CREATE. */
-  pushMessage(content: string, o?: { userId?: string; channelId?: string; dm?: boolean; mention?: boolean; replyToBot?: string }): DcMessage;
+  pushMessage(content: string, o?: { userId?: string; channelId?: string; dm?: boolean; mention?: boolean; replyToBot?: string; attachment?: { filename: string; data: Buffer; contentType?: string } }): DcMessage;
   /** A slash command interaction (INTERACTION_CREATE). */
   pushCommand(name: string, o?: { userId?: string; channelId?: string }): { id: string; token: string };
   /** After `after` more successful calls of `route` (e.g. 'POST /channels/:id/messages'), the next `count` fail. */
@@ -141,6 +141,8 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
   const nonces = new Map<string, DcMessage>();
   const failures: Array<{ route: string; error: FailSpec; count: number; after: number }> = [];
   const sessions = new Map<string, Session>();
+  /** Attachment bodies served like Discord's CDN: path → bytes. */
+  const cdnFiles = new Map<string, Buffer>();
   const sockets = new Set<WebSocket>();
 
   const user = (id: string) => ({ id, username: `user${id.slice(-4)}`, discriminator: '0', global_name: null, avatar: null });
@@ -277,6 +279,12 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
     for await (const c of req) chunks.push(c as Buffer);
     const raw = Buffer.concat(chunks);
     const url = new URL(req.url ?? '/', 'http://x');
+    const cdn = cdnFiles.get(url.pathname);
+    if (cdn && req.method === 'GET') {
+      res.writeHead(200, { 'content-type': 'application/octet-stream' });
+      res.end(cdn);
+      return;
+    }
     if (!url.pathname.startsWith('/api/v10/')) return error(res, 404, '404: Not Found');
     const path = url.pathname.slice('/api/v10'.length);
     const method = req.method ?? 'GET';
@@ -423,13 +431,20 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
         if (!channels.has(cid)) channels.set(cid, { id: cid, type: 1, recipients: [user(userId)] });
       } else if (!channels.has(cid)) channels.set(cid, { id: cid, type: 0, guild_id: guildId, name: `c${cid.slice(-4)}` });
       const guild = !p.dm;
+      const id = snowflake();
+      const attachments: DcMessage['attachments'] = [];
+      if (p.attachment) {
+        const path = `/attachments/${cid}/${id}/${p.attachment.filename}`;
+        cdnFiles.set(path, p.attachment.data);
+        attachments.push({ id: snowflake(), filename: p.attachment.filename, size: p.attachment.data.length, url: `http://127.0.0.1:${port}${path}`, ...(p.attachment.contentType ? { content_type: p.attachment.contentType } : {}) } as never);
+      }
       const m: DcMessage = {
-        id: snowflake(),
+        id,
         channel_id: cid,
         ...(guild ? { guild_id: guildId, member: { roles: [], joined_at: new Date().toISOString(), deaf: false, mute: false, flags: 0 } } : {}),
         content: p.mention ? `<@${bot.id}> ${content}` : content,
         author: user(userId),
-        attachments: [],
+        attachments,
         mentions: p.mention ? [{ id: bot.id, username: bot.username, discriminator: '0', avatar: null }] : [],
         timestamp: new Date().toISOString(),
         type: p.replyToBot ? 19 : 0,
