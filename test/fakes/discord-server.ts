@@ -69,7 +69,7 @@ export interface FakeDiscord {
   /** Interaction callbacks: interaction id → body. */
   interactionReplies: Map<string, any>;
   /** Gateway connections opened, IDENTIFYs and RESUMEs received. */
-  gateway: { connections: number; identifies: number; resumes: number; resumed: number };
+  gateway: { connections: number; identifies: number; resumes: number; resumed: number; heartbeats: number };
   /** A user's message in the guild channel (or a DM when `dm`); dispatched as MESSAGE_CREATE. */
   pushMessage(content: string, o?: { userId?: string; channelId?: string; dm?: boolean; mention?: boolean; replyToBot?: string; attachment?: { filename: string; data: Buffer; contentType?: string } }): DcMessage;
   /** A slash command interaction (INTERACTION_CREATE). */
@@ -80,6 +80,8 @@ export interface FakeDiscord {
   drop(): void;
   /** The open sockets stop sending anything and stop acknowledging heartbeats (a zombie connection). */
   silence(): void;
+  /** While true, new gateway sockets get nothing at all (not even HELLO): a dead gateway. */
+  deaf: boolean;
   /** Close code to answer the next IDENTIFYs with (4014: disallowed intents). */
   identifyCloseCode: number | undefined;
   /** Called with every REST call before it is handled; 'hold' leaves it unanswered (never accepted). */
@@ -204,6 +206,7 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
       sockets.delete(ws);
       if (session?.socket === ws) session.socket = undefined;
     });
+    if (fake.deaf) return;
     send(ws, { op: 10, d: { heartbeat_interval: fake.heartbeatMs }, s: null, t: null });
     ws.on('message', (raw) => {
       let p: { op: number; d: any };
@@ -214,6 +217,7 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
         return;
       }
       if (p.op === 1) {
+        fake.gateway.heartbeats++;
         if (!session?.silent) send(ws, { op: 11, d: null, s: null, t: null });
         return;
       }
@@ -420,9 +424,10 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
     sent: [],
     commands: [],
     interactionReplies: new Map(),
-    gateway: { connections: 0, identifies: 0, resumes: 0, resumed: 0 },
+    gateway: { connections: 0, identifies: 0, resumes: 0, resumed: 0, heartbeats: 0 },
     heartbeatMs: o.heartbeatMs ?? 500,
     identifyCloseCode: undefined,
+    deaf: false,
     pushMessage(content, p = {}) {
       const userId = p.userId ?? '400000000000000004';
       let cid = p.channelId ?? channelId;

@@ -82,7 +82,25 @@ export function gatewayConnector(o: { token: string; apiUrl: string; log: Logger
     } finally {
       clearInterval(pings);
       client.removeAllListeners();
-      await client.destroy().catch(() => undefined);
+      await teardown(client);
     }
   };
+}
+
+type ShardInternals = { internalConnect?: () => Promise<void>; connection?: { terminate?: () => void } | null };
+
+/**
+ * Destroys the client for good. @discordjs/ws 1.x has a race: destroying a shard while it waits for HELLO (a dead
+ * gateway) makes its own wait fail, which starts a second destroy *with* reconnect; the first never settles and the
+ * shard dials again on its own — a leaked connection that would later IDENTIFY beside the new client. So the
+ * shards are kept from reconnecting first, the destroy gets a bounded time, and any socket left is cut.
+ */
+async function teardown(client: Client): Promise<void> {
+  const strategy = (client.ws as unknown as { _ws?: { strategy?: { shards?: Map<number, ShardInternals> } } })._ws?.strategy;
+  const shards = [...(strategy?.shards?.values() ?? [])];
+  for (const s of shards) if (typeof s.internalConnect === 'function') s.internalConnect = async () => undefined;
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([client.destroy().catch(() => undefined), new Promise<void>((r) => (timer = setTimeout(r, 3000)))]);
+  clearTimeout(timer);
+  for (const s of shards) s.connection?.terminate?.();
 }
