@@ -84,8 +84,11 @@ export interface FakeDiscord {
   deaf: boolean;
   /** Close code to answer the next IDENTIFYs with (4014: disallowed intents). */
   identifyCloseCode: number | undefined;
-  /** Called with every REST call before it is handled; 'hold' leaves it unanswered (never accepted). */
-  onCall?: ((call: DcCall) => 'hold' | void) | undefined;
+  /**
+   * Called with every REST call before it is handled; 'hold' leaves it unanswered (never accepted);
+   * 'accept-and-hold' creates the message but never answers (the answer is lost: Discord has it, the client not).
+   */
+  onCall?: ((call: DcCall) => 'hold' | 'accept-and-hold' | void) | undefined;
   heartbeatMs: number;
   callsOf(route: string): DcCall[];
   /** Messages the bot created in a channel. */
@@ -311,7 +314,8 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
       }
     }
     const call: DcCall = { method, path, route: route(method, path), query: url.searchParams, body, files, auth: req.headers.authorization };
-    if (fake.onCall?.(call) === 'hold') return; // never answered, never recorded: the platform did not accept it
+    const verdict = fake.onCall?.(call);
+    if (verdict === 'hold') return; // never answered, never recorded: the platform did not accept it
     fake.calls.push(call);
     if (!path.startsWith('/interactions/') && call.auth !== `Bot ${token}`) return error(res, 401, '401: Unauthorized');
     const f = failures.find((x) => x.route === call.route);
@@ -389,6 +393,7 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
         store(m);
         // Discord echoes the bot's own message on the gateway; the bot must ignore it.
         dispatch('MESSAGE_CREATE', m);
+        if (verdict === 'accept-and-hold') return;
         if (lostAnswer) return error(res, lostAnswer.status, lostAnswer.message ?? `${lostAnswer.status}: error`);
         return reply(res, 200, m);
       }
