@@ -161,6 +161,9 @@ export default definePlugin({
       ingress.record(
         fresh.map((message) => ({ messageId: message.id, chatId: message.channel_id, payload: { message } })),
         last ? { key: cursorKey(channelId), value: last } : undefined,
+        // Discord is never acknowledged (a new session replays nothing); a power cut that undoes this commit undoes
+        // the cursor with it, and the history after the cursor is read again at the next READY. So no fsync here.
+        { durability: 'NORMAL' },
       );
       supervisor.inbound();
     };

@@ -52,9 +52,11 @@ export class Ingress<T> {
   /**
    * Records a batch and, in the same transaction, the platform cursor (e.g. Telegram's next offset). Returns the
    * entries that were new (duplicates are dropped here) and schedules them. Only after this returns may the
-   * platform be acknowledged.
+   * platform be acknowledged. `durability` (default FULL, fsynced) may be NORMAL only where a commit lost to a
+   * power cut is fetched again from the platform (Discord: the message and its history cursor go together, and the
+   * history after the cursor is read at the next start).
    */
-  record(items: IngressItem<T>[], cursor?: { key: string; value: string }): IngressItem<T>[] {
+  record(items: IngressItem<T>[], cursor?: { key: string; value: string }, opts: { durability?: 'FULL' | 'NORMAL' } = {}): IngressItem<T>[] {
     if (this.closed) throw new Error('ingress is closed');
     const now = Date.now();
     const fresh = this.store.tx(() => {
@@ -65,7 +67,7 @@ export class Ingress<T> {
       }
       if (cursor) this.store.setValue(cursor.key, cursor.value);
       return out;
-    });
+    }, opts.durability ?? 'FULL');
     for (const it of fresh) this.schedule(it);
     return fresh;
   }
