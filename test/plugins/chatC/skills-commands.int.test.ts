@@ -6,19 +6,23 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Action, Actor } from '../../../sdk/index.js';
+import { startOpenAIFake, type ScriptedServer } from '../../fakes/openai-server.js';
 import { waitFor } from '../../helpers.js';
 import { ADMIN, bootChatC, type ChatCHarness, USER } from './harness.js';
 
 let h: ChatCHarness | undefined;
+let openai: ScriptedServer | undefined;
 afterEach(async () => {
   await h?.close();
+  await openai?.close();
   h = undefined;
+  openai = undefined;
 });
 
 const OPERATOR: Actor = { kind: 'operator', channel: 'cli' };
 const run = (name: string, args: unknown, action?: Action) => h!.kernel.execute(name, args, OPERATOR, action ? { action } : {});
 
-async function ready(o: { plugins?: string[] } = {}) {
+async function ready(o: { plugins?: string[]; config?: Record<string, unknown> } = {}) {
   h = await bootChatC({ runAgent: false, ...o });
   await waitFor(() => h!.channel().status().connected, 'connected');
 }
@@ -59,6 +63,24 @@ describe('chatC skills', () => {
     expect(post.files).toEqual([{ name: 'report.txt', size: 6 }]);
     expect(post.body).toMatchObject({ content: 'the report', enforce_nonce: true, attachments: [{ id: 0, filename: 'report.txt' }] });
     expect(h!.dc.sent.at(-1)!.attachments[0]).toMatchObject({ filename: 'report.txt', size: 6 });
+  });
+
+  it('send_voice_note goes to Discord as an audio attachment, send_image as an image attachment (real providerA)', async () => {
+    openai = await startOpenAIFake();
+    await ready({ plugins: ['messaging', 'providerA'], config: { providerAApiKey: 'sk-test-123', providerABaseUrl: openai.url } });
+    const cid = h!.dc.channelId;
+    const v = await run('send_voice_note', { jid: cid, text: 'Hello there', voice: 'nova' });
+    expect(v.success, v.result).toBe(true);
+    expect(JSON.parse(v.result)).toMatchObject({ channel: 'chatC', kind: 'audio', provider: 'providerA' });
+    const audio = h!.dc.callsOf('POST /channels/:id/messages').at(-1)!;
+    expect(audio.files).toHaveLength(1);
+    expect(audio.files[0]!.name).toMatch(/^voice-.*\.mp3$/);
+    expect(audio.files[0]!.size).toBeGreaterThan(0);
+    const i = await run('send_image', { jid: cid, prompt: 'a lighthouse', caption: 'for you' });
+    expect(i.success, i.result).toBe(true);
+    const image = h!.dc.callsOf('POST /channels/:id/messages').at(-1)!;
+    expect(image.body.content).toBe('for you');
+    expect(image.files[0]!.name).toMatch(/^image-.*\.png$/);
   });
 
   it('react puts a native reaction on the message of the action', async () => {
