@@ -227,7 +227,7 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
       if (p.op === 2) {
         fake.gateway.identifies++;
         if (p.d?.token !== token) return ws.close(4004, 'Authentication failed.');
-        if (fake.identifyCloseCode) return ws.close(fake.identifyCloseCode, 'Disallowed intent(s).');
+        if (fake.identifyCloseCode) return ws.close(fake.identifyCloseCode, fake.identifyCloseCode === 4004 ? 'Authentication failed.' : 'Disallowed intent(s).');
         session = { id: `s${Math.random().toString(36).slice(2, 12)}`, seq: 0, events: [], socket: ws, silent: false };
         sessions.set(session.id, session);
         const addr = server.address() as AddressInfo;

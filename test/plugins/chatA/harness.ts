@@ -42,6 +42,10 @@ const MORE: Record<string, () => Promise<Pick<PluginCandidate, 'manifest' | 'loa
     manifest: (await import('../../../plugins/messaging/manifest.js')).default,
     load: async () => (await import('../../../plugins/messaging/index.js')).default,
   }),
+  gateway: async () => ({
+    manifest: (await import('../../../plugins/gateway/manifest.js')).default,
+    load: async () => (await import('../../../plugins/gateway/index.js')).default,
+  }),
   providerA: async () => ({
     manifest: (await import('../../../plugins/providerA/manifest.js')).default,
     load: async () => (await import('../../../plugins/providerA/index.js')).default,

@@ -68,6 +68,17 @@ describe('chatC connection', () => {
     expect(tasks().filter((t) => t === 'known channel')).toHaveLength(1);
   }, 60_000);
 
+  it('appears in GET /api/connections with guilds and the kit\'s extras', async () => {
+    h = await bootChatC({ runAgent: false, plugins: ['gateway'], config: { gatewayAutoStart: true, gatewayPort: 0, gatewayHost: '127.0.0.1' } });
+    await waitFor(() => h!.channel().status().connected, 'connected');
+    const gw = h.kernel.registry.use<{ port: number }>('gateway:address')!;
+    h.dc.pushMessage('hello', { userId: USER });
+    await waitFor(() => tasks().includes('hello'), 'message');
+    const connections = (await (await fetch(`http://127.0.0.1:${gw.port}/api/connections`)).json()) as Record<string, Record<string, unknown>>;
+    expect(connections.chatC).toMatchObject({ enabled: true, connected: true, state: 'connected', guilds: 1, botUsername: 'keel-test', reconnects: 0, lastInboundAt: expect.stringMatching(/^\d{4}-/) });
+    expect(JSON.stringify(connections)).not.toContain(h.dc.token);
+  });
+
   it('an invalid token fails once with a clear message and no reconnect loop', async () => {
     h = await bootChatC({ token: 'MTIz.WRONG.token-value-xyz', runAgent: false });
     await waitFor(() => h!.channel().status().state === 'failed', 'failed');
@@ -81,17 +92,20 @@ describe('chatC connection', () => {
     expect(h.logs.recent({ level: 'error' }).filter((e) => /rejected the bot token/.test(e.message))).toHaveLength(1);
   });
 
-  it('disallowed intents (close 4014) stop once and say which intent to enable', async () => {
-    h = await bootChatC({ runAgent: false, config: {} });
+  it.each([
+    [4014, /disallowed intents[\s\S]*Message Content intent/],
+    [4004, /rejected the bot token \(close 4004/],
+  ])('the gateway closing with %i stops once with a clear message, no reconnect loop', async (code, message) => {
+    h = await bootChatC({ runAgent: false });
     await waitFor(() => h!.channel().status().connected, 'connected');
     await h.kernel.stop();
-    h.dc.identifyCloseCode = 4014;
+    h.dc.identifyCloseCode = code;
     await h.restart();
     await waitFor(() => h!.channel().status().state === 'failed', 'failed');
-    expect(h.channel().status().lastError).toMatch(/disallowed intents[\s\S]*Message Content intent/);
+    expect(h.channel().status().lastError).toMatch(message);
     const identifies = h.dc.gateway.identifies;
     await new Promise((r) => setTimeout(r, 1500));
     expect(h.dc.gateway.identifies).toBe(identifies);
-    expect(h.logs.recent({ level: 'error' }).filter((e) => /disallowed intents/.test(e.message))).toHaveLength(1);
+    expect(h.logs.recent({ level: 'error' }).filter((e) => message.test(e.message))).toHaveLength(1);
   });
 });
