@@ -35,7 +35,7 @@ import {
 } from '../../sdk/channel-kit/index.js';
 import manifest from './manifest.js';
 import { backfill, cursorKey, newer } from './src/backfill.js';
-import { classifyDiscord, type DcChunk, fatalMessage, makeRest, nonceOf, sendChunk, SNOWFLAKE } from './src/discord.js';
+import { classifyDiscord, type DcChunk, fatalMessage, makeRest, nonceOf, sendChunkTo, SNOWFLAKE } from './src/discord.js';
 import { gatewayConnector, type GatewayInfo } from './src/gateway.js';
 import { type DcInboundMessage, type DcPayload, interactionToInbound, isUserMessage, messageToInbound } from './src/inbound.js';
 import { registerSkills } from './src/skills.js';
@@ -78,7 +78,8 @@ export default definePlugin({
       log: ctx.log,
       signal: stopping.signal,
     });
-    const sendOne = (c: DcChunk, _i: number, channelId: string) => sendChunk(rest, channelId, c);
+    const dms = new Map<string, string>();
+    const sendOne = (c: DcChunk, _i: number, target: string) => sendChunkTo(rest, target, c, dms);
 
     // ---------------------------------------------------------------- outbound
     const send = async (to: string, message: string | OutboundMessage, options: SendOptions = {}): Promise<SentMessage> => {

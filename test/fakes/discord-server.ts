@@ -341,6 +341,13 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
       return reply(res, 200, { url: `ws://127.0.0.1:${addr.port}/gateway`, shards: 1, session_start_limit: { total: 1000, remaining: 999, reset_after: 0, max_concurrency: 1 } });
     }
     if (method === 'GET' && path === '/users/@me') return reply(res, 200, bot);
+    if (method === 'POST' && path === '/users/@me/channels') {
+      const rid = String(body.recipient_id ?? '');
+      if (!/^\d{17,20}$/.test(rid)) return error(res, 400, 'Invalid Form Body', 50035);
+      const cid = `5${rid.slice(1)}`;
+      if (!channels.has(cid)) channels.set(cid, { id: cid, type: 1, recipients: [user(rid)] });
+      return reply(res, 200, channels.get(cid));
+    }
     if (seg[0] === 'applications' && seg[2] === 'commands' && method === 'PUT') {
       fake.commands = (Array.isArray(body) ? body : []).map((c: { name: string; description: string }) => ({ name: c.name, description: c.description }));
       return reply(res, 200, fake.commands.map((c) => ({ ...c, id: snowflake(), application_id: applicationId, type: 1, version: '1' })));

@@ -82,3 +82,19 @@ export async function sendChunk(rest: REST, channelId: string, c: DcChunk): Prom
   const m = (await rest.post(route, { body: { ...base, content: c.content } })) as { id: string };
   return m.id;
 }
+
+/**
+ * Sends one chunk to a channel id, or to a user id: Discord answers a user id with "Unknown Channel" (10003), and then
+ * the direct-message channel with that user is opened (`POST /users/@me/channels`) and remembered in `dms`.
+ */
+export async function sendChunkTo(rest: REST, target: string, c: DcChunk, dms: Map<string, string>): Promise<string> {
+  const channelId = dms.get(target) ?? target;
+  try {
+    return await sendChunk(rest, channelId, c);
+  } catch (e) {
+    if (!(e instanceof DiscordAPIError) || e.code !== 10003 || dms.has(target)) throw e;
+    const dm = (await rest.post('/users/@me/channels', { body: { recipient_id: target } })) as { id: string };
+    dms.set(target, dm.id);
+    return sendChunk(rest, dm.id, c);
+  }
+}

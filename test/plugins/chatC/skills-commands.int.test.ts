@@ -44,6 +44,10 @@ describe('chatC skills', () => {
       expect(b.success).toBe(false);
       expect(b.result).toMatch(/must be 17 to 20 digits/);
     }
+    // A user id is not a channel: the direct-message channel with that user is opened and used.
+    const dm = JSON.parse((await run('send_chatC', { channel_id: USER, message: 'psst' })).result) as { messageId: string };
+    expect(h!.dc.sent.find((m) => m.id === dm.messageId)).toMatchObject({ channel_id: `5${USER.slice(1)}`, content: 'psst' });
+    expect(h!.dc.callsOf('POST /users/@me/channels')).toHaveLength(1);
     const action = await h!.kernel.queue.push({ task: 't', source: 'chatC', metadata: { replyTo: { chatId: cid, messageId: '1' } } });
     const a1 = await run('send_chatC', { channel_id: cid, message: 'once' }, action);
     const before = h!.dc.sent.length;
