@@ -40,6 +40,7 @@ describe('channel contract types', () => {
     expectTypeOf<ChannelStatus>().toExtend<ConnectionStatus>();
     expectTypeOf<ChannelCapability['send']>().returns.resolves.toEqualTypeOf<SentMessage>();
     expectTypeOf<ChannelCapability['reply']>().parameters.toEqualTypeOf<[Action, string | OutboundMessage]>();
+    expectTypeOf<NonNullable<ChannelCapability['react']>>().parameters.toEqualTypeOf<[string, string, string]>();
     expectTypeOf<SentMessage>().toEqualTypeOf<{ messageId: string; messageIds: string[] }>();
     expectTypeOf(fakeChannel('x').manifest).toExtend<PluginManifest>();
   });
