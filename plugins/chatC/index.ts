@@ -169,6 +169,8 @@ export default definePlugin({
       supervisor.inbound();
     };
 
+    /** Live messages that arrived while the history catch-up of a new session runs. */
+    let held: DcInboundMessage[] | undefined;
     const info: GatewayInfo = {};
     const supervisor = new ConnectionSupervisor({
       name: 'chatC',
@@ -192,10 +194,16 @@ export default definePlugin({
               await rest.put(`/applications/${bot.applicationId}/commands`, { body }).catch((e) => ctx.log.warn(`Registering the slash commands failed: ${e instanceof Error ? e.message : String(e)}`));
             }
             void outbox.resumeAll(sendOne);
-            // A new session does not replay what was said while Keel was away: read it from the history.
-            void backfill(rest, store, ctx.log, recordMessages, stopping.signal);
+            // A new session does not replay what was said while Keel was away: read it from the history. Live
+            // messages wait until then, so that a channel's messages are still recorded (and handled) in order.
+            held = [];
+            void backfill(rest, store, ctx.log, recordMessages, stopping.signal).finally(() => {
+              const live = held ?? [];
+              held = undefined;
+              for (const m of live) recordMessages([m]);
+            });
           },
-          message: (m) => recordMessages([m]),
+          message: (m) => (held ? held.push(m) : recordMessages([m])),
           interaction: (i) => {
             ingress.record([{ messageId: `i:${i.id}`, chatId: i.channel_id ?? 'dm', payload: { interaction: i } }]);
             supervisor.inbound();
