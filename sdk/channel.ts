@@ -3,7 +3,7 @@
  * message becomes an action (`receive`). Every channel, built in or a user's own, uses exactly this, so the agent,
  * the gateway, doctor and `keel status` treat them all alike. Prose: docs/channels.md.
  */
-import type { ConnectionStatus, PluginContext, PolicyCapability } from './plugin.js';
+import type { ConnectionStatus, PluginContext } from './plugin.js';
 import type { Action, Actor, Json } from './types.js';
 
 /**
@@ -177,7 +177,7 @@ function alreadyQueued(ctx: PluginContext, channel: string, messageId: string): 
 
 function decideAdmin(ctx: PluginContext, actor: Actor): boolean {
   try {
-    const policy = ctx.use<PolicyCapability>('kernel:policy');
+    const policy = ctx.use('kernel:policy');
     // Fail closed: without the kernel's policy nobody on a channel is admin.
     return policy?.isAdmin(actor) === true;
   } catch {
@@ -187,7 +187,7 @@ function decideAdmin(ctx: PluginContext, actor: Actor): boolean {
 
 function sessionOf(ctx: PluginContext, actor: Actor): string {
   try {
-    const key = ctx.use<PolicyCapability>('kernel:policy')?.sessionKey(actor);
+    const key = ctx.use('kernel:policy')?.sessionKey(actor);
     if (typeof key === 'string' && key) return key;
   } catch {
     // fall through to the narrowest scope

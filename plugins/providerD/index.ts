@@ -57,7 +57,7 @@ export default definePlugin({
       },
     };
     for (const k of ['providerDAccessKeyId', 'providerDSecretAccessKey', 'providerDSessionToken']) registerSecret(get(k));
-    ctx.provide<ProviderCapability>(`provider:${ID}`, provider);
+    ctx.provide(`provider:${ID}`, provider);
     const c = configured();
     if (!c.ok) ctx.log.debug(`${ID} is idle: ${c.missing}`);
     return { stop: () => bedrock.destroy() };

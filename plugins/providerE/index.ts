@@ -1,7 +1,7 @@
 /**
  * providerE (OpenRouter): provides `provider:providerE` through the shared OpenAI-compatible adapter.
  */
-import { definePlugin, type ProviderCapability } from '../../sdk/index.js';
+import { definePlugin } from '../../sdk/index.js';
 import { readProviderSettings } from '../../sdk/vendors/common.js';
 import { createOpenAICompatibleProvider } from '../../sdk/vendors/openai-compatible.js';
 import manifest, { DEFAULT_BASE_URL } from './manifest.js';
@@ -22,7 +22,7 @@ export default definePlugin({
         return h;
       },
     });
-    ctx.provide<ProviderCapability>('provider:providerE', provider);
+    ctx.provide('provider:providerE', provider);
     return {};
   },
 });

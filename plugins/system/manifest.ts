@@ -4,7 +4,7 @@
  */
 import { Type, type PluginManifest } from '../../sdk/index.js';
 
-const manifest: PluginManifest = {
+const manifest = {
   id: 'system',
   version: '1.0.0',
   kind: 'skill',
@@ -120,6 +120,6 @@ const manifest: PluginManifest = {
       options: [{ flags: '--json', description: 'machine-readable output' }],
     },
   ],
-};
+} as const satisfies PluginManifest;
 
 export default manifest;

@@ -5,7 +5,7 @@
  * {version, installationId, uptimeSeconds, errorCounts: {error, warn}}. Failures are silent (debug log only);
  * stop() aborts a ping in flight and returns at once.
  */
-import { definePlugin, type KernelInfoCapability, errorMessage } from '../../sdk/index.js';
+import { definePlugin, errorMessage } from '../../sdk/index.js';
 import manifest from './manifest.js';
 import { installationId } from './src/installation-id.js';
 
@@ -26,7 +26,7 @@ export default definePlugin({
     const stopping = new AbortController();
     let timer: NodeJS.Timeout | undefined;
     const counts = { error: 0, warn: 0 };
-    const info = ctx.use<KernelInfoCapability>('kernel:info');
+    const info = ctx.use('kernel:info');
     // Counts only: the entry's message is never looked at, let alone kept.
     for (const e of info?.logs() ?? []) if (e.level === 'error' || e.level === 'warn') counts[e.level]++;
     const unsubscribe = info?.onLog((e) => {

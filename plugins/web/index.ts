@@ -32,7 +32,7 @@ export default definePlugin({
       fetch: (url, opts = {}) => guardedFetch(url, settings(ctx.config), opts),
       extract: (html, url) => extractArticle(html, url),
     };
-    ctx.provide<WebCapability>('web', web);
+    ctx.provide('web', web);
 
     ctx.skills.register('http_fetch', async (args: { url: string; maxBytes?: number }, call) => {
       const s = settings(ctx.config);

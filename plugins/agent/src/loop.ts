@@ -14,9 +14,7 @@ import type {
   Action,
   Actor,
   ChatMessage,
-  MemoryCapability,
   PluginContext,
-  PolicyCapability,
   SkillResult,
   ToolCall,
 } from '../../../sdk/index.js';
@@ -37,15 +35,16 @@ export const PERSONA = [
   '- A failed tool call comes back as an error result: correct the arguments or choose another way. Never invent tool results.',
 ].join('\n');
 
-/** The optional memory method the agent uses when the memory plugin offers it. */
-type MemoryWithContext = MemoryCapability & {
-  context?(opts: { task: string; actionId: string; actor?: Actor; source: string }): string | Promise<string>;
-};
-
 /** The seam for answers and progress on channels (a messaging plugin provides `messaging`). */
 export interface MessagingSeam {
   reply?(action: Action, text: string): unknown;
   progress?(action: Action, update: { thought?: string; typingOnly: boolean }): unknown;
+}
+
+declare module '../../../sdk/capabilities.js' {
+  interface Capabilities {
+    messaging: MessagingSeam;
+  }
 }
 
 export interface LoopDeps {
@@ -84,18 +83,18 @@ export async function runAction(d: LoopDeps, action: Action, signal: AbortSignal
   const typingOnly = setting(ctx, 'progressFeedbackTypingOnly', false);
   // Operator sources and autonomy have no chat to answer; any other source is a channel the answer goes back to.
   const channelAction = !OPERATOR_SOURCES.has(action.source) && action.source !== AUTONOMY_SOURCE;
-  const messaging = channelAction ? ctx.use<MessagingSeam>('messaging') : undefined;
+  const messaging = channelAction ? ctx.use('messaging') : undefined;
 
   const catalogue: CatalogueSkill[] = ctx.skills.list();
   const byName = new Map(catalogue.map((s) => [s.name, s]));
   const tools = selectSkills(action.task, catalogue, Array.isArray(rules) ? rules : []).map(toToolSpec);
-  let untrusted = startsUntrusted(action, (a) => ctx.use<PolicyCapability>('kernel:policy')?.isAdmin(a) === true);
+  let untrusted = startsUntrusted(action, (a) => ctx.use('kernel:policy')?.isAdmin(a) === true);
 
   const messages: ChatMessage[] = [{ role: 'system', content: PERSONA }];
-  const memory = ctx.use<MemoryWithContext>('memory');
+  const memory = ctx.use('memory');
   if (typeof memory?.context === 'function') {
     try {
-      const text = await memory.context({ task: action.task, actionId: action.id, source: action.source, ...(action.metadata.actor ? { actor: action.metadata.actor } : {}) });
+      const text = await memory.context({ task: action.task, actionId: action.id, ...(action.metadata.actor ? { actor: action.metadata.actor } : {}) });
       if (typeof text === 'string' && text.trim()) {
         messages.push({ role: 'system', content: `<memory_context untrusted="true">\n${text.replace(/<\/?memory_context/gi, (m) => m.replace('<', '&lt;'))}\n</memory_context>` });
       }

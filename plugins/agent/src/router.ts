@@ -17,6 +17,7 @@ import type {
   EmbedRequest,
   LlmCapability,
   Logger,
+  PluginContext,
   ProviderCapability,
 } from '../../../sdk/index.js';
 import { inferenceError, inferProvider, PROVIDER_IDS } from './infer.js';
@@ -29,7 +30,7 @@ export const DEFAULT_TIMEOUT_MS = 120_000;
 
 export interface RouterDeps {
   config: ConfigApi;
-  use<T>(capability: string): T | undefined;
+  use: PluginContext['use'];
   log: Logger;
   home: string;
 }
@@ -121,7 +122,7 @@ export class Router {
 
   /** The running, configured provider for an id, or a clear Error that names what is missing. */
   provider(id: string): ProviderCapability {
-    const p = this.d.use<ProviderCapability>(`provider:${id}`);
+    const p = this.d.use(`provider:${id}`);
     if (!p) {
       throw new Error(
         `${id} is not available: no running plugin provides "provider:${id}" (see keel plugins: it may be disabled, denied by pluginAllowList/pluginDenyList, or failed to start)`,
@@ -298,7 +299,7 @@ export class Router {
 
   async embed(req: EmbedRequest): Promise<{ vectors: number[][]; provider: string; model: string } | undefined> {
     for (const id of EMBED_PROVIDERS) {
-      const p = this.d.use<ProviderCapability>(`provider:${id}`);
+      const p = this.d.use(`provider:${id}`);
       if (!p?.embed || !p.configured().ok) continue;
       const r = await p.embed(req);
       return { vectors: r.vectors, provider: id, model: r.model };
@@ -308,7 +309,7 @@ export class Router {
 
   canEmbed(): boolean {
     return EMBED_PROVIDERS.some((id) => {
-      const p = this.d.use<ProviderCapability>(`provider:${id}`);
+      const p = this.d.use(`provider:${id}`);
       return Boolean(p?.embed && p.configured().ok);
     });
   }

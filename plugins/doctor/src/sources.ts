@@ -5,12 +5,12 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
-import { CHANNEL_NAMES, type ChannelCapability, type CommandContext, type KernelInfoCapability, type PluginContext, errorMessage } from '../../../sdk/index.js';
+import { CHANNEL_NAMES, type CommandContext, type PluginContext, errorMessage } from '../../../sdk/index.js';
 import type { DoctorSources } from './report.js';
 
 /** From inside a running kernel. */
 export function kernelSources(ctx: PluginContext): DoctorSources {
-  const info = ctx.use<KernelInfoCapability>('kernel:info');
+  const info = ctx.use('kernel:info');
   const declared = new Set(info?.configKeys().map((k) => k.key) ?? []);
   const logs = info?.logs() ?? [];
   return {
@@ -25,7 +25,7 @@ export function kernelSources(ctx: PluginContext): DoctorSources {
     configProblems: logs.filter((e) => e.tag === 'config' && (e.level === 'warn' || e.level === 'error')).slice(-10).map((e) => e.message),
     recentErrors: info?.logs({ level: 'error', limit: 10 }).filter((e) => e.level === 'error').slice(-10) ?? [],
     channels: CHANNEL_NAMES.map((name) => {
-      const ch = ctx.use<ChannelCapability>(`channel:${name}`);
+      const ch = ctx.use(`channel:${name}`);
       if (!ch) return { name, status: undefined };
       try {
         return { name, status: ch.status() };

@@ -24,11 +24,6 @@ export interface BuildOptions {
 }
 
 /** The address the gateway listens on, offered as capability `gateway:address`. */
-export interface GatewayAddress {
-  host: string;
-  port: number;
-  url: string;
-}
 
 /** Every REST route (the OpenAPI route included), in registration order. */
 export function restRoutes(env: RouteEnv): RouteDef[] {
@@ -168,7 +163,7 @@ export async function startServer(
   deps.ctx.log.info(`Gateway listening on ${url}`);
   warnIfExposed(deps);
   try {
-    deps.ctx.provide<GatewayAddress>('gateway:address', { ...address, url });
+    deps.ctx.provide('gateway:address', { ...address, url });
   } catch {
     // The manifest does not declare it (older manifest): the log line still tells the address.
   }

@@ -13,6 +13,7 @@ import { MemoryStore } from './store.js';
 import { cap, tokens } from './text.js';
 import { dot, extractiveSummary, hitOf, longEntry, scoreAll, unit, type RecallHit } from './entries.js';
 import { errorMessage } from '../../../sdk/errors.js';
+import type manifest from '../manifest.js';
 import { AUTONOMY_SOURCE, OPERATOR_SOURCES } from '../../../sdk/actor.js';
 
 export { extractiveSummary, longEntry, type RecallHit };
@@ -61,7 +62,7 @@ export class MemoryService implements Required<MemoryCapability> {
     return this.mat;
   }
 
-  constructor(readonly ctx: PluginContext) {
+  constructor(readonly ctx: PluginContext<typeof manifest>) {
     this.store = new MemoryStore(ctx.home);
     this.store.onReload = () => this.reindex();
   }
@@ -89,7 +90,7 @@ export class MemoryService implements Required<MemoryCapability> {
 
   /** The model, when one is configured (the agent plugin provides `llm`; absent or unconfigured: none). */
   llm(): LlmCapability | undefined {
-    const l = this.ctx.use<LlmCapability>('llm');
+    const l = this.ctx.use('llm');
     if (!l) return undefined;
     try {
       const c = l.current();
@@ -101,7 +102,7 @@ export class MemoryService implements Required<MemoryCapability> {
   }
 
   embedder(): LlmCapability | undefined {
-    const l = this.ctx.use<LlmCapability>('llm');
+    const l = this.ctx.use('llm');
     try {
       return l && typeof l.embed === 'function' && l.canEmbed() ? l : undefined;
     } catch {

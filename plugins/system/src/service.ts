@@ -3,7 +3,8 @@
  */
 import { stat } from 'node:fs/promises';
 import { isAbsolute, relative, resolve } from 'node:path';
-import type { Actor, PluginContext } from '../../../sdk/index.js';
+import type { Actor, PluginContext, SkillArgs } from '../../../sdk/index.js';
+import type manifest from '../manifest.js';
 import { PluginError } from '../../../sdk/errors.js';
 import { describeActor } from '../../../sdk/actor.js';
 import { approverOf } from './admin.js';
@@ -12,11 +13,7 @@ import { formatResult, runArgv } from './exec.js';
 import { PendingCommands, type PendingCommand } from './pending.js';
 import { Refusal, toArgv } from './tokenize.js';
 
-export interface RunCommandArgs {
-  command: string;
-  args?: string[];
-  cwd?: string;
-}
+export type RunCommandArgs = SkillArgs<typeof manifest, 'run_command'>;
 
 /** An error whose message is meant for the agent as it is. */
 /** A refusal: dispatch reports it as KEEL_E_FORBIDDEN (the gateway as 403). */
