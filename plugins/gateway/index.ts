@@ -39,7 +39,7 @@ async function gatewayCommand(c: CommandContext): Promise<number> {
 export default definePlugin({
   manifest,
   async setup(ctx) {
-    if (!ctx.config.get<boolean>('gatewayAutoStart')) return {};
+    if (!ctx.config.get('gatewayAutoStart')) return {};
     const info = ctx.use('kernel:info');
     if (!info) throw new Error('the kernel did not provide kernel:info');
     // fastify loads only when the gateway serves: `keel run` alone pays nothing for it.

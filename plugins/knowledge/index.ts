@@ -31,7 +31,7 @@ export class Knowledge {
 
   constructor(
     readonly store: KnowledgeStore,
-    private readonly ctx: Pick<PluginContext, 'use' | 'log' | 'config'>,
+    private readonly ctx: Pick<PluginContext<typeof manifest>, 'use' | 'log' | 'config'>,
   ) {}
 
   private llm(): LlmCapability | undefined {
@@ -97,7 +97,7 @@ export class Knowledge {
     if (!info) throw new Error(`file not found: ${path}`);
     if (info.isDirectory()) throw new Error(`${path} is a directory; give the path of one file`);
     if (!info.isFile()) throw new Error(`${path} is not a regular file`);
-    const max = this.ctx.config.get<number>('knowledgeMaxFileBytes') ?? 10 * 1024 * 1024;
+    const max = this.ctx.config.get('knowledgeMaxFileBytes');
     if (info.size > max) throw new Error(`${path} is ${info.size} bytes, more than knowledgeMaxFileBytes (${max}); split it or raise the limit`);
     const buf = await readFile(path);
     if (buf.subarray(0, 8192).includes(0)) throw new Error(`${path} looks like a binary file; only text files can be ingested`);
@@ -118,7 +118,7 @@ export class Knowledge {
     if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error(`only http and https URLs can be ingested, not ${url.protocol}`);
     const web = this.ctx.use('web');
     if (!web) throw new Error('rag_ingest_url needs the web plugin (capability "web"), which is not loaded; enable the plugin "web" (see `keel plugins`)');
-    const max = this.ctx.config.get<number>('knowledgeMaxFileBytes') ?? 10 * 1024 * 1024;
+    const max = this.ctx.config.get('knowledgeMaxFileBytes');
     const res = await web.fetch(url.href, { maxBytes: max, accept: 'text/html, text/markdown, text/plain, application/json, */*;q=0.5', ...(signal ? { signal } : {}) });
     if (res.status >= 400) throw new Error(`fetching ${url.href} failed with HTTP status ${res.status}`);
     const fetchedAt = new Date().toISOString();

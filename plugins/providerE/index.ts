@@ -15,8 +15,8 @@ export default definePlugin({
       vision: false,
       headers: () => {
         const h: Record<string, string> = {};
-        const referer = ctx.config.get<string | undefined>('providerEReferer');
-        const title = ctx.config.get<string | undefined>('providerEAppName');
+        const referer = ctx.config.get('providerEReferer');
+        const title = ctx.config.get('providerEAppName');
         if (referer) h['HTTP-Referer'] = referer;
         if (title) h['X-Title'] = title;
         return h;

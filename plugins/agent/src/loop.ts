@@ -23,8 +23,8 @@ import { selectSkills, toToolSpec, type CatalogueSkill, type RoutingRule } from 
 import { bringsOutsideContent, startsUntrusted } from './trust.js';
 import { errorMessage } from '../../../sdk/errors.js';
 import { AUTONOMY_SOURCE, OPERATOR_SOURCES } from '../../../sdk/actor.js';
+import type manifest from '../manifest.js';
 
-export const DEFAULT_MAX_STEPS = 10;
 export const OBSERVATION_CAP = 4000;
 
 export const PERSONA = [
@@ -48,17 +48,8 @@ declare module '../../../sdk/capabilities.js' {
 }
 
 export interface LoopDeps {
-  ctx: PluginContext;
+  ctx: PluginContext<typeof manifest>;
   router: Router;
-}
-
-function setting<T>(ctx: PluginContext, key: string, fallback: T): T {
-  try {
-    const v = ctx.config.get<T>(key);
-    return v === undefined || v === null ? fallback : v;
-  } catch {
-    return fallback;
-  }
 }
 
 /** The data wrapper every tool result goes into; a closing tag inside the data cannot end it early. */
@@ -73,14 +64,14 @@ export function wrapResult(skill: string, r: SkillResult): string {
 
 export async function runAction(d: LoopDeps, action: Action, signal: AbortSignal): Promise<{ result: string }> {
   const { ctx, router } = d;
-  const configured = Math.max(1, Math.floor(setting(ctx, 'maxStepsPerAction', DEFAULT_MAX_STEPS)));
+  const configured = ctx.config.get('maxStepsPerAction');
   // A producer may give one action a smaller step budget (a delegated sub-task: metadata.budget.maxSteps).
   const budget = (action.metadata.budget as { maxSteps?: unknown } | undefined)?.maxSteps;
   const budgeted = typeof budget === 'number' && Number.isInteger(budget) && budget >= 1 && budget < configured;
   const maxSteps = budgeted ? budget : configured;
-  const rules = setting<RoutingRule[]>(ctx, 'skillRoutingRules', []);
-  const feedback = setting(ctx, 'progressFeedbackEnabled', true);
-  const typingOnly = setting(ctx, 'progressFeedbackTypingOnly', false);
+  const rules: RoutingRule[] = ctx.config.get('skillRoutingRules') ?? [];
+  const feedback = ctx.config.get('progressFeedbackEnabled');
+  const typingOnly = ctx.config.get('progressFeedbackTypingOnly');
   // Operator sources and autonomy have no chat to answer; any other source is a channel the answer goes back to.
   const channelAction = !OPERATOR_SOURCES.has(action.source) && action.source !== AUTONOMY_SOURCE;
   const messaging = channelAction ? ctx.use('messaging') : undefined;

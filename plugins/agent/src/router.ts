@@ -24,12 +24,11 @@ import { inferenceError, inferProvider, PROVIDER_IDS } from './infer.js';
 import { redact } from './redact.js';
 import { UsageLog } from './usage.js';
 import { errorMessage } from '../../../sdk/errors.js';
+import type manifest from '../manifest.js';
 
-/** Default per-call timeout (`llmTimeoutMs`). */
-export const DEFAULT_TIMEOUT_MS = 120_000;
 
 export interface RouterDeps {
-  config: ConfigApi;
+  config: ConfigApi<typeof manifest>;
   use: PluginContext['use'];
   log: Logger;
   home: string;
@@ -60,7 +59,7 @@ export class Router {
 
   constructor(private readonly d: RouterDeps) {
     this.usage = new UsageLog(
-      () => ({ log: this.path('tokenLogPath', 'token-usage.log'), summary: this.path('tokenUsagePath', 'token-usage-summary.json') }),
+      () => ({ log: this.path('tokenLogPath'), summary: this.path('tokenUsagePath') }),
       (e) => d.log.warn(`Could not write token usage: ${errorText(e)}`),
     );
   }
@@ -74,8 +73,8 @@ export class Router {
     }
   }
 
-  private path(key: string, file: string): string {
-    const raw = this.cfg<string>(key) ?? `$KEEL_HOME/${file}`;
+  private path(key: 'tokenLogPath' | 'tokenUsagePath'): string {
+    const raw = this.d.config.get(key);
     return raw.replace(/^\$KEEL_HOME(?=\/|$)/, this.d.home).replace(/^~(?=\/|$)/, process.env.HOME ?? '~');
   }
 
@@ -243,7 +242,7 @@ export class Router {
 
   /** One provider call under the timeout and the caller's signal; records token usage either way. */
   private async call(route: Route, req: LlmChatRequest, purpose: string, meta: CallMeta): Promise<ChatResponse & { provider: string }> {
-    const timeoutMs = req.timeoutMs ?? this.cfg<number>('llmTimeoutMs') ?? DEFAULT_TIMEOUT_MS;
+    const timeoutMs = req.timeoutMs ?? this.d.config.get('llmTimeoutMs');
     const timeout = new AbortController();
     const timer = setTimeout(() => timeout.abort(new Error(`${route.id} did not answer within ${timeoutMs} ms`)), timeoutMs);
     const signal = req.signal ? AbortSignal.any([req.signal, timeout.signal]) : timeout.signal;

@@ -46,18 +46,18 @@ export function extractCode(text: string): string {
 }
 
 export class CoderService {
-  constructor(private readonly ctx: PluginContext) {}
+  constructor(private readonly ctx: PluginContext<typeof manifest>) {}
 
   get skillsDir(): string {
     return join(this.ctx.home, 'skills');
   }
 
   private timeoutMs(): number {
-    return this.ctx.config.get<number>('coderTimeoutMs') ?? 10_000;
+    return this.ctx.config.get('coderTimeoutMs');
   }
 
   private maxBytes(): number {
-    return this.ctx.config.get<number>('coderOutputMaxBytes') ?? 65_536;
+    return this.ctx.config.get('coderOutputMaxBytes');
   }
 
   private requireSelfModification(skill: string): void {

@@ -23,7 +23,7 @@ export function normOrigin(o: string): string {
 }
 
 export interface GateOptions {
-  corsOrigins: string[];
+  corsOrigins: readonly string[];
   apiKey: string | undefined;
 }
 

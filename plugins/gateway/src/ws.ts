@@ -90,7 +90,7 @@ interface Client {
 }
 
 /** Whether the upgrade's Origin is acceptable (see the file comment). */
-export function originAllowed(origin: string | undefined, allowed: string[]): boolean {
+export function originAllowed(origin: string | undefined, allowed: readonly string[]): boolean {
   if (allowed.includes('*')) return true;
   if (origin === undefined || origin === '') return true;
   const o = normOrigin(origin);

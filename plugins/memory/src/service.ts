@@ -79,14 +79,6 @@ export class MemoryService implements Required<MemoryCapability> {
     for (const e of this.store.episodic) this.index.add(e);
   }
 
-  private num(key: string, fallback: number): number {
-    try {
-      const v = this.ctx.config.get<number>(key);
-      return typeof v === 'number' && Number.isFinite(v) && v > 0 ? Math.floor(v) : fallback;
-    } catch {
-      return fallback;
-    }
-  }
 
   /** The model, when one is configured (the agent plugin provides `llm`; absent or unconfigured: none). */
   llm(): LlmCapability | undefined {
@@ -184,7 +176,7 @@ export class MemoryService implements Required<MemoryCapability> {
     this.store.refresh();
     const actor = opts.actor ?? (opts.actionId ? this.actions.get(opts.actionId)?.actor : undefined);
     const session = sessionKey(this.ctx, actor);
-    const limit = this.num('memoryContextLimit', 50);
+    const limit = this.ctx.config.get('memoryContextLimit');
     const mine = [...this.store.short, ...this.store.episodic]
       .filter((e) => e.metadata.session === session)
       .sort((a, b) => (a.timestamp < b.timestamp ? -1 : a.timestamp > b.timestamp ? 1 : 0))
@@ -262,7 +254,7 @@ export class MemoryService implements Required<MemoryCapability> {
       this.waiting.add(session);
       return;
     }
-    const threshold = this.num('memoryConsolidationThreshold', 30);
+    const threshold = this.ctx.config.get('memoryConsolidationThreshold');
     const batch = this.store.short.filter((e) => e.metadata.session === session);
     if (batch.length < threshold) return;
     this.consolidating.add(session);
@@ -331,7 +323,7 @@ export class MemoryService implements Required<MemoryCapability> {
         to: last.timestamp,
       },
     };
-    const limit = this.num('memoryEpisodicLimit', 200);
+    const limit = this.ctx.config.get('memoryEpisodicLimit');
     const overflow = Math.max(0, this.store.episodic.length + 1 - limit);
     const dropped = [...this.store.episodic].sort((a, b) => (a.timestamp < b.timestamp ? -1 : 1)).slice(0, overflow).map((e) => e.id);
     const remove = [...sorted.map((e) => e.id), ...dropped];

@@ -6,6 +6,7 @@
 import type { Action, Actor, Logger, PluginContext } from '../../../sdk/index.js';
 import type { ScheduleStore } from './store.js';
 import { errorMessage } from '../../../sdk/errors.js';
+import type manifest from '../manifest.js';
 
 export const AUTONOMY_ACTOR: Actor = { kind: 'agent', channel: 'autonomy' };
 
@@ -15,7 +16,7 @@ export class Autonomy {
   private lastId: string | undefined;
 
   constructor(
-    private readonly ctx: PluginContext,
+    private readonly ctx: PluginContext<typeof manifest>,
     private readonly store: ScheduleStore,
     private readonly log: Logger,
   ) {}
@@ -34,12 +35,11 @@ export class Autonomy {
   }
 
   private enabled(): boolean {
-    return this.ctx.config.get<boolean>('autonomyEnabled') === true;
+    return this.ctx.config.get('autonomyEnabled');
   }
 
   private interval(): number {
-    const v = Number(this.ctx.config.get<number>('autonomyInterval'));
-    return Number.isFinite(v) && v >= 1000 ? v : 3_600_000;
+    return this.ctx.config.get('autonomyInterval');
   }
 
   private rearm(): void {
@@ -106,7 +106,7 @@ export class Autonomy {
     }
     const counts = this.ctx.queue.counts();
     lines.push(`Queue: ${counts.pending} waiting, ${counts.failed} unsuccessful.`);
-    const allowed = this.ctx.config.get<string[]>('autonomyAllowedChannels') ?? [];
+    const allowed = this.ctx.config.get('autonomyAllowedChannels');
     lines.push(
       allowed.length
         ? `On your own you may send messages only on: ${allowed.join(', ')} (and email). Sends to other channels are refused.`

@@ -36,7 +36,7 @@ function read<T>(config: Config, key: string): T | undefined {
 
 export class CommandService {
   readonly pending: PendingCommands;
-  constructor(private readonly ctx: Pick<PluginContext, 'config' | 'log' | 'home' | 'signal' | 'use'>) {
+  constructor(private readonly ctx: Pick<PluginContext<typeof manifest>, 'config' | 'log' | 'home' | 'signal' | 'use'>) {
     this.pending = new PendingCommands(ctx.home, ctx.log);
   }
 
@@ -63,7 +63,7 @@ export class CommandService {
 
   /** The folder a command runs in: commandWorkingDir, or `cwd` inside it (anywhere in sudo mode). */
   async workingDir(cwd: string | undefined, requested?: string): Promise<string> {
-    const configured = read<string>(this.ctx.config, 'commandWorkingDir');
+    const configured = this.ctx.config.get('commandWorkingDir');
     // Unset, it is the current directory of the process that checked the request; at approval (maybe in another
     // process, `keel commands approve`) that folder is the one the request was checked against.
     const base = resolve(configured ?? requested ?? process.cwd());
@@ -91,8 +91,8 @@ export class CommandService {
     const decision = this.check(argv);
     if (!decision.allowed) this.refuse(argv, actor, decision.reason);
     const cwd = await this.workingDir(a.cwd);
-    if (read<unknown>(this.ctx.config, 'autoExecuteCommands') !== true) {
-      const ttl = read<number>(this.ctx.config, 'commandConfirmationTtlMinutes') ?? 30;
+    if (!this.ctx.config.get('autoExecuteCommands')) {
+      const ttl = this.ctx.config.get('commandConfirmationTtlMinutes');
       const item = await this.pending.add({ argv, cwd, requestedBy: actor }, ttl);
       this.ctx.log.info(`commands: ${item.id} ${JSON.stringify(argv)} waits for confirmation (requested by ${describeActor(actor)}, expires ${item.expiresAt})`);
       return (
@@ -105,9 +105,9 @@ export class CommandService {
   }
 
   async execute(argv: string[], cwd: string, actor: Actor | undefined, signal?: AbortSignal): Promise<string> {
-    const timeoutMs = read<number>(this.ctx.config, 'commandTimeoutMs') ?? 120_000;
-    const maxBytes = read<number>(this.ctx.config, 'commandOutputMaxBytes') ?? 65_536;
-    const retries = read<number>(this.ctx.config, 'commandRetries') ?? 1;
+    const timeoutMs = this.ctx.config.get('commandTimeoutMs');
+    const maxBytes = this.ctx.config.get('commandOutputMaxBytes');
+    const retries = this.ctx.config.get('commandRetries');
     this.ctx.log.info(`commands: running ${JSON.stringify(argv)} in ${cwd} for ${describeActor(actor)}`);
     const r = await runArgv(argv, { cwd, timeoutMs, retries, maxBytes, ...(signal ? { signal } : {}) });
     this.ctx.log.info(
