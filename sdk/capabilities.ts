@@ -3,6 +3,7 @@
  * A plugin that offers a capability of its own adds it by declaration merging, so its users need no cast.
  */
 import type { ChannelCapability } from './channel.js';
+import type { GatewayEventsCapability, GatewayRoutesCapability } from './gateway.js';
 import type { AgentCapability, KernelInfoCapability, MemoryCapability, PolicyCapability, WebCapability } from './plugin.js';
 import type { LlmCapability, ProviderCapability } from './providers.js';
 
@@ -33,6 +34,10 @@ export interface Capabilities {
   'kernel:policy': PolicyCapability;
   /** Where the gateway listens, once it does (the gateway plugin). */
   'gateway:address': GatewayAddress;
+  /** Puts an event on the gateway's WebSocket stream, while it serves (the gateway plugin). */
+  'gateway:events': GatewayEventsCapability;
+  /** REST routes and WebSocket actions a plugin adds to the gateway (`gateway:routes:<plugin id>`). */
+  [routes: `gateway:routes:${string}`]: GatewayRoutesCapability;
   /** One running chat channel (`channel:chatA`, `channel:echo`). */
   [channel: `channel:${string}`]: ChannelCapability;
   /** One model provider (`provider:providerA`). */

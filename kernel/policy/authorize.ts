@@ -12,7 +12,6 @@
  */
 import { describeActor, humanBehind, isUntrusted } from '../../sdk/actor.js';
 import type { Actor, ConfigView, SkillManifest } from '../../sdk/types.js';
-import { ADMIN_CHANNELS } from '../config/kernel-keys.js';
 import { ErrorCodes, type ErrorCode } from '../errors.js';
 import { isPrivilegedSkill, SAFE_MODE_BLOCKED_SKILLS } from './admin-skills.js';
 import { isAdmin } from './is-admin.js';
@@ -81,6 +80,5 @@ function safeModeOn(config: ConfigView): boolean {
 function adminHint(actor: Actor): string {
   const who = humanBehind(actor);
   if (who?.kind !== 'user' || !who.userId) return '';
-  if (!(ADMIN_CHANNELS as readonly string[]).includes(who.channel)) return ` (${who.channel} has no admin list)`;
   return ` (an operator can add them to adminUsers.${who.channel})`;
 }

@@ -8,10 +8,7 @@
  */
 import { humanBehind } from '../../sdk/actor.js';
 import type { Actor, ConfigView } from '../../sdk/types.js';
-import { ADMIN_CHANNELS } from '../config/kernel-keys.js';
 import { directLinks, identityOf, parseIdentity, readLinks } from './identity.js';
-
-const ADMIN_CHANNEL_SET: ReadonlySet<string> = new Set(ADMIN_CHANNELS);
 
 export function isAdmin(actor: Actor | undefined, config: ConfigView): boolean {
   try {
@@ -36,7 +33,8 @@ function isAdminUser(actor: Actor, config: ConfigView): boolean {
 
 function listedOnOwnChannel(identity: string, admins: Record<string, unknown>): boolean {
   const p = parseIdentity(identity);
-  if (!p || !ADMIN_CHANNEL_SET.has(p.channel) || !Object.hasOwn(admins, p.channel)) return false;
+  // adminUsers is LOCKED (only the operator writes it), so any channel it names, a user's own included, counts.
+  if (!p || !Object.hasOwn(admins, p.channel)) return false;
   const list = admins[p.channel];
   if (!Array.isArray(list)) return false;
   return list.some((id) => typeof id === 'string' && id.trim() !== '' && identityOf(p.channel, id.trim()) === identity);

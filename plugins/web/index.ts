@@ -2,18 +2,18 @@
  * Web plugin entry: registers `http_fetch` and `extract_article` and provides the `web` capability. Settings are
  * read from the configuration at every call, so a changed key applies to the next fetch.
  */
-import { definePlugin, type ConfigView, type WebCapability } from '../../sdk/index.js';
-import manifest, { DEFAULT_USER_AGENT } from './manifest.js';
+import { definePlugin, type PluginContext, type WebCapability } from '../../sdk/index.js';
+import manifest from './manifest.js';
 import { extractArticle, stripHtmlNoise } from './src/extract.js';
 import { guardedFetch, WebFetchError, type FetchSettings } from './src/fetch.js';
 
-function settings(config: ConfigView): FetchSettings {
+function settings(config: PluginContext<typeof manifest>['config']): FetchSettings {
   return {
-    allowPrivate: config.get<boolean>('webAllowPrivateNetwork') === true,
-    timeoutMs: config.get<number>('webFetchTimeoutMs') ?? 15_000,
-    maxBytes: config.get<number>('webFetchMaxBytes') ?? 2_097_152,
-    maxRedirects: config.get<number>('webMaxRedirects') ?? 5,
-    userAgent: config.get<string>('webUserAgent') || DEFAULT_USER_AGENT,
+    allowPrivate: config.get('webAllowPrivateNetwork'),
+    timeoutMs: config.get('webFetchTimeoutMs'),
+    maxBytes: config.get('webFetchMaxBytes'),
+    maxRedirects: config.get('webMaxRedirects'),
+    userAgent: config.get('webUserAgent'),
   };
 }
 
@@ -34,7 +34,7 @@ export default definePlugin({
     };
     ctx.provide('web', web);
 
-    ctx.skills.register('http_fetch', async (args: { url: string; maxBytes?: number }, call) => {
+    ctx.skills.register('http_fetch', async (args, call) => {
       const s = settings(ctx.config);
       const maxBytes = Math.min(args.maxBytes ?? s.maxBytes, s.maxBytes);
       const r = await guardedFetch(args.url, s, { signal: AbortSignal.any([call.signal, ctx.signal]), maxBytes });
@@ -53,7 +53,7 @@ export default definePlugin({
       ].join('\n');
     });
 
-    ctx.skills.register('extract_article', async (args: { url: string }, call) => {
+    ctx.skills.register('extract_article', async (args, call) => {
       const r = await guardedFetch(args.url, settings(ctx.config), {
         signal: AbortSignal.any([call.signal, ctx.signal]),
         accept: 'text/html,application/xhtml+xml;q=0.9,text/plain;q=0.5',
