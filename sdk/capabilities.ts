@@ -61,6 +61,18 @@ export interface GatewayAddress {
 export type CapabilityName = keyof Capabilities & string;
 
 /**
+ * The implementations of every capability whose name starts with `P` (`unknown` when none is known).
+ * @example type C = CapabilitiesWithPrefix<'channel:'>; // ChannelCapability
+ */
+export type CapabilitiesWithPrefix<P extends string> = {
+  [K in CapabilityName]: K extends `${P}${string}` ? Capabilities[K] : never;
+}[CapabilityName] extends infer U
+  ? [U] extends [never]
+    ? unknown
+    : U
+  : never;
+
+/**
  * The type of the implementation behind a capability name.
  * @example type Llm = CapabilityOf<'llm'>; // LlmCapability
  */

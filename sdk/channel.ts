@@ -315,7 +315,7 @@ export interface ChannelListing {
  * @example for (const c of listChannels(ctx)) ctx.log.info(`${c.name}: ${c.status?.connected ? 'up' : 'down'}`);
  */
 export function listChannels(source: Pick<PluginContext, 'capabilities'>): ChannelListing[] {
-  return source.capabilities<ChannelCapability>('channel:').map(({ name, plugin, impl }) => {
+  return source.capabilities('channel:').map(({ name, plugin, impl }) => {
     const channel = name.slice('channel:'.length);
     try {
       return { name: channel, plugin, status: impl.status() };

@@ -24,6 +24,7 @@ export type * from './types.js';
 export type * from './hooks.js';
 export type * from './plugin.js';
 export type * from './capabilities.js';
+export type * from './config-keys.js';
 export type * from './manifest-types.js';
 export { CHANNEL_NAMES } from './plugin.js';
 export type * from './channel.js';

@@ -1,7 +1,8 @@
 /**
  * What a plugin's entry module exports and what its `setup` receives.
  */
-import type { CapabilityName, CapabilityOf } from './capabilities.js';
+import type { CapabilitiesWithPrefix, CapabilityName, CapabilityOf } from './capabilities.js';
+import type { KnownConfig } from './config-keys.js';
 import type { HookArgs, HookName } from './hooks.js';
 import type { ConfigKey, ConfigValue, ProvidedName, SkillArgs, SkillName } from './manifest-types.js';
 import type {
@@ -71,14 +72,17 @@ export interface SkillsApi<M extends PluginManifest = PluginManifest> {
 
 /**
  * Configuration a plugin may read and change (changes go through the policy classes). A key the plugin's own
- * manifest declares reads as its schema's type (never undefined when it declares a default); any other key (a
- * kernel key such as `safeMode`, another plugin's key) reads as the type given, `unknown` by default.
+ * manifest declares reads as its schema's type (never undefined when it declares a default); a kernel key such
+ * as `safeMode` reads as `KnownConfig` says (sdk/config-keys.ts); any other key (another plugin's) reads as the
+ * type given, `unknown` by default.
  * @example
  * const timeoutMs = ctx.config.get('webFetchTimeoutMs'); // number: the manifest's default when unset
- * const safe = ctx.config.get<boolean>('safeMode');       // a kernel key
+ * const safe = ctx.config.get('safeMode');                // boolean: a kernel key (sdk/config-keys.ts)
+ * const other = ctx.config.get<string>('someOtherKey');   // any other key: the type given, unknown by default
  */
 export interface ConfigApi<M extends PluginManifest = PluginManifest> extends ConfigView {
   get<K extends ConfigKey<M>>(key: K): ConfigValue<M, K>;
+  get<K extends keyof KnownConfig>(key: K): KnownConfig[K];
   get<T = unknown>(key: string): T;
   set(key: string, value: unknown, origin: ConfigOrigin): Promise<ConfigChangeOutcome>;
   /** Changes the agent asked for on APPROVAL keys, waiting for a human (secret values masked). */
@@ -125,9 +129,9 @@ export interface PluginContext<M extends PluginManifest = PluginManifest> {
   emit<K extends EmittableHook>(hook: K, ...args: HookArgs<K>): K extends 'messageIn' | 'messageOut' ? Promise<HookArgs<K>[0]> : void;
   /**
    * Every running provider of a capability whose name starts with `prefix`, in name order.
-   * @example for (const c of ctx.capabilities<ChannelCapability>('channel:')) console.log(c.name, c.impl.status());
+   * @example for (const c of ctx.capabilities('channel:')) console.log(c.name, c.impl.status()); // impl: ChannelCapability
    */
-  capabilities<T = unknown>(prefix: string): Array<{ name: string; plugin: string; impl: T }>;
+  capabilities<P extends string>(prefix: P): Array<{ name: string; plugin: string; impl: CapabilitiesWithPrefix<P> }>;
   /** Offer an implementation of a capability this manifest lists in `provides`. */
   provide<K extends ProvidableName<M>>(capability: K, impl: CapabilityOf<K>): void;
   /** Aborted when the plugin is being stopped. */

@@ -11,6 +11,7 @@ import {
   Type,
   type ChannelCapability,
   type ConfigValue,
+  type KernelInfoCapability,
   type LlmCapability,
   type MemoryCapability,
   type PluginContext,
@@ -124,6 +125,15 @@ describe('the capability map', () => {
       ctx.use('telepathy');
       // @ts-expect-error the name decides the type; a type argument is not how it is chosen
       ctx.use<LlmCapability>('llm');
+    });
+  });
+
+  it('ctx.capabilities types the implementations by prefix', () => {
+    // Compiled, never run: only the types are under test.
+    void ((ctx: Ctx) => {
+      expectTypeOf(ctx.capabilities('channel:')[0]!.impl).toEqualTypeOf<ChannelCapability>();
+      expectTypeOf(ctx.capabilities('kernel:')[0]!.impl).toEqualTypeOf<KernelInfoCapability | PolicyCapability>();
+      expectTypeOf(ctx.capabilities('nothing-known:')[0]!.impl).toEqualTypeOf<unknown>();
     });
   });
 
