@@ -29,8 +29,8 @@ function cfg<T>(ctx: PluginContext, key: string): T | undefined {
 }
 
 /** The provider to use, or an Error that names the keys to set. */
-export function pickProvider(ctx: PluginContext, asked?: string): { id: string; cap: ProviderCapability } {
-  const preferred = asked || cfg<string>(ctx, 'imageProvider') || '';
+export function pickProvider(ctx: PluginContext<typeof manifest>, asked?: string): { id: string; cap: ProviderCapability } {
+  const preferred = asked || ctx.config.get('imageProvider');
   const llm = cfg<string>(ctx, 'llmProvider') ?? '';
   const order = preferred ? [preferred] : [...(IMAGE_PROVIDERS as readonly string[]).filter((p) => p === llm), ...IMAGE_PROVIDERS.filter((p) => p !== llm)];
   const problems: string[] = [];
@@ -60,9 +60,9 @@ export function vendorParams(provider: string, model: string, size: string, qual
 
 const EXT: Record<string, string> = { 'image/png': 'png', 'image/jpeg': 'jpg', 'image/webp': 'webp', 'image/gif': 'gif' };
 
-export async function generateImage(ctx: PluginContext, args: ImageArgs, signal?: AbortSignal): Promise<SavedImage> {
+export async function generateImage(ctx: PluginContext<typeof manifest>, args: ImageArgs, signal?: AbortSignal): Promise<SavedImage> {
   const { id, cap } = pickProvider(ctx, args.provider);
-  const model = cfg<string>(ctx, 'imageModelName') || DEFAULT_MODEL[id]!;
+  const model = ctx.config.get('imageModelName') || DEFAULT_MODEL[id]!;
   const params = vendorParams(id, model, args.size ?? '1024x1024', args.quality ?? 'medium');
   const img = await cap.generateImage!({ prompt: args.prompt, model, ...params, ...(signal ? { signal } : {}) });
   const data = Buffer.from(img.base64, 'base64');
