@@ -142,6 +142,12 @@ export interface InspectView {
   keys: Array<{ key: string; owner: string; policy: PolicyClass; secret: boolean }>;
   plugins: Array<{ id: string; state: string; reason?: string }>;
   configProblems: string[];
+  /**
+   * The unmasked value of a secret key this plugin's manifest lists in `permissions.secrets` (undefined for any
+   * other key): for commands acting as the local operator, e.g. `keel ui` reading the key of its own gateway.
+   * @example const key = (await c.inspect()).secret?.('gatewayApiKey');
+   */
+  secret?(key: string): string | undefined;
 }
 
 /** A kernel started from a command. */

@@ -38,7 +38,7 @@ export async function offlineView(home: string, configFile?: string): Promise<Of
         problems.set(`${m.id}@${c.dir}`, `duplicate plugin id "${m.id}"`);
         continue;
       }
-      if (m.config) keys.register(m.id, m.config);
+      if (m.config || m.channel) keys.register(m.id, m.config ?? {}, m.channel);
       manifests.set(m.id, m);
     } catch (e) {
       problems.set(c.id, errorMessage(e));

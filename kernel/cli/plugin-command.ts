@@ -62,6 +62,12 @@ export async function runPluginCommand(
         keys: v.keys.entries().map((e) => ({ key: e.key, owner: e.owner, policy: e.spec.policy, secret: Boolean(e.spec.secret) })),
         plugins: v.statuses.map((s) => ({ id: s.id, state: s.state === 'stopped' ? 'enabled' : s.state, ...(s.reason ? { reason: s.reason } : {}) })),
         configProblems: v.config.problems().map((p) => p.message),
+        secret: (key: string) => {
+          const secrets = (candidate.manifest as { permissions?: { secrets?: string[] } } | undefined)?.permissions?.secrets ?? [];
+          if (!secrets.includes(key)) return undefined;
+          const value = v.config.get(key);
+          return typeof value === 'string' && value ? value : undefined;
+        },
       };
     },
     async detach(o) {

@@ -2,6 +2,7 @@
  * Builds a plugin's `ctx`: its only door to the kernel. After the plugin is stopped (or its setup timed out)
  * the door is shut: every method throws, so a late callback cannot register anything.
  */
+import type { ChannelManifestInfo } from '../../sdk/channel.js';
 import type { HookCatalogue } from '../../sdk/hooks.js';
 import type { ConfigApi, EmittableHook, PluginContext, QueueApi } from '../../sdk/plugin.js';
 import type { ConfigKeySpec, Logger, PluginManifest } from '../../sdk/types.js';
@@ -12,7 +13,8 @@ import type { Registry } from '../registry/registry.js';
 
 /** What the host needs from the configuration store. */
 export interface HostConfig extends ConfigApi {
-  registerKeys(owner: string, specs: Record<string, ConfigKeySpec>): void;
+  /** `channel`: the manifest's channel field, whose user-id form validates `adminUsers.<name>`. */
+  registerKeys(owner: string, specs: Record<string, ConfigKeySpec>, channel?: ChannelManifestInfo): void;
   unregisterKeys(owner: string): void;
   /** Owner plugin id of a key and whether it is secret. */
   describeKey(key: string): { owner: string; secret: boolean } | undefined;

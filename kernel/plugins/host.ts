@@ -142,7 +142,7 @@ export class PluginHost {
     this.known.set(c.id, k);
     // Keys of every valid manifest are known, so `keel config set` works even for a disabled plugin.
     try {
-      if (manifest.config) this.o.config.registerKeys(manifest.id, manifest.config);
+      if (manifest.config || manifest.channel) this.o.config.registerKeys(manifest.id, manifest.config ?? {}, manifest.channel);
     } catch (e) {
       this.fail(k, e, ErrorCodes.CONFIG_DUPLICATE_KEY);
       return undefined;
@@ -368,7 +368,7 @@ export class PluginHost {
   async unload(id: string): Promise<void> {
     await this.stopOne(id);
     const k = this.known.get(id);
-    if (k?.manifest?.config) this.o.config.unregisterKeys(id);
+    if (k?.manifest?.config || k?.manifest?.channel) this.o.config.unregisterKeys(id);
     this.known.delete(id);
   }
 

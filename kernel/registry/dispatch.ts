@@ -3,6 +3,7 @@
  * a failing handler are distinct outcomes, each with its own code; dispatch never throws.
  */
 import { performance } from 'node:perf_hooks';
+import { describeActor } from '../../sdk/actor.js';
 import type { HookCatalogue, SkillCall } from '../../sdk/hooks.js';
 import type { Action, Actor, ConfigView, Logger, SkillResult } from '../../sdk/types.js';
 import { errorCodeOf } from '../../sdk/errors.js';
@@ -29,8 +30,9 @@ function failure(code: string, message: string, started: number): SkillResult {
   return { success: false, result: message, code, executionTime: round(performance.now() - started) };
 }
 
+/** SPEC: executionTime is a whole number of milliseconds. */
 function round(ms: number): number {
-  return Math.round(ms * 1000) / 1000;
+  return Math.round(ms);
 }
 
 /**
@@ -108,10 +110,6 @@ export function createDispatcher(deps: DispatchDeps) {
     }
     return result;
   };
-}
-
-export function describeActor(a: Actor): string {
-  return a.kind === 'operator' ? `operator (${a.channel})` : `${a.kind} ${a.channel}:${a.userId ?? '?'}`;
 }
 
 export type Dispatcher = ReturnType<typeof createDispatcher>;
