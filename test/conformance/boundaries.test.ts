@@ -7,7 +7,7 @@
  *   manifest data read by the CLI, never registered in a kernel, so there is nothing of them to leave.)
  * - `stop()` called a second time does not throw.
  */
-import { readdirSync, statSync } from 'node:fs';
+import { cpSync, readdirSync, statSync } from 'node:fs';
 import { connect } from 'node:net';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { build } from 'esbuild';
@@ -16,7 +16,7 @@ import type { PluginInstance } from '../../sdk/plugin.js';
 import { tapOwners } from '../../kernel/hooks/catalogue.js';
 import { startKernel, type Kernel } from '../../kernel/kernel.js';
 import { LogSink } from '../../kernel/log.js';
-import { discoverBuiltins, type PluginCandidate } from '../../kernel/plugins/discover.js';
+import { discoverBuiltins, discoverUserPlugins, type PluginCandidate } from '../../kernel/plugins/discover.js';
 import { rm, tmp, waitFor } from '../helpers.js';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
@@ -80,6 +80,23 @@ describe('plugins import only the SDK, their own files and packages', () => {
       }
     }
     expect(offences, 'plugins must import from sdk/ only (plus their own files and packages)').toEqual([]);
+  });
+
+  it('example user plugins import only keel/sdk (and subpaths), their own files and packages', async () => {
+    const base = join(ROOT, 'examples', 'plugins');
+    const files = sourceFiles(base);
+    expect(files.length).toBeGreaterThan(0);
+    const offences: string[] = [];
+    for (const { importer, spec, kind } of await importsOf(files)) {
+      const own = join(base, relative(base, importer).split(sep)[0]!);
+      const where = `${relative(ROOT, importer)} ${kind} "${spec}"`;
+      if (spec.startsWith('.') || spec.startsWith('/')) {
+        if (!inside(resolve(dirname(importer), spec), own)) offences.push(`${where}: leaves the plugin folder (a user plugin imports keel/sdk)`);
+      } else if (/^@?keel\//.test(spec) && !/^@?keel\/sdk(?:$|\/vendors\/[a-z][a-z0-9-]*$|\/testing$)/.test(spec)) {
+        offences.push(`${where}: not a public SDK path`);
+      }
+    }
+    expect(offences).toEqual([]);
   });
 
   it('the check sees a forbidden import when there is one', async () => {
@@ -147,8 +164,14 @@ describe('built-in plugins leave nothing behind after unload, and stop twice wit
     expect(builtins.length).toBeGreaterThan(10);
   });
 
-  for (const c of builtins) {
-    it(`${c.id}`, async () => {
+  // The examples, installed as a user installs them, are held to the same rules.
+  const examplesHome = tmp('keel-examples-');
+  for (const d of readdirSync(join(ROOT, 'examples', 'plugins'))) cpSync(join(ROOT, 'examples', 'plugins', d), join(examplesHome, 'plugins', d), { recursive: true });
+  const examples = await discoverUserPlugins(examplesHome);
+  afterAll(() => rm(examplesHome));
+
+  for (const c of [...builtins, ...examples]) {
+    it(`${c.origin} ${c.id}`, async () => {
       let instance: PluginInstance | undefined;
       let stops = 0;
       const wrapped: PluginCandidate = {
