@@ -12,6 +12,8 @@ import { connect } from 'node:net';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Type } from '../../sdk/index.js';
+import type { GatewayRoutesCapability } from '../../sdk/gateway.js';
 import type { PluginInstance } from '../../sdk/plugin.js';
 import { tapOwners } from '../../kernel/hooks/catalogue.js';
 import { startKernel, type Kernel } from '../../kernel/kernel.js';
@@ -169,6 +171,27 @@ describe('built-in plugins leave nothing behind after unload, and stop twice wit
   for (const d of readdirSync(join(ROOT, 'examples', 'plugins'))) cpSync(join(ROOT, 'examples', 'plugins', d), join(examplesHome, 'plugins', d), { recursive: true });
   const examples = await discoverUserPlugins(examplesHome);
   afterAll(() => rm(examplesHome));
+
+  it('a route another plugin adds to the gateway is gone once that plugin unloads', async () => {
+    const gw = builtins.find((b) => b.id === 'gateway')!;
+    expect((await kernel.host.load(gw)).state).toBe('loaded');
+    try {
+      const port = kernel.registry.use<{ port: number }>('gateway:address')!.port;
+      const manifest = { id: 'routey', version: '1.0.0', kind: 'service' as const, description: 'adds a gateway route', provides: ['gateway:routes:routey'] };
+      const routes: GatewayRoutesCapability = {
+        routes: [{ method: 'GET', url: '/api/routey', summary: 'test route', schema: { response: { 200: Type.Object({ ok: Type.Boolean() }) } }, handler: () => ({ body: { ok: true } }) }],
+      };
+      const routey: PluginCandidate = { id: 'routey', origin: 'user', dir: '/test/routey', manifest, load: async () => ({ manifest, setup: (ctx) => ctx.provide('gateway:routes:routey', routes) }) };
+      expect((await kernel.host.load(routey)).state).toBe('loaded');
+      const on = await fetch(`http://127.0.0.1:${port}/api/routey`);
+      expect(on.status).toBe(200);
+      expect(await on.json()).toEqual({ ok: true });
+      await kernel.host.unload('routey');
+      expect((await fetch(`http://127.0.0.1:${port}/api/routey`)).status).toBe(404);
+    } finally {
+      await kernel.host.unload('gateway');
+    }
+  });
 
   for (const c of [...builtins, ...examples]) {
     it(`${c.origin} ${c.id}`, async () => {
