@@ -101,7 +101,10 @@ export interface ConfigApi<M extends PluginManifest = PluginManifest> extends Co
 /** Whether the compiler knows this manifest's literal contents (it was written `as const`). */
 type KnownManifest<M extends PluginManifest> = string extends M['id'] ? false : true;
 
-/** The capability names `ctx.provide` accepts: those the manifest lists in `provides` (any known one when it is not known). */
+/**
+ * The capability names `ctx.provide` accepts: those the manifest lists in `provides` (any known one when it is not known).
+ * @example type P = ProvidableName<typeof manifest>; // 'web'
+ */
 export type ProvidableName<M extends PluginManifest> = KnownManifest<M> extends true ? ProvidedName<M> & CapabilityName : CapabilityName;
 
 /**
@@ -209,7 +212,10 @@ export interface RunningKernel {
 
 export type CommandHandler = (ctx: CommandContext) => Promise<number | void> | number | void;
 
-/** The default export of a plugin's entry module; `M` is its manifest's type (see `definePlugin`). */
+/**
+ * The default export of a plugin's entry module; `M` is its manifest's type (see `definePlugin`).
+ * @example const plugin: PluginDefinition<typeof manifest> = { manifest, setup(ctx) { ctx.log.info('up'); } };
+ */
 export interface PluginDefinition<M extends PluginManifest = PluginManifest> {
   manifest: M;
   setup(ctx: PluginContext<M>): PluginInstance | void | Promise<PluginInstance | void>;

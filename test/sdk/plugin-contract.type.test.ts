@@ -89,6 +89,28 @@ describe('definePlugin infers the manifest', () => {
   });
 });
 
+describe('an inline manifest', () => {
+  it('is read as literals without `as const` (definePlugin has a const type parameter)', () => {
+    definePlugin({
+      manifest: {
+        id: 'inline',
+        version: '1.0.0',
+        kind: 'skill',
+        description: 'Inline',
+        skills: [{ name: 'shout', description: 'Shouts', category: 'demo', parameters: Type.Object({ text: Type.String() }) }],
+      },
+      setup(ctx) {
+        ctx.skills.register('shout', ({ text }) => {
+          expectTypeOf(text).toEqualTypeOf<string>();
+          return text.toUpperCase();
+        });
+        // @ts-expect-error 'whisper' is not declared
+        ctx.skills.register('whisper', () => '');
+      },
+    });
+  });
+});
+
 describe('ctx.config.get', () => {
   it('returns the declared type of its own keys; defaulted keys are never undefined', () => {
     // Compiled, never run: only the types are under test.
