@@ -15,7 +15,7 @@
  * jail's mount namespace: the command cannot unmount a stub. A fresh /proc in the pid namespace keeps
  * /proc/<host pid>/root (the host's view of the files) out of reach. Limits: docs/security.md.
  */
-import { chmodSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { namespaceSupport } from '../../../sdk/index.js';
@@ -89,7 +89,7 @@ export class DenyJail {
       if (denied !== undefined) return { isolated: false, reason: `"${denied}" is on commandDenyList, and the jail needs ${h} to start` };
       helpers[h] = p;
     }
-    const b = this.build(lists, env);
+    const b = this.build(lists, env, !ns.userNamespace && process.getuid?.() === 0);
     const uid = process.getuid?.() ?? 0;
     const gid = process.getgid?.() ?? 0;
     const drop =
@@ -111,9 +111,9 @@ export class DenyJail {
   }
 
   /** Scan, write the stubs and the fstab; again only when the lists, PATH or a searched folder changed. */
-  private build(lists: { deny: readonly string[]; allow: readonly string[] }, env: NodeJS.ProcessEnv): Built {
+  private build(lists: { deny: readonly string[]; allow: readonly string[] }, env: NodeJS.ProcessEnv, realRoot: boolean): Built {
     const dirs = searchDirs(env.PATH);
-    const key = JSON.stringify([lists.deny, lists.allow, dirs]);
+    const key = JSON.stringify([lists.deny, lists.allow, dirs, realRoot]);
     const stamp = dirs.map((d) => statSync(d, { throwIfNoEntry: false })?.mtimeMs ?? 0).join(',');
     if (this.built && this.built.key === key && this.built.stamp === stamp) return this.built;
     const scan = scanDenied(lists.deny, lists.allow, dirs);
@@ -131,7 +131,7 @@ export class DenyJail {
       }
       lines.push(`${fstabPath(stub)} ${fstabPath(t.path)} none bind,ro 0 0`);
     }
-    if (process.getuid?.() === 0) {
+    if (realRoot) {
       // Root could otherwise have the kernel start a program outside the jail (modprobe, core_pattern, uevent helper).
       lines.push('/proc/sys /proc/sys none bind,ro 0 0', '/sys/kernel /sys/kernel none bind,ro 0 0');
     }
@@ -141,6 +141,12 @@ export class DenyJail {
     this.built = { key, stamp, dir, files, targets: scan.targets, notes: scan.notes };
     this.verify(this.built);
     return this.built;
+  }
+
+  /** Removes the stubs (the plugin stops). A jail prepared before keeps working until its commands end. */
+  close(): void {
+    if (this.built) rmSync(this.built.dir, { recursive: true, force: true });
+    this.built = undefined;
   }
 
   /** The stubs and the fstab are what Keel wrote (something outside a jail could have changed them). */

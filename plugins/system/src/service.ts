@@ -61,6 +61,11 @@ export class CommandService {
     this.pending = new PendingCommands(ctx.home, ctx.log);
   }
 
+  /** Removes the deny-list stubs from the temp folder. */
+  close(): void {
+    this.jail.close();
+  }
+
   /** The operating system's enforcement of the deny list for the next command (docs/security.md). */
   async isolation(env: NodeJS.ProcessEnv = childEnv()): Promise<Jail> {
     const mode = (read<IsolationMode>(this.ctx.config, 'commandIsolation') ?? 'auto') as IsolationMode;
