@@ -9,7 +9,7 @@ import { describeActor } from '../../../sdk/actor.js';
 import { approverOf } from './admin.js';
 import { analyze, type PolicyDecision } from './command-policy.js';
 import { DENIED_EXIT, DENIED_TEXT, DenyJail, type IsolationMode, type Jail, SETUP_EXIT, SETUP_TEXT } from './deny-jail.js';
-import { childEnv, formatResult, type RunResult, runArgv } from './exec.js';
+import { childEnv, formatResult, notFound, type RunResult, runArgv, startable } from './exec.js';
 import { PendingCommands, type PendingCommand } from './pending.js';
 import { Refusal, toArgv } from './tokenize.js';
 
@@ -154,7 +154,10 @@ export class CommandService {
       this.refuse(argv, actor, `commandIsolation is required and the operating system cannot enforce commandDenyList here: ${jail.reason}`);
     }
     this.ctx.log.info(`commands: running ${JSON.stringify(argv)} in ${cwd} for ${describeActor(actor)} (${jail.isolated ? 'isolated' : `not isolated: ${jail.reason}`})`);
-    const r = await runArgv(jail.isolated ? jail.wrap(argv) : argv, { cwd, timeoutMs, retries, maxBytes, env, ...(signal ? { signal } : {}) });
+    const r =
+      jail.isolated && !startable(argv[0] as string, cwd, env)
+        ? notFound(argv[0] as string)
+        : await runArgv(jail.isolated ? jail.wrap(argv) : argv, { cwd, timeoutMs, retries, maxBytes, env, ...(signal ? { signal } : {}) });
     this.ctx.log.info(
       `commands: ${argv[0]} ${r.started ? `ended with exit code ${r.exitCode}${r.signal ? ` (signal ${r.signal})` : ''}${r.timedOut ? ' after a timeout' : ''}` : `did not start: ${r.error}`} in ${r.durationMs} ms`,
     );

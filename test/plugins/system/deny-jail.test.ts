@@ -132,6 +132,11 @@ for (const sudo of [false, true]) {
       expect(ls.result).toContain('del.sh');
     });
 
+    it.skipIf(!sudo)('a program that does not exist is reported as not started, as without the jail', async () => {
+      const r = await s.kernel.execute('run_command', { command: 'keel-no-such-tool', args: ['x'] }, OPERATOR);
+      expect(r.result).toContain('Could not start: ENOENT: keel-no-such-tool was not found');
+    });
+
     it(`runs the bypass table (${REAL_CASES.length} cases): each keeps its sentinels`, async () => {
       for (const [what, argv, allowed] of REAL_CASES) {
         plant(s.work);
