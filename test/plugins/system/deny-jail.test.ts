@@ -210,6 +210,63 @@ describe('the controls: without the jail the same commands get through', () => {
   });
 });
 
+/** A copy of rm that was not made through the stubbed path (as if downloaded or extracted from a package). */
+const ELSEWHERE: Record<string, string> = {
+  'run-copy.sh': './tools/x sentinel\n',
+  'ld.sh': 'for l in /lib64/ld-linux*.so.* /lib/ld-linux*.so.* /lib/*/ld-linux*.so.*; do [ -e "$l" ] && "$l" ./tools/x sentinel; done\n',
+  'memfd.py':
+    "import os\nfd = os.memfd_create('x')\nos.write(fd, open('tools/x', 'rb').read())\nos.execv(f'/proc/self/fd/{fd}', ['x', 'sentinel'])\n",
+};
+const ELSEWHERE_CASES: Array<[string, string[], boolean]> = [
+  ['started from a writable folder', ['bash', 'run-copy.sh'], true],
+  ['started through the dynamic loader', ['bash', 'ld.sh'], true],
+  // Only a privileged pid namespace owner may forbid executing memory (vm.memfd_noexec): real root.
+  ['run from memory (memfd_create + execve)', ['python3', 'memfd.py'], IS_ROOT],
+];
+
+async function withCopy(mode: string): Promise<Started> {
+  const s = await start({ commandIsolation: mode });
+  mkdirSync(join(s.work, 'tools'));
+  execFileSync('cp', [execFileSync('sh', ['-c', 'readlink -f "$(which rm)"'], { encoding: 'utf8' }).trim(), join(s.work, 'tools', 'x')]);
+  for (const [name, text] of Object.entries(ELSEWHERE)) writeFileSync(join(s.work, name), text);
+  return s;
+}
+
+describe.skipIf(!JAIL)('a copy of rm obtained another way (not through the stubbed path)', () => {
+  it('auto: it runs (the documented gap of auto)', async () => {
+    const s = await withCopy('auto');
+    for (const [what, argv] of ELSEWHERE_CASES) {
+      plant(s.work);
+      const r = await s.kernel.execute('run_command', { command: argv[0], args: argv.slice(1) }, OPERATOR);
+      expect(r.result, what).toContain('Isolation: on (');
+      expect(existsSync(join(s.work, 'sentinel')), `${what}: ${r.result}`).toBe(false);
+    }
+  });
+
+  it('strict: nothing runs from a writable place, while allowed commands still run', async () => {
+    const s = await withCopy('strict');
+    const echo = await s.kernel.execute('run_command', { command: 'echo', args: ['still works'] }, OPERATOR);
+    expect(echo.result).toContain('still works');
+    expect(echo.result).toContain('Isolation: on, strict');
+    const node = await s.kernel.execute('run_command', { command: 'node', args: ['-e', 'console.log(6*7)'] }, OPERATOR);
+    expect(node.result).toContain('42');
+    for (const [what, argv, closed] of ELSEWHERE_CASES) {
+      if (!closed) continue;
+      plant(s.work);
+      const r = await s.kernel.execute('run_command', { command: argv[0], args: argv.slice(1) }, OPERATOR);
+      expect(r.result, what).toContain('Isolation: on, strict');
+      // Refused by the kernel (noexec, memfd_noexec), not because the interpreter itself could not start.
+      expect(r.result, what).toMatch(/Permission denied|failed to map segment/);
+      expectPlanted(s.work, `${what} (strict)`);
+    }
+    // The stubs still hold in strict mode.
+    plant(s.work);
+    const stub = await s.kernel.execute('run_command', { command: 'bash', args: ['del.sh'] }, OPERATOR);
+    expect(stub.result).toContain(DENIED_TEXT);
+    expectPlanted(s.work, 'del.sh (strict)');
+  });
+});
+
 describe('where the system refuses namespaces', () => {
   it('a failing unshare makes the jail unavailable, with the reason', async () => {
     const dir = tmp('keel-fake-unshare-');
