@@ -46,6 +46,7 @@ export async function benchCommands(iterations = 40): Promise<BenchRow[]> {
     });
   };
   const jailed = await boot('auto');
+  const strictJail = await boot('strict');
   const bare = await boot('off');
   try {
     const run = (k: typeof jailed) => async () => {
@@ -58,6 +59,7 @@ export async function benchCommands(iterations = 40): Promise<BenchRow[]> {
     for (let i = 0; i < 5; i++) await Promise.all([run(jailed)(), run(bare)(), plain()]);
     const peer = await times(iterations, plain);
     const inJail = await times(iterations, run(jailed));
+    const inStrict = isolated ? await times(iterations, run(strictJail)) : NaN;
     const noJail = await times(iterations, run(bare));
     return [
       {
@@ -69,10 +71,12 @@ export async function benchCommands(iterations = 40): Promise<BenchRow[]> {
         budget: '< 100 ms',
         ok: inJail < 100,
       },
+      ...(isolated ? [{ name: 'run_command echo, commandIsolation strict', value: inStrict, unit: 'ms', peer: 'execFile echo', peerValue: peer, budget: '< 100 ms', ok: inStrict < 100 }] : []),
       { name: 'run_command echo, commandIsolation off', value: noJail, unit: 'ms', peer: 'execFile echo', peerValue: peer, budget: '< 100 ms', ok: noJail < 100 },
     ];
   } finally {
     await jailed.stop();
+    await strictJail.stop();
     await bare.stop();
     for (const h of homes) rmSync(h, { recursive: true, force: true });
   }

@@ -307,4 +307,30 @@ describe.skipIf(!JAIL || !IS_ROOT)('a user without privileges (nobody, through a
     expect(report.out.slice(1).some((o) => o.stderr.includes(DENIED_TEXT))).toBe(true);
     expectPlanted(work, 'nobody');
   });
+
+  it('strict holds for nobody too: a copy kept in a writable folder cannot run', async () => {
+    const dir = mkdtempSync('/tmp/keel-nobody-');
+    cleanup.push(() => rm(dir));
+    await build({ entryPoints: [join(import.meta.dirname, 'fixtures', 'jail-runner.ts')], bundle: true, platform: 'node', format: 'esm', target: 'node22', outfile: join(dir, 'runner.mjs'), logLevel: 'silent' });
+    const work = join(dir, 'work');
+    mkdirSync(join(work, 'tools'), { recursive: true });
+    execFileSync('cp', [execFileSync('sh', ['-c', 'readlink -f "$(which rm)"'], { encoding: 'utf8' }).trim(), join(work, 'tools', 'x')]);
+    for (const [name, text] of Object.entries(ELSEWHERE)) writeFileSync(join(work, name), text);
+    plant(work);
+    execFileSync('chown', ['-R', '65534:65534', dir]);
+    const run = (mode: string) =>
+      JSON.parse(
+        execFileSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', '--', process.execPath, join(dir, 'runner.mjs'), work, JSON.stringify([['bash', 'run-copy.sh'], ['bash', 'ld.sh']]), mode], {
+          encoding: 'utf8',
+          env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir, TMPDIR: dir, LANG: 'C.UTF-8' },
+          timeout: 120_000,
+        }),
+      ) as { jail: { strict?: boolean }; out: Array<{ stderr: string }> };
+    const strict = run('strict');
+    expect(strict.jail).toMatchObject({ strict: true });
+    expect(strict.out.map((o) => o.stderr).join('\n')).toMatch(/Permission denied/);
+    expectPlanted(work, 'nobody, strict');
+    run('auto'); // the control: the same copy deletes the sentinel in auto
+    expect(existsSync(join(work, 'sentinel'))).toBe(false);
+  });
 });
