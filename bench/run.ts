@@ -9,6 +9,7 @@ const suites: Array<[string, () => Promise<BenchRow[]>]> = [
   ['dispatch', async () => (await import('./dispatch.js')).benchDispatch()],
   ['daemon', async () => (await import('./daemon.js')).benchDaemon()],
   ['queue', async () => (await import('./queue.js')).benchQueue()],
+  ['receive', async () => (await import('./receive.js')).benchReceive()],
   ['hot reload', async () => (await import('./hot-reload.js')).benchHotReload()],
   ['agent', async () => (await import('./agent.js')).benchAgent()],
   ['gateway', async () => (await import('./gateway.js')).benchGateway()],
@@ -16,6 +17,7 @@ const suites: Array<[string, () => Promise<BenchRow[]>]> = [
   ['memory', async () => (await import('./memory.js')).benchMemory()],
   ['knowledge', async () => (await import('./knowledge.js')).benchKnowledge()],
   ['commands', async () => (await import('./commands.js')).benchCommands()],
+  ['channels', async () => (await import('./channels.js')).benchChannels()],
 ];
 
 const only = process.argv.slice(2);

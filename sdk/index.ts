@@ -25,6 +25,7 @@ export type * from './plugin.js';
 export { CHANNEL_NAMES } from './plugin.js';
 export type * from './channel.js';
 export { listChannels, receive, SPEC_CHANNELS } from './channel.js';
+export type * from './gateway.js';
 export type * from './providers.js';
 export { ProviderError } from './providers.js';
 export { withRetry, parseRetryAfter, type RetryOptions, type RetryDecision } from './retry.js';
