@@ -46,7 +46,7 @@ function isolationLines(jail: Jail, r: RunResult): string[] {
     ];
   }
   const lines = [
-    `Isolation: on${jail.strict ? ', strict' : ''} (private mount and pid namespace${jail.userNamespace ? ' in a user namespace' : ''}; ${jail.targets.length} path${jail.targets.length === 1 ? '' : 's'} of denied programs replaced by stubs${jail.strict ? '; nothing runs from a writable place' : ''}${jail.notes.length ? `; ${jail.notes.length} not replaced, see system_check and docs/security.md` : ''})`,
+    `Isolation: on${jail.strict ? ', strict' : ''} (private mount and pid namespace${jail.userNamespace ? ' in a user namespace' : ''}; ${jail.targets.length} path${jail.targets.length === 1 ? '' : 's'} of denied programs replaced by stubs${jail.strict ? '; nothing runs from a writable place' : ''}${jail.notes.length ? `; ${jail.notes.length} not replaced (listed in Keel's log; docs/security.md)` : ''})`,
   ];
   if (r.exitCode === SETUP_EXIT && r.stderr.includes(SETUP_TEXT)) lines.push('The isolation could not be set up, so the command did not run.');
   else if (r.stderr.includes(DENIED_TEXT)) lines.push(`A program on commandDenyList was refused inside the command (its stub exits with ${DENIED_EXIT}).`);
