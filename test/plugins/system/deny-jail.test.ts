@@ -289,6 +289,11 @@ describe('where the system refuses namespaces', () => {
     expect(jail.isolated).toBe(false);
     expect(!jail.isolated && jail.reason).toContain('Operation not permitted');
   });
+
+  it.skipIf(!JAIL)('a deny list that names a program the jail needs gives no jail, and says why', async () => {
+    const jail = await new DenyJail().prepare({ deny: ['rm', 'mount'], allow: [] }, 'auto', process.env);
+    expect(jail).toEqual({ isolated: false, reason: '"mount" is on commandDenyList, and the jail needs mount to start' });
+  });
 });
 
 describe.skipIf(!JAIL || !IS_ROOT || !SETPRIV)('a user without privileges (nobody, through a user namespace)', () => {
