@@ -64,8 +64,8 @@ export default definePlugin({
       for (const s of ['chatA_send_buttons', 'chatA_send_poll', 'chatA_edit_message', 'chatA_react', 'chatA_pin_message'] as const) ctx.skills.register(s, () => Promise.reject(notConfigured()));
       return;
     }
-    const apiRoot = get(ctx, 'chatAApiRoot', 'https://api.telegram.org');
-    const pollTimeout = get(ctx, 'chatAPollTimeout', 25);
+    const apiRoot = ctx.config.get('chatAApiRoot');
+    const pollTimeout = ctx.config.get('chatAPollTimeout');
     const menu = get<Array<{ command: string; description: string }>>(ctx, 'chatACommands', BUILTIN_COMMANDS);
     const api: Api = makeApi(token, apiRoot);
     const bot: { username?: string; id?: number } = {};
@@ -205,7 +205,7 @@ export default definePlugin({
           await send(inbound.chatId, text, { idempotencyKey: `cmd:${inbound.messageId}`, replyToMessageId: String(inbound.replyTo?.messageId ?? '') });
           return `command:${inbound.command}`;
         }
-        const out = await receive(ctx, inbound, { autoReply: get<boolean>(ctx, 'chatAAutoReplyEnabled', false) === true });
+        const out = await receive(ctx, inbound, { autoReply: ctx.config.get('chatAAutoReplyEnabled') });
         return out.kind === 'ignored' ? `ignored:${out.reason}` : out.kind;
       },
     });
