@@ -8,6 +8,7 @@ import type schedulerManifest from '../../plugins/scheduler/manifest.js';
 import type systemManifest from '../../plugins/system/manifest.js';
 import {
   definePlugin,
+  skill,
   Type,
   type ChannelCapability,
   type ConfigValue,
@@ -106,6 +107,28 @@ describe('an inline manifest', () => {
         });
         // @ts-expect-error 'whisper' is not declared
         ctx.skills.register('whisper', () => '');
+      },
+    });
+  });
+});
+
+describe('the skill() helper', () => {
+  it('keeps the skill known to the typed contract', () => {
+    definePlugin({
+      manifest: {
+        id: 'helper',
+        version: '1.0.0',
+        kind: 'skill',
+        description: 'Helper',
+        skills: [skill({ name: 'count', description: 'Counts', parameters: Type.Object({ n: Type.Integer() }) })],
+      },
+      setup(ctx) {
+        ctx.skills.register('count', ({ n }) => {
+          expectTypeOf(n).toEqualTypeOf<number>();
+          return n + 1;
+        });
+        // @ts-expect-error 'tally' is not declared
+        ctx.skills.register('tally', () => 0);
       },
     });
   });
