@@ -69,6 +69,8 @@ export default definePlugin({
     const api: Api = makeApi(token, apiRoot);
     const bot: { username?: string; id?: number } = {};
     const store = ChannelStore.open(ctx.home, 'chatA');
+    // Telegram redelivers only what was not acknowledged, within 24 hours: 30 days of dedupe memory is ample.
+    store.prune(30 * 24 * 3600 * 1000);
     const stopping = new AbortController();
     const outbox = new Outbox({
       ledger: new DeliveryLedger(store),
@@ -142,7 +144,8 @@ export default definePlugin({
       if (action.source !== 'chatA') return;
       replyCounters.delete(action.id);
       await progress.stop(action.id);
-      if (outcome.status !== 'failed') return;
+      // A cancel was asked for and answered already (/cancel, /reset): no failure notice on top.
+      if (outcome.status !== 'failed' || /cancel|chat reset/i.test(outcome.detail ?? action.error ?? '')) return;
       try {
         const t = replyTarget(action);
         await send(t.chatId, failureNotice(outcome.detail ?? action.error), { format: 'plain', idempotencyKey: `${action.id}:failed`, ...(t.messageId ? { replyToMessageId: t.messageId } : {}) });
@@ -226,7 +229,7 @@ export default definePlugin({
       },
     };
     ctx.provide('channel:chatA', capability);
-    registerSkills(ctx, { api: () => api, send });
+    registerSkills(ctx, { api: () => api, send, limited: (chatId, fn) => outbox.edit(chatId, fn) });
 
     ingress.recover();
     supervisor.start();

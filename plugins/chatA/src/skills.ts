@@ -13,6 +13,8 @@ type Buttons = NonNullable<OutboundMessage['buttons']>;
 export interface SkillDeps {
   api: () => Api;
   send(to: string, message: string | OutboundMessage, options?: SendOptions): Promise<SentMessage>;
+  /** Runs a non-ledgered call (poll, edit, reaction, pin) under the chat's rate limit, waiting out 429s. */
+  limited<T>(chatId: string, fn: () => Promise<T>): Promise<T>;
 }
 
 /** A numeric chat id, or the chat of the current chatA message when `chatId` is a placeholder or a name. */
@@ -70,10 +72,12 @@ export function registerSkills(ctx: PluginContext, d: SkillDeps): void {
     async (args: { chatId: unknown; question: string; options: string[]; isAnonymous?: boolean; allowsMultipleAnswers?: boolean }, call: SkillCallContext) => {
       const chat = resolveChat(args.chatId, call);
       if (args.options.length < 2 || args.options.length > 10) throw new Error('A poll needs 2 to 10 options.');
-      const m = await d.api().sendPoll(chat, args.question, args.options.map((text) => ({ text })), {
-        is_anonymous: args.isAnonymous ?? true,
-        allows_multiple_answers: args.allowsMultipleAnswers ?? false,
-      });
+      const m = await d.limited(chat, () =>
+        d.api().sendPoll(chat, args.question, args.options.map((text) => ({ text })), {
+          is_anonymous: args.isAnonymous ?? true,
+          allows_multiple_answers: args.allowsMultipleAnswers ?? false,
+        }),
+      );
       return { chatId: chat, messageId: m.message_id };
     },
   );
@@ -82,7 +86,7 @@ export function registerSkills(ctx: PluginContext, d: SkillDeps): void {
     const chat = resolveChat(args.chatId, call);
     const [first] = renderTelegram(args.newText);
     if (!first) throw new Error('newText renders to nothing.');
-    await editText(d.api(), chat, args.messageId, first.html, first.plain);
+    await d.limited(chat, () => editText(d.api(), chat, args.messageId, first.html, first.plain));
     return { chatId: chat, messageId: args.messageId, edited: true };
   });
 
@@ -90,7 +94,7 @@ export function registerSkills(ctx: PluginContext, d: SkillDeps): void {
     const chat = resolveChat(args.chatId, call);
     const emoji = args.emoji ?? '\u{1F44D}';
     try {
-      await d.api().setMessageReaction(chat, args.messageId, [{ type: 'emoji', emoji: emoji as never }]);
+      await d.limited(chat, () => d.api().setMessageReaction(chat, args.messageId, [{ type: 'emoji', emoji: emoji as never }]));
       return { chatId: chat, messageId: args.messageId, reacted: emoji, native: true };
     } catch (e) {
       if (!(e instanceof GrammyError) || e.error_code !== 400) throw e;
@@ -102,7 +106,7 @@ export function registerSkills(ctx: PluginContext, d: SkillDeps): void {
 
   ctx.skills.register('chatA_pin_message', async (args: { chatId: unknown; messageId: number; silent?: boolean }, call: SkillCallContext) => {
     const chat = resolveChat(args.chatId, call);
-    await d.api().pinChatMessage(chat, args.messageId, { disable_notification: args.silent ?? true });
+    await d.limited(chat, () => d.api().pinChatMessage(chat, args.messageId, { disable_notification: args.silent ?? true }));
     return { chatId: chat, messageId: args.messageId, pinned: true };
   });
 }

@@ -70,8 +70,11 @@ describe('chatA skills', () => {
   it('chatA_edit_message edits what send_chatA returned', async () => {
     await ready();
     const { messageId } = JSON.parse((await run('send_chatA', { chatId: '8', message: 'draft' })).result) as { messageId: number };
+    // A 429 on the edit is waited out (retry_after) and the edit made once.
+    h!.tg.failNext('editMessageText', { code: 429, description: 'Too Many Requests: retry after 1', retryAfter: 1 });
     const r = await run('chatA_edit_message', { chatId: '8', messageId, newText: '**final**' });
-    expect(r.success).toBe(true);
+    expect(r.success, r.result).toBe(true);
+    expect(h!.tg.callsOf('editMessageText')).toHaveLength(2);
     expect(h!.tg.sent.find((m) => m.message_id === messageId)!.text).toBe('<b>final</b>');
   });
 
