@@ -178,7 +178,9 @@ export async function startKernel(opts: KernelOptions = {}): Promise<Kernel> {
   });
   cfg.onChange((e) => hooks.configChanged.call({ key: e.key, value: e.value, origin: e.origin.kind }));
 
-  const candidates = [...(await discoverAll({ home, ...(opts.builtinDir ? { builtinDir: opts.builtinDir } : {}), ...(opts.builtinOnly ? { builtinOnly: true } : {}) })), ...(opts.extraPlugins ?? [])];
+  // The lists apply to user plugin folders before any of their code runs (discover.ts), then to manifest ids.
+  const lists = { allow: cfg.get<string[]>('pluginAllowList') ?? [], deny: cfg.get<string[]>('pluginDenyList') ?? [] };
+  const candidates = [...(await discoverAll({ home, lists, ...(opts.builtinDir ? { builtinDir: opts.builtinDir } : {}), ...(opts.builtinOnly ? { builtinOnly: true } : {}) })), ...(opts.extraPlugins ?? [])];
   await host.start(candidates);
   host.startHealthTimer();
 

@@ -8,6 +8,7 @@ import { ErrorCodes, KeelError } from '../errors.js';
 import { LogSink } from '../log.js';
 import { keelHome } from '../paths.js';
 import { discoverAll } from '../plugins/discover.js';
+import { permittedByLists, readPluginLists } from '../plugins/lists.js';
 import { detach, serve } from './serve.js';
 
 export async function runPluginCommand(
@@ -17,8 +18,12 @@ export async function runPluginCommand(
   options: Record<string, unknown> & { config?: string },
 ): Promise<number> {
   const home = keelHome();
-  const candidate = (await discoverAll({ home })).find((c) => c.id === pluginId);
+  const lists = await readPluginLists(home, options.config);
+  const candidate = (await discoverAll({ home, lists })).find((c) => c.id === pluginId);
   if (!candidate) throw new KeelError(ErrorCodes.PLUGIN_LOAD_FAILED, `Plugin ${pluginId} is not installed.`);
+  if (candidate.disabled) throw new KeelError(ErrorCodes.PLUGIN_LOAD_FAILED, `Plugin ${pluginId} is disabled: ${candidate.disabled}.`);
+  const allowed = permittedByLists(pluginId, lists.allow, lists.deny);
+  if (!allowed.ok) throw new KeelError(ErrorCodes.PLUGIN_LOAD_FAILED, `Plugin ${pluginId} is disabled: ${allowed.reason}.`);
   const def = await candidate.load();
   const handler = def.commands?.[name];
   if (!handler) throw new KeelError(ErrorCodes.PLUGIN_LOAD_FAILED, `Plugin ${pluginId} declares the command "${name}" but exports no handler for it.`);

@@ -13,10 +13,13 @@ import type { Registry } from '../registry/registry.js';
 import { compileArgs } from '../registry/validator.js';
 import { createPluginContext, type HostConfig } from './context.js';
 import type { PluginCandidate, PluginOrigin } from './discover.js';
+import { permittedByLists } from './lists.js';
 import { validateManifest } from './manifest-schema.js';
 import { orderPlugins } from './order.js';
 import { PluginStateFile } from './state-file.js';
 import { withTimeout } from './timeout.js';
+
+export { permittedByLists } from './lists.js';
 
 export type PluginStateName = 'loaded' | 'disabled' | 'failed' | 'quarantined' | 'invalid' | 'stopped';
 
@@ -62,13 +65,6 @@ interface Known {
   candidate: PluginCandidate;
   manifest?: PluginManifest;
   status: PluginStatus;
-}
-
-/** Whether a plugin id passes the allow/deny lists: deny wins; a non-empty allow list admits only its names. */
-export function permittedByLists(id: string, allow: string[] = [], deny: string[] = []): { ok: boolean; reason?: string } {
-  if (deny.includes(id)) return { ok: false, reason: `"${id}" is on pluginDenyList` };
-  if (allow.length > 0 && !allow.includes(id)) return { ok: false, reason: `pluginAllowList is set and does not name "${id}"` };
-  return { ok: true };
 }
 
 const codeOf = errorCode;
@@ -117,6 +113,12 @@ export class PluginHost {
       const reason = `duplicate plugin id "${c.id}": ${c.dir} and ${other.candidate.dir}; the first one (${other.candidate.origin}) is kept`;
       this.log.error(`${ErrorCodes.PLUGIN_DUPLICATE}: ${reason}`);
       this.known.set(`${c.id}@${c.dir}`, { candidate: c, status: { ...base, id: `${c.id}@${c.dir}`, state: 'invalid', reason, code: ErrorCodes.PLUGIN_DUPLICATE } });
+      return undefined;
+    }
+    if (c.disabled) {
+      // Refused by name before any of its code ran (not even its manifest module).
+      this.known.set(c.id, { candidate: c, status: { ...base, state: 'disabled', reason: c.disabled } });
+      this.log.info(`Plugin ${c.id} disabled: ${c.disabled}`);
       return undefined;
     }
     if (c.error) {
@@ -409,6 +411,11 @@ export class PluginHost {
   /** Forget a plugin that is not running (its file was removed). */
   forget(id: string): void {
     if (!this.running.has(id)) this.known.delete(id);
+  }
+
+  /** The allow/deny lists' verdict on a name, as configured now (custom skills ask before compiling a file). */
+  permitted(name: string): { ok: boolean; reason?: string } {
+    return permittedByLists(name, this.o.config.get<string[]>('pluginAllowList'), this.o.config.get<string[]>('pluginDenyList'));
   }
 
   /** Adds a check to every health round. */

@@ -8,7 +8,8 @@ import { PluginError } from '../../../sdk/errors.js';
 import { describeActor } from '../../../sdk/actor.js';
 import { approverOf } from './admin.js';
 import { analyze, type PolicyDecision } from './command-policy.js';
-import { formatResult, runArgv } from './exec.js';
+import { DENIED_EXIT, DENIED_TEXT, DenyJail, type IsolationMode, type Jail, SETUP_EXIT, SETUP_TEXT } from './deny-jail.js';
+import { childEnv, formatResult, type RunResult, runArgv } from './exec.js';
 import { PendingCommands, type PendingCommand } from './pending.js';
 import { Refusal, toArgv } from './tokenize.js';
 
@@ -37,10 +38,41 @@ function read<T>(config: Config, key: string): T | undefined {
   }
 }
 
+/** What the result says about the operating system's part. */
+function isolationLines(jail: Jail, r: RunResult): string[] {
+  if (!jail.isolated) {
+    return [
+      `Isolation: none (${jail.reason}). Only the argv check kept this command from the programs on commandDenyList; a script or an interpreter it ran could start them (docs/security.md).`,
+    ];
+  }
+  const lines = [
+    `Isolation: on (private mount and pid namespace${jail.userNamespace ? ' in a user namespace' : ''}; ${jail.targets.length} path${jail.targets.length === 1 ? '' : 's'} of denied programs replaced by stubs${jail.notes.length ? `; ${jail.notes.length} not replaced, see system_check and docs/security.md` : ''})`,
+  ];
+  if (r.exitCode === SETUP_EXIT && r.stderr.includes(SETUP_TEXT)) lines.push('The isolation could not be set up, so the command did not run.');
+  else if (r.stderr.includes(DENIED_TEXT)) lines.push(`A program on commandDenyList was refused inside the command (its stub exits with ${DENIED_EXIT}).`);
+  return lines;
+}
+
 export class CommandService {
   readonly pending: PendingCommands;
+  private readonly jail = new DenyJail();
+  private jailNotesLogged = '';
   constructor(private readonly ctx: Pick<PluginContext, 'config' | 'log' | 'home' | 'signal' | 'use'>) {
     this.pending = new PendingCommands(ctx.home, ctx.log);
+  }
+
+  /** The operating system's enforcement of the deny list for the next command (docs/security.md). */
+  async isolation(env: NodeJS.ProcessEnv = childEnv()): Promise<Jail> {
+    const mode = (read<IsolationMode>(this.ctx.config, 'commandIsolation') ?? 'auto') as IsolationMode;
+    const deny = read<unknown>(this.ctx.config, 'commandDenyList');
+    const allow = read<unknown>(this.ctx.config, 'commandAllowList');
+    const strings = (v: unknown) => (Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : []);
+    const jail = await this.jail.prepare({ deny: strings(deny), allow: strings(allow) }, mode, env);
+    if (jail.isolated && jail.notes.join('\n') !== this.jailNotesLogged) {
+      this.jailNotesLogged = jail.notes.join('\n');
+      for (const n of jail.notes) this.ctx.log.warn(`commands: deny list, not replaced: ${n}`);
+    }
+    return jail;
   }
 
   /** The policy as the configuration says now. Unreadable lists fail closed. */
@@ -111,12 +143,17 @@ export class CommandService {
     const timeoutMs = read<number>(this.ctx.config, 'commandTimeoutMs') ?? 120_000;
     const maxBytes = read<number>(this.ctx.config, 'commandOutputMaxBytes') ?? 65_536;
     const retries = read<number>(this.ctx.config, 'commandRetries') ?? 1;
-    this.ctx.log.info(`commands: running ${JSON.stringify(argv)} in ${cwd} for ${describeActor(actor)}`);
-    const r = await runArgv(argv, { cwd, timeoutMs, retries, maxBytes, ...(signal ? { signal } : {}) });
+    const env = childEnv();
+    const jail = await this.isolation(env);
+    if (!jail.isolated && read<unknown>(this.ctx.config, 'commandIsolation') === 'required') {
+      this.refuse(argv, actor, `commandIsolation is required and the operating system cannot enforce commandDenyList here: ${jail.reason}`);
+    }
+    this.ctx.log.info(`commands: running ${JSON.stringify(argv)} in ${cwd} for ${describeActor(actor)} (${jail.isolated ? 'isolated' : `not isolated: ${jail.reason}`})`);
+    const r = await runArgv(jail.isolated ? jail.wrap(argv) : argv, { cwd, timeoutMs, retries, maxBytes, env, ...(signal ? { signal } : {}) });
     this.ctx.log.info(
       `commands: ${argv[0]} ${r.started ? `ended with exit code ${r.exitCode}${r.signal ? ` (signal ${r.signal})` : ''}${r.timedOut ? ' after a timeout' : ''}` : `did not start: ${r.error}`} in ${r.durationMs} ms`,
     );
-    return formatResult(argv, r, maxBytes, timeoutMs);
+    return formatResult(argv, r, maxBytes, timeoutMs, isolationLines(jail, r));
   }
 
   /** approve_command and `keel commands approve|refuse`. */

@@ -7,6 +7,7 @@ import { findRule } from './find.js';
 import { gitRule } from './git.js';
 import { INTERPRETER, interpreterRule } from './interpreters.js';
 import { npmRule, npxRule } from './npm.js';
+import { powerRule } from './power.js';
 import { SHELL, shellRule } from './shell.js';
 import type { ProgramRule } from './walk.js';
 import { WRAPPER_RULES } from './wrappers.js';
@@ -21,6 +22,8 @@ export const PROGRAM_RULES: Readonly<Record<string, ProgramRule>> = {
   npm: npmRule,
   pnpm: npmRule,
   yarn: npmRule,
+  systemctl: powerRule,
+  loginctl: powerRule,
 };
 
 /** The rule of a program (normalised name), if it has one. Shells and interpreters are matched by family. */
