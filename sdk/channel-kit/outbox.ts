@@ -2,8 +2,8 @@
  * The outbound path every channel shares: per-chat order, the delivery ledger, the rate limiter.
  */
 import type { Json, Logger } from '../types.js';
-import { type ChunkSender, DeliveryLedger } from './ledger.js';
-import { type RateLimiter, type SendErrorDecision } from './rate-limit.js';
+import type { ChunkSender, DeliveryLedger } from './ledger.js';
+import type { RateLimiter, SendErrorDecision } from './rate-limit.js';
 
 export interface OutboxOptions {
   ledger: DeliveryLedger;
@@ -51,7 +51,9 @@ export class Outbox {
     const open = this.o.ledger.unfinished();
     for (const { key, chatId } of open) {
       try {
-        await this.serial(chatId, () => this.o.ledger.resume<C>(key, (c, i, ch) => this.o.limiter.run(ch, 'send', () => send(c, i, ch), { classify: this.o.classify })));
+        await this.serial(chatId, () =>
+          this.o.ledger.resume<C>(key, (c, i, ch) => this.o.limiter.run(ch, 'send', () => send(c, i, ch), { classify: this.o.classify })),
+        );
       } catch (e) {
         this.o.log.warn(`Could not finish an interrupted delivery to ${chatId}: ${e instanceof Error ? e.message : String(e)}`);
       }

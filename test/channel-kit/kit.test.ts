@@ -87,7 +87,10 @@ describe('ingress', () => {
         seen.push(it.messageId);
       },
     });
-    ingress.record([{ messageId: 'bad', chatId: 'a', payload: { n: 1 } }, { messageId: 'good', chatId: 'a', payload: { n: 2 } }]);
+    ingress.record([
+      { messageId: 'bad', chatId: 'a', payload: { n: 1 } },
+      { messageId: 'good', chatId: 'a', payload: { n: 2 } },
+    ]);
     await ingress.idle();
     expect(calls).toBe(3);
     expect(seen).toEqual(['good']);
@@ -128,21 +131,35 @@ describe('delivery ledger', () => {
 describe('outbox and rate limits', () => {
   it('a 429 in the middle of a reply waits retry_after and resends that chunk: nothing dropped or reordered', async () => {
     const { store } = open();
-    const limiter = new RateLimiter({ send: { capacity: 100, perSecond: 100 }, edit: { capacity: 1, perSecond: 1 }, global: { capacity: 100, perSecond: 100 } });
+    const limiter = new RateLimiter({
+      send: { capacity: 100, perSecond: 100 },
+      edit: { capacity: 1, perSecond: 1 },
+      global: { capacity: 100, perSecond: 100 },
+    });
     const rateLimited = Object.assign(new Error('429'), { retryAfterMs: 300 });
-    const outbox = new Outbox({ ledger: new DeliveryLedger(store), limiter, log, classify: (e) => ((e as { retryAfterMs?: number }).retryAfterMs ? { retry: true, afterMs: 300 } : { retry: false }) });
+    const outbox = new Outbox({
+      ledger: new DeliveryLedger(store),
+      limiter,
+      log,
+      classify: (e) => ((e as { retryAfterMs?: number }).retryAfterMs ? { retry: true, afterMs: 300 } : { retry: false }),
+    });
     const accepted: Array<{ t: string; at: number }> = [];
     let failedAt = 0;
     let attempts = 0;
-    const ids = await outbox.deliver('k', 'chat', ['a', 'b', 'c', 'd'].map((t) => ({ t })), async (c) => {
-      attempts++;
-      if (c.t === 'b' && !failedAt) {
-        failedAt = Date.now();
-        throw rateLimited;
-      }
-      accepted.push({ t: c.t, at: Date.now() });
-      return c.t;
-    });
+    const ids = await outbox.deliver(
+      'k',
+      'chat',
+      ['a', 'b', 'c', 'd'].map((t) => ({ t })),
+      async (c) => {
+        attempts++;
+        if (c.t === 'b' && !failedAt) {
+          failedAt = Date.now();
+          throw rateLimited;
+        }
+        accepted.push({ t: c.t, at: Date.now() });
+        return c.t;
+      },
+    );
     expect(ids).toEqual(['a', 'b', 'c', 'd']);
     expect(accepted.map((a) => a.t)).toEqual(['a', 'b', 'c', 'd']);
     expect(attempts).toBe(5);
@@ -152,7 +169,11 @@ describe('outbox and rate limits', () => {
 
   it('two messages to one chat are never interleaved', async () => {
     const { store } = open();
-    const limiter = new RateLimiter({ send: { capacity: 100, perSecond: 100 }, edit: { capacity: 1, perSecond: 1 }, global: { capacity: 100, perSecond: 100 } });
+    const limiter = new RateLimiter({
+      send: { capacity: 100, perSecond: 100 },
+      edit: { capacity: 1, perSecond: 1 },
+      global: { capacity: 100, perSecond: 100 },
+    });
     const outbox = new Outbox({ ledger: new DeliveryLedger(store), limiter, log, classify: () => ({ retry: false }) });
     const order: string[] = [];
     const send = async (c: { t: string }) => {
@@ -160,7 +181,10 @@ describe('outbox and rate limits', () => {
       order.push(c.t);
       return c.t;
     };
-    await Promise.all([outbox.deliver('k1', 'chat', [{ t: 'x1' }, { t: 'x2' }], send), outbox.deliver('k2', 'chat', [{ t: 'y1' }, { t: 'y2' }], send)]);
+    await Promise.all([
+      outbox.deliver('k1', 'chat', [{ t: 'x1' }, { t: 'x2' }], send),
+      outbox.deliver('k2', 'chat', [{ t: 'y1' }, { t: 'y2' }], send),
+    ]);
     expect(order).toEqual(['x1', 'x2', 'y1', 'y2']);
   });
 
@@ -262,7 +286,9 @@ describe('progress feedback', () => {
   });
 
   it('the failure notice is one short line without stack or paths', () => {
-    expect(failureNotice('Error: provider timeout\n    at call (/app/x.js:10:5)')).toBe('Sorry, that did not work: Error: provider timeout');
+    expect(failureNotice('Error: provider timeout\n    at call (/app/x.js:10:5)')).toBe(
+      'Sorry, that did not work: Error: provider timeout',
+    );
     expect(failureNotice(undefined)).toBe('Sorry, that did not work.');
     expect(failureNotice('x'.repeat(500)).length).toBeLessThan(240);
   });

@@ -24,7 +24,9 @@ export function resolveChat(chatId: unknown, call: SkillCallContext): string {
   const a = call.action;
   const fromAction = a && a.source === 'chatA' ? a.metadata.replyTo?.chatId : undefined;
   if (fromAction !== undefined && fromAction !== null && /^-?\d+$/.test(String(fromAction))) return String(fromAction);
-  throw new Error(`chatId "${raw}" is not a numeric Telegram chat id, and the current action did not come from chatA to take the chat from.`);
+  throw new Error(
+    `chatId "${raw}" is not a numeric Telegram chat id, and the current action did not come from chatA to take the chat from.`,
+  );
 }
 
 /** The same skill call in the same action is sent once, even when the action runs again after a crash. */
@@ -42,7 +44,8 @@ export function normaliseButtons(input: unknown[]): Buttons {
       const hasData = typeof o.callback_data === 'string' && o.callback_data !== '';
       const hasUrl = typeof o.url === 'string' && /^https?:\/\//.test(o.url);
       if (hasData === hasUrl) throw new Error(`Button [${i}][${j}] ("${o.text}") needs exactly one of callback_data or an http(s) url.`);
-      if (hasData && Buffer.byteLength(o.callback_data as string) > 64) throw new Error(`Button [${i}][${j}]: callback_data is limited to 64 bytes.`);
+      if (hasData && Buffer.byteLength(o.callback_data as string) > 64)
+        throw new Error(`Button [${i}][${j}]: callback_data is limited to 64 bytes.`);
       return hasData ? { text: o.text, callback_data: o.callback_data as string } : { text: o.text, url: o.url as string };
     }),
   );
@@ -60,35 +63,53 @@ export function registerSkills(ctx: PluginContext, d: SkillDeps): void {
     return { chatId: chat, messageId: Number(sent.messageId), messageIds: sent.messageIds.map(Number) };
   });
 
-  ctx.skills.register('chatA_send_buttons', async (args: { chatId: unknown; message: string; buttons: unknown[] }, call: SkillCallContext) => {
-    const chat = resolveChat(args.chatId, call);
-    const buttons = normaliseButtons(args.buttons);
-    const sent = await d.send(chat, { text: args.message, buttons }, withKey(call, 'chatA_send_buttons', { chat, m: args.message, buttons }));
-    return { chatId: chat, messageId: Number(sent.messageId), messageIds: sent.messageIds.map(Number) };
-  });
+  ctx.skills.register(
+    'chatA_send_buttons',
+    async (args: { chatId: unknown; message: string; buttons: unknown[] }, call: SkillCallContext) => {
+      const chat = resolveChat(args.chatId, call);
+      const buttons = normaliseButtons(args.buttons);
+      const sent = await d.send(
+        chat,
+        { text: args.message, buttons },
+        withKey(call, 'chatA_send_buttons', { chat, m: args.message, buttons }),
+      );
+      return { chatId: chat, messageId: Number(sent.messageId), messageIds: sent.messageIds.map(Number) };
+    },
+  );
 
   ctx.skills.register(
     'chatA_send_poll',
-    async (args: { chatId: unknown; question: string; options: string[]; isAnonymous?: boolean; allowsMultipleAnswers?: boolean }, call: SkillCallContext) => {
+    async (
+      args: { chatId: unknown; question: string; options: string[]; isAnonymous?: boolean; allowsMultipleAnswers?: boolean },
+      call: SkillCallContext,
+    ) => {
       const chat = resolveChat(args.chatId, call);
       if (args.options.length < 2 || args.options.length > 10) throw new Error('A poll needs 2 to 10 options.');
       const m = await d.limited(chat, () =>
-        d.api().sendPoll(chat, args.question, args.options.map((text) => ({ text })), {
-          is_anonymous: args.isAnonymous ?? true,
-          allows_multiple_answers: args.allowsMultipleAnswers ?? false,
-        }),
+        d.api().sendPoll(
+          chat,
+          args.question,
+          args.options.map((text) => ({ text })),
+          {
+            is_anonymous: args.isAnonymous ?? true,
+            allows_multiple_answers: args.allowsMultipleAnswers ?? false,
+          },
+        ),
       );
       return { chatId: chat, messageId: m.message_id };
     },
   );
 
-  ctx.skills.register('chatA_edit_message', async (args: { chatId: unknown; messageId: number; newText: string }, call: SkillCallContext) => {
-    const chat = resolveChat(args.chatId, call);
-    const [first] = renderTelegram(args.newText);
-    if (!first) throw new Error('newText renders to nothing.');
-    await d.limited(chat, () => editText(d.api(), chat, args.messageId, first.html, first.plain));
-    return { chatId: chat, messageId: args.messageId, edited: true };
-  });
+  ctx.skills.register(
+    'chatA_edit_message',
+    async (args: { chatId: unknown; messageId: number; newText: string }, call: SkillCallContext) => {
+      const chat = resolveChat(args.chatId, call);
+      const [first] = renderTelegram(args.newText);
+      if (!first) throw new Error('newText renders to nothing.');
+      await d.limited(chat, () => editText(d.api(), chat, args.messageId, first.html, first.plain));
+      return { chatId: chat, messageId: args.messageId, edited: true };
+    },
+  );
 
   ctx.skills.register('chatA_react', async (args: { chatId: unknown; messageId: number; emoji?: string }, call: SkillCallContext) => {
     const chat = resolveChat(args.chatId, call);
@@ -99,14 +120,27 @@ export function registerSkills(ctx: PluginContext, d: SkillDeps): void {
     } catch (e) {
       if (!(e instanceof GrammyError) || e.error_code !== 400) throw e;
       // SPEC "Native reaction not possible": the emoji goes out as a reply, with a note saying why.
-      const sent = await d.send(chat, emoji, { replyToMessageId: String(args.messageId), format: 'plain', ...withKey(call, 'chatA_react', { chat, m: args.messageId, emoji }) });
-      return { chatId: chat, messageId: Number(sent.messageId), reacted: emoji, native: false, note: 'Native reactions are unavailable in this chat (bot cannot react in this chat type); the emoji was sent as a reply instead.' };
+      const sent = await d.send(chat, emoji, {
+        replyToMessageId: String(args.messageId),
+        format: 'plain',
+        ...withKey(call, 'chatA_react', { chat, m: args.messageId, emoji }),
+      });
+      return {
+        chatId: chat,
+        messageId: Number(sent.messageId),
+        reacted: emoji,
+        native: false,
+        note: 'Native reactions are unavailable in this chat (bot cannot react in this chat type); the emoji was sent as a reply instead.',
+      };
     }
   });
 
-  ctx.skills.register('chatA_pin_message', async (args: { chatId: unknown; messageId: number; silent?: boolean }, call: SkillCallContext) => {
-    const chat = resolveChat(args.chatId, call);
-    await d.limited(chat, () => d.api().pinChatMessage(chat, args.messageId, { disable_notification: args.silent ?? true }));
-    return { chatId: chat, messageId: args.messageId, pinned: true };
-  });
+  ctx.skills.register(
+    'chatA_pin_message',
+    async (args: { chatId: unknown; messageId: number; silent?: boolean }, call: SkillCallContext) => {
+      const chat = resolveChat(args.chatId, call);
+      await d.limited(chat, () => d.api().pinChatMessage(chat, args.messageId, { disable_notification: args.silent ?? true }));
+      return { chatId: chat, messageId: args.messageId, pinned: true };
+    },
+  );
 }

@@ -18,7 +18,14 @@ describe('chatA inbound → action → reply', () => {
   it('answers on the same chat, as Telegram HTML, replying to the message; status names the bot', async () => {
     h = await bootChatA();
     await waitFor(() => h!.channel().status().connected, 'connected');
-    expect(h.channel().status()).toMatchObject({ enabled: true, connected: true, state: 'connected', botUsername: 'keel_test_bot', botId: 7000001, reconnects: 0 });
+    expect(h.channel().status()).toMatchObject({
+      enabled: true,
+      connected: true,
+      state: 'connected',
+      botUsername: 'keel_test_bot',
+      botId: 7000001,
+      reconnects: 0,
+    });
     h.model.replies.push({ text: '**Hello** there, see `x<y`' });
     const { update_id, message_id } = h.tg.pushText('hi bot', { userId: 555 });
     const reply = await waitFor(() => textsTo(h!, 555)[0], 'the reply');
@@ -76,7 +83,10 @@ describe('chatA inbound → action → reply', () => {
     h.tg.pushText('group noise', { userId: 13, chatId: -100, group: true });
     await waitFor(() => h!.actions().length >= 2 && h!.actions().every((a) => a.status === 'completed'), 'two actions');
     await new Promise((r) => setTimeout(r, 300));
-    const tasks = h.actions().map((a) => a.task).sort();
+    const tasks = h
+      .actions()
+      .map((a) => a.task)
+      .sort();
     expect(tasks).toEqual(['/ask what time is it', 'hey @keel_test_bot summarise']);
   });
 

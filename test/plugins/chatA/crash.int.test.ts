@@ -23,7 +23,10 @@ async function setup(replies: unknown[] = []): Promise<{ home: string; tg: FakeT
   const tg = await startFakeTelegram();
   installFakeProvider(home);
   writeFileSync(join(home, 'fake-provider-fake.json'), JSON.stringify({ replies }));
-  writeFileSync(join(home, 'keel.config.yaml'), `${JSON.stringify({ llmProvider: 'fake', modelName: 'fake-model', chatAAutoReplyEnabled: true, chatAPollTimeout: 1 }, null, 2)}\n`);
+  writeFileSync(
+    join(home, 'keel.config.yaml'),
+    `${JSON.stringify({ llmProvider: 'fake', modelName: 'fake-model', chatAAutoReplyEnabled: true, chatAPollTimeout: 1 }, null, 2)}\n`,
+  );
   const children: ChildProcess[] = [];
   cleanups.push(async () => {
     for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
@@ -45,7 +48,8 @@ async function setup(replies: unknown[] = []): Promise<{ home: string; tg: FakeT
   return { home, tg, start };
 }
 
-const killed = (c: ChildProcess) => new Promise<void>((r) => (c.exitCode !== null || c.signalCode !== null ? r() : c.once('exit', () => r())));
+const killed = (c: ChildProcess) =>
+  new Promise<void>((r) => (c.exitCode !== null || c.signalCode !== null ? r() : c.once('exit', () => r())));
 
 describe('chatA crash safety (kill -9)', () => {
   it('mid-burst of inbound messages: every message answered exactly once after the restart', async () => {
@@ -89,7 +93,16 @@ describe('chatA crash safety (kill -9)', () => {
     tg.onCall = undefined;
     expect(tg.sent.filter((m) => m.chat.id === 77)).toHaveLength(2);
     start();
-    await waitFor(() => tg.sent.filter((m) => m.chat.id === 77).map((m) => m.text).join('\n\n').includes('Part 29.'), 'the whole reply', 60_000);
+    await waitFor(
+      () =>
+        tg.sent
+          .filter((m) => m.chat.id === 77)
+          .map((m) => m.text)
+          .join('\n\n')
+          .includes('Part 29.'),
+      'the whole reply',
+      60_000,
+    );
     await new Promise((r) => setTimeout(r, 2500));
     const texts = tg.sent.filter((m) => m.chat.id === 77).map((m) => m.text!);
     expect(new Set(texts).size).toBe(texts.length);
