@@ -3,12 +3,24 @@
  * sent with its platform id right after the platform confirmed it. A key already in the ledger is never rendered
  * or sent again: its confirmed chunks are skipped, its unconfirmed ones sent, in order.
  */
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { Json } from '../types.js';
 import type { ChannelStore } from './store.js';
 
-/** Sends one chunk and returns the platform's message id. */
-export type ChunkSender<C> = (chunk: C, index: number, chatId: string) => Promise<string>;
+/**
+ * Sends one chunk and returns the platform's message id. `key` and `index` identify the chunk for good: pass
+ * `platformNonce(key, index)` where the platform deduplicates by a client nonce (Discord's `nonce` + `enforce_nonce`).
+ */
+export type ChunkSender<C> = (chunk: C, index: number, chatId: string, key: string) => Promise<string>;
+
+/**
+ * A stable nonce of at most 25 characters for chunk `index` of ledger key `key` (Discord's limit): the same chunk
+ * sent again after a crash carries the same nonce, so a platform that honours nonces posts it once.
+ * @example await rest.post(route, { body: { content, nonce: platformNonce(key, i), enforce_nonce: true } });
+ */
+export function platformNonce(key: string, index: number): string {
+  return createHash('sha256').update(`${key}\u0000${index}`).digest('base64url').slice(0, 25);
+}
 
 /**
  * @example
@@ -79,7 +91,7 @@ export class DeliveryLedger {
         continue;
       }
       // The duplicate window: the platform accepted this chunk but the process died before this line.
-      const id = await send(JSON.parse(r.body) as C, r.chunk, r.chat_id);
+      const id = await send(JSON.parse(r.body) as C, r.chunk, r.chat_id, key);
       this.store.durability('NORMAL');
       mark.run(id, Date.now(), key, r.chunk);
       ids.push(id);

@@ -31,8 +31,8 @@ export class Outbox {
    */
   deliver<C extends Json>(key: string, chatId: string, chunks: C[], send: ChunkSender<C>): Promise<string[]> {
     return this.serial(chatId, () =>
-      this.o.ledger.deliver<C>(key, chatId, chunks, (c, i, ch) =>
-        this.o.limiter.run(ch, 'send', () => send(c, i, ch), {
+      this.o.ledger.deliver<C>(key, chatId, chunks, (c, i, ch, k) =>
+        this.o.limiter.run(ch, 'send', () => send(c, i, ch, k), {
           classify: this.o.classify,
           ...(this.o.signal ? { signal: this.o.signal } : {}),
           onWait: (ms, e) => this.o.log.warn(`Send to ${ch} waits ${Math.round(ms)} ms (${e instanceof Error ? e.message : String(e)}).`),
@@ -52,7 +52,7 @@ export class Outbox {
     for (const { key, chatId } of open) {
       try {
         await this.serial(chatId, () =>
-          this.o.ledger.resume<C>(key, (c, i, ch) => this.o.limiter.run(ch, 'send', () => send(c, i, ch), { classify: this.o.classify })),
+          this.o.ledger.resume<C>(key, (c, i, ch, k) => this.o.limiter.run(ch, 'send', () => send(c, i, ch, k), { classify: this.o.classify })),
         );
       } catch (e) {
         this.o.log.warn(`Could not finish an interrupted delivery to ${chatId}: ${e instanceof Error ? e.message : String(e)}`);

@@ -16,6 +16,7 @@ import {
   ProgressFeedback,
   RateLimiter,
   TokenBucket,
+  platformNonce,
 } from '../../sdk/channel-kit/index.js';
 import { rm, tmp, waitFor } from '../helpers.js';
 
@@ -125,6 +126,29 @@ describe('delivery ledger', () => {
     expect(await l2.deliver('act_1:r0', 'chat', [{ t: 'other' }], send)).toEqual(['id0', 'id1', 'id2', 'id3']);
     expect(sent).toEqual(['c0', 'c1', 'c2', 'c3']);
     expect(l2.unfinished()).toEqual([]);
+  });
+});
+
+describe('platform nonces', () => {
+  it('the same chunk gets the same nonce in every attempt (Discord: at most 25 characters), other chunks others', async () => {
+    const { store } = open();
+    const ledger = new DeliveryLedger(store);
+    const seen: string[] = [];
+    await expect(
+      ledger.deliver('act_9:r0', 'c', [{ t: 'a' }, { t: 'b' }], async (_c, i, _chat, key) => {
+        seen.push(platformNonce(key, i));
+        if (i === 1) throw new Error('crash');
+        return 'x';
+      }),
+    ).rejects.toThrow('crash');
+    await ledger.resume('act_9:r0', async (_c, i, _chat, key) => {
+      seen.push(platformNonce(key, i));
+      return 'y';
+    });
+    expect(seen).toHaveLength(3);
+    expect(seen[1]).toBe(seen[2]);
+    expect(seen[0]).not.toBe(seen[1]);
+    for (const n of seen) expect(n.length).toBeLessThanOrEqual(25);
   });
 });
 
