@@ -154,7 +154,8 @@ export default definePlugin({
     ctx.hooks.tap('actionSettled', async (action: Action, outcome: { status: string; detail?: string }) => {
       if (action.source !== 'chatA') return;
       replyCounters.delete(action.id);
-      await progress.stop(action.id);
+      // Typing stops now (synchronously); the status message is removed once its pending edit is through.
+      void progress.stop(action.id);
       // A cancel was asked for and answered already (/cancel, /reset): no failure notice on top.
       if (outcome.status !== 'failed' || /cancel|chat reset/i.test(outcome.detail ?? action.error ?? '')) return;
       try {
