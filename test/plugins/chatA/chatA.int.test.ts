@@ -128,7 +128,11 @@ describe('chatA inbound → action → reply', () => {
     h = await bootChatA();
     await waitFor(() => h!.channel().status().connected, 'connected');
     h.model.replies.push(
-      { text: 'Looking up the weather first', toolCalls: [{ name: 'chatA_pin_message', arguments: { chatId: 'me', messageId: 1 } }], delayMs: 10 },
+      {
+        text: 'Looking up the weather first',
+        toolCalls: [{ name: 'chatA_pin_message', arguments: { chatId: 'me', messageId: 1 } }],
+        delayMs: 10,
+      },
       { text: 'Then pinning again', toolCalls: [{ name: 'chatA_pin_message', arguments: { chatId: 'me', messageId: 2 } }], delayMs: 3500 },
       { text: 'All done.' },
     );
@@ -138,15 +142,26 @@ describe('chatA inbound → action → reply', () => {
     expect(statusMsgs).toHaveLength(1);
     expect(statusMsgs[0]!.params.text).toContain('Looking up the weather first');
     // The edit waits for the chat's edit bucket (the two pins took from it too), but it comes, before the delete.
-    await waitFor(() => h!.tg.callsOf('editMessageText').some((e) => e.params.chat_id === '808' && String(e.params.text).includes('Then pinning again')), 'status edited');
+    await waitFor(
+      () =>
+        h!.tg.callsOf('editMessageText').some((e) => e.params.chat_id === '808' && String(e.params.text).includes('Then pinning again')),
+      'status edited',
+    );
     await waitFor(() => h!.tg.callsOf('deleteMessage').some((c) => c.params.chat_id === '808'), 'status message removed');
-    expect(textsTo(h, 808).map((m) => m.text).filter((t) => !t!.startsWith('\u23f3'))).toEqual(['All done.']);
+    expect(
+      textsTo(h, 808)
+        .map((m) => m.text)
+        .filter((t) => !t!.startsWith('\u23f3')),
+    ).toEqual(['All done.']);
   });
 
   it('progressFeedbackTypingOnly: typing only, no status message', async () => {
     h = await bootChatA({ config: { progressFeedbackTypingOnly: true } });
     await waitFor(() => h!.channel().status().connected, 'connected');
-    h.model.replies.push({ text: 'Step one', toolCalls: [{ name: 'chatA_pin_message', arguments: { chatId: 'me', messageId: 1 } }] }, { text: 'Done.' });
+    h.model.replies.push(
+      { text: 'Step one', toolCalls: [{ name: 'chatA_pin_message', arguments: { chatId: 'me', messageId: 1 } }] },
+      { text: 'Done.' },
+    );
     h.tg.pushText('go', { userId: 809 });
     await waitFor(() => h!.actions().find((a) => a.status === 'completed'), 'completed', 20_000);
     expect(textsTo(h, 809).map((m) => m.text)).toEqual(['Done.']);
