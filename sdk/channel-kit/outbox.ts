@@ -52,7 +52,9 @@ export class Outbox {
     for (const { key, chatId } of open) {
       try {
         await this.serial(chatId, () =>
-          this.o.ledger.resume<C>(key, (c, i, ch, k) => this.o.limiter.run(ch, 'send', () => send(c, i, ch, k), { classify: this.o.classify })),
+          this.o.ledger.resume<C>(key, (c, i, ch, k) =>
+            this.o.limiter.run(ch, 'send', () => send(c, i, ch, k), { classify: this.o.classify }),
+          ),
         );
       } catch (e) {
         this.o.log.warn(`Could not finish an interrupted delivery to ${chatId}: ${e instanceof Error ? e.message : String(e)}`);
