@@ -88,7 +88,9 @@ export class Ingress<T> {
 
   /** The recorded outcome of a message, if it is done. */
   outcome(messageId: string): string | undefined {
-    const row = this.store.db.prepare("SELECT outcome FROM inbound WHERE message_id = ? AND state = 'done'").get(messageId) as { outcome: string | null } | undefined;
+    const row = this.store.db.prepare("SELECT outcome FROM inbound WHERE message_id = ? AND state = 'done'").get(messageId) as
+      | { outcome: string | null }
+      | undefined;
     return row ? (row.outcome ?? '') : undefined;
   }
 

@@ -123,9 +123,12 @@ export class ConnectionSupervisor {
       }
       const controller = (this.controller = new AbortController());
       let lastLive = Date.now();
-      const watchdog = setInterval(() => {
-        if (Date.now() - lastLive > this.o.stallMs) controller.abort(new StallError(this.o.stallMs));
-      }, Math.max(50, Math.min(1000, this.o.stallMs / 4)));
+      const watchdog = setInterval(
+        () => {
+          if (Date.now() - lastLive > this.o.stallMs) controller.abort(new StallError(this.o.stallMs));
+        },
+        Math.max(50, Math.min(1000, this.o.stallMs / 4)),
+      );
       try {
         await this.o.connect(controller.signal, {
           live: () => {

@@ -14,6 +14,8 @@ type Buttons = NonNullable<OutboundMessage['buttons']>;
 export interface SkillDeps {
   api: () => Api;
   send(to: string, message: string | OutboundMessage, options?: SendOptions): Promise<SentMessage>;
+  /** Runs a non-ledgered call (poll, edit, reaction, pin) under the chat's rate limit, waiting out 429s. */
+  limited<T>(chatId: string, fn: () => Promise<T>): Promise<T>;
 }
 
 /** A numeric chat id, or the chat of the current chatA message when `chatId` is a placeholder or a name. */
@@ -23,7 +25,9 @@ export function resolveChat(chatId: unknown, call: SkillCallContext): string {
   const a = call.action;
   const fromAction = a && a.source === 'chatA' ? a.metadata.replyTo?.chatId : undefined;
   if (fromAction !== undefined && fromAction !== null && /^-?\d+$/.test(String(fromAction))) return String(fromAction);
-  throw new Error(`chatId "${raw}" is not a numeric Telegram chat id, and the current action did not come from chatA to take the chat from.`);
+  throw new Error(
+    `chatId "${raw}" is not a numeric Telegram chat id, and the current action did not come from chatA to take the chat from.`,
+  );
 }
 
 /** The same skill call in the same action is sent once, even when the action runs again after a crash. */
@@ -41,7 +45,8 @@ export function normaliseButtons(input: unknown[]): Buttons {
       const hasData = typeof o.callback_data === 'string' && o.callback_data !== '';
       const hasUrl = typeof o.url === 'string' && /^https?:\/\//.test(o.url);
       if (hasData === hasUrl) throw new Error(`Button [${i}][${j}] ("${o.text}") needs exactly one of callback_data or an http(s) url.`);
-      if (hasData && Buffer.byteLength(o.callback_data as string) > 64) throw new Error(`Button [${i}][${j}]: callback_data is limited to 64 bytes.`);
+      if (hasData && Buffer.byteLength(o.callback_data as string) > 64)
+        throw new Error(`Button [${i}][${j}]: callback_data is limited to 64 bytes.`);
       return hasData ? { text: o.text, callback_data: o.callback_data as string } : { text: o.text, url: o.url as string };
     }),
   );
@@ -71,10 +76,17 @@ export function registerSkills(ctx: PluginContext<typeof manifest>, d: SkillDeps
     async (args, call) => {
       const chat = resolveChat(args.chatId, call);
       if (args.options.length < 2 || args.options.length > 10) throw new Error('A poll needs 2 to 10 options.');
-      const m = await d.api().sendPoll(chat, args.question, args.options.map((text) => ({ text })), {
-        is_anonymous: args.isAnonymous ?? true,
-        allows_multiple_answers: args.allowsMultipleAnswers ?? false,
-      });
+      const m = await d.limited(chat, () =>
+        d.api().sendPoll(
+          chat,
+          args.question,
+          args.options.map((text) => ({ text })),
+          {
+            is_anonymous: args.isAnonymous ?? true,
+            allows_multiple_answers: args.allowsMultipleAnswers ?? false,
+          },
+        ),
+      );
       return { chatId: chat, messageId: m.message_id };
     },
   );
@@ -83,7 +95,7 @@ export function registerSkills(ctx: PluginContext<typeof manifest>, d: SkillDeps
     const chat = resolveChat(args.chatId, call);
     const [first] = renderTelegram(args.newText);
     if (!first) throw new Error('newText renders to nothing.');
-    await editText(d.api(), chat, args.messageId, first.html, first.plain);
+    await d.limited(chat, () => editText(d.api(), chat, args.messageId, first.html, first.plain));
     return { chatId: chat, messageId: args.messageId, edited: true };
   });
 
@@ -91,19 +103,29 @@ export function registerSkills(ctx: PluginContext<typeof manifest>, d: SkillDeps
     const chat = resolveChat(args.chatId, call);
     const emoji = args.emoji ?? '\u{1F44D}';
     try {
-      await d.api().setMessageReaction(chat, args.messageId, [{ type: 'emoji', emoji: emoji as never }]);
+      await d.limited(chat, () => d.api().setMessageReaction(chat, args.messageId, [{ type: 'emoji', emoji: emoji as never }]));
       return { chatId: chat, messageId: args.messageId, reacted: emoji, native: true };
     } catch (e) {
       if (!(e instanceof GrammyError) || e.error_code !== 400) throw e;
       // SPEC "Native reaction not possible": the emoji goes out as a reply, with a note saying why.
-      const sent = await d.send(chat, emoji, { replyToMessageId: String(args.messageId), format: 'plain', ...withKey(call, 'chatA_react', { chat, m: args.messageId, emoji }) });
-      return { chatId: chat, messageId: Number(sent.messageId), reacted: emoji, native: false, note: 'Native reactions are unavailable in this chat (bot cannot react in this chat type); the emoji was sent as a reply instead.' };
+      const sent = await d.send(chat, emoji, {
+        replyToMessageId: String(args.messageId),
+        format: 'plain',
+        ...withKey(call, 'chatA_react', { chat, m: args.messageId, emoji }),
+      });
+      return {
+        chatId: chat,
+        messageId: Number(sent.messageId),
+        reacted: emoji,
+        native: false,
+        note: 'Native reactions are unavailable in this chat (bot cannot react in this chat type); the emoji was sent as a reply instead.',
+      };
     }
   });
 
   ctx.skills.register('chatA_pin_message', async (args, call) => {
     const chat = resolveChat(args.chatId, call);
-    await d.api().pinChatMessage(chat, args.messageId, { disable_notification: args.silent ?? true });
+    await d.limited(chat, () => d.api().pinChatMessage(chat, args.messageId, { disable_notification: args.silent ?? true }));
     return { chatId: chat, messageId: args.messageId, pinned: true };
   });
 }

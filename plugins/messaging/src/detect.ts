@@ -32,7 +32,9 @@ export function channelFor(ctx: PluginContext, name: string): ChannelCapability 
   const found = running.find((c) => c.name === `channel:${name}`)?.impl;
   if (!found) {
     const names = running.map((c) => c.name.slice('channel:'.length));
-    throw new Error(`Channel "${name}" is not running${SETUP[name] ? `; set ${SETUP[name]}` : ''}. Running channels: ${names.join(', ') || 'none'}.`);
+    throw new Error(
+      `Channel "${name}" is not running${SETUP[name] ? `; set ${SETUP[name]}` : ''}. Running channels: ${names.join(', ') || 'none'}.`,
+    );
   }
   if (found.status().enabled === false) throw new Error(`Channel "${name}" is not configured${SETUP[name] ? `: set ${SETUP[name]}` : ''}.`);
   return found;
