@@ -20,6 +20,7 @@ import {
   type PolicyCapability,
   type ProviderCapability,
   type SkillArgs,
+  type SkillCallContext,
   type SkillName,
   type WebCapability,
 } from '../../sdk/index.js';
@@ -170,6 +171,14 @@ describe('the capability map', () => {
       ctx.use('telepathy');
       // @ts-expect-error the name decides the type; a type argument is not how it is chosen
       ctx.use<LlmCapability>('llm');
+    });
+  });
+
+  it('a skill call context (custom skill files) is typed the same for known names, loose for others', () => {
+    // Compiled, never run: only the types are under test.
+    void ((call: SkillCallContext) => {
+      expectTypeOf(call.use('web')).toEqualTypeOf<WebCapability | undefined>();
+      expectTypeOf(call.use<(x: number) => number>('coder:sandbox-like')).toEqualTypeOf<((x: number) => number) | undefined>();
     });
   });
 
