@@ -5,7 +5,7 @@
 import { readFile, stat } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
-import { definePlugin, type LlmCapability, type PluginContext, type WebCapability, errorMessage } from '../../sdk/index.js';
+import { definePlugin, type KnowledgeCapability, type LlmCapability, type PluginContext, type WebCapability, errorMessage } from '../../sdk/index.js';
 import manifest from './manifest.js';
 import { chunk, formatFromName } from './src/chunk.js';
 import { searchKnowledge } from './src/search.js';
@@ -232,6 +232,12 @@ export default definePlugin({
     // Load the vector index in the background, so the first search after a start does not pay for it.
     const warm = setTimeout(() => void store.warm?.().catch((e: unknown) => ctx.log.warn(`rag: loading the vector index failed: ${message(e)}`)), 0);
     warm.unref();
+    ctx.provide<KnowledgeCapability>('knowledge', {
+      ingest: async ({ metadata, ...doc }, opts = {}) => {
+        const r = await k.ingest(doc, metadata ?? {}, opts.signal);
+        return { documentId: String(r.document_id), chunks: Number(r.chunks), replaced: r.replaced === true, embedded: r.embedded === true };
+      },
+    });
     ctx.skills.register('rag_ingest', (a: IngestArgs, c) => k.ingest(a, {}, c.signal));
     ctx.skills.register('rag_ingest_file', (a: { file_path: string; collection?: string; tags?: string[]; title?: string }) => k.ingestFile(a));
     ctx.skills.register('rag_ingest_url', (a: { url: string; collection?: string; tags?: string[]; title?: string }, c) => k.ingestUrl(a, c.signal));

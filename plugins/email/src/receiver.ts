@@ -1,0 +1,184 @@
+/**
+ * The inbound connection: IMAP IDLE on INBOX (new mail is pushed as EXISTS), a periodic sweep as a fallback for
+ * servers whose IDLE goes quiet, reconnection with backoff and jitter, and a final stop with one clear error when
+ * retrying cannot help (a refused login, a certificate that does not verify).
+ *
+ * The cursor (UIDVALIDITY + last UID taken in) lives in the store: a mail is recorded and the cursor moved in one
+ * transaction, so a restart continues exactly after the last mail taken in. On the very first start the cursor
+ * is set to the newest mail already there: the backlog is left alone (docs/email.md).
+ */
+import type { ImapFlow } from 'imapflow';
+import type { ChannelStatus, ConfigView, Logger } from '../../../sdk/index.js';
+import { describeImapError, imapClient } from './imap.js';
+import { emailSettings } from './settings.js';
+import type { Cursor, EmailStore } from './store.js';
+
+const MAILBOX = 'INBOX';
+
+export interface Fetched {
+  uid: number;
+  source: Buffer;
+}
+
+/** Takes one new mail in; must record it (store.takeIn) before resolving. */
+export type TakeIn = (mail: Fetched, cursor: Cursor) => Promise<void>;
+
+export class Receiver {
+  private client: ImapFlow | undefined;
+  private state: NonNullable<ChannelStatus['state']> = 'stopped';
+  private stopping = false;
+  private reconnects = 0;
+  private attempt = 0;
+  private lastError: string | undefined;
+  private lastInboundAt: string | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private sweepTimer: NodeJS.Timeout | undefined;
+  private sweeping: Promise<void> | undefined;
+  private again = false;
+  private uidValidity: string | undefined;
+
+  constructor(
+    private readonly config: ConfigView,
+    private readonly store: EmailStore,
+    private readonly log: Logger,
+    private readonly takeIn: TakeIn,
+    /** Runs once per connection before the first sweep: finishes mail recorded but not handed over before a crash. */
+    private readonly onOpen: (fetch: (uids: number[]) => Promise<Fetched[]>, uidValidity: string) => Promise<void>,
+  ) {}
+
+  status(): Pick<ChannelStatus, 'connected' | 'state' | 'reconnects' | 'lastError' | 'lastInboundAt'> {
+    return {
+      connected: this.state === 'connected',
+      state: this.state,
+      reconnects: this.reconnects,
+      ...(this.lastError ? { lastError: this.lastError } : {}),
+      ...(this.lastInboundAt ? { lastInboundAt: this.lastInboundAt } : {}),
+    };
+  }
+
+  start(): void {
+    this.stopping = false;
+    this.state = 'connecting';
+    void this.connect();
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true;
+    this.state = 'stopped';
+    clearTimeout(this.timer);
+    clearInterval(this.sweepTimer);
+    const c = this.client;
+    this.client = undefined;
+    await this.sweeping?.catch(() => undefined);
+    if (c) await Promise.race([c.logout().catch(() => undefined), new Promise((r) => setTimeout(r, 2000).unref())]).finally(() => c.close());
+  }
+
+  private async connect(): Promise<void> {
+    if (this.stopping) return;
+    let made: ReturnType<typeof imapClient>;
+    try {
+      made = imapClient(this.config, { idle: true });
+    } catch (e) {
+      return this.fail((e as Error).message);
+    }
+    const { client, server, user } = made;
+    this.client = client;
+    client.on('error', (e: unknown) => this.log.debug(`email: IMAP connection error: ${(e as Error).message}`));
+    client.on('exists', () => this.sweep());
+    client.on('close', () => {
+      if (this.client !== client || this.stopping) return;
+      this.client = undefined;
+      clearInterval(this.sweepTimer);
+      this.retry(this.lastError ?? `IMAP connection to ${server} closed`);
+    });
+    try {
+      await client.connect();
+      const box = await client.mailboxOpen(MAILBOX);
+      this.uidValidity = box.uidValidity.toString();
+      this.baseline(box.uidValidity.toString(), box.uidNext, box.exists);
+      await this.onOpen(async (uids) => {
+        const out: Fetched[] = [];
+        if (!uids.length) return out;
+        for await (const m of client.fetch(uids.join(','), { uid: true, source: true }, { uid: true })) if (m.source) out.push({ uid: m.uid, source: m.source });
+        return out;
+      }, this.uidValidity);
+    } catch (e) {
+      const d = describeImapError(e, server, user);
+      if (this.client === client) this.client = undefined;
+      client.close();
+      if (d.fatal) return this.fail(d.message);
+      return this.retry(d.message);
+    }
+    if (this.client !== client || this.stopping) return;
+    this.state = 'connected';
+    this.attempt = 0;
+    if (this.lastError) this.log.info(`email: IMAP connected again to ${server}`);
+    this.lastError = undefined;
+    const every = emailSettings(this.config).sweepIntervalMs;
+    this.sweepTimer = setInterval(() => this.sweep(), every);
+    this.sweepTimer.unref();
+    this.sweep();
+  }
+
+  private baseline(uidValidity: string, uidNext: number, exists: number): void {
+    const c = this.store.cursor(MAILBOX);
+    if (c && c.uidValidity === uidValidity) return;
+    this.store.setCursor(MAILBOX, { uidValidity, lastUid: Math.max(0, uidNext - 1) });
+    if (!c) this.log.info(`email: first start on this mailbox: the ${exists} mails already in ${MAILBOX} are not answered; new mail from now on is.`);
+    else this.log.warn(`email: ${MAILBOX} was recreated on the server (UIDVALIDITY ${c.uidValidity} -> ${uidValidity}); starting after its newest mail.`);
+  }
+
+  private fail(message: string): void {
+    this.state = 'failed';
+    this.lastError = message;
+    this.log.error(`email: ${message} Receiving mail stopped; fix the configuration (a change of an imap* key starts it again).`);
+  }
+
+  private retry(message: string): void {
+    if (this.stopping) return;
+    if (message !== this.lastError) this.log.warn(`email: ${message}; reconnecting.`);
+    this.lastError = message;
+    this.state = 'reconnecting';
+    this.reconnects++;
+    const base = Math.min(60_000, 500 * 2 ** this.attempt++);
+    this.timer = setTimeout(() => void this.connect(), base / 2 + Math.random() * (base / 2));
+    this.timer.unref();
+  }
+
+  /** Looks for mail after the cursor; one sweep at a time, and one more when asked during a sweep. */
+  sweep(): void {
+    if (this.sweeping) {
+      this.again = true;
+      return;
+    }
+    this.sweeping = this.sweepOnce()
+      .catch((e: unknown) => {
+        if (!this.stopping) this.log.warn(`email: checking for new mail failed: ${(e as Error).message}`);
+        // A command that failed leaves the connection in doubt: start a fresh one.
+        this.client?.close();
+      })
+      .finally(() => {
+        this.sweeping = undefined;
+        if (this.again && !this.stopping) {
+          this.again = false;
+          this.sweep();
+        }
+      });
+  }
+
+  private async sweepOnce(): Promise<void> {
+    const client = this.client;
+    const uidValidity = this.uidValidity;
+    if (!client || !uidValidity || this.state !== 'connected') return;
+    const cursor = this.store.cursor(MAILBOX);
+    if (!cursor) return;
+    const uids = ((await client.search({ uid: `${cursor.lastUid + 1}:*` }, { uid: true })) || []).filter((u) => u > cursor.lastUid).sort((a, b) => a - b);
+    for (const uid of uids) {
+      if (this.stopping || this.client !== client) return;
+      const msg = await client.fetchOne(String(uid), { uid: true, source: true }, { uid: true });
+      if (!msg || !msg.source) continue;
+      await this.takeIn({ uid, source: msg.source }, { uidValidity, lastUid: uid });
+      this.lastInboundAt = new Date().toISOString();
+    }
+  }
+}
