@@ -71,11 +71,11 @@ const isLoopback = (host: string) => host === 'localhost' || (isIP(host) === 4 &
 function describe(e: unknown, server: string, user: string): EmailSendError {
   const err = e as { code?: string; responseCode?: number; response?: string; message?: string };
   if (err.code === 'EAUTH') return new EmailSendError(`SMTP login refused for ${user} at ${server}: check smtpUsername and smtpPassword.`, 'KEEL_E_EMAIL_AUTH');
-  if (err.code === 'ETIMEDOUT' || err.code === 'ESOCKET' || err.code === 'ECONNECTION' || err.code === 'EDNS') {
-    return new EmailSendError(`SMTP server ${server} cannot be reached or stopped answering (${err.code}: ${err.message ?? ''}).`, 'KEEL_E_EMAIL_NETWORK');
-  }
   if (err.code === 'ETLS' || /certificate|self[- ]signed|unable to verify/i.test(err.message ?? '')) {
     return new EmailSendError(`TLS with ${server} failed: ${err.message}. A private CA goes in emailCaFile; verification is never turned off.`, 'KEEL_E_EMAIL_TLS');
+  }
+  if (err.code === 'ETIMEDOUT' || err.code === 'ESOCKET' || err.code === 'ECONNECTION' || err.code === 'EDNS') {
+    return new EmailSendError(`SMTP server ${server} cannot be reached or stopped answering (${err.code}: ${err.message ?? ''}).`, 'KEEL_E_EMAIL_NETWORK');
   }
   if (err.responseCode) return new EmailSendError(`SMTP server ${server} refused the mail: ${err.response ?? err.responseCode}`);
   return new EmailSendError(`sending mail through ${server} failed: ${err.message ?? String(e)}`);
