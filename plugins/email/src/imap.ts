@@ -24,6 +24,9 @@ export function imapClient(config: ConfigView, opts: { idle: boolean }): { clien
     // A silent socket gets a NOOP after this long (also while idling); one that stays silent is closed.
     socketTimeout: s.socketTimeoutMs,
     disableAutoIdle: !opts.idle,
+    // IDLE right after the last command (imapflow waits 15 s by default): mail that arrives meanwhile would wait
+    // for the sweep.
+    ...(opts.idle ? { autoIdleDelay: 200 } : {}),
     clientInfo: { name: 'keel' },
   });
   return { client, server: `${imap.host}:${imap.port}`, user: imap.user };

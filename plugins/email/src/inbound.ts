@@ -100,7 +100,9 @@ export class Inbound {
       channel: 'email',
       messageId,
       chatId: mail.from!,
-      userId: mail.from!,
+      // An unproven From is not the identity it claims: kept apart from the address (never in adminUsers, its own
+      // session), so no later admin check (dispatch, policy) can mistake it for that person.
+      userId: verdict.proven ? mail.from! : `unverified:${mail.from!}`,
       ...(mail.fromName ? { userName: mail.fromName } : {}),
       text,
       isGroup: false,
