@@ -177,7 +177,7 @@ export interface TestImap {
   dir: string;
   maildir: string;
   /** Appends a raw message to INBOX over IMAP (a separate connection) and returns its UID. */
-  append(raw: string, flags?: string[]): Promise<number>;
+  append(raw: string, flags?: string[], internalDate?: Date): Promise<number>;
   /** Writes messages straight into the Maildir (fast bulk delivery; dovecot assigns UIDs at its next look). */
   deliverToMaildir(raws: string[]): void;
   /** A connected client for assertions (caller logs out). */
@@ -246,10 +246,12 @@ export async function startDovecot(ca: TestCa): Promise<TestImap> {
     pass,
     dir,
     maildir,
-    async append(raw, flags = []) {
+    async append(raw, flags = [], internalDate) {
       const c = await connect();
       try {
-        const r = await c.append('INBOX', raw, flags);
+        // The arrival date (what IMAP SINCE looks at) defaults to the Date header, so old test mail looks old.
+        const idate = internalDate ?? (/^Date: (.+)$/m.exec(raw)?.[1] ? new Date(/^Date: (.+)$/m.exec(raw)![1]!) : undefined);
+        const r = await c.append('INBOX', raw, flags, idate);
         if (!r || !r.uid) throw new Error('APPEND returned no UID');
         return r.uid;
       } finally {
