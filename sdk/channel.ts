@@ -3,6 +3,7 @@
  * message becomes an action (`receive`). Every channel, built in or a user's own, uses exactly this, so the agent,
  * the gateway, doctor and `keel status` treat them all alike. Prose: docs/channels.md.
  */
+import { errorMessage } from './errors.js';
 import type { ConnectionStatus, PluginContext, PolicyCapability } from './plugin.js';
 import type { Action, Actor, Json } from './types.js';
 
@@ -107,6 +108,20 @@ export interface ChannelManifestInfo {
 }
 
 /**
+ * The user-id forms of SPEC's channels, in one place: a channel plugin of that name declares the same in its
+ * manifest (`channel: SPEC_CHANNELS.chatA`), and `adminUsers.<name>` is validated against it even while the
+ * plugin is not installed.
+ * @example new RegExp(SPEC_CHANNELS.chatC.userIdPattern).test('123456789012345678') // true
+ */
+export const SPEC_CHANNELS = {
+  chatA: { name: 'chatA', userIdPattern: '^-?\\d+$', userIdExample: '123456789' },
+  chatB: { name: 'chatB', userIdPattern: '^\\d+(?::\\d+)?@(?:s\\.whatsapp\\.net|c\\.us|lid)$', userIdExample: '4915123456789@s.whatsapp.net' },
+  chatC: { name: 'chatC', userIdPattern: '^\\d{17,20}$', userIdExample: '123456789012345678' },
+  chatD: { name: 'chatD', userIdPattern: '^[UW][A-Z0-9]+$', userIdExample: 'U01ABCDEF23' },
+  email: { name: 'email', userIdPattern: '^[^\\s@<>]+@[^\\s@<>]+\\.[^\\s@<>]+$', userIdExample: 'owner@example.com' },
+} as const satisfies Record<string, ChannelManifestInfo>;
+
+/**
  * One inbound platform message, as a channel hands it to `receive` (and as `messageIn` taps see it).
  * @example
  * const m: InboundMessage = { channel: 'echo', messageId: '17', chatId: 'room-1', userId: 'u1', text: 'hello' };
@@ -137,6 +152,11 @@ export interface InboundMessage {
   notAdmin?: boolean;
   /** Anything else the platform told about the message (display name, language ...), for `messageIn` taps. */
   metadata?: Record<string, Json>;
+  /**
+   * Set by a `messageIn` tap to drop the message (`receive` then answers `dropped-by-hook`). Later taps still get
+   * the message, so they never see anything but an InboundMessage; a tap should pass a dropped message on as is.
+   */
+  dropped?: boolean;
 }
 
 /**
@@ -150,6 +170,12 @@ export interface ReceiveOptions {
   priority?: number;
   /** Ignore messages from non-admins ('not-admin'), e.g. for a command only admins may give. */
   requireAdmin?: boolean;
+  /**
+   * Look for the same (channel, messageId) in the queue's pending and recent history first (default true). It
+   * reads the whole queue list per message; a channel whose durable ingress already deduplicates (the channel
+   * kit's) may turn it off.
+   */
+  checkDuplicates?: boolean;
 }
 
 /**
@@ -205,7 +231,7 @@ function taskOf(m: InboundMessage): string {
  *
  * Builds the actor `{ kind: 'user', channel, userId }` (admin decided by `kernel:policy` with identity links,
  * failing closed; `notAdmin` forces "no"), marks non-admin content untrusted (`actor.untrusted`), computes the
- * session key, runs the `messageIn` waterfall (a tap returning `null` drops the message), applies gating
+ * session key, runs the `messageIn` waterfall (a tap may set `dropped: true`), applies gating
  * (auto-reply off: only commands and mentions) and pushes the action with `source = channel`,
  * `metadata.replyTo = { chatId, messageId, threadId?, ...inbound.replyTo }`, `metadata.actor`,
  * `metadata.session` and `metadata.inbound = { channel, messageId, userId }`. A message whose
@@ -223,15 +249,23 @@ export async function receive(ctx: PluginContext, inbound: InboundMessage, optio
   const session = sessionOf(ctx, actor);
 
   const rewritten = (await ctx.emit('messageIn', { ...inbound })) as InboundMessage | null | undefined;
-  if (rewritten === null || typeof rewritten !== 'object' || typeof rewritten.text !== 'string') {
+  // Anything but an InboundMessage back from the hook counts as a drop too: nothing half-formed is queued.
+  if (rewritten === null || typeof rewritten !== 'object' || typeof rewritten.text !== 'string' || rewritten.dropped === true) {
     return { kind: 'ignored', reason: 'dropped-by-hook' };
   }
   // Taps may rewrite the content, never who sent it or where it goes.
-  const m: InboundMessage = { ...rewritten, channel: inbound.channel, userId: inbound.userId, chatId: inbound.chatId, messageId: inbound.messageId };
+  const m: InboundMessage = {
+    ...rewritten,
+    channel: inbound.channel,
+    userId: inbound.userId,
+    chatId: inbound.chatId,
+    messageId: inbound.messageId,
+    ...(inbound.threadId !== undefined ? { threadId: inbound.threadId } : {}),
+  };
   const task = taskOf(m);
   if (!task) return { kind: 'ignored', reason: 'empty' };
   if (!options.autoReply && !m.command && m.mentioned !== true) return { kind: 'ignored', reason: 'auto-reply-off' };
-  if (alreadyQueued(ctx, m.channel, m.messageId)) return { kind: 'ignored', reason: 'duplicate' };
+  if (options.checkDuplicates !== false && alreadyQueued(ctx, m.channel, m.messageId)) return { kind: 'ignored', reason: 'duplicate' };
 
   const replyTo: Record<string, Json> = {
     chatId: m.chatId,
@@ -261,4 +295,32 @@ export async function receive(ctx: PluginContext, inbound: InboundMessage, optio
     metadata,
   });
   return { kind: 'queued', action };
+}
+
+/** One running channel as `listChannels` reports it. */
+export interface ChannelListing {
+  /** Channel name (`chatA`, `echo`): the capability name without `channel:`. */
+  name: string;
+  /** Id of the plugin providing it. */
+  plugin: string;
+  /** Its status; absent when `status()` threw (then `error` says why). */
+  status?: ChannelStatus;
+  error?: string;
+}
+
+/**
+ * Every running channel (each provider of a `channel:<name>` capability) with its status, in name order: what
+ * the gateway's `GET /api/connections`, doctor and `keel status` list, so a user's own channel appears
+ * wherever a built-in one does. A `status()` that throws is reported, never thrown.
+ * @example for (const c of listChannels(ctx)) ctx.log.info(`${c.name}: ${c.status?.connected ? 'up' : 'down'}`);
+ */
+export function listChannels(source: Pick<PluginContext, 'capabilities'>): ChannelListing[] {
+  return source.capabilities<ChannelCapability>('channel:').map(({ name, plugin, impl }) => {
+    const channel = name.slice('channel:'.length);
+    try {
+      return { name: channel, plugin, status: impl.status() };
+    } catch (e) {
+      return { name: channel, plugin, error: errorMessage(e) };
+    }
+  });
 }

@@ -83,7 +83,7 @@ export interface HookCatalogue {
   afterSkill: AsyncSeriesHook<[SkillCall, SkillResult]>;
   /** A skill result the agent observes. */
   observation: SyncHook<[ObservationEvent]>;
-  /** A message arrived on a channel (fired by `receive`); taps may rewrite it, or return null to drop it. */
+  /** A message arrived on a channel (fired by `receive`); taps may rewrite its content, or set `dropped: true`. */
   messageIn: AsyncSeriesWaterfallHook<[InboundMessage]>;
   /** A message is about to leave on a channel; taps may rewrite it. */
   messageOut: AsyncSeriesWaterfallHook<[MessageOutEvent]>;
