@@ -6,6 +6,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../../helpers.js';
+import { startGateway } from '../gateway/harness.js';
 import { bootEmail, cleanup, emailConfig, waitForActions, type EmailKernel } from './harness.js';
 import { dovecotProblem, makeCa, rawMail, startDovecot, startProxy, startSmtp, type TestCa, type TestImap, type TestSmtp } from './servers.js';
 
@@ -253,6 +254,17 @@ describe.skipIf(problem)('email receiving (dovecot)', () => {
     expect(proxy.connections()).toBeGreaterThanOrEqual(2);
     await k.stop();
     await proxy.close();
+  });
+
+  it('GET /api/connections lists email with its connection status', async () => {
+    const gw = await startGateway({ overrides: receiving() });
+    try {
+      const read = async () => ((await (await gw.req('/api/connections')).json()) as Record<string, { state?: string }>).email;
+      await waitFor(async () => (await read())?.state === 'connected', 'email connected in /api/connections');
+      expect(await read()).toMatchObject({ enabled: true, connected: true, state: 'connected', reconnects: 0 });
+    } finally {
+      await gw.close();
+    }
   });
 
   it('a wrong password stops receiving with one clear error and no retry loop', async () => {
