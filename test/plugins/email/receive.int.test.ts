@@ -4,6 +4,8 @@
  * mail content handling (HTML, quotes, attachments), a hung server and a wrong password.
  */
 import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../../helpers.js';
 import { startGateway } from '../gateway/harness.js';
@@ -90,6 +92,28 @@ describe.skipIf(problem)('email receiving (dovecot)', () => {
     expect(subjects).toEqual(['before restart', 'while stopped 1', 'while stopped 2', 'after restart']);
     expect(all).toHaveLength(4);
     await k2.stop();
+  });
+
+  it('a mail recorded but not handed over before a crash is handed over once at the next start', async () => {
+    const k1 = await bootEmail({ config: receiving() });
+    await connected(k1);
+    await k1.stop();
+    const uid = await imap.append(rawMail({ from: ADA, subject: 'crash window' }));
+    // The state a crash leaves between "recorded, cursor moved" and "queued": the cursor is past the mail.
+    const db = new DatabaseSync(join(k1.home, 'email', 'email.db'));
+    const { uidvalidity } = db.prepare("SELECT uidvalidity FROM cursor WHERE mailbox = 'INBOX'").get() as { uidvalidity: string };
+    db.prepare("INSERT INTO inbound (key, uid, state, at) VALUES (?, ?, 'pending', ?)").run(`${uidvalidity}:${uid}`, uid, Date.now());
+    db.prepare("UPDATE cursor SET last_uid = ? WHERE mailbox = 'INBOX'").run(uid);
+    db.close();
+    const k2 = await bootEmail({ config: receiving(), home: k1.home });
+    await waitForActions(k2, 1);
+    await k2.stop();
+    const k3 = await bootEmail({ config: receiving(), home: k1.home });
+    await connected(k3);
+    await imap.append(rawMail({ from: ADA, subject: 'next one' }));
+    await waitFor(() => k3.actions().some((a) => a.task.includes('Subject: next one')), 'next mail');
+    expect(k3.actions().map((a) => /Subject: (.*)/.exec(a.task)![1])).toEqual(['crash window', 'next one']);
+    await k3.stop();
   });
 
   it('the same mail delivered twice (same Message-ID) becomes one action', async () => {
