@@ -2,7 +2,7 @@
  * Boots a real kernel with the email plugin (and, on demand, the knowledge plugin and a fake `llm` capability
  * that records what it was asked) against the test servers of servers.ts.
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startKernel, type Kernel } from '../../../kernel/kernel.js';
 import { LogSink } from '../../../kernel/log.js';
@@ -65,11 +65,12 @@ export function emailConfig(o: { ca: TestCa; smtp?: TestSmtp; smtpImplicit?: boo
 const homes: string[] = [];
 const running: EmailKernel[] = [];
 
-export async function bootEmail(o: { config: Record<string, unknown>; home?: string; knowledge?: boolean; llm?: boolean }): Promise<EmailKernel> {
+export async function bootEmail(o: { config: Record<string, unknown>; home?: string; knowledge?: boolean; llm?: boolean; configYaml?: string }): Promise<EmailKernel> {
   const home = o.home ?? tmp('keel-email-');
   if (!o.home) homes.push(home);
   const builtins = tmp('keel-builtins-');
   homes.push(builtins);
+  if (o.configYaml) writeFileSync(join(home, 'keel.config.yaml'), o.configYaml, { mode: 0o600 });
   if (o.llm) writePlugin(join(home, 'plugins'), { id: 'fake-llm', manifest: { provides: ['llm'] }, setup: FAKE_LLM });
   const logs = new LogSink({ quiet: true });
   const kernel = await startKernel({

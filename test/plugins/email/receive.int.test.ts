@@ -307,4 +307,15 @@ describe.skipIf(problem)('email receiving (dovecot)', () => {
     if (existsSync(log)) expect(readFileSync(log, 'utf8')).toMatch(/auth failed/);
     await k.stop();
   });
+
+  it('fixing the password (a config change) starts receiving again', async () => {
+    const { imapPassword: _, ...rest } = receiving();
+    const k = await bootEmail({ config: rest, configYaml: 'imapPassword: wrong-imap-password\n' });
+    await waitFor(() => k.channel().status().state === 'failed', 'failed state');
+    await k.kernel.config.set('imapPassword', imap.pass, { kind: 'operator' });
+    await connected(k);
+    await imap.append(rawMail({ from: ADA, subject: 'after the fix' }));
+    await waitFor(() => k.actions().some((a) => a.task.includes('Subject: after the fix')), 'mail after the fix');
+    await k.stop();
+  });
 });
