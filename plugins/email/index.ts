@@ -31,7 +31,7 @@ export default definePlugin({
     const store = new EmailStore(ctx.home);
     const sender = new Sender(ctx.config, store);
     const inbound = new Inbound(ctx, store);
-    const receiver = new Receiver(ctx.config, store, ctx.log, inbound.take, (fetch, uidValidity) => inbound.resume(fetch, uidValidity));
+    const receiver = new Receiver(ctx.config, store, ctx.log, inbound.take, (fetch, uidValidity) => inbound.resume(fetch, uidValidity), ctx.home);
     const enabled = () => ctx.config.get<boolean>('emailEnabled') === true;
     const replies = new Map<string, number>();
 

@@ -52,7 +52,8 @@ export class Inbound {
     }
     const prepared = await this.prepare(mail, key, cursor.uidValidity);
     const fresh = this.store.takeIn('INBOX', cursor, { key, uid: f.uid, ...(mail.messageId ? { messageId: mail.messageId } : {}), state: 'pending' });
-    if (!fresh && this.store.inbound(key)?.state !== 'pending') return;
+    // Already recorded (by an earlier run): a pending one is handed over by resume() at connect, never twice here.
+    if (!fresh) return;
     this.ready.set(key, prepared);
     await this.hand(key);
   };

@@ -10,7 +10,8 @@
 import type { ImapFlow } from 'imapflow';
 import type { ChannelStatus, ConfigView, Logger } from '../../../sdk/index.js';
 import { describeImapError, imapClient } from './imap.js';
-import { emailSettings } from './settings.js';
+import { ReceiverLock } from './owner-lock.js';
+import { emailSettings, imapSettings } from './settings.js';
 import type { Cursor, EmailStore } from './store.js';
 
 const MAILBOX = 'INBOX';
@@ -36,6 +37,8 @@ export class Receiver {
   private sweeping: Promise<void> | undefined;
   private again = false;
   private uidValidity: string | undefined;
+  private lock: ReceiverLock | undefined;
+  private lockTimer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly config: ConfigView,
@@ -44,6 +47,7 @@ export class Receiver {
     private readonly takeIn: TakeIn,
     /** Runs once per connection before the first sweep: finishes mail recorded but not handed over before a crash. */
     private readonly onOpen: (fetch: (uids: number[]) => Promise<Fetched[]>, uidValidity: string) => Promise<void>,
+    private readonly home: string,
   ) {}
 
   status(): Pick<ChannelStatus, 'connected' | 'state' | 'reconnects' | 'lastError' | 'lastInboundAt'> {
@@ -59,18 +63,45 @@ export class Receiver {
   start(): void {
     this.stopping = false;
     this.state = 'connecting';
-    void this.connect();
+    let mailbox: string;
+    try {
+      const imap = imapSettings(this.config);
+      mailbox = `${imap.host}:${imap.port}:${imap.user}`;
+    } catch (e) {
+      return this.fail((e as Error).message);
+    }
+    this.lock = new ReceiverLock(this.home, mailbox);
+    this.takeLock();
+  }
+
+  /** Receives only while holding the mailbox's lock; a second process waits and takes over when the first ends. */
+  private takeLock(): void {
+    if (this.stopping || !this.lock) return;
+    const r = this.lock.acquire();
+    if (r.ok) {
+      void this.connect();
+      return;
+    }
+    const message = `another Keel process (pid ${r.ownerPid}) receives this mailbox; this one waits`;
+    if (this.lastError !== message) this.log.info(`email: ${message}.`);
+    this.lastError = message;
+    this.state = 'stopped';
+    this.lockTimer = setTimeout(() => this.takeLock(), 5_000);
+    this.lockTimer.unref();
   }
 
   async stop(): Promise<void> {
     this.stopping = true;
     this.state = 'stopped';
     clearTimeout(this.timer);
+    clearTimeout(this.lockTimer);
     clearInterval(this.sweepTimer);
     const c = this.client;
     this.client = undefined;
     await this.sweeping?.catch(() => undefined);
     if (c) await Promise.race([c.logout().catch(() => undefined), new Promise((r) => setTimeout(r, 2000).unref())]).finally(() => c.close());
+    this.lock?.release();
+    this.lock = undefined;
   }
 
   private async connect(): Promise<void> {
@@ -153,7 +184,10 @@ export class Receiver {
     }
     this.sweeping = this.sweepOnce()
       .catch((e: unknown) => {
-        if (!this.stopping) this.log.warn(`email: checking for new mail failed: ${(e as Error).message}`);
+        if (!this.stopping) {
+          this.lastError = (e as Error).message;
+          this.log.warn(`email: checking for new mail failed: ${(e as Error).message}; reconnecting.`);
+        }
         // A command that failed leaves the connection in doubt: start a fresh one.
         this.client?.close();
       })
@@ -166,16 +200,30 @@ export class Receiver {
       });
   }
 
+  /**
+   * A command the server must answer within twice the socket timeout. imapflow's own timeout cannot see a server
+   * that hangs while the connection idles (breaking IDLE waits forever), so the sweep is the stall watchdog.
+   */
+  private answered<T>(p: Promise<T>, what: string): Promise<T> {
+    const ms = 2 * emailSettings(this.config).socketTimeoutMs;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`IMAP server did not answer ${what} within ${ms} ms`)), ms);
+    });
+    return Promise.race([p, late]).finally(() => clearTimeout(timer));
+  }
+
   private async sweepOnce(): Promise<void> {
     const client = this.client;
     const uidValidity = this.uidValidity;
     if (!client || !uidValidity || this.state !== 'connected') return;
     const cursor = this.store.cursor(MAILBOX);
     if (!cursor) return;
-    const uids = ((await client.search({ uid: `${cursor.lastUid + 1}:*` }, { uid: true })) || []).filter((u) => u > cursor.lastUid).sort((a, b) => a - b);
+    const found = await this.answered(client.search({ uid: `${cursor.lastUid + 1}:*` }, { uid: true }), 'a search');
+    const uids = (found || []).filter((u) => u > cursor.lastUid).sort((a, b) => a - b);
     for (const uid of uids) {
       if (this.stopping || this.client !== client) return;
-      const msg = await client.fetchOne(String(uid), { uid: true, source: true }, { uid: true });
+      const msg = await this.answered(client.fetchOne(String(uid), { uid: true, source: true }, { uid: true }), 'a fetch');
       if (!msg || !msg.source) continue;
       await this.takeIn({ uid, source: msg.source }, { uidValidity, lastUid: uid });
       this.lastInboundAt = new Date().toISOString();

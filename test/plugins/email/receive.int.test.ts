@@ -3,7 +3,8 @@
  * restarts, the backlog left alone on a first start, the loop rules, the Authentication-Results check for admins,
  * mail content handling (HTML, quotes, attachments), a hung server and a wrong password.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -114,6 +115,29 @@ describe.skipIf(problem)('email receiving (dovecot)', () => {
     await waitFor(() => k3.actions().some((a) => a.task.includes('Subject: next one')), 'next mail');
     expect(k3.actions().map((a) => /Subject: (.*)/.exec(a.task)![1])).toEqual(['crash window', 'next one']);
     await k3.stop();
+  });
+
+  it('while another live process holds the mailbox lock this one waits, and takes over when that process is gone', async () => {
+    const k1 = await bootEmail({ config: receiving() });
+    await connected(k1);
+    await k1.stop();
+    const lockDir = join(k1.home, 'email');
+    mkdirSync(lockDir, { recursive: true });
+    const name = `receiver-${createHash('sha256').update(`127.0.0.1:${imap.port}:${imap.user}`).digest('hex').slice(0, 12)}.lock`;
+    // The parent of this test process is alive and is not this process.
+    writeFileSync(join(lockDir, name), JSON.stringify({ pid: process.ppid }));
+    const k2 = await bootEmail({ config: receiving(), home: k1.home });
+    await waitFor(() => /another Keel process \(pid \d+\) receives this mailbox/.test(k2.channel().status().lastError ?? ''), 'the wait');
+    await imap.append(rawMail({ from: ADA, subject: 'held by the other' }));
+    await new Promise((r) => setTimeout(r, 500));
+    expect(k2.actions()).toHaveLength(0);
+    expect(k2.channel().status().connected).toBe(false);
+    unlinkSync(join(lockDir, name));
+    await connected(k2);
+    await waitForActions(k2, 1, 'the mail after taking over', 20_000);
+    expect(readdirSync(lockDir).filter((f) => f.startsWith('receiver-'))).toEqual([name]);
+    await k2.stop();
+    expect(readdirSync(lockDir).filter((f) => f.startsWith('receiver-'))).toEqual([]);
   });
 
   it('the same mail delivered twice (same Message-ID) becomes one action', async () => {
@@ -270,6 +294,8 @@ describe.skipIf(problem)('email receiving (dovecot)', () => {
     const proxy = await startProxy(imap.port);
     const k = await bootEmail({ config: receiving({ imapPort: proxy.port, emailSocketTimeoutMs: 1000, emailSweepIntervalMs: 1000 }) });
     await connected(k);
+    // Idling by now: the hard case, where breaking IDLE waits for an answer that never comes.
+    await new Promise((r) => setTimeout(r, 600));
     proxy.freeze();
     await waitFor(() => (k.channel().status().reconnects ?? 0) >= 1, 'a reconnect', 20_000);
     await connected(k);
