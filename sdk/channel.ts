@@ -171,9 +171,9 @@ export interface ReceiveOptions {
   /** Ignore messages from non-admins ('not-admin'), e.g. for a command only admins may give. */
   requireAdmin?: boolean;
   /**
-   * Look for the same (channel, messageId) in the queue's pending and recent history first (default true). It
-   * reads the whole queue list per message; a channel whose durable ingress already deduplicates (the channel
-   * kit's) may turn it off.
+   * Refuse a (channel, messageId) this kernel already saw (default true): the queue's kept history is read
+   * once, then the keys are remembered in memory (the newest 20,000). A channel whose durable ingress already
+   * deduplicates (the channel kit's) may turn it off.
    */
   checkDuplicates?: boolean;
 }
@@ -191,14 +191,33 @@ export type ReceiveOutcome =
   | { kind: 'handed'; actionId: string }
   | { kind: 'ignored'; reason: 'auto-reply-off' | 'not-admin' | 'duplicate' | 'dropped-by-hook' | 'rate-limited' | 'empty' };
 
-/** Look-back for the queue-level duplicate check (the kit's durable ingress is the real dedupe). */
-function alreadyQueued(ctx: PluginContext, channel: string, messageId: string): Action | undefined {
-  const { pending, completed, failed } = ctx.queue.list();
-  for (const a of [...pending, ...completed, ...failed]) {
-    const inb = a.metadata.inbound as { channel?: unknown; messageId?: unknown } | undefined;
-    if (inb && inb.channel === channel && inb.messageId === messageId) return a;
+/** Inbound keys remembered per queue (one per kernel), newest last; bounded. */
+const SEEN_LIMIT = 20_000;
+const seenByQueue = new WeakMap<object, Map<string, true>>();
+const inboundKey = (channel: string, messageId: string) => `${channel}\u0000${messageId}`;
+
+/**
+ * The inbound keys this kernel knows: seeded once from the queue (pending and the kept history, so a message
+ * redelivered after a restart is still recognised while its action is kept), then kept up to date by `receive`.
+ * The kit's durable ingress is the real dedupe; this is the second line.
+ */
+function seenKeys(ctx: PluginContext): Map<string, true> {
+  let seen = seenByQueue.get(ctx.queue);
+  if (!seen) {
+    seen = new Map();
+    const { pending, completed, failed } = ctx.queue.list();
+    for (const a of [...failed, ...completed, ...pending]) {
+      const inb = a.metadata.inbound as { channel?: unknown; messageId?: unknown } | undefined;
+      if (inb && typeof inb.channel === 'string' && typeof inb.messageId === 'string') seen.set(inboundKey(inb.channel, inb.messageId), true);
+    }
+    seenByQueue.set(ctx.queue, seen);
   }
-  return undefined;
+  return seen;
+}
+
+function remember(seen: Map<string, true>, key: string): void {
+  seen.set(key, true);
+  if (seen.size > SEEN_LIMIT) seen.delete(seen.keys().next().value as string);
 }
 
 function decideAdmin(ctx: PluginContext, actor: Actor): boolean {
@@ -230,12 +249,12 @@ function taskOf(m: InboundMessage): string {
  * Turn one inbound platform message into an action: the one path every channel uses.
  *
  * Builds the actor `{ kind: 'user', channel, userId }` (admin decided by `kernel:policy` with identity links,
- * failing closed; `notAdmin` forces "no"), marks non-admin content untrusted (`actor.untrusted`), computes the
- * session key, runs the `messageIn` waterfall (a tap may set `dropped: true`), applies gating
+ * failing closed; `notAdmin` forces "no"), marks non-admin content untrusted (`actor.untrusted`), refuses a
+ * (channel, messageId) this kernel already saw (`duplicate`: still in the queue's kept history, or received since
+ * start, also when both deliveries arrive at once), computes the session key, runs the `messageIn` waterfall (a tap may set `dropped: true`), applies gating
  * (auto-reply off: only commands and mentions) and pushes the action with `source = channel`,
  * `metadata.replyTo = { chatId, messageId, threadId?, ...inbound.replyTo }`, `metadata.actor`,
- * `metadata.session` and `metadata.inbound = { channel, messageId, userId }`. A message whose
- * (channel, messageId) is already in the queue's history is `duplicate`.
+ * `metadata.session` and `metadata.inbound = { channel, messageId, userId }`.
  *
  * @example
  * const out = await receive(ctx, { channel: 'echo', messageId: '1', chatId: 'c1', userId: 'u1', text: 'hi' },
@@ -246,6 +265,12 @@ export async function receive(ctx: PluginContext, inbound: InboundMessage, optio
   const untrusted = !admin || inbound.forceUntrusted === true;
   const actor: Actor = { kind: 'user', channel: inbound.channel, userId: inbound.userId, ...(untrusted ? { untrusted: true } : {}) };
   if (options.requireAdmin && !admin) return { kind: 'ignored', reason: 'not-admin' };
+  // Before messageIn, so a redelivered message has no side effects in the taps (contact counters ...). The key is
+  // reserved at once: the same message delivered twice at the same moment is let through once.
+  const key = inboundKey(inbound.channel, inbound.messageId);
+  const seen = options.checkDuplicates === false ? undefined : seenKeys(ctx);
+  if (seen?.has(key)) return { kind: 'ignored', reason: 'duplicate' };
+  if (seen) remember(seen, key);
   const session = sessionOf(ctx, actor);
 
   const rewritten = (await ctx.emit('messageIn', { ...inbound })) as InboundMessage | null | undefined;
@@ -265,7 +290,6 @@ export async function receive(ctx: PluginContext, inbound: InboundMessage, optio
   const task = taskOf(m);
   if (!task) return { kind: 'ignored', reason: 'empty' };
   if (!options.autoReply && !m.command && m.mentioned !== true) return { kind: 'ignored', reason: 'auto-reply-off' };
-  if (options.checkDuplicates !== false && alreadyQueued(ctx, m.channel, m.messageId)) return { kind: 'ignored', reason: 'duplicate' };
 
   const replyTo: Record<string, Json> = {
     chatId: m.chatId,
@@ -287,17 +311,27 @@ export async function receive(ctx: PluginContext, inbound: InboundMessage, optio
     ...(m.attachments?.length ? { attachments: m.attachments.map((a) => ({ ...a })) as Json } : {}),
     ...(untrusted ? { untrusted: true } : {}),
   };
-  const action = await ctx.queue.push({
-    task,
-    source: m.channel,
-    actor,
-    ...(options.priority !== undefined ? { priority: options.priority } : {}),
-    metadata,
-  });
+  let action: Action;
+  try {
+    action = await ctx.queue.push({
+      task,
+      source: m.channel,
+      actor,
+      ...(options.priority !== undefined ? { priority: options.priority } : {}),
+      metadata,
+    });
+  } catch (e) {
+    // Not queued: a later delivery of the same message must get its chance.
+    seen?.delete(key);
+    throw e;
+  }
   return { kind: 'queued', action };
 }
 
-/** One running channel as `listChannels` reports it. */
+/**
+ * One running channel as `listChannels` reports it.
+ * @example const c: ChannelListing = { name: 'echo', plugin: 'echo-channel', status: { enabled: true, connected: true } };
+ */
 export interface ChannelListing {
   /** Channel name (`chatA`, `echo`): the capability name without `channel:`. */
   name: string;

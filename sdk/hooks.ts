@@ -47,7 +47,10 @@ export interface ObservationEvent {
   result: string;
 }
 
-/** What a `messageOut` tap sees (and may rewrite) before a channel sends. */
+/**
+ * What a `messageOut` tap sees (and may rewrite) before a channel sends.
+ * @example ctx.hooks.tap('messageOut', (m) => ({ ...m, text: m.text.replace(/secret/g, '***') }));
+ */
 export interface MessageOutEvent {
   channel: string;
   to: string;

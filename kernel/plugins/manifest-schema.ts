@@ -84,7 +84,7 @@ export function validateManifest(value: unknown, where: string): PluginManifest 
   return value as PluginManifest;
 }
 
-/** The channel field's pattern must compile, be anchored and accept its own example. */
+/** The channel field's pattern must compile, be anchored and accept its own example; the plugin provides the channel. */
 function channelProblem(m: PluginManifest): string | undefined {
   const c = m.channel;
   if (!c) return undefined;
@@ -96,5 +96,6 @@ function channelProblem(m: PluginManifest): string | undefined {
   }
   if (!c.userIdPattern.startsWith('^') || !c.userIdPattern.endsWith('$')) return 'channel.userIdPattern must be anchored (start with ^ and end with $)';
   if (!re.test(c.userIdExample)) return `channel.userIdExample "${c.userIdExample}" does not match channel.userIdPattern ${c.userIdPattern}`;
+  if (!(m.provides ?? []).includes(`channel:${c.name}`)) return `channel.name is "${c.name}" but provides does not list "channel:${c.name}"`;
   return undefined;
 }

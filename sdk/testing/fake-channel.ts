@@ -17,7 +17,10 @@ import {
 import type { PluginContext, PluginDefinition } from '../plugin.js';
 import type { Action, PluginManifest } from '../types.js';
 
-/** Options of `fakeChannel`. */
+/**
+ * Options of `fakeChannel`.
+ * @example fakeChannel('chat', { autoReply: false, status: { enabled: true, connected: false } })
+ */
 export interface FakeChannelOptions {
   /** Plugin id (default `fake-channel-<name>`). */
   id?: string;
@@ -30,7 +33,10 @@ export interface FakeChannelOptions {
   status?: ChannelStatus;
 }
 
-/** A fake channel: a plugin definition plus what it recorded. */
+/**
+ * A fake channel: a plugin definition plus what it recorded.
+ * @example const chat: FakeChannel = fakeChannel('chat'); expect(chat.replies).toEqual([]);
+ */
 export interface FakeChannel extends PluginDefinition {
   name: string;
   /** Every `send`, in order. */

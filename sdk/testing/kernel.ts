@@ -9,7 +9,10 @@ import type { PluginContext, PluginDefinition } from '../plugin.js';
 import type { PluginManifest } from '../types.js';
 import { tempHome } from './home.js';
 
-/** How to boot a test kernel. */
+/**
+ * How to boot a test kernel.
+ * @example const opts: TestKernelOptions = { builtins: ['agent'], runAgent: true, config: { llmProvider: 'fake' } };
+ */
 export interface TestKernelOptions {
   /** Configuration values with the highest precedence (command-line overrides). */
   config?: Record<string, unknown>;
@@ -35,7 +38,10 @@ export interface TestKernelOptions {
   before?(home: string): void | Promise<void>;
 }
 
-/** A booted test kernel. */
+/**
+ * A booted test kernel.
+ * @example const { kernel, home, close } = await bootKernel(); await close();
+ */
 export interface TestKernel {
   kernel: Kernel;
   home: string;
@@ -117,7 +123,10 @@ export async function bootKernel(opts: TestKernelOptions = {}): Promise<TestKern
   }
 }
 
-/** What `createTestContext` returns: the kernel and the context the plugin under test got. */
+/**
+ * What `createTestContext` returns: the kernel and the context the plugin under test got.
+ * @example const { ctx, close } = await createTestContext(myPlugin); ctx.log.info('hi'); await close();
+ */
 export interface TestContext extends TestKernel {
   /** The plugin context handed to the plugin's `setup` (for a bare manifest: a plugin with an empty setup). */
   ctx: PluginContext;

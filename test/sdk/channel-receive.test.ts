@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { receive, type InboundMessage, type PluginContext } from '../../sdk/index.js';
-import { bootKernel, createTestContext, fakeChannel, installFakeProvider, type TestKernel } from '../../sdk/testing/index.js';
+import { bootKernel, createTestContext, fakeChannel, installFakeProvider, removeHome, tempHome, type TestKernel } from '../../sdk/testing/index.js';
 
 const open: TestKernel[] = [];
 afterEach(async () => {
@@ -66,9 +66,14 @@ describe('receive', () => {
   });
 
   it('runs messageIn: taps rewrite the content (never the sender or the address) or drop the message', async () => {
+    let tapped = 0;
     const rewriter = {
       manifest: { id: 'rewriter', version: '1.0.0', kind: 'service' as const, description: 'rewrites' },
       setup(ctx: PluginContext) {
+        ctx.hooks.tap('messageIn', (m) => {
+          tapped++;
+          return m;
+        });
         ctx.hooks.tap('messageIn', (m) => (m.text === 'drop me' ? { ...m, dropped: true } : { ...m, text: m.text.toUpperCase(), userId: 'mallory', chatId: 'elsewhere' }));
         ctx.hooks.tap('messageIn', (m) => (m.text.toLowerCase() === 'null me' ? null : m));
       },
@@ -80,6 +85,10 @@ describe('receive', () => {
     expect(out.kind === 'queued' && out.action).toMatchObject({ task: 'QUIET PLEASE', metadata: { actor: { userId: 'ann' }, replyTo: { chatId: 'chat-1' } } });
     expect(await chat.inbound({ text: 'drop me' })).toEqual({ kind: 'ignored', reason: 'dropped-by-hook' });
     expect(await chat.inbound({ text: 'null me' })).toEqual({ kind: 'ignored', reason: 'dropped-by-hook' });
+    // A redelivery is refused before the taps run: they see each platform message once.
+    expect(tapped).toBe(3);
+    expect(await chat.inbound({ text: 'quiet please', messageId: 'chat-in-1' })).toEqual({ kind: 'ignored', reason: 'duplicate' });
+    expect(tapped).toBe(3);
     expect(t.kernel.queue.counts().pending).toBe(1);
   });
 
@@ -92,6 +101,29 @@ describe('receive', () => {
     expect(t.kernel.queue.counts().pending).toBe(1);
     const withFile = await chat.inbound({ text: '', attachments: [{ path: '/tmp/x.pdf', name: 'x.pdf', kind: 'document' }] });
     expect(withFile.kind === 'queued' && withFile.action.task).toBe('[attachment: x.pdf (document) at /tmp/x.pdf]');
+    // Two deliveries of one message at the same moment: one action.
+    const both = await Promise.all([chat.inbound({ text: 'twice', messageId: 'm-8' }), chat.inbound({ text: 'twice', messageId: 'm-8' })]);
+    expect(both.map((o) => o.kind).sort()).toEqual(['ignored', 'queued']);
+    expect(t.kernel.queue.counts().pending).toBe(3);
+  });
+
+  it('recognises a message redelivered after a restart while its action is kept', async () => {
+    const home = tempHome();
+    try {
+      const first = fakeChannel('chat');
+      const a = await bootKernel({ home, plugins: [first] });
+      expect((await first.inbound({ text: 'before the crash', messageId: 'm-1' })).kind).toBe('queued');
+      await a.close();
+      const again = fakeChannel('chat');
+      const b = await bootKernel({ home, plugins: [again] });
+      open.push(b);
+      expect(await again.inbound({ text: 'before the crash', messageId: 'm-1' })).toEqual({ kind: 'ignored', reason: 'duplicate' });
+      expect((await again.inbound({ text: 'new', messageId: 'm-2' })).kind).toBe('queued');
+      expect(b.kernel.queue.counts().pending).toBe(2);
+    } finally {
+      for (const t of open.splice(0)) await t.close();
+      removeHome(home);
+    }
   });
 
   it('fails closed without kernel:policy: nobody is admin', async () => {

@@ -95,8 +95,9 @@ export async function runAction(d: LoopDeps, action: Action, signal: AbortSignal
   const rules = setting<RoutingRule[]>(ctx, 'skillRoutingRules', []);
   const feedback = setting(ctx, 'progressFeedbackEnabled', true);
   const typingOnly = setting(ctx, 'progressFeedbackTypingOnly', false);
-  // Operator sources and autonomy have no chat to answer; any other source is a channel (`channel:<source>`) that answers.
-  const channelAction = !OPERATOR_SOURCES.has(action.source) && action.source !== AUTONOMY_SOURCE;
+  // Operator sources and autonomy have no chat to answer; any other source is a channel (`channel:<source>`) that
+  // answers on `metadata.replyTo`. Work without a reply address (a delegated sub-task) answers its caller, not a chat.
+  const channelAction = !OPERATOR_SOURCES.has(action.source) && action.source !== AUTONOMY_SOURCE && action.metadata.replyTo !== undefined;
   const channel = channelAction ? ctx.use<ChannelCapability>(`channel:${action.source}`) : undefined;
 
   const catalogue: CatalogueSkill[] = ctx.skills.list();
@@ -158,7 +159,7 @@ export async function runAction(d: LoopDeps, action: Action, signal: AbortSignal
         messages.push({ role: 'user', content: 'Reply with your final answer as plain text.' });
         continue;
       }
-      await deliver(ctx, channel, action, text);
+      if (channelAction) await deliver(ctx, channel, action, text);
       return { result: text };
     }
 
@@ -198,7 +199,6 @@ function safeEmit(ctx: PluginContext, fire: () => void): void {
 }
 
 async function deliver(ctx: PluginContext, channel: ChannelCapability | undefined, action: Action, text: string): Promise<void> {
-  if (OPERATOR_SOURCES.has(action.source)) return;
   if (typeof channel?.reply !== 'function') {
     ctx.log.warn(`The answer of ${action.id} stays in the queue: channel ${action.source} is not running (no channel:${action.source}).`);
     return;

@@ -95,6 +95,7 @@ describe('the manifest channel field', () => {
     [{ ...ECHO, userIdPattern: 'e-[0-9]+' }, /must be anchored/],
     [{ ...ECHO, userIdExample: 'x' }, /userIdExample "x" does not match/],
     [{ name: 'echo', userIdPattern: '^e$' }, /userIdExample/],
+    [{ ...ECHO, name: 'other' }, /channel.name is "other" but provides does not list "channel:other"/],
   ])('refuses a bad channel field %#', (channel, message) => {
     expect(() => validateManifest({ ...base, channel }, 'plugins/echo')).toThrow(message);
   });

@@ -179,13 +179,18 @@ describe('agent loop', () => {
       `,
     };
     const { kernel: k, fake, home } = await boot({ plugins: [TOOLS, channel] });
+    const actor = { kind: 'user' as const, channel: 'chatB', userId: 'x@s' };
+    // Without a reply address (a delegated sub-task) the answer goes to the caller only, never to a chat.
+    fake.replies.push({ text: 'sub-task done' });
+    const sub = await k.queue.push({ task: 'a sub-task', source: 'chatB', actor, maxRetries: 0 });
+    await waitFor(() => settled(k, sub.id), 'the sub-task to settle');
     fake.replies.push(
       { toolCalls: [{ name: 'lookup', arguments: { text: 'a' } }, { name: 'lookup', arguments: { text: 'b' } }] },
       { text: 'a and b looked up' },
     );
-    const a = await k.queue.push({ task: 'look up a and b', source: 'chatB', actor: { kind: 'user', channel: 'chatB', userId: 'x@s' }, maxRetries: 0 });
+    const a = await k.queue.push({ task: 'look up a and b', source: 'chatB', actor, maxRetries: 0, metadata: { replyTo: { chatId: 'x@s' } } });
     await waitFor(() => settled(k, a.id), 'the action to settle');
-    expect(toolMessages(fake.calls[1]!)).toHaveLength(2);
+    expect(toolMessages(fake.calls[2]!)).toHaveLength(2);
     const log = join(home, 'channel.log');
     await waitFor(() => existsSync(log) && readFileSync(log, 'utf8').includes('reply'), 'the reply');
     const lines = readFileSync(log, 'utf8').trim().split('\n');

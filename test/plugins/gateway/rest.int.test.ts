@@ -15,8 +15,8 @@ beforeAll(async () => {
   g = await startGateway({
     env: { FAKE_AGENT_API_KEY: SECRET },
     fakeAgent: true,
-    // Test plugins below fake the memory capability and a `run_command` skill.
-    deny: ['memory', 'system'],
+    // Test plugins below fake the memory capability, a `run_command` skill and the channel:chatA status.
+    deny: ['memory', 'system', 'chatA'],
     before: (home) => {
       writeMemoryAndChannelPlugin(home);
       writePlugin(join(home, 'plugins'), {
@@ -228,11 +228,11 @@ describe('gateway REST', () => {
 
   it('GET and PUT /api/security', async () => {
     const s = await json(await g.req('/api/security'));
-    expect(s).toEqual({ safeMode: false, apiKeySet: false, adminUsers: [], pluginAllowList: [], pluginDenyList: ['agent', 'memory', 'system'] });
-    const put = await g.req('/api/security', { method: 'PUT', json: { safeMode: true, adminUsers: { chatA: ['111'] }, pluginDenyList: ['agent', 'memory', 'system', 'evil'] } });
+    expect(s).toEqual({ safeMode: false, apiKeySet: false, adminUsers: [], pluginAllowList: [], pluginDenyList: ['agent', 'memory', 'system', 'chatA'] });
+    const put = await g.req('/api/security', { method: 'PUT', json: { safeMode: true, adminUsers: { chatA: ['111'] }, pluginDenyList: ['agent', 'memory', 'system', 'chatA', 'evil'] } });
     expect(put.status).toBe(200);
     expect(await json(put)).toEqual({ success: true, message: expect.stringContaining('safeMode') });
-    expect(await json(await g.req('/api/security'))).toEqual({ safeMode: true, apiKeySet: false, adminUsers: ['chatA:111'], pluginAllowList: [], pluginDenyList: ['agent', 'memory', 'system', 'evil'] });
+    expect(await json(await g.req('/api/security'))).toEqual({ safeMode: true, apiKeySet: false, adminUsers: ['chatA:111'], pluginAllowList: [], pluginDenyList: ['agent', 'memory', 'system', 'chatA', 'evil'] });
     // The flat form GET returns is accepted back.
     expect((await g.req('/api/security', { method: 'PUT', json: { adminUsers: ['chatA:111', 'email:me@example.com'] } })).status).toBe(200);
     expect((await json(await g.req('/api/security'))).adminUsers).toEqual(['chatA:111', 'email:me@example.com']);
