@@ -11,6 +11,7 @@ import {
   type SendOptions,
   type SentMessage,
 } from '../../sdk/index.js';
+import { ChannelStore } from '../../sdk/channel-kit/index.js';
 import manifest from './manifest.js';
 import { Inbound } from './src/inbound.js';
 import { emailReport, fetchEmail, indexEmails, searchEmails, type Filters } from './src/mailbox-skills.js';
@@ -29,9 +30,12 @@ export default definePlugin({
   manifest,
   setup(ctx) {
     const store = new EmailStore(ctx.home);
+    const kit = ChannelStore.open(ctx.home, 'email');
     const sender = new Sender(ctx.config, store);
-    const inbound = new Inbound(ctx, store);
-    const receiver = new Receiver(ctx.config, store, ctx.log, inbound.take, (fetch, uidValidity) => inbound.resume(fetch, uidValidity), ctx.home);
+    const inbound = new Inbound(ctx, store, kit);
+    const receiver = new Receiver(ctx.config, inbound.cursor, ctx.log, inbound.take, ctx.home);
+    // Mail recorded before the last stop but not yet queued (a crash in between) goes on now.
+    inbound.ingress.recover();
     const enabled = () => ctx.config.get<boolean>('emailEnabled') === true;
     const replies = new Map<string, number>();
 
@@ -120,6 +124,8 @@ export default definePlugin({
       async stop() {
         await restarting.catch(() => undefined);
         await receiver.stop();
+        await inbound.ingress.close();
+        kit.close();
         store.close();
       },
       health() {

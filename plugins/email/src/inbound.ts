@@ -1,17 +1,19 @@
 /**
- * From a new mail to an action: parsed, checked against the loop rules and the per-thread limit, recorded with
- * the cursor in one transaction (durable before the mailbox cursor moves on), then handed to `receive()` once.
- * A mail recorded but not yet handed over (a crash in between) is handed over at the next start; `receive()`
- * itself refuses a (channel, messageId) it has queued before, so the repeat cannot make a second action.
+ * From a new mail to an action: parsed, checked against the loop rules and the per-thread limit, then recorded in
+ * the channel kit's durable ingress together with the mailbox cursor (one transaction), and handed to `receive()`
+ * from there. The ingress drops a Message-ID it has seen (the same mail delivered twice), drives entries left
+ * unfinished by a crash again at start (`receive()` refuses a (channel, messageId) it queued before), and keeps one
+ * sender's mails in order. A mail that must not be answered only moves the cursor, with the reason logged.
  */
 import { receive, type InboundMessage, type Json, type PluginContext } from '../../../sdk/index.js';
+import { ChannelStore, Ingress } from '../../../sdk/channel-kit/index.js';
 import { authVerdict } from './auth-results.js';
 import { loopReason } from './loop-guard.js';
 import { parseMail, saveAttachments, trimQuoted, type Mail } from './parse.js';
-import type { Fetched } from './receiver.js';
+import type { Cursor, Fetched } from './receiver.js';
 import { threadOf } from './sender.js';
 import { emailSettings } from './settings.js';
-import type { Cursor, EmailStore } from './store.js';
+import type { EmailStore } from './store.js';
 
 /** The most characters of a mail body the model gets. */
 const MAX_TEXT = 20_000;
@@ -19,46 +21,67 @@ const MAX_TEXT = 20_000;
 /** A mail whose subject or first line is `/word ...` is a command (the only mail handled with auto-reply off). */
 const COMMAND = /^\/([a-z][a-z0-9_-]{0,31})\b/i;
 
-interface Prepared {
+/** Key of the INBOX cursor in the kit store. */
+const CURSOR_KEY = 'cursor:INBOX';
+
+/** What the ingress keeps per mail: everything `receive()` needs, so a recovery needs no IMAP. */
+export interface InboundPayload {
   inbound: InboundMessage;
   autoReply: boolean;
 }
 
 export class Inbound {
-  /** Prepared messages not yet handed to receive(), by key (a restart rebuilds them from the mailbox). */
-  private readonly ready = new Map<string, Prepared>();
+  readonly ingress: Ingress<InboundPayload>;
 
   constructor(
     private readonly ctx: PluginContext,
     private readonly store: EmailStore,
-  ) {}
+    private readonly kit: ChannelStore,
+  ) {
+    this.ingress = new Ingress<InboundPayload>(kit, {
+      log: ctx.log,
+      handle: async ({ payload }) => {
+        const out = await receive(ctx, payload.inbound, { autoReply: payload.autoReply });
+        if (out.kind === 'ignored') return `ignored: ${out.reason}`;
+        return out.kind === 'queued' ? `queued ${out.action.id}` : `handed ${out.actionId}`;
+      },
+    });
+  }
 
-  /** The `TakeIn` of the receiver. */
+  /** The mailbox cursor (UIDVALIDITY and the last UID taken in). */
+  readonly cursor = {
+    get: (): Cursor | undefined => {
+      const v = this.kit.getValue(CURSOR_KEY);
+      return v ? (JSON.parse(v) as Cursor) : undefined;
+    },
+    set: (c: Cursor): void => this.kit.tx(() => this.kit.setValue(CURSOR_KEY, JSON.stringify(c))),
+  };
+
+  /** The receiver's `TakeIn`: when it resolves, the mail is recorded and the cursor is past it. */
   take = async (f: Fetched, cursor: Cursor): Promise<void> => {
-    const key = `${cursor.uidValidity}:${f.uid}`;
     let mail: Mail;
     try {
       mail = await parseMail(f.uid, f.source);
     } catch (e) {
       this.ctx.log.warn(`email: mail UID ${f.uid} cannot be parsed (${(e as Error).message}); it is not answered.`);
-      this.store.takeIn('INBOX', cursor, { key, uid: f.uid, state: 'skipped', reason: 'unparseable' });
+      this.cursor.set(cursor);
       return;
     }
-    const skip = this.skipReason(mail, key);
+    const skip = this.skipReason(mail, cursor.uidValidity);
     if (skip) {
-      this.store.takeIn('INBOX', cursor, { key, uid: f.uid, ...(mail.messageId ? { messageId: mail.messageId } : {}), state: 'skipped', reason: skip });
+      this.cursor.set(cursor);
       this.ctx.log.info(`email: not answering UID ${f.uid} from ${mail.from ?? '(no sender)'}: ${skip}.`);
       return;
     }
-    const prepared = await this.prepare(mail, key, cursor.uidValidity);
-    const fresh = this.store.takeIn('INBOX', cursor, { key, uid: f.uid, ...(mail.messageId ? { messageId: mail.messageId } : {}), state: 'pending' });
-    // Already recorded (by an earlier run): a pending one is handed over by resume() at connect, never twice here.
-    if (!fresh) return;
-    this.ready.set(key, prepared);
-    await this.hand(key);
+    const payload = await this.prepare(mail, cursor.uidValidity);
+    const fresh = this.ingress.record([{ messageId: payload.inbound.messageId, chatId: payload.inbound.chatId, payload }], {
+      key: CURSOR_KEY,
+      value: JSON.stringify(cursor),
+    });
+    if (!fresh.length) this.ctx.log.info(`email: not answering UID ${f.uid} from ${mail.from}: duplicate (Message-ID ${payload.inbound.messageId} seen before).`);
   };
 
-  private skipReason(mail: Mail, key: string): string | undefined {
+  private skipReason(mail: Mail, uidValidity: string): string | undefined {
     const s = emailSettings(this.ctx.config);
     const loop = loopReason({
       header: mail.header,
@@ -68,20 +91,19 @@ export class Inbound {
       isOwnMessageId: (id) => this.store.isOwnMessageId(id),
     });
     if (loop) return loop;
-    if (mail.messageId && this.store.seenMessageId(mail.messageId, key)) return 'duplicate';
-    const thread = threadOf({ references: mail.references, inReplyTo: mail.inReplyTo, messageId: mail.messageId ?? key });
+    const thread = threadOf({ references: mail.references, inReplyTo: mail.inReplyTo, messageId: mail.messageId ?? `${uidValidity}:${mail.uid}` });
     if (this.store.autoRepliesSince(thread, Date.now() - 3_600_000) >= s.maxRepliesPerThreadPerHour) return 'thread-limit';
     return undefined;
   }
 
-  private async prepare(mail: Mail, key: string, uidValidity: string): Promise<Prepared> {
+  private async prepare(mail: Mail, uidValidity: string): Promise<InboundPayload> {
     const s = emailSettings(this.ctx.config);
     const files = await saveAttachments(this.ctx.home, `${uidValidity}-${mail.uid}`, mail);
     const verdict = mail.fromCount === 1 ? authVerdict(mail.header('authentication-results'), mail.from!, s.authServId) : { proven: false, detail: 'several From addresses' };
     let body = trimQuoted(mail.text);
     if (body.length > MAX_TEXT) body = `${body.slice(0, MAX_TEXT)}\n[... ${body.length - MAX_TEXT} more characters not shown]`;
     const command = COMMAND.exec(mail.subject)?.[1] ?? COMMAND.exec(body)?.[1];
-    const messageId = mail.messageId ?? `<${key}@keel.invalid>`;
+    const messageId = mail.messageId ?? `<${uidValidity}.${mail.uid}@keel.invalid>`;
     const thread = threadOf({ references: mail.references, inReplyTo: mail.inReplyTo, messageId });
     const from = mail.fromName ? `${mail.fromName} <${mail.from}>` : mail.from!;
     const text = [
@@ -116,37 +138,5 @@ export class Inbound {
       metadata: { subject: mail.subject, auth: verdict.detail, uid: mail.uid },
     };
     return { inbound, autoReply: this.ctx.config.get<boolean>('emailAutoReplyEnabled') === true };
-  }
-
-  /** Hands one recorded mail to receive() and settles its record. */
-  private async hand(key: string): Promise<void> {
-    const p = this.ready.get(key);
-    if (!p) return;
-    try {
-      const out = await receive(this.ctx, p.inbound, { autoReply: p.autoReply });
-      if (out.kind === 'queued') this.store.settle(key, 'done', { actionId: out.action.id });
-      else if (out.kind === 'handed') this.store.settle(key, 'done', { actionId: out.actionId });
-      else this.store.settle(key, 'skipped', { reason: out.reason });
-      this.ready.delete(key);
-    } catch (e) {
-      // Left pending: the next start hands it over again.
-      this.ctx.log.warn(`email: handing mail ${key} to the queue failed: ${(e as Error).message}`);
-    }
-  }
-
-  /** Mail recorded before a crash but never handed over: fetched again from the mailbox and handed over now. */
-  async resume(fetch: (uids: number[]) => Promise<Fetched[]>, uidValidity: string): Promise<void> {
-    const pending = this.store.pending().filter((p) => p.key.startsWith(`${uidValidity}:`));
-    if (!pending.length) return;
-    for (const f of await fetch(pending.map((p) => p.uid))) {
-      const key = `${uidValidity}:${f.uid}`;
-      const mail = await parseMail(f.uid, f.source).catch(() => undefined);
-      if (!mail) {
-        this.store.settle(key, 'skipped', { reason: 'unparseable' });
-        continue;
-      }
-      this.ready.set(key, await this.prepare(mail, key, uidValidity));
-      await this.hand(key);
-    }
   }
 }

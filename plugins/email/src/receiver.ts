@@ -3,16 +3,27 @@
  * servers whose IDLE goes quiet, reconnection with backoff and jitter, and a final stop with one clear error when
  * retrying cannot help (a refused login, a certificate that does not verify).
  *
- * The cursor (UIDVALIDITY + last UID taken in) lives in the store: a mail is recorded and the cursor moved in one
- * transaction, so a restart continues exactly after the last mail taken in. On the very first start the cursor
+ * The cursor (UIDVALIDITY + last UID taken in) is durable: a mail is recorded and the cursor moved in one
+ * transaction (TakeIn), so a restart continues exactly after the last mail taken in. One Keel process receives a
+ * mailbox at a time (the kit's OwnerLock). On the very first start the cursor
  * is set to the newest mail already there: the backlog is left alone (docs/email.md).
  */
 import type { ImapFlow } from 'imapflow';
 import type { ChannelStatus, ConfigView, Logger } from '../../../sdk/index.js';
 import { describeImapError, imapClient } from './imap.js';
-import { ReceiverLock } from './owner-lock.js';
+import { OwnerLock } from '../../../sdk/channel-kit/index.js';
 import { emailSettings, imapSettings } from './settings.js';
-import type { Cursor, EmailStore } from './store.js';
+
+/** Where the receiver stands in INBOX: its UIDVALIDITY and the last UID taken in. */
+export interface Cursor {
+  uidValidity: string;
+  lastUid: number;
+}
+
+export interface CursorStore {
+  get(): Cursor | undefined;
+  set(c: Cursor): void;
+}
 
 const MAILBOX = 'INBOX';
 
@@ -21,7 +32,7 @@ export interface Fetched {
   source: Buffer;
 }
 
-/** Takes one new mail in; must record it (store.takeIn) before resolving. */
+/** Takes one new mail in; must record it and move the cursor to `cursor` (one transaction) before resolving. */
 export type TakeIn = (mail: Fetched, cursor: Cursor) => Promise<void>;
 
 export class Receiver {
@@ -37,16 +48,14 @@ export class Receiver {
   private sweeping: Promise<void> | undefined;
   private again = false;
   private uidValidity: string | undefined;
-  private lock: ReceiverLock | undefined;
+  private lock: OwnerLock | undefined;
   private lockTimer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly config: ConfigView,
-    private readonly store: EmailStore,
+    private readonly cursors: CursorStore,
     private readonly log: Logger,
     private readonly takeIn: TakeIn,
-    /** Runs once per connection before the first sweep: finishes mail recorded but not handed over before a crash. */
-    private readonly onOpen: (fetch: (uids: number[]) => Promise<Fetched[]>, uidValidity: string) => Promise<void>,
     private readonly home: string,
   ) {}
 
@@ -70,7 +79,7 @@ export class Receiver {
     } catch (e) {
       return this.fail((e as Error).message);
     }
-    this.lock = new ReceiverLock(this.home, mailbox);
+    this.lock = new OwnerLock(this.home, 'email', mailbox);
     this.takeLock();
   }
 
@@ -127,12 +136,6 @@ export class Receiver {
       const box = await client.mailboxOpen(MAILBOX);
       this.uidValidity = box.uidValidity.toString();
       this.baseline(box.uidValidity.toString(), box.uidNext, box.exists);
-      await this.onOpen(async (uids) => {
-        const out: Fetched[] = [];
-        if (!uids.length) return out;
-        for await (const m of client.fetch(uids.join(','), { uid: true, source: true }, { uid: true })) if (m.source) out.push({ uid: m.uid, source: m.source });
-        return out;
-      }, this.uidValidity);
     } catch (e) {
       const d = describeImapError(e, server, user);
       if (this.client === client) this.client = undefined;
@@ -152,9 +155,9 @@ export class Receiver {
   }
 
   private baseline(uidValidity: string, uidNext: number, exists: number): void {
-    const c = this.store.cursor(MAILBOX);
+    const c = this.cursors.get();
     if (c && c.uidValidity === uidValidity) return;
-    this.store.setCursor(MAILBOX, { uidValidity, lastUid: Math.max(0, uidNext - 1) });
+    this.cursors.set({ uidValidity, lastUid: Math.max(0, uidNext - 1) });
     if (!c) this.log.info(`email: first start on this mailbox: the ${exists} mails already in ${MAILBOX} are not answered; new mail from now on is.`);
     else this.log.warn(`email: ${MAILBOX} was recreated on the server (UIDVALIDITY ${c.uidValidity} -> ${uidValidity}); starting after its newest mail.`);
   }
@@ -217,7 +220,7 @@ export class Receiver {
     const client = this.client;
     const uidValidity = this.uidValidity;
     if (!client || !uidValidity || this.state !== 'connected') return;
-    const cursor = this.store.cursor(MAILBOX);
+    const cursor = this.cursors.get();
     if (!cursor) return;
     const found = await this.answered(client.search({ uid: `${cursor.lastUid + 1}:*` }, { uid: true }), 'a search');
     const uids = (found || []).filter((u) => u > cursor.lastUid).sort((a, b) => a - b);

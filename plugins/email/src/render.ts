@@ -1,21 +1,10 @@
 /**
- * Bodies of outgoing mail. A reply is the agent's Markdown: an HTML part rendered by marked (raw HTML in the
- * Markdown is shown as text, never passed through: it may echo untrusted mail) and the Markdown itself as the
- * text part. send_email's message is plain text or HTML; HTML gets a text alternative from html-to-text.
+ * Bodies of outgoing mail. A reply is the agent's Markdown, rendered by the channel kit's `renderEmail` (HTML with
+ * raw HTML escaped, only http/https/mailto links, and the matching plain text part). send_email's message is plain
+ * text or HTML; HTML gets a text alternative from html-to-text.
  */
 import { convert } from 'html-to-text';
-import { Marked } from 'marked';
-
-const escapeHtml = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
-
-const markdown = new Marked({
-  gfm: true,
-  breaks: true,
-  async: false,
-  renderer: {
-    html: ({ text }) => escapeHtml(text),
-  },
-});
+import { renderEmail } from '../../../sdk/channel-kit/index.js';
 
 export interface Body {
   text: string;
@@ -40,7 +29,6 @@ export function bodyOf(message: string): Body {
 
 /** A reply body from the agent's Markdown. */
 export function renderMarkdown(md: string): Body {
-  const inner = markdown.parse(md) as string;
-  const html = `<!doctype html><html><body style="font-family: sans-serif; line-height: 1.4">${inner}</body></html>`;
-  return { text: md, html };
+  const { html, text } = renderEmail(md);
+  return { text, html: `<!doctype html><html><body style="font-family: sans-serif; line-height: 1.4">${html}</body></html>` };
 }

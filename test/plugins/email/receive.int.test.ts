@@ -98,22 +98,24 @@ describe.skipIf(problem)('email receiving (dovecot)', () => {
   it('a mail recorded but not handed over before a crash is handed over once at the next start', async () => {
     const k1 = await bootEmail({ config: receiving() });
     await connected(k1);
+    await imap.append(rawMail({ from: ADA, subject: 'handled normally', messageId: '<normal@example.org>' }));
+    await waitForActions(k1, 1);
     await k1.stop();
-    const uid = await imap.append(rawMail({ from: ADA, subject: 'crash window' }));
-    // The state a crash leaves between "recorded, cursor moved" and "queued": the cursor is past the mail.
-    const db = new DatabaseSync(join(k1.home, 'email', 'email.db'));
-    const { uidvalidity } = db.prepare("SELECT uidvalidity FROM cursor WHERE mailbox = 'INBOX'").get() as { uidvalidity: string };
-    db.prepare("INSERT INTO inbound (key, uid, state, at) VALUES (?, ?, 'pending', ?)").run(`${uidvalidity}:${uid}`, uid, Date.now());
-    db.prepare("UPDATE cursor SET last_uid = ? WHERE mailbox = 'INBOX'").run(uid);
+    // The state a crash leaves between "recorded with the cursor" and "queued": an ingress entry still recorded.
+    // Its payload is a real one (the mail above) under a new Message-ID and subject.
+    const db = new DatabaseSync(join(k1.home, 'channels', 'email', 'kit.db'));
+    const row = db.prepare("SELECT payload FROM inbound WHERE message_id = '<normal@example.org>'").get() as { payload: string };
+    const payload = JSON.parse(row.payload.replaceAll('handled normally', 'crash window').replaceAll('<normal@example.org>', '<crash@example.org>'));
+    db.prepare('INSERT INTO inbound (message_id, chat_id, payload, recorded_at) VALUES (?, ?, ?, ?)').run('<crash@example.org>', 'ada@example.org', JSON.stringify(payload), Date.now());
     db.close();
     const k2 = await bootEmail({ config: receiving(), home: k1.home });
-    await waitForActions(k2, 1);
+    await waitForActions(k2, 2);
     await k2.stop();
     const k3 = await bootEmail({ config: receiving(), home: k1.home });
     await connected(k3);
     await imap.append(rawMail({ from: ADA, subject: 'next one' }));
     await waitFor(() => k3.actions().some((a) => a.task.includes('Subject: next one')), 'next mail');
-    expect(k3.actions().map((a) => /Subject: (.*)/.exec(a.task)![1])).toEqual(['crash window', 'next one']);
+    expect(k3.actions().map((a) => /Subject: (.*)/.exec(a.task)![1])).toEqual(['handled normally', 'crash window', 'next one']);
     await k3.stop();
   });
 
@@ -121,9 +123,9 @@ describe.skipIf(problem)('email receiving (dovecot)', () => {
     const k1 = await bootEmail({ config: receiving() });
     await connected(k1);
     await k1.stop();
-    const lockDir = join(k1.home, 'email');
+    const lockDir = join(k1.home, 'channels', 'email');
     mkdirSync(lockDir, { recursive: true });
-    const name = `receiver-${createHash('sha256').update(`127.0.0.1:${imap.port}:${imap.user}`).digest('hex').slice(0, 12)}.lock`;
+    const name = `owner-${createHash('sha256').update(`127.0.0.1:${imap.port}:${imap.user}`).digest('hex').slice(0, 12)}.lock`;
     // The parent of this test process is alive and is not this process.
     writeFileSync(join(lockDir, name), JSON.stringify({ pid: process.ppid }));
     const k2 = await bootEmail({ config: receiving(), home: k1.home });
@@ -135,9 +137,9 @@ describe.skipIf(problem)('email receiving (dovecot)', () => {
     unlinkSync(join(lockDir, name));
     await connected(k2);
     await waitForActions(k2, 1, 'the mail after taking over', 20_000);
-    expect(readdirSync(lockDir).filter((f) => f.startsWith('receiver-'))).toEqual([name]);
+    expect(readdirSync(lockDir).filter((f) => f.startsWith('owner-'))).toEqual([name]);
     await k2.stop();
-    expect(readdirSync(lockDir).filter((f) => f.startsWith('receiver-'))).toEqual([]);
+    expect(readdirSync(lockDir).filter((f) => f.startsWith('owner-'))).toEqual([]);
   });
 
   it('the same mail delivered twice (same Message-ID) becomes one action', async () => {

@@ -138,7 +138,8 @@ describe('channel:email reply', () => {
     expect(mail.parsed.references).toEqual(['<q0@ada.test>', '<q1@ada.test>']);
     expect(mail.parsed.html).toContain('<strong>noon</strong>');
     expect(mail.parsed.html).toContain('<table>');
-    expect(mail.parsed.text).toContain('Yes, **noon** works.');
+    expect(mail.parsed.text).toContain('Yes, noon works.');
+    expect(mail.parsed.text).not.toContain('<');
     expect(sent.messageId).toBe(mail.parsed.messageId);
     await k.stop();
   });
