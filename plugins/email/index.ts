@@ -133,7 +133,7 @@ export default definePlugin({
         const s = receiver.status();
         // A refused login is a configuration problem shown in the channel status; quarantining the plugin for it
         // would also take send_email away.
-        return { ok: true, message: s.state === 'failed' ? `IMAP failed: ${s.lastError ?? 'unknown error'}` : `IMAP ${s.state}` };
+        return { ok: true, message: s.state === 'failed' ? `IMAP failed: ${s.lastError ?? 'unknown error'}` : `IMAP ${s.state ?? 'stopped'}` };
       },
     };
   },

@@ -129,7 +129,7 @@ describe.skipIf(problem)('email receiving (dovecot)', () => {
     // The parent of this test process is alive and is not this process.
     writeFileSync(join(lockDir, name), JSON.stringify({ pid: process.ppid }));
     const k2 = await bootEmail({ config: receiving(), home: k1.home });
-    await waitFor(() => /another Keel process \(pid \d+\) receives this mailbox/.test(k2.channel().status().lastError ?? ''), 'the wait');
+    await waitFor(() => /Another Keel process \(pid \d+\) is connected with the same credentials/.test(k2.channel().status().lastError ?? ''), 'the wait');
     await imap.append(rawMail({ from: ADA, subject: 'held by the other' }));
     await new Promise((r) => setTimeout(r, 500));
     expect(k2.actions()).toHaveLength(0);
