@@ -6,7 +6,7 @@
  * sender's mails in order. A mail that must not be answered only moves the cursor, with the reason logged.
  */
 import { receive, type InboundMessage, type Json, type PluginContext } from '../../../sdk/index.js';
-import { ChannelStore, Ingress } from '../../../sdk/channel-kit/index.js';
+import { type ChannelStore, Ingress } from '../../../sdk/channel-kit/index.js';
 import { authVerdict } from './auth-results.js';
 import { loopReason } from './loop-guard.js';
 import { parseMail, saveAttachments, trimQuoted, type Mail } from './parse.js';
