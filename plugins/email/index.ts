@@ -4,7 +4,9 @@
  */
 import {
   definePlugin,
+  forbiddenError,
   type Action,
+  type PolicyCapability,
   type ChannelCapability,
   type ChannelStatus,
   type OutboundMessage,
@@ -91,6 +93,15 @@ export default definePlugin({
 
     ctx.skills.register('send_email', async (a: { to: string; subject?: string; message: string; inReplyTo?: string; references?: string }, call) => {
       const to = parseRecipients(a.to);
+      // Anyone can mail Keel: a stranger's mail must not turn it into an open relay. Work started by a mail from a
+      // non-admin may mail only that sender.
+      if (call.action?.source === 'email' && ctx.use<PolicyCapability>('kernel:policy')?.isAdmin(call.actor) !== true) {
+        const sender = (call.action.metadata.replyTo as { chatId?: string } | undefined)?.chatId?.toLowerCase();
+        const others = to.filter((r) => r !== sender);
+        if (others.length) {
+          throw forbiddenError(`send_email on behalf of a mail from a non-admin may only write to its sender (${sender ?? 'unknown'}), not to ${others.join(', ')}.`);
+        }
+      }
       const r = await sender.send({
         to,
         subject: a.subject?.trim() || emailSettings(ctx.config).defaultSubject,

@@ -71,6 +71,27 @@ describe('send_email', () => {
     await k.stop();
   });
 
+  it('work started by a mail from a non-admin may mail only that sender (no open relay); an admin may mail anyone', async () => {
+    const k = await bootEmail({ config: { ...emailConfig({ ca, smtp: starttls }), adminUsers: { email: ['boss@example.org'] } } });
+    const stranger = { kind: 'user' as const, channel: 'email', userId: 'unverified:eve@evil.test', untrusted: true };
+    const action = await k.kernel.queue.push({ task: 'x', source: 'email', actor: stranger, metadata: { replyTo: { chatId: 'eve@evil.test' } } });
+    const before = starttls.mails.length;
+    const refused = await k.kernel.execute('send_email', { to: 'victim@example.com', message: 'spam' }, stranger, { action });
+    expect(refused.success).toBe(false);
+    expect(refused.code).toBe('KEEL_E_FORBIDDEN');
+    expect(refused.result).toMatch(/may only write to its sender \(eve@evil\.test\), not to victim@example\.com/);
+    expect(starttls.mails.length).toBe(before);
+    const ok = await k.kernel.execute('send_email', { to: 'eve@evil.test', message: 'answer' }, stranger, { action });
+    expect(ok.success, ok.result).toBe(true);
+    const boss = { kind: 'user' as const, channel: 'email', userId: 'boss@example.org', untrusted: true };
+    const bossAction = await k.kernel.queue.push({ task: 'x', source: 'email', actor: boss, metadata: { replyTo: { chatId: 'boss@example.org' } } });
+    const forward = await k.kernel.execute('send_email', { to: 'team@example.org', message: 'fwd' }, boss, { action: bossAction });
+    expect(forward.success, forward.result).toBe(true);
+    // Sent within work a mail started: an automatic reply.
+    expect(starttls.mails.at(-1)!.parsed.headers.get('auto-submitted')).toBe('auto-replied');
+    await k.stop();
+  });
+
   it('rejects a malformed recipient with a clear error and sends nothing', async () => {
     const k = await bootEmail({ config: emailConfig({ ca, smtp: starttls }) });
     const before = starttls.mails.length;
