@@ -12,6 +12,7 @@ import type {
   ConfigOrigin,
   ConfigView,
   HealthReport,
+  Json,
   LogEntry,
   Logger,
   PendingConfigChange,
@@ -290,6 +291,28 @@ export interface WebCapability {
   fetch(url: string, opts?: { signal?: AbortSignal; maxBytes?: number; accept?: string }): Promise<{ url: string; status: number; contentType: string; body: string; truncated: boolean }>;
   /** Main content of an HTML page. */
   extract(html: string, url: string): { title: string; text: string; byline?: string; excerpt?: string };
+}
+
+/**
+ * Capability `knowledge`: adds documents to the knowledge store from another plugin (e.g. mail indexed by the
+ * email plugin), with metadata the rag_* skills cannot pass. The same (collection, source) replaces a document.
+ * @example
+ * await ctx.use('knowledge')?.ingest({ content: body, source: 'email:<id@x>', collection: 'email',
+ *   title: subject, metadata: { sender, subject, date } });
+ */
+export interface KnowledgeCapability {
+  ingest(
+    doc: {
+      content: string;
+      source: string;
+      collection?: string;
+      title?: string;
+      tags?: string[];
+      format?: 'text' | 'markdown' | 'csv' | 'json' | 'jsonl' | 'code';
+      metadata?: Record<string, Json>;
+    },
+    opts?: { signal?: AbortSignal },
+  ): Promise<{ documentId: string; chunks: number; replaced: boolean; embedded: boolean }>;
 }
 
 /** Connection status of a channel (SPEC "Connection status"). */
