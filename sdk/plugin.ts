@@ -225,6 +225,12 @@ export interface WebCapability {
   fetch(url: string, opts?: { signal?: AbortSignal; maxBytes?: number; accept?: string }): Promise<{ url: string; status: number; contentType: string; body: string; truncated: boolean }>;
   /** Main content of an HTML page. */
   extract(html: string, url: string): { title: string; text: string; byline?: string; excerpt?: string };
+  /**
+   * Resolves a host name (or takes an IP literal) and says why it must not be reached (`"127.0.0.1 is loopback"`),
+   * or undefined when every address it resolves to is public. The same rule as the web plugin's fetches; it
+   * ignores webAllowPrivateNetwork (the caller has its own setting). A name that does not resolve is refused.
+   */
+  checkHost?(host: string): Promise<string | undefined>;
 }
 
 /** Connection status of a channel (SPEC "Connection status"). */

@@ -4,6 +4,9 @@
  */
 import { definePlugin, type ConfigView, type WebCapability } from '../../sdk/index.js';
 import manifest, { DEFAULT_USER_AGENT } from './manifest.js';
+import { lookup } from 'node:dns/promises';
+import { isIP } from 'node:net';
+import { blockedReason } from './src/address.js';
 import { extractArticle, stripHtmlNoise } from './src/extract.js';
 import { guardedFetch, WebFetchError, type FetchSettings } from './src/fetch.js';
 
@@ -31,6 +34,25 @@ export default definePlugin({
     const web: WebCapability = {
       fetch: (url, opts = {}) => guardedFetch(url, settings(ctx.config), opts),
       extract: (html, url) => extractArticle(html, url),
+      checkHost: async (host) => {
+        const bare = host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
+        if (isIP(bare)) {
+          const why = blockedReason(bare);
+          return why ? `${bare} is ${why}` : undefined;
+        }
+        let addrs: Array<{ address: string }>;
+        try {
+          addrs = await lookup(bare, { all: true, verbatim: true });
+        } catch (e) {
+          return `${bare} does not resolve (${(e as NodeJS.ErrnoException).code ?? 'error'})`;
+        }
+        if (addrs.length === 0) return `${bare} does not resolve`;
+        for (const a of addrs) {
+          const why = blockedReason(a.address);
+          if (why) return `${bare} resolves to ${a.address}, which is ${why}`;
+        }
+        return undefined;
+      },
     };
     ctx.provide<WebCapability>('web', web);
 

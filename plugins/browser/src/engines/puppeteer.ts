@@ -1,0 +1,436 @@
+/**
+ * engineB and engineC: the browser driver on puppeteer-core.
+ *
+ * engineB launches the system Chromium (never a downloaded one) over a pipe (no DevTools port is opened), with the
+ * profile folder as its user data dir, and works on the browser's first page.
+ *
+ * engineC connects to a browser that is already running with its CDP server (a `ws://`/`wss://` browser endpoint,
+ * or the `http://host:port` of its DevTools server) and works on a new tab of its own; `close()` closes that tab
+ * and disconnects, the browser itself keeps running.
+ *
+ * Requests are decided by `filter`. engineB, owning its browser, does it on a browser-level CDP session (Fetch
+ * domain): every request of every page, popup, frame and worker, each hop of a redirect included. engineC shares
+ * the browser with whoever started it, so it intercepts only its own tab (puppeteer's request interception, redirects
+ * included) and, as a best effort, the popups that tab opens (a popup's very first request can slip through before
+ * its interception is set up). Service workers are kept out of the way: the page bypasses them and cannot register
+ * new ones. WebSocket handshakes are not interceptable over CDP and do not reach the filter.
+ */
+import { mkdir } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import puppeteer, { type Browser, type CDPSession, type ConnectOptions, type HTTPRequest, type KeyInput, type LaunchOptions as PuppeteerLaunchOptions, type Page, type Viewport as PuppeteerViewport } from 'puppeteer-core';
+import { BASE_ARGS, type BrowserDriver, type LaunchOptions, type NavigationResult, type Viewport } from '../driver.js';
+
+const XHR_TYPES = new Set(['xhr', 'fetch']);
+
+/** Runs before the page's scripts: no new service worker registrations (they would fetch outside the interception). */
+const NO_SERVICE_WORKERS = `(() => {
+  try {
+    if (typeof ServiceWorkerContainer !== 'undefined') {
+      const register = function register() { return Promise.reject(new DOMException('Service workers are disabled in this browser.', 'SecurityError')); };
+      Object.defineProperty(register, 'toString', { value: () => 'function register() { [native code] }' });
+      ServiceWorkerContainer.prototype.register = register;
+    }
+  } catch {}
+})();`;
+
+// Page-side helpers: they run in the page, typed loosely (this project compiles without the DOM library).
+type PageElement = {
+  tagName: string;
+  options?: ArrayLike<PageOption>;
+  value?: unknown;
+  isContentEditable?: boolean;
+  setSelectionRange?: (start: number, end: number) => void;
+  ownerDocument: { activeElement: unknown; getSelection(): { selectAllChildren(n: unknown): void; collapseToEnd(): void } | null };
+  contains(o: unknown): boolean;
+  shadowRoot: { activeElement: unknown } | null;
+};
+type PageOption = { label: string; textContent: string | null; value: string };
+
+/** The value of the option labelled `label` in a <select> (null when none). */
+const FIND_OPTION = (el: PageElement, label: string): string | null => {
+  if (el.tagName !== 'SELECT' || !el.options) throw new Error(`not a <select> element but <${el.tagName.toLowerCase()}>`);
+  const norm = (s: string) => s.replace(/\s+/g, ' ').trim();
+  const want = norm(label);
+  const options = Array.from(el.options);
+  const o =
+    options.find((x) => norm(x.label) === want || norm(x.textContent ?? '') === want) ??
+    options.find((x) => norm(x.label).toLowerCase() === want.toLowerCase());
+  return o ? o.value : null;
+};
+
+/**
+ * Whether the element (or something inside it) has the focus, after focus(); a focused text field gets its caret
+ * at the end so typing appends (focus() alone leaves it at the start). `end: false`: the field has no selection
+ * API (email, number inputs), press End instead.
+ */
+const FOCUS_END = (el: PageElement): { focused: boolean; end: boolean } => {
+  const doc = el.ownerDocument;
+  const a = doc.activeElement;
+  const focused = !!a && (a === el || el.contains(a) || (el.shadowRoot !== null && !!el.shadowRoot.activeElement));
+  if (a !== el) return { focused, end: true };
+  try {
+    if (typeof el.value === 'string' && el.setSelectionRange) el.setSelectionRange(el.value.length, el.value.length);
+    else if (el.isContentEditable) {
+      const sel = doc.getSelection();
+      if (sel) {
+        sel.selectAllChildren(el);
+        sel.collapseToEnd();
+      }
+    }
+    return { focused, end: true };
+  } catch {
+    return { focused, end: el.tagName !== 'INPUT' };
+  }
+};
+
+const MODIFIERS: Record<string, string> = {
+  ctrl: 'Control',
+  control: 'Control',
+  cmd: 'Meta',
+  command: 'Meta',
+  meta: 'Meta',
+  super: 'Meta',
+  win: 'Meta',
+  alt: 'Alt',
+  option: 'Alt',
+  shift: 'Shift',
+  controlormeta: process.platform === 'darwin' ? 'Meta' : 'Control',
+};
+const KEY_NAMES: Record<string, string> = Object.fromEntries(
+  [
+    'Enter', 'Escape', 'Tab', 'Backspace', 'Delete', 'Insert', 'Home', 'End', 'PageUp', 'PageDown',
+    'ArrowUp', 'ArrowDown', 'ArrowLeft', 'ArrowRight', 'Space', 'CapsLock', 'ContextMenu',
+    ...Array.from({ length: 12 }, (_, i) => `F${i + 1}`),
+  ].map((k) => [k.toLowerCase(), k]),
+);
+Object.assign(KEY_NAMES, { esc: 'Escape', return: 'Enter', del: 'Delete', up: 'ArrowUp', down: 'ArrowDown', left: 'ArrowLeft', right: 'ArrowRight', pgup: 'PageUp', pgdn: 'PageDown' });
+
+/** `ctrl+shift+enter` → [Control, Shift, Enter]; a lone `+` (or a trailing `++`) is the plus key. */
+function splitKey(key: string): { modifiers: string[]; key: string } {
+  const parts: string[] = [];
+  let rest = key.trim();
+  while (rest) {
+    const i = rest.indexOf('+', 1);
+    if (i < 0) {
+      parts.push(rest);
+      break;
+    }
+    parts.push(rest.slice(0, i));
+    rest = rest.slice(i + 1);
+  }
+  const last = parts.pop();
+  if (last === undefined) throw new Error('empty key');
+  const modifiers = parts.map((p) => MODIFIERS[p.trim().toLowerCase()] ?? p.trim());
+  const lower = last.trim().toLowerCase();
+  return { modifiers, key: MODIFIERS[lower] ?? KEY_NAMES[lower] ?? (last.trim() || last) };
+}
+
+/**
+ * Puts every request of the browser through `filter` on a browser-level CDP session (Fetch domain, request
+ * stage): pages, popups, frames, workers and each hop of a redirect. A filter that throws or rejects blocks.
+ */
+async function guardRequests(session: CDPSession, filter: NonNullable<LaunchOptions['filter']>): Promise<void> {
+  session.on('Fetch.requestPaused', (e) => {
+    void (async () => {
+      let reason: string | undefined | null;
+      try {
+        reason = await filter(e.request.url, e.resourceType.toLowerCase());
+      } catch (err) {
+        reason = `the request filter failed: ${err instanceof Error ? err.message : String(err)}`;
+      }
+      const blocked = reason !== undefined && reason !== null;
+      await (blocked
+        ? session.send('Fetch.failRequest', { requestId: e.requestId, errorReason: 'BlockedByClient' })
+        : session.send('Fetch.continueRequest', { requestId: e.requestId })
+      ).catch(() => undefined); // the browser or the request went away meanwhile
+    })();
+  });
+  await session.send('Fetch.enable', { patterns: [{ urlPattern: '*', requestStage: 'Request' }] });
+}
+
+function puppeteerViewport(v: Viewport): PuppeteerViewport {
+  return { width: v.width, height: v.height, deviceScaleFactor: v.deviceScaleFactor, isMobile: v.isMobile, hasTouch: v.hasTouch };
+}
+
+/**
+ * After a navigation failed at the network level (blocked, refused, unresolvable), Chromium commits its error page
+ * a moment later; waiting for it (at most a second) keeps that late commit from interrupting the next navigation.
+ */
+async function settleAfterFailedNavigation(e: unknown, currentUrl: () => string): Promise<void> {
+  if (!/net::ERR_(?!ABORTED)/.test(e instanceof Error ? e.message : String(e))) return;
+  const deadline = Date.now() + 1000;
+  while (Date.now() < deadline && !currentUrl().startsWith('chrome-error:')) await new Promise((r) => setTimeout(r, 20));
+}
+
+function safely(fn: () => void): void {
+  try {
+    fn();
+  } catch {
+    // a listener's failure must not break the browser's event stream
+  }
+}
+
+/** puppeteer.connect options of a CDP endpoint: a browser WebSocket endpoint or the DevTools HTTP server. */
+function connectTarget(endpoint: string | undefined): Pick<ConnectOptions, 'browserWSEndpoint' | 'browserURL'> {
+  const ep = endpoint?.trim();
+  if (!ep) throw new Error('engineC needs a CDP endpoint: set browserCdpEndpoint (e.g. http://127.0.0.1:9222 or ws://127.0.0.1:9222/devtools/browser/<id>).');
+  if (/^wss?:\/\//i.test(ep)) return { browserWSEndpoint: ep };
+  if (/^https?:\/\//i.test(ep)) return { browserURL: ep };
+  throw new Error(`Not a CDP endpoint: ${ep.slice(0, 200)} (give ws://, wss://, http:// or https://).`);
+}
+
+export async function launchPuppeteer(opts: LaunchOptions): Promise<BrowserDriver> {
+  const remote = opts.engine === 'engineC';
+  let browser: Browser;
+  if (remote) {
+    browser = await puppeteer.connect({ ...connectTarget(opts.endpoint), defaultViewport: puppeteerViewport(opts.viewport) });
+  } else {
+    const executablePath = opts.executablePath;
+    if (!executablePath) {
+      throw new Error(`${opts.engine} needs a Chromium executable: set browserExecutablePath (Keel never downloads a browser).`);
+    }
+    if (opts.profileDir) await mkdir(opts.profileDir, { recursive: true, mode: 0o700 });
+    const isRoot = process.getuid?.() === 0;
+    const launchOptions: PuppeteerLaunchOptions = {
+      executablePath,
+      headless: opts.headless,
+      ...(opts.profileDir ? { userDataDir: opts.profileDir } : {}),
+      args: [...new Set([...BASE_ARGS, ...(opts.args ?? []), ...(isRoot ? ['--no-sandbox'] : [])])],
+      defaultViewport: puppeteerViewport(opts.viewport),
+      // no "controlled by automated software" flag (and navigator.webdriver stays false)
+      ignoreDefaultArgs: ['--enable-automation'],
+      // CDP over a pipe: no DevTools port other local processes could connect to
+      pipe: true,
+      // Keel shuts the browser down itself; puppeteer's handlers would exit the process on a signal
+      handleSIGINT: false,
+      handleSIGTERM: false,
+      handleSIGHUP: false,
+      timeout: Math.max(30_000, opts.timeoutMs),
+    };
+    browser = await puppeteer.launch(launchOptions).catch((e: unknown) => {
+      const msg = e instanceof Error ? e.message : String(e);
+      // the same wording as Chromium's own (and engineA's) error, so callers recognise a profile in use
+      if (/already running for/i.test(msg)) throw new Error(`Failed to create a ProcessSingleton: the profile ${opts.profileDir} is in use by another browser. ${msg}`);
+      throw e;
+    });
+    if (opts.filter) {
+      try {
+        await guardRequests(await browser.target().createCDPSession(), opts.filter);
+      } catch (e) {
+        await browser.close().catch(() => undefined);
+        throw e;
+      }
+    }
+  }
+
+  let alive = true;
+  let closing: Promise<void> | undefined;
+  const reported = new WeakSet<HTTPRequest>();
+  browser.on('disconnected', () => {
+    alive = false;
+  });
+
+  const onRequest = (req: HTTPRequest) => {
+    if (req.isInterceptResolutionHandled()) return;
+    void (async () => {
+      let reason: string | undefined | null;
+      try {
+        reason = await opts.filter!(req.url(), req.resourceType());
+      } catch (e) {
+        reason = `the request filter failed: ${e instanceof Error ? e.message : String(e)}`;
+      }
+      try {
+        if (reason !== undefined && reason !== null) await req.abort('blockedbyclient');
+        else await req.continue();
+      } catch {
+        // the page went away, or the request was already handled
+      }
+    })();
+  };
+
+  /** Interception (engineC), init scripts and timeouts of a page (the driver's, or a popup it opened). */
+  const prepare = async (p: Page) => {
+    p.setDefaultTimeout(opts.timeoutMs);
+    p.setDefaultNavigationTimeout(opts.timeoutMs);
+    if (opts.filter && remote) {
+      p.on('request', onRequest);
+      await p.setRequestInterception(true);
+    }
+    await p.setBypassServiceWorker(true);
+    await p.evaluateOnNewDocument(NO_SERVICE_WORKERS);
+    if (opts.initScript) await p.evaluateOnNewDocument(opts.initScript);
+  };
+
+  let page: Page;
+  try {
+    page = remote ? await browser.newPage() : ((await browser.pages())[0] ?? (await browser.newPage()));
+    if (opts.viewport.userAgent) await page.setUserAgent({ userAgent: opts.viewport.userAgent });
+    await prepare(page);
+  } catch (e) {
+    await (remote ? browser.disconnect() : browser.close()).catch(() => undefined);
+    throw e;
+  }
+
+  const reportXhr = (req: HTTPRequest, status: number | undefined) => {
+    if (!opts.onXhr || reported.has(req) || !XHR_TYPES.has(req.resourceType())) return;
+    reported.add(req);
+    const r = { method: req.method(), url: req.url(), resourceType: req.resourceType(), ...(status !== undefined ? { status } : {}) };
+    safely(() => opts.onXhr!(r));
+  };
+  if (opts.onConsole) {
+    const onConsole = opts.onConsole;
+    page.on('console', (m) => {
+      const url = m.location().url;
+      safely(() => onConsole({ type: m.type(), text: m.text(), ...(url ? { url } : {}) }));
+    });
+    page.on('pageerror', (e) => {
+      const url = page.url();
+      safely(() => onConsole({ type: 'error', text: e instanceof Error ? e.message : String(e), ...(url ? { url } : {}) }));
+    });
+  }
+  if (opts.onXhr) {
+    page.on('response', (res) => reportXhr(res.request(), res.status()));
+    page.on('requestfailed', (req) => reportXhr(req, undefined));
+  }
+  page.on('close', () => {
+    alive = false;
+  });
+  page.on('error', () => {
+    alive = false; // the page crashed
+  });
+  page.on('popup', (p) => {
+    // A popup leaves the driver's page in the background, hidden: no animation frames, so element operations would
+    // wait forever for it to be "stable". The driver's page comes back to the front (the popup stays open behind).
+    void page.bringToFront().catch(() => undefined);
+    // engineC: the popup gets the same interception (best effort: its very first request can precede it).
+    if (p && remote) void prepare(p).catch(() => undefined);
+  });
+
+  /** Whether the page has a history entry to go back to (the blank page the browser started with does not count). */
+  let session: Promise<CDPSession> | undefined;
+  const canGoBack = async () => {
+    if (!session) {
+      const created = page.createCDPSession();
+      session = created;
+      created.catch(() => {
+        if (session === created) session = undefined;
+      });
+    }
+    const h = await (await session).send('Page.getNavigationHistory');
+    const prev = h.entries[h.currentIndex - 1];
+    return !!prev && prev.url !== 'about:blank';
+  };
+  const nav = (r: { status(): number } | null): NavigationResult => ({ url: page.url(), ...(r ? { status: r.status() } : {}) });
+  const t = (ms?: number) => ms ?? opts.timeoutMs;
+
+  const driver: BrowserDriver = {
+    engine: opts.engine,
+    async goto(url, timeoutMs) {
+      try {
+        return nav(await page.goto(url, { waitUntil: 'load', timeout: t(timeoutMs) }));
+      } catch (e) {
+        await settleAfterFailedNavigation(e, () => page.url());
+        throw e;
+      }
+    },
+    async back(timeoutMs) {
+      if (!(await canGoBack())) return undefined;
+      const before = page.url();
+      const r = await page.goBack({ waitUntil: 'load', timeout: t(timeoutMs) });
+      if (!r && page.url() === before) return undefined;
+      return nav(r);
+    },
+    async reload(timeoutMs) {
+      return nav(await page.reload({ waitUntil: 'load', timeout: t(timeoutMs) }));
+    },
+    url: () => page.url(),
+    title: () => page.title(),
+    async evaluate<T = unknown>(fn: string, arg?: unknown): Promise<T> {
+      // an expression built here and evaluated over CDP: no eval() in the page, so a page's CSP does not stop it
+      const call = `(${fn}\n)(${arg === undefined ? '' : JSON.stringify(arg)})`;
+      return (await page.evaluate(call)) as T;
+    },
+    async click(selector, timeoutMs) {
+      await page.locator(selector).setTimeout(t(timeoutMs)).click();
+    },
+    async type(selector, text, delayMs, timeoutMs) {
+      const h = await page.locator(selector).setTimeout(t(timeoutMs)).waitHandle();
+      try {
+        await h.focus();
+        let f = await h.evaluate(FOCUS_END).catch(() => ({ focused: false, end: true }));
+        if (!f.focused) {
+          // not focusable itself (a wrapper around the field?): a click puts the focus where a user's would go
+          await h.click();
+          f = await h.evaluate(FOCUS_END).catch(() => ({ focused: true, end: true }));
+        }
+        if (!f.end) await page.keyboard.press('End');
+        await page.keyboard.type(text, { delay: delayMs ?? 0 });
+      } finally {
+        await h.dispose().catch(() => undefined);
+      }
+    },
+    async press(key) {
+      const k = splitKey(key);
+      const down: string[] = [];
+      try {
+        for (const m of k.modifiers) {
+          await page.keyboard.down(m as KeyInput);
+          down.push(m);
+        }
+        await page.keyboard.press(k.key as KeyInput);
+      } finally {
+        for (const m of down.reverse()) await page.keyboard.up(m as KeyInput).catch(() => undefined);
+      }
+    },
+    async hover(selector, timeoutMs) {
+      await page.locator(selector).setTimeout(t(timeoutMs)).hover();
+    },
+    async select(selector, label, timeoutMs) {
+      const h = await page.waitForSelector(selector, { timeout: t(timeoutMs) });
+      if (!h) return [];
+      try {
+        const value = await h.evaluate(FIND_OPTION, label);
+        if (value === null) return [];
+        return await h.select(value);
+      } finally {
+        await h.dispose().catch(() => undefined);
+      }
+    },
+    async waitFor(selector, timeoutMs) {
+      const h = await page.waitForSelector(selector, { timeout: timeoutMs });
+      await h?.dispose().catch(() => undefined);
+    },
+    async screenshot({ fullPage, path }) {
+      await mkdir(dirname(path), { recursive: true });
+      await page.screenshot({ path: path as `${string}.png`, fullPage, type: 'png' });
+    },
+    async setViewport(v) {
+      if (v.userAgent) await page.setUserAgent({ userAgent: v.userAgent });
+      // puppeteer applies touch emulation itself and reloads the page when the mobile or touch mode changes
+      await page.setViewport(puppeteerViewport(v));
+    },
+    raw: () => ({ page, browser }),
+    connected: () => alive && !closing && browser.connected,
+    close() {
+      closing ??= (async () => {
+        alive = false;
+        if (remote) {
+          await page.close().catch(() => undefined);
+          await browser.disconnect().catch(() => undefined);
+          return;
+        }
+        try {
+          await browser.close();
+        } catch {
+          try {
+            browser.process()?.kill('SIGKILL');
+          } catch {
+            // already gone
+          }
+        }
+      })();
+      return closing;
+    },
+  };
+  return driver;
+}
