@@ -52,14 +52,34 @@ export interface QueueApi {
   counts(): { pending: number; completed: number; failed: number };
 }
 
+/**
+ * Options of `ctx.skills.register`.
+ *
+ * @example
+ * ctx.skills.register('send_x', handler, { available: () => (token() ? true : 'xToken is not set') });
+ */
+export interface SkillRegisterOptions {
+  /** True when the skill can work now, else why not; checked each time the skills are listed. */
+  available?: () => true | string;
+}
+
 /** Skill operations a plugin may use. */
 export interface SkillsApi {
-  /** Attach the handler for a skill that this plugin's manifest declares. */
-  register(name: string, handler: SkillHandler<any>): void;
+  /**
+   * Attach the handler for a skill that this plugin's manifest declares. `opts.available` says whether the skill
+   * can work right now (true) or why not (a message); while it cannot, `list()` leaves it out, so the agent's
+   * catalogue does not offer it. Calling it still runs the handler, which should answer with that message.
+   *
+   * @example
+   * ctx.skills.register('web_search', search, {
+   *   available: () => (ctx.config.get('searchAApiKey') ? true : 'no searchAApiKey or searchBApiKey is set'),
+   * });
+   */
+  register(name: string, handler: SkillHandler<any>, opts?: SkillRegisterOptions): void;
   /** The one path to a skill: schema check, policy, hooks, timing. */
   execute(name: string, args: unknown, actor: Actor, opts?: { action?: Action; signal?: AbortSignal }): Promise<SkillResult>;
-  /** Manifests of every available skill. */
-  list(): Array<SkillManifest & { plugin: string }>;
+  /** Manifests of every available skill (`includeUnavailable`: also those whose `available` says no). */
+  list(opts?: { includeUnavailable?: boolean }): Array<SkillManifest & { plugin: string }>;
 }
 
 /** Configuration a plugin may read and change (changes go through the policy classes). */
@@ -228,7 +248,8 @@ export interface WebCapability {
   /**
    * Resolves a host name (or takes an IP literal) and says why it must not be reached (`"127.0.0.1 is loopback"`),
    * or undefined when every address it resolves to is public. The same rule as the web plugin's fetches; it
-   * ignores webAllowPrivateNetwork (the caller has its own setting). A name that does not resolve is refused.
+   * honours webAllowPrivateNetwork (undefined for every host when it is true), so the browser and http_fetch share
+   * one switch. A name that does not resolve is refused.
    */
   checkHost?(host: string): Promise<string | undefined>;
 }

@@ -3,12 +3,23 @@
  * read from the configuration at every call, so a changed key applies to the next fetch.
  */
 import { definePlugin, type ConfigView, type WebCapability } from '../../sdk/index.js';
-import manifest, { DEFAULT_USER_AGENT } from './manifest.js';
+import manifest, { DEFAULT_MAX_RESULTS, DEFAULT_USER_AGENT } from './manifest.js';
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import { blockedReason } from './src/address.js';
 import { extractArticle, stripHtmlNoise } from './src/extract.js';
 import { guardedFetch, WebFetchError, type FetchSettings } from './src/fetch.js';
+import { activeProviders, noKeyMessage, renderSearch, search, SearchCache, SearchError, type SearchProvider, type SearchSettings } from './src/search.js';
+
+function searchSettings(config: ConfigView): SearchSettings {
+  const order = config.get<SearchProvider[] | undefined>('searchProviderOrder');
+  return {
+    keys: { searchA: config.get<string>('searchAApiKey') || undefined, searchB: config.get<string>('searchBApiKey') || undefined },
+    baseUrls: { searchA: config.get<string>('searchABaseUrl') || 'https://google.serper.dev', searchB: config.get<string>('searchBBaseUrl') || 'https://api.search.brave.com' },
+    order: Array.isArray(order) && order.length ? order : ['searchA', 'searchB'],
+    timeoutMs: config.get<number>('searchTimeoutMs') ?? 8000,
+  };
+}
 
 function settings(config: ConfigView): FetchSettings {
   return {
@@ -35,6 +46,8 @@ export default definePlugin({
       fetch: (url, opts = {}) => guardedFetch(url, settings(ctx.config), opts),
       extract: (html, url) => extractArticle(html, url),
       checkHost: async (host) => {
+        // the same key as http_fetch: one switch opens (or keeps closed) every way Keel reaches the network
+        if (settings(ctx.config).allowPrivate) return undefined;
         const bare = host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
         if (isIP(bare)) {
           const why = blockedReason(bare);
@@ -92,6 +105,26 @@ export default definePlugin({
         ...(r.truncated ? { truncated: true } : {}),
       };
     });
+    const cache = new SearchCache();
+    ctx.skills.register(
+      'web_search',
+      async (args: { query: string; maxResults?: number }, call) => {
+        const s = searchSettings(ctx.config);
+        const providers = activeProviders(s);
+        if (providers.length === 0) throw new SearchError('KEEL_E_PLUGIN_ENVIRONMENT', noKeyMessage());
+        const max = args.maxResults ?? DEFAULT_MAX_RESULTS;
+        const ttl = (ctx.config.get<number>('searchCacheSeconds') ?? 300) * 1000;
+        const key = JSON.stringify([providers, args.query.trim().toLowerCase(), max]);
+        const cached = ttl > 0 ? cache.get(key, ttl) : undefined;
+        if (cached) return cached;
+        const out = await search(args.query, max, s, AbortSignal.any([call.signal, ctx.signal]));
+        const text = renderSearch(args.query, out);
+        // a partial answer (one provider failed) is not kept: the next call may get both
+        if (ttl > 0 && out.failed.length === 0) cache.set(key, text);
+        return text;
+      },
+      { available: () => (activeProviders(searchSettings(ctx.config)).length > 0 ? true : noKeyMessage()) },
+    );
     return {};
   },
 });

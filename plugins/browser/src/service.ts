@@ -12,7 +12,7 @@ import { BlankPageBreaker, MAX_RECOVERY } from './breaker.js';
 import { BASE_ARGS, launch, type BrowserDriver, type EngineId, type Viewport } from './driver.js';
 import { MAX_ELEMENTS, MAX_TEXT, SNAPSHOT_SCRIPT, type PageSnapshot } from './snapshot.js';
 import { DESKTOP, MOBILE, STEALTH_SCRIPT } from './stealth.js';
-import { isTracker } from './trackers.js';
+import { trackerOf } from './trackers.js';
 
 export const EXECUTABLE_CANDIDATES = ['/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome-stable', '/usr/bin/google-chrome', '/snap/bin/chromium'];
 const RING = 50;
@@ -119,7 +119,7 @@ export class BrowserService {
   // ------------------------------------------------------------------ request filter
 
   /** Why a request must not leave the browser, or undefined. Fails closed. */
-  async refusal(url: string): Promise<string | undefined> {
+  async refusal(url: string, resourceType = 'other'): Promise<string | undefined> {
     let u: URL;
     try {
       u = new URL(url);
@@ -129,7 +129,7 @@ export class BrowserService {
     const scheme = u.protocol.slice(0, -1);
     if (scheme === 'data' || scheme === 'blob' || (scheme === 'about' && u.href === 'about:blank')) return undefined;
     if (!['http', 'https', 'ws', 'wss'].includes(scheme)) return `the ${scheme}: scheme is not allowed`;
-    if (this.get('browserBlockTrackers', true) && isTracker(url)) return 'tracker';
+    if (this.get('browserBlockTrackers', true) && (await trackerOf(url, resourceType, this.lastUrl))) return 'tracker';
     if (this.get('browserAllowPrivateNetwork', false)) return undefined;
     const host = u.hostname;
     const cached = this.hostVerdicts.get(host);
