@@ -14,27 +14,32 @@ import {
 } from '../../sdk/index.js';
 import manifest, { DEFAULT_SCROLL_PX, DEFAULT_TIMEOUT_MS, SLOW_TYPING_MS } from './manifest.js';
 import { DETECT_CAPTCHA, INJECT_TOKEN, solveCaptcha, type CaptchaFound } from './src/captcha.js';
-import type { EngineId } from './src/driver.js';
-import { BrowserError, BrowserService } from './src/service.js';
-import { renderSnapshot, selectorOf } from './src/snapshot.js';
+import type { EngineId, Target } from './src/driver.js';
+import { BrowserError, BrowserService, CRASH_MESSAGE } from './src/service.js';
 
-/** What an element is, for confirmations (and to tell "not found" apart). */
+/** What an element is, for confirmations (and to tell "not found" apart): a CSS selector in the top document. */
 const DESCRIBE = String.raw`(sel) => {
   let el;
   try { el = document.querySelector(sel); } catch (e) { return { error: 'invalid selector: ' + e.message }; }
   if (!el) return null;
   const text = String(el.innerText || el.value || el.getAttribute('aria-label') || el.getAttribute('placeholder') || '').replace(/\s+/g, ' ').trim().slice(0, 80);
-  return { tag: el.tagName.toLowerCase(), text, ...(el.getAttribute('href') ? { href: el.getAttribute('href') } : {}), ...(el.id ? { id: el.id } : {}) };
+  return { tag: el.tagName.toLowerCase(), text, ...(el.getAttribute('href') ? { href: el.getAttribute('href') } : {}) };
 }`;
 
 const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '[::1]', '::1']);
 
-function notFound(what: string | number): BrowserError {
+function notFound(what: string): BrowserError {
   return new BrowserError(
-    `Element not found: ${typeof what === 'number' ? `[${what}] (the numbers come from the last snapshot; take a new one with browser_examine_page)` : what}. ` +
-      'The selector may not match, or the element is not loaded yet: examine the page (browser_examine_page), then wait for the element (browser_wait_for).',
+    `Element not found: ${what}. Cause: selector mismatch or element not yet loaded. Examine the page (browser_examine_page), then wait for the element (browser_wait_for).`,
     'KEEL_E_BROWSER_NOT_FOUND',
   );
+}
+
+/** A snapshot number given as a number or as "3" / "[3]". */
+function refOf(v: string | number): number | undefined {
+  if (typeof v === 'number') return v;
+  const m = /^\s*\[?(\d+)\]?\s*$/.exec(v);
+  return m ? Number(m[1]) : undefined;
 }
 
 function jsonOf(v: unknown): string {
@@ -46,6 +51,8 @@ function jsonOf(v: unknown): string {
   }
 }
 
+const firstLine = (e: unknown) => (e instanceof Error ? e.message.split('\n')[0]! : String(e));
+
 export default definePlugin({
   manifest,
   setup(ctx) {
@@ -53,17 +60,42 @@ export default definePlugin({
     const isAdmin = (call: SkillCallContext) => ctx.use<PolicyCapability>('kernel:policy')?.isAdmin(call.actor) === true;
     const timeout = () => svc.timeoutMs();
 
-    /** Resolves a selector or snapshot number to an element that exists now (CSS selectors are waited for). */
-    const element = async (target: string | number) => {
+    /**
+     * Every skill goes through here: a browser that died is reported with SPEC's cause (and the next call starts a
+     * fresh one); a result after a crash says the browser was restarted.
+     */
+    const skill = <A,>(name: string, fn: (args: A, call: SkillCallContext) => Promise<string>) => {
+      ctx.skills.register(name, async (args: A, call: SkillCallContext) => {
+        if (name !== 'browser_examine_page') svc.resetContinuation();
+        try {
+          const out = await fn(args, call);
+          if (svc.crashed) {
+            svc.crashed = false;
+            return `(${CRASH_MESSAGE.replace('The next browser skill starts', 'Keel started')})\n${out}`;
+          }
+          return out;
+        } catch (e) {
+          if (svc.dead()) throw new BrowserError(CRASH_MESSAGE, 'KEEL_E_BROWSER_CRASHED');
+          throw e;
+        }
+      });
+    };
+
+    /** A selector or snapshot number → what the engine acts on, with a description; refs are re-resolved first. */
+    const element = async (given: string | number) => {
       const d = await svc.page();
-      const sel = selectorOf(target);
-      const isRef = sel.startsWith('[data-keel-ref=');
-      if (!isRef) await d.waitFor(sel, timeout()).catch(() => undefined);
-      const info = await d.evaluate<{ tag: string; text: string; href?: string; id?: string; error?: string } | null>(DESCRIBE, sel);
+      const ref = refOf(given);
+      if (ref !== undefined) {
+        const { fp, moved } = await svc.resolveRef(d, ref);
+        const label = `[${ref}] ${fp.kind} "${fp.label}"${moved ? ' (found again after the page re-rendered)' : ''}`;
+        return { d, target: { ref, frames: fp.frames } as Target, label };
+      }
+      const sel = String(given);
+      await d.waitFor(sel, timeout()).catch(() => undefined);
+      const info = await d.evaluate<{ tag: string; text: string; href?: string; error?: string } | null>(DESCRIBE, sel).catch(() => null);
       if (info?.error) throw new BrowserError(`Invalid CSS selector ${sel}: ${info.error}`, 'KEEL_E_BROWSER_BAD_SELECTOR');
-      if (!info) throw notFound(typeof target === 'number' || isRef ? Number(/\d+/.exec(sel)![0]) : sel);
-      const label = `${info.tag}${info.text ? ` "${info.text}"` : ''}${info.href ? ` (href=${info.href})` : ''}`;
-      return { d, sel, label };
+      if (!info) throw notFound(sel);
+      return { d, target: sel as Target, label: `${info.tag}${info.text ? ` "${info.text}"` : ''}${info.href ? ` (href=${info.href})` : ''}` };
     };
     const requirePage = () => {
       if (!svc.lastUrl) throw new BrowserError('No page is open yet: open one with browser_navigate first.', 'KEEL_E_BROWSER_NO_PAGE');
@@ -76,24 +108,17 @@ export default definePlugin({
       if (x.length) out.push('', `XHR/fetch requests (${x.length} latest):`, ...x.map((r) => `- ${r.method} ${r.url.slice(0, 300)} -> ${r.status ?? 'failed'}`));
       return out;
     };
+    const report = (first: string, lines: string[], d: { url(): string }) => [first, ...lines, `Now at ${d.url()}.`].join('\n');
 
-    ctx.skills.register('browser_navigate', async ({ url }: { url: string }) => {
-      const r = await svc.navigate(url);
-      return [
-        `[untrusted page content from ${r.snapshot.url}]`,
-        ...(r.status !== undefined ? [`Status: ${r.status}`] : []),
-        ...(r.note ? [`Note: ${r.note}`] : []),
-        renderSnapshot(r.snapshot),
-      ].join('\n');
-    });
+    skill('browser_navigate', async ({ url }: { url: string }) => (await svc.navigate(url)).text);
 
-    ctx.skills.register('browser_examine_page', async () => {
+    skill('browser_examine_page', async () => {
       requirePage();
       const snap = await svc.snapshot();
-      return [`[untrusted page content from ${snap.url}]`, renderSnapshot(snap), ...recent()].join('\n');
+      return [`[untrusted page content from ${snap.url}]`, svc.render(snap, [], true), ...recent()].join('\n');
     });
 
-    ctx.skills.register('browser_back', async () => {
+    skill('browser_back', async () => {
       requirePage();
       const d = await svc.page();
       const r = await d.back(timeout());
@@ -102,52 +127,52 @@ export default definePlugin({
       return `Went back. Now at ${r.url}.`;
     });
 
-    ctx.skills.register('browser_click', async ({ selector_or_ref }: { selector_or_ref: string | number }) => {
+    skill('browser_click', async ({ selector_or_ref }: { selector_or_ref: string | number }) => {
       requirePage();
-      const { d, sel, label } = await element(selector_or_ref);
-      await d.click(sel, timeout());
-      // A click that navigates: give the new document a moment to load before reporting where we are.
-      await new Promise((r) => setTimeout(r, 150));
-      svc.lastUrl = d.url();
-      return `Clicked ${label}. Now at ${d.url()}.`;
+      const { d, target, label } = await element(selector_or_ref);
+      const { lines } = await svc.act(d, () => d.click(target, timeout()));
+      return report(`Clicked ${label}.`, lines, await svc.page());
     });
 
-    ctx.skills.register('browser_type', async (args: { selector_or_ref: string | number; text: string; slow?: boolean }) => {
+    skill('browser_type', async (args: { selector_or_ref: string | number; text: string; slow?: boolean }) => {
       requirePage();
-      const { d, sel, label } = await element(args.selector_or_ref);
-      await d.type(sel, args.text, args.slow ? SLOW_TYPING_MS : 0, timeout());
-      return `Typed ${args.text.length} character(s) into ${label}${args.slow ? ' (slowly, 100 ms per character)' : ''}.`;
+      const { d, target, label } = await element(args.selector_or_ref);
+      const { lines } = await svc.act(d, () => d.type(target, args.text, args.slow ? SLOW_TYPING_MS : 0, timeout()));
+      return report(`Typed ${args.text.length} character(s) into ${label}${args.slow ? ' (slowly, 100 ms per character)' : ''}.`, lines, await svc.page());
     });
 
-    ctx.skills.register('browser_press', async ({ key }: { key: string }) => {
+    skill('browser_press', async ({ key }: { key: string }) => {
       requirePage();
       const d = await svc.page();
-      await d.press(key).catch((e: unknown) => {
-        throw new BrowserError(`Cannot press "${key}": ${e instanceof Error ? e.message.split('\n')[0] : String(e)}. Use a key name such as Enter, Escape, Tab, ArrowUp, or a combination such as Control+C.`, 'KEEL_E_BROWSER_BAD_KEY');
-      });
-      await new Promise((r) => setTimeout(r, 100));
-      svc.lastUrl = d.url();
-      return `Pressed ${key}. Now at ${d.url()}.`;
+      const { lines } = await svc.act(d, () =>
+        d.press(key).catch((e: unknown) => {
+          throw new BrowserError(`Cannot press "${key}": ${firstLine(e)}. Use a key name such as Enter, Escape, Tab, ArrowUp, or a combination such as Control+C.`, 'KEEL_E_BROWSER_BAD_KEY');
+        }),
+      );
+      return report(`Pressed ${key}.`, lines, await svc.page());
     });
 
-    ctx.skills.register('browser_hover', async ({ selector }: { selector: string }) => {
+    skill('browser_hover', async ({ selector }: { selector: string }) => {
       requirePage();
-      const { d, sel, label } = await element(selector);
-      await d.hover(sel, timeout());
+      const { d, target, label } = await element(selector);
+      await d.hover(target, timeout());
       return `Hovering over ${label}.`;
     });
 
-    ctx.skills.register('browser_select', async ({ selector, value }: { selector: string; value: string }) => {
+    skill('browser_select', async ({ selector, value }: { selector: string; value: string }) => {
       requirePage();
-      const { d, sel, label } = await element(selector);
-      const picked = await d.select(sel, value, timeout()).catch((e: unknown) => {
-        throw new BrowserError(`Cannot select "${value}" in ${label}: ${e instanceof Error ? e.message.split('\n')[0] : String(e)}. Give the option's visible label.`, 'KEEL_E_BROWSER_NOT_FOUND');
+      const { d, target, label } = await element(selector);
+      let picked: string[] = [];
+      const { lines } = await svc.act(d, async () => {
+        picked = await d.select(target, value, timeout()).catch((e: unknown) => {
+          throw new BrowserError(`Cannot select "${value}" in ${label}: ${firstLine(e)}. Give the option's visible label.`, 'KEEL_E_BROWSER_NOT_FOUND');
+        });
       });
       if (picked.length === 0) throw new BrowserError(`No option labelled "${value}" in ${label}.`, 'KEEL_E_BROWSER_NOT_FOUND');
-      return `Selected "${value}" in ${label} (value ${picked.join(', ')}).`;
+      return report(`Selected "${value}" in ${label} (value ${picked.join(', ')}).`, lines, await svc.page());
     });
 
-    ctx.skills.register('browser_scroll', async ({ direction, amount }: { direction: 'up' | 'down'; amount?: number }) => {
+    skill('browser_scroll', async ({ direction, amount }: { direction: 'up' | 'down'; amount?: number }) => {
       requirePage();
       const d = await svc.page();
       const px = Math.round(amount ?? DEFAULT_SCROLL_PX);
@@ -158,7 +183,7 @@ export default definePlugin({
       return `Scrolled ${direction} ${px} px; now at ${y.y} of ${y.max} px.`;
     });
 
-    ctx.skills.register('browser_wait', async ({ ms }: { ms: number }, call: SkillCallContext) => {
+    skill('browser_wait', async ({ ms }: { ms: number }, call: SkillCallContext) => {
       await new Promise<void>((resolve, reject) => {
         const t = setTimeout(resolve, ms);
         call.signal.addEventListener('abort', () => (clearTimeout(t), reject(new Error('cancelled'))), { once: true });
@@ -166,12 +191,12 @@ export default definePlugin({
       return `Waited ${ms} ms.`;
     });
 
-    ctx.skills.register('browser_wait_for', async ({ selector, timeout: t }: { selector: string; timeout?: number }) => {
+    skill('browser_wait_for', async ({ selector, timeout: t }: { selector: string; timeout?: number }) => {
       requirePage();
       const d = await svc.page();
       const ms = t ?? DEFAULT_TIMEOUT_MS;
       const started = Date.now();
-      await d.waitFor(selectorOf(selector), ms).catch(() => {
+      await d.waitFor(selector, ms).catch(() => {
         throw new BrowserError(`Timed out after ${ms} ms waiting for ${selector}: it did not appear. Examine the page (browser_examine_page) to check the selector.`, 'KEEL_E_BROWSER_TIMEOUT');
       });
       return `${selector} is present (after ${Date.now() - started} ms).`;
@@ -186,12 +211,12 @@ export default definePlugin({
       return path;
     };
 
-    ctx.skills.register('browser_screenshot', async ({ fullPage }: { fullPage?: boolean }) => {
+    skill('browser_screenshot', async ({ fullPage }: { fullPage?: boolean }) => {
       requirePage();
       return screenshot(Boolean(fullPage));
     });
 
-    ctx.skills.register('browser_vision', async ({ prompt }: { prompt?: string }, call: SkillCallContext) => {
+    skill('browser_vision', async ({ prompt }: { prompt?: string }, call: SkillCallContext) => {
       requirePage();
       const llm = ctx.use<LlmCapability>('llm');
       const current = llm?.current();
@@ -215,7 +240,7 @@ export default definePlugin({
       return `[untrusted description of ${svc.lastUrl} (screenshot ${path})]\n${reply.text.trim()}`;
     });
 
-    ctx.skills.register('browser_solve_captcha', async (_args: Record<string, never>, call: SkillCallContext) => {
+    skill('browser_solve_captcha', async (_args: Record<string, never>, call: SkillCallContext) => {
       requirePage();
       const apiKey = String(ctx.config.get('captchaApiKey') ?? '');
       if (!apiKey) throw new BrowserError('No captchaApiKey is set: configure the key of a 2captcha-compatible service (keel config set captchaApiKey ...; the agent may only request it), or use a clean profile.', 'KEEL_E_PLUGIN_ENVIRONMENT');
@@ -228,7 +253,7 @@ export default definePlugin({
       return `Solved the ${found.kind} CAPTCHA in ${Math.round((Date.now() - started) / 1000)} s; the answer was put into ${injected.filled} field(s)${injected.callback ? ` and passed to ${injected.callback}()` : ''}. Submit the form if the page does not continue by itself.`;
     });
 
-    ctx.skills.register('browser_run_js', async ({ script }: { script: string }) => {
+    skill('browser_run_js', async ({ script }: { script: string }) => {
       requirePage();
       const d = await svc.page();
       const fail = (e: unknown): never => {
@@ -243,7 +268,7 @@ export default definePlugin({
       return jsonOf(value);
     });
 
-    ctx.skills.register('browser_run_script', async ({ code }: { code: string }) => {
+    skill('browser_run_script', async ({ code }: { code: string }) => {
       const d = await svc.page();
       const { page, browser } = d.raw();
       const out: string[] = [];
@@ -266,13 +291,13 @@ export default definePlugin({
       return [out.length ? `Output:\n${out.join('\n').slice(0, 20_000)}` : 'Output: (none)', `Result: ${jsonOf(value).slice(0, 20_000)}`].join('\n');
     });
 
-    ctx.skills.register('switch_browser_profile', async ({ profileName, profileDir }: { profileName: string; profileDir?: string }, call: SkillCallContext) => {
+    skill('switch_browser_profile', async ({ profileName, profileDir }: { profileName: string; profileDir?: string }, call: SkillCallContext) => {
       if (profileDir && !isAdmin(call)) throw forbiddenError('Only an admin may give profileDir (a folder of their choice); others pick a profile by name.');
       const path = await svc.switchProfile(profileName, profileDir);
       return `Using browser profile "${profileName}" (${path}); the browser starts on it with the next browser skill.`;
     });
 
-    ctx.skills.register('switch_browser_engine', async ({ engine, endpoint }: { engine: EngineId; endpoint?: string }, call: SkillCallContext) => {
+    skill('switch_browser_engine', async ({ engine, endpoint }: { engine: EngineId; endpoint?: string }, call: SkillCallContext) => {
       if (endpoint) {
         const host = new URL(endpoint).hostname;
         if (!LOOPBACK_HOSTS.has(host) && !isAdmin(call)) throw forbiddenError(`Only an admin may connect the browser to a CDP endpoint on another machine (${host}); a loopback endpoint is open to all.`);
@@ -281,7 +306,7 @@ export default definePlugin({
       return `Switched to ${engine}${engine === 'engineC' ? ` (CDP endpoint ${svc.endpoint()})` : ''}; it starts with the next browser skill.`;
     });
 
-    ctx.skills.register('set_viewport_mode', async ({ mode }: { mode: 'mobile' | 'desktop' }) => {
+    skill('set_viewport_mode', async ({ mode }: { mode: 'mobile' | 'desktop' }) => {
       const v = await svc.setViewportMode(mode);
       return `Viewport ${mode}: ${v.width}x${v.height}, scale ${v.deviceScaleFactor}, ${v.hasTouch ? 'touch on' : 'no touch'}, user agent ${v.userAgent}.`;
     });

@@ -3,6 +3,7 @@
  * (puppeteer-core) or engineC (any browser that speaks CDP, connected over its WebSocket). See docs/browser.md.
  */
 import { Type, type PluginManifest, type SkillManifest } from '../../sdk/index.js';
+import { DEFAULT_SNAPSHOT_TOKENS } from './src/render.js';
 
 export const ENGINES = ['engineA', 'engineB', 'engineC'] as const;
 export const DEFAULT_CDP_ENDPOINT = 'ws://127.0.0.1:9222';
@@ -66,7 +67,7 @@ const manifest: PluginManifest = {
       default: true,
       env: ['KEEL_BROWSER_BLOCK_TRACKERS'],
       policy: 'SAFE',
-      description: 'Block requests to well-known ad and tracker hosts (built-in list, docs/browser.md).',
+      description: "Block ad and analytics requests, from Ghostery's Tracker Database shipped in the @ghostery/trackerdb package (nothing is fetched at run time; docs/browser.md).",
     },
     browserInterceptRequests: {
       schema: Type.Boolean(),
@@ -75,13 +76,20 @@ const manifest: PluginManifest = {
       policy: 'SAFE',
       description: 'Record the XHR/fetch requests pages make (method, URL, status); browser_examine_page lists the latest.',
     },
-    browserAllowPrivateNetwork: {
-      schema: Type.Boolean(),
-      default: false,
-      env: ['KEEL_BROWSER_ALLOW_PRIVATE_NETWORK'],
-      policy: 'LOCKED',
+    browserSnapshotMaxTokens: {
+      schema: Type.Integer({ minimum: 500, maximum: 100_000 }),
+      default: DEFAULT_SNAPSHOT_TOKENS,
+      env: ['KEEL_BROWSER_SNAPSHOT_MAX_TOKENS'],
+      policy: 'SAFE',
       description:
-        'Let the browser load loopback, private, link-local and other non-public addresses (every request of a page is checked, not only the address typed). LOCKED: it opens this machine and its network to whatever a page asks for.',
+        'Most tokens of a page snapshot (estimated at 4 characters a token). The viewport and interactive elements come first; a marker says what was left out, and browser_examine_page again shows the rest.',
+    },
+    browserDialogPolicy: {
+      schema: Type.Union([Type.Literal('accept'), Type.Literal('dismiss')]),
+      default: 'accept',
+      env: ['KEEL_BROWSER_DIALOG_POLICY'],
+      policy: 'SAFE',
+      description: 'What happens to confirm() and prompt() dialogs a page opens (alerts and leave-page dialogs are always accepted); the dialog and its text are reported either way.',
     },
     browserIdleCloseMinutes: {
       schema: Type.Number({ minimum: 0, maximum: 1440 }),

@@ -16,6 +16,17 @@ export interface Viewport {
   userAgent: string;
 }
 
+/** What an element operation acts on: a CSS selector, or a snapshot number inside its frame. */
+export type Target = string | { ref: number; frames: number[] };
+
+/** Something an action caused besides its own effect, reported in the skill's answer. */
+export type SideEffect =
+  | { kind: 'popup'; url: string }
+  | { kind: 'download'; url: string; path: string; size: number }
+  | { kind: 'download-failed'; url: string; reason: string }
+  | { kind: 'dialog'; type: string; message: string; action: 'accepted' | 'dismissed' }
+  | { kind: 'filechooser'; multiple: boolean };
+
 export interface LaunchOptions {
   engine: EngineId;
   /** Chromium executable (engineA, engineB). */
@@ -41,6 +52,14 @@ export interface LaunchOptions {
   initScript?: string;
   /** Extra Chromium arguments. */
   args?: string[];
+  /** Folder downloads are saved in (created when missing). */
+  downloadsDir?: string;
+  /** confirm and prompt dialogs: accepted or dismissed (alerts and beforeunload are always accepted). */
+  dialogPolicy?: 'accept' | 'dismiss';
+  /** Popups (adopted as the driver's page), downloads, dialogs, file choosers. */
+  onEffect?: (e: SideEffect) => void;
+  /** Environment of the browser process (DISPLAY for headful mode). */
+  env?: Record<string, string | undefined>;
 }
 
 export interface NavigationResult {
@@ -63,14 +82,16 @@ export interface BrowserDriver {
    * `arg` (JSON). Resolves with its JSON-serialisable result.
    */
   evaluate<T = unknown>(fn: string, arg?: unknown): Promise<T>;
-  click(selector: string, timeoutMs?: number): Promise<void>;
+  click(target: Target, timeoutMs?: number): Promise<void>;
   /** Types into the element (focused first); `delayMs` between characters. */
-  type(selector: string, text: string, delayMs?: number, timeoutMs?: number): Promise<void>;
+  type(target: Target, text: string, delayMs?: number, timeoutMs?: number): Promise<void>;
   /** A key or a combination such as `Control+C`, `Shift+Enter`. */
   press(key: string): Promise<void>;
-  hover(selector: string, timeoutMs?: number): Promise<void>;
+  hover(target: Target, timeoutMs?: number): Promise<void>;
   /** Selects the option whose visible label is `label`; resolves with the selected values. */
-  select(selector: string, label: string, timeoutMs?: number): Promise<string[]>;
+  select(target: Target, label: string, timeoutMs?: number): Promise<string[]>;
+  /** Downloads started and not finished yet. */
+  pendingDownloads(): number;
   waitFor(selector: string, timeoutMs: number): Promise<void>;
   screenshot(opts: { fullPage: boolean; path: string }): Promise<void>;
   setViewport(v: Viewport): Promise<void>;
@@ -99,3 +120,21 @@ export const BASE_ARGS = [
   '--disable-blink-features=AutomationControlled',
   '--password-store=basic',
 ];
+
+/** A free path under `dir` for a download's suggested name (no folders, no hidden files, `name-2.ext` when taken). */
+export async function downloadPath(dir: string, suggested: string): Promise<string> {
+  const { mkdir, stat } = await import('node:fs/promises');
+  const { basename, extname, join } = await import('node:path');
+  await mkdir(dir, { recursive: true });
+  const clean = basename(suggested || 'download').replace(/[^\w.\- ]+/g, '_').replace(/^\.+/, '').slice(0, 120) || 'download';
+  const ext = extname(clean);
+  const stem = clean.slice(0, clean.length - ext.length);
+  for (let i = 1; ; i++) {
+    const p = join(dir, i === 1 ? clean : `${stem}-${i}${ext}`);
+    const taken = await stat(p).then(
+      () => true,
+      () => false,
+    );
+    if (!taken) return p;
+  }
+}

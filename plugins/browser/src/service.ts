@@ -1,7 +1,8 @@
 /**
  * The browser's state: one browser at a time (started on the first browser skill, closed when idle), its engine,
- * profile and viewport, the last snapshot's numbering, console errors and warnings, recorded XHR/fetch requests,
- * the blank-page circuit breaker, and the request filter (trackers, non-public addresses).
+ * profile and viewport, the last snapshot's refs, console errors and warnings, recorded XHR/fetch requests, side
+ * effects of the running action, the blank-page circuit breaker, and the request filter (trackers, non-public
+ * addresses through the web plugin's checkHost).
  */
 import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
@@ -9,14 +10,19 @@ import { isAbsolute, join, resolve } from 'node:path';
 import type { PluginContext, WebCapability } from '../../../sdk/index.js';
 import { DEFAULT_CDP_ENDPOINT, DEFAULT_TIMEOUT_MS } from '../manifest.js';
 import { BlankPageBreaker, MAX_RECOVERY } from './breaker.js';
-import { BASE_ARGS, launch, type BrowserDriver, type EngineId, type Viewport } from './driver.js';
-import { MAX_ELEMENTS, MAX_TEXT, SNAPSHOT_SCRIPT, type PageSnapshot } from './snapshot.js';
+import { BASE_ARGS, launch, type BrowserDriver, type EngineId, type SideEffect, type Viewport } from './driver.js';
+import { describeMismatch, RESOLVE_SCRIPT, type Fingerprint, type Resolution } from './refs.js';
+import { DEFAULT_SNAPSHOT_TOKENS, renderSnapshot } from './render.js';
+import { MAX_ELEMENTS, MAX_OUTLINE, SNAPSHOT_SCRIPT, type PageSnapshot } from './snapshot.js';
 import { DESKTOP, MOBILE, STEALTH_SCRIPT } from './stealth.js';
 import { trackerOf } from './trackers.js';
+import { displayAvailable, Xvfb } from './xvfb.js';
 
 export const EXECUTABLE_CANDIDATES = ['/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome-stable', '/usr/bin/google-chrome', '/snap/bin/chromium'];
 const RING = 50;
 const HOST_CACHE_MS = 60_000;
+/** SPEC "Errors": the cause and next step of a crash. */
+export const CRASH_MESSAGE = 'Browser crashed. Cause: memory or GPU problems. The next browser skill starts a fresh browser (the profile keeps cookies).';
 
 export class BrowserError extends Error {
   constructor(
@@ -52,10 +58,19 @@ export class BrowserService {
   private viewport: Viewport = DESKTOP;
   /** Set by the circuit breaker: run with a window from now on. */
   private headful = false;
+  private readonly xvfb = new Xvfb();
   readonly breaker = new BlankPageBreaker();
   readonly console: ConsoleEntry[] = [];
   readonly xhr: XhrEntry[] = [];
+  /** Side effects since the running action began. */
+  readonly effects: SideEffect[] = [];
   lastUrl: string | undefined;
+  /** The refs of the last snapshot, by number. */
+  private refs = new Map<number, Fingerprint>();
+  /** What the last snapshot showed, to continue a truncated one. */
+  private continuation: { url: string; part: number; shown: { refs: Set<number>; outline: Set<number> } } | undefined;
+  /** Set when the browser died under us: the next result says so once. */
+  crashed = false;
   private readonly hostVerdicts = new Map<string, { reason: string | undefined; at: number }>();
   private stopped = false;
 
@@ -80,6 +95,10 @@ export class BrowserService {
     return this.get('browserTimeoutMs', DEFAULT_TIMEOUT_MS);
   }
 
+  maxTokens(): number {
+    return this.get('browserSnapshotMaxTokens', DEFAULT_SNAPSHOT_TOKENS);
+  }
+
   viewportMode(): 'mobile' | 'desktop' {
     return this.viewport.isMobile ? 'mobile' : 'desktop';
   }
@@ -101,17 +120,6 @@ export class BrowserService {
     return join(this.ctx.home, 'downloads');
   }
 
-  state() {
-    return {
-      running: Boolean(this.driver?.connected()),
-      engine: this.engine(),
-      profile: this.profile.name,
-      viewport: this.viewportMode(),
-      headless: this.headless(),
-      lastUrl: this.lastUrl ?? null,
-    };
-  }
-
   private headless(): boolean {
     return this.headful ? false : this.get('browserHeadless', true);
   }
@@ -130,10 +138,10 @@ export class BrowserService {
     if (scheme === 'data' || scheme === 'blob' || (scheme === 'about' && u.href === 'about:blank')) return undefined;
     if (!['http', 'https', 'ws', 'wss'].includes(scheme)) return `the ${scheme}: scheme is not allowed`;
     if (this.get('browserBlockTrackers', true) && (await trackerOf(url, resourceType, this.lastUrl))) return 'tracker';
-    if (this.get('browserAllowPrivateNetwork', false)) return undefined;
     const host = u.hostname;
     const cached = this.hostVerdicts.get(host);
     if (cached && Date.now() - cached.at < HOST_CACHE_MS) return cached.reason;
+    // the web plugin's guard and its key (webAllowPrivateNetwork): the browser reaches what http_fetch reaches
     const web = this.ctx.use<WebCapability>('web');
     const reason = web?.checkHost ? await web.checkHost(host) : 'address checks are unavailable (the web plugin is not running)';
     this.hostVerdicts.set(host, { reason, at: Date.now() });
@@ -142,15 +150,17 @@ export class BrowserService {
 
   // ------------------------------------------------------------------ lifecycle
 
-  /** The running browser, started when needed. */
+  /** The running browser, started when needed; a browser that died is noted (crashed) and replaced. */
   async page(): Promise<BrowserDriver> {
     if (this.stopped) throw new BrowserError('The browser plugin is stopping.');
     this.touch();
     if (this.driver?.connected()) return this.driver;
     if (this.driver) {
-      this.ctx.log.warn('The browser stopped unexpectedly (crash or closed); starting it again.');
+      this.ctx.log.warn(`${CRASH_MESSAGE} Starting a fresh one.`);
+      this.crashed = true;
       await this.driver.close().catch(() => undefined);
       this.driver = undefined;
+      this.refs.clear();
     }
     this.starting ??= this.start().finally(() => {
       this.starting = undefined;
@@ -158,14 +168,21 @@ export class BrowserService {
     return this.starting;
   }
 
+  /** Whether the running browser died (the caller's error is then a crash). */
+  dead(): boolean {
+    return this.driver !== undefined && !this.driver.connected();
+  }
+
   private async start(): Promise<BrowserDriver> {
     const engine = this.engine();
+    const headless = this.headless();
+    const env = headless ? undefined : await this.display();
     const common = {
-      headless: this.headless(),
+      headless,
       viewport: this.viewport,
       timeoutMs: this.timeoutMs(),
-      filter: async (url: string) => {
-        const why = await this.refusal(url).catch((e: unknown) => `check failed: ${e instanceof Error ? e.message : String(e)}`);
+      filter: async (url: string, type: string) => {
+        const why = await this.refusal(url, type).catch((e: unknown) => `check failed: ${e instanceof Error ? e.message : String(e)}`);
         if (why && why !== 'tracker') this.ctx.log.debug(`browser: blocked ${url.slice(0, 200)}: ${why}`);
         return why;
       },
@@ -179,20 +196,30 @@ export class BrowserService {
         this.xhr.push({ ...r, url: r.url.slice(0, 2000), at: new Date().toISOString() });
         if (this.xhr.length > RING) this.xhr.splice(0, this.xhr.length - RING);
       },
+      onEffect: (e: SideEffect) => {
+        this.effects.push(e);
+        if (this.effects.length > RING) this.effects.splice(0, this.effects.length - RING);
+      },
+      downloadsDir: this.downloadsDir(),
+      dialogPolicy: this.get<'accept' | 'dismiss'>('browserDialogPolicy', 'accept'),
       initScript: STEALTH_SCRIPT,
       args: [...BASE_ARGS],
+      ...(env ? { env } : {}),
     };
     let driver: BrowserDriver;
     if (engine === 'engineC') {
       const endpoint = this.endpoint();
       driver = await launch({ engine, endpoint, ...common }).catch((e: unknown) => {
-        throw new BrowserError(`Cannot connect to the CDP endpoint ${endpoint} (engineC): ${e instanceof Error ? e.message : String(e)}. Start the browser with its CDP server there, or switch_browser_engine engineA.`);
+        throw new BrowserError(
+          `Cannot connect to the CDP endpoint ${endpoint} (engineC): ${e instanceof Error ? e.message.split('\n')[0] : String(e)}. Start the browser with its CDP server there (e.g. chromium --remote-debugging-port=9222, or lightpanda serve), or switch_browser_engine engineA.`,
+          'KEEL_E_PLUGIN_ENVIRONMENT',
+        );
       });
     } else {
       const executablePath = this.executablePath();
       if (!executablePath) {
         throw new BrowserError(
-          `No Chromium found (looked for ${EXECUTABLE_CANDIDATES.join(', ')}). Install it (Debian: apt-get install chromium) or set browserExecutablePath; Keel never downloads a browser.`,
+          `No Chromium found (looked for ${EXECUTABLE_CANDIDATES.join(', ')}). Install it (Debian/Ubuntu: apt-get install chromium) or set browserExecutablePath; Keel never downloads a browser.`,
           'KEEL_E_PLUGIN_ENVIRONMENT',
         );
       }
@@ -208,9 +235,21 @@ export class BrowserService {
         );
       });
     }
-    this.ctx.log.info(`Browser started: ${engine}${engine === 'engineC' ? ` at ${this.endpoint()}` : `, profile ${this.profile.name}`}, ${this.headless() ? 'headless' : 'with a window'}.`);
+    this.ctx.log.info(`Browser started: ${engine}${engine === 'engineC' ? ` at ${this.endpoint()}` : `, profile ${this.profile.name}`}, ${headless ? 'headless' : 'with a window'}.`);
     this.driver = driver;
     return driver;
+  }
+
+  /** DISPLAY for a headful browser: the one set, else a private Xvfb; a clear error when neither exists. */
+  private async display(): Promise<Record<string, string> | undefined> {
+    if (process.platform !== 'linux' || process.env.DISPLAY || process.env.WAYLAND_DISPLAY) return undefined;
+    const d = await this.xvfb.start().catch((e: unknown) => {
+      throw new BrowserError(
+        `Headful mode needs a display and there is none: DISPLAY is not set and ${e instanceof Error ? e.message : String(e)}. Install Xvfb (apt-get install xvfb) or set DISPLAY; meanwhile set browserHeadless true or try a fresh profile.`,
+        'KEEL_E_PLUGIN_ENVIRONMENT',
+      );
+    });
+    return { DISPLAY: d };
   }
 
   /** Closes the browser (the next skill starts it again). */
@@ -218,6 +257,7 @@ export class BrowserService {
     clearTimeout(this.idleTimer);
     const d = this.driver;
     this.driver = undefined;
+    this.refs.clear();
     const pending = this.starting;
     if (pending) await pending.then((x) => x.close()).catch(() => undefined);
     if (d) {
@@ -237,10 +277,11 @@ export class BrowserService {
   async stop(): Promise<void> {
     this.stopped = true;
     await this.close();
+    this.xvfb.stop();
   }
 
   health(): { ok: boolean; message?: string } {
-    if (this.driver && !this.driver.connected()) return { ok: true, message: 'the browser stopped; it starts again on the next browser skill' };
+    if (this.dead()) return { ok: true, message: 'the browser stopped; it starts again on the next browser skill' };
     const engine = this.engine();
     if (engine !== 'engineC' && !this.executablePath()) {
       return { ok: true, message: 'no Chromium found: browser skills will fail until it is installed (apt-get install chromium) or browserExecutablePath is set' };
@@ -270,27 +311,102 @@ export class BrowserService {
     return this.viewport;
   }
 
-  /** The breaker's move to headful: only where a window can open (a display, or not Linux). */
-  async goHeadful(): Promise<boolean> {
-    if (this.headful) return true;
-    if (process.platform === 'linux' && !process.env.DISPLAY && !process.env.WAYLAND_DISPLAY) return false;
+  /** The breaker's move to headful (the next start runs with a window). */
+  async goHeadful(): Promise<void> {
+    if (this.headful) return;
     this.headful = true;
     await this.close('blank pages: switching to headful mode');
-    return true;
   }
 
-  // ------------------------------------------------------------------ pages
+  isHeadful(): boolean {
+    return this.headful;
+  }
+
+  // ------------------------------------------------------------------ snapshots and refs
 
   async snapshot(d?: BrowserDriver): Promise<PageSnapshot> {
     const driver = d ?? (await this.page());
-    return driver.evaluate<PageSnapshot>(SNAPSHOT_SCRIPT, { maxElements: MAX_ELEMENTS, maxText: MAX_TEXT });
+    const snap = await driver.evaluate<PageSnapshot>(SNAPSHOT_SCRIPT, { maxElements: MAX_ELEMENTS, maxOutline: MAX_OUTLINE });
+    this.refs = new Map(snap.elements.map((e) => [e.ref, { ref: e.ref, kind: e.kind, label: e.label, frames: e.frames, path: e.path }]));
+    return snap;
   }
 
   /**
-   * Opens a URL and returns its snapshot, recovering a blank page (at most 3 attempts: wait, look again, reload)
-   * and feeding the circuit breaker.
+   * The snapshot as text within the token budget. `continueTruncated`: when the last snapshot of this same page was
+   * truncated and nothing happened since, what it left out comes first.
    */
-  async navigate(url: string): Promise<{ snapshot: PageSnapshot; status?: number; recovered: number; note?: string }> {
+  render(snap: PageSnapshot, header: string[] = [], continueTruncated = false): string {
+    const prev = continueTruncated && this.continuation?.url === snap.url ? this.continuation : undefined;
+    const r = renderSnapshot(snap, { maxTokens: this.maxTokens(), header, ...(prev ? { shown: prev.shown, part: prev.part + 1 } : {}) });
+    this.continuation = r.truncated ? { url: snap.url, part: prev ? prev.part + 1 : 1, shown: r.shown } : undefined;
+    return r.text;
+  }
+
+  /** Anything but a repeated browser_examine_page ends a continuation. */
+  resetContinuation(): void {
+    this.continuation = undefined;
+  }
+
+  fingerprint(ref: number): Fingerprint | undefined {
+    return this.refs.get(ref);
+  }
+
+  /** Checks that snapshot number `ref` still names its element (re-tagging it after a re-render), else throws. */
+  async resolveRef(d: BrowserDriver, ref: number): Promise<{ fp: Fingerprint; moved: boolean }> {
+    const fp = this.refs.get(ref);
+    if (!fp) {
+      throw new BrowserError(
+        this.refs.size
+          ? `There is no [${ref}] in the last snapshot (it has ${this.refs.size} numbered elements). Take a new one with browser_examine_page.`
+          : `No snapshot has numbered the elements yet: call browser_examine_page, then use its numbers.`,
+        'KEEL_E_BROWSER_NOT_FOUND',
+      );
+    }
+    const r = await d.evaluate<Resolution>(RESOLVE_SCRIPT, fp);
+    if (r.ok) return { fp, moved: r.moved };
+    const what = describeMismatch(fp, r);
+    const fresh = await this.snapshot(d).catch(() => undefined);
+    throw new BrowserError(
+      `${what} Nothing was done.${fresh ? `\n\nFresh snapshot (the numbers below replace the old ones):\n${this.render(fresh)}` : ''}`,
+      'KEEL_E_BROWSER_STALE_REF',
+    );
+  }
+
+  /**
+   * Runs an action and reports its side effects: a navigation, a new tab adopted as the page, downloads (waited
+   * for, within the timeout), dialogs and file choosers.
+   */
+  async act(d: BrowserDriver, run: () => Promise<void>): Promise<{ lines: string[]; driver: BrowserDriver }> {
+    this.resetContinuation();
+    const before = d.url();
+    this.effects.length = 0;
+    await run();
+    // the window in which an action's consequences show: a navigation commits, a popup opens, a download begins
+    await new Promise((r) => setTimeout(r, 300));
+    const deadline = Date.now() + this.timeoutMs();
+    while (d.pendingDownloads() > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    const lines: string[] = [];
+    for (const e of this.effects.splice(0)) {
+      if (e.kind === 'popup') lines.push(`A new tab opened and is now the current page: ${e.url}`);
+      else if (e.kind === 'download') lines.push(`Downloaded ${e.url} to ${e.path} (${e.size} bytes).`);
+      else if (e.kind === 'download-failed') lines.push(`A download of ${e.url} failed: ${e.reason}.`);
+      else if (e.kind === 'dialog') lines.push(`A ${e.type} dialog said ${JSON.stringify(e.message.slice(0, 500))}; it was ${e.action} (browserDialogPolicy).`);
+      else lines.push(`A file chooser opened (${e.multiple ? 'several files' : 'one file'}); it was dismissed: files cannot be chosen through these skills.`);
+    }
+    const now = d.url();
+    if (now !== before && !lines.some((l) => l.startsWith('A new tab'))) lines.push(`The page navigated to ${now}.`);
+    this.lastUrl = now;
+    return { lines, driver: d };
+  }
+
+  // ------------------------------------------------------------------ navigation
+
+  /**
+   * Opens a URL: the page state (ok, blank, network error, HTTP error, bot challenge or CAPTCHA, login wall,
+   * download), the snapshot, blank-page recovery (at most 3 attempts) and the circuit breaker.
+   */
+  async navigate(url: string): Promise<{ text: string }> {
+    this.resetContinuation();
     let u: URL;
     try {
       u = new URL(url);
@@ -298,32 +414,88 @@ export class BrowserService {
       throw new BrowserError(`Not a valid URL: ${url.slice(0, 200)}. Give an absolute http(s) URL.`, 'KEEL_E_BROWSER_BAD_URL');
     }
     if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new BrowserError(`Only http and https URLs can be opened; got ${u.protocol}`, 'KEEL_E_BROWSER_BAD_URL');
-    const why = await this.refusal(u.href);
+    const why = await this.refusal(u.href, 'document');
     if (why) throw new BrowserError(`Refused to open ${u.href}: ${why === 'tracker' ? 'it is a known ad/tracker host (browserBlockTrackers)' : why}.`, 'KEEL_E_BROWSER_REFUSED');
     const d = await this.page();
-    const nav = await d.goto(u.href, this.timeoutMs()).catch((e: unknown) => {
-      throw new BrowserError(`Could not open ${u.href}: ${e instanceof Error ? e.message.split('\n')[0] : String(e)}`, 'KEEL_E_BROWSER_NAVIGATION');
-    });
-    this.lastUrl = nav.url;
+    this.effects.length = 0;
+    let status: number | undefined;
+    let failure: string | undefined;
+    try {
+      const nav = await d.goto(u.href, this.timeoutMs());
+      status = nav.status;
+    } catch (e) {
+      failure = e instanceof Error ? e.message.split('\n')[0] : String(e);
+    }
+    // a URL that is a file: the navigation is aborted and a download starts
+    await new Promise((r) => setTimeout(r, failure ? 300 : 0));
+    const deadline = Date.now() + this.timeoutMs();
+    while (d.pendingDownloads() > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    const downloads = this.effects.filter((e): e is Extract<SideEffect, { kind: 'download' }> => e.kind === 'download');
+    if (downloads.length) {
+      const dl = downloads[0]!;
+      this.lastUrl = d.url();
+      return { text: `State: download\nURL: ${u.href}\nThe URL is a file: saved to ${dl.path} (${dl.size} bytes). The page stays at ${d.url()}.` };
+    }
+    if (failure) {
+      if (this.dead()) throw new BrowserError(CRASH_MESSAGE, 'KEEL_E_BROWSER_CRASHED');
+      this.lastUrl = d.url();
+      const blocked = /ERR_BLOCKED_BY_CLIENT/.test(failure);
+      throw new BrowserError(
+        `State: network error\nCould not open ${u.href}: ${failure}${blocked ? ' (a request of the redirect chain was refused: a non-public address or a tracker)' : ''}. Check the address, or try http_fetch.`,
+        'KEEL_E_BROWSER_NAVIGATION',
+      );
+    }
+    this.lastUrl = d.url();
     let snap = await this.snapshot(d);
     let recovered = 0;
+    const notes: string[] = [];
     while (snap.blank && recovered < MAX_RECOVERY) {
       recovered++;
       await new Promise((r) => setTimeout(r, 300 * recovered));
       if (recovered > 1) await d.reload(this.timeoutMs()).catch(() => undefined);
       snap = await this.snapshot(d);
     }
-    if (!snap.blank) {
-      this.breaker.success(nav.url);
-      return { snapshot: snap, ...(nav.status !== undefined ? { status: nav.status } : {}), recovered };
-    }
-    let note = `The page stayed blank after ${recovered} recovery attempts (blocked automation or a failed render).`;
-    if (this.breaker.blank(nav.url)) {
-      const domain = BlankPageBreaker.domainOf(nav.url);
-      note += (await this.goHeadful())
-        ? ` ${domain} gave ${this.breaker.count(nav.url)} blank pages in a row: the browser now runs with a window (headful); try again.`
-        : ` ${domain} gave ${this.breaker.count(nav.url)} blank pages in a row: headful mode would be next, but there is no display here (set DISPLAY, e.g. with xvfb-run), so try a fresh profile (switch_browser_profile).`;
-    }
-    return { snapshot: snap, ...(nav.status !== undefined ? { status: nav.status } : {}), recovered, note };
+    let state = await this.classify(d, snap, status);
+    if (snap.blank) {
+      state = 'blank';
+      notes.push(`The page stayed blank after ${recovered} recovery attempts. Cause: blocked automation or a failed render.`);
+      if (this.breaker.blank(this.lastUrl)) {
+        const domain = BlankPageBreaker.domainOf(this.lastUrl);
+        if (displayAvailable()) {
+          await this.goHeadful();
+          notes.push(`${domain} gave ${this.breaker.count(this.lastUrl)} blank pages in a row: the browser now runs headful (with a window); navigate again. A fresh profile (switch_browser_profile) also helps.`);
+        } else {
+          notes.push(
+            `${domain} gave ${this.breaker.count(this.lastUrl)} blank pages in a row: headful mode is next, but it needs a display and there is none (DISPLAY is not set and Xvfb is not installed: apt-get install xvfb). Try a fresh profile (switch_browser_profile).`,
+          );
+        }
+      } else notes.push('Retry headful or use a fresh profile (switch_browser_profile).');
+    } else this.breaker.success(this.lastUrl);
+    const header = [`State: ${state}${status !== undefined ? ` (HTTP ${status})` : ''}`, ...notes.map((n) => `Note: ${n}`), ...this.stateAdvice(state)];
+    return { text: `[untrusted page content from ${snap.url}]\n${this.render(snap, header)}` };
+  }
+
+  private async classify(d: BrowserDriver, snap: PageSnapshot, status: number | undefined): Promise<string> {
+    const challenge = await d
+      .evaluate<boolean>(
+        String.raw`() => {
+          const t = (document.title + ' ' + (document.body ? document.body.innerText.slice(0, 2000) : '')).toLowerCase();
+          if (document.querySelector('.g-recaptcha, .h-captcha, .cf-turnstile, iframe[src*="recaptcha"], iframe[src*="hcaptcha"], iframe[src*="challenges.cloudflare.com"], #challenge-form, #cf-challenge-running')) return true;
+          return /just a moment|attention required|verify (that )?you are (a )?human|are you a robot|unusual traffic|captcha/.test(t);
+        }`,
+      )
+      .catch(() => false);
+    if (challenge) return 'bot challenge or CAPTCHA';
+    const login = snap.hasPassword && (/log\s?in|sign\s?in|anmelden|connexion/i.test(`${snap.title} ${snap.url}`) || status === 401 || status === 403);
+    if (login) return 'login wall';
+    if (status !== undefined && status >= 400) return 'HTTP error';
+    return 'ok';
+  }
+
+  private stateAdvice(state: string): string[] {
+    if (state === 'bot challenge or CAPTCHA') return ['Note: CAPTCHA blocked navigation: call browser_solve_captcha (needs captchaApiKey), or use a clean profile (switch_browser_profile).'];
+    if (state === 'login wall') return ['Note: the page asks to sign in; the content behind it is not shown.'];
+    if (state === 'HTTP error') return ['Note: the server answered with an error status; the page shown is its error page.'];
+    return [];
   }
 }

@@ -26,11 +26,14 @@ import {
   type BrowserContextOptions,
   type CDPSession,
   type LaunchOptions as PlaywrightLaunchOptions,
+  type FrameLocator,
   type Page,
   type Request,
   type Response,
 } from 'playwright-core';
-import { BASE_ARGS, type BrowserDriver, type LaunchOptions, type NavigationResult, type Viewport } from '../driver.js';
+import { stat } from 'node:fs/promises';
+import { BASE_ARGS, downloadPath, type BrowserDriver, type LaunchOptions, type NavigationResult, type Target, type Viewport } from '../driver.js';
+import { refSelector } from '../refs.js';
 
 const XHR_TYPES = new Set(['xhr', 'fetch']);
 
@@ -160,6 +163,7 @@ function contextOptions(v: Viewport): BrowserContextOptions {
     hasTouch: v.hasTouch,
     ...(v.userAgent ? { userAgent: v.userAgent } : {}),
     serviceWorkers: 'block',
+    acceptDownloads: true,
   };
 }
 
@@ -206,6 +210,7 @@ export async function launchPlaywright(opts: LaunchOptions): Promise<BrowserDriv
     handleSIGTERM: false,
     handleSIGHUP: false,
     timeout: Math.max(30_000, opts.timeoutMs),
+    ...(opts.env ? { env: { ...process.env, ...opts.env } } : {}),
   };
   const profileDir = opts.profileDir;
   if (profileDir) await mkdir(profileDir, { recursive: true, mode: 0o700 });
@@ -217,7 +222,9 @@ export async function launchPlaywright(opts: LaunchOptions): Promise<BrowserDriv
   let alive = true;
   let swapping = false;
   let closing: Promise<void> | undefined;
+  let downloads = 0;
   const reported = new WeakSet<Request>();
+  const effect = (e: Parameters<NonNullable<LaunchOptions['onEffect']>>[0]) => safely(() => opts.onEffect?.(e));
 
   const reportXhr = (req: Request, status: number | undefined) => {
     if (!opts.onXhr || reported.has(req) || !XHR_TYPES.has(req.resourceType())) return;
@@ -252,11 +259,50 @@ export async function launchPlaywright(opts: LaunchOptions): Promise<BrowserDriv
       p.on('requestfailed', (req) => reportXhr(req, undefined));
     }
     p.on('close', () => {
-      if (p === page && !swapping) alive = false;
+      if (p !== page || swapping) return;
+      // an adopted popup that closed hands back to the page that is left; the last page closing ends the browser
+      const left = context.pages().filter((x) => x !== p && !x.isClosed());
+      if (left.length) page = left.at(-1)!;
+      else alive = false;
     });
     p.on('crash', () => {
       if (p === page) alive = false;
     });
+    p.on('dialog', (d) => {
+      const type = d.type();
+      const accept = type === 'alert' || type === 'beforeunload' || opts.dialogPolicy !== 'dismiss';
+      void (accept ? d.accept() : d.dismiss()).catch(() => undefined);
+      effect({ kind: 'dialog', type, message: d.message(), action: accept ? 'accepted' : 'dismissed' });
+    });
+    // a listener makes playwright take the chooser instead of opening the native dialog
+    p.on('filechooser', (fc) => effect({ kind: 'filechooser', multiple: fc.isMultiple() }));
+    p.on('download', (d) => {
+      downloads++;
+      void (async () => {
+        try {
+          const path = await downloadPath(opts.downloadsDir ?? 'downloads', d.suggestedFilename());
+          await d.saveAs(path);
+          effect({ kind: 'download', url: d.url(), path, size: (await stat(path)).size });
+        } catch (e) {
+          effect({ kind: 'download-failed', url: d.url(), reason: (await d.failure().catch(() => null)) ?? (e instanceof Error ? e.message : String(e)) });
+        } finally {
+          downloads--;
+        }
+      })();
+    });
+  };
+
+  /** A page opened by the driver's page (target=_blank, window.open) becomes the driver's page. */
+  const adopt = (p: Page) => {
+    if (p === page || swapping) return;
+    void (async () => {
+      const opener = await p.opener().catch(() => null);
+      if (opener !== page) return;
+      page = p;
+      setupPage(p);
+      await p.waitForLoadState('domcontentloaded', { timeout: opts.timeoutMs }).catch(() => undefined);
+      effect({ kind: 'popup', url: p.url() });
+    })();
   };
 
   /** Creates the context (and, the first time without a profile, the browser) and takes its first page. */
@@ -283,6 +329,7 @@ export async function launchPlaywright(opts: LaunchOptions): Promise<BrowserDriv
         await guardRequests(await b.newBrowserCDPSession(), opts.filter);
       }
       await setupContext(ctx);
+      ctx.on('page', adopt);
       const p = ctx.pages()[0] ?? (await ctx.newPage());
       page = p;
       setupPage(p);
@@ -315,7 +362,13 @@ export async function launchPlaywright(opts: LaunchOptions): Promise<BrowserDriv
   };
   const nav = (r: Response | null): NavigationResult => ({ url: page.url(), ...(r ? { status: r.status() } : {}) });
   const t = (ms?: number) => ms ?? opts.timeoutMs;
-  const el = (selector: string) => page.locator(selector).first();
+  /** A CSS selector on the page, or a snapshot number inside its frame (through the frames the snapshot tagged). */
+  const el = (target: Target) => {
+    if (typeof target === 'string') return page.locator(target).first();
+    let scope: Page | FrameLocator = page;
+    for (const k of target.frames) scope = scope.frameLocator(`[data-keel-frame="${k}"]`);
+    return scope.locator(refSelector(target.ref)).first();
+  };
 
   const driver: BrowserDriver = {
     engine: 'engineA',
@@ -401,6 +454,7 @@ export async function launchPlaywright(opts: LaunchOptions): Promise<BrowserDriv
       viewport = v;
       if (url && url !== 'about:blank') await page.goto(url, { waitUntil: 'load' }).catch(() => undefined);
     },
+    pendingDownloads: () => downloads,
     raw: () => ({ page, browser: browser ?? context }),
     connected: () => alive && !closing && (browser ?? context.browser())?.isConnected() !== false,
     close() {

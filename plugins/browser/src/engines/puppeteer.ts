@@ -15,10 +15,22 @@
  * its interception is set up). Service workers are kept out of the way: the page bypasses them and cannot register
  * new ones. WebSocket handshakes are not interceptable over CDP and do not reach the filter.
  */
-import { mkdir } from 'node:fs/promises';
-import { dirname } from 'node:path';
-import puppeteer, { type Browser, type CDPSession, type ConnectOptions, type HTTPRequest, type KeyInput, type LaunchOptions as PuppeteerLaunchOptions, type Page, type Viewport as PuppeteerViewport } from 'puppeteer-core';
-import { BASE_ARGS, type BrowserDriver, type LaunchOptions, type NavigationResult, type Viewport } from '../driver.js';
+import { mkdir, rename, stat } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import puppeteer, {
+  type Browser,
+  type CDPSession,
+  type ConnectOptions,
+  type Frame,
+  type HTTPRequest,
+  type KeyInput,
+  type LaunchOptions as PuppeteerLaunchOptions,
+  type Page,
+  type Target,
+  type Viewport as PuppeteerViewport,
+} from 'puppeteer-core';
+import { BASE_ARGS, downloadPath, type BrowserDriver, type LaunchOptions, type NavigationResult, type SideEffect, type Target as DriverTarget, type Viewport } from '../driver.js';
+import { refSelector } from '../refs.js';
 
 const XHR_TYPES = new Set(['xhr', 'fetch']);
 
@@ -183,7 +195,15 @@ export async function launchPuppeteer(opts: LaunchOptions): Promise<BrowserDrive
   const remote = opts.engine === 'engineC';
   let browser: Browser;
   if (remote) {
-    browser = await puppeteer.connect({ ...connectTarget(opts.endpoint), defaultViewport: puppeteerViewport(opts.viewport) });
+    const target = connectTarget(opts.endpoint);
+    const connect = (t: typeof target) => puppeteer.connect({ ...t, defaultViewport: puppeteerViewport(opts.viewport) });
+    browser = await connect(target).catch((e: unknown) => {
+      // ws://host:port without the /devtools/browser/<id> path (SPEC's default ws://127.0.0.1:9222): Lightpanda
+      // answers there, Chrome and Chromium do not; their DevTools HTTP server on the same port names the endpoint.
+      const ws = target.browserWSEndpoint ? new URL(target.browserWSEndpoint) : undefined;
+      if (!ws || (ws.pathname !== '/' && ws.pathname !== '')) throw e;
+      return connect({ browserURL: `${ws.protocol === 'wss:' ? 'https' : 'http'}://${ws.host}` });
+    });
   } else {
     const executablePath = opts.executablePath;
     if (!executablePath) {
@@ -206,6 +226,7 @@ export async function launchPuppeteer(opts: LaunchOptions): Promise<BrowserDrive
       handleSIGTERM: false,
       handleSIGHUP: false,
       timeout: Math.max(30_000, opts.timeoutMs),
+      ...(opts.env ? { env: { ...process.env, ...opts.env } } : {}),
     };
     browser = await puppeteer.launch(launchOptions).catch((e: unknown) => {
       const msg = e instanceof Error ? e.message : String(e);
@@ -277,34 +298,100 @@ export async function launchPuppeteer(opts: LaunchOptions): Promise<BrowserDrive
     const r = { method: req.method(), url: req.url(), resourceType: req.resourceType(), ...(status !== undefined ? { status } : {}) };
     safely(() => opts.onXhr!(r));
   };
-  if (opts.onConsole) {
-    const onConsole = opts.onConsole;
-    page.on('console', (m) => {
-      const url = m.location().url;
-      safely(() => onConsole({ type: m.type(), text: m.text(), ...(url ? { url } : {}) }));
+  const effect = (e: SideEffect) => safely(() => opts.onEffect?.(e));
+
+  /** Listeners of the driver's page (the first one, or a popup it adopted). */
+  const watch = async (p: Page) => {
+    if (opts.onConsole) {
+      const onConsole = opts.onConsole;
+      p.on('console', (m) => {
+        const url = m.location().url;
+        safely(() => onConsole({ type: m.type(), text: m.text(), ...(url ? { url } : {}) }));
+      });
+      p.on('pageerror', (e) => {
+        const url = p.url();
+        safely(() => onConsole({ type: 'error', text: e instanceof Error ? e.message : String(e), ...(url ? { url } : {}) }));
+      });
+    }
+    if (opts.onXhr) {
+      p.on('response', (res) => reportXhr(res.request(), res.status()));
+      p.on('requestfailed', (req) => reportXhr(req, undefined));
+    }
+    p.on('close', () => {
+      if (p !== page) return;
+      // an adopted popup that closed hands back to its opener; the last page closing ends the session
+      if (opener.has(p) && !opener.get(p)!.isClosed()) page = opener.get(p)!;
+      else alive = false;
     });
-    page.on('pageerror', (e) => {
-      const url = page.url();
-      safely(() => onConsole({ type: 'error', text: e instanceof Error ? e.message : String(e), ...(url ? { url } : {}) }));
+    p.on('error', () => {
+      if (p === page) alive = false; // the page crashed
     });
+    p.on('dialog', (d) => {
+      const type = d.type();
+      const accept = type === 'alert' || type === 'beforeunload' || opts.dialogPolicy !== 'dismiss';
+      void (accept ? d.accept() : d.dismiss()).catch(() => undefined);
+      effect({ kind: 'dialog', type, message: d.message(), action: accept ? 'accepted' : 'dismissed' });
+    });
+    // the chooser is taken over CDP (no native dialog) and reported
+    const session = await p.createCDPSession();
+    session.on('Page.fileChooserOpened', (e) => effect({ kind: 'filechooser', multiple: e.mode === 'selectMultiple' }));
+    await session.send('Page.setInterceptFileChooserDialog', { enabled: true });
+  };
+  const opener = new WeakMap<Page, Page>();
+
+  /** A page opened by the driver's page (target=_blank, window.open) becomes the driver's page. */
+  browser.on('targetcreated', (target: Target) => {
+    if (target.type() !== 'page' || target.opener() !== page.target()) return;
+    void (async () => {
+      const from = page;
+      const p = await target.page();
+      if (!p) return;
+      if (remote) await prepare(p).catch(() => undefined);
+      await watch(p).catch(() => undefined);
+      opener.set(p, from);
+      page = p;
+      await p.bringToFront().catch(() => undefined);
+      await p.waitForFunction('document.readyState !== "loading"', { timeout: opts.timeoutMs }).catch(() => undefined);
+      effect({ kind: 'popup', url: p.url() });
+    })();
+  });
+
+  // Downloads: saved by Chromium under a temporary name in the downloads folder, renamed to the suggested name.
+  let downloads = 0;
+  if (opts.downloadsDir) {
+    const dir = opts.downloadsDir;
+    await mkdir(dir, { recursive: true });
+    const session = await browser.target().createCDPSession();
+    const started = new Map<string, { url: string; name: string }>();
+    session.on('Browser.downloadWillBegin', (e) => {
+      downloads++;
+      started.set(e.guid, { url: e.url, name: e.suggestedFilename });
+    });
+    session.on('Browser.downloadProgress', (e) => {
+      const d = started.get(e.guid);
+      if (!d || e.state === 'inProgress') return;
+      started.delete(e.guid);
+      void (async () => {
+        try {
+          if (e.state !== 'completed') return effect({ kind: 'download-failed', url: d.url, reason: e.state });
+          const path = await downloadPath(dir, d.name);
+          await rename(join(dir, e.guid), path);
+          effect({ kind: 'download', url: d.url, path, size: (await stat(path)).size });
+        } catch (err) {
+          effect({ kind: 'download-failed', url: d.url, reason: err instanceof Error ? err.message : String(err) });
+        } finally {
+          downloads--;
+        }
+      })();
+    });
+    await session.send('Browser.setDownloadBehavior', { behavior: 'allowAndName', downloadPath: dir, eventsEnabled: true });
   }
-  if (opts.onXhr) {
-    page.on('response', (res) => reportXhr(res.request(), res.status()));
-    page.on('requestfailed', (req) => reportXhr(req, undefined));
+  try {
+    await watch(page);
+  } catch (e) {
+    await (remote ? browser.disconnect() : browser.close()).catch(() => undefined);
+    throw e;
   }
-  page.on('close', () => {
-    alive = false;
-  });
-  page.on('error', () => {
-    alive = false; // the page crashed
-  });
-  page.on('popup', (p) => {
-    // A popup leaves the driver's page in the background, hidden: no animation frames, so element operations would
-    // wait forever for it to be "stable". The driver's page comes back to the front (the popup stays open behind).
-    void page.bringToFront().catch(() => undefined);
-    // engineC: the popup gets the same interception (best effort: its very first request can precede it).
-    if (p && remote) void prepare(p).catch(() => undefined);
-  });
 
   /** Whether the page has a history entry to go back to (the blank page the browser started with does not count). */
   let session: Promise<CDPSession> | undefined;
@@ -322,6 +409,19 @@ export async function launchPuppeteer(opts: LaunchOptions): Promise<BrowserDrive
   };
   const nav = (r: { status(): number } | null): NavigationResult => ({ url: page.url(), ...(r ? { status: r.status() } : {}) });
   const t = (ms?: number) => ms ?? opts.timeoutMs;
+  /** The frame and selector of a target: a snapshot number is found through the frames the snapshot tagged. */
+  const scope = async (target: DriverTarget, timeoutMs: number): Promise<{ frame: Frame; sel: string }> => {
+    if (typeof target === 'string') return { frame: page.mainFrame(), sel: target };
+    let frame = page.mainFrame();
+    for (const k of target.frames) {
+      const h = await frame.waitForSelector(`pierce/[data-keel-frame="${k}"]`, { timeout: timeoutMs });
+      const inner = await h?.contentFrame();
+      await h?.dispose().catch(() => undefined);
+      if (!inner) throw new Error(`frame ${k} of the snapshot is gone`);
+      frame = inner;
+    }
+    return { frame, sel: `pierce/${refSelector(target.ref)}` };
+  };
 
   const driver: BrowserDriver = {
     engine: opts.engine,
@@ -350,11 +450,13 @@ export async function launchPuppeteer(opts: LaunchOptions): Promise<BrowserDrive
       const call = `(${fn}\n)(${arg === undefined ? '' : JSON.stringify(arg)})`;
       return (await page.evaluate(call)) as T;
     },
-    async click(selector, timeoutMs) {
-      await page.locator(selector).setTimeout(t(timeoutMs)).click();
+    async click(target, timeoutMs) {
+      const { frame, sel } = await scope(target, t(timeoutMs));
+      await frame.locator(sel).setTimeout(t(timeoutMs)).click();
     },
-    async type(selector, text, delayMs, timeoutMs) {
-      const h = await page.locator(selector).setTimeout(t(timeoutMs)).waitHandle();
+    async type(target, text, delayMs, timeoutMs) {
+      const { frame, sel } = await scope(target, t(timeoutMs));
+      const h = await frame.locator(sel).setTimeout(t(timeoutMs)).waitHandle();
       try {
         await h.focus();
         let f = await h.evaluate(FOCUS_END).catch(() => ({ focused: false, end: true }));
@@ -382,11 +484,13 @@ export async function launchPuppeteer(opts: LaunchOptions): Promise<BrowserDrive
         for (const m of down.reverse()) await page.keyboard.up(m as KeyInput).catch(() => undefined);
       }
     },
-    async hover(selector, timeoutMs) {
-      await page.locator(selector).setTimeout(t(timeoutMs)).hover();
+    async hover(target, timeoutMs) {
+      const { frame, sel } = await scope(target, t(timeoutMs));
+      await frame.locator(sel).setTimeout(t(timeoutMs)).hover();
     },
-    async select(selector, label, timeoutMs) {
-      const h = await page.waitForSelector(selector, { timeout: t(timeoutMs) });
+    async select(target, label, timeoutMs) {
+      const { frame, sel } = await scope(target, t(timeoutMs));
+      const h = await frame.waitForSelector(sel, { timeout: t(timeoutMs) });
       if (!h) return [];
       try {
         const value = await h.evaluate(FIND_OPTION, label);
@@ -409,6 +513,7 @@ export async function launchPuppeteer(opts: LaunchOptions): Promise<BrowserDrive
       // puppeteer applies touch emulation itself and reloads the page when the mobile or touch mode changes
       await page.setViewport(puppeteerViewport(v));
     },
+    pendingDownloads: () => downloads,
     raw: () => ({ page, browser }),
     connected: () => alive && !closing && browser.connected,
     close() {
