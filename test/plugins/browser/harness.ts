@@ -163,7 +163,7 @@ export async function bootBrowser(config: Record<string, unknown>): Promise<Boot
   process.env.TMPDIR = tmpdir;
   delete process.env.DISPLAY;
   const fake = installFakeProvider(home);
-  writeFileSync(join(home, 'keel.config.yaml'), `${JSON.stringify({ llmProvider: 'fake', modelName: 'fake-model', webAllowPrivateNetwork: true, adminUsers: { chatA: ['1'] }, ...config }, null, 2)}\n`);
+  writeFileSync(join(home, 'keel.config.yaml'), `${JSON.stringify({ llmProvider: 'fake', modelName: 'fake-model', webAllowPrivateNetwork: true, browserTimeoutMs: 5000, adminUsers: { chatA: ['1'] }, ...config }, null, 2)}\n`);
   const all = await discoverBuiltins(join(ROOT, 'plugins'));
   const pick = (id: string) => all.find((c) => c.id === id)!;
   const kernel = await startKernel({
@@ -201,7 +201,7 @@ export async function startCdpChromium(): Promise<{ endpoint: string; proc: Chil
   const profile = tmp('keel-cdp-profile-');
   const proc = spawn(
     CHROMIUM,
-    ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--remote-debugging-port=0', `--user-data-dir=${profile}`, 'about:blank'],
+    ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--hide-scrollbars', '--remote-debugging-port=0', `--user-data-dir=${profile}`, 'about:blank'],
     { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, TMPDIR: profile } },
   );
   const endpoint = await new Promise<string>((resolve, reject) => {

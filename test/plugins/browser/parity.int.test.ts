@@ -4,6 +4,7 @@
  * pages on 127.0.0.1, with the same expected results on all three. One browser per engine.
  */
 import { readFileSync, statSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { encode } from 'gpt-tokenizer';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -135,9 +136,13 @@ describe.skipIf(!haveChromium).each(['engineA', 'engineB', 'engineC'] as const)(
 
   it('reports the page state: HTTP error, network error, login wall, CAPTCHA', async () => {
     expect(await ok('browser_navigate', { url: `${fx.base}/missing` })).toContain('State: HTTP error (HTTP 404)');
-    const refused = await b.run('browser_navigate', { url: 'http://127.0.0.1:1/' });
-    expect(refused).toMatchObject({ success: false });
-    expect(refused.result).toMatch(/State: network error\nCould not open http:\/\/127\.0\.0\.1:1\/: .*ERR_CONNECTION_REFUSED/);
+    const closed = createServer();
+    await new Promise<void>((r) => closed.listen(0, '127.0.0.1', () => r()));
+    const port = (closed.address() as { port: number }).port;
+    await new Promise((r) => closed.close(r));
+    const refused = await b.run('browser_navigate', { url: `http://127.0.0.1:${port}/` });
+    expect(refused, refused.result).toMatchObject({ success: false });
+    expect(refused.result, refused.result).toMatch(new RegExp(`State: network error\nCould not open http://127\\.0\\.0\\.1:${port}/: .*ERR_CONNECTION_REFUSED`));
     expect(await ok('browser_navigate', { url: `${fx.base}/login` })).toContain('State: login wall (HTTP 200)');
     expect(await ok('browser_navigate', { url: `${fx.base}/captcha` })).toMatch(/State: bot challenge or CAPTCHA \(HTTP 200\)\nNote: CAPTCHA blocked navigation: call browser_solve_captcha/);
   });

@@ -335,6 +335,7 @@ export async function launchPuppeteer(opts: LaunchOptions): Promise<BrowserDrive
     // the chooser is taken over CDP (no native dialog) and reported
     const session = await p.createCDPSession();
     session.on('Page.fileChooserOpened', (e) => effect({ kind: 'filechooser', multiple: e.mode === 'selectMultiple' }));
+    await session.send('Page.enable');
     await session.send('Page.setInterceptFileChooserDialog', { enabled: true });
   };
   const opener = new WeakMap<Page, Page>();
