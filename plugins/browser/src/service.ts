@@ -139,12 +139,15 @@ export class BrowserService {
     if (!['http', 'https', 'ws', 'wss'].includes(scheme)) return `the ${scheme}: scheme is not allowed`;
     if (this.get('browserBlockTrackers', true) && (await trackerOf(url, resourceType, this.lastUrl))) return 'tracker';
     const host = u.hostname;
-    const cached = this.hostVerdicts.get(host);
+    // the verdict depends on the web plugin's key too: a changed key must not meet an old verdict
+    const key = `${this.ctx.config.get<boolean>('webAllowPrivateNetwork') === true}|${host}`;
+    const cached = this.hostVerdicts.get(key);
     if (cached && Date.now() - cached.at < HOST_CACHE_MS) return cached.reason;
     // the web plugin's guard and its key (webAllowPrivateNetwork): the browser reaches what http_fetch reaches
     const web = this.ctx.use<WebCapability>('web');
     const reason = web?.checkHost ? await web.checkHost(host) : 'address checks are unavailable (the web plugin is not running)';
-    this.hostVerdicts.set(host, { reason, at: Date.now() });
+    this.hostVerdicts.set(key, { reason, at: Date.now() });
+    if (this.hostVerdicts.size > 1000) this.hostVerdicts.delete(this.hostVerdicts.keys().next().value!);
     return reason;
   }
 
