@@ -92,6 +92,8 @@ export interface BrowserDriver {
   select(target: Target, label: string, timeoutMs?: number): Promise<string[]>;
   /** Downloads started and not finished yet. */
   pendingDownloads(): number;
+  /** Resolves when a popup being adopted is the driver's page (every operation waits for it too). */
+  settle(): Promise<void>;
   waitFor(selector: string, timeoutMs: number): Promise<void>;
   screenshot(opts: { fullPage: boolean; path: string }): Promise<void>;
   setViewport(v: Viewport): Promise<void>;

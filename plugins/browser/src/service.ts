@@ -386,6 +386,7 @@ export class BrowserService {
     await run();
     // the window in which an action's consequences show: a navigation commits, a popup opens, a download begins
     await new Promise((r) => setTimeout(r, 300));
+    await d.settle();
     const deadline = Date.now() + this.timeoutMs();
     while (d.pendingDownloads() > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
     const lines: string[] = [];

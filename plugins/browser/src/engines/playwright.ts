@@ -293,16 +293,17 @@ export async function launchPlaywright(opts: LaunchOptions): Promise<BrowserDriv
   };
 
   /** A page opened by the driver's page (target=_blank, window.open) becomes the driver's page. */
+  let adopting: Promise<void> = Promise.resolve();
   const adopt = (p: Page) => {
     if (p === page || swapping) return;
-    void (async () => {
+    adopting = adopting.then(async () => {
       const opener = await p.opener().catch(() => null);
       if (opener !== page) return;
       page = p;
       setupPage(p);
       await p.waitForLoadState('domcontentloaded', { timeout: opts.timeoutMs }).catch(() => undefined);
       effect({ kind: 'popup', url: p.url() });
-    })();
+    }).catch(() => undefined);
   };
 
   /** Creates the context (and, the first time without a profile, the browser) and takes its first page. */
@@ -373,6 +374,7 @@ export async function launchPlaywright(opts: LaunchOptions): Promise<BrowserDriv
   const driver: BrowserDriver = {
     engine: 'engineA',
     async goto(url, timeoutMs) {
+      await adopting;
       try {
         return nav(await page.goto(url, { waitUntil: 'load', timeout: t(timeoutMs) }));
       } catch (e) {
@@ -393,14 +395,17 @@ export async function launchPlaywright(opts: LaunchOptions): Promise<BrowserDriv
     url: () => page.url(),
     title: () => page.title(),
     async evaluate<T = unknown>(fn: string, arg?: unknown): Promise<T> {
+      await adopting;
       // an expression built here and evaluated over CDP: no eval() in the page, so a page's CSP does not stop it
       const call = `(${fn}\n)(${arg === undefined ? '' : JSON.stringify(arg)})`;
       return (await page.evaluate(call)) as T;
     },
     async click(selector, timeoutMs) {
+      await adopting;
       await el(selector).click({ timeout: t(timeoutMs) });
     },
     async type(selector, text, delayMs, timeoutMs) {
+      await adopting;
       const loc = el(selector);
       await loc.focus({ timeout: t(timeoutMs) });
       let f = await loc.evaluate(FOCUS_END).catch(() => ({ focused: false, end: true }));
@@ -416,9 +421,11 @@ export async function launchPlaywright(opts: LaunchOptions): Promise<BrowserDriv
       await page.keyboard.press(normalizeKey(key));
     },
     async hover(selector, timeoutMs) {
+      await adopting;
       await el(selector).hover({ timeout: t(timeoutMs) });
     },
     async select(selector, label, timeoutMs) {
+      await adopting;
       const loc = el(selector);
       await loc.waitFor({ state: 'attached', timeout: t(timeoutMs) });
       const index = await loc.evaluate(FIND_OPTION, label);
@@ -426,9 +433,11 @@ export async function launchPlaywright(opts: LaunchOptions): Promise<BrowserDriv
       return loc.selectOption({ index }, { timeout: t(timeoutMs) });
     },
     async waitFor(selector, timeoutMs) {
+      await adopting;
       await el(selector).waitFor({ state: 'attached', timeout: timeoutMs });
     },
     async screenshot({ fullPage, path }) {
+      await adopting;
       await mkdir(dirname(path), { recursive: true });
       await page.screenshot({ path, fullPage, type: 'png' });
     },
@@ -455,6 +464,7 @@ export async function launchPlaywright(opts: LaunchOptions): Promise<BrowserDriv
       if (url && url !== 'about:blank') await page.goto(url, { waitUntil: 'load' }).catch(() => undefined);
     },
     pendingDownloads: () => downloads,
+    settle: () => adopting,
     raw: () => ({ page, browser: browser ?? context }),
     connected: () => alive && !closing && (browser ?? context.browser())?.isConnected() !== false,
     close() {

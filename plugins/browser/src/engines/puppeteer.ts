@@ -341,20 +341,22 @@ export async function launchPuppeteer(opts: LaunchOptions): Promise<BrowserDrive
   const opener = new WeakMap<Page, Page>();
 
   /** A page opened by the driver's page (target=_blank, window.open) becomes the driver's page. */
+  let adopting: Promise<void> = Promise.resolve();
   browser.on('targetcreated', (target: Target) => {
     if (target.type() !== 'page' || target.opener() !== page.target()) return;
-    void (async () => {
+    adopting = adopting.then(async () => {
       const from = page;
       const p = await target.page();
       if (!p) return;
-      if (remote) await prepare(p).catch(() => undefined);
+      // its interception (engineC), the stealth script and the service-worker block, for its next documents
+      await prepare(p).catch(() => undefined);
       await watch(p).catch(() => undefined);
       opener.set(p, from);
       page = p;
       await p.bringToFront().catch(() => undefined);
       await p.waitForFunction('document.readyState !== "loading"', { timeout: opts.timeoutMs }).catch(() => undefined);
       effect({ kind: 'popup', url: p.url() });
-    })();
+    }).catch(() => undefined);
   });
 
   // Downloads: saved by Chromium under a temporary name in the downloads folder, renamed to the suggested name.
@@ -412,6 +414,7 @@ export async function launchPuppeteer(opts: LaunchOptions): Promise<BrowserDrive
   const t = (ms?: number) => ms ?? opts.timeoutMs;
   /** The frame and selector of a target: a snapshot number is found through the frames the snapshot tagged. */
   const scope = async (target: DriverTarget, timeoutMs: number): Promise<{ frame: Frame; sel: string }> => {
+    await adopting;
     if (typeof target === 'string') return { frame: page.mainFrame(), sel: target };
     let frame = page.mainFrame();
     for (const k of target.frames) {
@@ -427,6 +430,7 @@ export async function launchPuppeteer(opts: LaunchOptions): Promise<BrowserDrive
   const driver: BrowserDriver = {
     engine: opts.engine,
     async goto(url, timeoutMs) {
+      await adopting;
       try {
         return nav(await page.goto(url, { waitUntil: 'load', timeout: t(timeoutMs) }));
       } catch (e) {
@@ -447,6 +451,7 @@ export async function launchPuppeteer(opts: LaunchOptions): Promise<BrowserDrive
     url: () => page.url(),
     title: () => page.title(),
     async evaluate<T = unknown>(fn: string, arg?: unknown): Promise<T> {
+      await adopting;
       // an expression built here and evaluated over CDP: no eval() in the page, so a page's CSP does not stop it
       const call = `(${fn}\n)(${arg === undefined ? '' : JSON.stringify(arg)})`;
       return (await page.evaluate(call)) as T;
@@ -515,6 +520,7 @@ export async function launchPuppeteer(opts: LaunchOptions): Promise<BrowserDrive
       await page.setViewport(puppeteerViewport(v));
     },
     pendingDownloads: () => downloads,
+    settle: () => adopting,
     raw: () => ({ page, browser }),
     connected: () => alive && !closing && browser.connected,
     close() {
