@@ -15,6 +15,7 @@ const suites: Array<[string, () => Promise<BenchRow[]>]> = [
   ['gateway ws', async () => (await import('./gateway-ws.js')).benchGatewayWs()],
   ['memory', async () => (await import('./memory.js')).benchMemory()],
   ['knowledge', async () => (await import('./knowledge.js')).benchKnowledge()],
+  ['browser', async () => (await import('./browser.js')).benchBrowser()],
 ];
 
 const only = process.argv.slice(2);
