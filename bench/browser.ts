@@ -168,12 +168,14 @@ export async function benchBrowser(): Promise<BenchRow[]> {
           rows.push({ name: `${engine} navigate + snapshot p50 ${path}`, value: median(times), unit: 'ms', peer: 'playwright goto + ariaSnapshot', peerValue: ariaTimes[path]!, budget: 'reported', ok: true });
           if (engine !== 'engineA') continue;
           const labels = PAGES[path]!.labels;
-          const missing = labels.filter((l) => !text.includes(l) || !aria[path]!.includes(l));
+          const missing = labels.filter((l) => !text.includes(l));
+          const ariaMissing = labels.filter((l) => !aria[path]!.includes(l));
+          if (process.env.KEEL_BENCH_BROWSER_DUMP) console.log(`--- ${path} keel\n${text}\n--- ${path} aria\n${aria[path]}`);
           const keelTokens = encode(text).length;
           const ariaTokens = encode(aria[path]!).length;
           const capped = path === '/big';
           rows.push({
-            name: `snapshot tokens ${path}${capped ? ' (Keel capped by browserSnapshotMaxTokens)' : ''}${missing.length ? ` MISSING ${missing.join(', ')}` : ''}`,
+            name: `snapshot tokens ${path}${capped ? ' (Keel capped by browserSnapshotMaxTokens)' : ''}${missing.length ? ` MISSING in Keel: ${missing.join(', ')}` : ''}${ariaMissing.length ? ` (ariaSnapshot lacks ${ariaMissing.join(', ')})` : ''}`,
             value: keelTokens,
             unit: 'tokens',
             peer: 'ariaSnapshot',

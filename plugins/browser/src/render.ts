@@ -20,7 +20,7 @@ export function elementLine(e: SnapshotElement): string {
 }
 
 function outlineLine(o: OutlineLine): string {
-  return o.level ? `${'#'.repeat(o.level)} ${o.text}` : `  ${o.text}`;
+  return o.level ? `${'#'.repeat(o.level)} ${o.text}` : o.text;
 }
 
 export interface RenderOptions {

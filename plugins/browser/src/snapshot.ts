@@ -51,7 +51,7 @@ export interface PageSnapshot {
 
 /** Most interactive elements numbered in one snapshot (the rest are counted in `more`). */
 export const MAX_ELEMENTS = 2000;
-/** Most outline lines collected (each at most 200 characters). */
+/** Most outline lines collected (each at most 80 characters). */
 export const MAX_OUTLINE = 4000;
 
 /**
@@ -112,7 +112,7 @@ export const PAGE_HELPERS = String.raw`
     const tag = el.tagName.toLowerCase();
     if (tag === 'a') return 'href=' + clean(el.getAttribute('href'), 100);
     if (tag === 'select') return 'selected=' + clean(el.selectedOptions?.[0]?.label ?? '', 60);
-    if (tag === 'input' && (el.type === 'checkbox' || el.type === 'radio')) return 'checked=' + el.checked;
+    if (tag === 'input' && (el.type === 'checkbox' || el.type === 'radio')) return el.checked ? 'checked=true' : undefined;
     if ((tag === 'input' || tag === 'textarea') && el.value) return el.type === 'password' ? 'value=***' : 'value=' + clean(el.value, 60);
     if (el.disabled) return 'disabled=true';
     if (tag === 'input' && el.type === 'file') return 'accept=' + clean(el.accept || '*', 40);
@@ -160,6 +160,15 @@ export const SNAPSHOT_SCRIPT = String.raw`({ maxElements, maxOutline }) => {
     const inView = bottom > 0 && top < H;
     return { inView, distance: inView ? 0 : Math.round(top >= H ? top - H : -bottom) };
   };
+  const OUTLINE_CHARS = 80;
+  /** Text that is already an element's label: a <label> of a control, or words inside a small widget row. */
+  const repeatsLabel = (el, text) => {
+    if (el.tagName === 'LABEL' && el.control) return true;
+    const n = el.childElementCount;
+    if (n === 0 || n > 20) return false;
+    for (const c of el.querySelectorAll(INTERACTIVE)) if (labelOf(c).includes(text)) return true;
+    return false;
+  };
   const ownText = (el) => {
     let s = '';
     for (const c of el.childNodes) if (c.nodeType === 3) s += c.nodeValue;
@@ -181,9 +190,11 @@ export const SNAPSHOT_SCRIPT = String.raw`({ maxElements, maxOutline }) => {
       return el.isContentEditable ? undefined : false;
     }
     const text = ownText(el);
-    if (text && outline.length < maxOutline && visible(el)) {
+    if (text && outline.length < maxOutline && !repeatsLabel(el, text) && visible(el)) {
       const h = /^H([1-6])$/.exec(tag);
-      outline.push({ text: h ? clean(el.innerText, 200) : text.slice(0, 200), level: h ? Number(h[1]) : 0, ...place(el.getBoundingClientRect(), offY), order: order++ });
+      const line = h ? clean(el.innerText, 200) : text;
+      // a short outline: the start of each block (the full text is for extract_article or browser_run_js)
+      outline.push({ text: line.length > OUTLINE_CHARS ? line.slice(0, OUTLINE_CHARS - 1).trimEnd() + '…' : line, level: h ? Number(h[1]) : 0, ...place(el.getBoundingClientRect(), offY), order: order++ });
       if (h) return false;
     }
   }, (el, k) => {

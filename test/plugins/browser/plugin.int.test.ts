@@ -7,6 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { trackerOf } from '../../../plugins/browser/src/trackers.js';
+import { displayAvailable } from '../../../plugins/browser/src/xvfb.js';
 import { bootBrowser, haveChromium, startCdpChromium, startFixtures, stranger, type Booted, type Fixture } from './harness.js';
 
 describe('tracker blocking from @ghostery/trackerdb', () => {
@@ -45,6 +46,7 @@ describe.skipIf(!haveChromium)('browser plugin (engineA)', () => {
       expect(out).toContain('State: blank (HTTP 200)');
       expect(out).toContain('The page stayed blank after 3 recovery attempts. Cause: blocked automation or a failed render.');
       if (i < 3) expect(out).toContain('Retry headful or use a fresh profile');
+      else if (displayAvailable()) expect(out).toMatch(/127\.0\.0\.1 gave 3 blank pages in a row: the browser now runs headful/);
       else expect(out).toMatch(/127\.0\.0\.1 gave 3 blank pages in a row: headful mode is next, but it needs a display and there is none \(DISPLAY is not set and Xvfb is not installed/);
     }
     await ok('browser_navigate', { url: `${fx.base}/` });
