@@ -248,7 +248,7 @@ export default definePlugin({
       const found = await d.evaluate<CaptchaFound | null>(DETECT_CAPTCHA);
       if (!found) return 'No CAPTCHA (reCAPTCHA, hCaptcha or Turnstile) found on this page.';
       const started = Date.now();
-      const token = await solveCaptcha(found, { apiKey, baseUrl: String(ctx.config.get('captchaApiUrl') ?? 'https://2captcha.com'), signal: call.signal });
+      const token = await solveCaptcha(found, { apiKey, baseUrl: String(ctx.config.get('captchaBaseUrl') ?? 'https://2captcha.com'), signal: call.signal });
       const injected = await d.evaluate<{ filled: number; callback: string | null }>(INJECT_TOKEN, { kind: found.kind, token });
       return `Solved the ${found.kind} CAPTCHA in ${Math.round((Date.now() - started) / 1000)} s; the answer was put into ${injected.filled} field(s)${injected.callback ? ` and passed to ${injected.callback}()` : ''}. Submit the form if the page does not continue by itself.`;
     });

@@ -105,12 +105,12 @@ const manifest: PluginManifest = {
       secret: true,
       description: 'Key of the 2captcha-compatible CAPTCHA-solving service used by browser_solve_captcha. APPROVAL: it costs money and sends page data to a third party.',
     },
-    captchaApiUrl: {
+    captchaBaseUrl: {
       schema: Type.String({ minLength: 1, maxLength: 2048, pattern: '^https?://' }),
       default: 'https://2captcha.com',
-      env: ['CAPTCHA_API_URL'],
-      policy: 'APPROVAL',
-      description: 'Base URL of the 2captcha-compatible service (in.php / res.php). APPROVAL: the key is sent there.',
+      env: ['CAPTCHA_BASE_URL'],
+      policy: 'LOCKED',
+      description: 'Base URL of the 2captcha-compatible service (in.php / res.php). LOCKED: captchaApiKey is sent there.',
     },
   },
   skills: [

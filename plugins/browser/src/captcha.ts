@@ -258,7 +258,7 @@ const ADVICE: Record<string, string> = {
   ERROR_WRONG_CAPTCHA_ID: 'the service lost the task: try again',
   ERROR_EMPTY_ACTION: 'the service rejected the request: try again',
   ERROR_BAD_DUPLICATES: 'the service\'s workers disagreed on the answer: try again',
-  ERROR_METHOD_CALL: 'the service rejected the request: check captchaApiUrl',
+  ERROR_METHOD_CALL: 'the service rejected the request: check captchaBaseUrl',
   ERROR_BAD_PARAMETERS: 'the service rejected the request parameters',
   MAX_USER_TURN: 'too many requests to the service: wait a few seconds, then try again',
 };
@@ -284,12 +284,12 @@ export async function solveCaptcha(found: CaptchaFound, opts: SolveOptions): Pro
   try {
     base = new URL(String(opts.baseUrl ?? ''));
   } catch {
-    throw fail('captchaApiUrl is not a URL: set it to the http(s) base URL of a 2captcha-compatible service, e.g. https://2captcha.com.');
+    throw fail('captchaBaseUrl is not a URL: set it to the http(s) base URL of a 2captcha-compatible service, e.g. https://2captcha.com.');
   }
   if (base.protocol !== 'http:' && base.protocol !== 'https:') {
-    throw fail(`captchaApiUrl must be http(s), not ${base.protocol}: set it to the base URL of a 2captcha-compatible service.`);
+    throw fail(`captchaBaseUrl must be http(s), not ${base.protocol}: set it to the base URL of a 2captcha-compatible service.`);
   }
-  if (base.username || base.password) throw fail('captchaApiUrl must not carry a user name or password: the service is authenticated by captchaApiKey.');
+  if (base.username || base.password) throw fail('captchaBaseUrl must not carry a user name or password: the service is authenticated by captchaApiKey.');
   base.hash = '';
   base.search = '';
   const root = base.href.replace(/\/+$/, '');
@@ -323,14 +323,14 @@ export async function solveCaptcha(found: CaptchaFound, opts: SolveOptions): Pro
     try {
       const res = await doFetch(url, { ...init, signal: ctl.signal, redirect: 'follow' });
       const text = await res.text();
-      if (!res.ok) throw fail(`The CAPTCHA service (${where}) answered ${what} with HTTP ${res.status}: check captchaApiUrl, or try again later.`);
+      if (!res.ok) throw fail(`The CAPTCHA service (${where}) answered ${what} with HTTP ${res.status}: check captchaBaseUrl, or try again later.`);
       return parseAnswer(text);
     } catch (e) {
       if (userSignal?.aborted) throw aborted();
       if (Date.now() >= deadline || ctl.signal.aborted) throw timedOut();
       if (e instanceof CaptchaError) throw e;
       const cause = e instanceof Error ? ((e.cause as { code?: string } | undefined)?.code ?? e.message) : String(e);
-      throw fail(`The CAPTCHA service (${where}) could not be reached (${redact(String(cause)).slice(0, 120)}): check captchaApiUrl and the network.`, 'NetworkError');
+      throw fail(`The CAPTCHA service (${where}) could not be reached (${redact(String(cause)).slice(0, 120)}): check captchaBaseUrl and the network.`, 'NetworkError');
     } finally {
       clearTimeout(timer);
       userSignal?.removeEventListener('abort', onAbort);

@@ -22,7 +22,7 @@ describe.skipIf(!haveChromium).each(['engineA', 'engineB', 'engineC'] as const)(
   beforeAll(async () => {
     fx = await startFixtures();
     if (engine === 'engineC') cdp = await startCdpChromium();
-    b = await bootBrowser({ browserEngine: engine, captchaApiUrl: fx.captchaUrl, ...(cdp ? { browserCdpEndpoint: cdp.endpoint } : {}) });
+    b = await bootBrowser({ browserEngine: engine, captchaBaseUrl: fx.captchaUrl, ...(cdp ? { browserCdpEndpoint: cdp.endpoint } : {}) });
   }, 60_000);
 
   afterAll(async () => {
