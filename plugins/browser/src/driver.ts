@@ -82,6 +82,8 @@ export interface BrowserDriver {
    * `arg` (JSON). Resolves with its JSON-serialisable result.
    */
   evaluate<T = unknown>(fn: string, arg?: unknown): Promise<T>;
+  /** `evaluate` in the document of a frame, found through the `data-keel-frame` numbers of `frames` (any origin). */
+  evaluateIn<T = unknown>(frames: number[], fn: string, arg?: unknown): Promise<T>;
   click(target: Target, timeoutMs?: number): Promise<void>;
   /** Types into the element (focused first); `delayMs` between characters. */
   type(target: Target, text: string, delayMs?: number, timeoutMs?: number): Promise<void>;

@@ -8,7 +8,7 @@
  */
 import { PAGE_HELPERS, type SnapshotElement } from './snapshot.js';
 
-export type Fingerprint = Pick<SnapshotElement, 'ref' | 'kind' | 'label' | 'frames' | 'path'>;
+export type Fingerprint = Pick<SnapshotElement, 'ref' | 'kind' | 'label' | 'frames' | 'path' | 'root'>;
 
 export type Resolution =
   | { ok: true; moved: boolean }

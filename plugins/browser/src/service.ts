@@ -330,8 +330,38 @@ export class BrowserService {
   async snapshot(d?: BrowserDriver): Promise<PageSnapshot> {
     const driver = d ?? (await this.page());
     const snap = await driver.evaluate<PageSnapshot>(SNAPSHOT_SCRIPT, { maxElements: MAX_ELEMENTS, maxOutline: MAX_OUTLINE });
-    this.refs = new Map(snap.elements.map((e) => [e.ref, { ref: e.ref, kind: e.kind, label: e.label, frames: e.frames, path: e.path }]));
+    await this.crossOriginFrames(driver, snap);
+    this.refs = new Map(snap.elements.map((e) => [e.ref, { ref: e.ref, kind: e.kind, label: e.label, frames: e.frames, path: e.path, root: e.root ?? [] }]));
     return snap;
+  }
+
+  /**
+   * Frames of another origin are snapshotted in their own documents (the page's script cannot enter them) and
+   * merged in place: their elements are numbered after the page's, positioned by the frame's offset. At most 20.
+   */
+  private async crossOriginFrames(d: BrowserDriver, snap: PageSnapshot): Promise<void> {
+    const queue = [...(snap.remote ?? [])].map((f) => ({ ...f, base: f.order }));
+    let lastRef = snap.elements.reduce((m, e) => Math.max(m, e.ref), 0);
+    for (let done = 0; queue.length && done < 20; done++) {
+      const f = queue.shift()!;
+      const sub = await d
+        .evaluateIn<PageSnapshot>(f.frames, SNAPSHOT_SCRIPT, { maxElements: Math.max(0, MAX_ELEMENTS - snap.elements.length), maxOutline: MAX_OUTLINE, startRef: lastRef, offY: f.offY, viewH: snap.viewH })
+        .catch(() => undefined);
+      // sub-items keep the frame's place in the document order
+      const at = (o: number) => f.base + (o + 1) / 1e6;
+      if (!sub) {
+        snap.outline.push({ text: `[frame: ${f.url} (another origin; it could not be read)]`, level: 0, inView: f.inView, distance: 0, order: f.base });
+        continue;
+      }
+      for (const e of sub.elements) snap.elements.push({ ...e, frames: [...f.frames, ...e.frames], root: f.frames, order: at(e.order) });
+      for (const o of sub.outline) snap.outline.push({ ...o, order: at(o.order) });
+      snap.more += sub.more;
+      snap.hasPassword ||= sub.hasPassword;
+      if (sub.elements.length || sub.outline.length) snap.blank = false;
+      lastRef = sub.elements.reduce((m, e) => Math.max(m, e.ref), lastRef);
+      for (const r of sub.remote ?? []) queue.push({ ...r, frames: [...f.frames, ...r.frames], base: at(r.order) });
+    }
+    delete snap.remote;
   }
 
   /**
@@ -365,7 +395,9 @@ export class BrowserService {
         'KEEL_E_BROWSER_NOT_FOUND',
       );
     }
-    const r = await d.evaluate<Resolution>(RESOLVE_SCRIPT, fp);
+    // in the document the snapshot ran in (a cross-origin frame's own), with the frame path relative to it
+    const root = fp.root ?? [];
+    const r = root.length ? await d.evaluateIn<Resolution>(root, RESOLVE_SCRIPT, { ...fp, frames: fp.frames.slice(root.length) }) : await d.evaluate<Resolution>(RESOLVE_SCRIPT, fp);
     if (r.ok) return { fp, moved: r.moved };
     const what = describeMismatch(fp, r);
     const fresh = await this.snapshot(d).catch(() => undefined);

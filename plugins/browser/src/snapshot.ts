@@ -15,6 +15,8 @@ export interface SnapshotElement {
   attr?: string;
   /** Path of `data-keel-frame` numbers from the top document to the element's document. */
   frames: number[];
+  /** Frame path of the document the snapshot script ran in (a cross-origin frame's; [] for the page). */
+  root?: number[];
   /** Position in the tree (`body>div:2>form>input:1`, `#shadow` and `|frame k|` marking the crossings). */
   path: string;
   /** Inside the viewport now. */
@@ -47,6 +49,10 @@ export interface PageSnapshot {
   /** A visible password field (login walls). */
   hasPassword: boolean;
   scroll: { y: number; max: number };
+  /** Cross-origin frames the page script could not enter (the service snapshots them in their own documents). */
+  remote?: Array<{ frames: number[]; offY: number; order: number; url: string; inView: boolean }>;
+  /** Height of the top viewport. */
+  viewH?: number;
 }
 
 /** Most interactive elements numbered in one snapshot (the rest are counted in `more`). */
@@ -138,7 +144,7 @@ export const PAGE_HELPERS = String.raw`
           try { inner = el.contentDocument; } catch {}
           const r = el.getBoundingClientRect();
           if (inner && inner.documentElement) go(inner.documentElement, frames.concat([k]), p + '|frame ' + k + '|', offY + r.top);
-          else if (onFrame) onFrame(el, k, frames);
+          else if (onFrame) onFrame(el, k, frames, offY + r.top);
           continue;
         }
         go(el, frames, p, offY);
@@ -148,13 +154,18 @@ export const PAGE_HELPERS = String.raw`
   };
 `;
 
-/** Source of the in-page function `({ maxElements, maxOutline }) => PageSnapshot` (see driver.evaluate). */
-export const SNAPSHOT_SCRIPT = String.raw`({ maxElements, maxOutline }) => {
+/**
+ * Source of the in-page function `({ maxElements, maxOutline, startRef, offY, viewH }) => PageSnapshot` (see
+ * driver.evaluate). In a cross-origin frame it runs in that frame's document: numbering goes on from `startRef`,
+ * positions are shifted by the frame's offset `offY` in a viewport of height `viewH`.
+ */
+export const SNAPSHOT_SCRIPT = String.raw`({ maxElements, maxOutline, startRef = 0, offY: baseY = 0, viewH }) => {
   ${PAGE_HELPERS}
-  const H = innerHeight;
+  const H = viewH || innerHeight;
   const elements = [];
   const outline = [];
-  let more = 0, n = 0, order = 0, media = 0, hasPassword = false;
+  const remote = [];
+  let more = 0, n = startRef, order = 0, media = 0, hasPassword = false;
   const place = (r, offY) => {
     const top = r.top + offY, bottom = r.bottom + offY;
     const inView = bottom > 0 && top < H;
@@ -185,7 +196,7 @@ export const SNAPSHOT_SCRIPT = String.raw`({ maxElements, maxOutline }) => {
       n++;
       el.setAttribute('data-keel-ref', String(n));
       const attr = attrOf(el);
-      elements.push({ ref: n, kind: kindOf(el), label: labelOf(el), ...(attr ? { attr } : {}), frames, path, ...place(el.getBoundingClientRect(), offY), order: order++ });
+      elements.push({ ref: n, kind: kindOf(el), label: labelOf(el), ...(attr ? { attr } : {}), frames, path, ...place(el.getBoundingClientRect(), baseY + offY), order: order++ });
       // the text of a link or button is its label: not repeated in the outline (a contenteditable's is content)
       return el.isContentEditable ? undefined : false;
     }
@@ -194,11 +205,12 @@ export const SNAPSHOT_SCRIPT = String.raw`({ maxElements, maxOutline }) => {
       const h = /^H([1-6])$/.exec(tag);
       const line = h ? clean(el.innerText, 200) : text;
       // a short outline: the start of each block (the full text is for extract_article or browser_run_js)
-      outline.push({ text: line.length > OUTLINE_CHARS ? line.slice(0, OUTLINE_CHARS - 1).trimEnd() + '…' : line, level: h ? Number(h[1]) : 0, ...place(el.getBoundingClientRect(), offY), order: order++ });
+      outline.push({ text: line.length > OUTLINE_CHARS ? line.slice(0, OUTLINE_CHARS - 1).trimEnd() + '…' : line, level: h ? Number(h[1]) : 0, ...place(el.getBoundingClientRect(), baseY + offY), order: order++ });
       if (h) return false;
     }
-  }, (el, k) => {
-    outline.push({ text: '[frame ' + k + ': ' + clean(el.src || el.getAttribute('src') || 'about:blank', 120) + ' (another origin: its elements are not numbered)]', level: 0, ...place(el.getBoundingClientRect(), 0), order: order++ });
+  }, (el, k, frames, offY) => {
+    // another origin: the service snapshots that frame in its own document (driver.evaluateIn)
+    remote.push({ frames: frames.concat([k]), offY: baseY + offY, order: order++, url: clean(el.src || el.getAttribute('src') || 'about:blank', 120), inView: place(el.getBoundingClientRect(), baseY + offY).inView });
   });
   const max = Math.max(0, document.documentElement.scrollHeight - H);
   return {
@@ -210,5 +222,7 @@ export const SNAPSHOT_SCRIPT = String.raw`({ maxElements, maxOutline }) => {
     hasPassword,
     blank: outline.length === 0 && elements.length === 0 && media === 0,
     scroll: { y: Math.round(scrollY), max },
+    remote,
+    viewH: H,
   };
 }`;

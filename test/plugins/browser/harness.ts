@@ -71,6 +71,9 @@ export const PAGES: Record<string, string | ((q: URLSearchParams, cookie: string
       root.innerHTML = '<button id="sb" onclick="window.top.shadowClicked = true">Shadow button</button>';
     </script>`,
   '/inner': `<!doctype html><title>Inner</title><p>Inside the frame</p><button onclick="window.top.frameClicked = true">Frame button</button>`,
+  '/xframes': `<!doctype html><title>Cross-origin frame</title><button>Top button</button><iframe id="x" width="400" height="120"></iframe>
+    <script>document.getElementById('x').src = 'http://localhost:' + location.port + '/xinner';</script>`,
+  '/xinner': `<!doctype html><title>Other origin</title><p>From another origin</p><button onclick="this.textContent = 'Pressed'">Remote button</button>`,
   '/popup': `<!doctype html><title>Opener</title><a href="/popup-target" target="_blank">Open tab</a>`,
   '/popup-target': `<!doctype html><title>New tab</title><h1>The new tab</h1>`,
   '/download': `<!doctype html><title>Downloads</title><a href="/file.bin" download>Get file</a>`,

@@ -109,6 +109,14 @@ describe.skipIf(!haveChromium).each(['engineA', 'engineB', 'engineC'] as const)(
     expect(await js('[window.frameClicked, window.shadowClicked]')).toEqual([true, true]);
   });
 
+  it('numbers the elements of a cross-origin iframe (snapshotted in its own document) and acts on them', async () => {
+    const out = await ok('browser_navigate', { url: `${fx.base}/xframes` });
+    expect(out).toContain('[1] button: Top button\n[2] button: Remote button');
+    expect(out).toContain('From another origin');
+    expect(await ok('browser_click', { selector_or_ref: 2 })).toMatch(/^Clicked \[2\] button "Remote button"\./);
+    expect(await ok('browser_examine_page')).toContain('[2] button: Pressed');
+  });
+
   it('reports a new tab (adopted as the page), a download, a dialog and a file chooser', async () => {
     await ok('browser_navigate', { url: `${fx.base}/popup` });
     expect(await ok('browser_click', { selector_or_ref: 1 })).toContain(`A new tab opened and is now the current page: ${fx.base}/popup-target`);

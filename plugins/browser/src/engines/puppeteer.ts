@@ -450,6 +450,18 @@ export async function launchPuppeteer(opts: LaunchOptions): Promise<BrowserDrive
     },
     url: () => page.url(),
     title: () => page.title(),
+    async evaluateIn<T = unknown>(frames: number[], fn: string, arg?: unknown): Promise<T> {
+      await adopting;
+      let frame = page.mainFrame();
+      for (const k of frames) {
+        const h = await frame.$(`pierce/[data-keel-frame="${k}"]`);
+        const inner = await h?.contentFrame();
+        await h?.dispose();
+        if (!inner) throw new Error(`frame ${k} is gone`);
+        frame = inner;
+      }
+      return (await frame.evaluate(`(${fn}\n)(${arg === undefined ? '' : JSON.stringify(arg)})`)) as T;
+    },
     async evaluate<T = unknown>(fn: string, arg?: unknown): Promise<T> {
       await adopting;
       // an expression built here and evaluated over CDP: no eval() in the page, so a page's CSP does not stop it
