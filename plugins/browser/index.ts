@@ -15,6 +15,7 @@ import {
 import manifest, { DEFAULT_SCROLL_PX, DEFAULT_TIMEOUT_MS, SLOW_TYPING_MS } from './manifest.js';
 import { DETECT_CAPTCHA, INJECT_TOKEN, solveCaptcha, type CaptchaFound } from './src/captcha.js';
 import type { EngineId, Target } from './src/driver.js';
+import { navigate } from './src/navigate.js';
 import { BrowserError, BrowserService, CRASH_MESSAGE } from './src/service.js';
 
 /** What an element is, for confirmations (and to tell "not found" apart): a CSS selector in the top document. */
@@ -110,7 +111,7 @@ export default definePlugin({
     };
     const report = (first: string, lines: string[], d: { url(): string }) => [first, ...lines, `Now at ${d.url()}.`].join('\n');
 
-    skill('browser_navigate', async ({ url }: { url: string }) => (await svc.navigate(url)).text);
+    skill('browser_navigate', async ({ url }: { url: string }) => (await navigate(svc, url)).text);
 
     skill('browser_examine_page', async () => {
       requirePage();

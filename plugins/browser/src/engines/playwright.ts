@@ -34,21 +34,8 @@ import {
 import { stat } from 'node:fs/promises';
 import { BASE_ARGS, downloadPath, type BrowserDriver, type LaunchOptions, type NavigationResult, type Target, type Viewport } from '../driver.js';
 import { refSelector } from '../refs.js';
+import { FOCUS_END, guardRequests, safely, settleAfterFailedNavigation, splitKey, XHR_TYPES, type FetchSession, type PageElement } from './shared.js';
 
-const XHR_TYPES = new Set(['xhr', 'fetch']);
-
-// Page-side helpers: they run in the page, typed loosely (this project compiles without the DOM library).
-type PageElement = {
-  tagName: string;
-  options?: ArrayLike<PageOption>;
-  value?: unknown;
-  isContentEditable?: boolean;
-  setSelectionRange?: (start: number, end: number) => void;
-  ownerDocument: { activeElement: unknown; getSelection(): { selectAllChildren(n: unknown): void; collapseToEnd(): void } | null };
-  contains(o: unknown): boolean;
-  shadowRoot: { activeElement: unknown } | null;
-};
-type PageOption = { label: string; textContent: string | null; value: string };
 
 /** The index of the option labelled `label` in a <select> (-1 when none). */
 const FIND_OPTION = (el: PageElement, label: string): number => {
@@ -60,100 +47,6 @@ const FIND_OPTION = (el: PageElement, label: string): number => {
   if (i < 0) i = options.findIndex((o) => norm(o.label).toLowerCase() === want.toLowerCase());
   return i;
 };
-
-/**
- * Whether the element (or something inside it) has the focus, after focus(); a focused text field gets its caret
- * at the end so typing appends (focus() alone leaves it at the start). `end: false`: the field has no selection
- * API (email, number inputs), press End instead.
- */
-const FOCUS_END = (el: PageElement): { focused: boolean; end: boolean } => {
-  const doc = el.ownerDocument;
-  const a = doc.activeElement;
-  const focused = !!a && (a === el || el.contains(a) || (el.shadowRoot !== null && !!el.shadowRoot.activeElement));
-  if (a !== el) return { focused, end: true };
-  try {
-    if (typeof el.value === 'string' && el.setSelectionRange) el.setSelectionRange(el.value.length, el.value.length);
-    else if (el.isContentEditable) {
-      const sel = doc.getSelection();
-      if (sel) {
-        sel.selectAllChildren(el);
-        sel.collapseToEnd();
-      }
-    }
-    return { focused, end: true };
-  } catch {
-    return { focused, end: el.tagName !== 'INPUT' };
-  }
-};
-
-const MODIFIERS: Record<string, string> = {
-  ctrl: 'Control',
-  control: 'Control',
-  cmd: 'Meta',
-  command: 'Meta',
-  meta: 'Meta',
-  super: 'Meta',
-  win: 'Meta',
-  alt: 'Alt',
-  option: 'Alt',
-  shift: 'Shift',
-  controlormeta: 'ControlOrMeta',
-};
-const KEY_NAMES: Record<string, string> = Object.fromEntries(
-  [
-    'Enter', 'Escape', 'Tab', 'Backspace', 'Delete', 'Insert', 'Home', 'End', 'PageUp', 'PageDown',
-    'ArrowUp', 'ArrowDown', 'ArrowLeft', 'ArrowRight', 'Space', 'CapsLock', 'ContextMenu',
-    ...Array.from({ length: 12 }, (_, i) => `F${i + 1}`),
-  ].map((k) => [k.toLowerCase(), k]),
-);
-Object.assign(KEY_NAMES, { esc: 'Escape', return: 'Enter', del: 'Delete', up: 'ArrowUp', down: 'ArrowDown', left: 'ArrowLeft', right: 'ArrowRight', pgup: 'PageUp', pgdn: 'PageDown' });
-
-/** `ctrl+shift+enter` → `Control+Shift+Enter`; a lone `+` (or a trailing `++`) is the plus key. */
-function normalizeKey(key: string): string {
-  const parts: string[] = [];
-  let rest = key.trim();
-  while (rest) {
-    const i = rest.indexOf('+', 1);
-    if (i < 0) {
-      parts.push(rest);
-      break;
-    }
-    parts.push(rest.slice(0, i));
-    rest = rest.slice(i + 1);
-  }
-  if (parts.length === 0) throw new Error('empty key');
-  return parts
-    .map((p, i) => {
-      const t = p.trim() || p;
-      const lower = t.toLowerCase();
-      if (i < parts.length - 1) return MODIFIERS[lower] ?? t;
-      return MODIFIERS[lower] ?? KEY_NAMES[lower] ?? t;
-    })
-    .join('+');
-}
-
-/**
- * Puts every request of the browser through `filter` on a browser-level CDP session (Fetch domain, request
- * stage): pages, popups, frames, workers and each hop of a redirect. A filter that throws or rejects blocks.
- */
-async function guardRequests(session: CDPSession, filter: NonNullable<LaunchOptions['filter']>): Promise<void> {
-  session.on('Fetch.requestPaused', (e) => {
-    void (async () => {
-      let reason: string | undefined | null;
-      try {
-        reason = await filter(e.request.url, e.resourceType.toLowerCase());
-      } catch (err) {
-        reason = `the request filter failed: ${err instanceof Error ? err.message : String(err)}`;
-      }
-      const blocked = reason !== undefined && reason !== null;
-      await (blocked
-        ? session.send('Fetch.failRequest', { requestId: e.requestId, errorReason: 'BlockedByClient' })
-        : session.send('Fetch.continueRequest', { requestId: e.requestId })
-      ).catch(() => undefined); // the browser or the request went away meanwhile
-    })();
-  });
-  await session.send('Fetch.enable', { patterns: [{ urlPattern: '*', requestStage: 'Request' }] });
-}
 
 function contextOptions(v: Viewport): BrowserContextOptions {
   return {
@@ -170,24 +63,6 @@ function contextOptions(v: Viewport): BrowserContextOptions {
 /** Whether two viewports differ only in size (which a live page can take). */
 function sameEmulation(a: Viewport, b: Viewport): boolean {
   return a.deviceScaleFactor === b.deviceScaleFactor && a.isMobile === b.isMobile && a.hasTouch === b.hasTouch && a.userAgent === b.userAgent;
-}
-
-/**
- * After a navigation failed at the network level (blocked, refused, unresolvable), Chromium commits its error page
- * a moment later; waiting for it (at most a second) keeps that late commit from interrupting the next navigation.
- */
-async function settleAfterFailedNavigation(e: unknown, currentUrl: () => string): Promise<void> {
-  if (!/net::ERR_(?!ABORTED)/.test(e instanceof Error ? e.message : String(e))) return;
-  const deadline = Date.now() + 1000;
-  while (Date.now() < deadline && !currentUrl().startsWith('chrome-error:')) await new Promise((r) => setTimeout(r, 20));
-}
-
-function safely(fn: () => void): void {
-  try {
-    fn();
-  } catch {
-    // a listener's failure must not break the browser's event stream
-  }
 }
 
 export async function launchPlaywright(opts: LaunchOptions): Promise<BrowserDriver> {
@@ -318,7 +193,7 @@ export async function launchPlaywright(opts: LaunchOptions): Promise<BrowserDriv
         b.on('disconnected', () => {
           alive = false;
         });
-        if (opts.filter) await guardRequests(await b.newBrowserCDPSession(), opts.filter);
+        if (opts.filter) await guardRequests((await b.newBrowserCDPSession()) as unknown as FetchSession, opts.filter);
       }
       ctx = await browser.newContext(contextOptions(v));
     }
@@ -327,7 +202,7 @@ export async function launchPlaywright(opts: LaunchOptions): Promise<BrowserDriv
       if (profileDir && opts.filter) {
         const b = ctx.browser();
         if (!b) throw new Error('playwright gave no browser for the persistent context: requests cannot be filtered');
-        await guardRequests(await b.newBrowserCDPSession(), opts.filter);
+        await guardRequests((await b.newBrowserCDPSession()) as unknown as FetchSession, opts.filter);
       }
       await setupContext(ctx);
       ctx.on('page', adopt);
@@ -430,7 +305,8 @@ export async function launchPlaywright(opts: LaunchOptions): Promise<BrowserDriv
       await page.keyboard.type(text, { delay: delayMs ?? 0 });
     },
     async press(key) {
-      await page.keyboard.press(normalizeKey(key));
+      const k = splitKey(key);
+      await page.keyboard.press([...k.modifiers, k.key].join('+'));
     },
     async hover(selector, timeoutMs) {
       await adopting;

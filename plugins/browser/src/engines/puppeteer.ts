@@ -31,8 +31,7 @@ import puppeteer, {
 } from 'puppeteer-core';
 import { BASE_ARGS, downloadPath, type BrowserDriver, type LaunchOptions, type NavigationResult, type SideEffect, type Target as DriverTarget, type Viewport } from '../driver.js';
 import { refSelector } from '../refs.js';
-
-const XHR_TYPES = new Set(['xhr', 'fetch']);
+import { FOCUS_END, guardRequests, safely, settleAfterFailedNavigation, splitKey, XHR_TYPES, type FetchSession, type PageElement } from './shared.js';
 
 /** Runs before the page's scripts: no new service worker registrations (they would fetch outside the interception). */
 const NO_SERVICE_WORKERS = `(() => {
@@ -45,18 +44,6 @@ const NO_SERVICE_WORKERS = `(() => {
   } catch {}
 })();`;
 
-// Page-side helpers: they run in the page, typed loosely (this project compiles without the DOM library).
-type PageElement = {
-  tagName: string;
-  options?: ArrayLike<PageOption>;
-  value?: unknown;
-  isContentEditable?: boolean;
-  setSelectionRange?: (start: number, end: number) => void;
-  ownerDocument: { activeElement: unknown; getSelection(): { selectAllChildren(n: unknown): void; collapseToEnd(): void } | null };
-  contains(o: unknown): boolean;
-  shadowRoot: { activeElement: unknown } | null;
-};
-type PageOption = { label: string; textContent: string | null; value: string };
 
 /** The value of the option labelled `label` in a <select> (null when none). */
 const FIND_OPTION = (el: PageElement, label: string): string | null => {
@@ -70,116 +57,8 @@ const FIND_OPTION = (el: PageElement, label: string): string | null => {
   return o ? o.value : null;
 };
 
-/**
- * Whether the element (or something inside it) has the focus, after focus(); a focused text field gets its caret
- * at the end so typing appends (focus() alone leaves it at the start). `end: false`: the field has no selection
- * API (email, number inputs), press End instead.
- */
-const FOCUS_END = (el: PageElement): { focused: boolean; end: boolean } => {
-  const doc = el.ownerDocument;
-  const a = doc.activeElement;
-  const focused = !!a && (a === el || el.contains(a) || (el.shadowRoot !== null && !!el.shadowRoot.activeElement));
-  if (a !== el) return { focused, end: true };
-  try {
-    if (typeof el.value === 'string' && el.setSelectionRange) el.setSelectionRange(el.value.length, el.value.length);
-    else if (el.isContentEditable) {
-      const sel = doc.getSelection();
-      if (sel) {
-        sel.selectAllChildren(el);
-        sel.collapseToEnd();
-      }
-    }
-    return { focused, end: true };
-  } catch {
-    return { focused, end: el.tagName !== 'INPUT' };
-  }
-};
-
-const MODIFIERS: Record<string, string> = {
-  ctrl: 'Control',
-  control: 'Control',
-  cmd: 'Meta',
-  command: 'Meta',
-  meta: 'Meta',
-  super: 'Meta',
-  win: 'Meta',
-  alt: 'Alt',
-  option: 'Alt',
-  shift: 'Shift',
-  controlormeta: process.platform === 'darwin' ? 'Meta' : 'Control',
-};
-const KEY_NAMES: Record<string, string> = Object.fromEntries(
-  [
-    'Enter', 'Escape', 'Tab', 'Backspace', 'Delete', 'Insert', 'Home', 'End', 'PageUp', 'PageDown',
-    'ArrowUp', 'ArrowDown', 'ArrowLeft', 'ArrowRight', 'Space', 'CapsLock', 'ContextMenu',
-    ...Array.from({ length: 12 }, (_, i) => `F${i + 1}`),
-  ].map((k) => [k.toLowerCase(), k]),
-);
-Object.assign(KEY_NAMES, { esc: 'Escape', return: 'Enter', del: 'Delete', up: 'ArrowUp', down: 'ArrowDown', left: 'ArrowLeft', right: 'ArrowRight', pgup: 'PageUp', pgdn: 'PageDown' });
-
-/** `ctrl+shift+enter` → [Control, Shift, Enter]; a lone `+` (or a trailing `++`) is the plus key. */
-function splitKey(key: string): { modifiers: string[]; key: string } {
-  const parts: string[] = [];
-  let rest = key.trim();
-  while (rest) {
-    const i = rest.indexOf('+', 1);
-    if (i < 0) {
-      parts.push(rest);
-      break;
-    }
-    parts.push(rest.slice(0, i));
-    rest = rest.slice(i + 1);
-  }
-  const last = parts.pop();
-  if (last === undefined) throw new Error('empty key');
-  const modifiers = parts.map((p) => MODIFIERS[p.trim().toLowerCase()] ?? p.trim());
-  const lower = last.trim().toLowerCase();
-  return { modifiers, key: MODIFIERS[lower] ?? KEY_NAMES[lower] ?? (last.trim() || last) };
-}
-
-/**
- * Puts every request of the browser through `filter` on a browser-level CDP session (Fetch domain, request
- * stage): pages, popups, frames, workers and each hop of a redirect. A filter that throws or rejects blocks.
- */
-async function guardRequests(session: CDPSession, filter: NonNullable<LaunchOptions['filter']>): Promise<void> {
-  session.on('Fetch.requestPaused', (e) => {
-    void (async () => {
-      let reason: string | undefined | null;
-      try {
-        reason = await filter(e.request.url, e.resourceType.toLowerCase());
-      } catch (err) {
-        reason = `the request filter failed: ${err instanceof Error ? err.message : String(err)}`;
-      }
-      const blocked = reason !== undefined && reason !== null;
-      await (blocked
-        ? session.send('Fetch.failRequest', { requestId: e.requestId, errorReason: 'BlockedByClient' })
-        : session.send('Fetch.continueRequest', { requestId: e.requestId })
-      ).catch(() => undefined); // the browser or the request went away meanwhile
-    })();
-  });
-  await session.send('Fetch.enable', { patterns: [{ urlPattern: '*', requestStage: 'Request' }] });
-}
-
 function puppeteerViewport(v: Viewport): PuppeteerViewport {
   return { width: v.width, height: v.height, deviceScaleFactor: v.deviceScaleFactor, isMobile: v.isMobile, hasTouch: v.hasTouch };
-}
-
-/**
- * After a navigation failed at the network level (blocked, refused, unresolvable), Chromium commits its error page
- * a moment later; waiting for it (at most a second) keeps that late commit from interrupting the next navigation.
- */
-async function settleAfterFailedNavigation(e: unknown, currentUrl: () => string): Promise<void> {
-  if (!/net::ERR_(?!ABORTED)/.test(e instanceof Error ? e.message : String(e))) return;
-  const deadline = Date.now() + 1000;
-  while (Date.now() < deadline && !currentUrl().startsWith('chrome-error:')) await new Promise((r) => setTimeout(r, 20));
-}
-
-function safely(fn: () => void): void {
-  try {
-    fn();
-  } catch {
-    // a listener's failure must not break the browser's event stream
-  }
 }
 
 /** puppeteer.connect options of a CDP endpoint: a browser WebSocket endpoint or the DevTools HTTP server. */
@@ -236,7 +115,7 @@ export async function launchPuppeteer(opts: LaunchOptions): Promise<BrowserDrive
     });
     if (opts.filter) {
       try {
-        await guardRequests(await browser.target().createCDPSession(), opts.filter);
+        await guardRequests((await browser.target().createCDPSession()) as unknown as FetchSession, opts.filter);
       } catch (e) {
         await browser.close().catch(() => undefined);
         throw e;
