@@ -3,6 +3,7 @@
  * same page with every interactive element present in both; navigate + snapshot p50 per engine beside Playwright's
  * own `page.goto` + `locator('body').ariaSnapshot()`; browser start to first snapshot.
  *
+ * The peer's snapshot of a page with frames is the page's ariaSnapshot plus each frame's (it does not enter them).
  * Pages are served from 127.0.0.1 (a form, an article page with navigation, a re-rendering app, frames with a
  * shadow root, a 70,000-token page). Keel runs through a real kernel (browser_navigate), engineC against a
  * Chromium started here with --remote-debugging-port=0. Tokens: gpt-tokenizer (cl100k). Needs /usr/bin/chromium.
@@ -139,7 +140,10 @@ export async function benchBrowser(): Promise<BenchRow[]> {
       for (let i = 0; i < ROUNDS; i++) {
         const t = performance.now();
         await pwPage.goto(`${base}${path}`, { waitUntil: 'load' });
-        aria[path] = await pwPage.locator('body').ariaSnapshot();
+        // the page's, then each child frame's (ariaSnapshot of a page does not enter iframes)
+        const parts = [await pwPage.locator('body').ariaSnapshot()];
+        for (const f of pwPage.frames().slice(1)) parts.push(await f.locator('body').ariaSnapshot().catch(() => ''));
+        aria[path] = parts.join('\n');
         times.push(performance.now() - t);
       }
       ariaTimes[path] = median(times);

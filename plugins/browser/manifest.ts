@@ -82,7 +82,7 @@ const manifest: PluginManifest = {
       env: ['KEEL_BROWSER_SNAPSHOT_MAX_TOKENS'],
       policy: 'SAFE',
       description:
-        'Most tokens of a page snapshot (estimated at 4 characters a token). The viewport and interactive elements come first; a marker says what was left out, and browser_examine_page again shows the rest.',
+        'Most tokens of a page snapshot (estimated at 3.5 characters a token). The viewport and interactive elements come first; a marker says what was left out, and browser_examine_page again shows the rest.',
     },
     browserDialogPolicy: {
       schema: Type.Union([Type.Literal('accept'), Type.Literal('dismiss')]),

@@ -79,7 +79,8 @@ export async function navigate(svc: BrowserService, url: string): Promise<{ text
       }
     } else notes.push('Retry headful or use a fresh profile (switch_browser_profile).');
   } else svc.breaker.success(svc.lastUrl);
-  const header = [`State: ${state}${status !== undefined ? ` (HTTP ${status})` : ''}`, ...notes.map((n) => `Note: ${n}`), ...stateAdvice(state)];
+  // 200 goes without saying; any other status is part of the state
+  const header = [`State: ${state}${status !== undefined && status !== 200 ? ` (HTTP ${status})` : ''}`, ...notes.map((n) => `Note: ${n}`), ...stateAdvice(state)];
   return { text: `[untrusted page content from ${snap.url}]\n${svc.render(snap, header)}` };
 }
 

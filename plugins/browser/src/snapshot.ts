@@ -57,7 +57,7 @@ export interface PageSnapshot {
 
 /** Most interactive elements numbered in one snapshot (the rest are counted in `more`). */
 export const MAX_ELEMENTS = 2000;
-/** Most outline lines collected (each at most 80 characters). */
+/** Most outline lines collected (each at most 64 characters). */
 export const MAX_OUTLINE = 4000;
 
 /**
@@ -171,7 +171,7 @@ export const SNAPSHOT_SCRIPT = String.raw`({ maxElements, maxOutline, startRef =
     const inView = bottom > 0 && top < H;
     return { inView, distance: inView ? 0 : Math.round(top >= H ? top - H : -bottom) };
   };
-  const OUTLINE_CHARS = 80;
+  const OUTLINE_CHARS = 64;
   /** Text that is already an element's label: a <label> of a control, or words inside a small widget row. */
   const repeatsLabel = (el, text) => {
     if (el.tagName === 'LABEL' && el.control) return true;

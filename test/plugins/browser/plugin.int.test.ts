@@ -43,7 +43,7 @@ describe.skipIf(!haveChromium)('browser plugin (engineA)', () => {
   it('circuit breaker: at most 3 recovery attempts per blank load; 3 blank loads of a domain → headful, which needs a display; success clears', async () => {
     for (let i = 1; i <= 3; i++) {
       const out = await ok('browser_navigate', { url: `${fx.base}/blank` });
-      expect(out).toContain('State: blank (HTTP 200)');
+      expect(out).toContain('State: blank');
       expect(out).toContain('The page stayed blank after 3 recovery attempts. Cause: blocked automation or a failed render.');
       if (i < 3) expect(out).toContain('Retry headful or use a fresh profile');
       else if (displayAvailable()) expect(out).toMatch(/127\.0\.0\.1 gave 3 blank pages in a row: the browser now runs headful/);
