@@ -58,11 +58,7 @@ export function isKeelError(e: unknown, code?: ErrorCode): e is KeelError {
   return e instanceof KeelError && (code === undefined || e.code === code);
 }
 
-/** Message of anything thrown. */
-export function errorMessage(e: unknown): string {
-  if (e instanceof Error) return e.message;
-  return String(e);
-}
+export { errorMessage } from '../sdk/errors.js';
 
 /**
  * The KEEL_E_* code of an error: a KeelError's, or a plain error's `code` when it names a known code (plugins

@@ -6,6 +6,10 @@
  * - AsyncParallel: run together, awaited.
  * - AsyncSeriesBail: in order; the first non-undefined return ends the run and is the result.
  * - AsyncSeriesWaterfall: in order; each tap gets the previous tap's return value.
+ * A tap that throws or rejects is contained: the host logs it with the plugin id and hook, counts it towards the
+ * plugin's quarantine, and the hook goes on as if the tap had done nothing (a waterfall passes the value on). The one
+ * exception is the `beforeSkill` veto, which fails closed: a veto tap that throws refuses the call. See
+ * docs/plugins.md.
  */
 import type {
   AsyncParallelHook,
@@ -14,6 +18,7 @@ import type {
   AsyncSeriesWaterfallHook,
   SyncHook,
 } from 'tapable';
+import type { InboundMessage } from './channel.js';
 import type { Action, Actor, Json, SkillResult } from './types.js';
 
 export interface ActionOutcome {
@@ -46,16 +51,11 @@ export interface ObservationEvent {
   result: string;
 }
 
-export interface InboundMessage {
-  channel: string;
-  userId: string;
-  text: string;
-  chatId?: string;
-  messageId?: string;
-  metadata?: Record<string, Json>;
-}
-
-export interface OutboundMessage {
+/**
+ * What a `messageOut` tap sees (and may rewrite) before a channel sends.
+ * @example ctx.hooks.tap('messageOut', (m) => ({ ...m, text: m.text.replace(/secret/g, '***') }));
+ */
+export interface MessageOutEvent {
   channel: string;
   to: string;
   text: string;
@@ -90,10 +90,10 @@ export interface HookCatalogue {
   afterSkill: AsyncSeriesHook<[SkillCall, SkillResult]>;
   /** A skill result the agent observes. */
   observation: SyncHook<[ObservationEvent]>;
-  /** A message arrived on a channel; taps may rewrite it. */
+  /** A message arrived on a channel (fired by `receive`); taps may rewrite its content, or set `dropped: true`. */
   messageIn: AsyncSeriesWaterfallHook<[InboundMessage]>;
   /** A message is about to leave on a channel; taps may rewrite it. */
-  messageOut: AsyncSeriesWaterfallHook<[OutboundMessage]>;
+  messageOut: AsyncSeriesWaterfallHook<[MessageOutEvent]>;
   /** A configuration value changed. */
   configChanged: SyncHook<[ConfigChangeEvent]>;
   pluginLoaded: SyncHook<[PluginEvent]>;

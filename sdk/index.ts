@@ -23,9 +23,27 @@ export type * from './types.js';
 export type * from './hooks.js';
 export type * from './plugin.js';
 export { CHANNEL_NAMES } from './plugin.js';
+export type * from './channel.js';
+export { listChannels, receive, SPEC_CHANNELS } from './channel.js';
+export type * from './gateway.js';
 export type * from './providers.js';
 export { ProviderError } from './providers.js';
 export { withRetry, parseRetryAfter, type RetryOptions, type RetryDecision } from './retry.js';
+export { namespaceSupport, type NamespaceKind, type NamespaceSupport } from './namespaces.js';
+export {
+  MAX_ACTOR_DEPTH,
+  OPERATOR_SOURCES,
+  AUTONOMY_SOURCE,
+  chainOf,
+  principalOf,
+  humanBehind,
+  isUntrusted,
+  isAutonomous,
+  describeActor,
+  actorLabel,
+  type ActorChain,
+} from './actor.js';
+export { errorMessage, errorCodeOf, pluginError, PluginError, environmentError, forbiddenError, type KeelErrorCode } from './errors.js';
 
 /**
  * Declare a plugin. Identity function that gives type checking.
@@ -59,20 +77,4 @@ export function skill(def: Omit<SkillManifest, 'category'> & { category?: string
   return { category: 'general', ...def };
 }
 
-/**
- * Error a plugin throws from `setup` when its surroundings, not its code, stop it (a port in use, a missing
- * device). The host reports it and retries at each health round, but it never counts towards quarantine.
- * @example throw environmentError(`Port ${port} is already in use; choose another port with -p.`)
- */
-export function environmentError(message: string): Error & { code: 'KEEL_E_PLUGIN_ENVIRONMENT' } {
-  return Object.assign(new Error(message), { code: 'KEEL_E_PLUGIN_ENVIRONMENT' as const });
-}
-
-/**
- * Error a skill throws to refuse a call on policy grounds (dispatch reports it as KEEL_E_FORBIDDEN, the gateway as 403).
- * @example throw forbiddenError('Command refused: rm is on commandDenyList.')
- */
-export function forbiddenError(message: string): Error & { code: 'KEEL_E_FORBIDDEN' } {
-  return Object.assign(new Error(message), { code: 'KEEL_E_FORBIDDEN' as const });
-}
 export { isPidAlive } from './pid.js';

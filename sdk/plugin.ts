@@ -28,7 +28,13 @@ export interface TapOptions {
   stage?: number;
 }
 
-/** The hooks door of a plugin: every tap is named after the plugin that made it. */
+/**
+ * The hooks door of a plugin: every tap is named after the plugin that made it and removed when it stops. A tap
+ * that throws never changes what fired the hook (a throwing `beforeSkill` tap refuses the call); it is logged and
+ * counted towards this plugin's quarantine.
+ * @example
+ * ctx.hooks.tap('actionSettled', (action, outcome) => ctx.log.info(`${action.id}: ${outcome.status}`));
+ */
 export interface PluginHooks {
   tap<K extends HookName>(
     hook: K,
@@ -113,6 +119,11 @@ export interface PluginContext {
    * `messageOut` (channels; waterfalls, so the possibly rewritten message comes back).
    */
   emit<K extends EmittableHook>(hook: K, ...args: HookArgs<K>): K extends 'messageIn' | 'messageOut' ? Promise<HookArgs<K>[0]> : void;
+  /**
+   * Every running provider of a capability whose name starts with `prefix`, in name order.
+   * @example for (const c of ctx.capabilities<ChannelCapability>('channel:')) console.log(c.name, c.impl.status());
+   */
+  capabilities<T = unknown>(prefix: string): Array<{ name: string; plugin: string; impl: T }>;
   /** Offer an implementation of a capability this manifest lists in `provides`. */
   provide<T>(capability: string, impl: T): void;
   /** Aborted when the plugin is being stopped. */
@@ -157,12 +168,26 @@ export interface InspectView {
   keys: Array<{ key: string; owner: string; policy: PolicyClass; secret: boolean }>;
   plugins: Array<{ id: string; state: string; reason?: string }>;
   configProblems: string[];
+  /**
+   * The unmasked value of a secret key this plugin's manifest lists in `permissions.secrets` (undefined for any
+   * other key): for commands acting as the local operator, e.g. `keel ui` reading the key of its own gateway.
+   * @example const key = (await c.inspect()).secret?.('gatewayApiKey');
+   */
+  secret?(key: string): string | undefined;
 }
 
 /** A kernel started from a command. */
 export interface RunningKernel {
   /** Status of a plugin in that kernel (e.g. to tell whether the server it starts is up). */
   pluginStatus(id: string): { state: string; reason?: string } | undefined;
+  /**
+   * Run a skill in that kernel through dispatch (schema, policy, hooks), as `actor`: how a command reaches what a
+   * plugin offers, never a global or an import of the plugin.
+   * @example
+   * const r = await running.execute('approve_command', { id, decision: 'approve' }, { kind: 'operator', channel: 'cli' });
+   * if (!r.success) process.stderr.write(`keel: ${r.result}\n`);
+   */
+  execute(skill: string, args: Record<string, unknown>, actor: Actor): Promise<SkillResult>;
   /** Resolves when the kernel stops (signal, `keel stop`). */
   done: Promise<void>;
   stop(): Promise<void>;
@@ -263,11 +288,5 @@ export interface ConnectionStatus {
   guilds?: number;
 }
 
-/** Capability `channel:<name>` (`channel:chatA`, ...): a chat channel. */
-export interface ChannelCapability {
-  name: string;
-  status(): ConnectionStatus;
-}
-
-/** The channel names of SPEC, in the order the gateway lists them. */
+/** The channel names of SPEC, in the order the gateway lists them (running channels: `ctx.capabilities('channel:')`). */
 export const CHANNEL_NAMES = ['chatA', 'chatB', 'chatC', 'chatD', 'email', 'gateway-chat'] as const;

@@ -298,6 +298,11 @@ export class FileStore implements QueueStore {
     );
   }
 
+  stale(): boolean {
+    if (this.closed || this.o.readOnly) return false;
+    return this.needsRepair || this.opsSinceBase > 0 || !existsSync(this.paths.snapshot);
+  }
+
   compact(snapshot: () => QueueSnapshot): Promise<boolean> {
     if (this.closed || this.o.readOnly) return Promise.resolve(false);
     return this.serial(async () => {

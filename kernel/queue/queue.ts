@@ -31,6 +31,8 @@ export interface ActionQueueOptions {
   /** Read the state once and change nothing (for `keel status`, `keel tasks`). */
   readOnly?: boolean;
   /** Tuning of the default file store. */
+  /** Quiet time (ms) after which `actions.json` is brought up to date; 0 turns it off. Default {@link QUIET_COMPACT_MS}. */
+  quietCompactMs?: number;
   fileStore?: Pick<FileStoreOptions, 'lockTimeoutMs' | 'pollMs' | 'compactMinOps' | 'compactMinBytes'>;
 }
 
@@ -69,6 +71,8 @@ function copy(a: Action): Action {
 }
 
 const COMPACT_RETRY_MS = 30_000;
+/** Quiet time after the last change before `actions.json` is brought up to date (debounced compaction). */
+export const QUIET_COMPACT_MS = 1000;
 
 export class ActionQueue {
   /** Corruption found while opening or reading (also logged). Empty when all is well. */
@@ -81,12 +85,17 @@ export class ActionQueue {
   private closed = false;
   private compacting = false;
   private compactRefusedAt = -Infinity;
+  /** Debounced compaction: one timer, re-armed when it fires before the queue was quiet long enough. */
+  private quietTimer: NodeJS.Timeout | undefined;
+  private lastChangeAt = 0;
+  private readonly quietMs: number;
 
   private constructor(
     private readonly store: QueueStore,
-    private readonly o: ActionQueueOptions,
+    o: ActionQueueOptions,
   ) {
     this.owner = o.owner && !o.readOnly;
+    this.quietMs = o.readOnly ? 0 : (o.quietCompactMs ?? QUIET_COMPACT_MS);
     this.clock = o.clock ?? Date;
     this.log = o.log ?? consoleLog;
     this.state = new QueueState({ completedLimit: o.completedLimit ?? 100, failedLimit: o.failedLimit ?? 100 });
@@ -137,7 +146,10 @@ export class ActionQueue {
     }
     for (const op of c.ops) changed = this.state.apply(op, now) || changed;
     if (c.problems?.length) this.problems.push(...c.problems);
-    if (changed) this.emit();
+    if (changed) {
+      this.noteChange();
+      this.emit();
+    }
   }
 
   private emit(): void {
@@ -172,6 +184,7 @@ export class ActionQueue {
 
   /** Compacts in the background when the journal has grown enough; the pushes that triggered it are already durable. */
   private afterWrite(): void {
+    this.noteChange();
     if (this.compacting || this.closed || this.now() - this.compactRefusedAt < COMPACT_RETRY_MS) return;
     if (!this.store.wantsCompaction(this.state.active.size)) return;
     this.compacting = true;
@@ -180,6 +193,35 @@ export class ActionQueue {
       .finally(() => {
         this.compacting = false;
       });
+  }
+
+  /**
+   * Arms the quiet-time compaction: once nothing changed for {@link QUIET_COMPACT_MS}, `actions.json` is rewritten
+   * so that it shows the queue as it is. Costs a clock read per change, never a file write, so a push stays flat.
+   */
+  private noteChange(): void {
+    const quiet = this.quietMs;
+    if (this.closed || quiet <= 0) return;
+    this.lastChangeAt = performance.now();
+    if (this.quietTimer) return;
+    const arm = (ms: number) => {
+      this.quietTimer = setTimeout(() => {
+        this.quietTimer = undefined;
+        if (this.closed) return;
+        const since = performance.now() - this.lastChangeAt;
+        if (since < quiet) return arm(quiet - since);
+        if (!this.store.stale?.()) return;
+        if (this.compacting) return arm(quiet);
+        this.compacting = true;
+        this.compact()
+          .catch((e) => this.log.error(`Queue: quiet-time compaction failed (actions.journal still holds every change): ${errorMessage(e)}`))
+          .finally(() => {
+            this.compacting = false;
+          });
+      }, ms);
+      this.quietTimer.unref();
+    };
+    arm(quiet);
   }
 
   /** Validates, stores durably, then resolves with the queued action. Invalid input changes nothing. */
@@ -325,6 +367,7 @@ export class ActionQueue {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    if (this.quietTimer) clearTimeout(this.quietTimer);
     try {
       await this.store.compact(() => this.state.snapshot(this.now()));
     } catch (e) {

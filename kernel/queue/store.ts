@@ -53,5 +53,7 @@ export interface QueueStore {
   compact(snapshot: () => QueueSnapshot): Promise<boolean>;
   /** Whether the op stream has grown enough, against `liveActions` in the base, that compacting pays off. */
   wantsCompaction(liveActions: number): boolean;
+  /** Whether the base lags behind the op stream (or is missing): the quiet-time compaction then brings it up to date. */
+  stale?(): boolean;
   close(): Promise<void>;
 }

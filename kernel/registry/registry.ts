@@ -78,6 +78,13 @@ export class Registry {
     return this.capabilities.get(capability)?.impl as T | undefined;
   }
 
+  /** Every provided capability whose name starts with `prefix`, in name order. */
+  withPrefix<T>(prefix: string): Array<{ name: string; plugin: string; impl: T }> {
+    const out: Array<{ name: string; plugin: string; impl: T }> = [];
+    for (const [name, e] of this.capabilities) if (name.startsWith(prefix)) out.push({ name, plugin: e.plugin, impl: e.impl as T });
+    return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  }
+
   providerOf(capability: string): string | undefined {
     return this.capabilities.get(capability)?.plugin;
   }

@@ -1,7 +1,6 @@
 /**
  * Browser plugin entry: the browser_* skills of SPEC over one lazily started browser. See docs/browser.md.
  */
-import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { inspect } from 'node:util';
 import {

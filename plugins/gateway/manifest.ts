@@ -9,7 +9,9 @@ const manifest: PluginManifest = {
   kind: 'service',
   description: 'Web gateway: REST API under /api, a WebSocket event stream on the same port, optional static dashboard.',
   // The bound address (host, port, url) once the gateway listens: tests and tools that start it on port 0 read it here.
-  provides: ['gateway:address'],
+  // gateway:events: other plugins put events on the WebSocket stream (sdk/gateway.ts); they add routes by providing
+  // gateway:routes:<their id>, which the gateway looks up per request.
+  provides: ['gateway:address', 'gateway:events'],
   permissions: { network: true, filesystem: ['$KEEL_HOME'], secrets: ['gatewayApiKey'] },
   config: {
     gatewayPort: {

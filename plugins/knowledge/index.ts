@@ -5,7 +5,7 @@
 import { readFile, stat } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
-import { definePlugin, type LlmCapability, type PluginContext, type WebCapability } from '../../sdk/index.js';
+import { definePlugin, type LlmCapability, type PluginContext, type WebCapability, errorMessage } from '../../sdk/index.js';
 import manifest from './manifest.js';
 import { chunk, formatFromName } from './src/chunk.js';
 import { searchKnowledge } from './src/search.js';
@@ -26,7 +26,7 @@ interface IngestArgs {
   format?: KnowledgeFormat;
 }
 
-const message = (e: unknown) => (e instanceof Error ? e.message : String(e));
+const message = errorMessage;
 
 function cleanTags(tags: string[] | undefined): string[] {
   return [...new Set((tags ?? []).map((t) => t.trim()).filter(Boolean))];

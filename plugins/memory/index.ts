@@ -2,7 +2,7 @@
  * Memory plugin entry: opens the store, registers the skills, taps the agent's hooks, offers `memory`.
  * Layers and files: docs/memory.md.
  */
-import { definePlugin, type InboundMessage } from '../../sdk/index.js';
+import { definePlugin, type InboundMessage, errorMessage } from '../../sdk/index.js';
 import manifest from './manifest.js';
 import { updateContact } from './src/contacts.js';
 import { resetCommand } from './src/reset.js';
@@ -28,7 +28,7 @@ export default definePlugin({
           if (name) p.displayName = name;
           if (language) p.language = language;
           if (m.text?.trim()) p.lastTopics.push(m.text.trim().slice(0, 120));
-        }).catch((e: unknown) => ctx.log.warn(`Contact profile not updated: ${e instanceof Error ? e.message : String(e)}`));
+        }).catch((e: unknown) => ctx.log.warn(`Contact profile not updated: ${errorMessage(e)}`));
       }
       return m;
     });

@@ -2,7 +2,7 @@
  * Scheduler plugin entry: schedule_task / list_scheduled_tasks / cancel_scheduled_task, the firing loop,
  * autonomy mode and the autonomy cross-channel rule. See docs/scheduling.md.
  */
-import { definePlugin, type Actor, type SkillCallContext } from '../../sdk/index.js';
+import { actorLabel, definePlugin, type Actor, type SkillCallContext, errorMessage } from '../../sdk/index.js';
 import manifest from './manifest.js';
 import { identityKey, isAdmin, storedActor } from './src/actors.js';
 import { Autonomy } from './src/autonomy.js';
@@ -23,14 +23,8 @@ function view(s: Schedule) {
     createdAt: s.createdAt,
     runs: s.runs,
     ...(s.lastRunAt ? { lastRunAt: s.lastRunAt } : {}),
-    scheduledBy: describeActor(s.actor),
+    scheduledBy: actorLabel(s.actor),
   };
-}
-
-function describeActor(a: Actor): string {
-  if (a.kind === 'operator') return 'operator';
-  if (a.kind === 'agent') return `agent (${a.channel})`;
-  return `${a.channel}:${a.userId ?? '?'}`;
 }
 
 export default definePlugin({
@@ -49,7 +43,7 @@ export default definePlugin({
         p = plan(args, now);
       } catch (e) {
         if (e instanceof ScheduleError) throw e;
-        throw new ScheduleError(e instanceof Error ? e.message : String(e));
+        throw new ScheduleError(errorMessage(e));
       }
       const s: Schedule = {
         id: newScheduleId(now.getTime()),

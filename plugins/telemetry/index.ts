@@ -5,7 +5,7 @@
  * {version, installationId, uptimeSeconds, errorCounts: {error, warn}}. Failures are silent (debug log only);
  * stop() aborts a ping in flight and returns at once.
  */
-import { definePlugin, type KernelInfoCapability } from '../../sdk/index.js';
+import { definePlugin, type KernelInfoCapability, errorMessage } from '../../sdk/index.js';
 import manifest from './manifest.js';
 import { installationId } from './src/installation-id.js';
 
@@ -44,7 +44,7 @@ export default definePlugin({
         if (u.protocol !== 'https:' && u.protocol !== 'http:') throw new Error(`unsupported protocol ${u.protocol}`);
         host = u.hostname.toLowerCase();
       } catch (e) {
-        ctx.log.debug(`Usage ping skipped: usagePingUrl is not a usable URL (${e instanceof Error ? e.message : String(e)}).`);
+        ctx.log.debug(`Usage ping skipped: usagePingUrl is not a usable URL (${errorMessage(e)}).`);
         return;
       }
       if (host === 'invalid' || host.endsWith('.invalid')) {

@@ -34,10 +34,11 @@ const manifest: PluginManifest = {
     },
     usagePingToken: {
       schema: Type.String(),
+      default: '',
       env: ['KEEL_USAGE_PING_TOKEN'],
       policy: 'LOCKED',
       secret: true,
-      description: 'Optional bearer token sent as Authorization: Bearer <token> (unset or empty: no header). Secret.',
+      description: 'Optional bearer token sent as Authorization: Bearer <token> (default empty: no header). Secret.',
     },
   },
 };

@@ -14,7 +14,7 @@ import { activeProviders, noKeyMessage, renderSearch, search, SearchCache, Searc
 function searchSettings(config: ConfigView): SearchSettings {
   const order = config.get<SearchProvider[] | undefined>('searchProviderOrder');
   return {
-    keys: { searchA: config.get<string>('searchAApiKey') || undefined, searchB: config.get<string>('searchBApiKey') || undefined },
+    keys: Object.fromEntries((['searchA', 'searchB'] as const).flatMap((p) => (config.get<string>(`${p}ApiKey`) ? [[p, config.get<string>(`${p}ApiKey`)]] : []))),
     baseUrls: { searchA: config.get<string>('searchABaseUrl') || 'https://google.serper.dev', searchB: config.get<string>('searchBBaseUrl') || 'https://api.search.brave.com' },
     order: Array.isArray(order) && order.length ? order : ['searchA', 'searchB'],
     timeoutMs: config.get<number>('searchTimeoutMs') ?? 8000,

@@ -69,7 +69,7 @@ function geminiDefaults(req: RecordedRequest): FakeReply {
     if (modalities.includes('IMAGE')) {
       return geminiReply({ parts: [{ text: 'here it is' }, { inlineData: { mimeType: 'image/png', data: GEMINI_PNG.toString('base64') } }] });
     }
-    return geminiReply({ text: 'hello from the gemini fake', modelVersion: model });
+    return geminiReply({ text: 'hello from the gemini fake', ...(model !== undefined ? { modelVersion: model } : {}) });
   }
   if (method === 'batchEmbedContents') {
     const requests: Array<{ content: unknown }> = req.body?.requests ?? [];

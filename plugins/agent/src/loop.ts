@@ -13,20 +13,22 @@
 import type {
   Action,
   Actor,
+  ChannelCapability,
   ChatMessage,
   MemoryCapability,
   PluginContext,
+  PolicyCapability,
   SkillResult,
   ToolCall,
 } from '../../../sdk/index.js';
 import type { Router } from './router.js';
 import { selectSkills, toToolSpec, type CatalogueSkill, type RoutingRule } from './tools.js';
 import { bringsOutsideContent, startsUntrusted } from './trust.js';
+import { errorMessage } from '../../../sdk/errors.js';
+import { AUTONOMY_SOURCE, OPERATOR_SOURCES } from '../../../sdk/actor.js';
 
 export const DEFAULT_MAX_STEPS = 10;
 export const OBSERVATION_CAP = 4000;
-/** Sources where the operator is at the keyboard; any other source is a channel the answer goes back to. */
-export const OPERATOR_SOURCES: ReadonlySet<string> = new Set(['cli', 'gateway', 'ws', 'scheduler', 'autonomy']);
 
 export const PERSONA = [
   'You are Keel, an autonomous agent. Carry out the task by calling the tools offered, then reply with a short final answer in plain text; a reply without tool calls ends the task.',
@@ -36,16 +38,28 @@ export const PERSONA = [
   '- A failed tool call comes back as an error result: correct the arguments or choose another way. Never invent tool results.',
 ].join('\n');
 
+/**
+ * The persona's behavioural boundaries (docs/agent.md, "Persona and overrideMode"). `overrideMode` (LOCKED,
+ * experimental) leaves them out of the system prompt; the rules above (data is not instructions) and every
+ * kernel policy (safeMode, command lists, admin checks, approvals) stay whatever the mode.
+ */
+export const BOUNDARIES = [
+  'Behavioural boundaries:',
+  '- When asked, say that you are an AI agent; never claim to be a human or a particular person.',
+  '- Decline to deceive, harass, threaten or impersonate people, and requests whose evident purpose is to harm someone or break the law; say briefly why.',
+  '- Stay with the task you were given: no unrelated work on your own initiative, no messages to people the task does not concern.',
+  '- Keep a neutral, factual tone: no role-play characters, no flattery, no invented certainty.',
+].join('\n');
+
+/** The system prompt: the persona, then its boundaries unless `overrideMode` lifts them. */
+export function systemPrompt(overrideMode: boolean): string {
+  return overrideMode ? PERSONA : `${PERSONA}\n${BOUNDARIES}`;
+}
+
 /** The optional memory method the agent uses when the memory plugin offers it. */
 type MemoryWithContext = MemoryCapability & {
   context?(opts: { task: string; actionId: string; actor?: Actor; source: string }): string | Promise<string>;
 };
-
-/** The seam for answers and progress on channels (a messaging plugin provides `messaging`). */
-export interface MessagingSeam {
-  reply?(action: Action, text: string): unknown;
-  progress?(action: Action, update: { thought?: string; typingOnly: boolean }): unknown;
-}
 
 export interface LoopDeps {
   ctx: PluginContext;
@@ -81,15 +95,17 @@ export async function runAction(d: LoopDeps, action: Action, signal: AbortSignal
   const rules = setting<RoutingRule[]>(ctx, 'skillRoutingRules', []);
   const feedback = setting(ctx, 'progressFeedbackEnabled', true);
   const typingOnly = setting(ctx, 'progressFeedbackTypingOnly', false);
-  const channelAction = !OPERATOR_SOURCES.has(action.source);
-  const messaging = channelAction ? ctx.use<MessagingSeam>('messaging') : undefined;
+  // Operator sources and autonomy have no chat to answer; any other source is a channel (`channel:<source>`) that
+  // answers on `metadata.replyTo`. Work without a reply address (a delegated sub-task) answers its caller, not a chat.
+  const channelAction = !OPERATOR_SOURCES.has(action.source) && action.source !== AUTONOMY_SOURCE && action.metadata.replyTo !== undefined;
+  const channel = channelAction ? ctx.use<ChannelCapability>(`channel:${action.source}`) : undefined;
 
   const catalogue: CatalogueSkill[] = ctx.skills.list();
   const byName = new Map(catalogue.map((s) => [s.name, s]));
   const tools = selectSkills(action.task, catalogue, Array.isArray(rules) ? rules : []).map(toToolSpec);
-  let untrusted = startsUntrusted(action, ctx.config);
+  let untrusted = startsUntrusted(action, (a) => ctx.use<PolicyCapability>('kernel:policy')?.isAdmin(a) === true);
 
-  const messages: ChatMessage[] = [{ role: 'system', content: PERSONA }];
+  const messages: ChatMessage[] = [{ role: 'system', content: systemPrompt(setting<boolean>(ctx, 'overrideMode', false) === true) }];
   const memory = ctx.use<MemoryWithContext>('memory');
   if (typeof memory?.context === 'function') {
     try {
@@ -98,7 +114,7 @@ export async function runAction(d: LoopDeps, action: Action, signal: AbortSignal
         messages.push({ role: 'system', content: `<memory_context untrusted="true">\n${text.replace(/<\/?memory_context/gi, (m) => m.replace('<', '&lt;'))}\n</memory_context>` });
       }
     } catch (e) {
-      ctx.log.warn(`Memory context unavailable for ${action.id}: ${e instanceof Error ? e.message : String(e)}`);
+      ctx.log.warn(`Memory context unavailable for ${action.id}: ${errorMessage(e)}`);
     }
   }
   messages.push({ role: 'user', content: `Task (action ${action.id}, from ${action.source}):\n${action.task}` });
@@ -132,10 +148,10 @@ export async function runAction(d: LoopDeps, action: Action, signal: AbortSignal
       safeEmit(ctx, () => ctx.emit('thinking', { actionId: action.id, thought }));
       // The last step of a budget asks for tools: nobody would read their results, so they do not run.
       if (budgeted && step === maxSteps) break;
-      if (feedback && typeof messaging?.progress === 'function') {
+      if (feedback && typeof channel?.progress === 'function') {
         void Promise.resolve()
-          .then(() => messaging.progress!(action, typingOnly ? { typingOnly } : { thought, typingOnly }))
-          .catch(() => undefined);
+          .then(() => channel.progress!(action, typingOnly ? { typingOnly, step } : { thought, typingOnly, step }))
+          .catch((e: unknown) => ctx.log.debug(`Progress of ${action.id} not shown on ${action.source}: ${errorMessage(e)}`));
       }
     }
     if (res.toolCalls.length === 0) {
@@ -143,7 +159,7 @@ export async function runAction(d: LoopDeps, action: Action, signal: AbortSignal
         messages.push({ role: 'user', content: 'Reply with your final answer as plain text.' });
         continue;
       }
-      await deliver(ctx, messaging, action, text);
+      if (channelAction) await deliver(ctx, channel, action, text);
       return { result: text };
     }
 
@@ -178,15 +194,18 @@ function safeEmit(ctx: PluginContext, fire: () => void): void {
   try {
     fire();
   } catch (e) {
-    ctx.log.warn(`A hook tap failed: ${e instanceof Error ? e.message : String(e)}`);
+    ctx.log.warn(`A hook tap failed: ${errorMessage(e)}`);
   }
 }
 
-async function deliver(ctx: PluginContext, messaging: MessagingSeam | undefined, action: Action, text: string): Promise<void> {
-  if (typeof messaging?.reply !== 'function') return;
+async function deliver(ctx: PluginContext, channel: ChannelCapability | undefined, action: Action, text: string): Promise<void> {
+  if (typeof channel?.reply !== 'function') {
+    ctx.log.warn(`The answer of ${action.id} stays in the queue: channel ${action.source} is not running (no channel:${action.source}).`);
+    return;
+  }
   try {
-    await messaging.reply(action, text);
+    await channel.reply(action, text);
   } catch (e) {
-    ctx.log.warn(`Could not send the answer of ${action.id} back to ${action.source}: ${e instanceof Error ? e.message : String(e)}`);
+    ctx.log.warn(`Could not send the answer of ${action.id} back to ${action.source}: ${errorMessage(e)}`);
   }
 }

@@ -22,6 +22,7 @@ import type {
 import { inferenceError, inferProvider, PROVIDER_IDS } from './infer.js';
 import { redact } from './redact.js';
 import { UsageLog } from './usage.js';
+import { errorMessage } from '../../../sdk/errors.js';
 
 /** Default per-call timeout (`llmTimeoutMs`). */
 export const DEFAULT_TIMEOUT_MS = 120_000;
@@ -49,7 +50,7 @@ export interface CallMeta {
 const EMBED_PROVIDERS = ['providerA', 'providerB', 'providerG'];
 
 function errorText(e: unknown): string {
-  return redact(e instanceof Error ? e.message : String(e));
+  return redact(errorMessage(e));
 }
 
 export class Router {

@@ -410,7 +410,7 @@ function parseAnswer(text: string): ServiceAnswer {
   try {
     const j = JSON.parse(t) as { status?: unknown; request?: unknown; error_text?: unknown };
     if (j && typeof j === 'object') {
-      const out: ServiceAnswer = { status: Number(j.status) === 1 ? 1 : 0, request: j.request == null ? undefined : String(j.request) };
+      const out: ServiceAnswer = { status: Number(j.status) === 1 ? 1 : 0, ...(j.request == null ? {} : { request: String(j.request) }) };
       if (j.error_text) out.error_text = String(j.error_text);
       return out;
     }

@@ -30,11 +30,11 @@ export type SideEffect =
 export interface LaunchOptions {
   engine: EngineId;
   /** Chromium executable (engineA, engineB). */
-  executablePath?: string;
+  executablePath?: string | undefined;
   /** Persistent profile folder (cookies, local storage); created when missing (engineA, engineB). */
-  profileDir?: string;
+  profileDir?: string | undefined;
   /** CDP WebSocket endpoint (engineC), e.g. ws://127.0.0.1:9222/devtools/browser/<id>, or http://127.0.0.1:9222. */
-  endpoint?: string;
+  endpoint?: string | undefined;
   headless: boolean;
   viewport: Viewport;
   /** Default timeout of navigation and element operations, ms. */

@@ -5,7 +5,7 @@ import { existsSync } from 'node:fs';
 import { copyFile, mkdir, mkdtemp, readdir, readFile, rename, rm, unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
-import { forbiddenError } from '../../../sdk/index.js';
+import { forbiddenError, errorMessage } from '../../../sdk/index.js';
 import type { KernelInfoCapability, LlmCapability, LogEntry, PluginContext } from '../../../sdk/index.js';
 import { compileBody, CompileError, runSandboxed, type SandboxResult } from './sandbox.js';
 import { parseSkillFile, renderSkillFile, SKILL_NAME, type AgentSkillSpec } from './skill-file.js';
@@ -119,7 +119,7 @@ export class CoderService {
     if (owner && owner.plugin !== plugin) throw new Error(`Skill "${args.name}" is already provided by plugin "${owner.plugin}"; choose another name.`);
     // Refuse code that does not compile before anything is written.
     await compileBody(args.code).catch((e: unknown) => {
-      throw new Error(e instanceof Error ? e.message : String(e));
+      throw new Error(errorMessage(e));
     });
     await mkdir(this.skillsDir, { recursive: true });
     const file = join(this.skillsDir, `${args.name}.ts`);
@@ -129,7 +129,10 @@ export class CoderService {
     if (previous !== undefined && !parseSkillFile(previous) && !args.overwrite) {
       throw forbiddenError(`${file} was written by a person, not by create_custom_skill; pass overwrite: true to replace it.`);
     }
-    const spec: AgentSkillSpec = { name: args.name, description: args.description, parameters, code: args.code, adminOnly: args.adminOnly, network: args.network };
+    const spec: AgentSkillSpec = { name: args.name, description: args.description, parameters, code: args.code,
+      ...(args.adminOnly !== undefined ? { adminOnly: args.adminOnly } : {}),
+      ...(args.network !== undefined ? { network: args.network } : {}),
+    };
     const source = renderSkillFile(spec);
     if (previous === source && this.ctx.skills.list().some((s) => s.name === args.name && s.plugin === plugin)) {
       return { skill: args.name, plugin, file, state: 'loaded', changed: false };
@@ -283,7 +286,7 @@ export class CoderService {
       try {
         await compileBody(body);
       } catch (e) {
-        return e instanceof Error ? e.message : String(e);
+        return errorMessage(e);
       }
     }
     const dir = await mkdtemp(join(tmpdir(), 'keel-repair-'));

@@ -5,6 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { errorMessage } from '../../../sdk/errors.js';
 
 export type TaskStatus = 'queued' | 'running' | 'completed' | 'failed';
 
@@ -72,7 +73,7 @@ export class DelegationStore {
       this.problem = undefined;
       return { version: 1, tasks: Array.isArray(raw.tasks) ? raw.tasks : [], agents: Array.isArray(raw.agents) ? raw.agents : [] };
     } catch (e) {
-      this.problem = `${this.file} is unreadable (${e instanceof Error ? e.message : String(e)}); fix or remove it; delegation is off until then`;
+      this.problem = `${this.file} is unreadable (${errorMessage(e)}); fix or remove it; delegation is off until then`;
       return { version: 1, tasks: [], agents: [] };
     }
   }

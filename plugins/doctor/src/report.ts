@@ -4,7 +4,8 @@
  */
 import { existsSync } from 'node:fs';
 import { statfs } from 'node:fs/promises';
-import type { ConnectionStatus, LogEntry } from '../../../sdk/index.js';
+import { namespaceSupport, type ConnectionStatus, type LogEntry } from '../../../sdk/index.js';
+import { errorMessage } from '../../../sdk/errors.js';
 
 export type Level = 'ok' | 'warn' | 'error';
 export type Area = 'kernel' | 'plugins' | 'disk' | 'config' | 'connections' | 'errors' | 'security';
@@ -49,7 +50,7 @@ export interface DoctorSources {
   limits?: string[];
 }
 
-export const INTERPRETERS = ['bash', 'sh', 'zsh', 'python', 'python3', 'node', 'npx', 'pwsh', 'powershell', 'perl', 'ruby'] as const;
+export const INTERPRETERS = ['bash', 'sh', 'zsh', 'dash', 'ksh', 'fish', 'python', 'python3', 'node', 'nodejs', 'npx', 'deno', 'bun', 'pwsh', 'powershell', 'perl', 'ruby', 'php', 'lua'] as const;
 /** Where the browser plugin looks for Chromium when browserExecutablePath is empty (plugins/browser/src/service.ts). */
 export const BROWSER_CANDIDATES = ['/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome-stable', '/usr/bin/google-chrome', '/snap/bin/chromium'];
 export const LOW_DISK_WARN = 1024 ** 3;
@@ -117,7 +118,7 @@ export async function buildReport(src: DoctorSources, now = new Date()): Promise
     else if (free < LOW_DISK_WARN) add('disk', 'warn', `${humanBytes(free)} free where $KEEL_HOME lives (${src.home}); below 1 GiB.`, 'free disk space, or move KEEL_HOME to a larger disk');
     else add('disk', 'ok', `${humanBytes(free)} free where $KEEL_HOME lives.`);
   } catch (e) {
-    add('disk', 'warn', `Free space of ${src.home} is unknown: ${e instanceof Error ? e.message : String(e)}.`);
+    add('disk', 'warn', `Free space of ${src.home} is unknown: ${errorMessage(e)}.`);
   }
 
   // ---------------------------------------------------------------- browser (Keel never downloads one)
@@ -138,6 +139,28 @@ export async function buildReport(src: DoctorSources, now = new Date()): Promise
   if (src.configProblems) {
     for (const p of src.configProblems) add('config', 'warn', p, 'correct the value with keel config set <key> <value> (see keel config get <key>)');
     if (src.configProblems.length === 0) add('config', 'ok', 'No configuration problems reported.');
+  }
+
+  // ---------------------------------------------------------------- model
+  // The first thing a new user runs into: without a model every pushed action waits.
+  if (src.declared('modelName')) {
+    const model = src.get('modelName');
+    const provider = src.get('llmProvider');
+    const remembered = src.get('providerModelNames');
+    const fromProvider =
+      typeof provider === 'string' && remembered && typeof remembered === 'object' && typeof (remembered as Record<string, unknown>)[provider] === 'string';
+    if ((typeof model !== 'string' || model === '') && !fromProvider) {
+      add(
+        'config',
+        'error',
+        'No model is configured: modelName is not set, so every queued action waits. Set modelName and the API key of its provider ' +
+          '(providerAApiKey, providerBApiKey, providerCApiKey, providerDAccessKeyId/providerDSecretAccessKey, providerEApiKey ... providerKApiKey), ' +
+          'or run a local model with providerG (Ollama: providerGEnabled true, providerGApiUrl) and set modelName to it.',
+        'keel config set providerAApiKey <key> && keel config set modelName gpt-4o-mini   (local: keel config set providerGEnabled true && keel config set modelName llama3.2)',
+      );
+    } else {
+      add('config', 'ok', `Model: ${typeof model === 'string' && model ? model : `${String(provider)}'s last model`}.`);
+    }
   }
 
   // ---------------------------------------------------------------- connections
@@ -188,7 +211,8 @@ export async function buildReport(src: DoctorSources, now = new Date()): Promise
       add(
         'security',
         'warn',
-        `commandAllowList contains interpreters (${found.join(', ')}): each runs arbitrary code, so allowing one allows nearly any command.`,
+        `commandAllowList contains interpreters (${found.join(', ')}): each runs arbitrary code, so allowing one allows nearly any command. ` +
+          'The deny list names programs: it stops an interpreter from starting rm, not from deleting files through its own library (os.remove, fs.rmSync); safe mode, a narrower allow list or the agent-code sandbox do (docs/security.md).',
         `keel config set commandAllowList ${rest.length ? quote(rest.join(',')) : "'[]'"}`,
       );
     }
@@ -200,12 +224,36 @@ export async function buildReport(src: DoctorSources, now = new Date()): Promise
     add('security', 'warn', 'webAllowPrivateNetwork is on: web fetches may reach this machine and its local network (server-side request forgery).', 'keel config set webAllowPrivateNetwork false');
   }
   if (f.length === risky) add('security', 'ok', 'No risky settings found.');
+  if (src.declared('commandIsolation')) await isolationFinding(src, add);
 
   for (const l of src.limits ?? []) add('kernel', 'ok', `Note: ${l}`);
 
   const summary = { ok: 0, warn: 0, error: 0 };
   for (const x of f) summary[x.level]++;
   return { ok: summary.error === 0, generatedAt: now.toISOString(), source: src.source, summary, findings: f };
+}
+
+/** Whether run_command's deny list is enforced by the operating system here (plugins/system, docs/security.md). */
+async function isolationFinding(src: DoctorSources, add: (area: Area, level: Level, message: string, fix?: string) => void): Promise<void> {
+  const mode = src.get('commandIsolation');
+  const limit = 'Only the argv check applies: a script or an interpreter a command runs can start programs on commandDenyList.';
+  if (mode === 'off') {
+    add('security', 'warn', `commandIsolation is off: the operating system does not enforce commandDenyList. ${limit}`, 'keel config set commandIsolation auto');
+    return;
+  }
+  const ns = await namespaceSupport(['mount', 'pid']);
+  if (ns.available) {
+    add('security', 'ok', `Commands run in a private mount and pid namespace${ns.userNamespace ? ' (user namespace)' : ''} where the programs on commandDenyList are replaced by stubs.`);
+  } else if (mode === 'required' || mode === 'strict') {
+    add('security', 'error', `commandIsolation is ${mode} but this system cannot isolate commands (${ns.reason}): every run_command is refused.`, 'run Keel on Linux with util-linux and user namespaces enabled (or as root), or keel config set commandIsolation auto');
+  } else {
+    add(
+      'security',
+      'warn',
+      `The operating system cannot enforce commandDenyList here (${ns.reason}). ${limit}`,
+      'run Keel on Linux with util-linux and user namespaces enabled (sysctl user.max_user_namespaces > 0) or as root; or keel config set commandIsolation required to refuse commands instead; see docs/security.md',
+    );
+  }
 }
 
 const MARK: Record<Level, string> = { ok: 'ok   ', warn: 'WARN ', error: 'ERROR' };

@@ -5,7 +5,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
-import { CHANNEL_NAMES, type ChannelCapability, type CommandContext, type KernelInfoCapability, type PluginContext } from '../../../sdk/index.js';
+import { listChannels, type CommandContext, type KernelInfoCapability, type PluginContext } from '../../../sdk/index.js';
 import type { DoctorSources } from './report.js';
 
 /** From inside a running kernel. */
@@ -24,15 +24,7 @@ export function kernelSources(ctx: PluginContext): DoctorSources {
     declared: (k) => declared.has(k),
     configProblems: logs.filter((e) => e.tag === 'config' && (e.level === 'warn' || e.level === 'error')).slice(-10).map((e) => e.message),
     recentErrors: info?.logs({ level: 'error', limit: 10 }).filter((e) => e.level === 'error').slice(-10) ?? [],
-    channels: CHANNEL_NAMES.map((name) => {
-      const ch = ctx.use<ChannelCapability>(`channel:${name}`);
-      if (!ch) return { name, status: undefined };
-      try {
-        return { name, status: ch.status() };
-      } catch (e) {
-        return { name, status: undefined, error: e instanceof Error ? e.message : String(e) };
-      }
-    }),
+    channels: listChannels(ctx).map((c) => ({ name: c.name, status: c.status, ...(c.error !== undefined ? { error: c.error } : {}) })),
     gatewayServing: ctx.use('gateway:address') !== undefined,
   };
 }
@@ -53,6 +45,8 @@ type Inspectable = CommandContext & { inspect?: () => Promise<InspectView> };
 /** Keys the doctor reads, with their defaults and environment variables (as the owners declare them). */
 const KNOWN: Record<string, { default?: unknown; env?: string; type: 'boolean' | 'string' | 'list' }> = {
   gatewayHost: { default: '0.0.0.0', env: 'KEEL_GATEWAY_HOST', type: 'string' },
+  modelName: { env: 'KEEL_MODEL_NAME', type: 'string' },
+  llmProvider: { env: 'KEEL_LLM_PROVIDER', type: 'string' },
   gatewayApiKey: { env: 'KEEL_GATEWAY_API_KEY', type: 'string' },
   gatewayAutoStart: { default: false, env: 'KEEL_GATEWAY_AUTO_START', type: 'boolean' },
   sudoMode: { default: false, env: 'KEEL_SUDO_MODE', type: 'boolean' },

@@ -9,6 +9,7 @@
  */
 import type { Action, ActionOutcome, Json, LogEntry, SkillCall, SkillResult } from '../../../sdk/index.js';
 import type { GatewayDeps } from './deps.js';
+import { errorMessage } from '../../../sdk/errors.js';
 
 /** Longest text (thought, result, task, parameter value, config value) an event carries. */
 export const EVENT_TEXT_CAP = 4000;
@@ -88,7 +89,7 @@ function secretMasker(deps: GatewayDeps): { mask(s: string): string; refresh(): 
 }
 
 export function createEventBus(deps: GatewayDeps): EventBus {
-  const bus = createBareBus((e) => deps.ctx.log.warn(`gateway event listener failed: ${e instanceof Error ? e.message : String(e)}`));
+  const bus = createBareBus((e) => deps.ctx.log.warn(`gateway event listener failed: ${errorMessage(e)}`));
   const secrets = secretMasker(deps);
   let live = true;
 

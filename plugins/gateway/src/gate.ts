@@ -12,7 +12,7 @@ import { keyMatches, unauthorized } from './auth.js';
 import { sendError } from './errors.js';
 import { suspiciousPath } from './static.js';
 
-export const CORS_METHODS = 'GET, HEAD, POST, PUT, OPTIONS';
+export const CORS_METHODS = 'GET, HEAD, POST, PUT, DELETE, OPTIONS';
 export const CORS_HEADERS = 'Content-Type, X-Api-Key';
 /** How long a browser may cache a preflight answer, in seconds. */
 export const CORS_MAX_AGE = 600;
@@ -20,6 +20,24 @@ export const CORS_MAX_AGE = 600;
 /** `https://A.example/` and `https://a.example` are the same origin for the allow list. */
 export function normOrigin(o: string): string {
   return o.trim().replace(/\/+$/, '').toLowerCase();
+}
+
+/**
+ * The key a browser sends as a WebSocket subprotocol `keel-key.<base64url of the key>` (next to `keel.v1`), so that
+ * it never appears in a URL, a log or the browser history. The server selects only `keel.v1`.
+ */
+export function keyFromProtocols(header: string | string[] | undefined): string | undefined {
+  const list = (Array.isArray(header) ? header.join(',') : (header ?? '')).split(',');
+  for (const p of list) {
+    const t = p.trim();
+    if (!t.startsWith('keel-key.')) continue;
+    try {
+      return Buffer.from(t.slice('keel-key.'.length), 'base64url').toString('utf8');
+    } catch {
+      return undefined;
+    }
+  }
+  return undefined;
 }
 
 export interface GateOptions {
@@ -67,7 +85,7 @@ export function requestGate(opts: GateOptions): onRequestHookHandler {
         if (String(req.headers.upgrade ?? '').toLowerCase() === 'websocket') {
           const q = (req.query as Record<string, unknown> | undefined)?.apiKey;
           const fromQuery = Array.isArray(q) ? q[0] : q;
-          if (!keyMatches(fromQuery, key)) {
+          if (!keyMatches(fromQuery, key) && !keyMatches(keyFromProtocols(req.headers['sec-websocket-protocol']), key)) {
             reply.code(401).send(unauthorized(fromQuery ?? provided, 'query parameter apiKey'));
             return;
           }

@@ -43,6 +43,8 @@ export function openApiDocument(routes: RouteDef[], version: string, apiKey: boo
       parameters: [...parameters('path', r.schema.params), ...parameters('query', r.schema.querystring)],
       ...(r.schema.body ? { requestBody: { required: true, content: { 'application/json': { schema: plain(r.schema.body) } } } } : {}),
       responses,
+      // Declared on every operation so clients send X-Api-Key; the gateway enforces it only when a key is configured.
+      security: [{ apiKey: [] }],
     };
     paths[path] = { ...(paths[path] as Json | undefined), [r.method.toLowerCase()]: op };
   }
@@ -52,15 +54,24 @@ export function openApiDocument(routes: RouteDef[], version: string, apiKey: boo
       title: 'Keel gateway REST API',
       version,
       description:
-        'REST API of the Keel gateway. Every error is `{error, message}`. When the gateway has an API key, every /api request needs the ' +
-        'header X-Api-Key (401 otherwise). The WebSocket on the same port is described in docs/websocket.md.',
+        'REST API of the Keel gateway. Every error is `{error, message}`. Every operation declares the apiKey scheme (header X-Api-Key); ' +
+        'the gateway enforces it only when a key is configured (gatewayApiKey or `keel gateway -k`), and then a request without the right ' +
+        'key gets 401. Whether this gateway has a key is `x-keel-api-key-required`. The WebSocket on the same port is described in docs/websocket.md.',
+      license: { name: 'MIT', identifier: 'MIT' },
+      'x-keel-api-key-required': apiKey,
     },
     servers: [{ url: '/' }],
     components: {
       schemas: { ErrorBody: plain(ErrorBody) },
-      securitySchemes: { apiKey: { type: 'apiKey', in: 'header', name: 'X-Api-Key' } },
+      securitySchemes: {
+        apiKey: {
+          type: 'apiKey',
+          in: 'header',
+          name: 'X-Api-Key',
+          description: 'The gateway key. Enforced only when a key is configured (gatewayApiKey, `keel gateway -k`); without one every request is accepted.',
+        },
+      },
     },
-    ...(apiKey ? { security: [{ apiKey: [] }] } : {}),
     paths,
   };
 }

@@ -4,16 +4,17 @@
  */
 import { STATUS_CODES } from 'node:http';
 import Ajv from 'ajv';
-import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
-import type { KernelInfoCapability } from '../../../sdk/index.js';
-import { ErrorCodes, KeelError } from '../../../kernel/errors.js';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import { environmentError, type GatewayCaller, type KernelInfoCapability } from '../../../sdk/index.js';
 import { isLoopback as socketIsLoopback, loopbackOnly, type GatewayDeps } from './deps.js';
-import { errorBody, errorHandler, notFound, schemaErrorFormatter, sendError } from './errors.js';
+import { errorBody, errorHandler, notFound, schemaErrorFormatter, sendError, statusForCode } from './errors.js';
+import { createExtensions, type Extensions } from './extensions.js';
 import { requestGate } from './gate.js';
 import { openApiDocument } from './openapi.js';
 import { agentRoutes } from './rest/agent.js';
 import { dataRoutes } from './rest/data.js';
 import type { RouteDef, RouteEnv } from './rest/route.js';
+import * as S from './rest/schemas.js';
 import { settingsRoutes } from './rest/settings.js';
 import { registerStatic, rootHandler } from './static.js';
 import { registerWebSocket } from './ws.js';
@@ -30,16 +31,24 @@ export interface GatewayAddress {
   url: string;
 }
 
-/** Every REST route (the OpenAPI route included), in registration order. */
-export function restRoutes(env: RouteEnv): RouteDef[] {
+/** Every built-in REST route (the OpenAPI route included), in registration order. */
+export function restRoutes(env: RouteEnv, extensions?: Extensions): RouteDef[] {
   const routes = [...agentRoutes(env), ...settingsRoutes(env), ...dataRoutes(env)];
-  let doc: unknown;
+  // The document lists extension routes too; it is rebuilt when the set of extensions changes.
+  let doc: { key: string; value: unknown } | undefined;
   routes.push({
     method: 'GET',
     url: '/api/openapi.json',
     summary: 'This OpenAPI 3.1 document',
-    schema: { response: {} },
-    handler: () => (doc ??= openApiDocument(routes, env.info.version, Boolean(env.settings.apiKey))),
+    schema: { response: { 200: S.OpenApiDoc, ...S.errors(401) } },
+    handler: () => {
+      const key = extensions?.signature() ?? '';
+      if (doc?.key !== key) {
+        const ext: RouteDef[] = (extensions?.routes() ?? []).map((r) => ({ ...r, handler: () => undefined }));
+        doc = { key, value: openApiDocument([...routes, ...ext], env.info.version, Boolean(env.settings.apiKey)) };
+      }
+      return doc.value;
+    },
   });
   return routes;
 }
@@ -109,7 +118,10 @@ export async function buildServer(deps: GatewayDeps, opts: BuildOptions = {}): P
 
   app.addHook('onRequest', requestGate({ corsOrigins: settings.corsOrigins, apiKey: settings.apiKey }));
 
-  const routes = restRoutes(env);
+  const builtin = new Set<string>();
+  const extensions = createExtensions(ctx, builtin);
+  const routes = restRoutes(env, extensions);
+  for (const r of routes) builtin.add(`${r.method} ${r.url}`);
   for (const r of routes) {
     app.route({
       method: r.method,
@@ -118,11 +130,12 @@ export async function buildServer(deps: GatewayDeps, opts: BuildOptions = {}): P
       handler: r.handler,
     });
   }
-  // Anything else under /api is a JSON 404, even when the static folder has an `api` folder.
-  app.all('/api/*', notFound);
+  // Anything else under /api is another plugin's route (gateway:routes:<plugin>) or a JSON 404, even when the
+  // static folder has an `api` folder.
+  app.all('/api/*', extensionHandler(env, extensions));
   app.all('/api', notFound);
 
-  await registerWebSocket(app, deps, { root: rootHandler(settings.staticDir) });
+  await registerWebSocket(app, deps, { root: rootHandler(settings.staticDir), extensions });
   await registerStatic(app, settings.staticDir);
   return app;
 }
@@ -154,10 +167,10 @@ export async function startServer(
     await app.close().catch(() => undefined);
     const code = (e as { code?: string }).code;
     if (code === 'EADDRINUSE') {
-      throw new KeelError(ErrorCodes.PLUGIN_ENVIRONMENT, `Port ${port} is already in use on ${host}; choose another port with -p (keel gateway -p <port>).`);
+      throw environmentError(`Port ${port} is already in use on ${host}; choose another port with -p (keel gateway -p <port>).`);
     }
     if (code === 'EADDRNOTAVAIL' || code === 'EACCES' || code === 'ENOTFOUND' || code === 'EAI_AGAIN') {
-      throw new KeelError(ErrorCodes.PLUGIN_ENVIRONMENT, `Cannot listen on ${host}:${port} (${code}); choose another address with -h or port with -p.`);
+      throw environmentError(`Cannot listen on ${host}:${port} (${code}); choose another address with -h or port with -p.`);
     }
     throw e;
   }
@@ -187,3 +200,49 @@ export async function startServer(
   };
 }
 
+
+/** Who is calling: the operator when the key authenticated the request, or without a key over loopback. */
+export function callerOf(env: Pick<RouteEnv, 'settings'>, loopback: boolean): GatewayCaller {
+  return { operator: Boolean(env.settings.apiKey) || loopback, loopback, actor: { kind: 'operator', channel: 'gateway', loopback } };
+}
+
+/** Serves the routes of `gateway:routes:<plugin>` extensions (the request gate has already checked the key). */
+function extensionHandler(env: RouteEnv, extensions: Extensions) {
+  return async (req: FastifyRequest, reply: FastifyReply) => {
+    const path = String(req.url).split('?')[0] ?? '';
+    const found = extensions.match(req.method, path);
+    if (!found) return notFound(req, reply);
+    if ('allowed' in found) {
+      reply.header('allow', found.allowed.join(', '));
+      return sendError(reply, 405, `${req.method} is not supported on ${path}; use ${found.allowed.join(' or ')}.`);
+    }
+    const { route, params } = found;
+    const check = (schema: object | undefined, value: unknown, part: 'body' | 'text', where: string): string | undefined => {
+      if (!schema) return undefined;
+      const v = extensions.validator(schema, part);
+      if (v(value)) return undefined;
+      const e = v.errors?.[0];
+      const missing = (e?.params as { missingProperty?: string } | undefined)?.missingProperty;
+      const extra = (e?.params as { additionalProperty?: string } | undefined)?.additionalProperty;
+      if (missing) return `${where} must have required property '${missing}'`;
+      if (extra) return `${where}.${extra} is not allowed`;
+      return `${where}${e?.instancePath ? e.instancePath.replace(/\//g, '.') : ''} ${e?.message ?? 'is invalid'}`;
+    };
+    const query = { ...(req.query as Record<string, unknown>) };
+    const body = route.schema.body ? (req.body ?? {}) : undefined;
+    const problem =
+      check(route.schema.params, params, 'text', 'params') ?? check(route.schema.querystring, query, 'text', 'querystring') ?? check(route.schema.body, body, 'body', 'body');
+    if (problem) return sendError(reply, 400, `Invalid request: ${problem}.`);
+    try {
+      const out = await route.handler({ params, query, body, caller: callerOf(env, env.isLoopback(req)) });
+      reply.code(out.status ?? 200);
+      return out.body;
+    } catch (e) {
+      const code = typeof (e as { code?: unknown })?.code === 'string' ? (e as { code: string }).code : undefined;
+      const status = statusForCode(code);
+      if (status) return sendError(reply, status, e instanceof Error ? e.message : String(e));
+      env.ctx.log.warn(`gateway: ${route.plugin} route ${route.method} ${route.url} failed: ${e instanceof Error ? e.message : String(e)}`);
+      return sendError(reply, 500, `The ${route.plugin} plugin failed to answer this request.`);
+    }
+  };
+}

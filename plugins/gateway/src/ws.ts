@@ -16,12 +16,26 @@ import websocket from '@fastify/websocket';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Compile } from 'typebox/compile';
 import type { WebSocket } from 'ws';
-import { Type, type Actor, type TSchema } from '../../../sdk/index.js';
+import {
+  Type,
+  type Actor,
+  type GatewayCaller,
+  type GatewayEventsCapability,
+  type TSchema,
+  errorCodeOf,
+  errorMessage,
+  pluginError,
+} from '../../../sdk/index.js';
 import type { GatewayDeps } from './deps.js';
 import { isLoopback } from './deps.js';
-import { createEventBus, type GatewayEvent } from './events.js';
+import { createEventBus } from './events.js';
+import type { Extensions } from './extensions.js';
 import { normOrigin } from './gate.js';
 import { agentStatus } from './status.js';
+import { createEventStream } from './stream.js';
+
+/** The subprotocol a browser offers (with `keel-key.<base64url key>`) to authenticate without a key in the URL. */
+export const WS_PROTOCOL = 'keel.v1';
 
 /** Largest client frame (bytes). */
 export const WS_MAX_PAYLOAD = 1_048_576;
@@ -83,19 +97,19 @@ function describeErrors(c: Checker, value: unknown, where: string): string {
   return `${field} ${e.message}`;
 }
 
-class ReplyError extends Error {
-  constructor(
-    readonly code: string,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
 interface Client {
   socket: WebSocket;
   actor: Actor;
   loopback: boolean;
+  caller: GatewayCaller;
+}
+
+/** `?since=<seq>` of the upgrade request, when it is a whole number. */
+function sinceOf(req: FastifyRequest): number | undefined {
+  const raw = (req.query as Record<string, unknown> | undefined)?.since;
+  const v = Array.isArray(raw) ? raw[0] : raw;
+  if (typeof v !== 'string' || !/^\d{1,16}$/.test(v)) return undefined;
+  return Number(v);
 }
 
 /** Whether the upgrade's Origin is acceptable (see the file comment). */
@@ -109,11 +123,22 @@ export function originAllowed(origin: string | undefined, allowed: string[]): bo
 export async function registerWebSocket(
   app: FastifyInstance,
   deps: GatewayDeps,
-  opts: { root: (req: FastifyRequest, reply: FastifyReply) => unknown },
+  opts: { root: (req: FastifyRequest, reply: FastifyReply) => unknown; extensions?: Extensions },
 ): Promise<void> {
   const clients = new Set<Client>();
   const bus = createEventBus(deps);
+  const stream = createEventStream(bus);
   const log = deps.ctx.log;
+  try {
+    deps.ctx.provide<GatewayEventsCapability>('gateway:events', {
+      emit(event, data) {
+        bus.emit(event, data);
+        return stream.last();
+      },
+    });
+  } catch {
+    // Not declared by the manifest (an older manifest): extensions then cannot emit, the stream still works.
+  }
 
   /** Sends one frame unless the client lags too far behind, in which case it is dropped. */
   const send = (c: Client, frame: string): void => {
@@ -137,15 +162,14 @@ export async function registerWebSocket(
     setTimeout(() => c.socket.terminate(), 1000).unref();
   };
 
-  const unsubscribe = bus.subscribe((e: GatewayEvent) => {
-    if (clients.size === 0) return;
-    const frame = JSON.stringify({ type: 'event', event: e.event, data: e.data });
-    for (const c of clients) send(c, frame);
+  const unsubscribe = stream.onFrame((f) => {
+    for (const c of clients) send(c, f.text);
   });
 
   // Before @fastify/websocket's own preClose (hooks run in order): a going-away close code for every client.
   app.addHook('preClose', (done) => {
     unsubscribe();
+    stream.dispose();
     bus.dispose();
     for (const c of clients) {
       try {
@@ -158,7 +182,13 @@ export async function registerWebSocket(
     done();
   });
 
-  await app.register(websocket, { options: { maxPayload: WS_MAX_PAYLOAD } });
+  await app.register(websocket, {
+    options: {
+      maxPayload: WS_MAX_PAYLOAD,
+      // A browser that offered subprotocols fails the connection unless one is selected; the key protocol never is.
+      handleProtocols: (protocols: Set<string>) => (protocols.has(WS_PROTOCOL) ? WS_PROTOCOL : false),
+    },
+  });
 
   const checkOrigin = async (req: FastifyRequest, reply: FastifyReply) => {
     if (!req.ws) return;
@@ -173,15 +203,23 @@ export async function registerWebSocket(
 
   const wsHandler = (socket: WebSocket, req: FastifyRequest) => {
     const loopback = isLoopback(req);
-    const c: Client = { socket, loopback, actor: { kind: 'operator', channel: 'ws', loopback } };
+    const actor: Actor = { kind: 'operator', channel: 'ws', loopback };
+    const c: Client = { socket, loopback, actor, caller: { operator: Boolean(deps.settings.apiKey) || loopback, loopback, actor } };
     clients.add(c);
     socket.on('close', () => clients.delete(c));
     socket.on('error', () => clients.delete(c));
+    // The status frame carries the current seq: a client that keeps it can resume from there after a drop.
     try {
       const s = agentStatus(deps);
-      send(c, JSON.stringify({ type: 'status', data: { running: s.running, model: s.model, memory: s.memory } }));
+      send(c, JSON.stringify({ type: 'status', seq: stream.last(), data: { running: s.running, model: s.model, memory: s.memory } }));
     } catch (e) {
-      log.warn(`gateway: initial WebSocket status failed: ${e instanceof Error ? e.message : String(e)}`);
+      log.warn(`gateway: initial WebSocket status failed: ${errorMessage(e)}`);
+    }
+    const since = sinceOf(req);
+    if (since !== undefined) {
+      const missed = stream.replay(since);
+      if (missed.kind === 'gap') send(c, missed.text);
+      else for (const f of missed.frames) send(c, f.text);
     }
     socket.on('message', (raw, isBinary) => {
       void handle(c, raw, isBinary);
@@ -196,33 +234,47 @@ export async function registerWebSocket(
     let action: string | null = null;
     let id: string | number | undefined;
     try {
-      if (isBinary) throw new ReplyError(WsErrorCodes.BINARY, 'Binary frames are not supported: send JSON text frames {action, data}.');
+      if (isBinary) throw pluginError(WsErrorCodes.BINARY, 'Binary frames are not supported: send JSON text frames {action, data}.');
       const text = Buffer.isBuffer(raw) ? raw.toString('utf8') : Array.isArray(raw) ? Buffer.concat(raw as Buffer[]).toString('utf8') : Buffer.from(raw as ArrayBuffer).toString('utf8');
       let msg: unknown;
       try {
         msg = JSON.parse(text);
       } catch {
-        throw new ReplyError(WsErrorCodes.BAD_JSON, 'The message is not valid JSON: send {"action": "...", "data": {...}}.');
+        throw pluginError(WsErrorCodes.BAD_JSON, 'The message is not valid JSON: send {"action": "...", "data": {...}}.');
       }
       if (msg === null || typeof msg !== 'object' || Array.isArray(msg)) {
-        throw new ReplyError(WsErrorCodes.BAD_MESSAGE, 'The message must be a JSON object {"action": "...", "data": {...}}.');
+        throw pluginError(WsErrorCodes.BAD_MESSAGE, 'The message must be a JSON object {"action": "...", "data": {...}}.');
       }
       const m = msg as Record<string, unknown>;
       if (typeof m.action === 'string') action = m.action.slice(0, 64);
       if ((typeof m.id === 'string' && m.id.length <= 200) || (typeof m.id === 'number' && Number.isFinite(m.id))) id = m.id;
-      if (!checkEnvelope.Check(m)) throw new ReplyError(WsErrorCodes.BAD_MESSAGE, `Invalid message: ${describeErrors(checkEnvelope, m, 'message')}.`);
+      if (!checkEnvelope.Check(m)) throw pluginError(WsErrorCodes.BAD_MESSAGE, `Invalid message: ${describeErrors(checkEnvelope, m, 'message')}.`);
       if (!(ACTIONS as string[]).includes(m.action as string)) {
-        throw new ReplyError(WsErrorCodes.UNKNOWN_ACTION, `Unknown action "${action}". Known actions: ${ACTIONS.join(', ')}.`);
+        const ext = opts.extensions?.wsAction(m.action as string);
+        if (!ext) {
+          const known = [...ACTIONS, ...(opts.extensions?.wsActionNames() ?? [])];
+          throw pluginError(WsErrorCodes.UNKNOWN_ACTION, `Unknown action "${action}". Known actions: ${known.join(', ')}.`);
+        }
+        const v = opts.extensions!.validator(ext.schema, 'body');
+        if (!v(m.data)) {
+          const e = v.errors?.[0];
+          const missing = (e?.params as { missingProperty?: string } | undefined)?.missingProperty;
+          const where = missing ? `data.${missing} is required` : `data${e?.instancePath?.replace(/\//g, '.') ?? ''} ${e?.message ?? 'is invalid'}`;
+          throw pluginError(WsErrorCodes.INVALID_DATA, `Invalid data for ${m.action}: ${where}.`);
+        }
+        const result = await ext.handler(m.data, c.caller);
+        send(c, JSON.stringify({ type: 'reply', action: m.action, ...(id !== undefined ? { id } : {}), ok: true, result }));
+        return;
       }
       const name = m.action as ActionName;
       const checker = checkers[name];
       const absentOk = name === 'getStatus' && m.data === undefined;
-      if (!absentOk && !checker.Check(m.data)) throw new ReplyError(WsErrorCodes.INVALID_DATA, `Invalid data for ${name}: ${describeErrors(checker, m.data, 'data')}.`);
+      if (!absentOk && !checker.Check(m.data)) throw pluginError(WsErrorCodes.INVALID_DATA, `Invalid data for ${name}: ${describeErrors(checker, m.data, 'data')}.`);
       const result = await run(c, name, m.data);
       send(c, JSON.stringify({ type: 'reply', action: name, ...(id !== undefined ? { id } : {}), ok: true, result }));
     } catch (e) {
-      const code = e instanceof ReplyError ? e.code : typeof (e as { code?: unknown })?.code === 'string' ? (e as { code: string }).code : WsErrorCodes.INTERNAL;
-      const message = e instanceof Error ? e.message : String(e);
+      const code = errorCodeOf(e) ?? WsErrorCodes.INTERNAL;
+      const message = errorMessage(e);
       if (code === WsErrorCodes.INTERNAL) log.warn(`gateway: WebSocket ${action ?? 'message'} failed: ${message}`);
       send(c, JSON.stringify({ type: 'reply', action, ...(id !== undefined ? { id } : {}), ok: false, error: { code, message } }));
     }
@@ -238,7 +290,7 @@ export async function registerWebSocket(
       case 'executeSkill': {
         const d = data as { skill: string; parameters?: Record<string, unknown> };
         const r = await deps.ctx.skills.execute(d.skill, d.parameters ?? {}, c.actor);
-        if (!r.success) throw new ReplyError(r.code ?? 'KEEL_E_SKILL_FAILED', r.result);
+        if (!r.success) throw pluginError(errorCodeOf(r) ?? 'KEEL_E_SKILL_FAILED', r.result);
         return { success: true, result: r.result, executionTime: r.executionTime };
       }
       case 'getStatus':
@@ -247,7 +299,7 @@ export async function registerWebSocket(
         const d = data as { key: string; value: unknown };
         const spec = deps.info.configKeys().find((k) => k.key === d.key);
         if (spec?.policy === 'LOCKED' && !deps.settings.apiKey && !c.loopback) {
-          throw new ReplyError(
+          throw pluginError(
             WsErrorCodes.FORBIDDEN,
             `${d.key} is LOCKED: without gatewayApiKey, LOCKED keys can be changed only from the gateway's own machine (loopback). Set gatewayApiKey or change it with \`keel config set\`.`,
           );

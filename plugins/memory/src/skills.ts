@@ -6,6 +6,7 @@ import { appendJournal, appendLearning, appendUserFact, localDate } from './long
 import { isAdmin, principal } from './scope.js';
 import type { MemoryService } from './service.js';
 import { cap, classifyFact, secretReason } from './text.js';
+import { errorMessage } from '../../../sdk/errors.js';
 
 export const LEARNING_INPUT_CAP = 3000;
 export const LEARNING_ENTRY_CAP = 3000;
@@ -91,7 +92,7 @@ export function registerSkills(svc: MemoryService): void {
           if (!input) origin = 'the model';
         }
       } catch (e) {
-        if (!input) throw new Error(`Could not research "${topic}": the model failed (${e instanceof Error ? e.message : String(e)}).`);
+        if (!input) throw new Error(`Could not research "${topic}": the model failed (${errorMessage(e)}).`);
         distiller = 'none (the model failed; stored as given)';
       }
     }

@@ -39,6 +39,8 @@ interface Snapshot {
 }
 
 const COMPACT_AFTER = 1000;
+/** Quiet time after the last change before memory.json is brought up to date (debounced snapshot). */
+export const QUIET_SNAPSHOT_MS = 1000;
 
 export class MemoryStore {
   readonly file: string;
@@ -58,6 +60,10 @@ export class MemoryStore {
   private idle: Promise<void> = Promise.resolve();
   private known = { snap: '', journal: 0 };
   private dirtyVectors = false;
+  /** Quiet-time snapshot (0 turns it off): one timer, re-armed while changes keep coming. */
+  quietMs = QUIET_SNAPSHOT_MS;
+  private quietTimer: NodeJS.Timeout | undefined;
+  private lastChangeAt = 0;
   /** Whether this process committed changes: only then does stop() write a snapshot (a reader never does). */
   private wrote = false;
   /** Called after a change from disk replaced the state (another process wrote). */
@@ -187,7 +193,9 @@ export class MemoryStore {
           this.version++;
           this.wrote = true;
           this.linesSinceSnapshot += batch.length;
-          if (this.linesSinceSnapshot >= COMPACT_AFTER) this.snapshot();
+          // memory.json exists from the first change on; afterwards it follows after a quiet second.
+          if (this.linesSinceSnapshot >= COMPACT_AFTER || !existsSync(this.file)) this.snapshot();
+          else this.noteChange();
           this.remember();
           for (const b of batch) b.resolve();
         } catch (e) {
@@ -197,6 +205,29 @@ export class MemoryStore {
     } finally {
       this.writing = false;
     }
+  }
+
+  /** Arms the quiet-time snapshot: a clock read per change, a file write only once changes stop for quietMs. */
+  private noteChange(): void {
+    if (this.quietMs <= 0) return;
+    this.lastChangeAt = performance.now();
+    if (this.quietTimer) return;
+    const arm = (ms: number) => {
+      this.quietTimer = setTimeout(() => {
+        this.quietTimer = undefined;
+        if (this.fd === undefined) return;
+        const since = performance.now() - this.lastChangeAt;
+        if (since < this.quietMs || this.writing || this.queue.length) return arm(Math.max(1, this.quietMs - since));
+        if (this.linesSinceSnapshot === 0 && !this.dirtyVectors) return;
+        try {
+          this.snapshot();
+        } catch {
+          // The journal still holds everything; the next quiet second or the stop tries again.
+        }
+      }, ms);
+      this.quietTimer.unref();
+    };
+    arm(this.quietMs);
   }
 
   /** Replace memory.json with the whole state and empty the journal. */
@@ -227,6 +258,8 @@ export class MemoryStore {
 
   async close(): Promise<void> {
     await this.idle;
+    if (this.quietTimer) clearTimeout(this.quietTimer);
+    this.quietTimer = undefined;
     if (this.fd === undefined) return;
     if (this.wrote && (this.linesSinceSnapshot > 0 || this.dirtyVectors)) {
       try {

@@ -5,6 +5,7 @@
  */
 import type { Action, Actor, KernelInfoCapability, Logger, MemoryCapability, PluginContext } from '../../../sdk/index.js';
 import type { ScheduleStore } from './store.js';
+import { errorMessage } from '../../../sdk/errors.js';
 
 export const AUTONOMY_ACTOR: Actor = { kind: 'agent', channel: 'autonomy' };
 
@@ -72,7 +73,7 @@ export class Autonomy {
       this.lastId = a.id;
       this.log.info(`Autonomy: review queued as ${a.id}.`);
     } catch (e) {
-      this.log.error(`Autonomy: the review could not be queued: ${e instanceof Error ? e.message : String(e)}`);
+      this.log.error(`Autonomy: the review could not be queued: ${errorMessage(e)}`);
     } finally {
       this.rearm();
     }

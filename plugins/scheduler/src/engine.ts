@@ -7,6 +7,7 @@
 import type { KernelInfoCapability, Logger, PluginContext } from '../../../sdk/index.js';
 import { nextCronRun } from './plan.js';
 import type { Schedule, ScheduleStore } from './store.js';
+import { errorMessage } from '../../../sdk/errors.js';
 
 /** The longest sleep between two looks at schedules.json. */
 export const POLL_MS = 1000;
@@ -70,7 +71,7 @@ export class ScheduleEngine {
         wait = Math.min(POLL_MS, Math.max(0, next - Date.now()));
       }
     } catch (e) {
-      this.log.error(`Scheduler: ${e instanceof Error ? e.message : String(e)}`);
+      this.log.error(`Scheduler: ${errorMessage(e)}`);
     } finally {
       this.busy = false;
     }
@@ -141,7 +142,7 @@ export class ScheduleEngine {
           }
         }
       } catch (e) {
-        this.log.error(`Scheduler: ${fired.id} could not be queued: ${e instanceof Error ? e.message : String(e)}`);
+        this.log.error(`Scheduler: ${fired.id} could not be queued: ${errorMessage(e)}`);
       }
     }
   }

@@ -2,6 +2,7 @@
  * Turning schedule_task arguments into a first run time, with errors a person (or the model) can act on.
  */
 import { Cron } from 'croner';
+import { errorMessage } from '../../../sdk/errors.js';
 
 export interface ScheduleArgs {
   task: string;
@@ -52,7 +53,7 @@ export function plan(args: ScheduleArgs, now: Date): Plan {
   try {
     next = nextCronRun(expr, args.timezone, now);
   } catch (e) {
-    const why = e instanceof Error ? e.message : String(e);
+    const why = errorMessage(e);
     if (args.timezone && /timezone/i.test(why)) throw new ScheduleError(`timezone "${args.timezone}" is not a valid IANA timezone (e.g. Europe/Berlin, America/New_York).`);
     throw new ScheduleError(`cron "${args.cron}" is not a valid cron expression: ${why} Use 5 fields (minute hour day month weekday) or 6 (seconds first).`);
   }

@@ -8,6 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Actor } from '../../../sdk/index.js';
+import { errorMessage } from '../../../sdk/errors.js';
 
 export interface Schedule {
   /** `sch_<epoch_ms>_<hex>` */
@@ -68,7 +69,7 @@ export class ScheduleStore {
       this.problem = undefined;
     } catch (e) {
       // A damaged file is kept as it is (never overwritten with nothing) until a change replaces it.
-      this.problem = `${this.file} could not be read: ${e instanceof Error ? e.message : String(e)}`;
+      this.problem = `${this.file} could not be read: ${errorMessage(e)}`;
       this.items = [];
     }
     return true;

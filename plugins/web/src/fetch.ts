@@ -20,6 +20,7 @@ import type { Readable } from 'node:stream';
 import { TextDecoder } from 'node:util';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import { blockedReason } from './address.js';
+import { PluginError } from '../../../sdk/errors.js';
 
 export interface FetchSettings {
   allowPrivate: boolean;
@@ -49,12 +50,9 @@ export interface FetchResult {
 export type WebErrorCode = 'KEEL_E_WEB_REFUSED' | 'KEEL_E_WEB_BAD_URL' | 'KEEL_E_WEB_TIMEOUT' | 'KEEL_E_WEB_REDIRECTS' | 'KEEL_E_WEB_ABORTED' | 'KEEL_E_WEB_NETWORK';
 
 /** Every failure of a web fetch; `code` tells the kind. */
-export class WebFetchError extends Error {
-  constructor(
-    readonly code: WebErrorCode,
-    message: string,
-  ) {
-    super(message);
+export class WebFetchError extends PluginError<WebErrorCode> {
+  constructor(code: WebErrorCode, message: string) {
+    super(code, message);
     this.name = 'WebFetchError';
   }
 }

@@ -10,8 +10,8 @@ let cleanup: () => void;
 let clock: FakeClock;
 const open: ActionQueue[] = [];
 
-async function openQueue(opts: Partial<ActionQueueOptions> = {}): Promise<ActionQueue> {
-  const q = await ActionQueue.open({ home, owner: true, clock, log: captureLog(), ...opts });
+async function openQueue(opts: { [K in keyof ActionQueueOptions]?: ActionQueueOptions[K] | undefined } = {}): Promise<ActionQueue> {
+  const q = await ActionQueue.open({ home, owner: true, clock, log: captureLog(), ...opts } as ActionQueueOptions);
   open.push(q);
   return q;
 }

@@ -154,11 +154,31 @@ describe('keel doctor', () => {
   it('exits 0 on a safe configuration', async () => {
     const home = tmp('keel-doctor-cli-');
     cleanups.push(() => rm(home));
-    writeFileSync(join(home, 'keel.config.yaml'), 'gatewayHost: 127.0.0.1\ncommandAllowList:\n  - git\n  - ls\n', { mode: 0o600 });
+    writeFileSync(join(home, 'keel.config.yaml'), 'gatewayHost: 127.0.0.1\nmodelName: gpt-4o-mini\ncommandAllowList:\n  - git\n  - ls\n', { mode: 0o600 });
     const out = await keel(home, ['doctor', '--json']);
     expect(out.code, out.stdout + out.stderr).toBe(0);
     const report = JSON.parse(out.stdout) as Report;
     expect(report.ok).toBe(true);
     expect(security(report)).toEqual([]);
+  });
+
+  it('is an error when no model is configured, naming modelName, the provider keys and providerG', async () => {
+    const home = tmp('keel-doctor-cli-');
+    cleanups.push(() => rm(home));
+    writeFileSync(join(home, 'keel.config.yaml'), 'gatewayHost: 127.0.0.1\n', { mode: 0o600 });
+    const out = await keel(home, ['doctor', '--json']);
+    expect(out.code, out.stdout + out.stderr).toBe(1);
+    const report = JSON.parse(out.stdout) as Report;
+    const f = report.findings.find((x) => /No model is configured/.test(x.message));
+    expect(f?.level).toBe('error');
+    expect(f?.message).toMatch(/modelName/);
+    expect(f?.message).toMatch(/providerAApiKey/);
+    expect(f?.message).toMatch(/providerG/);
+    expect(f?.fix).toMatch(/keel config set modelName/);
+    // The same home with a model: the finding is gone.
+    writeFileSync(join(home, 'keel.config.yaml'), 'gatewayHost: 127.0.0.1\nmodelName: gpt-4o-mini\n', { mode: 0o600 });
+    const ok = JSON.parse((await keel(home, ['doctor', '--json'])).stdout) as Report;
+    expect(ok.findings.find((x) => /No model is configured/.test(x.message))).toBeUndefined();
+    expect(ok.findings.find((x) => x.area === 'config' && /Model: gpt-4o-mini/.test(x.message))?.level).toBe('ok');
   });
 });

@@ -15,8 +15,8 @@ beforeAll(async () => {
   g = await startGateway({
     env: { FAKE_AGENT_API_KEY: SECRET },
     fakeAgent: true,
-    // Test plugins below fake the memory capability and a `run_command` skill.
-    deny: ['memory', 'system'],
+    // Test plugins below fake the memory capability, a `run_command` skill and the channel:chatA status.
+    deny: ['memory', 'system', 'chatA'],
     before: (home) => {
       writeMemoryAndChannelPlugin(home);
       writePlugin(join(home, 'plugins'), {
@@ -28,12 +28,14 @@ beforeAll(async () => {
               parameters: { type: 'object', properties: { a: { type: 'string' }, b: { type: 'integer' } }, additionalProperties: false },
             },
             skillEntry('boom'),
+            skillEntry('slow'),
             skillEntry('run_command', { adminOnly: true, isDangerous: true }),
           ],
         },
         setup: `
           ctx.skills.register('flagged', (args) => ({ got: args }));
           ctx.skills.register('boom', () => { throw new Error('kaboom'); });
+          ctx.skills.register('slow', () => new Promise((r) => setTimeout(() => r('done'), 5.3)));
           ctx.skills.register('run_command', ({ text }) => 'ran ' + text);
         `,
       });
@@ -65,8 +67,17 @@ describe('gateway REST', () => {
   it('GET /api/skills lists descriptors with parameter names and flags in the description', async () => {
     const { skills } = await json(await g.req('/api/skills'));
     const flagged = skills.find((s: any) => s.name === 'flagged');
-    expect(flagged).toEqual({ name: 'flagged', description: 'test skill flagged [isDeep: true, isParallelSafe: true]', category: 'test', parameters: ['a', 'b'] });
-    expect(skills.find((s: any) => s.name === 'echo')).toEqual({ name: 'echo', description: 'Returns its text', category: 'test', parameters: ['text'] });
+    expect(flagged).toEqual({ name: 'flagged', description: 'test skill flagged [isDeep: true, isResearch: false, isParallelSafe: true, isDangerous: false]', category: 'test', parameters: ['a', 'b'] });
+    // All four flags with their values (SPEC), false ones too; adminOnly appears when set.
+    expect(skills.find((s: any) => s.name === 'echo')).toEqual({
+      name: 'echo',
+      description: 'Returns its text [isDeep: false, isResearch: false, isParallelSafe: false, isDangerous: false]',
+      category: 'test',
+      parameters: ['text'],
+    });
+    expect(skills.find((s: any) => s.name === 'run_command').description).toBe(
+      'test skill run_command [isDeep: false, isResearch: false, isParallelSafe: false, isDangerous: true, adminOnly: true]',
+    );
     for (const s of skills) expect(Object.keys(s).sort()).toEqual(['category', 'description', 'name', 'parameters']);
   });
 
@@ -76,17 +87,23 @@ describe('gateway REST', () => {
     const body = await json(ok);
     expect(body).toEqual({ success: true, result: 'hi', executionTime: expect.any(Number) });
     expect(body.executionTime).toBeGreaterThanOrEqual(0);
+    // SPEC: whole milliseconds, also for a skill that takes a fraction of one or a few.
+    expect(Number.isInteger(body.executionTime)).toBe(true);
+    const slow = await json(await g.req('/api/skills/slow/execute', { method: 'POST', json: { parameters: { text: 'x' } } }));
+    expect(slow.success).toBe(true);
+    expect(Number.isInteger(slow.executionTime)).toBe(true);
+    expect(slow.executionTime).toBeGreaterThanOrEqual(4);
 
     const obj = await json(await g.req('/api/skills/flagged/execute', { method: 'POST', json: { parameters: { a: 'x', b: 2 } } }));
     expect(JSON.parse(obj.result)).toEqual({ got: { a: 'x', b: 2 } });
 
     const failed = await g.req('/api/skills/boom/execute', { method: 'POST', json: { parameters: { text: 'x' } } });
     expect(failed.status).toBe(200);
-    expect(await json(failed)).toEqual({ success: false, result: expect.stringContaining('kaboom'), executionTime: expect.any(Number) });
+    expect(await json(failed)).toEqual({ success: false, result: expect.stringContaining('kaboom'), executionTime: expect.any(Number), code: 'KEEL_E_SKILL_FAILED' });
 
     const unknown = await g.req('/api/skills/nope/execute', { method: 'POST', json: { parameters: {} } });
     expect(unknown.status).toBe(404);
-    expect(await json(unknown)).toEqual({ error: 'Not Found', message: expect.stringContaining('nope') });
+    expect(await json(unknown)).toEqual({ error: 'Not Found', message: expect.stringContaining('nope'), code: 'KEEL_E_SKILL_UNKNOWN' });
 
     const bad = await g.req('/api/skills/echo/execute', { method: 'POST', json: { parameters: { text: 5 } } });
     expect(bad.status).toBe(400);
@@ -100,7 +117,7 @@ describe('gateway REST', () => {
     expect((await g.req('/api/config/safeMode', { method: 'PUT', json: { value: true } })).status).toBe(200);
     const refused = await g.req('/api/skills/run_command/execute', { method: 'POST', json: { parameters: { text: 'ls' } } });
     expect(refused.status).toBe(403);
-    expect(await json(refused)).toEqual({ error: 'Forbidden', message: expect.stringMatching(/safe mode/i) });
+    expect(await json(refused)).toEqual({ error: 'Forbidden', message: expect.stringMatching(/safe mode/i), code: 'KEEL_E_SAFE_MODE' });
     expect((await g.req('/api/config/safeMode', { method: 'PUT', json: { value: false } })).status).toBe(200);
     const allowed = await g.req('/api/skills/run_command/execute', { method: 'POST', json: { parameters: { text: 'ls' } } });
     expect(await json(allowed)).toMatchObject({ success: true, result: 'ran ls' });
@@ -211,11 +228,11 @@ describe('gateway REST', () => {
 
   it('GET and PUT /api/security', async () => {
     const s = await json(await g.req('/api/security'));
-    expect(s).toEqual({ safeMode: false, apiKeySet: false, adminUsers: [], pluginAllowList: [], pluginDenyList: ['agent', 'memory', 'system'] });
-    const put = await g.req('/api/security', { method: 'PUT', json: { safeMode: true, adminUsers: { chatA: ['111'] }, pluginDenyList: ['agent', 'memory', 'system', 'evil'] } });
+    expect(s).toEqual({ safeMode: false, apiKeySet: false, adminUsers: [], pluginAllowList: [], pluginDenyList: ['agent', 'memory', 'system', 'chatA'] });
+    const put = await g.req('/api/security', { method: 'PUT', json: { safeMode: true, adminUsers: { chatA: ['111'] }, pluginDenyList: ['agent', 'memory', 'system', 'chatA', 'evil'] } });
     expect(put.status).toBe(200);
     expect(await json(put)).toEqual({ success: true, message: expect.stringContaining('safeMode') });
-    expect(await json(await g.req('/api/security'))).toEqual({ safeMode: true, apiKeySet: false, adminUsers: ['chatA:111'], pluginAllowList: [], pluginDenyList: ['agent', 'memory', 'system', 'evil'] });
+    expect(await json(await g.req('/api/security'))).toEqual({ safeMode: true, apiKeySet: false, adminUsers: ['chatA:111'], pluginAllowList: [], pluginDenyList: ['agent', 'memory', 'system', 'chatA', 'evil'] });
     // The flat form GET returns is accepted back.
     expect((await g.req('/api/security', { method: 'PUT', json: { adminUsers: ['chatA:111', 'email:me@example.com'] } })).status).toBe(200);
     expect((await json(await g.req('/api/security'))).adminUsers).toEqual(['chatA:111', 'email:me@example.com']);

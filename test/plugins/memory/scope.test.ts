@@ -127,7 +127,7 @@ describe('scoping', () => {
     expect(op).not.toContain('stranger asked');
     expect(op).toContain('Owner likes rocket models');
     const jid = '4917@s.whatsapp.net';
-    await h.kernel.hooks.messageIn.promise({ channel: 'chatB', userId: jid, text: 'hello there', metadata: { pushName: 'Ann' } });
+    await h.kernel.hooks.messageIn.promise({ channel: 'chatB', messageId: 'm1', chatId: jid, userId: jid, text: 'hello there', metadata: { pushName: 'Ann' } });
     const ann = await h.memory.context({ task: 't', actor: user('chatB', jid) });
     expect(ann).toMatch(/Contact Ann \(chatB 4917@s\.whatsapp\.net\): 1 messages/);
     expect(ann).toContain('"hello there"');

@@ -155,3 +155,18 @@ describe('persistence', () => {
     }
   });
 });
+
+describe('memory.json while Keel runs', () => {
+  it('exists from the first write and is brought up to date after about a second of quiet', async () => {
+    h = await startMemory();
+    const file = join(h.home, 'memory.json');
+    await recordN(1);
+    await h.memory.settle();
+    expect(existsSync(file)).toBe(true);
+    expect(JSON.parse(readFileSync(file, 'utf8')).short).toHaveLength(1);
+    await recordN(3, 1);
+    // Changes go to the journal first; memory.json follows once writes stop for a second, without a restart.
+    await waitFor(() => JSON.parse(readFileSync(file, 'utf8')).short.length === 4, 'memory.json with all four entries', 5000);
+    expect(readFileSync(join(h.home, 'memory.journal'), 'utf8')).toBe('');
+  });
+});

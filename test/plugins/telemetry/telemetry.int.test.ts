@@ -105,6 +105,15 @@ describe('usage ping', () => {
     expect(srv.seen).toHaveLength(1);
   });
 
+  it('usagePingToken defaults to the empty string (SPEC), and then no Authorization header is sent', async () => {
+    const srv = await server(true);
+    const k = await kernel(home(), { usagePingUrl: srv.url });
+    expect(k.config.get('usagePingToken')).toBe('');
+    expect(k.keys.entries().find((e) => e.key === 'usagePingToken')?.spec.default).toBe('');
+    const hit = await waitFor(() => srv.seen.find((s) => s.req.complete), 'the ping');
+    expect(hit.req.headers.authorization).toBeUndefined();
+  });
+
   it('sends usagePingToken as a bearer token', async () => {
     const srv = await server(true);
     await kernel(home(), { usagePingUrl: srv.url, usagePingToken: 'tok-123' });

@@ -13,7 +13,7 @@ export interface RouteSchema {
 }
 
 export interface RouteDef {
-  method: 'GET' | 'POST' | 'PUT';
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
   url: string;
   summary: string;
   description?: string;

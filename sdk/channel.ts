@@ -1,0 +1,360 @@
+/**
+ * The channel contract: what a chat channel plugin offers (`channel:<name>`) and the one way an inbound platform
+ * message becomes an action (`receive`). Every channel, built in or a user's own, uses exactly this, so the agent,
+ * the gateway, doctor and `keel status` treat them all alike. Prose: docs/channels.md.
+ */
+import { errorMessage } from './errors.js';
+import type { ConnectionStatus, PluginContext, PolicyCapability } from './plugin.js';
+import type { Action, Actor, Json } from './types.js';
+
+/**
+ * What `status()` of a channel reports: SPEC's connection status plus documented extras.
+ * @example const s: ChannelStatus = { enabled: true, connected: true, state: 'connected', reconnects: 0 };
+ */
+export interface ChannelStatus extends ConnectionStatus {
+  state?: 'connecting' | 'connected' | 'reconnecting' | 'stopped' | 'failed';
+  /** ISO time of the last message received from the platform. */
+  lastInboundAt?: string;
+  /** Reconnections since start. */
+  reconnects?: number;
+  /** The last connection error, in words (never a secret). */
+  lastError?: string;
+}
+
+/**
+ * A file to send with a message.
+ * @example const f: OutboundFile = { path: '/tmp/report.pdf', caption: 'Report', kind: 'document' };
+ */
+export interface OutboundFile {
+  path: string;
+  caption?: string;
+  kind?: 'document' | 'photo' | 'audio' | 'voice';
+}
+
+/**
+ * A message to send: Markdown text (the channel renders it for its platform), files, buttons.
+ * @example const m: OutboundMessage = { text: '**Done**', buttons: [[{ text: 'Again', callback_data: 'again' }]] };
+ */
+export interface OutboundMessage {
+  /** Markdown: the agent writes Markdown; the channel renders it. */
+  text?: string;
+  files?: OutboundFile[];
+  buttons?: Array<Array<{ text: string; callback_data?: string; url?: string }>>;
+}
+
+/**
+ * How to send.
+ * @example await chan.send('42', 'hi', { replyToMessageId: '7', idempotencyKey: `${action.id}:0` });
+ */
+export interface SendOptions {
+  replyToMessageId?: string;
+  threadId?: string;
+  silent?: boolean;
+  format?: 'markdown' | 'plain';
+  /** Ledger key: the same key is never delivered twice (the kit derives one from action id + reply index). */
+  idempotencyKey?: string;
+  signal?: AbortSignal;
+}
+
+/**
+ * Platform ids of what was sent: the first message and every chunk.
+ * @example const { messageId } = await chan.send('42', 'hi');
+ */
+export interface SentMessage {
+  messageId: string;
+  messageIds: string[];
+}
+
+/**
+ * Progress of a running action, for typing indicators or a status message edited in place.
+ * @example await chan.progress?.(action, { typingOnly: false, thought: 'Searching the web', step: 2 });
+ */
+export interface ProgressUpdate {
+  typingOnly: boolean;
+  thought?: string;
+  step?: number;
+}
+
+/**
+ * Capability `channel:<name>` (`channel:chatA`, `channel:echo`, ...): one running chat channel.
+ * @example
+ * ctx.provide('channel:echo', {
+ *   name: 'echo',
+ *   status: () => ({ enabled: true, connected: true }),
+ *   send: async (to, m) => ({ messageId: '1', messageIds: ['1'] }),
+ *   reply: async (action, m) => ({ messageId: '2', messageIds: ['2'] }),
+ * } satisfies ChannelCapability);
+ */
+export interface ChannelCapability {
+  name: string;
+  status(): ChannelStatus;
+  send(to: string, message: string | OutboundMessage, options?: SendOptions): Promise<SentMessage>;
+  /** Answer the action on the chat it came from (action.source + action.metadata.replyTo). */
+  reply(action: Action, message: string | OutboundMessage): Promise<SentMessage>;
+  /** Typing / progress feedback while the action runs; the channel stops it when the action settles. */
+  progress?(action: Action, update: ProgressUpdate): Promise<void>;
+}
+
+/**
+ * What a channel manifest declares in its `channel` field: the name and the form of its user ids, used to
+ * validate `adminUsers.<name>` entries.
+ * @example channel: { name: 'chatA', userIdPattern: '^-?\\d+$', userIdExample: '123456789' }
+ */
+export interface ChannelManifestInfo {
+  name: string;
+  /** RegExp source, anchored (`^...$`). */
+  userIdPattern: string;
+  userIdExample: string;
+}
+
+/**
+ * The user-id forms of SPEC's channels, in one place: a channel plugin of that name declares the same in its
+ * manifest (`channel: SPEC_CHANNELS.chatA`), and `adminUsers.<name>` is validated against it even while the
+ * plugin is not installed.
+ * @example new RegExp(SPEC_CHANNELS.chatC.userIdPattern).test('123456789012345678') // true
+ */
+export const SPEC_CHANNELS = {
+  chatA: { name: 'chatA', userIdPattern: '^-?\\d+$', userIdExample: '123456789' },
+  chatB: { name: 'chatB', userIdPattern: '^\\d+(?::\\d+)?@(?:s\\.whatsapp\\.net|c\\.us|lid)$', userIdExample: '4915123456789@s.whatsapp.net' },
+  chatC: { name: 'chatC', userIdPattern: '^\\d{17,20}$', userIdExample: '123456789012345678' },
+  chatD: { name: 'chatD', userIdPattern: '^[UW][A-Z0-9]+$', userIdExample: 'U01ABCDEF23' },
+  email: { name: 'email', userIdPattern: '^[^\\s@<>]+@[^\\s@<>]+\\.[^\\s@<>]+$', userIdExample: 'owner@example.com' },
+} as const satisfies Record<string, ChannelManifestInfo>;
+
+/**
+ * One inbound platform message, as a channel hands it to `receive` (and as `messageIn` taps see it).
+ * @example
+ * const m: InboundMessage = { channel: 'echo', messageId: '17', chatId: 'room-1', userId: 'u1', text: 'hello' };
+ */
+export interface InboundMessage {
+  /** Channel name, e.g. 'chatA'. */
+  channel: string;
+  /** Platform message id: the dedupe key is (channel, messageId). */
+  messageId: string;
+  /** Where replies go. */
+  chatId: string;
+  /** Platform user id (validated by userIdPattern for admin decisions). */
+  userId: string;
+  userName?: string;
+  text: string;
+  isGroup?: boolean;
+  /** The bot was mentioned, or the message replies to the bot. */
+  mentioned?: boolean;
+  /** Slash command name without '/', when the message is one. */
+  command?: string;
+  threadId?: string;
+  attachments?: Array<{ path: string; name?: string; mime?: string; kind?: string }>;
+  /** Extra platform reply address fields (kept in action.metadata.replyTo). */
+  replyTo?: Record<string, Json>;
+  /** True when the content itself cannot be trusted whatever the sender (e.g. mail whose From is unproven). */
+  forceUntrusted?: boolean;
+  /** When given, overrides the admin decision to "not admin" (e.g. email sender not authenticated). */
+  notAdmin?: boolean;
+  /** Anything else the platform told about the message (display name, language ...), for `messageIn` taps. */
+  metadata?: Record<string, Json>;
+  /**
+   * Set by a `messageIn` tap to drop the message (`receive` then answers `dropped-by-hook`). Later taps still get
+   * the message, so they never see anything but an InboundMessage; a tap should pass a dropped message on as is.
+   */
+  dropped?: boolean;
+}
+
+/**
+ * How `receive` treats a message.
+ * @example await receive(ctx, msg, { autoReply: ctx.config.get<boolean>('echoAutoReplyEnabled') });
+ */
+export interface ReceiveOptions {
+  /** Answer every message; when false only commands and mentions (in groups and direct chats) become actions. */
+  autoReply: boolean;
+  /** Priority of the action (1..10, default 5). */
+  priority?: number;
+  /** Ignore messages from non-admins ('not-admin'), e.g. for a command only admins may give. */
+  requireAdmin?: boolean;
+  /**
+   * Refuse a (channel, messageId) this kernel already saw (default true): the queue's kept history is read
+   * once, then the keys are remembered in memory (the newest 20,000). A channel whose durable ingress already
+   * deduplicates (the channel kit's) may turn it off.
+   */
+  checkDuplicates?: boolean;
+}
+
+/**
+ * What became of an inbound message.
+ * - `queued`: an action was pushed.
+ * - `handed`: given to a running action of the same session. Reserved: the kernel has no path yet to give
+ *   input to a running action, so `receive` never returns it today (docs/channels.md).
+ * - `ignored`: nothing was pushed, for the reason given.
+ * @example const out = await receive(ctx, msg, { autoReply: true }); if (out.kind === 'queued') log(out.action.id);
+ */
+export type ReceiveOutcome =
+  | { kind: 'queued'; action: Action }
+  | { kind: 'handed'; actionId: string }
+  | { kind: 'ignored'; reason: 'auto-reply-off' | 'not-admin' | 'duplicate' | 'dropped-by-hook' | 'rate-limited' | 'empty' };
+
+/** Inbound keys remembered per queue (one per kernel), newest last; bounded. */
+const SEEN_LIMIT = 20_000;
+const seenByQueue = new WeakMap<object, Map<string, true>>();
+const inboundKey = (channel: string, messageId: string) => `${channel}\u0000${messageId}`;
+
+/**
+ * The inbound keys this kernel knows: seeded once from the queue (pending and the kept history, so a message
+ * redelivered after a restart is still recognised while its action is kept), then kept up to date by `receive`.
+ * The kit's durable ingress is the real dedupe; this is the second line.
+ */
+function seenKeys(ctx: PluginContext): Map<string, true> {
+  let seen = seenByQueue.get(ctx.queue);
+  if (!seen) {
+    seen = new Map();
+    const { pending, completed, failed } = ctx.queue.list();
+    for (const a of [...failed, ...completed, ...pending]) {
+      const inb = a.metadata.inbound as { channel?: unknown; messageId?: unknown } | undefined;
+      if (inb && typeof inb.channel === 'string' && typeof inb.messageId === 'string') seen.set(inboundKey(inb.channel, inb.messageId), true);
+    }
+    seenByQueue.set(ctx.queue, seen);
+  }
+  return seen;
+}
+
+function remember(seen: Map<string, true>, key: string): void {
+  seen.set(key, true);
+  if (seen.size > SEEN_LIMIT) seen.delete(seen.keys().next().value as string);
+}
+
+function decideAdmin(ctx: PluginContext, actor: Actor): boolean {
+  try {
+    const policy = ctx.use<PolicyCapability>('kernel:policy');
+    // Fail closed: without the kernel's policy nobody on a channel is admin.
+    return policy?.isAdmin(actor) === true;
+  } catch {
+    return false;
+  }
+}
+
+function sessionOf(ctx: PluginContext, actor: Actor): string {
+  try {
+    const key = ctx.use<PolicyCapability>('kernel:policy')?.sessionKey(actor);
+    if (typeof key === 'string' && key) return key;
+  } catch {
+    // fall through to the narrowest scope
+  }
+  return `${actor.channel}:${actor.userId ?? 'anonymous'}`;
+}
+
+function taskOf(m: InboundMessage): string {
+  const files = (m.attachments ?? []).map((a) => `[attachment: ${a.name ?? a.path} (${a.kind ?? a.mime ?? 'file'}) at ${a.path}]`);
+  return [m.text.trim(), ...files].filter(Boolean).join('\n');
+}
+
+/**
+ * Turn one inbound platform message into an action: the one path every channel uses.
+ *
+ * Builds the actor `{ kind: 'user', channel, userId }` (admin decided by `kernel:policy` with identity links,
+ * failing closed; `notAdmin` forces "no"), marks non-admin content untrusted (`actor.untrusted`), refuses a
+ * (channel, messageId) this kernel already saw (`duplicate`: still in the queue's kept history, or received since
+ * start, also when both deliveries arrive at once), computes the session key, runs the `messageIn` waterfall (a tap may set `dropped: true`), applies gating
+ * (auto-reply off: only commands and mentions) and pushes the action with `source = channel`,
+ * `metadata.replyTo = { chatId, messageId, threadId?, ...inbound.replyTo }`, `metadata.actor`,
+ * `metadata.session` and `metadata.inbound = { channel, messageId, userId }`.
+ *
+ * @example
+ * const out = await receive(ctx, { channel: 'echo', messageId: '1', chatId: 'c1', userId: 'u1', text: 'hi' },
+ *   { autoReply: true });
+ */
+export async function receive(ctx: PluginContext, inbound: InboundMessage, options: ReceiveOptions): Promise<ReceiveOutcome> {
+  const admin = inbound.notAdmin === true ? false : decideAdmin(ctx, { kind: 'user', channel: inbound.channel, userId: inbound.userId });
+  const untrusted = !admin || inbound.forceUntrusted === true;
+  const actor: Actor = { kind: 'user', channel: inbound.channel, userId: inbound.userId, ...(untrusted ? { untrusted: true } : {}) };
+  if (options.requireAdmin && !admin) return { kind: 'ignored', reason: 'not-admin' };
+  // Before messageIn, so a redelivered message has no side effects in the taps (contact counters ...). The key is
+  // reserved at once: the same message delivered twice at the same moment is let through once.
+  const key = inboundKey(inbound.channel, inbound.messageId);
+  const seen = options.checkDuplicates === false ? undefined : seenKeys(ctx);
+  if (seen?.has(key)) return { kind: 'ignored', reason: 'duplicate' };
+  if (seen) remember(seen, key);
+  const session = sessionOf(ctx, actor);
+
+  const rewritten = (await ctx.emit('messageIn', { ...inbound })) as InboundMessage | null | undefined;
+  // Anything but an InboundMessage back from the hook counts as a drop too: nothing half-formed is queued.
+  if (rewritten === null || typeof rewritten !== 'object' || typeof rewritten.text !== 'string' || rewritten.dropped === true) {
+    return { kind: 'ignored', reason: 'dropped-by-hook' };
+  }
+  // Taps may rewrite the content, never who sent it or where it goes.
+  const m: InboundMessage = {
+    ...rewritten,
+    channel: inbound.channel,
+    userId: inbound.userId,
+    chatId: inbound.chatId,
+    messageId: inbound.messageId,
+    ...(inbound.threadId !== undefined ? { threadId: inbound.threadId } : {}),
+  };
+  const task = taskOf(m);
+  if (!task) return { kind: 'ignored', reason: 'empty' };
+  if (!options.autoReply && !m.command && m.mentioned !== true) return { kind: 'ignored', reason: 'auto-reply-off' };
+
+  const replyTo: Record<string, Json> = {
+    chatId: m.chatId,
+    messageId: m.messageId,
+    ...(m.threadId !== undefined ? { threadId: m.threadId } : {}),
+    ...(inbound.replyTo ?? {}),
+  };
+  const metadata: Record<string, Json> = {
+    replyTo,
+    session,
+    inbound: {
+      channel: m.channel,
+      messageId: m.messageId,
+      userId: m.userId,
+      ...(m.userName !== undefined ? { userName: m.userName } : {}),
+      ...(m.isGroup !== undefined ? { isGroup: m.isGroup } : {}),
+      ...(m.command !== undefined ? { command: m.command } : {}),
+    },
+    ...(m.attachments?.length ? { attachments: m.attachments.map((a) => ({ ...a })) as Json } : {}),
+    ...(untrusted ? { untrusted: true } : {}),
+  };
+  let action: Action;
+  try {
+    action = await ctx.queue.push({
+      task,
+      source: m.channel,
+      actor,
+      ...(options.priority !== undefined ? { priority: options.priority } : {}),
+      metadata,
+    });
+  } catch (e) {
+    // Not queued: a later delivery of the same message must get its chance.
+    seen?.delete(key);
+    throw e;
+  }
+  return { kind: 'queued', action };
+}
+
+/**
+ * One running channel as `listChannels` reports it.
+ * @example const c: ChannelListing = { name: 'echo', plugin: 'echo-channel', status: { enabled: true, connected: true } };
+ */
+export interface ChannelListing {
+  /** Channel name (`chatA`, `echo`): the capability name without `channel:`. */
+  name: string;
+  /** Id of the plugin providing it. */
+  plugin: string;
+  /** Its status; absent when `status()` threw (then `error` says why). */
+  status?: ChannelStatus;
+  error?: string;
+}
+
+/**
+ * Every running channel (each provider of a `channel:<name>` capability) with its status, in name order: what
+ * the gateway's `GET /api/connections`, doctor and `keel status` list, so a user's own channel appears
+ * wherever a built-in one does. A `status()` that throws is reported, never thrown.
+ * @example for (const c of listChannels(ctx)) ctx.log.info(`${c.name}: ${c.status?.connected ? 'up' : 'down'}`);
+ */
+export function listChannels(source: Pick<PluginContext, 'capabilities'>): ChannelListing[] {
+  return source.capabilities<ChannelCapability>('channel:').map(({ name, plugin, impl }) => {
+    const channel = name.slice('channel:'.length);
+    try {
+      return { name: channel, plugin, status: impl.status() };
+    } catch (e) {
+      return { name: channel, plugin, error: errorMessage(e) };
+    }
+  });
+}

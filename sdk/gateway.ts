@@ -1,0 +1,67 @@
+/**
+ * Extending the gateway from another plugin (docs/api.md "Extending the gateway"): a plugin provides
+ * `gateway:routes:<its id>` with REST routes under `/api` and WebSocket actions; the gateway looks extensions up
+ * when a request arrives (so start order does not matter) and lists their routes in `/api/openapi.json`. The
+ * gateway, while it serves, provides `gateway:events` to put events on its WebSocket stream (with `seq`, resumable).
+ * Authentication (the gateway key) and CORS apply to extension routes exactly as to the built-in ones.
+ */
+import type { TSchema } from 'typebox';
+import type { Actor } from './types.js';
+
+/**
+ * Who sent a request to the gateway. `operator` is true when the request is authenticated by the gateway key, or
+ * the gateway has no key and the request came over loopback; the actor is then `{kind: 'operator'}`.
+ * @example if (!req.operator) return { status: 403, body: { error: 'Forbidden', message: 'operator only' } };
+ */
+export interface GatewayCaller {
+  operator: boolean;
+  loopback: boolean;
+  actor: Actor;
+}
+
+/**
+ * A REST route an extension adds. `url` starts with `/api/`; `:name` segments are path parameters. Bodies and
+ * query strings are validated against the schemas (400 with the first error otherwise).
+ * @example
+ * const route: GatewayRoute = { method: 'POST', url: '/api/echo', summary: 'Echo', schema: { body: Type.Object({ text: Type.String() }),
+ *   response: { 200: Type.Object({ text: Type.String() }) } }, handler: ({ body }) => ({ body }) };
+ */
+export interface GatewayRoute {
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
+  url: string;
+  summary: string;
+  description?: string;
+  schema: { params?: TSchema; querystring?: TSchema; body?: TSchema; response: Record<number, TSchema> };
+  handler(req: { params: Record<string, string>; query: Record<string, unknown>; body: unknown; caller: GatewayCaller }):
+    | { status?: number; body: unknown }
+    | Promise<{ status?: number; body: unknown }>;
+}
+
+/**
+ * A WebSocket action an extension adds: a client message `{action: name, data, id?}` is checked against `schema`
+ * and answered with `{type: 'reply', action, id?, ok: true, result}` (or `ok: false` with the thrown error).
+ * @example const chat: GatewayWsAction = { schema: Type.Object({ text: Type.String() }), handler: (data, caller) => ({ ok: true }) };
+ */
+export interface GatewayWsAction {
+  schema: TSchema;
+  description?: string;
+  handler(data: unknown, caller: GatewayCaller): unknown | Promise<unknown>;
+}
+
+/**
+ * Capability `gateway:routes:<plugin id>`, provided by an extension.
+ * @example ctx.provide<GatewayRoutesCapability>('gateway:routes:echo', { routes: [route], wsActions: { echo: action } });
+ */
+export interface GatewayRoutesCapability {
+  routes?: GatewayRoute[];
+  wsActions?: Record<string, GatewayWsAction>;
+}
+
+/**
+ * Capability `gateway:events`, provided by the gateway while it serves: puts an event on the WebSocket stream.
+ * Returns the event's `seq`. Texts should be short; secrets never go in.
+ * @example ctx.use<GatewayEventsCapability>('gateway:events')?.emit('chat.reply', { conversationId: 'c1', text: 'hi' });
+ */
+export interface GatewayEventsCapability {
+  emit(event: string, data: Record<string, unknown>): number;
+}

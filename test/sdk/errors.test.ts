@@ -1,0 +1,59 @@
+import { describe, expect, it } from 'vitest';
+import { environmentError, errorCodeOf, errorMessage, forbiddenError, PluginError, pluginError } from '../../sdk/index.js';
+import { errorMessage as kernelErrorMessage } from '../../kernel/errors.js';
+
+describe('errorMessage', () => {
+  it('reads an Error message and converts anything else with String', () => {
+    expect(errorMessage(new TypeError('bad type'))).toBe('bad type');
+    expect(errorMessage('plain string')).toBe('plain string');
+    expect(errorMessage(42)).toBe('42');
+    expect(errorMessage(undefined)).toBe('undefined');
+    expect(errorMessage({ toString: () => 'custom' })).toBe('custom');
+  });
+
+  it('is the one the kernel uses', () => {
+    expect(kernelErrorMessage).toBe(errorMessage);
+  });
+});
+
+describe('pluginError', () => {
+  it('builds an Error carrying its KEEL_E_ code and cause', () => {
+    const cause = new Error('socket hang up');
+    const e = pluginError('KEEL_E_WEB_TIMEOUT', 'Fetching timed out.', { cause });
+    expect(e).toBeInstanceOf(Error);
+    expect(e).toBeInstanceOf(PluginError);
+    expect(e.code).toBe('KEEL_E_WEB_TIMEOUT');
+    expect(e.message).toBe('Fetching timed out.');
+    expect(e.cause).toBe(cause);
+    expect(errorCodeOf(e)).toBe('KEEL_E_WEB_TIMEOUT');
+  });
+
+  it('refuses a code that is not KEEL_E_UPPER_CASE', () => {
+    expect(() => pluginError('KEEL_E_' as 'KEEL_E_X', 'x')).toThrow(/not of the form/);
+    expect(() => pluginError('KEEL_E_web timeout' as 'KEEL_E_X', 'x')).toThrow(TypeError);
+    expect(() => pluginError('ENOENT' as 'KEEL_E_X', 'x')).toThrow(TypeError);
+  });
+
+  it('subclasses keep their own name and code', () => {
+    class WebError extends PluginError<'KEEL_E_WEB_REFUSED'> {}
+    const e = new WebError('KEEL_E_WEB_REFUSED', 'refused');
+    expect(e).toBeInstanceOf(PluginError);
+    expect(errorCodeOf(e)).toBe('KEEL_E_WEB_REFUSED');
+  });
+
+  it('environmentError and forbiddenError are coded plugin errors', () => {
+    expect(environmentError('port in use').code).toBe('KEEL_E_PLUGIN_ENVIRONMENT');
+    expect(forbiddenError('no').code).toBe('KEEL_E_FORBIDDEN');
+    expect(forbiddenError('no')).toBeInstanceOf(PluginError);
+  });
+});
+
+describe('errorCodeOf', () => {
+  it('returns only KEEL_E_ codes', () => {
+    expect(errorCodeOf(Object.assign(new Error('x'), { code: 'ENOENT' }))).toBeUndefined();
+    expect(errorCodeOf(Object.assign(new Error('x'), { code: 'KEEL_E_FORBIDDEN' }))).toBe('KEEL_E_FORBIDDEN');
+    expect(errorCodeOf({ code: 'KEEL_E_SKILL_FAILED' })).toBe('KEEL_E_SKILL_FAILED');
+    expect(errorCodeOf(null)).toBeUndefined();
+    expect(errorCodeOf('KEEL_E_FORBIDDEN')).toBeUndefined();
+  });
+});
