@@ -103,9 +103,9 @@ export default definePlugin({
     const recent = () => {
       const out: string[] = [];
       const errs = svc.console.slice(-10);
-      if (errs.length) out.push('', `Console errors and warnings (${errs.length} latest):`, ...errs.map((c) => `- ${c.type}: ${c.text.slice(0, 300)}`));
+      if (errs.length) out.push(`Console errors and warnings (${errs.length} latest):`, ...errs.map((c) => `- ${c.type}: ${c.text.slice(0, 300)}`));
       const x = svc.xhr.slice(-10);
-      if (x.length) out.push('', `XHR/fetch requests (${x.length} latest):`, ...x.map((r) => `- ${r.method} ${r.url.slice(0, 300)} -> ${r.status ?? 'failed'}`));
+      if (x.length) out.push(`XHR/fetch requests (${x.length} latest):`, ...x.map((r) => `- ${r.method} ${r.url.slice(0, 300)} -> ${r.status ?? 'failed'}`));
       return out;
     };
     const report = (first: string, lines: string[], d: { url(): string }) => [first, ...lines, `Now at ${d.url()}.`].join('\n');
@@ -115,7 +115,8 @@ export default definePlugin({
     skill('browser_examine_page', async () => {
       requirePage();
       const snap = await svc.snapshot();
-      return [`[untrusted page content from ${snap.url}]`, svc.render(snap, [], true), ...recent()].join('\n');
+      // console and network lines are part of the budget (the header), so the marker is never cut off
+      return [`[untrusted page content from ${snap.url}]`, svc.render(snap, recent(), true)].join('\n');
     });
 
     skill('browser_back', async () => {

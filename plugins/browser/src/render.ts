@@ -7,8 +7,11 @@
  */
 import type { OutlineLine, PageSnapshot, SnapshotElement } from './snapshot.js';
 
-/** Default snapshot budget in tokens (browserSnapshotMaxTokens). */
-export const DEFAULT_SNAPSHOT_TOKENS = 4000;
+/**
+ * Default snapshot budget in tokens (browserSnapshotMaxTokens): about 3,500 characters, so that a whole snapshot,
+ * its truncation marker included, fits the agent's 4,000-character cut of a tool result (docs/agent.md).
+ */
+export const DEFAULT_SNAPSHOT_TOKENS = 1000;
 
 /**
  * Tokens of a text, estimated at 3.5 characters a token: what cl100k-style tokenizers give on English page text
@@ -66,8 +69,8 @@ export function renderSnapshot(s: PageSnapshot, opts: RenderOptions): Rendered {
     if (a.kind !== b.kind) return a.kind === 'e' ? -1 : 1;
     return pa.order - pb.order;
   });
-  // room for the header, the section titles and the marker
-  let budget = opts.maxTokens - estimateTokens(head.join('\n')) - 60;
+  // room for the header, the section titles, the untrusted-content line and the marker (about 100 tokens)
+  let budget = opts.maxTokens - estimateTokens(head.join('\n')) - 140;
   const kept: Item[] = [];
   for (const it of ranked) {
     const cost = estimateTokens(it.line) + 1;

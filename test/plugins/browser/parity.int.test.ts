@@ -157,7 +157,8 @@ describe.skipIf(!haveChromium).each(['engineA', 'engineB', 'engineC'] as const)(
 
   it('keeps a 70,000-token page within the budget, viewport first, with a marker and the rest on the next examine', async () => {
     const out = await ok('browser_navigate', { url: `${fx.base}/big` });
-    expect(encode(out).length).toBeLessThan(5000);
+    expect(encode(out).length).toBeLessThan(1200);
+    expect(out.length).toBeLessThanOrEqual(4000); // the agent's cut of a tool result: the marker survives it
     expect(out).toContain('[1] button: Top button');
     expect(out).toContain('# Big page');
     expect(out).toMatch(/\[truncated: \d+ more interactive element\(s\) and \d+ more line\(s\) of text .* Call browser_examine_page again for the rest/);
