@@ -63,18 +63,35 @@ export interface QueueApi {
 }
 
 /**
+ * Options of `ctx.skills.register`.
+ *
+ * @example
+ * ctx.skills.register('send_x', handler, { available: () => (token() ? true : 'xToken is not set') });
+ */
+export interface SkillRegisterOptions {
+  /** True when the skill can work now, else why not; checked each time the skills are listed. */
+  available?: () => true | string;
+}
+
+/**
  * Skill operations a plugin may use. With a manifest written `as const satisfies PluginManifest`, `register` takes
  * only the skill names it declares and types the handler's arguments from the skill's TypeBox schema.
  * @example
  * ctx.skills.register('http_fetch', async ({ url, maxBytes }, call) => fetchIt(url, maxBytes, call.signal));
  */
 export interface SkillsApi<M extends PluginManifest = PluginManifest> {
-  /** Attach the handler for a skill that this plugin's manifest declares. */
-  register<N extends SkillName<M>>(name: N, handler: SkillHandler<SkillArgs<M, N>>): void;
+  /**
+   * Attach the handler for a skill that this plugin's manifest declares. `opts.available` says whether the skill can work right now (true) or why not (a message); while it cannot,
+   * `list()` leaves it out, so the agent's catalogue does not offer it. Calling it still runs the handler, which
+   * should answer with that message.
+   * @example
+   * ctx.skills.register('web_search', search, { available: () => (ctx.config.get('searchAApiKey') ? true : 'no searchAApiKey or searchBApiKey is set') });
+   */
+  register<N extends SkillName<M>>(name: N, handler: SkillHandler<SkillArgs<M, N>>, opts?: SkillRegisterOptions): void;
   /** The one path to a skill: schema check, policy, hooks, timing. */
   execute(name: string, args: unknown, actor: Actor, opts?: { action?: Action; signal?: AbortSignal }): Promise<SkillResult>;
-  /** Manifests of every available skill. */
-  list(): Array<SkillManifest & { plugin: string }>;
+  /** Manifests of every available skill (`includeUnavailable`: also those whose `available` says no). */
+  list(opts?: { includeUnavailable?: boolean }): Array<SkillManifest & { plugin: string }>;
 }
 
 /**
@@ -291,6 +308,13 @@ export interface WebCapability {
   fetch(url: string, opts?: { signal?: AbortSignal; maxBytes?: number; accept?: string }): Promise<{ url: string; status: number; contentType: string; body: string; truncated: boolean }>;
   /** Main content of an HTML page. */
   extract(html: string, url: string): { title: string; text: string; byline?: string; excerpt?: string };
+  /**
+   * Resolves a host name (or takes an IP literal) and says why it must not be reached (`"127.0.0.1 is loopback"`),
+   * or undefined when every address it resolves to is public. The same rule as the web plugin's fetches; it
+   * honours webAllowPrivateNetwork (undefined for every host when it is true), so the browser and http_fetch share
+   * one switch. A name that does not resolve is refused.
+   */
+  checkHost?(host: string): Promise<string | undefined>;
 }
 
 /**
