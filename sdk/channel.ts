@@ -150,6 +150,12 @@ export interface ReceiveOptions {
   priority?: number;
   /** Ignore messages from non-admins ('not-admin'), e.g. for a command only admins may give. */
   requireAdmin?: boolean;
+  /**
+   * The sender is the local operator, proven by the channel itself (the gateway chat: a client authenticated by the
+   * gateway key, or on loopback of a gateway without one). The actor is then `{kind: 'operator', channel, userId}`:
+   * admin and trusted, as the CLI is. `inbound.notAdmin` still wins.
+   */
+  operator?: boolean;
 }
 
 /**
@@ -216,9 +222,10 @@ function taskOf(m: InboundMessage): string {
  *   { autoReply: true });
  */
 export async function receive(ctx: PluginContext, inbound: InboundMessage, options: ReceiveOptions): Promise<ReceiveOutcome> {
-  const admin = inbound.notAdmin === true ? false : decideAdmin(ctx, { kind: 'user', channel: inbound.channel, userId: inbound.userId });
+  const operator = options.operator === true && inbound.notAdmin !== true;
+  const admin = inbound.notAdmin === true ? false : operator || decideAdmin(ctx, { kind: 'user', channel: inbound.channel, userId: inbound.userId });
   const untrusted = !admin || inbound.forceUntrusted === true;
-  const actor: Actor = { kind: 'user', channel: inbound.channel, userId: inbound.userId, ...(untrusted ? { untrusted: true } : {}) };
+  const actor: Actor = { kind: operator ? 'operator' : 'user', channel: inbound.channel, userId: inbound.userId, ...(untrusted ? { untrusted: true } : {}) };
   if (options.requireAdmin && !admin) return { kind: 'ignored', reason: 'not-admin' };
   const session = sessionOf(ctx, actor);
 

@@ -132,7 +132,7 @@ export async function registerWebSocket(
   try {
     deps.ctx.provide<GatewayEventsCapability>('gateway:events', {
       emit(event, data) {
-        bus.emit(event, data);
+        (bus.emitForeign ?? bus.emit)(event, data);
         return stream.last();
       },
     });
