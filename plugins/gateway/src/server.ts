@@ -13,6 +13,7 @@ import { createExtensions, type Extensions } from './extensions.js';
 import { requestGate } from './gate.js';
 import { openApiDocument } from './openapi.js';
 import { agentRoutes } from './rest/agent.js';
+import { consoleRoutes } from './rest/console.js';
 import { dataRoutes } from './rest/data.js';
 import type { RouteDef, RouteEnv } from './rest/route.js';
 import * as S from './rest/schemas.js';
@@ -34,7 +35,7 @@ export interface GatewayAddress {
 
 /** Every built-in REST route (the OpenAPI route included), in registration order. */
 export function restRoutes(env: RouteEnv, extensions?: Extensions): RouteDef[] {
-  const routes = [...agentRoutes(env), ...settingsRoutes(env), ...dataRoutes(env)];
+  const routes = [...agentRoutes(env), ...settingsRoutes(env), ...dataRoutes(env), ...consoleRoutes(env)];
   // The document lists extension routes too; it is rebuilt when the set of extensions changes.
   let doc: { key: string; value: unknown } | undefined;
   routes.push({

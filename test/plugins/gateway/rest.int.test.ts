@@ -259,6 +259,9 @@ describe('gateway REST', () => {
       [
         'GET /api/status', 'GET /api/skills', 'POST /api/skills/{name}/execute', 'POST /api/tasks', 'GET /api/tasks', 'GET /api/config',
         'PUT /api/config/{key}', 'GET /api/memory', 'GET /api/connections', 'GET /api/logs', 'GET /api/security', 'PUT /api/security', 'GET /api/openapi.json',
+        // The console endpoints (docs/api.md "Console endpoints").
+        'GET /api/config/keys', 'GET /api/config/pending', 'POST /api/config/pending/{id}/approve', 'POST /api/config/pending/{id}/reject',
+        'POST /api/tasks/{id}/cancel', 'GET /api/skills/{name}', 'GET /api/plugins', 'POST /api/plugins/{id}/enable',
         // Added by the gateway-chat plugin through gateway:routes:gateway-chat.
         'POST /api/chat', 'GET /api/chat/{conversationId}',
       ].sort(),
