@@ -18,7 +18,7 @@ import { dataRoutes } from './rest/data.js';
 import type { RouteDef, RouteEnv } from './rest/route.js';
 import * as S from './rest/schemas.js';
 import { settingsRoutes } from './rest/settings.js';
-import { registerStatic, rootHandler } from './static.js';
+import { registerDashboardAssets, registerStatic, rootHandler, type DashboardFiles } from './static.js';
 import { registerWebSocket } from './ws.js';
 
 export interface BuildOptions {
@@ -137,7 +137,16 @@ export async function buildServer(deps: GatewayDeps, opts: BuildOptions = {}): P
   app.all('/api/*', extensionHandler(env, extensions));
   app.all('/api', notFound);
 
-  await registerWebSocket(app, deps, { root: rootHandler(settings.staticDir), extensions });
+  // The dashboard plugin's page at / unless a static folder replaces it (looked up per request).
+  const dashboard = () => {
+    try {
+      return ctx.use<DashboardFiles>('dashboard');
+    } catch {
+      return undefined;
+    }
+  };
+  await registerWebSocket(app, deps, { root: rootHandler(settings.staticDir, dashboard), extensions });
+  if (!settings.staticDir) registerDashboardAssets(app, dashboard);
   await registerStatic(app, settings.staticDir);
   return app;
 }
