@@ -104,6 +104,24 @@ describe('without a static folder', () => {
     }
   });
 
+  it('the first load of the dashboard (page, script, styles as sent gzipped) stays within 150 KB', async () => {
+    const g = await startGateway();
+    try {
+      let total = 0;
+      for (const p of ['/', '/assets/app.js', '/assets/app.css']) {
+        const r = await fetch(`${g.base}${p}`, { headers: { 'accept-encoding': 'gzip' } });
+        expect(r.status).toBe(200);
+        // fetch decodes the body; the length on the wire is the header (the gzip file).
+        total += Number(r.headers.get('content-length'));
+        await r.arrayBuffer();
+      }
+      expect(total).toBeGreaterThan(1000);
+      expect(total).toBeLessThanOrEqual(150 * 1024);
+    } finally {
+      await g.close();
+    }
+  });
+
   it('answers / with a JSON 404 that points at the API when the dashboard plugin is denied', async () => {
     const bare = await startGateway({ deny: ['dashboard'] });
     try {
