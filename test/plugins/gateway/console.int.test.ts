@@ -67,4 +67,10 @@ describe('console endpoints', () => {
     expect(plugins.find((p: any) => p.id === 'agent')).toMatchObject({ state: 'disabled' });
     expect((await g.req('/api/plugins/nope/enable', { method: 'POST' })).status).toBe(404);
   });
+
+  it('GET /api/agent/readiness says why actions wait', async () => {
+    const r = await json(g.req('/api/agent/readiness'));
+    // The harness runs no agent loop: that is the reason.
+    expect(r).toMatchObject({ running: false, ready: false, reason: expect.stringMatching(/keel run/) });
+  });
 });

@@ -261,7 +261,7 @@ describe('gateway REST', () => {
         'PUT /api/config/{key}', 'GET /api/memory', 'GET /api/connections', 'GET /api/logs', 'GET /api/security', 'PUT /api/security', 'GET /api/openapi.json',
         // The console endpoints (docs/api.md "Console endpoints").
         'GET /api/config/keys', 'GET /api/config/pending', 'POST /api/config/pending/{id}/approve', 'POST /api/config/pending/{id}/reject',
-        'POST /api/tasks/{id}/cancel', 'GET /api/skills/{name}', 'GET /api/plugins', 'POST /api/plugins/{id}/enable',
+        'POST /api/tasks/{id}/cancel', 'GET /api/skills/{name}', 'GET /api/plugins', 'POST /api/plugins/{id}/enable', 'GET /api/agent/readiness',
         // Added by the gateway-chat plugin through gateway:routes:gateway-chat.
         'POST /api/chat', 'GET /api/chat/{conversationId}',
       ].sort(),

@@ -4,14 +4,16 @@ import { html, isActionEvent, useApi, Err, Loading } from '../ui.js';
 export function Overview() {
   const { data: s, error } = useApi<any>('/api/status', { refreshOn: isActionEvent });
   const { data: tasks } = useApi<any>('/api/tasks', { refreshOn: isActionEvent });
+  const { data: ready } = useApi<any>('/api/agent/readiness', { refreshOn: isActionEvent, poll: 5000 });
   if (!s) return html`<${Err} error=${error} /><${Loading} />`;
-  const waiting = !s.running ? 'No agent is running: queued tasks wait (start it with `keel run`).' : !s.model ? 'No model is configured: set modelName (see `keel doctor`).' : null;
+  const waiting = ready && !ready.ready ? `Queued tasks wait: ${ready.reason ?? 'the agent is not ready'}.` : null;
   return html`<section>
     <h1>Overview</h1>
     <${Err} error=${error} />
     ${waiting ? html`<p class="warn" data-testid="why-waiting">${waiting}</p>` : null}
     <dl class="grid">
       <dt>Agent</dt><dd data-testid="agent-state">${s.running ? 'running' : 'stopped'}</dd>
+      <dt>Now</dt><dd>${ready?.current ?? 'idle'}</dd>
       <dt>Model</dt><dd>${s.model || '(none)'}</dd>
       <dt>Provider</dt><dd>${s.provider || '(none)'}</dd>
       <dt>Pending</dt><dd>${s.queue.pending}</dd>

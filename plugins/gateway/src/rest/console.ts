@@ -5,7 +5,7 @@
  * where a LOCKED key or a plugin's trust is concerned.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { errorCodeOf, errorMessage, Type } from '../../../../sdk/index.js';
+import { errorCodeOf, errorMessage, Type, type AgentCapability } from '../../../../sdk/index.js';
 import { sendError, statusForCode } from '../errors.js';
 import type { RouteDef, RouteEnv } from './route.js';
 import * as S from './schemas.js';
@@ -144,6 +144,30 @@ export function consoleRoutes(env: RouteEnv): RouteDef[] {
           isDangerous: s.isDangerous === true,
           adminOnly: s.adminOnly === true,
         };
+      },
+    },
+    {
+      method: 'GET',
+      url: '/api/agent/readiness',
+      summary: 'Whether the agent can take work now, and if not why (the reason queued actions wait)',
+      schema: {
+        response: {
+          200: Type.Object({ running: Type.Boolean(), ready: Type.Boolean(), reason: Type.Optional(Type.String()), current: Type.Optional(Type.String()) }),
+          ...S.errors(401),
+        },
+      },
+      handler: () => {
+        const running = info.agentRunning();
+        let ready = { ready: false, reason: 'no agent plugin is running in this process' } as { ready: boolean; reason?: string };
+        try {
+          const agent = ctx.use<AgentCapability>('agent');
+          if (agent) ready = agent.ready();
+        } catch (e) {
+          ready = { ready: false, reason: errorMessage(e) };
+        }
+        if (!running) ready = { ready: false, reason: 'no agent is running on this home: start it with `keel run`' };
+        const current = info.runner()?.current;
+        return { running, ready: ready.ready, ...(ready.reason ? { reason: ready.reason } : {}), ...(current ? { current } : {}) };
       },
     },
     {
