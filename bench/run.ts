@@ -9,12 +9,14 @@ const suites: Array<[string, () => Promise<BenchRow[]>]> = [
   ['dispatch', async () => (await import('./dispatch.js')).benchDispatch()],
   ['daemon', async () => (await import('./daemon.js')).benchDaemon()],
   ['queue', async () => (await import('./queue.js')).benchQueue()],
+  ['receive', async () => (await import('./receive.js')).benchReceive()],
   ['hot reload', async () => (await import('./hot-reload.js')).benchHotReload()],
   ['agent', async () => (await import('./agent.js')).benchAgent()],
   ['gateway', async () => (await import('./gateway.js')).benchGateway()],
   ['gateway ws', async () => (await import('./gateway-ws.js')).benchGatewayWs()],
   ['memory', async () => (await import('./memory.js')).benchMemory()],
   ['knowledge', async () => (await import('./knowledge.js')).benchKnowledge()],
+  ['channels', async () => (await import('./channels.js')).benchChannels()],
 ];
 
 const only = process.argv.slice(2);

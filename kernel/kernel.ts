@@ -8,7 +8,7 @@ import { basename, dirname, join } from 'node:path';
 import type { HookCatalogue } from '../sdk/hooks.js';
 import type { AgentCapability, KernelInfoCapability, PolicyCapability, QueueApi } from '../sdk/plugin.js';
 import { isAdmin, sessionKey } from './policy/index.js';
-import type { Actor, ConfigKeySpec, Logger } from '../sdk/types.js';
+import type { Actor, Logger } from '../sdk/types.js';
 import { ConfigStore, describeSchema, KeyRegistry, KERNEL_KEYS } from './config/index.js';
 import { errorMessage } from './errors.js';
 import { createHooks } from './hooks/catalogue.js';
@@ -88,7 +88,7 @@ function hostConfig(config: ConfigStore, keys: KeyRegistry): HostConfig {
     approve: (id, origin) => config.approve(id, origin),
     reject: (id, origin) => config.reject(id, origin),
     // The store reads keys from the registry on every get, so newly registered keys need no reload.
-    registerKeys: (owner: string, specs: Record<string, ConfigKeySpec>) => keys.register(owner, specs),
+    registerKeys: (owner, specs, channel) => keys.register(owner, specs, channel),
     unregisterKeys: (owner: string) => keys.unregister(owner),
     describeKey(key: string) {
       const k = keys.get(key);
@@ -193,7 +193,9 @@ export async function startKernel(opts: KernelOptions = {}): Promise<Kernel> {
   });
   cfg.onChange((e) => hooks.configChanged.call({ key: e.key, value: e.value, origin: e.origin.kind }));
 
-  const candidates = [...(await discoverAll({ home, ...(opts.builtinDir ? { builtinDir: opts.builtinDir } : {}), ...(opts.builtinOnly ? { builtinOnly: true } : {}) })), ...(opts.extraPlugins ?? [])];
+  // The lists apply to user plugin folders before any of their code runs (discover.ts), then to manifest ids.
+  const lists = { allow: cfg.get<string[]>('pluginAllowList') ?? [], deny: cfg.get<string[]>('pluginDenyList') ?? [] };
+  const candidates = [...(await discoverAll({ home, lists, ...(opts.builtinDir ? { builtinDir: opts.builtinDir } : {}), ...(opts.builtinOnly ? { builtinOnly: true } : {}) })), ...(opts.extraPlugins ?? [])];
   await host.start(candidates);
   host.startHealthTimer();
 

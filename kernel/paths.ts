@@ -38,3 +38,21 @@ export function sdkEntry(): string {
   if (runningFromDist() && existsSync(dist)) return dist;
   return join(root, 'sdk', 'index.ts');
 }
+
+/**
+ * The file behind an SDK subpath user code may import: `vendors/<name>` (`keel/sdk/vendors/common`) or `testing`
+ * (`keel/sdk/testing`), the same modules built-in plugins use. Undefined for anything else, so user code cannot
+ * reach into other SDK files (or, through `..`, the kernel).
+ */
+export function sdkSubpathEntry(subpath: string): string | undefined {
+  const root = installRoot();
+  const fromDist = runningFromDist();
+  let rel: string;
+  if (subpath === 'testing') rel = join('testing', 'index');
+  else if (/^vendors\/[a-z][a-z0-9-]*$/.test(subpath)) rel = subpath;
+  else return undefined;
+  const dist = join(root, 'dist', 'sdk', `${rel}.js`);
+  if (fromDist && existsSync(dist)) return dist;
+  const src = join(root, 'sdk', `${rel}.ts`);
+  return existsSync(src) ? src : undefined;
+}

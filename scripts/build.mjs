@@ -2,7 +2,7 @@
 // Builds dist/: the `keel` CLI (code-split so each command loads only what it needs), the SDK for user code,
 // every built-in plugin, and dist/plugins/manifests.json so listing plugins never imports their code.
 import { build } from 'esbuild';
-import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync, chmodSync, statSync } from 'node:fs';
+import { copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync, chmodSync, statSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -22,6 +22,13 @@ const entryPoints = {
   sdk: join(root, 'sdk', 'index.ts'),
 };
 for (const d of pluginDirs) entryPoints[`plugins/${d}/index`] = join(pluginsDir, d, 'index.ts');
+// The SDK subpaths user plugins may import (keel/sdk/vendors/<name>, keel/sdk/testing): the same modules the
+// built-ins use, so they share one copy (splitting puts the shared code in chunks).
+const vendorsDir = join(root, 'sdk', 'vendors');
+for (const f of existsSync(vendorsDir) ? readdirSync(vendorsDir).filter((n) => n.endsWith('.ts')) : []) {
+  entryPoints[`sdk/vendors/${f.replace(/\.ts$/, '')}`] = join(vendorsDir, f);
+}
+entryPoints['sdk/testing/index'] = join(root, 'sdk', 'testing', 'index.ts');
 
 // Dependencies stay in node_modules, except TypeBox: as hundreds of small ES modules it costs ~100 ms and ~25 MB
 // to import at run time, bundled and tree-shaken it costs a few ms (see the daemon and gateway benchmarks).
@@ -45,6 +52,11 @@ await build({
   logLevel: 'warning',
   banner: { js: '' },
 });
+// sdk/testing finds its fake plugins (plain JS folders) next to itself.
+for (const d of readdirSync(join(root, 'sdk', 'testing'))) {
+  const src = join(root, 'sdk', 'testing', d);
+  if (statSync(src).isDirectory()) cpSync(src, join(dist, 'sdk', 'testing', d), { recursive: true });
+}
 const cli = join(dist, 'cli.js');
 writeFileSync(cli, `#!/usr/bin/env node\n${readFileSync(cli, 'utf8')}`);
 chmodSync(cli, 0o755);

@@ -3,6 +3,7 @@
  * message becomes an action (`receive`). Every channel, built in or a user's own, uses exactly this, so the agent,
  * the gateway, doctor and `keel status` treat them all alike. Prose: docs/channels.md.
  */
+import { errorMessage } from './errors.js';
 import type { ConnectionStatus, PluginContext, PolicyCapability } from './plugin.js';
 import type { Action, Actor, Json } from './types.js';
 
@@ -107,6 +108,20 @@ export interface ChannelManifestInfo {
 }
 
 /**
+ * The user-id forms of SPEC's channels, in one place: a channel plugin of that name declares the same in its
+ * manifest (`channel: SPEC_CHANNELS.chatA`), and `adminUsers.<name>` is validated against it even while the
+ * plugin is not installed.
+ * @example new RegExp(SPEC_CHANNELS.chatC.userIdPattern).test('123456789012345678') // true
+ */
+export const SPEC_CHANNELS = {
+  chatA: { name: 'chatA', userIdPattern: '^-?\\d+$', userIdExample: '123456789' },
+  chatB: { name: 'chatB', userIdPattern: '^\\d+(?::\\d+)?@(?:s\\.whatsapp\\.net|c\\.us|lid)$', userIdExample: '4915123456789@s.whatsapp.net' },
+  chatC: { name: 'chatC', userIdPattern: '^\\d{17,20}$', userIdExample: '123456789012345678' },
+  chatD: { name: 'chatD', userIdPattern: '^[UW][A-Z0-9]+$', userIdExample: 'U01ABCDEF23' },
+  email: { name: 'email', userIdPattern: '^[^\\s@<>]+@[^\\s@<>]+\\.[^\\s@<>]+$', userIdExample: 'owner@example.com' },
+} as const satisfies Record<string, ChannelManifestInfo>;
+
+/**
  * One inbound platform message, as a channel hands it to `receive` (and as `messageIn` taps see it).
  * @example
  * const m: InboundMessage = { channel: 'echo', messageId: '17', chatId: 'room-1', userId: 'u1', text: 'hello' };
@@ -137,6 +152,11 @@ export interface InboundMessage {
   notAdmin?: boolean;
   /** Anything else the platform told about the message (display name, language ...), for `messageIn` taps. */
   metadata?: Record<string, Json>;
+  /**
+   * Set by a `messageIn` tap to drop the message (`receive` then answers `dropped-by-hook`). Later taps still get
+   * the message, so they never see anything but an InboundMessage; a tap should pass a dropped message on as is.
+   */
+  dropped?: boolean;
 }
 
 /**
@@ -150,6 +170,12 @@ export interface ReceiveOptions {
   priority?: number;
   /** Ignore messages from non-admins ('not-admin'), e.g. for a command only admins may give. */
   requireAdmin?: boolean;
+  /**
+   * Refuse a (channel, messageId) this kernel already saw (default true): the queue's kept history is read
+   * once, then the keys are remembered in memory (the newest 20,000). A channel whose durable ingress already
+   * deduplicates (the channel kit's) may turn it off.
+   */
+  checkDuplicates?: boolean;
   /**
    * The sender is the local operator, proven by the channel itself (the gateway chat: a client authenticated by the
    * gateway key, or on loopback of a gateway without one). The actor is then `{kind: 'operator', channel, userId}`:
@@ -171,14 +197,33 @@ export type ReceiveOutcome =
   | { kind: 'handed'; actionId: string }
   | { kind: 'ignored'; reason: 'auto-reply-off' | 'not-admin' | 'duplicate' | 'dropped-by-hook' | 'rate-limited' | 'empty' };
 
-/** Look-back for the queue-level duplicate check (the kit's durable ingress is the real dedupe). */
-function alreadyQueued(ctx: PluginContext, channel: string, messageId: string): Action | undefined {
-  const { pending, completed, failed } = ctx.queue.list();
-  for (const a of [...pending, ...completed, ...failed]) {
-    const inb = a.metadata.inbound as { channel?: unknown; messageId?: unknown } | undefined;
-    if (inb && inb.channel === channel && inb.messageId === messageId) return a;
+/** Inbound keys remembered per queue (one per kernel), newest last; bounded. */
+const SEEN_LIMIT = 20_000;
+const seenByQueue = new WeakMap<object, Map<string, true>>();
+const inboundKey = (channel: string, messageId: string) => `${channel}\u0000${messageId}`;
+
+/**
+ * The inbound keys this kernel knows: seeded once from the queue (pending and the kept history, so a message
+ * redelivered after a restart is still recognised while its action is kept), then kept up to date by `receive`.
+ * The kit's durable ingress is the real dedupe; this is the second line.
+ */
+function seenKeys(ctx: PluginContext): Map<string, true> {
+  let seen = seenByQueue.get(ctx.queue);
+  if (!seen) {
+    seen = new Map();
+    const { pending, completed, failed } = ctx.queue.list();
+    for (const a of [...failed, ...completed, ...pending]) {
+      const inb = a.metadata.inbound as { channel?: unknown; messageId?: unknown } | undefined;
+      if (inb && typeof inb.channel === 'string' && typeof inb.messageId === 'string') seen.set(inboundKey(inb.channel, inb.messageId), true);
+    }
+    seenByQueue.set(ctx.queue, seen);
   }
-  return undefined;
+  return seen;
+}
+
+function remember(seen: Map<string, true>, key: string): void {
+  seen.set(key, true);
+  if (seen.size > SEEN_LIMIT) seen.delete(seen.keys().next().value as string);
 }
 
 function decideAdmin(ctx: PluginContext, actor: Actor): boolean {
@@ -210,12 +255,12 @@ function taskOf(m: InboundMessage): string {
  * Turn one inbound platform message into an action: the one path every channel uses.
  *
  * Builds the actor `{ kind: 'user', channel, userId }` (admin decided by `kernel:policy` with identity links,
- * failing closed; `notAdmin` forces "no"), marks non-admin content untrusted (`actor.untrusted`), computes the
- * session key, runs the `messageIn` waterfall (a tap returning `null` drops the message), applies gating
+ * failing closed; `notAdmin` forces "no"), marks non-admin content untrusted (`actor.untrusted`), refuses a
+ * (channel, messageId) this kernel already saw (`duplicate`: still in the queue's kept history, or received since
+ * start, also when both deliveries arrive at once), computes the session key, runs the `messageIn` waterfall (a tap may set `dropped: true`), applies gating
  * (auto-reply off: only commands and mentions) and pushes the action with `source = channel`,
  * `metadata.replyTo = { chatId, messageId, threadId?, ...inbound.replyTo }`, `metadata.actor`,
- * `metadata.session` and `metadata.inbound = { channel, messageId, userId }`. A message whose
- * (channel, messageId) is already in the queue's history is `duplicate`.
+ * `metadata.session` and `metadata.inbound = { channel, messageId, userId }`.
  *
  * @example
  * const out = await receive(ctx, { channel: 'echo', messageId: '1', chatId: 'c1', userId: 'u1', text: 'hi' },
@@ -227,18 +272,31 @@ export async function receive(ctx: PluginContext, inbound: InboundMessage, optio
   const untrusted = !admin || inbound.forceUntrusted === true;
   const actor: Actor = { kind: operator ? 'operator' : 'user', channel: inbound.channel, userId: inbound.userId, ...(untrusted ? { untrusted: true } : {}) };
   if (options.requireAdmin && !admin) return { kind: 'ignored', reason: 'not-admin' };
+  // Before messageIn, so a redelivered message has no side effects in the taps (contact counters ...). The key is
+  // reserved at once: the same message delivered twice at the same moment is let through once.
+  const key = inboundKey(inbound.channel, inbound.messageId);
+  const seen = options.checkDuplicates === false ? undefined : seenKeys(ctx);
+  if (seen?.has(key)) return { kind: 'ignored', reason: 'duplicate' };
+  if (seen) remember(seen, key);
   const session = sessionOf(ctx, actor);
 
   const rewritten = (await ctx.emit('messageIn', { ...inbound })) as InboundMessage | null | undefined;
-  if (rewritten === null || typeof rewritten !== 'object' || typeof rewritten.text !== 'string') {
+  // Anything but an InboundMessage back from the hook counts as a drop too: nothing half-formed is queued.
+  if (rewritten === null || typeof rewritten !== 'object' || typeof rewritten.text !== 'string' || rewritten.dropped === true) {
     return { kind: 'ignored', reason: 'dropped-by-hook' };
   }
   // Taps may rewrite the content, never who sent it or where it goes.
-  const m: InboundMessage = { ...rewritten, channel: inbound.channel, userId: inbound.userId, chatId: inbound.chatId, messageId: inbound.messageId };
+  const m: InboundMessage = {
+    ...rewritten,
+    channel: inbound.channel,
+    userId: inbound.userId,
+    chatId: inbound.chatId,
+    messageId: inbound.messageId,
+    ...(inbound.threadId !== undefined ? { threadId: inbound.threadId } : {}),
+  };
   const task = taskOf(m);
   if (!task) return { kind: 'ignored', reason: 'empty' };
   if (!options.autoReply && !m.command && m.mentioned !== true) return { kind: 'ignored', reason: 'auto-reply-off' };
-  if (alreadyQueued(ctx, m.channel, m.messageId)) return { kind: 'ignored', reason: 'duplicate' };
 
   const replyTo: Record<string, Json> = {
     chatId: m.chatId,
@@ -260,12 +318,50 @@ export async function receive(ctx: PluginContext, inbound: InboundMessage, optio
     ...(m.attachments?.length ? { attachments: m.attachments.map((a) => ({ ...a })) as Json } : {}),
     ...(untrusted ? { untrusted: true } : {}),
   };
-  const action = await ctx.queue.push({
-    task,
-    source: m.channel,
-    actor,
-    ...(options.priority !== undefined ? { priority: options.priority } : {}),
-    metadata,
-  });
+  let action: Action;
+  try {
+    action = await ctx.queue.push({
+      task,
+      source: m.channel,
+      actor,
+      ...(options.priority !== undefined ? { priority: options.priority } : {}),
+      metadata,
+    });
+  } catch (e) {
+    // Not queued: a later delivery of the same message must get its chance.
+    seen?.delete(key);
+    throw e;
+  }
   return { kind: 'queued', action };
+}
+
+/**
+ * One running channel as `listChannels` reports it.
+ * @example const c: ChannelListing = { name: 'echo', plugin: 'echo-channel', status: { enabled: true, connected: true } };
+ */
+export interface ChannelListing {
+  /** Channel name (`chatA`, `echo`): the capability name without `channel:`. */
+  name: string;
+  /** Id of the plugin providing it. */
+  plugin: string;
+  /** Its status; absent when `status()` threw (then `error` says why). */
+  status?: ChannelStatus;
+  error?: string;
+}
+
+/**
+ * Every running channel (each provider of a `channel:<name>` capability) with its status, in name order: what
+ * the gateway's `GET /api/connections`, doctor and `keel status` list, so a user's own channel appears
+ * wherever a built-in one does. A `status()` that throws is reported, never thrown.
+ * @example for (const c of listChannels(ctx)) ctx.log.info(`${c.name}: ${c.status?.connected ? 'up' : 'down'}`);
+ */
+export function listChannels(source: Pick<PluginContext, 'capabilities'>): ChannelListing[] {
+  return source.capabilities<ChannelCapability>('channel:').map(({ name, plugin, impl }) => {
+    const channel = name.slice('channel:'.length);
+    try {
+      return { name: channel, plugin, status: impl.status() };
+    } catch (e) {
+      return { name: channel, plugin, error: errorMessage(e) };
+    }
+  });
 }

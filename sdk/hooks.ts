@@ -47,7 +47,10 @@ export interface ObservationEvent {
   result: string;
 }
 
-/** What a `messageOut` tap sees (and may rewrite) before a channel sends. */
+/**
+ * What a `messageOut` tap sees (and may rewrite) before a channel sends.
+ * @example ctx.hooks.tap('messageOut', (m) => ({ ...m, text: m.text.replace(/secret/g, '***') }));
+ */
 export interface MessageOutEvent {
   channel: string;
   to: string;
@@ -83,7 +86,7 @@ export interface HookCatalogue {
   afterSkill: AsyncSeriesHook<[SkillCall, SkillResult]>;
   /** A skill result the agent observes. */
   observation: SyncHook<[ObservationEvent]>;
-  /** A message arrived on a channel (fired by `receive`); taps may rewrite it, or return null to drop it. */
+  /** A message arrived on a channel (fired by `receive`); taps may rewrite its content, or set `dropped: true`. */
   messageIn: AsyncSeriesWaterfallHook<[InboundMessage]>;
   /** A message is about to leave on a channel; taps may rewrite it. */
   messageOut: AsyncSeriesWaterfallHook<[MessageOutEvent]>;

@@ -24,11 +24,25 @@ export type * from './hooks.js';
 export type * from './plugin.js';
 export { CHANNEL_NAMES } from './plugin.js';
 export type * from './channel.js';
-export { receive } from './channel.js';
+export { listChannels, receive, SPEC_CHANNELS } from './channel.js';
 export type * from './gateway.js';
 export type * from './providers.js';
 export { ProviderError } from './providers.js';
 export { withRetry, parseRetryAfter, type RetryOptions, type RetryDecision } from './retry.js';
+export { namespaceSupport, type NamespaceKind, type NamespaceSupport } from './namespaces.js';
+export {
+  MAX_ACTOR_DEPTH,
+  OPERATOR_SOURCES,
+  AUTONOMY_SOURCE,
+  chainOf,
+  principalOf,
+  humanBehind,
+  isUntrusted,
+  isAutonomous,
+  describeActor,
+  actorLabel,
+  type ActorChain,
+} from './actor.js';
 export { errorMessage, errorCodeOf, pluginError, PluginError, environmentError, forbiddenError, type KeelErrorCode } from './errors.js';
 
 /**

@@ -142,12 +142,26 @@ export interface InspectView {
   keys: Array<{ key: string; owner: string; policy: PolicyClass; secret: boolean }>;
   plugins: Array<{ id: string; state: string; reason?: string }>;
   configProblems: string[];
+  /**
+   * The unmasked value of a secret key this plugin's manifest lists in `permissions.secrets` (undefined for any
+   * other key): for commands acting as the local operator, e.g. `keel ui` reading the key of its own gateway.
+   * @example const key = (await c.inspect()).secret?.('gatewayApiKey');
+   */
+  secret?(key: string): string | undefined;
 }
 
 /** A kernel started from a command. */
 export interface RunningKernel {
   /** Status of a plugin in that kernel (e.g. to tell whether the server it starts is up). */
   pluginStatus(id: string): { state: string; reason?: string } | undefined;
+  /**
+   * Run a skill in that kernel through dispatch (schema, policy, hooks), as `actor`: how a command reaches what a
+   * plugin offers, never a global or an import of the plugin.
+   * @example
+   * const r = await running.execute('approve_command', { id, decision: 'approve' }, { kind: 'operator', channel: 'cli' });
+   * if (!r.success) process.stderr.write(`keel: ${r.result}\n`);
+   */
+  execute(skill: string, args: Record<string, unknown>, actor: Actor): Promise<SkillResult>;
   /** Resolves when the kernel stops (signal, `keel stop`). */
   done: Promise<void>;
   stop(): Promise<void>;

@@ -183,6 +183,14 @@ export interface SkillCallContext {
   action?: Action;
   signal: AbortSignal;
   log: Logger;
+  /**
+   * The implementation some plugin provides for a capability, as `ctx.use` in a plugin: how a custom skill file
+   * (which has no plugin context) reaches what a plugin offers.
+   * @example
+   * const web = ctx.use<WebCapability>('web');
+   * if (!web) throw new Error('The web plugin is not running.');
+   */
+  use<T = unknown>(capability: string): T | undefined;
 }
 
 export type SkillHandler<A = Record<string, unknown>> = (

@@ -2,9 +2,16 @@
  * `keel status`: running or not, processes, queue counts, why actions wait, plugin problems.
  * Exit 0 when the agent runs, 3 when it does not.
  */
+import type { ChannelListing } from '../../sdk/channel.js';
 import { keelHome } from '../paths.js';
 import { livePids } from '../util/pidfiles.js';
 import { readRunState } from './run-state.js';
+
+function channelLine(c: ChannelListing): string {
+  if (!c.status) return `${c.name} (status unavailable${c.error ? `: ${c.error}` : ''})`;
+  const state = c.status.state ?? (c.status.connected ? 'connected' : c.status.enabled ? 'not connected' : 'disabled');
+  return `${c.name} ${state}`;
+}
 
 export async function status(opts: { json?: boolean; config?: string }): Promise<number> {
   const home = keelHome();
@@ -32,6 +39,7 @@ export async function status(opts: { json?: boolean; config?: string }): Promise
     waiting: waiting ?? null,
     quarantined,
     failed,
+    channels: state?.channels ?? [],
     version: state?.version ?? null,
   };
   if (opts.json) {
@@ -45,6 +53,7 @@ export async function status(opts: { json?: boolean; config?: string }): Promise
     for (const p of procs.filter((p) => p.name !== 'agent')) lines.push(`Also running: ${p.name} (pid ${p.pid}).`);
     if (state?.runner.current) lines.push(`Working on ${state.runner.current}.`);
     if (report.queue.pending > 0 && waiting) lines.push(`Actions wait because ${waiting}.`);
+    if (report.channels.length > 0) lines.push(`Channels: ${report.channels.map(channelLine).join(', ')}.`);
     for (const q of quarantined) lines.push(`Quarantined plugin ${q.id}: ${q.reason}`);
     for (const f of failed) lines.push(`Failed plugin ${f.id}: ${f.reason}`);
     process.stdout.write(`${lines.join('\n')}\n`);

@@ -6,7 +6,8 @@ import type { PluginManifest } from '../../sdk/types.js';
 import { ConfigStore, KeyRegistry, KERNEL_KEYS } from '../config/index.js';
 import { errorMessage } from '../errors.js';
 import { discoverAll, type PluginCandidate } from '../plugins/discover.js';
-import { permittedByLists, type PluginStatus } from '../plugins/host.js';
+import type { PluginStatus } from '../plugins/host.js';
+import { permittedByLists, readPluginLists } from '../plugins/lists.js';
 import { validateManifest } from '../plugins/manifest-schema.js';
 import { PluginStateFile } from '../plugins/state-file.js';
 
@@ -21,10 +22,12 @@ export interface OfflineView {
 export async function offlineView(home: string, configFile?: string): Promise<OfflineView> {
   const keys = new KeyRegistry();
   keys.register('kernel', KERNEL_KEYS);
-  const candidates = await discoverAll({ home });
+  // Denied user plugin folders are listed without running their manifest module.
+  const candidates = await discoverAll({ home, lists: await readPluginLists(home, configFile) });
   const manifests = new Map<string, PluginManifest>();
   const problems = new Map<string, string>();
   for (const c of candidates) {
+    if (c.disabled) continue;
     if (c.error) {
       problems.set(c.id, c.error);
       continue;
@@ -35,7 +38,7 @@ export async function offlineView(home: string, configFile?: string): Promise<Of
         problems.set(`${m.id}@${c.dir}`, `duplicate plugin id "${m.id}"`);
         continue;
       }
-      if (m.config) keys.register(m.id, m.config);
+      if (m.config || m.channel) keys.register(m.id, m.config ?? {}, m.channel);
       manifests.set(m.id, m);
     } catch (e) {
       problems.set(c.id, errorMessage(e));
@@ -47,6 +50,10 @@ export async function offlineView(home: string, configFile?: string): Promise<Of
   for (const c of candidates) {
     const m = manifests.get(c.id);
     const base = { id: c.id, origin: c.origin, skills: (m?.skills ?? []).map((s) => s.name), failures: quarantine.failures(c.id) };
+    if (c.disabled) {
+      statuses.push({ ...base, state: 'disabled', reason: c.disabled });
+      continue;
+    }
     if (!m || problems.has(c.id)) {
       statuses.push({ ...base, state: 'invalid', reason: problems.get(c.id) ?? 'invalid manifest' });
       continue;

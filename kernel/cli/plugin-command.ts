@@ -8,6 +8,7 @@ import { ErrorCodes, KeelError } from '../errors.js';
 import { LogSink } from '../log.js';
 import { keelHome } from '../paths.js';
 import { discoverAll } from '../plugins/discover.js';
+import { permittedByLists, readPluginLists } from '../plugins/lists.js';
 import { detach, serve } from './serve.js';
 
 export async function runPluginCommand(
@@ -17,8 +18,12 @@ export async function runPluginCommand(
   options: Record<string, unknown> & { config?: string },
 ): Promise<number> {
   const home = keelHome();
-  const candidate = (await discoverAll({ home })).find((c) => c.id === pluginId);
+  const lists = await readPluginLists(home, options.config);
+  const candidate = (await discoverAll({ home, lists })).find((c) => c.id === pluginId);
   if (!candidate) throw new KeelError(ErrorCodes.PLUGIN_LOAD_FAILED, `Plugin ${pluginId} is not installed.`);
+  if (candidate.disabled) throw new KeelError(ErrorCodes.PLUGIN_LOAD_FAILED, `Plugin ${pluginId} is disabled: ${candidate.disabled}.`);
+  const allowed = permittedByLists(pluginId, lists.allow, lists.deny);
+  if (!allowed.ok) throw new KeelError(ErrorCodes.PLUGIN_LOAD_FAILED, `Plugin ${pluginId} is disabled: ${allowed.reason}.`);
   const def = await candidate.load();
   const handler = def.commands?.[name];
   if (!handler) throw new KeelError(ErrorCodes.PLUGIN_LOAD_FAILED, `Plugin ${pluginId} declares the command "${name}" but exports no handler for it.`);
@@ -41,6 +46,7 @@ export async function runPluginCommand(
       });
       return {
         pluginStatus: (id) => served.kernel.host.status(id),
+        execute: (skill, args, actor) => served.kernel.execute(skill, args, actor),
         done: served.done,
         stop: served.stop,
       };
@@ -56,6 +62,12 @@ export async function runPluginCommand(
         keys: v.keys.entries().map((e) => ({ key: e.key, owner: e.owner, policy: e.spec.policy, secret: Boolean(e.spec.secret) })),
         plugins: v.statuses.map((s) => ({ id: s.id, state: s.state === 'stopped' ? 'enabled' : s.state, ...(s.reason ? { reason: s.reason } : {}) })),
         configProblems: v.config.problems().map((p) => p.message),
+        secret: (key: string) => {
+          const secrets = (candidate.manifest as { permissions?: { secrets?: string[] } } | undefined)?.permissions?.secrets ?? [];
+          if (!secrets.includes(key)) return undefined;
+          const value = v.config.get(key);
+          return typeof value === 'string' && value ? value : undefined;
+        },
       };
     },
     async detach(o) {

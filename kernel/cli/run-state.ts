@@ -5,6 +5,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { writeFileAtomicSync } from '../util/atomic-write.js';
 import { join } from 'node:path';
+import type { ChannelListing } from '../../sdk/channel.js';
 import type { PluginStatus } from '../plugins/host.js';
 import type { RunnerStatus } from '../runner/runner.js';
 
@@ -17,6 +18,8 @@ export interface RunState {
   queue: { pending: number; completed: number; failed: number };
   plugins: PluginStatus[];
   skills: Array<{ name: string; plugin: string; category: string; description: string }>;
+  /** Running channels (providers of `channel:<name>`) with their status; absent in files of older versions. */
+  channels?: ChannelListing[];
 }
 
 export function stateFile(home: string): string {

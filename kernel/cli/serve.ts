@@ -5,6 +5,7 @@
 import { spawn } from 'node:child_process';
 import { mkdirSync, openSync } from 'node:fs';
 import { join } from 'node:path';
+import { listChannels } from '../../sdk/channel.js';
 import { ErrorCodes, KeelError } from '../errors.js';
 import type { Kernel, KernelOptions } from '../kernel.js';
 import { readPid, removePid, writePid } from '../util/pidfiles.js';
@@ -80,6 +81,7 @@ export async function serve(o: ServeOptions): Promise<Served> {
         category: e.manifest.category,
         description: e.manifest.description,
       })),
+      channels: listChannels({ capabilities: (prefix) => kernel.registry.withPrefix(prefix) }),
     });
   };
   publish();

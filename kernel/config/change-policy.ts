@@ -1,8 +1,9 @@
 /**
  * The configuration change policy (SPEC "Configuration change policy"), as two small decisions.
  */
-import type { Actor, ConfigOrigin, ConfigView, PolicyClass } from '../../sdk/types.js';
+import type { ConfigOrigin, ConfigView, PolicyClass } from '../../sdk/types.js';
 import { isAdmin } from '../policy/is-admin.js';
+import { isUntrusted } from '../../sdk/actor.js';
 
 export type ChangeDecision = 'apply' | 'pending' | 'locked';
 
@@ -28,13 +29,8 @@ export function approverProblem(origin: ConfigOrigin, config: ConfigView): strin
   if (origin.kind === 'operator') return undefined;
   if (origin.kind !== 'admin') return 'only a human (the operator or a channel admin) can approve or reject configuration changes, not the agent';
   if (!origin.actor) return 'an admin approval must say which admin is approving';
-  if (tainted(origin.actor)) return 'this request was started by untrusted content, so it cannot approve configuration changes';
+  if (isUntrusted(origin.actor)) return 'this request was started by untrusted content, so it cannot approve configuration changes';
   if (!isAdmin(origin.actor, config)) return 'the approving user is not an admin on their channel';
   return undefined;
 }
 
-function tainted(actor: Actor): boolean {
-  let cur: Actor | undefined = actor;
-  for (let depth = 0; cur && depth < 8; depth++, cur = cur.onBehalfOf) if (cur.untrusted === true) return true;
-  return cur !== undefined;
-}

@@ -183,7 +183,7 @@ export class ConfigStore implements ConfigApi {
   /** A `keel config set <key> <value>` argument as the key's type. Throws with suggestions or the expected type. */
   parseCliValue(key: string, raw: string): unknown {
     this.known(key);
-    const check = this.registry.parseString(key, raw);
+    const check = this.registry.parseString(key, raw, { strict: true });
     if (!check.ok) throw this.invalid(key, check.message);
     return check.value;
   }
@@ -197,7 +197,7 @@ export class ConfigStore implements ConfigApi {
    */
   async set(key: string, value: unknown, origin: ConfigOrigin): Promise<ConfigChangeOutcome> {
     const entry = this.known(key);
-    const check = this.registry.validate(key, value);
+    const check = this.registry.validate(key, value, { strict: true });
     if (!check.ok) throw this.invalid(key, check.message);
     switch (decideChange(entry.spec.policy, origin)) {
       case 'apply':
@@ -224,7 +224,7 @@ export class ConfigStore implements ConfigApi {
       const item = await this.pendingStore.get(id);
       if (!item) throw notFound(id);
       this.known(item.key);
-      const check = this.registry.validate(item.key, item.value);
+      const check = this.registry.validate(item.key, item.value, { strict: true });
       if (!check.ok) throw this.invalid(item.key, `${check.message}; the pending change ${id} stays until rejected`);
       const outcome = await this.applyChange(item.key, check.value, origin);
       await this.pendingStore.remove(id);

@@ -9,12 +9,13 @@
  * prefix so a generic name like SAFE_MODE set for some other program cannot flip Keel's modes.
  */
 import Type from 'typebox';
+import { SPEC_CHANNELS } from '../../sdk/channel.js';
 import type { ConfigKeySpec } from '../../sdk/types.js';
 
 export const KERNEL_OWNER = 'kernel';
 
-/** Channels that have an admin allowlist (SPEC "adminUsers"). */
-export const ADMIN_CHANNELS = ['chatA', 'chatB', 'chatC', 'chatD', 'email'] as const;
+/** SPEC's channels with an admin allowlist (SPEC "adminUsers"); a channel plugin may add its own. */
+export const ADMIN_CHANNELS = Object.keys(SPEC_CHANNELS) as Array<keyof typeof SPEC_CHANNELS>;
 
 /** SPEC "commandAllowList" default, with `<cli>` read as `keel`. */
 export const DEFAULT_COMMAND_ALLOW_LIST: readonly string[] = Object.freeze([
@@ -85,23 +86,15 @@ export const KERNEL_KEYS: Record<string, ConfigKeySpec> = {
     description: 'Programs that never run, even in sudo mode; it wins over the allow list.',
   },
   adminUsers: {
-    // Closed object: a misspelt channel ("chata") makes the value invalid, and an invalid
-    // adminUsers falls back to "nobody is admin" rather than being half-read.
-    schema: Type.Object(
-      {
-        chatA: Type.Optional(StringList()),
-        chatB: Type.Optional(StringList()),
-        chatC: Type.Optional(StringList()),
-        chatD: Type.Optional(StringList()),
-        email: Type.Optional(StringList()),
-      },
-      { additionalProperties: false },
-    ),
+    // Open record: any channel plugin may have admins. Each id is checked against its channel's declared
+    // user-id form (kernel/config/admin-users.ts); a bad id makes the value invalid, and an invalid adminUsers
+    // falls back to "nobody is admin" rather than being half-read. A change naming an unknown channel is refused.
+    schema: Type.Record(Type.String({ pattern: '^[A-Za-z][A-Za-z0-9_-]*$' }), StringList()),
     policy: 'LOCKED',
     description:
-      'Per-channel admin allowlist: keys chatA, chatB, chatC, chatD, email, each a list of user ids ' +
-      '(chatA numeric id, chatB JID, chatC snowflake, chatD member id, email address). ' +
-      'No default: when absent nobody is admin on any chat channel (the local operator always is).',
+      'Per-channel admin allowlist: keys chatA, chatB, chatC, chatD, email (or any installed channel plugin\'s name), each a ' +
+      'list of user ids (chatA numeric id, chatB JID, chatC snowflake, chatD member id, email address), checked against ' +
+      'the form the channel declares. No default: when absent nobody is admin on any chat channel (the local operator always is).',
   },
   enableSelfModification: {
     schema: Type.Boolean(),

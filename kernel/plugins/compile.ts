@@ -1,13 +1,14 @@
 /**
  * Compiles user TypeScript or JavaScript (plugins, custom skills) with esbuild into one ESM file in the cache.
- * `keel/sdk` stays an import of this installation's SDK, so user code shares the kernel's SDK.
+ * `keel/sdk` (and its public subpaths `keel/sdk/vendors/<name>` and `keel/sdk/testing`) stays an import of this
+ * installation's SDK, so user code shares the kernel's SDK: the same modules built-in plugins use.
  */
 import { createHash } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { ErrorCodes, KeelError } from '../errors.js';
-import { installRoot, sdkEntry } from '../paths.js';
+import { installRoot, sdkEntry, sdkSubpathEntry } from '../paths.js';
 
 export interface CompiledModule {
   /** Absolute path of the compiled file (unique per content, so a fresh import is never cached). */
@@ -37,6 +38,14 @@ export async function compileModule(source: string, cacheDir: string): Promise<C
           name: 'keel-sdk',
           setup(b) {
             b.onResolve({ filter: /^keel\/sdk$|^@keel\/sdk$/ }, () => ({ path: pathToFileURL(sdk).href, external: true }));
+            b.onResolve({ filter: /^@?keel\/sdk\// }, (args) => {
+              const sub = args.path.replace(/^@?keel\/sdk\//, '');
+              const file = sdkSubpathEntry(sub);
+              if (file) return { path: pathToFileURL(file).href, external: true };
+              return {
+                errors: [{ text: `"${args.path}" is not part of the Keel SDK; user code may import keel/sdk, keel/sdk/vendors/<name> and keel/sdk/testing.` }],
+              };
+            });
           },
         },
       ],

@@ -2,17 +2,19 @@
  * Builds a plugin's `ctx`: its only door to the kernel. After the plugin is stopped (or its setup timed out)
  * the door is shut: every method throws, so a late callback cannot register anything.
  */
+import type { ChannelManifestInfo } from '../../sdk/channel.js';
 import type { HookCatalogue } from '../../sdk/hooks.js';
 import type { ConfigApi, EmittableHook, PluginContext, QueueApi } from '../../sdk/plugin.js';
 import type { ConfigKeySpec, Logger, PluginManifest } from '../../sdk/types.js';
 import { ErrorCodes, KeelError } from '../errors.js';
-import { tapHook } from '../hooks/catalogue.js';
+import { tapHook, type TapErrorHandler } from '../hooks/catalogue.js';
 import type { Dispatcher } from '../registry/dispatch.js';
 import type { Registry } from '../registry/registry.js';
 
 /** What the host needs from the configuration store. */
 export interface HostConfig extends ConfigApi {
-  registerKeys(owner: string, specs: Record<string, ConfigKeySpec>): void;
+  /** `channel`: the manifest's channel field, whose user-id form validates `adminUsers.<name>`. */
+  registerKeys(owner: string, specs: Record<string, ConfigKeySpec>, channel?: ChannelManifestInfo): void;
   unregisterKeys(owner: string): void;
   /** Owner plugin id of a key and whether it is secret. */
   describeKey(key: string): { owner: string; secret: boolean } | undefined;
@@ -29,6 +31,8 @@ export interface ContextDeps {
   queue: QueueApi;
   logger: (tag: string) => Logger;
   abort: AbortController;
+  /** Where a tap of this plugin that throws is reported (the host counts it towards health and quarantine). */
+  onTapError?: TapErrorHandler;
 }
 
 export function createPluginContext(d: ContextDeps): { ctx: PluginContext; revoke(): void } {
@@ -79,7 +83,7 @@ export function createPluginContext(d: ContextDeps): { ctx: PluginContext; revok
     hooks: {
       tap: (name, fn, opts) => {
         guard();
-        tapHook(d.hooks, id, name, fn, opts?.stage);
+        tapHook(d.hooks, id, name, fn, { ...(opts?.stage !== undefined ? { stage: opts.stage } : {}), ...(d.onTapError ? { onError: d.onTapError } : {}) });
       },
     },
     skills: {

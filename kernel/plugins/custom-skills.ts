@@ -234,6 +234,15 @@ export class CustomSkills {
       this.record(file, `Custom skill ${file}: plugin id "${id}" is already taken by ${owner}; rename one of the files.`);
       return;
     }
+    // A skill file is code: when the lists exclude its plugin id (known from the file name), it is not compiled.
+    const gate = this.o.host.permitted(id);
+    if (!gate.ok) {
+      const disabled = `${basename(file)}: ${gate.reason}; the file was not run`;
+      this.current.delete(file);
+      this.errs.delete(basename(file));
+      await this.o.host.load({ id, origin: 'custom-skill', dir: file, disabled, load: () => Promise.reject(new KeelError(ErrorCodes.PLUGIN_LOAD_FAILED, disabled)) });
+      return;
+    }
     let compiled: string;
     let candidate: PluginCandidate;
     try {

@@ -10,6 +10,7 @@ import type { PluginManifest } from '../../sdk/types.js';
 import { ErrorCodes, KeelError, errorMessage } from '../errors.js';
 import { installRoot, runningFromDist } from '../paths.js';
 import { compileModule } from './compile.js';
+import { permittedByLists, type PluginLists } from './lists.js';
 
 export type PluginOrigin = 'builtin' | 'user' | 'custom-skill';
 
@@ -21,6 +22,11 @@ export interface PluginCandidate {
   /** Raw manifest, validated by the host. Absent when it could not be read (see `error`). */
   manifest?: unknown;
   error?: string;
+  /**
+   * Why the allow/deny lists refused this plugin by its folder name, before any of its code (manifest.ts
+   * included) ran. The host lists it as disabled and never loads it.
+   */
+  disabled?: string;
   load(): Promise<PluginDefinition>;
 }
 
@@ -30,6 +36,8 @@ export interface DiscoverOptions {
   builtinDir?: string;
   /** Skip user plugins. */
   builtinOnly?: boolean;
+  /** pluginAllowList / pluginDenyList, applied to user plugin folder names before any of their code runs. */
+  lists?: PluginLists;
 }
 
 function listDirs(dir: string): string[] {
@@ -101,13 +109,23 @@ export async function discoverBuiltins(builtinDir?: string): Promise<PluginCandi
   return out;
 }
 
-/** User plugins under $KEEL_HOME/plugins. TypeScript is compiled with esbuild into $KEEL_HOME/.cache. */
-export async function discoverUserPlugins(home: string): Promise<PluginCandidate[]> {
+/**
+ * User plugins under $KEEL_HOME/plugins. TypeScript is compiled with esbuild into $KEEL_HOME/.cache. A folder whose
+ * name the allow/deny lists refuse is listed as disabled without compiling or importing anything in it: a manifest
+ * module is code, and code of a plugin the operator excluded never runs.
+ */
+export async function discoverUserPlugins(home: string, lists: PluginLists = {}): Promise<PluginCandidate[]> {
   const base = join(home, 'plugins');
   const cache = join(home, '.cache', 'plugins');
   const out: PluginCandidate[] = [];
   for (const d of listDirs(base)) {
     const dir = join(base, d);
+    const gate = permittedByLists(d, lists.allow, lists.deny);
+    if (!gate.ok) {
+      const disabled = `folder ${d}: ${gate.reason}; none of its code was run`;
+      out.push({ id: d, origin: 'user', dir, disabled, load: () => Promise.reject(new KeelError(ErrorCodes.PLUGIN_LOAD_FAILED, disabled)) });
+      continue;
+    }
     const manifestFile = firstExisting(dir, ['manifest.json', 'manifest.ts', 'manifest.js', 'manifest.mjs']);
     const entry = firstExisting(dir, ['index.ts', 'index.js', 'index.mjs']);
     if (!manifestFile || !entry) {
@@ -143,5 +161,5 @@ export async function discoverUserPlugins(home: string): Promise<PluginCandidate
 export async function discoverAll(opts: DiscoverOptions): Promise<PluginCandidate[]> {
   const builtins = await discoverBuiltins(opts.builtinDir);
   if (opts.builtinOnly) return builtins;
-  return [...builtins, ...(await discoverUserPlugins(opts.home))];
+  return [...builtins, ...(await discoverUserPlugins(opts.home, opts.lists))];
 }

@@ -6,16 +6,20 @@ import type { HookCatalogue } from '../../sdk/hooks.js';
 import type { PluginContext, PluginDefinition, PluginInstance, QueueApi } from '../../sdk/plugin.js';
 import type { Logger, PluginManifest } from '../../sdk/types.js';
 import { ErrorCodes, KeelError, errorCode, errorMessage, type ErrorCode } from '../errors.js';
+import type { HookName } from '../../sdk/hooks.js';
 import { untapAll } from '../hooks/catalogue.js';
 import type { Dispatcher } from '../registry/dispatch.js';
 import type { Registry } from '../registry/registry.js';
 import { compileArgs } from '../registry/validator.js';
 import { createPluginContext, type HostConfig } from './context.js';
 import type { PluginCandidate, PluginOrigin } from './discover.js';
+import { permittedByLists } from './lists.js';
 import { validateManifest } from './manifest-schema.js';
 import { orderPlugins } from './order.js';
 import { PluginStateFile } from './state-file.js';
 import { withTimeout } from './timeout.js';
+
+export { permittedByLists } from './lists.js';
 
 export type PluginStateName = 'loaded' | 'disabled' | 'failed' | 'quarantined' | 'invalid' | 'stopped';
 
@@ -61,13 +65,6 @@ interface Known {
   candidate: PluginCandidate;
   manifest?: PluginManifest;
   status: PluginStatus;
-}
-
-/** Whether a plugin id passes the allow/deny lists: deny wins; a non-empty allow list admits only its names. */
-export function permittedByLists(id: string, allow: string[] = [], deny: string[] = []): { ok: boolean; reason?: string } {
-  if (deny.includes(id)) return { ok: false, reason: `"${id}" is on pluginDenyList` };
-  if (allow.length > 0 && !allow.includes(id)) return { ok: false, reason: `pluginAllowList is set and does not name "${id}"` };
-  return { ok: true };
 }
 
 const codeOf = errorCode;
@@ -118,6 +115,12 @@ export class PluginHost {
       this.known.set(`${c.id}@${c.dir}`, { candidate: c, status: { ...base, id: `${c.id}@${c.dir}`, state: 'invalid', reason, code: ErrorCodes.PLUGIN_DUPLICATE } });
       return undefined;
     }
+    if (c.disabled) {
+      // Refused by name before any of its code ran (not even its manifest module).
+      this.known.set(c.id, { candidate: c, status: { ...base, state: 'disabled', reason: c.disabled } });
+      this.log.info(`Plugin ${c.id} disabled: ${c.disabled}`);
+      return undefined;
+    }
     if (c.error) {
       this.known.set(c.id, { candidate: c, status: { ...base, reason: c.error, code: ErrorCodes.MANIFEST_INVALID } });
       this.log.error(`Plugin ${c.id}: ${c.error}`);
@@ -139,7 +142,7 @@ export class PluginHost {
     this.known.set(c.id, k);
     // Keys of every valid manifest are known, so `keel config set` works even for a disabled plugin.
     try {
-      if (manifest.config) this.o.config.registerKeys(manifest.id, manifest.config);
+      if (manifest.config || manifest.channel) this.o.config.registerKeys(manifest.id, manifest.config ?? {}, manifest.channel);
     } catch (e) {
       this.fail(k, e, ErrorCodes.CONFIG_DUPLICATE_KEY);
       return undefined;
@@ -187,7 +190,7 @@ export class PluginHost {
         throw new KeelError(ErrorCodes.MANIFEST_INVALID, `Plugin entry of ${id} exports a manifest with id "${def.manifest.id}"; the manifest file says "${manifest.id}".`);
       }
       this.o.registry.addSkills(id, manifest.skills ?? [], compileArgs);
-      ctx = createPluginContext({ ...this.o, manifest, abort });
+      ctx = createPluginContext({ ...this.o, manifest, abort, onTapError: (owner, hook, e) => this.tapFailed(owner, hook, e) });
       const instance = (await withTimeout(Promise.resolve(def.setup(ctx.ctx)), this.o.setupTimeoutMs ?? 10_000, `setup of plugin ${id}`)) ?? {};
       this.running.set(id, { candidate: k.candidate, manifest, instance, ctx: ctx.ctx, abort, revoke: ctx.revoke });
       this.order.push(id);
@@ -204,6 +207,40 @@ export class PluginHost {
       if (codeOf(e) !== ErrorCodes.PLUGIN_ENVIRONMENT) await this.recordFailure(id, errorMessage(e));
       return false;
     }
+  }
+
+  /** Per plugin, the tail of its tap-failure handling, so failures of one plugin are counted one at a time. */
+  private readonly tapChains = new Map<string, Promise<void>>();
+  private stopping = false;
+
+  /**
+   * A tap of a plugin threw or rejected. The hook's caller never sees it (kernel/hooks/catalogue.ts); here it is
+   * logged with the plugin and hook and counted like a failed health check: at `quarantineAfter` consecutive
+   * failures the plugin is stopped (its taps removed), quarantined, and its repair queued. Runs detached from
+   * the hook, so the action that fired it is neither delayed nor changed.
+   */
+  private tapFailed(id: string, hook: HookName, error: unknown): void {
+    this.log.error(`Plugin ${id}: its ${hook} hook tap failed: ${errorMessage(error)}. The ${hook} outcome is unchanged; the failure counts towards the plugin's health.`);
+    const prev = this.tapChains.get(id) ?? Promise.resolve();
+    const next = prev
+      .then(async () => {
+        // Already stopped or quarantined by an earlier failure: the same burst is not counted twice. Taps that
+        // fail while everything shuts down are only logged.
+        if (!this.running.has(id) || this.stopping) return;
+        const reason = `${hook} hook tap failed: ${errorMessage(error)}`;
+        if (this.state.failures(id) + 1 >= (this.o.quarantineAfter ?? 3)) await this.stopOne(id);
+        await this.recordFailure(id, reason);
+      })
+      .catch((e: unknown) => this.log.error(`Counting the failed ${hook} tap of ${id} failed: ${errorMessage(e)}`))
+      .finally(() => {
+        if (this.tapChains.get(id) === next) this.tapChains.delete(id);
+      });
+    this.tapChains.set(id, next);
+  }
+
+  /** Resolves once every reported tap failure has been counted (tests, orderly shutdown). */
+  async tapFailuresSettled(): Promise<void> {
+    while (this.tapChains.size > 0) await Promise.all([...this.tapChains.values()]);
   }
 
   /** After earlier failures, a plugin that now starts is healthy again only when its health check agrees. */
@@ -331,7 +368,7 @@ export class PluginHost {
   async unload(id: string): Promise<void> {
     await this.stopOne(id);
     const k = this.known.get(id);
-    if (k?.manifest?.config) this.o.config.unregisterKeys(id);
+    if (k?.manifest?.config || k?.manifest?.channel) this.o.config.unregisterKeys(id);
     this.known.delete(id);
   }
 
@@ -376,6 +413,11 @@ export class PluginHost {
     if (!this.running.has(id)) this.known.delete(id);
   }
 
+  /** The allow/deny lists' verdict on a name, as configured now (custom skills ask before compiling a file). */
+  permitted(name: string): { ok: boolean; reason?: string } {
+    return permittedByLists(name, this.o.config.get<string[]>('pluginAllowList'), this.o.config.get<string[]>('pluginDenyList'));
+  }
+
   /** Adds a check to every health round. */
   addHealthProbe(probe: () => Promise<void>): void {
     this.probes.push(probe);
@@ -408,6 +450,8 @@ export class PluginHost {
   /** Stop everything in reverse start order. */
   async stopAll(): Promise<void> {
     if (this.healthTimer) clearInterval(this.healthTimer);
+    this.stopping = true;
+    await this.tapFailuresSettled();
     for (const id of [...this.order].reverse()) await this.stopOne(id);
   }
 }

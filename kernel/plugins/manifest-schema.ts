@@ -3,7 +3,7 @@
  */
 import Type from 'typebox';
 import type { PluginManifest } from '../../sdk/types.js';
-import { ErrorCodes, KeelError } from '../errors.js';
+import { ErrorCodes, errorMessage, KeelError } from '../errors.js';
 import { compileSchema } from '../registry/validator.js';
 
 const Id = Type.String({ pattern: '^[A-Za-z][A-Za-z0-9_.:-]{0,63}$' });
@@ -79,5 +79,23 @@ export function validateManifest(value: unknown, where: string): PluginManifest 
   if (err) {
     throw new KeelError(ErrorCodes.MANIFEST_INVALID, `Invalid plugin manifest in ${where}: ${err.replace(/^manifest /, '')}.`, { where });
   }
+  const problem = channelProblem(value as PluginManifest);
+  if (problem) throw new KeelError(ErrorCodes.MANIFEST_INVALID, `Invalid plugin manifest in ${where}: ${problem}.`, { where });
   return value as PluginManifest;
+}
+
+/** The channel field's pattern must compile, be anchored and accept its own example; the plugin provides the channel. */
+function channelProblem(m: PluginManifest): string | undefined {
+  const c = m.channel;
+  if (!c) return undefined;
+  let re: RegExp;
+  try {
+    re = new RegExp(c.userIdPattern, 'u');
+  } catch (e) {
+    return `channel.userIdPattern is not a valid regular expression (${errorMessage(e)})`;
+  }
+  if (!c.userIdPattern.startsWith('^') || !c.userIdPattern.endsWith('$')) return 'channel.userIdPattern must be anchored (start with ^ and end with $)';
+  if (!re.test(c.userIdExample)) return `channel.userIdExample "${c.userIdExample}" does not match channel.userIdPattern ${c.userIdPattern}`;
+  if (!(m.provides ?? []).includes(`channel:${c.name}`)) return `channel.name is "${c.name}" but provides does not list "channel:${c.name}"`;
+  return undefined;
 }

@@ -10,8 +10,8 @@
  *    a non-admin chat) unless the person behind it is the local operator: a prompt injection
  *    must not reach a shell through an admin's forwarded email.
  */
+import { describeActor, humanBehind, isUntrusted } from '../../sdk/actor.js';
 import type { Actor, ConfigView, SkillManifest } from '../../sdk/types.js';
-import { ADMIN_CHANNELS } from '../config/kernel-keys.js';
 import { ErrorCodes, type ErrorCode } from '../errors.js';
 import { isPrivilegedSkill, SAFE_MODE_BLOCKED_SKILLS } from './admin-skills.js';
 import { isAdmin } from './is-admin.js';
@@ -50,10 +50,10 @@ function decide({ actor, skill, config }: AuthorizeInput): AuthorizeResult {
   if (!isPrivilegedSkill(skill)) return ALLOWED;
 
   if (!isAdmin(actor, config)) {
-    return deny(ErrorCodes.FORBIDDEN, `${name} is admin-only and ${describe(actor)} is not an admin${adminHint(actor)}.`);
+    return deny(ErrorCodes.FORBIDDEN, `${name} is admin-only and ${describeActor(actor)} is not an admin${adminHint(actor)}.`);
   }
 
-  if (startedByUntrustedContent(actor) && principalOf(actor)?.kind !== 'operator') {
+  if (isUntrusted(actor) && humanBehind(actor)?.kind !== 'operator') {
     return deny(
       ErrorCodes.FORBIDDEN,
       `${name} is refused: this work was started by untrusted content (a web page, an email or a non-admin chat), ` +
@@ -77,30 +77,8 @@ function safeModeOn(config: ConfigView): boolean {
   return v !== false && v !== undefined;
 }
 
-/** Any link in the delegation chain being untrusted taints the whole request. */
-function startedByUntrustedContent(actor: Actor): boolean {
-  let cur: Actor | undefined = actor;
-  for (let depth = 0; cur && depth < 8; depth++, cur = cur.onBehalfOf) if (cur.untrusted === true) return true;
-  // A chain too deep to follow is treated as untrusted.
-  return cur !== undefined;
-}
-
-/** The person behind an agent's work (following onBehalfOf), or the actor itself. */
-function principalOf(actor: Actor): Actor | undefined {
-  let cur: Actor | undefined = actor;
-  for (let depth = 0; cur?.kind === 'agent' && depth < 8; depth++) cur = cur.onBehalfOf;
-  return cur?.kind === 'agent' ? undefined : cur;
-}
-
-function describe(actor: Actor): string {
-  if (actor.kind === 'agent') return actor.onBehalfOf ? `the agent, working for ${describe(actor.onBehalfOf)},` : 'the agent acting on its own';
-  if (actor.kind === 'user') return actor.userId ? `user ${actor.userId} on ${actor.channel}` : `an unidentified user on ${actor.channel}`;
-  return 'the operator';
-}
-
 function adminHint(actor: Actor): string {
-  const who = principalOf(actor);
+  const who = humanBehind(actor);
   if (who?.kind !== 'user' || !who.userId) return '';
-  if (!(ADMIN_CHANNELS as readonly string[]).includes(who.channel)) return ` (${who.channel} has no admin list)`;
   return ` (an operator can add them to adminUsers.${who.channel})`;
 }

@@ -6,34 +6,18 @@
  *   to theirs (identityLinks, either direction) is listed on its own channel.
  * - agent: only through the person it works for (`onBehalfOf`); on its own, never.
  */
+import { humanBehind } from '../../sdk/actor.js';
 import type { Actor, ConfigView } from '../../sdk/types.js';
-import { ADMIN_CHANNELS } from '../config/kernel-keys.js';
 import { directLinks, identityOf, parseIdentity, readLinks } from './identity.js';
-
-const ADMIN_CHANNEL_SET: ReadonlySet<string> = new Set(ADMIN_CHANNELS);
-
-/** Deep enough for agent -> sub-agent -> person; deeper chains (or cycles) are refused. */
-const MAX_DELEGATION_DEPTH = 4;
 
 export function isAdmin(actor: Actor | undefined, config: ConfigView): boolean {
   try {
-    return check(actor, config, 0);
+    // The agent counts only through the human it works for; a chain too long to follow has nobody behind it.
+    const who = humanBehind(actor);
+    if (who?.kind === 'operator') return true;
+    return who?.kind === 'user' && isAdminUser(who, config);
   } catch {
     return false;
-  }
-}
-
-function check(actor: Actor | undefined, config: ConfigView, depth: number): boolean {
-  if (!actor || typeof actor !== 'object' || depth > MAX_DELEGATION_DEPTH) return false;
-  switch (actor.kind) {
-    case 'operator':
-      return true;
-    case 'agent':
-      return actor.onBehalfOf !== undefined && check(actor.onBehalfOf, config, depth + 1);
-    case 'user':
-      return isAdminUser(actor, config);
-    default:
-      return false;
   }
 }
 
@@ -49,7 +33,8 @@ function isAdminUser(actor: Actor, config: ConfigView): boolean {
 
 function listedOnOwnChannel(identity: string, admins: Record<string, unknown>): boolean {
   const p = parseIdentity(identity);
-  if (!p || !ADMIN_CHANNEL_SET.has(p.channel) || !Object.hasOwn(admins, p.channel)) return false;
+  // adminUsers is LOCKED (only the operator writes it), so any channel it names, a user's own included, counts.
+  if (!p || !Object.hasOwn(admins, p.channel)) return false;
   const list = admins[p.channel];
   if (!Array.isArray(list)) return false;
   return list.some((id) => typeof id === 'string' && id.trim() !== '' && identityOf(p.channel, id.trim()) === identity);

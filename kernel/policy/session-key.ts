@@ -6,6 +6,7 @@
  * The operator has its own session ('operator') outside `main`; the agent uses the session of the
  * person it works for, or 'agent' when working on its own.
  */
+import { humanBehind } from '../../sdk/actor.js';
 import type { Actor, ConfigView } from '../../sdk/types.js';
 import { canonicalIdentity, identityOf, readLinks } from './identity.js';
 
@@ -25,9 +26,8 @@ export function sessionScopeOf(config: ConfigView): SessionScope {
 export function sessionKey(actor: Actor, config: ConfigView): string {
   const scope = sessionScopeOf(config);
   if (scope === 'main') return 'main';
-  let who: Actor | undefined = actor;
-  for (let depth = 0; who?.kind === 'agent' && depth < 5; depth++) who = who.onBehalfOf;
-  if (!who || who.kind === 'agent') return 'agent';
+  const who = humanBehind(actor);
+  if (!who) return 'agent';
   if (who.kind === 'operator') return 'operator';
   const channel = typeof who.channel === 'string' && who.channel !== '' ? who.channel : 'unknown';
   // A user without an id cannot be told apart from other anonymous users: they share one bucket per

@@ -3,9 +3,11 @@
  * a failing handler are distinct outcomes, each with its own code; dispatch never throws.
  */
 import { performance } from 'node:perf_hooks';
+import { describeActor } from '../../sdk/actor.js';
 import type { HookCatalogue, SkillCall } from '../../sdk/hooks.js';
 import type { Action, Actor, ConfigView, Logger, SkillResult } from '../../sdk/types.js';
-import { ErrorCodes, errorCode, errorMessage, type ErrorCode } from '../errors.js';
+import { errorCodeOf } from '../../sdk/errors.js';
+import { ErrorCodes, errorCode, errorMessage } from '../errors.js';
 import { authorize } from '../policy/index.js';
 import { nearestNames } from './nearest.js';
 import type { Registry } from './registry.js';
@@ -24,13 +26,21 @@ export interface ExecuteOptions {
 
 const NEVER = new AbortController().signal;
 
-function failure(code: ErrorCode, message: string, started: number): SkillResult {
+function failure(code: string, message: string, started: number): SkillResult {
   return { success: false, result: message, code, executionTime: round(performance.now() - started) };
 }
 
 /** SPEC: executionTime is a whole number of milliseconds. */
 function round(ms: number): number {
   return Math.round(ms);
+}
+
+/**
+ * The code a failing handler's error carries to the caller: a kernel code, or any `KEEL_E_*` code a plugin set on
+ * what it threw (so the REST and WebSocket clients can tell a blocked URL from a timeout); else SKILL_FAILED.
+ */
+export function failureCode(e: unknown): string {
+  return errorCode(e) ?? errorCodeOf(e) ?? ErrorCodes.SKILL_FAILED;
 }
 
 /** Turns whatever a handler returned into the text result. */
@@ -88,10 +98,11 @@ export function createDispatcher(deps: DispatchDeps) {
         ...(opts.action ? { action: opts.action } : {}),
         signal: opts.signal ?? NEVER,
         log,
+        use: (capability) => registry.use(capability),
       });
       result = { success: true, result: stringifyResult(value), executionTime: round(performance.now() - started) };
     } catch (e) {
-      const code = errorCode(e) ?? ErrorCodes.SKILL_FAILED;
+      const code = failureCode(e);
       result = failure(code, `Skill "${name}" failed: ${errorMessage(e)}`, started);
     }
     if (hooks.afterSkill.isUsed()) {
@@ -99,10 +110,6 @@ export function createDispatcher(deps: DispatchDeps) {
     }
     return result;
   };
-}
-
-export function describeActor(a: Actor): string {
-  return a.kind === 'operator' ? `operator (${a.channel})` : `${a.kind} ${a.channel}:${a.userId ?? '?'}`;
 }
 
 export type Dispatcher = ReturnType<typeof createDispatcher>;

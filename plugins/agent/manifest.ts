@@ -73,7 +73,7 @@ const manifest: PluginManifest = {
       default: true,
       env: ['KEEL_PROGRESS_FEEDBACK_ENABLED'],
       policy: 'SAFE',
-      description: 'Send progress (the agent\'s reasoning between tool calls) to the channel an action came from, through the messaging plugin.',
+      description: 'Send progress (the agent\'s reasoning between tool calls) to the channel an action came from, through its channel capability (progress).',
     },
     progressFeedbackTypingOnly: {
       schema: Type.Boolean(),

@@ -2,10 +2,12 @@
  * Coder plugin entry: create_custom_skill, execute_typescript, self_repair_skill. Agent-written code runs only in
  * the sandbox (src/sandbox.ts); what that does and does not stop: docs/sandbox.md.
  */
-import { definePlugin } from '../../sdk/index.js';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { definePlugin, errorMessage, type Logger } from '../../sdk/index.js';
 import manifest from './manifest.js';
 import { CoderService, type CreateArgs, type ExecuteArgs, type RepairArgs } from './src/service.js';
-import { SANDBOX_SLOT } from './src/skill-file.js';
+import { SANDBOX_CAPABILITY, upgradeSkillFile } from './src/skill-file.js';
 
 export default definePlugin({
   manifest,
@@ -14,15 +16,31 @@ export default definePlugin({
     ctx.skills.register('create_custom_skill', (args: CreateArgs, c) => svc.create(args, c.signal));
     ctx.skills.register('execute_typescript', (args: ExecuteArgs, c) => svc.execute(args, c.signal));
     ctx.skills.register('self_repair_skill', (args: RepairArgs, c) => svc.repair(args, c.signal));
-    // Skills the agent created reach the sandbox through this slot (their files never import Keel internals).
-    const slot = Symbol.for(SANDBOX_SLOT);
-    const runner = svc.runSkill.bind(svc);
-    const g = globalThis as Record<symbol, unknown>;
-    g[slot] = runner;
-    return {
-      stop() {
-        if (g[slot] === runner) delete g[slot];
-      },
-    };
+    // Skills the agent created reach the sandbox through this capability (their files never import Keel internals).
+    ctx.provide(SANDBOX_CAPABILITY, svc.runSkill.bind(svc));
+    upgradeSkillFiles(svc.skillsDir, ctx.log);
   },
 });
+
+/**
+ * Agent-written skills saved by an earlier version reached the sandbox through a global slot, which is gone: they
+ * are rewritten (same spec, same code) before the custom skills load, so they keep working.
+ */
+function upgradeSkillFiles(dir: string, log: Logger): void {
+  let names: string[];
+  try {
+    names = readdirSync(dir).filter((n) => n.endsWith('.ts'));
+  } catch {
+    return;
+  }
+  for (const n of names) {
+    try {
+      const next = upgradeSkillFile(readFileSync(join(dir, n), 'utf8'));
+      if (next === undefined) continue;
+      writeFileSync(join(dir, n), next);
+      log.info(`coder: ${n} now reaches the sandbox through the coder:sandbox capability`);
+    } catch (e) {
+      log.warn(`coder: could not upgrade ${n}: ${errorMessage(e)}`);
+    }
+  }
+}

@@ -10,6 +10,8 @@ const manifest: PluginManifest = {
   kind: 'skill',
   description: 'Coder: create_custom_skill, execute_typescript and self_repair_skill; agent-written code runs in a sandboxed Node process.',
   requires: [],
+  // Generated custom skills run their code through this (ctx.use('coder:sandbox') in the skill file).
+  provides: ['coder:sandbox'],
   permissions: { commands: true, filesystem: ['$KEEL_HOME/skills'] },
   config: {
     coderTimeoutMs: {

@@ -1,9 +1,9 @@
 /**
  * Delegation plugin entry: delegate_task, spawn_agent, list_delegations, stop_agent. See docs/delegation.md.
  */
-import { definePlugin, forbiddenError, isPidAlive, type SkillCallContext, errorMessage } from '../../sdk/index.js';
+import { actorLabel, definePlugin, errorMessage, forbiddenError, isPidAlive, type SkillCallContext } from '../../sdk/index.js';
 import manifest, { DEFAULT_MAX_STEPS, DEFAULT_MAX_TASKS, DEFAULT_WAIT_MS, MAX_STEPS_CAP, MAX_TASKS_CAP, MAX_WAIT_MS } from './manifest.js';
-import { describeActor, LaneDelegator, type DelegateOutcome } from './src/lanes.js';
+import { LaneDelegator, type DelegateOutcome } from './src/lanes.js';
 import { DelegationStore, type SubAgent } from './src/store.js';
 
 interface DelegateArgs {
@@ -115,7 +115,7 @@ export default definePlugin({
           tasksRun: 0,
           maxSteps: clamp(args.maxSteps, DEFAULT_MAX_STEPS, 1, MAX_STEPS_CAP),
           createdAt: new Date().toISOString(),
-          createdBy: describeActor(call.actor),
+          createdBy: actorLabel(call.actor),
         };
         d.agents = d.agents.filter((x) => x.name !== args.name);
         d.agents.push(a);

@@ -2,7 +2,7 @@
  * Scheduler plugin entry: schedule_task / list_scheduled_tasks / cancel_scheduled_task, the firing loop,
  * autonomy mode and the autonomy cross-channel rule. See docs/scheduling.md.
  */
-import { definePlugin, type Actor, type SkillCallContext, errorMessage } from '../../sdk/index.js';
+import { actorLabel, definePlugin, type Actor, type SkillCallContext, errorMessage } from '../../sdk/index.js';
 import manifest from './manifest.js';
 import { identityKey, isAdmin, storedActor } from './src/actors.js';
 import { Autonomy } from './src/autonomy.js';
@@ -23,14 +23,8 @@ function view(s: Schedule) {
     createdAt: s.createdAt,
     runs: s.runs,
     ...(s.lastRunAt ? { lastRunAt: s.lastRunAt } : {}),
-    scheduledBy: describeActor(s.actor),
+    scheduledBy: actorLabel(s.actor),
   };
-}
-
-function describeActor(a: Actor): string {
-  if (a.kind === 'operator') return 'operator';
-  if (a.kind === 'agent') return `agent (${a.channel})`;
-  return `${a.channel}:${a.userId ?? '?'}`;
 }
 
 export default definePlugin({

@@ -4,7 +4,7 @@
  */
 import { definePlugin } from '../../sdk/index.js';
 import manifest from './manifest.js';
-import { commandsCommand, SERVICE_SLOT } from './src/cli.js';
+import { commandsCommand } from './src/cli.js';
 import { manageConfig, type ManageConfigArgs } from './src/manage-config.js';
 import { CommandService, type RunCommandArgs } from './src/service.js';
 
@@ -15,14 +15,6 @@ export default definePlugin({
     ctx.skills.register('run_command', (args: RunCommandArgs, c) => svc.request(args, c.actor, c.signal));
     ctx.skills.register('approve_command', (args: { id: string; decision: 'approve' | 'refuse' }, c) => svc.decide(args.id, args.decision, c.actor, c.signal));
     ctx.skills.register('manage_config', (args: ManageConfigArgs, c) => manageConfig(ctx, args, c.actor));
-    // `keel commands approve` starts a kernel in its own process and reaches this instance through this slot.
-    (globalThis as Record<symbol, unknown>)[SERVICE_SLOT] = svc;
-    return {
-      stop() {
-        const g = globalThis as Record<symbol, unknown>;
-        if (g[SERVICE_SLOT] === svc) delete g[SERVICE_SLOT];
-      },
-    };
   },
   commands: { commands: commandsCommand },
 });

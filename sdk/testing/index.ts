@@ -2,25 +2,19 @@
  * Test support for plugin authors and Keel's own tests.
  *
  * @example
- * const home = await tempHome();
+ * const home = tempHome();
  * installFakeAgent(home);            // a plugin that provides `agent` without a model
+ * const t = await bootKernel({ home, plugins: [fakeChannel('chat')] });
  */
-import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 /** Folder of the fake agent plugin (manifest.json + index.js). */
 export const FAKE_AGENT_DIR = join(import.meta.dirname, 'fake-agent');
 
-/** A fresh temporary KEEL_HOME. */
-export function tempHome(prefix = 'keel-test-'): string {
-  return mkdtempSync(join(tmpdir(), prefix));
-}
-
-/** Remove a temporary KEEL_HOME. */
-export function removeHome(home: string): void {
-  rmSync(home, { recursive: true, force: true });
-}
+export { removeHome, tempHome } from './home.js';
+export { bootKernel, createTestContext, type TestContext, type TestKernel, type TestKernelOptions } from './kernel.js';
+export { fakeChannel, type FakeChannel, type FakeChannelOptions } from './fake-channel.js';
 
 /**
  * Copy the fake agent into `$home/plugins/fake-agent`, where the kernel discovers user plugins.

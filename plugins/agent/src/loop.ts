@@ -13,9 +13,11 @@
 import type {
   Action,
   Actor,
+  ChannelCapability,
   ChatMessage,
   MemoryCapability,
   PluginContext,
+  PolicyCapability,
   SkillResult,
   ToolCall,
 } from '../../../sdk/index.js';
@@ -23,11 +25,10 @@ import type { Router } from './router.js';
 import { selectSkills, toToolSpec, type CatalogueSkill, type RoutingRule } from './tools.js';
 import { bringsOutsideContent, startsUntrusted } from './trust.js';
 import { errorMessage } from '../../../sdk/errors.js';
+import { AUTONOMY_SOURCE, OPERATOR_SOURCES } from '../../../sdk/actor.js';
 
 export const DEFAULT_MAX_STEPS = 10;
 export const OBSERVATION_CAP = 4000;
-/** Sources where the operator is at the keyboard; any other source is a channel the answer goes back to. */
-export const OPERATOR_SOURCES: ReadonlySet<string> = new Set(['cli', 'gateway', 'ws', 'scheduler', 'autonomy']);
 
 export const PERSONA = [
   'You are Keel, an autonomous agent. Carry out the task by calling the tools offered, then reply with a short final answer in plain text; a reply without tool calls ends the task.',
@@ -59,12 +60,6 @@ export function systemPrompt(overrideMode: boolean): string {
 type MemoryWithContext = MemoryCapability & {
   context?(opts: { task: string; actionId: string; actor?: Actor; source: string }): string | Promise<string>;
 };
-
-/** The seam for answers and progress on channels (a messaging plugin provides `messaging`). */
-export interface MessagingSeam {
-  reply?(action: Action, text: string): unknown;
-  progress?(action: Action, update: { thought?: string; typingOnly: boolean }): unknown;
-}
 
 export interface LoopDeps {
   ctx: PluginContext;
@@ -100,13 +95,15 @@ export async function runAction(d: LoopDeps, action: Action, signal: AbortSignal
   const rules = setting<RoutingRule[]>(ctx, 'skillRoutingRules', []);
   const feedback = setting(ctx, 'progressFeedbackEnabled', true);
   const typingOnly = setting(ctx, 'progressFeedbackTypingOnly', false);
-  const channelAction = !OPERATOR_SOURCES.has(action.source);
-  const messaging = channelAction ? ctx.use<MessagingSeam>('messaging') : undefined;
+  // Operator sources and autonomy have no chat to answer; any other source is a channel (`channel:<source>`) that
+  // answers on `metadata.replyTo`. Work without a reply address (a delegated sub-task) answers its caller, not a chat.
+  const channelAction = !OPERATOR_SOURCES.has(action.source) && action.source !== AUTONOMY_SOURCE && action.metadata.replyTo !== undefined;
+  const channel = channelAction ? ctx.use<ChannelCapability>(`channel:${action.source}`) : undefined;
 
   const catalogue: CatalogueSkill[] = ctx.skills.list();
   const byName = new Map(catalogue.map((s) => [s.name, s]));
   const tools = selectSkills(action.task, catalogue, Array.isArray(rules) ? rules : []).map(toToolSpec);
-  let untrusted = startsUntrusted(action, ctx.config);
+  let untrusted = startsUntrusted(action, (a) => ctx.use<PolicyCapability>('kernel:policy')?.isAdmin(a) === true);
 
   const messages: ChatMessage[] = [{ role: 'system', content: systemPrompt(setting<boolean>(ctx, 'overrideMode', false) === true) }];
   const memory = ctx.use<MemoryWithContext>('memory');
@@ -151,10 +148,10 @@ export async function runAction(d: LoopDeps, action: Action, signal: AbortSignal
       safeEmit(ctx, () => ctx.emit('thinking', { actionId: action.id, thought }));
       // The last step of a budget asks for tools: nobody would read their results, so they do not run.
       if (budgeted && step === maxSteps) break;
-      if (feedback && typeof messaging?.progress === 'function') {
+      if (feedback && typeof channel?.progress === 'function') {
         void Promise.resolve()
-          .then(() => messaging.progress!(action, typingOnly ? { typingOnly } : { thought, typingOnly }))
-          .catch(() => undefined);
+          .then(() => channel.progress!(action, typingOnly ? { typingOnly, step } : { thought, typingOnly, step }))
+          .catch((e: unknown) => ctx.log.debug(`Progress of ${action.id} not shown on ${action.source}: ${errorMessage(e)}`));
       }
     }
     if (res.toolCalls.length === 0) {
@@ -162,7 +159,7 @@ export async function runAction(d: LoopDeps, action: Action, signal: AbortSignal
         messages.push({ role: 'user', content: 'Reply with your final answer as plain text.' });
         continue;
       }
-      await deliver(ctx, messaging, action, text);
+      if (channelAction) await deliver(ctx, channel, action, text);
       return { result: text };
     }
 
@@ -201,10 +198,13 @@ function safeEmit(ctx: PluginContext, fire: () => void): void {
   }
 }
 
-async function deliver(ctx: PluginContext, messaging: MessagingSeam | undefined, action: Action, text: string): Promise<void> {
-  if (typeof messaging?.reply !== 'function') return;
+async function deliver(ctx: PluginContext, channel: ChannelCapability | undefined, action: Action, text: string): Promise<void> {
+  if (typeof channel?.reply !== 'function') {
+    ctx.log.warn(`The answer of ${action.id} stays in the queue: channel ${action.source} is not running (no channel:${action.source}).`);
+    return;
+  }
   try {
-    await messaging.reply(action, text);
+    await channel.reply(action, text);
   } catch (e) {
     ctx.log.warn(`Could not send the answer of ${action.id} back to ${action.source}: ${errorMessage(e)}`);
   }

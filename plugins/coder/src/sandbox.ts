@@ -5,11 +5,12 @@
  * network is granted, on Linux it also gets its own empty network namespace (`unshare --net`) where the system
  * allows one, and the network modules are taken away in any case. What it does not stop: docs/sandbox.md.
  */
-import { execFile, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, realpath, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { namespaceSupport } from '../../../sdk/index.js';
 
 export interface SandboxRequest {
   /** TypeScript (or JavaScript): the body of `async function run(args)`; what it returns is the result. */
@@ -71,25 +72,14 @@ export function permissionFlag(): string {
   return process.allowedNodeEnvironmentFlags.has('--permission') ? '--permission' : '--experimental-permission';
 }
 
-let isolation: Promise<string[] | undefined> | undefined;
-
 /**
  * The command prefix that starts a program in its own, empty network namespace (only a loopback interface that
- * is down: no address, local or remote, can be reached), or undefined where the system does not allow it. Tried
- * once per process: `unshare --net` (root or CAP_SYS_ADMIN), then `unshare --user --map-root-user --net`
- * (unprivileged user namespaces). Linux only; `unshare` is util-linux.
+ * is down: no address, local or remote, can be reached), or undefined where the system does not allow it
+ * (`namespaceSupport` of the SDK: `unshare --net`, else the same in a user namespace; Linux only).
  */
-export function networkNamespacePrefix(): Promise<string[] | undefined> {
-  isolation ??= (async () => {
-    if (process.platform !== 'linux') return undefined;
-    const works = (args: string[]) =>
-      new Promise<boolean>((resolve) => {
-        execFile('unshare', [...args, '--', process.execPath, '-e', '0'], { timeout: 5000, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' } }, (err) => resolve(!err));
-      });
-    for (const args of [['--net'], ['--user', '--map-root-user', '--net']]) if (await works(args)) return ['unshare', ...args, '--'];
-    return undefined;
-  })();
-  return isolation;
+export async function networkNamespacePrefix(): Promise<string[] | undefined> {
+  const ns = await namespaceSupport(['net']);
+  return ns.available ? ns.prefix : undefined;
 }
 
 /** Whether this Node's permission model can restrict the network (`--allow-net`; Node 25+). */

@@ -5,8 +5,10 @@
 
 /** First line of every file the agent wrote; files without it were written by a person. */
 export const MARKER = '// keel:agent-skill v1';
-/** Where the coder plugin publishes its sandbox runner for generated skills. */
-export const SANDBOX_SLOT = 'keel.coder.sandbox';
+/** The capability through which generated skills hand their code to the coder plugin's sandbox. */
+export const SANDBOX_CAPABILITY = 'coder:sandbox';
+/** What files written before the capability existed used instead (a global slot); see upgradeSkillFile. */
+const OLD_SLOT = 'Symbol.for("keel.coder.sandbox")';
 
 export interface AgentSkillSpec {
   name: string;
@@ -42,13 +44,23 @@ export function renderSkillFile(s: AgentSkillSpec): string {
     '  adminOnly: SPEC.adminOnly,',
     '  parameters: SPEC.parameters as never,',
     '  async run(args, ctx) {',
-    `    const runner = (globalThis as Record<symbol, unknown>)[Symbol.for(${JSON.stringify(SANDBOX_SLOT)})] as Runner | undefined;`,
+    `    const runner = ctx.use<Runner>(${JSON.stringify(SANDBOX_CAPABILITY)});`,
     "    if (typeof runner !== 'function') throw new Error('The coder plugin is not running: agent-written skills run only in its sandbox.');",
     '    return runner({ skill: SPEC.name, body: CODE, args, network: SPEC.network, signal: ctx.signal });',
     '  },',
     '});',
     '',
   ].join('\n');
+}
+
+/**
+ * A file written by an earlier version (reaching the sandbox through a global slot) rendered anew, with the same
+ * spec and code; undefined when the file needs no change (current, or written by a person).
+ */
+export function upgradeSkillFile(source: string): string | undefined {
+  if (!source.includes(OLD_SLOT)) return undefined;
+  const spec = parseSkillFile(source);
+  return spec ? renderSkillFile(spec) : undefined;
 }
 
 /** Reads back what renderSkillFile wrote; undefined for a file a person wrote (or one edited out of shape). */

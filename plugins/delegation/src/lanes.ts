@@ -7,8 +7,8 @@
  * `actionSettled` hook when this process runs it, else by reading the queue), at most `waitMs`; then, or when the
  * parent is cancelled, the child is cancelled.
  */
-import type { Action, Actor, Json, KernelInfoCapability, PluginContext, SkillCallContext } from '../../../sdk/index.js';
-import { forbiddenError, errorMessage } from '../../../sdk/index.js';
+import type { Action, Json, KernelInfoCapability, PluginContext, SkillCallContext } from '../../../sdk/index.js';
+import { actorLabel, errorMessage, forbiddenError, isUntrusted } from '../../../sdk/index.js';
 import { MAX_DEPTH } from '../manifest.js';
 import type { DelegatedTask, DelegationStore } from './store.js';
 
@@ -48,20 +48,6 @@ function laneChain(action: Action | undefined): string[] {
   return Array.isArray(chain) ? chain.filter((l): l is string => typeof l === 'string') : [];
 }
 
-/** Whether any link of the actor chain is flagged untrusted. */
-function chainUntrusted(actor: Actor | undefined): boolean {
-  for (let cur = actor, i = 0; cur && i < 10; cur = cur.onBehalfOf, i++) if (cur.untrusted === true) return true;
-  return false;
-}
-
-export function describeActor(actor: Actor | undefined): string {
-  let cur = actor;
-  for (let i = 0; cur?.kind === 'agent' && cur.onBehalfOf && i < 10; i++) cur = cur.onBehalfOf;
-  if (!cur) return 'unknown';
-  if (cur.kind === 'operator') return 'operator';
-  if (cur.kind === 'agent') return `agent (${cur.channel})`;
-  return `${cur.channel}:${cur.userId ?? '?'}`;
-}
 
 export function childTaskText(req: DelegateRequest, parentId: string | undefined, depth: number): string {
   const lines = [
@@ -158,7 +144,7 @@ export class LaneDelegator {
     if (this.store.problem) throw new Error(`Delegation records cannot be written: ${this.store.problem}.`);
     const parent = call.action;
     const lane = laneFor(req, depth);
-    const untrusted = chainUntrusted(call.actor);
+    const untrusted = isUntrusted(call.actor);
     const chain = [...laneChain(parent), ...(typeof parent?.metadata?.lane === 'string' ? [parent.metadata.lane] : ['main'])];
     const child = await this.ctx.queue.push({
       task: childTaskText(req, parent?.id, depth),
@@ -190,7 +176,7 @@ export class LaneDelegator {
       steps: 0,
       maxSteps: req.maxSteps,
       createdAt: child.createdAt,
-      requestedBy: describeActor(call.actor),
+      requestedBy: actorLabel(call.actor),
     };
     // The hooks may already have moved it on (a fast runner): insert without going back.
     try {

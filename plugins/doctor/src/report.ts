@@ -3,7 +3,7 @@
  * configuration alone (`keel doctor`). Each finding says what is wrong and how to fix it.
  */
 import { statfs } from 'node:fs/promises';
-import type { ConnectionStatus, LogEntry } from '../../../sdk/index.js';
+import { namespaceSupport, type ConnectionStatus, type LogEntry } from '../../../sdk/index.js';
 import { errorMessage } from '../../../sdk/errors.js';
 
 export type Level = 'ok' | 'warn' | 'error';
@@ -49,7 +49,7 @@ export interface DoctorSources {
   limits?: string[];
 }
 
-export const INTERPRETERS = ['bash', 'sh', 'zsh', 'python', 'python3', 'node', 'npx', 'pwsh', 'powershell', 'perl', 'ruby'] as const;
+export const INTERPRETERS = ['bash', 'sh', 'zsh', 'dash', 'ksh', 'fish', 'python', 'python3', 'node', 'nodejs', 'npx', 'deno', 'bun', 'pwsh', 'powershell', 'perl', 'ruby', 'php', 'lua'] as const;
 export const LOW_DISK_WARN = 1024 ** 3;
 export const LOW_DISK_ERROR = 100 * 1024 ** 2;
 
@@ -194,7 +194,8 @@ export async function buildReport(src: DoctorSources, now = new Date()): Promise
       add(
         'security',
         'warn',
-        `commandAllowList contains interpreters (${found.join(', ')}): each runs arbitrary code, so allowing one allows nearly any command.`,
+        `commandAllowList contains interpreters (${found.join(', ')}): each runs arbitrary code, so allowing one allows nearly any command. ` +
+          'The deny list names programs: it stops an interpreter from starting rm, not from deleting files through its own library (os.remove, fs.rmSync); safe mode, a narrower allow list or the agent-code sandbox do (docs/security.md).',
         `keel config set commandAllowList ${rest.length ? quote(rest.join(',')) : "'[]'"}`,
       );
     }
@@ -206,12 +207,36 @@ export async function buildReport(src: DoctorSources, now = new Date()): Promise
     add('security', 'warn', 'webAllowPrivateNetwork is on: web fetches may reach this machine and its local network (server-side request forgery).', 'keel config set webAllowPrivateNetwork false');
   }
   if (f.length === risky) add('security', 'ok', 'No risky settings found.');
+  if (src.declared('commandIsolation')) await isolationFinding(src, add);
 
   for (const l of src.limits ?? []) add('kernel', 'ok', `Note: ${l}`);
 
   const summary = { ok: 0, warn: 0, error: 0 };
   for (const x of f) summary[x.level]++;
   return { ok: summary.error === 0, generatedAt: now.toISOString(), source: src.source, summary, findings: f };
+}
+
+/** Whether run_command's deny list is enforced by the operating system here (plugins/system, docs/security.md). */
+async function isolationFinding(src: DoctorSources, add: (area: Area, level: Level, message: string, fix?: string) => void): Promise<void> {
+  const mode = src.get('commandIsolation');
+  const limit = 'Only the argv check applies: a script or an interpreter a command runs can start programs on commandDenyList.';
+  if (mode === 'off') {
+    add('security', 'warn', `commandIsolation is off: the operating system does not enforce commandDenyList. ${limit}`, 'keel config set commandIsolation auto');
+    return;
+  }
+  const ns = await namespaceSupport(['mount', 'pid']);
+  if (ns.available) {
+    add('security', 'ok', `Commands run in a private mount and pid namespace${ns.userNamespace ? ' (user namespace)' : ''} where the programs on commandDenyList are replaced by stubs.`);
+  } else if (mode === 'required') {
+    add('security', 'error', `commandIsolation is required but this system cannot isolate commands (${ns.reason}): every run_command is refused.`, 'run Keel on Linux with util-linux and user namespaces enabled (or as root), or keel config set commandIsolation auto');
+  } else {
+    add(
+      'security',
+      'warn',
+      `The operating system cannot enforce commandDenyList here (${ns.reason}). ${limit}`,
+      'run Keel on Linux with util-linux and user namespaces enabled (sysctl user.max_user_namespaces > 0) or as root; or keel config set commandIsolation required to refuse commands instead; see docs/security.md',
+    );
+  }
 }
 
 const MARK: Record<Level, string> = { ok: 'ok   ', warn: 'WARN ', error: 'ERROR' };

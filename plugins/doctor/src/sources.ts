@@ -5,7 +5,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
-import { CHANNEL_NAMES, type ChannelCapability, type CommandContext, type KernelInfoCapability, type PluginContext, errorMessage } from '../../../sdk/index.js';
+import { listChannels, type CommandContext, type KernelInfoCapability, type PluginContext } from '../../../sdk/index.js';
 import type { DoctorSources } from './report.js';
 
 /** From inside a running kernel. */
@@ -24,15 +24,7 @@ export function kernelSources(ctx: PluginContext): DoctorSources {
     declared: (k) => declared.has(k),
     configProblems: logs.filter((e) => e.tag === 'config' && (e.level === 'warn' || e.level === 'error')).slice(-10).map((e) => e.message),
     recentErrors: info?.logs({ level: 'error', limit: 10 }).filter((e) => e.level === 'error').slice(-10) ?? [],
-    channels: CHANNEL_NAMES.map((name) => {
-      const ch = ctx.use<ChannelCapability>(`channel:${name}`);
-      if (!ch) return { name, status: undefined };
-      try {
-        return { name, status: ch.status() };
-      } catch (e) {
-        return { name, status: undefined, error: errorMessage(e) };
-      }
-    }),
+    channels: listChannels(ctx).map((c) => ({ name: c.name, status: c.status, ...(c.error !== undefined ? { error: c.error } : {}) })),
     gatewayServing: ctx.use('gateway:address') !== undefined,
   };
 }

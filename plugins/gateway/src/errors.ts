@@ -8,15 +8,17 @@ import type { Logger } from '../../../sdk/index.js';
 export interface ErrorBody {
   error: string;
   message: string;
+  /** The KEEL_E_* code, when the error came from a skill call. */
+  code?: string;
 }
 
-/** `{error, message}` with the reason phrase of `status` as `error`. */
-export function errorBody(status: number, message: string): ErrorBody {
-  return { error: STATUS_CODES[status] ?? 'Error', message };
+/** `{error, message}` with the reason phrase of `status` as `error` (and `code` when given). */
+export function errorBody(status: number, message: string, code?: string): ErrorBody {
+  return { error: STATUS_CODES[status] ?? 'Error', message, ...(code ? { code } : {}) };
 }
 
-export function sendError(reply: FastifyReply, status: number, message: string): FastifyReply {
-  return reply.code(status).type('application/json; charset=utf-8').send(errorBody(status, message));
+export function sendError(reply: FastifyReply, status: number, message: string, code?: string): FastifyReply {
+  return reply.code(status).type('application/json; charset=utf-8').send(errorBody(status, message, code));
 }
 
 /** HTTP status for a Keel error code (KEEL_E_*) raised while serving a request. */

@@ -5,8 +5,7 @@
 import { STATUS_CODES } from 'node:http';
 import Ajv from 'ajv';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import type { GatewayCaller, KernelInfoCapability } from '../../../sdk/index.js';
-import { ErrorCodes, KeelError } from '../../../kernel/errors.js';
+import { environmentError, type GatewayCaller, type KernelInfoCapability } from '../../../sdk/index.js';
 import { isLoopback as socketIsLoopback, loopbackOnly, type GatewayDeps } from './deps.js';
 import { errorBody, errorHandler, notFound, schemaErrorFormatter, sendError, statusForCode } from './errors.js';
 import { createExtensions, type Extensions } from './extensions.js';
@@ -178,10 +177,10 @@ export async function startServer(
     await app.close().catch(() => undefined);
     const code = (e as { code?: string }).code;
     if (code === 'EADDRINUSE') {
-      throw new KeelError(ErrorCodes.PLUGIN_ENVIRONMENT, `Port ${port} is already in use on ${host}; choose another port with -p (keel gateway -p <port>).`);
+      throw environmentError(`Port ${port} is already in use on ${host}; choose another port with -p (keel gateway -p <port>).`);
     }
     if (code === 'EADDRNOTAVAIL' || code === 'EACCES' || code === 'ENOTFOUND' || code === 'EAI_AGAIN') {
-      throw new KeelError(ErrorCodes.PLUGIN_ENVIRONMENT, `Cannot listen on ${host}:${port} (${code}); choose another address with -h or port with -p.`);
+      throw environmentError(`Cannot listen on ${host}:${port} (${code}); choose another address with -h or port with -p.`);
     }
     throw e;
   }

@@ -1,4 +1,5 @@
 /** Pure helpers of the memory service: vector maths, hit lines, long-memory entries, the extractive summary. */
+import { randomBytes } from 'node:crypto';
 import type { MemoryEntry } from '../../../sdk/index.js';
 import type { Section } from './long-files.js';
 import { cap } from './text.js';
@@ -77,4 +78,9 @@ export function extractiveSummary(entries: MemoryEntry[]): string {
   }
   const head = `${entries.length} steps from ${entries[0]?.timestamp ?? ''} to ${entries.at(-1)?.timestamp ?? ''}: `;
   return cap(head + bits.join('; '));
+}
+
+/** A memory entry id: `mem_<kind initial>_<epoch ms>_<random>`. */
+export function newId(kind: string): string {
+  return `mem_${kind[0]}_${Date.now()}_${randomBytes(4).toString('hex')}`;
 }

@@ -3,19 +3,15 @@
  * decisions (capability `kernel:policy`, the rules dispatch uses); this file only adds what memory needs on top:
  * whose memory it is (`principal`, `channelOf`).
  */
-import type { Actor, PluginContext, PolicyCapability } from '../../../sdk/index.js';
+import { principalOf, type Actor, type PluginContext, type PolicyCapability } from '../../../sdk/index.js';
 
 type Uses = Pick<PluginContext, 'use'>;
 
 /** The local operator, for calls that name no actor (the CLI, the capability used directly). */
 const LOCAL_OPERATOR: Actor = { kind: 'operator', channel: 'cli' };
 
-/** The person an actor works for: follows `onBehalfOf` through agents (bounded). */
-export function principal(actor: Actor | undefined): Actor | undefined {
-  let who = actor;
-  for (let d = 0; who?.kind === 'agent' && d < 5; d++) who = who.onBehalfOf;
-  return who;
-}
+/** The person an actor works for (the agent itself when it works for nobody); see sdk/actor.ts. */
+export const principal = principalOf;
 
 /** The kernel's admin decision; without `kernel:policy` nobody is an admin (fail closed). */
 export function isAdmin(ctx: Uses, actor: Actor | undefined): boolean {

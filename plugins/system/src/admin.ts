@@ -6,20 +6,7 @@
  * the agent acting on its own (no `onBehalfOf`) is never an approver, an agent counts only through the human it works
  * for, and work started by untrusted content (`untrusted` anywhere in the chain) cannot approve either.
  */
-import type { Actor, PluginContext, PolicyCapability } from '../../../sdk/index.js';
-
-/** The human behind the actor (following `onBehalfOf` through agents), or undefined for the agent on its own. */
-export function humanBehind(actor: Actor | undefined): Actor | undefined {
-  let who = actor;
-  for (let d = 0; who?.kind === 'agent' && d < 5; d++) who = who.onBehalfOf;
-  return who && who.kind !== 'agent' ? who : undefined;
-}
-
-function tainted(actor: Actor | undefined): boolean {
-  let cur = actor;
-  for (let d = 0; cur && d < 8; d++, cur = cur.onBehalfOf) if (cur.untrusted === true) return true;
-  return cur !== undefined;
-}
+import { describeActor, humanBehind, isUntrusted, type Actor, type PluginContext, type PolicyCapability } from '../../../sdk/index.js';
 
 export type Approver = { ok: true; human: Actor } | { ok: false; reason: string };
 
@@ -30,14 +17,7 @@ export function approverOf(actor: Actor, ctx: Pick<PluginContext, 'use'>): Appro
   }
   const human = humanBehind(actor);
   if (!human) return { ok: false, reason: 'no human is behind this request, so it cannot approve' };
-  if (tainted(actor)) return { ok: false, reason: 'this request was started by untrusted content, so it cannot approve' };
-  if (ctx.use<PolicyCapability>('kernel:policy')?.isAdmin(human) !== true) return { ok: false, reason: `${describe(human)} is not an admin, so it cannot approve` };
+  if (isUntrusted(actor)) return { ok: false, reason: 'this request was started by untrusted content, so it cannot approve' };
+  if (ctx.use<PolicyCapability>('kernel:policy')?.isAdmin(human) !== true) return { ok: false, reason: `${describeActor(human)} is not an admin, so it cannot approve` };
   return { ok: true, human };
-}
-
-export function describe(a: Actor | undefined): string {
-  if (!a) return 'nobody';
-  if (a.kind === 'operator') return `the operator (${a.channel})`;
-  if (a.kind === 'agent') return a.onBehalfOf ? `the agent for ${describe(a.onBehalfOf)}` : 'the agent on its own';
-  return `user ${a.userId ?? '?'} on ${a.channel}`;
 }

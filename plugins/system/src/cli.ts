@@ -7,10 +7,6 @@
  */
 import type { CommandContext, Logger } from '../../../sdk/index.js';
 import { PendingCommands } from './pending.js';
-import type { CommandService } from './service.js';
-import { errorMessage } from '../../../sdk/errors.js';
-
-export const SERVICE_SLOT = Symbol.for('keel.plugin.system.commands');
 
 const OPERATOR = { kind: 'operator', channel: 'cli' } as const;
 
@@ -50,19 +46,14 @@ export async function commandsCommand(c: CommandContext): Promise<number> {
   }
   const running = await c.startKernel({ processName: 'commands' });
   try {
-    const svc = (globalThis as Record<symbol, unknown>)[SERVICE_SLOT] as CommandService | undefined;
-    if (!svc) {
+    if (running.pluginStatus('system')?.state !== 'loaded') {
       process.stderr.write(`keel: the system plugin is not running (${running.pluginStatus('system')?.reason ?? 'see keel plugins'}), so the command cannot run\n`);
       return 1;
     }
-    try {
-      const text = await svc.decide(id, 'approve', OPERATOR);
-      process.stdout.write(`${text}\n`);
-      return 0;
-    } catch (e) {
-      process.stderr.write(`keel: ${errorMessage(e)}\n`);
-      return 1;
-    }
+    // The same path as the approve_command skill (dispatch, policy checked again), with the operator as approver.
+    const r = await running.execute('approve_command', { id, decision: 'approve' }, OPERATOR);
+    process[r.success ? 'stdout' : 'stderr'].write(`${r.success ? '' : 'keel: '}${r.result}\n`);
+    return r.success ? 0 : 1;
   } finally {
     await running.stop();
   }

@@ -150,16 +150,16 @@ function once(argv: string[], opts: RunOptions): Promise<RunResult> {
 }
 
 /** The text result of a run, for the agent. */
-export function formatResult(argv: string[], r: RunResult, maxBytes: number, timeoutMs: number): string {
+export function formatResult(argv: string[], r: RunResult, maxBytes: number, timeoutMs: number, notes: string[] = []): string {
   const lines: string[] = [];
   const cmd = argv.map((a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : JSON.stringify(a))).join(' ');
   if (!r.started) {
-    lines.push(`Command: ${cmd}`, `Could not start: ${r.error ?? 'unknown error'} (after ${r.attempts} attempt${r.attempts === 1 ? '' : 's'})`);
+    lines.push(`Command: ${cmd}`, `Could not start: ${r.error ?? 'unknown error'} (after ${r.attempts} attempt${r.attempts === 1 ? '' : 's'})`, ...notes);
     return lines.join('\n');
   }
   lines.push(`Command: ${cmd}`);
   if (r.timedOut) lines.push(`Timed out after ${timeoutMs} ms: the process group was killed`);
-  lines.push(`Exit code: ${r.exitCode === null ? 'none' : r.exitCode}${r.signal ? `, signal ${r.signal}` : ''}`, `Duration: ${r.durationMs} ms`);
+  lines.push(`Exit code: ${r.exitCode === null ? 'none' : r.exitCode}${r.signal ? `, signal ${r.signal}` : ''}`, `Duration: ${r.durationMs} ms`, ...notes);
   lines.push('--- stdout ---', r.stdout.replace(/\n$/, ''));
   if (r.stdoutTruncated) lines.push(`[stdout truncated at ${maxBytes} bytes]`);
   if (r.stderr || r.stderrTruncated) {

@@ -7,7 +7,8 @@
  * KEEL_E_APPROVAL_FORBIDDEN; the attempt is logged here too.
  */
 import type { Actor, ConfigOrigin, KernelInfoCapability, PluginContext } from '../../../sdk/index.js';
-import { approverOf, describe } from './admin.js';
+import { describeActor } from '../../../sdk/actor.js';
+import { approverOf } from './admin.js';
 
 export interface ManageConfigArgs {
   action: 'show' | 'set' | 'pending' | 'approve';
@@ -86,7 +87,7 @@ export async function manageConfig(ctx: Ctx, a: ManageConfigArgs, actor: Actor):
       const who = approverOf(actor, ctx);
       let origin: ConfigOrigin;
       if (!who.ok) {
-        ctx.log.warn(`config: self-approval attempt refused: ${describe(actor)} tried to approve pending change ${id}: ${who.reason}`);
+        ctx.log.warn(`config: self-approval attempt refused: ${describeActor(actor)} tried to approve pending change ${id}: ${who.reason}`);
         // The kernel makes the final call (and refuses an agent origin with KEEL_E_APPROVAL_FORBIDDEN).
         origin = { kind: 'agent', actor, ...(a.reason ? { reason: a.reason } : {}) };
       } else if (who.human.kind === 'operator') {

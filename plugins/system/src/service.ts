@@ -5,9 +5,11 @@ import { stat } from 'node:fs/promises';
 import { isAbsolute, relative, resolve } from 'node:path';
 import type { Actor, PluginContext } from '../../../sdk/index.js';
 import { PluginError } from '../../../sdk/errors.js';
-import { approverOf, describe } from './admin.js';
+import { describeActor } from '../../../sdk/actor.js';
+import { approverOf } from './admin.js';
 import { analyze, type PolicyDecision } from './command-policy.js';
-import { formatResult, runArgv } from './exec.js';
+import { DENIED_EXIT, DENIED_TEXT, DenyJail, type IsolationMode, type Jail, SETUP_EXIT, SETUP_TEXT } from './deny-jail.js';
+import { childEnv, formatResult, type RunResult, runArgv } from './exec.js';
 import { PendingCommands, type PendingCommand } from './pending.js';
 import { Refusal, toArgv } from './tokenize.js';
 
@@ -36,10 +38,41 @@ function read<T>(config: Config, key: string): T | undefined {
   }
 }
 
+/** What the result says about the operating system's part. */
+function isolationLines(jail: Jail, r: RunResult): string[] {
+  if (!jail.isolated) {
+    return [
+      `Isolation: none (${jail.reason}). Only the argv check kept this command from the programs on commandDenyList; a script or an interpreter it ran could start them (docs/security.md).`,
+    ];
+  }
+  const lines = [
+    `Isolation: on (private mount and pid namespace${jail.userNamespace ? ' in a user namespace' : ''}; ${jail.targets.length} path${jail.targets.length === 1 ? '' : 's'} of denied programs replaced by stubs${jail.notes.length ? `; ${jail.notes.length} not replaced, see system_check and docs/security.md` : ''})`,
+  ];
+  if (r.exitCode === SETUP_EXIT && r.stderr.includes(SETUP_TEXT)) lines.push('The isolation could not be set up, so the command did not run.');
+  else if (r.stderr.includes(DENIED_TEXT)) lines.push(`A program on commandDenyList was refused inside the command (its stub exits with ${DENIED_EXIT}).`);
+  return lines;
+}
+
 export class CommandService {
   readonly pending: PendingCommands;
+  private readonly jail = new DenyJail();
+  private jailNotesLogged = '';
   constructor(private readonly ctx: Pick<PluginContext, 'config' | 'log' | 'home' | 'signal' | 'use'>) {
     this.pending = new PendingCommands(ctx.home, ctx.log);
+  }
+
+  /** The operating system's enforcement of the deny list for the next command (docs/security.md). */
+  async isolation(env: NodeJS.ProcessEnv = childEnv()): Promise<Jail> {
+    const mode = (read<IsolationMode>(this.ctx.config, 'commandIsolation') ?? 'auto') as IsolationMode;
+    const deny = read<unknown>(this.ctx.config, 'commandDenyList');
+    const allow = read<unknown>(this.ctx.config, 'commandAllowList');
+    const strings = (v: unknown) => (Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : []);
+    const jail = await this.jail.prepare({ deny: strings(deny), allow: strings(allow) }, mode, env);
+    if (jail.isolated && jail.notes.join('\n') !== this.jailNotesLogged) {
+      this.jailNotesLogged = jail.notes.join('\n');
+      for (const n of jail.notes) this.ctx.log.warn(`commands: deny list, not replaced: ${n}`);
+    }
+    return jail;
   }
 
   /** The policy as the configuration says now. Unreadable lists fail closed. */
@@ -59,7 +92,7 @@ export class CommandService {
   }
 
   private refuse(argv: string[] | undefined, who: Actor | undefined, reason: string): never {
-    this.ctx.log.warn(`commands: refused ${argv ? JSON.stringify(argv) : 'a command'} for ${describe(who)}: ${reason}`);
+    this.ctx.log.warn(`commands: refused ${argv ? JSON.stringify(argv) : 'a command'} for ${describeActor(who)}: ${reason}`);
     throw new CommandError(`Command refused: ${reason}`);
   }
 
@@ -96,7 +129,7 @@ export class CommandService {
     if (read<unknown>(this.ctx.config, 'autoExecuteCommands') !== true) {
       const ttl = read<number>(this.ctx.config, 'commandConfirmationTtlMinutes') ?? 30;
       const item = await this.pending.add({ argv, cwd, requestedBy: actor }, ttl);
-      this.ctx.log.info(`commands: ${item.id} ${JSON.stringify(argv)} waits for confirmation (requested by ${describe(actor)}, expires ${item.expiresAt})`);
+      this.ctx.log.info(`commands: ${item.id} ${JSON.stringify(argv)} waits for confirmation (requested by ${describeActor(actor)}, expires ${item.expiresAt})`);
       return (
         `Command ${item.id} is waiting for a human to confirm it (autoExecuteCommands is off): ${argv.join(' ')} in ${cwd}. ` +
         `An admin can approve it with approve_command {"id":"${item.id}","decision":"approve"} (or refuse it), ` +
@@ -110,26 +143,31 @@ export class CommandService {
     const timeoutMs = read<number>(this.ctx.config, 'commandTimeoutMs') ?? 120_000;
     const maxBytes = read<number>(this.ctx.config, 'commandOutputMaxBytes') ?? 65_536;
     const retries = read<number>(this.ctx.config, 'commandRetries') ?? 1;
-    this.ctx.log.info(`commands: running ${JSON.stringify(argv)} in ${cwd} for ${describe(actor)}`);
-    const r = await runArgv(argv, { cwd, timeoutMs, retries, maxBytes, ...(signal ? { signal } : {}) });
+    const env = childEnv();
+    const jail = await this.isolation(env);
+    if (!jail.isolated && read<unknown>(this.ctx.config, 'commandIsolation') === 'required') {
+      this.refuse(argv, actor, `commandIsolation is required and the operating system cannot enforce commandDenyList here: ${jail.reason}`);
+    }
+    this.ctx.log.info(`commands: running ${JSON.stringify(argv)} in ${cwd} for ${describeActor(actor)} (${jail.isolated ? 'isolated' : `not isolated: ${jail.reason}`})`);
+    const r = await runArgv(jail.isolated ? jail.wrap(argv) : argv, { cwd, timeoutMs, retries, maxBytes, env, ...(signal ? { signal } : {}) });
     this.ctx.log.info(
       `commands: ${argv[0]} ${r.started ? `ended with exit code ${r.exitCode}${r.signal ? ` (signal ${r.signal})` : ''}${r.timedOut ? ' after a timeout' : ''}` : `did not start: ${r.error}`} in ${r.durationMs} ms`,
     );
-    return formatResult(argv, r, maxBytes, timeoutMs);
+    return formatResult(argv, r, maxBytes, timeoutMs, isolationLines(jail, r));
   }
 
   /** approve_command and `keel commands approve|refuse`. */
   async decide(id: string, decision: 'approve' | 'refuse', actor: Actor, signal?: AbortSignal): Promise<string> {
     const who = approverOf(actor, this.ctx);
     if (!who.ok) {
-      this.ctx.log.warn(`commands: ${describe(actor)} tried to ${decision} pending command ${id}: ${who.reason}`);
+      this.ctx.log.warn(`commands: ${describeActor(actor)} tried to ${decision} pending command ${id}: ${who.reason}`);
       throw new CommandError(`Cannot ${decision} command ${id}: ${who.reason}`);
     }
     const item = await this.pending.take(id);
     if (!item) throw new Error(`No pending command with id ${id} (it may have expired or been decided already)`);
     if (decision === 'refuse') {
-      this.ctx.log.info(`commands: ${id} ${JSON.stringify(item.argv)} refused by ${describe(who.human)}`);
-      return `Command ${id} (${item.argv.join(' ')}) was refused by ${describe(who.human)} and will not run.`;
+      this.ctx.log.info(`commands: ${id} ${JSON.stringify(item.argv)} refused by ${describeActor(who.human)}`);
+      return `Command ${id} (${item.argv.join(' ')}) was refused by ${describeActor(who.human)} and will not run.`;
     }
     return this.runApproved(item, who.human, signal);
   }
@@ -140,7 +178,7 @@ export class CommandService {
     const decision = this.check(item.argv);
     if (!decision.allowed) this.refuse(item.argv, human, `${decision.reason} (checked again at approval)`);
     const cwd = await this.workingDir(item.cwd, item.cwd);
-    this.ctx.log.info(`commands: ${item.id} approved by ${describe(human)}`);
-    return `Approved by ${describe(human)}.\n${await this.execute(item.argv, cwd, human, signal)}`;
+    this.ctx.log.info(`commands: ${item.id} approved by ${describeActor(human)}`);
+    return `Approved by ${describeActor(human)}.\n${await this.execute(item.argv, cwd, human, signal)}`;
   }
 }

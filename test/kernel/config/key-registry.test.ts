@@ -64,7 +64,7 @@ describe('KeyRegistry', () => {
     expect(r.validate('sessionScope', 'global').ok).toBe(false);
     expect(r.validate('adminUsers', { chatA: ['1'], email: ['a@b.test'] }).ok).toBe(true);
     expect(r.validate('adminUsers', { chatA: [1] }).ok).toBe(false);
-    expect(r.validate('adminUsers', { telegram: ['1'] }).ok).toBe(false);
+    expect(r.validate('adminUsers', { telegram: ['1'] }, { strict: true }).ok).toBe(false);
     expect(r.validate('identityLinks', { 'chatA:1': 'chatC:2' }).ok).toBe(true);
     expect(r.validate('identityLinks', { 'chatA:1': 'nobody' }).ok).toBe(false);
     expect(r.validate('pluginHealthCheckIntervalMinutes', 0).ok).toBe(false);

@@ -161,26 +161,42 @@ describe('agent loop', () => {
     expect(toolsLog(home).map((e) => e.name)).toEqual(['run_command']);
   });
 
-  it('runs parallel-safe calls of one step together and hands a channel answer to the messaging seam', async () => {
-    const messaging = {
-      id: 'fake-messaging',
-      manifest: { kind: 'service', provides: ['messaging'] },
+  it('runs parallel-safe calls of one step together and answers through the channel the action came from', async () => {
+    const channel = {
+      id: 'fake-chatb',
+      manifest: { kind: 'channel', provides: ['channel:chatB'] },
       setup: `
         const { appendFileSync } = await import('node:fs');
         const { join } = await import('node:path');
-        ctx.provide('messaging', { reply(action, text) { appendFileSync(join(ctx.home, 'replies.log'), action.source + ':' + text + '\\n'); } });
+        const log = (line) => appendFileSync(join(ctx.home, 'channel.log'), line + '\\n');
+        ctx.provide('channel:chatB', {
+          name: 'chatB',
+          status: () => ({ enabled: true, connected: true }),
+          async send() { return { messageId: 's', messageIds: ['s'] }; },
+          async reply(action, text) { log('reply ' + action.source + ':' + text); return { messageId: 'r', messageIds: ['r'] }; },
+          async progress(action, u) { log('progress ' + action.source + ':' + u.step + ':' + u.typingOnly); },
+        });
       `,
     };
-    const { kernel: k, fake, home } = await boot({ plugins: [TOOLS, messaging] });
+    const { kernel: k, fake, home } = await boot({ plugins: [TOOLS, channel] });
+    const actor = { kind: 'user' as const, channel: 'chatB', userId: 'x@s' };
+    // Without a reply address (a delegated sub-task) the answer goes to the caller only, never to a chat.
+    fake.replies.push({ text: 'sub-task done' });
+    const sub = await k.queue.push({ task: 'a sub-task', source: 'chatB', actor, maxRetries: 0 });
+    await waitFor(() => settled(k, sub.id), 'the sub-task to settle');
     fake.replies.push(
       { toolCalls: [{ name: 'lookup', arguments: { text: 'a' } }, { name: 'lookup', arguments: { text: 'b' } }] },
       { text: 'a and b looked up' },
     );
-    const a = await k.queue.push({ task: 'look up a and b', source: 'chatB', actor: { kind: 'user', channel: 'chatB', userId: 'x@s' }, maxRetries: 0 });
+    const a = await k.queue.push({ task: 'look up a and b', source: 'chatB', actor, maxRetries: 0, metadata: { replyTo: { chatId: 'x@s' } } });
     await waitFor(() => settled(k, a.id), 'the action to settle');
-    expect(toolMessages(fake.calls[1]!)).toHaveLength(2);
-    await waitFor(() => existsSync(join(home, 'replies.log')), 'the reply');
-    expect(readFileSync(join(home, 'replies.log'), 'utf8')).toBe('chatB:a and b looked up\n');
+    expect(toolMessages(fake.calls[2]!)).toHaveLength(2);
+    const log = join(home, 'channel.log');
+    await waitFor(() => existsSync(log) && readFileSync(log, 'utf8').includes('reply'), 'the reply');
+    const lines = readFileSync(log, 'utf8').trim().split('\n');
+    expect(lines).toContain('progress chatB:1:false');
+    expect(lines.at(-1)).toBe('reply chatB:a and b looked up');
+    expect(lines.filter((l) => l.startsWith('reply'))).toHaveLength(1);
   });
 
   it('deep_reason returns {analysis} from one reasoning call', async () => {

@@ -1,13 +1,11 @@
 /**
  * Test support for the gateway: a real kernel with the gateway listening on 127.0.0.1, port 0.
  */
-import { writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { join } from 'node:path';
-import { startKernel, type Kernel } from '../../../kernel/kernel.js';
-import { LogSink } from '../../../kernel/log.js';
-import { installFakeAgent } from '../../../sdk/testing/index.js';
-import { rm, tmp, writePlugin } from '../../helpers.js';
+import type { Kernel } from '../../../kernel/kernel.js';
+import { bootKernel, installFakeAgent } from '../../../sdk/testing/index.js';
+import { writePlugin } from '../../helpers.js';
 
 export interface Gw {
   kernel: Kernel;
@@ -32,25 +30,24 @@ export async function startGateway(
     deny?: string[];
   } = {},
 ): Promise<Gw> {
-  const home = o.home ?? tmp('keel-gw-');
   const deny = [...(o.fakeAgent ? ['agent'] : []), ...(o.deny ?? [])];
-  if (o.fakeAgent) installFakeAgent(home);
-  if (deny.length) {
+  const t = await bootKernel({
+    ...(o.home ? { home: o.home } : {}),
+    builtins: true,
     // The built-ins would provide the same capabilities or skills; the config file (not an override) keeps the
     // list changeable through PUT /api/security.
-    writeFileSync(join(home, 'keel.config.yaml'), `pluginDenyList:\n${deny.map((d) => `  - ${d}\n`).join('')}`, { mode: 0o600 });
-  }
-  o.before?.(home);
-  const kernel = await startKernel({
-    home,
+    ...(deny.length ? { configYaml: `pluginDenyList:\n${deny.map((d) => `  - ${d}\n`).join('')}` } : {}),
+    before: (home) => {
+      if (o.fakeAgent) installFakeAgent(home);
+      o.before?.(home);
+    },
     env: o.env ?? {},
-    watchSkills: false,
-    overrides: { gatewayAutoStart: true, gatewayPort: 0, gatewayHost: '127.0.0.1', ...o.overrides },
-    logs: new LogSink({ quiet: true }),
+    config: { gatewayAutoStart: true, gatewayPort: 0, gatewayHost: '127.0.0.1', ...o.overrides },
   });
+  const { kernel, home } = t;
   const status = kernel.host.status('gateway');
   if (status?.state !== 'loaded') {
-    await kernel.stop();
+    await t.close();
     throw new Error(`gateway did not start: ${status?.reason ?? 'no status'}`);
   }
   const addr = kernel.registry.use<{ host: string; port: number; url: string }>('gateway:address');
@@ -71,10 +68,7 @@ export async function startGateway(
       }
       return fetch(base + path, { ...rest, headers });
     },
-    async close() {
-      await kernel.stop();
-      if (!o.home) rm(home);
-    },
+    close: t.close,
   };
 }
 

@@ -15,8 +15,8 @@ beforeAll(async () => {
   g = await startGateway({
     env: { FAKE_AGENT_API_KEY: SECRET },
     fakeAgent: true,
-    // Test plugins below fake the memory capability and a `run_command` skill.
-    deny: ['memory', 'system'],
+    // Test plugins below fake the memory capability, a `run_command` skill and the channel:chatA status.
+    deny: ['memory', 'system', 'chatA'],
     before: (home) => {
       writeMemoryAndChannelPlugin(home);
       writePlugin(join(home, 'plugins'), {
@@ -99,11 +99,11 @@ describe('gateway REST', () => {
 
     const failed = await g.req('/api/skills/boom/execute', { method: 'POST', json: { parameters: { text: 'x' } } });
     expect(failed.status).toBe(200);
-    expect(await json(failed)).toEqual({ success: false, result: expect.stringContaining('kaboom'), executionTime: expect.any(Number) });
+    expect(await json(failed)).toEqual({ success: false, result: expect.stringContaining('kaboom'), executionTime: expect.any(Number), code: 'KEEL_E_SKILL_FAILED' });
 
     const unknown = await g.req('/api/skills/nope/execute', { method: 'POST', json: { parameters: {} } });
     expect(unknown.status).toBe(404);
-    expect(await json(unknown)).toEqual({ error: 'Not Found', message: expect.stringContaining('nope') });
+    expect(await json(unknown)).toEqual({ error: 'Not Found', message: expect.stringContaining('nope'), code: 'KEEL_E_SKILL_UNKNOWN' });
 
     const bad = await g.req('/api/skills/echo/execute', { method: 'POST', json: { parameters: { text: 5 } } });
     expect(bad.status).toBe(400);
@@ -117,7 +117,7 @@ describe('gateway REST', () => {
     expect((await g.req('/api/config/safeMode', { method: 'PUT', json: { value: true } })).status).toBe(200);
     const refused = await g.req('/api/skills/run_command/execute', { method: 'POST', json: { parameters: { text: 'ls' } } });
     expect(refused.status).toBe(403);
-    expect(await json(refused)).toEqual({ error: 'Forbidden', message: expect.stringMatching(/safe mode/i) });
+    expect(await json(refused)).toEqual({ error: 'Forbidden', message: expect.stringMatching(/safe mode/i), code: 'KEEL_E_SAFE_MODE' });
     expect((await g.req('/api/config/safeMode', { method: 'PUT', json: { value: false } })).status).toBe(200);
     const allowed = await g.req('/api/skills/run_command/execute', { method: 'POST', json: { parameters: { text: 'ls' } } });
     expect(await json(allowed)).toMatchObject({ success: true, result: 'ran ls' });
@@ -231,11 +231,11 @@ describe('gateway REST', () => {
 
   it('GET and PUT /api/security', async () => {
     const s = await json(await g.req('/api/security'));
-    expect(s).toEqual({ safeMode: false, apiKeySet: false, adminUsers: [], pluginAllowList: [], pluginDenyList: ['agent', 'memory', 'system'] });
-    const put = await g.req('/api/security', { method: 'PUT', json: { safeMode: true, adminUsers: { chatA: ['111'] }, pluginDenyList: ['agent', 'memory', 'system', 'evil'] } });
+    expect(s).toEqual({ safeMode: false, apiKeySet: false, adminUsers: [], pluginAllowList: [], pluginDenyList: ['agent', 'memory', 'system', 'chatA'] });
+    const put = await g.req('/api/security', { method: 'PUT', json: { safeMode: true, adminUsers: { chatA: ['111'] }, pluginDenyList: ['agent', 'memory', 'system', 'chatA', 'evil'] } });
     expect(put.status).toBe(200);
     expect(await json(put)).toEqual({ success: true, message: expect.stringContaining('safeMode') });
-    expect(await json(await g.req('/api/security'))).toEqual({ safeMode: true, apiKeySet: false, adminUsers: ['chatA:111'], pluginAllowList: [], pluginDenyList: ['agent', 'memory', 'system', 'evil'] });
+    expect(await json(await g.req('/api/security'))).toEqual({ safeMode: true, apiKeySet: false, adminUsers: ['chatA:111'], pluginAllowList: [], pluginDenyList: ['agent', 'memory', 'system', 'chatA', 'evil'] });
     // The flat form GET returns is accepted back.
     expect((await g.req('/api/security', { method: 'PUT', json: { adminUsers: ['chatA:111', 'email:me@example.com'] } })).status).toBe(200);
     expect((await json(await g.req('/api/security'))).adminUsers).toEqual(['chatA:111', 'email:me@example.com']);

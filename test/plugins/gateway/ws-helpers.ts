@@ -3,10 +3,9 @@
  * agent, and a `ws` client that keeps every message so tests can wait for the one they expect (bounded waits).
  */
 import WebSocket from 'ws';
-import { startKernel, type Kernel } from '../../../kernel/kernel.js';
-import { LogSink } from '../../../kernel/log.js';
-import { installFakeAgent } from '../../../sdk/testing/index.js';
-import { rm, tmp, waitFor } from '../../helpers.js';
+import type { Kernel } from '../../../kernel/kernel.js';
+import { bootKernel, installFakeAgent } from '../../../sdk/testing/index.js';
+import { waitFor } from '../../helpers.js';
 
 export interface Gateway {
   home: string;
@@ -25,20 +24,17 @@ function boundPort(kernel: Kernel): number | undefined {
 }
 
 export async function startGateway(overrides: Record<string, unknown> = {}, host = '127.0.0.1'): Promise<Gateway> {
-  const home = tmp('keel-ws-');
-  installFakeAgent(home);
-  const kernel = await startKernel({
-    home,
-    env: {},
-    watchSkills: false,
+  const t = await bootKernel({
+    builtins: true,
+    before: (home) => installFakeAgent(home),
     runAgent: true,
-    overrides: { gatewayAutoStart: true, gatewayPort: 0, gatewayHost: host, ...overrides },
-    logs: new LogSink({ quiet: true }),
+    runnerIdleMs: 1000,
+    config: { gatewayAutoStart: true, gatewayPort: 0, gatewayHost: host, ...overrides },
   });
+  const { kernel, home } = t;
   const status = kernel.host.statuses().find((s) => s.id === 'gateway');
   if (status?.state !== 'loaded') {
-    await kernel.stop();
-    rm(home);
+    await t.close();
     throw new Error(`gateway did not load: ${status?.state} ${status?.reason ?? ''}`);
   }
   const port = await waitFor(() => boundPort(kernel), 'the gateway address', 5000);
@@ -50,10 +46,7 @@ export async function startGateway(overrides: Record<string, unknown> = {}, host
       const q = new URLSearchParams(query).toString();
       return `ws://127.0.0.1:${port}${path}${q ? `?${q}` : ''}`;
     },
-    async close() {
-      await kernel.stop();
-      rm(home);
-    },
+    close: t.close,
   };
 }
 

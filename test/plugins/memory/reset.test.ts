@@ -18,7 +18,9 @@ function keel(...args: string[]): Promise<{ code: number; stdout: string; stderr
 }
 
 function fill(): void {
-  for (const f of ['memory.json', 'memory.journal', 'USER.md', 'LEARNING.md', 'JOURNAL.md', 'keel.config.yaml', 'actions.json']) writeFileSync(join(home, f), 'x');
+  for (const f of ['memory.json', 'memory.journal', 'USER.md', 'LEARNING.md', 'JOURNAL.md', 'actions.json']) writeFileSync(join(home, f), 'x');
+  // A valid config file: plugin commands read it (pluginAllowList/pluginDenyList) before any plugin code runs.
+  writeFileSync(join(home, 'keel.config.yaml'), 'modelName: gpt-4o-mini\n');
   mkdirSync(join(home, 'daily'));
   writeFileSync(join(home, 'daily', '2026-01-01.md'), 'x');
   mkdirSync(join(home, 'contacts'));

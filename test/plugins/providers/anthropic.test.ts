@@ -2,43 +2,17 @@
  * providerC (Anthropic) through the real kernel and the real @anthropic-ai/sdk, against a loopback server that
  * speaks the Messages API.
  */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { startKernel, type Kernel } from '../../../kernel/kernel.js';
-import { LogSink } from '../../../kernel/log.js';
-import { discoverBuiltins } from '../../../kernel/plugins/discover.js';
+import type { Kernel } from '../../../kernel/kernel.js';
 import { ProviderError, type ChatRequest, type ProviderCapability } from '../../../sdk/index.js';
 import { anthropicError, anthropicMessage, startAnthropicServer, type ScriptedServer } from '../../fakes/anthropic-server.js';
-import { rm, tmp } from '../../helpers.js';
+import { bootKernel } from '../../../sdk/testing/index.js';
 
-const ROOT = join(import.meta.dirname, '..', '..', '..');
 const KEY = 'sk-ant-test-0123456789abcdef';
 
 async function boot(id: string, o: { env?: Record<string, string>; overrides?: Record<string, unknown> }) {
-  const home = tmp();
-  const empty = mkdtempSync(join(tmpdir(), 'keel-empty-'));
-  const candidate = (await discoverBuiltins(join(ROOT, 'plugins'))).find((c) => c.id === id);
-  const kernel = await startKernel({
-    home,
-    builtinDir: empty,
-    builtinOnly: true,
-    extraPlugins: [candidate!],
-    env: o.env ?? {},
-    watchSkills: false,
-    logs: new LogSink({ quiet: true }),
-    overrides: o.overrides ?? {},
-  });
-  return {
-    kernel,
-    provider: kernel.registry.use<ProviderCapability>(`provider:${id}`)!,
-    close: async () => {
-      await kernel.stop();
-      rm(home);
-      rm(empty);
-    },
-  };
+  const t = await bootKernel({ builtins: [id], userPlugins: false, env: o.env ?? {}, config: o.overrides ?? {} });
+  return { kernel: t.kernel, provider: t.kernel.registry.use<ProviderCapability>(`provider:${id}`)!, close: t.close };
 }
 
 async function rejection(p: Promise<unknown>): Promise<ProviderError> {

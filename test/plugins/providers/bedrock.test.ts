@@ -2,46 +2,19 @@
  * providerD (AWS Bedrock Converse) through the real kernel and the real @aws-sdk/client-bedrock-runtime, with an
  * endpoint override to a loopback server that speaks Converse (HTTP/2, as the client does) and test credentials.
  */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { startKernel } from '../../../kernel/kernel.js';
-import { LogSink } from '../../../kernel/log.js';
-import { discoverBuiltins } from '../../../kernel/plugins/discover.js';
 import { ProviderError, type ChatRequest, type ProviderCapability } from '../../../sdk/index.js';
 import { awsError, converseReply, startBedrockServer, type ScriptedServer } from '../../fakes/bedrock-server.js';
-import { rm, tmp } from '../../helpers.js';
+import { bootKernel } from '../../../sdk/testing/index.js';
 
-const ROOT = join(import.meta.dirname, '..', '..', '..');
 const ACCESS = 'AKIDKEELTEST0001';
 const SECRET = 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYKEELTESTKEY';
 const TOKEN = 'FwoGZXIvYXdzEKEELTESTSESSIONTOKEN';
 const MODEL = 'anthropic.claude-3-haiku-20240307-v1:0';
 
 async function boot(o: { env?: Record<string, string>; overrides?: Record<string, unknown> }) {
-  const home = tmp();
-  const empty = mkdtempSync(join(tmpdir(), 'keel-empty-'));
-  const candidate = (await discoverBuiltins(join(ROOT, 'plugins'))).find((c) => c.id === 'providerD');
-  const kernel = await startKernel({
-    home,
-    builtinDir: empty,
-    builtinOnly: true,
-    extraPlugins: [candidate!],
-    env: o.env ?? {},
-    watchSkills: false,
-    logs: new LogSink({ quiet: true }),
-    overrides: o.overrides ?? {},
-  });
-  return {
-    kernel,
-    provider: kernel.registry.use<ProviderCapability>('provider:providerD')!,
-    close: async () => {
-      await kernel.stop();
-      rm(home);
-      rm(empty);
-    },
-  };
+  const t = await bootKernel({ builtins: ['providerD'], userPlugins: false, env: o.env ?? {}, config: o.overrides ?? {} });
+  return { kernel: t.kernel, provider: t.kernel.registry.use<ProviderCapability>('provider:providerD')!, close: t.close };
 }
 
 async function rejection(p: Promise<unknown>): Promise<ProviderError> {

@@ -2,43 +2,16 @@
  * providerG (Ollama) through the real kernel and the real `ollama` client, against a loopback server that speaks
  * /api/chat (non-streaming, native tools) and /api/embed.
  */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { startKernel } from '../../../kernel/kernel.js';
-import { LogSink } from '../../../kernel/log.js';
-import { discoverBuiltins } from '../../../kernel/plugins/discover.js';
 import { ProviderError, type ChatRequest, type ProviderCapability } from '../../../sdk/index.js';
 import { ollamaChatReply, ollamaEmbedReply, ollamaError, startOllamaServer, type ScriptedServer } from '../../fakes/ollama-server.js';
-import { rm, tmp } from '../../helpers.js';
+import { bootKernel } from '../../../sdk/testing/index.js';
 
-const ROOT = join(import.meta.dirname, '..', '..', '..');
 const MODEL = 'llama3.1:8b';
 
 async function boot(o: { env?: Record<string, string>; overrides?: Record<string, unknown> }) {
-  const home = tmp();
-  const empty = mkdtempSync(join(tmpdir(), 'keel-empty-'));
-  const candidate = (await discoverBuiltins(join(ROOT, 'plugins'))).find((c) => c.id === 'providerG');
-  const kernel = await startKernel({
-    home,
-    builtinDir: empty,
-    builtinOnly: true,
-    extraPlugins: [candidate!],
-    env: o.env ?? {},
-    watchSkills: false,
-    logs: new LogSink({ quiet: true }),
-    overrides: o.overrides ?? {},
-  });
-  return {
-    kernel,
-    provider: kernel.registry.use<ProviderCapability>('provider:providerG')!,
-    close: async () => {
-      await kernel.stop();
-      rm(home);
-      rm(empty);
-    },
-  };
+  const t = await bootKernel({ builtins: ['providerG'], userPlugins: false, env: o.env ?? {}, config: o.overrides ?? {} });
+  return { kernel: t.kernel, provider: t.kernel.registry.use<ProviderCapability>('provider:providerG')!, close: t.close };
 }
 
 async function rejection(p: Promise<unknown>): Promise<ProviderError> {

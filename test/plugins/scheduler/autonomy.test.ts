@@ -109,4 +109,23 @@ describe('autonomy cross-channel rule', () => {
     expect(calls().filter((c) => c === 'send_chatA')).toHaveLength(3);
     expect(calls().filter((c) => c === 'chatC_send_photo')).toHaveLength(0);
   });
+
+  it("applies to a running user channel's own skills (send_<name>, <name>_*) as to SPEC's", async () => {
+    const d = home();
+    writePlugin(join(d, 'plugins'), {
+      id: 'echo-chan',
+      manifest: { kind: 'channel', provides: ['channel:echo'], skills: [skillEntry('echo_post'), skillEntry('send_echo')] },
+      setup: `
+        ctx.provide('channel:echo', { name: 'echo', status: () => ({ enabled: true, connected: true }), send: async () => ({ messageId: '1', messageIds: ['1'] }), reply: async () => ({ messageId: '1', messageIds: ['1'] }) });
+        for (const n of ['echo_post', 'send_echo']) ctx.skills.register(n, (a) => 'posted ' + a.text);
+      `,
+    });
+    const h = await start({ home: d, overrides: { autonomyAllowedChannels: ['chatB'] } });
+    for (const skill of ['echo_post', 'send_echo']) {
+      const r = await h.kernel.execute(skill, { text: 'hi' }, AUTONOMY);
+      expect(r.success, skill).toBe(false);
+      expect(r.result).toMatch(/autonomy mode.*channel echo/);
+    }
+    expect((await h.kernel.execute('echo_post', { text: 'hi' }, h.kernel.operator)).success).toBe(true);
+  });
 });

@@ -113,6 +113,10 @@ const CASES: Array<[string, string[], boolean, string?]> = [
   ['find -exec sh -c with $0', ['find', '.', '-exec', 'sh', '-c', '$0', '{}', ';'], false, 'cannot be proven safe'],
   ['busybox applet', ['busybox', 'rm', 'x'], false, '"rm"'],
   ['cmd /c del', ['cmd', '/c', 'del x'], false, '"del"'],
+  ['systemctl reboot (reboot by another name)', ['systemctl', 'reboot'], false, '"reboot"'],
+  ['systemctl --force poweroff', ['systemctl', '--force', 'poweroff'], false, '"poweroff"'],
+  ['systemctl isolate reboot.target', ['systemctl', 'isolate', 'reboot.target'], false, '"shutdown"'],
+  ['systemctl status is still allowed', ['systemctl', 'status', 'ssh'], true],
   // allow list
   ['program not on the allow list', ['vim', 'x'], false, 'not on commandAllowList'],
   ['allowed wrapper around a program not on the allow list', ['env', 'vim', 'x'], false, '"vim" is not on commandAllowList'],

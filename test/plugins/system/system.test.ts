@@ -363,11 +363,11 @@ describe('manage_config and the policy classes', () => {
     expect(self.success).toBe(false);
     expect(self.code).toMatch(/KEEL_E_(APPROVAL_FORBIDDEN|FORBIDDEN)/);
     expect(kernel.config.get('sessionScope')).toBe('per-channel-peer');
-    expect(logged(logs, /Blocked skill "manage_config" for agent/)).toBe(true);
+    expect(logged(logs, /Blocked skill "manage_config" for the agent acting on its own/)).toBe(true);
     // Defence in depth: even reaching the handler past dispatch, the plugin refuses (and the kernel too).
     const handler = kernel.registry.skills.get('manage_config')!.handler!;
     await expect(
-      Promise.resolve(handler({ action: 'approve', key: pendingOutcome.id }, { actor: { kind: 'agent', channel: 'autonomy' }, signal: new AbortController().signal, log: kernel.log })),
+      Promise.resolve(handler({ action: 'approve', key: pendingOutcome.id }, { actor: { kind: 'agent', channel: 'autonomy' }, signal: new AbortController().signal, log: kernel.log, use: () => undefined })),
     ).rejects.toMatchObject({ code: 'KEEL_E_APPROVAL_FORBIDDEN' });
     expect(logged(logs, /self-approval attempt refused/)).toBe(true);
     expect(kernel.config.get('sessionScope')).toBe('per-channel-peer');

@@ -49,7 +49,7 @@ export function agentRoutes(env: RouteEnv): RouteDef[] {
       url: '/api/skills/:name/execute',
       summary: 'Run one skill now',
       description:
-        '200 with success true, or success false when the skill itself failed (its message in result). 404 unknown skill, 400 arguments ' +
+        '200 with success true, or success false when the skill itself failed (its message in result, its KEEL_E_* code in code). 404 unknown skill, 400 arguments ' +
         'that fail the skill schema, 403 refused by policy (safe mode, admin rule, a hook), 503 skill declared but its plugin is not running. ' +
         'executionTime is a whole number of milliseconds.',
       schema: { params: S.SkillName, body: S.ExecuteBody, response: { 200: S.ExecuteResult, ...S.errors(400, 401, 403, 404, 413, 415, 503) } },
@@ -60,9 +60,10 @@ export function agentRoutes(env: RouteEnv): RouteDef[] {
         if (!r.success && r.code) {
           const status = statusForCode(r.code);
           // A code from the dispatcher's checks is the caller's problem; a failure inside the skill is a result.
-          if (status && r.code !== 'KEEL_E_SKILL_FAILED') return sendError(reply, status, r.result);
+          if (status && r.code !== 'KEEL_E_SKILL_FAILED') return sendError(reply, status, r.result, r.code);
         }
-        return { success: r.success, result: r.result, executionTime: r.executionTime };
+        // A failure inside the skill keeps its own code (KEEL_E_WEB_BLOCKED, ...), so a client can tell them apart.
+        return { success: r.success, result: r.result, executionTime: r.executionTime, ...(!r.success && r.code ? { code: r.code } : {}) };
       },
     },
     {

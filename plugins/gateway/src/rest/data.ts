@@ -1,7 +1,7 @@
 /**
  * Read-only views: GET /api/memory, GET /api/connections, GET /api/logs.
  */
-import { CHANNEL_NAMES, type ChannelCapability, type ConnectionStatus, type MemoryCapability, type MemoryEntry } from '../../../../sdk/index.js';
+import { listChannels, type ConnectionStatus, type MemoryCapability, type MemoryEntry } from '../../../../sdk/index.js';
 import type { RouteDef, RouteEnv } from './route.js';
 import * as S from './schemas.js';
 
@@ -23,13 +23,13 @@ export function dataRoutes(env: RouteEnv): RouteDef[] {
     {
       method: 'GET',
       url: '/api/connections',
-      summary: 'Status of each chat channel whose plugin runs',
+      summary: 'Status of each chat channel whose plugin runs (built-in or a user plugin providing channel:<name>)',
       schema: { response: { 200: S.Connections, ...S.errors(401) } },
       handler: () => {
         const out: Record<string, ConnectionStatus> = {};
-        for (const name of CHANNEL_NAMES) {
-          const ch = ctx.use<ChannelCapability>(`channel:${name}`);
-          if (ch) out[name] = ch.status();
+        for (const c of listChannels(ctx)) {
+          // A channel whose status() fails is still listed: running, but not known to be connected.
+          out[c.name] = c.status ?? { enabled: true, connected: false };
         }
         return out;
       },

@@ -9,6 +9,7 @@ export const ErrorBody = Type.Object(
   {
     error: Type.String({ description: 'HTTP reason phrase, e.g. "Bad Request", "Not Found", "Unauthorized".' }),
     message: Type.String({ description: 'What went wrong and what to do about it.' }),
+    code: Type.Optional(Type.String({ description: 'The Keel error code (KEEL_E_*) when the error came from a skill call.' })),
   },
   { additionalProperties: false },
 );
@@ -44,6 +45,9 @@ export const ExecuteResult = Type.Object({
   success: Type.Boolean(),
   result: Type.String({ description: 'The skill result as text (objects JSON-serialised), or the failure message.' }),
   executionTime: Type.Integer({ minimum: 0, description: 'Whole milliseconds (SPEC).' }),
+  code: Type.Optional(
+    Type.String({ description: 'When success is false: the error code, KEEL_E_SKILL_FAILED or the code the skill raised (e.g. KEEL_E_WEB_BLOCKED).' }),
+  ),
 });
 
 export const TaskBody = Type.Object(
@@ -118,8 +122,16 @@ export const ConnectionStatus = Type.Object({
   botUsername: Type.Optional(Type.String({ description: 'chatA only' })),
   botId: Type.Optional(Type.Integer({ description: 'chatA only' })),
   guilds: Type.Optional(Type.Integer({ description: 'chatC only' })),
+  state: Type.Optional(
+    Type.Union([Type.Literal('connecting'), Type.Literal('connected'), Type.Literal('reconnecting'), Type.Literal('stopped'), Type.Literal('failed')], {
+      description: 'Keel extra: the connection supervisor state',
+    }),
+  ),
+  lastInboundAt: Type.Optional(Type.String({ description: 'Keel extra: ISO time of the last inbound message' })),
+  reconnects: Type.Optional(Type.Integer({ description: 'Keel extra: reconnections since start' })),
+  lastError: Type.Optional(Type.String({ description: 'Keel extra: the last connection error' })),
 });
-export const Connections = Type.Record(Type.String(), ConnectionStatus, { description: 'Keyed by channel name; only channels whose plugin runs.' });
+export const Connections = Type.Record(Type.String(), ConnectionStatus, { description: 'Keyed by channel name; every running channel plugin (built-in or a user plugin providing channel:<name>).' });
 
 const Level = Type.Union([Type.Literal('info'), Type.Literal('warn'), Type.Literal('error')]);
 export const LogQuery = Type.Object(

@@ -94,8 +94,8 @@ export function settingsRoutes(env: RouteEnv): RouteDef[] {
       url: '/api/security',
       summary: 'Change security settings',
       description:
-        'Any of safeMode, adminUsers (object channel -> ids, or "channel:id" strings), pluginAllowList, pluginDenyList. An unknown field or a ' +
-        'value of the wrong type is 400 and nothing changes. 403 from a non-loopback client while the gateway has no API key. ' +
+        'Any of safeMode, adminUsers (object channel -> ids, or "channel:id" strings), pluginAllowList, pluginDenyList. An unknown field, a ' +
+        'value of the wrong type, an unknown channel or a user id not of its channel\'s declared form is 400 and nothing changes. 403 from a non-loopback client while the gateway has no API key. ' +
         'Plugin list changes take effect at the next start.',
       schema: { body: S.SecurityBody, response: { 200: S.Done, ...S.errors(400, 401, 403, 413, 415) } },
       handler: async (req, reply) => {

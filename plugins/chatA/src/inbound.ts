@@ -1,0 +1,139 @@
+/**
+ * A recorded Telegram update → an InboundMessage for `receive` (files downloaded under downloads/chatA/), a
+ * built-in command, or nothing. Runs once per update (the ingress dedupes), possibly again after a crash, so every
+ * step here is repeatable: downloads overwrite, `receive` recognises an action it already queued.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Api } from 'grammy';
+import type { InboundMessage } from '../../../sdk/index.js';
+
+/** The parts of a Telegram update we use (as JSON in the ingress). */
+export interface TgUpdate {
+  update_id: number;
+  message?: TgMsg;
+  callback_query?: { id: string; from: { id: number; first_name?: string; username?: string }; data?: string; message?: TgMsg };
+}
+interface TgFile {
+  file_id: string;
+  file_name?: string;
+  mime_type?: string;
+}
+export interface TgMsg {
+  message_id: number;
+  message_thread_id?: number;
+  chat: { id: number; type: string };
+  from?: { id: number; is_bot?: boolean; first_name?: string; username?: string };
+  text?: string;
+  caption?: string;
+  entities?: Array<{ type: string; offset: number; length: number }>;
+  photo?: Array<TgFile & { width: number }>;
+  document?: TgFile;
+  voice?: TgFile;
+  audio?: TgFile;
+  reply_to_message?: { from?: { id: number } };
+}
+
+/** Where an update is kept in the ingress: unique per bot, one chat per key. */
+export function ingressKey(u: TgUpdate): { messageId: string; chatId: string } | undefined {
+  if (u.message) return { messageId: `${u.message.chat.id}:${u.message.message_id}`, chatId: String(u.message.chat.id) };
+  if (u.callback_query) return { messageId: `cb:${u.callback_query.id}`, chatId: String(u.callback_query.message?.chat.id ?? u.callback_query.from.id) };
+  return undefined;
+}
+
+/** `/cmd@bot args` → 'cmd' when addressed to us (or to nobody in particular). */
+export function commandOf(m: TgMsg, botUsername: string | undefined): string | undefined {
+  const e = m.entities?.find((x) => x.type === 'bot_command' && x.offset === 0);
+  if (!e || !m.text) return undefined;
+  const [name, at] = m.text.slice(1, e.length).split('@') as [string, string | undefined];
+  if (at && botUsername && at.toLowerCase() !== botUsername.toLowerCase()) return undefined;
+  return name.toLowerCase();
+}
+
+async function download(api: Api, apiRoot: string, token: string, dir: string, f: TgFile, fallbackName: string, signal?: AbortSignal): Promise<string> {
+  const info = await api.getFile(f.file_id, signal as never);
+  if (!info.file_path) throw new Error('Telegram gave no file path (file too big for the Bot API?)');
+  const res = await fetch(`${apiRoot.replace(/\/+$/, '')}/file/bot${token}/${info.file_path}`, signal ? { signal } : {});
+  if (!res.ok) throw new Error(`file download failed: HTTP ${res.status}`);
+  mkdirSync(dir, { recursive: true });
+  const name = (f.file_name ?? fallbackName).replace(/[^\w.-]+/g, '_').slice(-100);
+  const path = join(dir, name);
+  writeFileSync(path, Buffer.from(await res.arrayBuffer()), { mode: 0o600 });
+  return path;
+}
+
+export interface ToInboundDeps {
+  api: Api;
+  apiRoot: string;
+  token: string;
+  home: string;
+  bot: { username?: string; id?: number };
+  /** Whether a speech-to-text capable provider is configured (none is offered by the SDK yet). */
+  transcribe?: (path: string) => Promise<string | undefined>;
+  signal?: AbortSignal;
+}
+
+/** The inbound message of a Telegram message update (files downloaded). */
+export async function toInbound(u: TgUpdate, d: ToInboundDeps): Promise<InboundMessage | undefined> {
+  const key = ingressKey(u);
+  if (!key) return undefined;
+  if (u.callback_query) {
+    const q = u.callback_query;
+    return {
+      channel: 'chatA',
+      messageId: key.messageId,
+      chatId: key.chatId,
+      userId: String(q.from.id),
+      ...(q.from.username ? { userName: q.from.username } : {}),
+      text: `[button pressed] ${q.data ?? ''}`.trim(),
+      isGroup: q.message ? q.message.chat.type !== 'private' : false,
+      mentioned: true,
+      replyTo: { ...(q.message ? { messageId: String(q.message.message_id) } : {}), callbackData: q.data ?? '' },
+    };
+  }
+  const m = u.message!;
+  if (!m.from || m.from.is_bot) return undefined;
+  const dir = join(d.home, 'downloads', 'chatA');
+  const prefix = `${m.chat.id}_${m.message_id}`;
+  const attachments: NonNullable<InboundMessage['attachments']> = [];
+  const notes: string[] = [];
+  const photo = m.photo?.slice().sort((a, b) => b.width - a.width)[0];
+  if (photo) attachments.push({ path: await download(d.api, d.apiRoot, d.token, dir, photo, `${prefix}_photo.jpg`, d.signal), kind: 'photo', mime: 'image/jpeg' });
+  if (m.document) {
+    const path = await download(d.api, d.apiRoot, d.token, dir, { ...m.document, file_name: `${prefix}_${m.document.file_name ?? 'document'}` }, `${prefix}_document`, d.signal);
+    attachments.push({ path, kind: 'document', ...(m.document.file_name ? { name: m.document.file_name } : {}), ...(m.document.mime_type ? { mime: m.document.mime_type } : {}) });
+  }
+  for (const [kind, f] of [['voice', m.voice], ['audio', m.audio]] as const) {
+    if (!f) continue;
+    const path = await download(d.api, d.apiRoot, d.token, dir, f, `${prefix}_${kind}.ogg`, d.signal);
+    attachments.push({ path, kind, mime: f.mime_type ?? 'audio/ogg' });
+    const transcript = d.transcribe ? await d.transcribe(path) : undefined;
+    notes.push(
+      transcript
+        ? `[${kind} transcript (untrusted, machine transcription)]: ${transcript}`
+        : `[${kind} note received; it was not transcribed because no speech-to-text provider is configured]`,
+    );
+  }
+  const text = [m.text ?? m.caption ?? '', ...notes].filter(Boolean).join('\n');
+  const command = commandOf(m, d.bot.username);
+  const isGroup = m.chat.type !== 'private';
+  const mentioned =
+    isGroup &&
+    ((d.bot.username !== undefined && (m.text ?? m.caption ?? '').toLowerCase().includes(`@${d.bot.username.toLowerCase()}`)) ||
+      (d.bot.id !== undefined && m.reply_to_message?.from?.id === d.bot.id));
+  return {
+    channel: 'chatA',
+    messageId: key.messageId,
+    chatId: key.chatId,
+    userId: String(m.from.id),
+    ...(m.from.username ? { userName: m.from.username } : {}),
+    text,
+    isGroup,
+    mentioned,
+    ...(command ? { command } : {}),
+    ...(m.message_thread_id ? { threadId: String(m.message_thread_id) } : {}),
+    ...(attachments.length ? { attachments } : {}),
+    // The kit's key is chat-qualified; replies need Telegram's own message id.
+    replyTo: { messageId: String(m.message_id) },
+  };
+}

@@ -1,0 +1,115 @@
+/**
+ * messaging plugin: send_file, send_voice_note, send_image and react for every channel, through `channel:<name>`.
+ * Speech and images come from providerA or providerB (the first configured one that offers it).
+ */
+import { createHash } from 'node:crypto';
+import { mkdirSync, statSync, writeFileSync } from 'node:fs';
+import { extname, isAbsolute, join } from 'node:path';
+import { definePlugin, type OutboundFile, type PluginContext, type ProviderCapability, type SendOptions, type SkillCallContext } from '../../sdk/index.js';
+import manifest from './manifest.js';
+import { channelFor, detectChannel } from './src/detect.js';
+
+const EMOJI: Record<string, string> = {
+  thumbs_up: '\u{1F44D}',
+  love: '\u2764\uFE0F',
+  fire: '\u{1F525}',
+  laugh: '\u{1F602}',
+  check: '\u2705',
+  eyes: '\u{1F440}',
+  thinking: '\u{1F914}',
+};
+const VOICE_NOTE_CHANNELS = new Set(['chatA', 'chatB']);
+const IMAGE_EXT = new Set(['.jpg', '.jpeg', '.png', '.gif', '.webp']);
+const AUDIO_EXT = new Set(['.mp3', '.m4a', '.ogg', '.oga', '.wav', '.opus']);
+const EXT: Record<string, string> = { 'audio/mpeg': '.mp3', 'audio/ogg': '.ogg', 'audio/wav': '.wav', 'audio/opus': '.opus', 'image/png': '.png', 'image/jpeg': '.jpg', 'image/webp': '.webp' };
+
+/** The same call within one action is delivered once, even when the action runs again after a crash. */
+function keyOf(call: SkillCallContext, skill: string, args: unknown): SendOptions {
+  if (!call.action) return {};
+  return { idempotencyKey: `${call.action.id}:${skill}:${createHash('sha256').update(JSON.stringify(args)).digest('hex').slice(0, 16)}` };
+}
+
+function provider(ctx: PluginContext, want: 'speak' | 'generateImage'): ProviderCapability {
+  const tried: string[] = [];
+  for (const id of ['providerA', 'providerB']) {
+    const p = ctx.use<ProviderCapability>(`provider:${id}`);
+    if (!p || typeof p[want] !== 'function') continue;
+    const c = p.configured();
+    if (c.ok) return p;
+    tried.push(`${id}: set ${c.missing}`);
+  }
+  const what = want === 'speak' ? 'Speech' : 'Image generation';
+  throw new Error(`${what} needs providerA or providerB configured${tried.length ? ` (${tried.join('; ')})` : ' (set providerAApiKey or providerBApiKey)'}.`);
+}
+
+function saveMedia(ctx: PluginContext, kind: string, mimeType: string, base64: string): string {
+  const dir = join(ctx.home, 'downloads', 'outbound');
+  mkdirSync(dir, { recursive: true });
+  const path = join(dir, `${kind}-${Date.now()}-${Math.random().toString(36).slice(2, 8)}${EXT[mimeType] ?? '.bin'}`);
+  writeFileSync(path, Buffer.from(base64, 'base64'), { mode: 0o600 });
+  return path;
+}
+
+export default definePlugin({
+  manifest,
+  setup(ctx) {
+    ctx.skills.register('send_file', async (args: { jid: string; path: string; caption?: string; channel?: string }, call: SkillCallContext) => {
+      if (!isAbsolute(args.path)) throw new Error(`path must be absolute: "${args.path}".`);
+      let st;
+      try {
+        st = statSync(args.path);
+      } catch {
+        throw new Error(`No file at ${args.path}.`);
+      }
+      if (!st.isFile()) throw new Error(`${args.path} is not a file.`);
+      const name = detectChannel(args.channel, call.action, args.jid);
+      const ext = extname(args.path).toLowerCase();
+      const file: OutboundFile = { path: args.path, kind: IMAGE_EXT.has(ext) ? 'photo' : AUDIO_EXT.has(ext) ? 'audio' : 'document', ...(args.caption ? { caption: args.caption } : {}) };
+      const sent = await channelFor(ctx, name).send(args.jid, { files: [file] }, keyOf(call, 'send_file', args));
+      return { channel: name, to: args.jid, messageId: sent.messageId };
+    });
+
+    ctx.skills.register('send_voice_note', async (args: { jid: string; text: string; voice?: string; channel?: string }, call: SkillCallContext) => {
+      if (args.text.length > 4096) throw new Error('text is limited to 4096 characters.');
+      const name = detectChannel(args.channel, call.action, args.jid);
+      const channel = channelFor(ctx, name);
+      const p = provider(ctx, 'speak');
+      if (args.voice && p.voices?.length && !p.voices.includes(args.voice)) throw new Error(`Voice "${args.voice}" is not one of ${p.id}'s: ${p.voices.join(', ')}.`);
+      const audio = await p.speak!({ text: args.text, ...(args.voice ? { voice: args.voice } : {}), signal: call.signal });
+      const path = saveMedia(ctx, 'voice', audio.mimeType, audio.base64);
+      const kind = VOICE_NOTE_CHANNELS.has(name) ? 'voice' : 'audio';
+      const sent = await channel.send(args.jid, { files: [{ path, kind }] }, keyOf(call, 'send_voice_note', args));
+      return { channel: name, to: args.jid, messageId: sent.messageId, provider: p.id, kind };
+    });
+
+    ctx.skills.register(
+      'send_image',
+      async (args: { jid: string; prompt: string; channel?: string; size?: string; quality?: string; caption?: string }, call: SkillCallContext) => {
+        const name = detectChannel(args.channel, call.action, args.jid);
+        const channel = channelFor(ctx, name);
+        const p = provider(ctx, 'generateImage');
+        const image = await p.generateImage!({ prompt: args.prompt, size: args.size ?? '1024x1024', quality: args.quality ?? 'medium', signal: call.signal });
+        const path = saveMedia(ctx, 'image', image.mimeType, image.base64);
+        const sent = await channel.send(args.jid, { files: [{ path, kind: 'photo', ...(args.caption ? { caption: args.caption } : {}) }] }, keyOf(call, 'send_image', args));
+        return { channel: name, to: args.jid, messageId: sent.messageId, provider: p.id, path };
+      },
+    );
+
+    ctx.skills.register('react', async (args: { message_id: string; emoji: string; channel?: string; chat_id?: string }, call: SkillCallContext) => {
+      const emoji = EMOJI[args.emoji.toLowerCase()] ?? args.emoji;
+      const replyTo = call.action?.metadata.replyTo;
+      const name = args.channel ?? (call.action ? detectChannel(undefined, call.action, '') : undefined);
+      const chat = args.chat_id ?? (replyTo?.chatId != null ? String(replyTo.chatId) : undefined);
+      if (!name || !chat) throw new Error('react needs channel and chat_id when the current action did not come from a chat.');
+      const channel = channelFor(ctx, name);
+      // A channel with its own react skill (chatA_react: native reaction, else the emoji as a reply) does it best.
+      if (ctx.skills.list().some((s) => s.name === `${name}_react`)) {
+        const r = await ctx.skills.execute(`${name}_react`, { chatId: chat, messageId: Number(args.message_id), emoji }, call.actor, { ...(call.action ? { action: call.action } : {}), signal: call.signal });
+        if (!r.success) throw new Error(r.result);
+        return JSON.parse(r.result) as unknown;
+      }
+      const sent = await channel.send(chat, emoji, { replyToMessageId: args.message_id, format: 'plain', ...keyOf(call, 'react', args) });
+      return { channel: name, chatId: chat, messageId: sent.messageId, reacted: emoji, native: false, note: 'Native reactions are unavailable on this channel; the emoji was sent as a reply instead.' };
+    });
+  },
+});

@@ -1,0 +1,39 @@
+/**
+ * Which channel a messaging skill sends on (SPEC "Channel detection for send_file"), and the clear error when that
+ * channel is not running or not configured.
+ */
+import type { Action, ChannelCapability, PluginContext } from '../../../sdk/index.js';
+import { OPERATOR_SOURCES } from '../../../sdk/index.js';
+
+/** What to set to turn a channel on, for the error message. */
+const SETUP: Record<string, string> = {
+  chatA: 'chatAToken (environment CHATA_TOKEN)',
+  chatB: 'chatBEnabled',
+  chatC: 'chatCToken (environment CHATC_TOKEN)',
+  chatD: 'chatDBotToken and chatDAppToken (environment CHATD_BOT_TOKEN, CHATD_APP_TOKEN)',
+  email: 'emailEnabled and the SMTP settings',
+  'gateway-chat': 'gatewayAutoStart (the gateway chat runs on the gateway)',
+};
+
+const CHATB_JID = /@(s\.whatsapp\.net|g\.us|c\.us|lid|broadcast|newsletter)$/i;
+
+/** SPEC order: the explicit parameter, then the source of the current action, then the form of the id. */
+export function detectChannel(explicit: string | undefined, action: Action | undefined, jid: string): string {
+  if (explicit) return explicit;
+  if (action && !OPERATOR_SOURCES.has(action.source) && action.source !== 'autonomy' && action.source !== 'scheduler') return action.source;
+  if (CHATB_JID.test(jid)) return 'chatB';
+  if (/^\d{17,20}$/.test(jid)) return 'chatC';
+  return 'chatA';
+}
+
+/** The running channel, or an error naming what to configure. */
+export function channelFor(ctx: PluginContext, name: string): ChannelCapability {
+  const running = ctx.capabilities<ChannelCapability>('channel:');
+  const found = running.find((c) => c.name === `channel:${name}`)?.impl;
+  if (!found) {
+    const names = running.map((c) => c.name.slice('channel:'.length));
+    throw new Error(`Channel "${name}" is not running${SETUP[name] ? `; set ${SETUP[name]}` : ''}. Running channels: ${names.join(', ') || 'none'}.`);
+  }
+  if (found.status().enabled === false) throw new Error(`Channel "${name}" is not configured${SETUP[name] ? `: set ${SETUP[name]}` : ''}.`);
+  return found;
+}

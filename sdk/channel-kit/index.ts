@@ -1,0 +1,28 @@
+/**
+ * The channel kit: what every chat channel plugin shares so that none of them loses, doubles or mangles a message.
+ * Imported by channel plugins as `sdk/channel-kit/index.js` (a subpath of the SDK, kept out of `sdk/index.ts` so
+ * that plugins without a channel never load SQLite or the Markdown parser). Prose: docs/channels-kit.md.
+ *
+ * @example
+ * import { ChannelStore, Ingress, DeliveryLedger, Outbox, RateLimiter, RATE_POLICIES, renderTelegram } from '../../sdk/channel-kit/index.js';
+ * const store = ChannelStore.open(ctx.home, 'chatA');
+ * const outbox = new Outbox({ ledger: new DeliveryLedger(store), limiter: new RateLimiter(RATE_POLICIES.telegram), classify, log: ctx.log });
+ */
+export { ChannelStore } from './store.js';
+export { Ingress, type IngressItem, type IngressOptions } from './ingress.js';
+export { DeliveryLedger, type ChunkSender } from './ledger.js';
+export { Outbox, type OutboxOptions } from './outbox.js';
+export { RateLimiter, TokenBucket, RATE_POLICIES, type BucketSpec, type RatePolicy, type RunOptions, type SendErrorDecision } from './rate-limit.js';
+export { ConnectionSupervisor, StallError, type ConnectionState, type SupervisorOptions } from './supervisor.js';
+export { OwnerLock, type LockResult } from './owner-lock.js';
+export { ProgressFeedback, failureNotice, statusLine, type ProgressOptions, type ProgressTransport } from './progress.js';
+export {
+  renderChunks,
+  renderTelegram,
+  renderEmail,
+  parseMarkdown,
+  telegramHtmlToPlain,
+  PLATFORM_LIMITS,
+  type Platform,
+  type TelegramChunk,
+} from './render/index.js';

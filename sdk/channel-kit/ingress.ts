@@ -1,0 +1,138 @@
+/**
+ * Durable ingress: an inbound platform message is written (with the platform cursor that acknowledges it, in the
+ * same transaction) before the platform is told it arrived, deduplicated by its platform id, handled in order per
+ * chat, and marked done only after its handler finished. Recorded-but-not-done entries are driven again at start.
+ */
+import type { Logger } from '../types.js';
+import type { ChannelStore } from './store.js';
+
+/** One inbound platform message as the ingress keeps it. `payload` is the raw platform object (JSON). */
+export interface IngressItem<T> {
+  /** Unique per channel: the dedupe key. */
+  messageId: string;
+  /** Messages of one chat are handled in order. */
+  chatId: string;
+  payload: T;
+}
+
+export interface IngressOptions<T> {
+  /**
+   * Turns the message into its effect (usually `receive`). Must be idempotent per `messageId`: after a crash
+   * between the effect and "done" it runs again (`receive` recognises an action it already queued).
+   * Returns a short outcome recorded with the entry.
+   */
+  handle(item: IngressItem<T>): Promise<string | void>;
+  log: Logger;
+  /** Attempts of a failing handler before the entry is closed as failed (default 5). */
+  maxAttempts?: number;
+  /** First retry delay of a failing handler (default 500 ms, doubled each time). */
+  retryBaseMs?: number;
+}
+
+/**
+ * @example
+ * const ingress = new Ingress(store, { log: ctx.log, handle: (m) => receive(ctx, toInbound(m.payload), opts).then((o) => o.kind) });
+ * ingress.recover();
+ * const fresh = ingress.record(updates.map(toItem), { key: 'offset', value: String(nextOffset) });
+ */
+export class Ingress<T> {
+  private readonly chains = new Map<string, Promise<void>>();
+  private closed = false;
+  private readonly insert;
+  private readonly markDone;
+
+  constructor(
+    private readonly store: ChannelStore,
+    private readonly o: IngressOptions<T>,
+  ) {
+    this.insert = store.db.prepare('INSERT OR IGNORE INTO inbound(message_id, chat_id, payload, recorded_at) VALUES(?, ?, ?, ?)');
+    this.markDone = store.db.prepare("UPDATE inbound SET state = 'done', outcome = ?, done_at = ? WHERE message_id = ?");
+  }
+
+  /**
+   * Records a batch and, in the same transaction, the platform cursor (e.g. Telegram's next offset). Returns the
+   * entries that were new (duplicates are dropped here) and schedules them. Only after this returns may the
+   * platform be acknowledged.
+   */
+  record(items: IngressItem<T>[], cursor?: { key: string; value: string }): IngressItem<T>[] {
+    if (this.closed) throw new Error('ingress is closed');
+    const now = Date.now();
+    const fresh = this.store.tx(() => {
+      const out: IngressItem<T>[] = [];
+      for (const it of items) {
+        const r = this.insert.run(it.messageId, it.chatId, JSON.stringify(it.payload), now);
+        if (r.changes === 1) out.push(it);
+      }
+      if (cursor) this.store.setValue(cursor.key, cursor.value);
+      return out;
+    });
+    for (const it of fresh) this.schedule(it);
+    return fresh;
+  }
+
+  /** Schedules every entry recorded but not done (after a crash), oldest first. Returns how many. */
+  recover(): number {
+    const rows = this.store.db
+      .prepare("SELECT message_id, chat_id, payload FROM inbound WHERE state = 'recorded' ORDER BY seq")
+      .all() as Array<{ message_id: string; chat_id: string; payload: string }>;
+    for (const r of rows) this.schedule({ messageId: r.message_id, chatId: r.chat_id, payload: JSON.parse(r.payload) as T });
+    if (rows.length) this.o.log.info(`Ingress: driving ${rows.length} message(s) recorded before the last stop again.`);
+    return rows.length;
+  }
+
+  /** Entries not done yet. */
+  open(): number {
+    return (this.store.db.prepare("SELECT COUNT(*) AS n FROM inbound WHERE state = 'recorded'").get() as { n: number }).n;
+  }
+
+  /** The recorded outcome of a message, if it is done. */
+  outcome(messageId: string): string | undefined {
+    const row = this.store.db.prepare("SELECT outcome FROM inbound WHERE message_id = ? AND state = 'done'").get(messageId) as { outcome: string | null } | undefined;
+    return row ? (row.outcome ?? '') : undefined;
+  }
+
+  /** Resolves when every scheduled entry has been handled. */
+  async idle(): Promise<void> {
+    while (this.chains.size) await Promise.all([...this.chains.values()]);
+  }
+
+  /** Stops scheduling; entries in flight finish, the rest stay recorded for the next start. */
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.idle();
+  }
+
+  private schedule(it: IngressItem<T>): void {
+    const prev = this.chains.get(it.chatId) ?? Promise.resolve();
+    const next = prev.then(() => this.run(it));
+    this.chains.set(it.chatId, next);
+    void next.finally(() => {
+      if (this.chains.get(it.chatId) === next) this.chains.delete(it.chatId);
+    });
+  }
+
+  private async run(it: IngressItem<T>): Promise<void> {
+    const max = this.o.maxAttempts ?? 5;
+    for (let attempt = 1; ; attempt++) {
+      if (this.closed && attempt > 1) return; // left recorded: the next start drives it
+      try {
+        const outcome = await this.o.handle(it);
+        // A done mark lost to a power cut only makes the entry run again, and the handler is idempotent.
+        this.store.durability('NORMAL');
+        this.markDone.run(outcome ?? 'handled', Date.now(), it.messageId);
+        return;
+      } catch (e) {
+        const msg = e instanceof Error ? e.message : String(e);
+        if (attempt >= max) {
+          this.o.log.error(`Ingress: message ${it.messageId} failed ${attempt} times and is dropped: ${msg}`);
+          this.store.durability('NORMAL');
+          this.markDone.run(`failed: ${msg.slice(0, 200)}`, Date.now(), it.messageId);
+          return;
+        }
+        const wait = (this.o.retryBaseMs ?? 500) * 2 ** (attempt - 1);
+        this.o.log.warn(`Ingress: message ${it.messageId} failed (${msg}); trying again in ${wait} ms.`);
+        await new Promise((r) => setTimeout(r, wait));
+      }
+    }
+  }
+}

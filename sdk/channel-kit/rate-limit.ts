@@ -1,0 +1,150 @@
+/**
+ * Per-platform, per-chat token buckets for sends and edits, a global bucket per bot, and the one retry loop that
+ * honours the platform's `retry_after` / `Retry-After`: a 429 pauses the chat (or the whole bot) and the same
+ * chunk is tried again, so nothing is dropped or reordered.
+ */
+
+/** Capacity (burst) and refill rate of one bucket. */
+export interface BucketSpec {
+  capacity: number;
+  perSecond: number;
+}
+
+export interface RatePolicy {
+  send: BucketSpec;
+  edit: BucketSpec;
+  /** Across all chats of one bot. */
+  global: BucketSpec;
+}
+
+/**
+ * Published limits. Telegram: about one message per second per chat (short bursts tolerated), 30 per second
+ * per bot; edits count as messages. Discord: 5 per 5 s per channel, 50 per second per bot. Slack: about one
+ * message per second per channel (chat.postMessage, special tier), bursts tolerated.
+ */
+export const RATE_POLICIES: Record<'telegram' | 'discord' | 'slack' | 'whatsapp', RatePolicy> = {
+  telegram: { send: { capacity: 5, perSecond: 1 }, edit: { capacity: 2, perSecond: 0.5 }, global: { capacity: 30, perSecond: 30 } },
+  discord: { send: { capacity: 5, perSecond: 1 }, edit: { capacity: 3, perSecond: 0.6 }, global: { capacity: 50, perSecond: 50 } },
+  slack: { send: { capacity: 3, perSecond: 1 }, edit: { capacity: 3, perSecond: 0.5 }, global: { capacity: 20, perSecond: 20 } },
+  whatsapp: { send: { capacity: 5, perSecond: 1 }, edit: { capacity: 2, perSecond: 0.5 }, global: { capacity: 20, perSecond: 20 } },
+};
+
+/** A token bucket; `take` returns 0 when a token was taken, else the milliseconds until one is available. */
+export class TokenBucket {
+  private tokens: number;
+  private at = Date.now();
+  constructor(private readonly spec: BucketSpec) {
+    this.tokens = spec.capacity;
+  }
+  take(now = Date.now()): number {
+    this.tokens = Math.min(this.spec.capacity, this.tokens + (Math.max(0, now - this.at) / 1000) * this.spec.perSecond);
+    this.at = Math.max(this.at, now);
+    if (this.tokens >= 1) {
+      this.tokens -= 1;
+      return 0;
+    }
+    return Math.ceil(((1 - this.tokens) / this.spec.perSecond) * 1000);
+  }
+}
+
+/** What the platform adapter makes of an error. */
+export type SendErrorDecision =
+  | { retry: true; afterMs?: number; /** the wait applies to every chat (a bot-wide flood limit) */ global?: boolean }
+  | { retry: false };
+
+export interface RunOptions {
+  classify(error: unknown): SendErrorDecision;
+  signal?: AbortSignal;
+  /** Retries of errors that are not a 429 with a wait (network, 5xx), default 4. */
+  retries?: number;
+  onWait?(ms: number, error: unknown): void;
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason ?? new Error('aborted'));
+    const t = setTimeout(() => {
+      signal?.removeEventListener('abort', abort);
+      resolve();
+    }, ms);
+    const abort = () => {
+      clearTimeout(t);
+      reject(signal!.reason ?? new Error('aborted'));
+    };
+    signal?.addEventListener('abort', abort, { once: true });
+  });
+}
+
+/**
+ * @example
+ * const limiter = new RateLimiter(RATE_POLICIES.telegram);
+ * const msg = await limiter.run(chatId, 'send', () => api.sendMessage(chatId, html), { classify: telegramErrorDecision });
+ */
+export class RateLimiter {
+  private readonly buckets = new Map<string, TokenBucket>();
+  private readonly global: TokenBucket;
+  private readonly pausedUntil = new Map<string, number>();
+  private globalPauseUntil = 0;
+
+  constructor(private readonly policy: RatePolicy) {
+    this.global = new TokenBucket(policy.global);
+  }
+
+  /** Waits until a send (or edit) to `chatId` is allowed and takes the token. */
+  async acquire(chatId: string, kind: 'send' | 'edit', signal?: AbortSignal): Promise<void> {
+    const key = `${kind}:${chatId}`;
+    let bucket = this.buckets.get(key);
+    if (!bucket) this.buckets.set(key, (bucket = new TokenBucket(this.policy[kind])));
+    for (;;) {
+      const now = Date.now();
+      const paused = Math.max(this.globalPauseUntil, this.pausedUntil.get(chatId) ?? 0) - now;
+      if (paused > 0) {
+        await sleep(paused, signal);
+        continue;
+      }
+      const wait = bucket.take(now);
+      if (wait > 0) {
+        await sleep(wait, signal);
+        continue;
+      }
+      const g = this.global.take(now);
+      if (g > 0) {
+        // Give the chat token back by waiting for the global one instead of dropping ours.
+        await sleep(g, signal);
+        while (this.global.take() > 0) await sleep(20, signal);
+      }
+      return;
+    }
+  }
+
+  /** Holds every send to `chatId` (or, without it, to all chats) for `ms`. */
+  pause(chatId: string | undefined, ms: number): void {
+    const until = Date.now() + ms;
+    if (chatId === undefined) this.globalPauseUntil = Math.max(this.globalPauseUntil, until);
+    else this.pausedUntil.set(chatId, Math.max(this.pausedUntil.get(chatId) ?? 0, until));
+  }
+
+  /** Runs one platform call under the limits; 429s are waited out and retried without limit until `signal`. */
+  async run<T>(chatId: string, kind: 'send' | 'edit', fn: () => Promise<T>, o: RunOptions): Promise<T> {
+    let failures = 0;
+    for (;;) {
+      await this.acquire(chatId, kind, o.signal);
+      try {
+        return await fn();
+      } catch (e) {
+        const d = o.classify(e);
+        if (!d.retry || o.signal?.aborted) throw e;
+        let wait: number;
+        if (d.afterMs !== undefined) {
+          wait = d.afterMs;
+          this.pause(d.global ? undefined : chatId, wait);
+        } else {
+          if (++failures > (o.retries ?? 4)) throw e;
+          wait = Math.min(8000, 250 * 2 ** failures) * (0.5 + Math.random() / 2);
+        }
+        o.onWait?.(wait, e);
+        await sleep(wait, o.signal);
+      }
+    }
+  }
+}

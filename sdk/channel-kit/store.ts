@@ -1,0 +1,106 @@
+/**
+ * One SQLite file per channel (`$KEEL_HOME/channels/<name>/kit.db`, WAL, synchronous=FULL): the durable ingress,
+ * the persisted platform offset and the delivery ledger share it, so one transaction can record an inbound batch
+ * together with the offset that acknowledges it.
+ */
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS kv (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS inbound (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  message_id TEXT NOT NULL UNIQUE,
+  chat_id TEXT NOT NULL,
+  payload TEXT NOT NULL,
+  state TEXT NOT NULL DEFAULT 'recorded',
+  outcome TEXT,
+  recorded_at INTEGER NOT NULL,
+  done_at INTEGER
+);
+CREATE INDEX IF NOT EXISTS inbound_open ON inbound(state, seq);
+CREATE TABLE IF NOT EXISTS delivery (
+  key TEXT NOT NULL,
+  chunk INTEGER NOT NULL,
+  chat_id TEXT NOT NULL,
+  body TEXT NOT NULL,
+  state TEXT NOT NULL DEFAULT 'pending',
+  platform_id TEXT,
+  created_at INTEGER NOT NULL,
+  sent_at INTEGER,
+  PRIMARY KEY (key, chunk)
+);
+CREATE INDEX IF NOT EXISTS delivery_open ON delivery(state, created_at);
+`;
+
+/**
+ * The channel's durable state. Open once per channel and share it between the ingress and the ledger.
+ * @example const store = ChannelStore.open(ctx.home, 'chatA'); const offset = store.getValue('offset');
+ */
+export class ChannelStore {
+  readonly db: DatabaseSync;
+  readonly dir: string;
+
+  private constructor(dir: string) {
+    this.dir = dir;
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    this.db = new DatabaseSync(join(dir, 'kit.db'));
+    this.db.exec('PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA busy_timeout=5000;');
+    this.db.exec(SCHEMA);
+  }
+
+  /** `$home/channels/<name>/kit.db`. */
+  static open(home: string, channel: string): ChannelStore {
+    if (!/^[A-Za-z0-9_-]+$/.test(channel)) throw new Error(`Channel name "${channel}" may only hold letters, digits, "-" and "_".`);
+    return new ChannelStore(join(home, 'channels', channel));
+  }
+
+  private sync: 'FULL' | 'NORMAL' = 'FULL';
+
+  /**
+   * Sets how hard the next commits hit the disk. `FULL`: fsynced before the commit returns (survives power loss);
+   * needed where the platform is acknowledged right after (the ingress record). `NORMAL` (WAL): survives a crash
+   * of the process, and on power loss may lose only the last commits — used where a lost commit can at worst
+   * cause a repeat that is caught later (done marks, ledger states), never a loss.
+   */
+  durability(level: 'FULL' | 'NORMAL'): void {
+    if (this.sync === level) return;
+    this.db.exec(`PRAGMA synchronous=${level}`);
+    this.sync = level;
+  }
+
+  /** Runs `fn` in one transaction, committed with the given durability (default FULL) before it returns. */
+  tx<T>(fn: () => T, level: 'FULL' | 'NORMAL' = 'FULL'): T {
+    this.durability(level);
+    this.db.exec('BEGIN IMMEDIATE');
+    try {
+      const out = fn();
+      this.db.exec('COMMIT');
+      return out;
+    } catch (e) {
+      this.db.exec('ROLLBACK');
+      throw e;
+    }
+  }
+
+  getValue(key: string): string | undefined {
+    const row = this.db.prepare('SELECT value FROM kv WHERE key = ?').get(key) as { value: string } | undefined;
+    return row?.value;
+  }
+
+  setValue(key: string, value: string): void {
+    this.db.prepare('INSERT INTO kv(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value').run(key, value);
+  }
+
+  /** Drops finished rows older than `maxAgeMs` (dedupe memory is kept that long). */
+  prune(maxAgeMs: number, now = Date.now()): void {
+    const before = now - maxAgeMs;
+    this.db.prepare("DELETE FROM inbound WHERE state = 'done' AND done_at < ?").run(before);
+    this.db.prepare("DELETE FROM delivery WHERE state = 'sent' AND sent_at < ?").run(before);
+  }
+
+  close(): void {
+    if (this.db.isOpen) this.db.close();
+  }
+}

@@ -1,0 +1,175 @@
+/**
+ * Connection supervisor: runs a transport (a long-poll loop, a gateway socket) and keeps it alive. States
+ * connecting → connected → reconnecting …; backoff with jitter between attempts; a stall watchdog that aborts a
+ * connection that shows no sign of life for `stallMs` (a long poll that never answers, heartbeats that stop);
+ * a final `failed` with one clear message on an error retrying cannot fix (an invalid token).
+ */
+import type { Logger } from '../types.js';
+import type { ChannelStatus } from '../channel.js';
+import type { OwnerLock } from './owner-lock.js';
+
+export type ConnectionState = NonNullable<ChannelStatus['state']>;
+
+export interface SupervisorOptions {
+  name: string;
+  log: Logger;
+  /**
+   * Runs one connection until it fails (throws), ends (resolves: counted as a drop) or `signal` aborts.
+   * Call `live()` on every sign of life (an answered poll, a heartbeat ack) and `connected()` once the
+   * connection is up (after getMe / READY).
+   */
+  connect(signal: AbortSignal, hooks: { live(): void; connected(): void }): Promise<void>;
+  /** The message to stop with when `error` cannot be fixed by retrying (bad credentials), else undefined. */
+  fatal(error: unknown): string | undefined;
+  /** No sign of life for this long aborts the connection and reconnects. */
+  stallMs: number;
+  backoff?: { baseMs?: number; maxMs?: number };
+  /** Only the lock's owner connects; others wait and try again. */
+  lock?: OwnerLock;
+  /** How often a process that does not own the lock looks again (default 5000 ms). */
+  lockRetryMs?: number;
+}
+
+const message = (e: unknown) => (e instanceof Error ? e.message : String(e));
+
+/**
+ * @example
+ * const sup = new ConnectionSupervisor({ name: 'chatA', log, stallMs: 60_000, fatal: (e) => isUnauthorized(e) ? 'Invalid token' : undefined,
+ *   connect: async (signal, { live, connected }) => { await getMe(signal); connected(); for (;;) { await poll(signal); live(); } } });
+ * sup.start();
+ */
+export class ConnectionSupervisor {
+  state: ConnectionState = 'stopped';
+  reconnects = 0;
+  lastError: string | undefined;
+  lastInboundAt: string | undefined;
+  private controller: AbortController | undefined;
+  private loop: Promise<void> | undefined;
+  private stopped = false;
+  private wake: (() => void) | undefined;
+  private readonly listeners = new Set<(s: ConnectionState) => void>();
+
+  constructor(private readonly o: SupervisorOptions) {}
+
+  /** Starts the loop (idempotent). */
+  start(): void {
+    if (this.loop) return;
+    this.stopped = false;
+    this.loop = this.run();
+  }
+
+  /** Records an inbound message (for `lastInboundAt`). */
+  inbound(at = new Date()): void {
+    this.lastInboundAt = at.toISOString();
+  }
+
+  /** Called on every state change. */
+  onState(fn: (s: ConnectionState) => void): () => void {
+    this.listeners.add(fn);
+    return () => this.listeners.delete(fn);
+  }
+
+  /** The kit's part of a channel status. */
+  status(): Pick<ChannelStatus, 'connected' | 'state' | 'reconnects' | 'lastError' | 'lastInboundAt'> {
+    return {
+      connected: this.state === 'connected',
+      state: this.state,
+      reconnects: this.reconnects,
+      ...(this.lastError ? { lastError: this.lastError } : {}),
+      ...(this.lastInboundAt ? { lastInboundAt: this.lastInboundAt } : {}),
+    };
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.controller?.abort(new Error('stopping'));
+    this.wake?.();
+    await this.loop;
+    this.loop = undefined;
+    this.o.lock?.release();
+    if (this.state !== 'failed') this.set('stopped');
+  }
+
+  private set(s: ConnectionState): void {
+    if (this.state === s) return;
+    this.state = s;
+    for (const l of this.listeners) l(s);
+  }
+
+  private pause(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const t = setTimeout(resolve, ms);
+      this.wake = () => {
+        clearTimeout(t);
+        resolve();
+      };
+    });
+  }
+
+  private async run(): Promise<void> {
+    let attempt = 0;
+    let first = true;
+    while (!this.stopped) {
+      this.set(first ? 'connecting' : 'reconnecting');
+      if (this.o.lock) {
+        const got = this.o.lock.acquire();
+        if (!got.ok) {
+          this.lastError = `Another Keel process (pid ${got.ownerPid}) is connected with the same credentials; waiting for it to stop.`;
+          if (attempt++ === 0) this.o.log.warn(`${this.o.name}: ${this.lastError}`);
+          await this.pause(this.o.lockRetryMs ?? 5000);
+          continue;
+        }
+      }
+      const controller = (this.controller = new AbortController());
+      let lastLive = Date.now();
+      const watchdog = setInterval(() => {
+        if (Date.now() - lastLive > this.o.stallMs) controller.abort(new StallError(this.o.stallMs));
+      }, Math.max(50, Math.min(1000, this.o.stallMs / 4)));
+      try {
+        await this.o.connect(controller.signal, {
+          live: () => {
+            lastLive = Date.now();
+          },
+          connected: () => {
+            lastLive = Date.now();
+            attempt = 0;
+            if (this.lastError && this.state !== 'connected') this.o.log.info(`${this.o.name}: connected again.`);
+            this.set('connected');
+          },
+        });
+        if (this.stopped) break;
+        this.lastError = 'the connection ended';
+      } catch (e) {
+        if (this.stopped) break;
+        const stall = controller.signal.reason instanceof StallError;
+        const fatal = stall ? undefined : this.o.fatal(e);
+        if (fatal) {
+          this.lastError = fatal;
+          this.o.log.error(`${this.o.name}: ${fatal}`);
+          this.set('failed');
+          this.o.lock?.release();
+          return;
+        }
+        this.lastError = stall ? (controller.signal.reason as Error).message : message(e);
+      } finally {
+        clearInterval(watchdog);
+      }
+      first = false;
+      this.reconnects++;
+      const base = this.o.backoff?.baseMs ?? 1000;
+      const max = this.o.backoff?.maxMs ?? 60_000;
+      const wait = Math.min(max, base * 2 ** attempt++) * (0.5 + Math.random() / 2);
+      this.o.log.warn(`${this.o.name}: connection lost (${this.lastError}); reconnecting in ${Math.round(wait)} ms.`);
+      this.set('reconnecting');
+      await this.pause(wait);
+    }
+  }
+}
+
+/** The watchdog's reason for aborting a silent connection. */
+export class StallError extends Error {
+  constructor(ms: number) {
+    super(`no answer from the platform for ${ms} ms (stalled connection)`);
+    this.name = 'StallError';
+  }
+}

@@ -1,0 +1,269 @@
+/**
+ * The channel kit's durable parts and timing machinery, without a platform: ingress, ledger, outbox + limiter,
+ * supervisor, owner lock, progress feedback.
+ */
+import { spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  ChannelStore,
+  ConnectionSupervisor,
+  DeliveryLedger,
+  failureNotice,
+  Ingress,
+  Outbox,
+  OwnerLock,
+  ProgressFeedback,
+  RateLimiter,
+  TokenBucket,
+} from '../../sdk/channel-kit/index.js';
+import { rm, tmp, waitFor } from '../helpers.js';
+
+const log = { debug() {}, info() {}, warn() {}, error() {} };
+const homes: string[] = [];
+const stores: ChannelStore[] = [];
+afterEach(() => {
+  for (const s of stores.splice(0)) s.close();
+  for (const h of homes.splice(0)) rm(h);
+});
+function open(home?: string): { home: string; store: ChannelStore } {
+  const h = home ?? tmp('keel-kit-');
+  if (!home) homes.push(h);
+  const store = ChannelStore.open(h, 'test');
+  stores.push(store);
+  return { home: h, store };
+}
+
+describe('ingress', () => {
+  it('records a batch with its cursor in one step, drops duplicates, handles each chat in order', async () => {
+    const { store } = open();
+    const seen: string[] = [];
+    const ingress = new Ingress<{ n: number }>(store, {
+      log,
+      handle: async (it) => {
+        await new Promise((r) => setTimeout(r, it.payload.n % 2 ? 5 : 1));
+        seen.push(`${it.chatId}:${it.payload.n}`);
+      },
+    });
+    const batch = [1, 2, 3, 4, 5, 6].map((n) => ({ messageId: `m${n}`, chatId: n % 2 ? 'a' : 'b', payload: { n } }));
+    expect(ingress.record(batch, { key: 'offset', value: '7' })).toHaveLength(6);
+    expect(ingress.record(batch.slice(0, 3), { key: 'offset', value: '7' })).toHaveLength(0);
+    expect(store.getValue('offset')).toBe('7');
+    await ingress.idle();
+    expect(seen.filter((s) => s.startsWith('a'))).toEqual(['a:1', 'a:3', 'a:5']);
+    expect(seen.filter((s) => s.startsWith('b'))).toEqual(['b:2', 'b:4', 'b:6']);
+    expect(ingress.open()).toBe(0);
+  });
+
+  it('entries recorded but not done before a crash are driven again at the next start, in order', async () => {
+    const first = open();
+    const stuck = new Ingress<{ n: number }>(first.store, { log, handle: () => new Promise(() => {}) });
+    stuck.record([1, 2, 3].map((n) => ({ messageId: `m${n}`, chatId: 'a', payload: { n } })));
+    first.store.close(); // the process dies: nothing was marked done
+    const again = open(first.home);
+    const seen: number[] = [];
+    const ingress = new Ingress<{ n: number }>(again.store, { log, handle: async (it) => void seen.push(it.payload.n) });
+    expect(ingress.recover()).toBe(3);
+    await ingress.idle();
+    expect(seen).toEqual([1, 2, 3]);
+    expect(ingress.recover()).toBe(0);
+    // Still deduplicated after the restart.
+    expect(ingress.record([{ messageId: 'm2', chatId: 'a', payload: { n: 2 } }])).toHaveLength(0);
+  });
+
+  it('a failing handler is retried, then closed as failed without blocking the chat', async () => {
+    const { store } = open();
+    let calls = 0;
+    const seen: string[] = [];
+    const ingress = new Ingress<{ n: number }>(store, {
+      log,
+      maxAttempts: 3,
+      retryBaseMs: 1,
+      handle: async (it) => {
+        if (it.messageId === 'bad') {
+          calls++;
+          throw new Error('boom');
+        }
+        seen.push(it.messageId);
+      },
+    });
+    ingress.record([{ messageId: 'bad', chatId: 'a', payload: { n: 1 } }, { messageId: 'good', chatId: 'a', payload: { n: 2 } }]);
+    await ingress.idle();
+    expect(calls).toBe(3);
+    expect(seen).toEqual(['good']);
+    expect(ingress.outcome('bad')).toMatch(/^failed: boom/);
+  });
+});
+
+describe('delivery ledger', () => {
+  it('after a crash mid-delivery only unconfirmed chunks are sent; a delivered key is never sent again', async () => {
+    const first = open();
+    const sent: string[] = [];
+    const ledger = new DeliveryLedger(first.store);
+    const chunks = ['c0', 'c1', 'c2', 'c3'].map((t) => ({ t }));
+    await expect(
+      ledger.deliver('act_1:r0', 'chat', chunks, async (c, i) => {
+        if (i === 2) throw new Error('process died');
+        sent.push(c.t);
+        return `id${i}`;
+      }),
+    ).rejects.toThrow('process died');
+    expect(ledger.entries('act_1:r0').map((e) => e.state)).toEqual(['sent', 'sent', 'pending', 'pending']);
+    first.store.close();
+    const again = open(first.home);
+    const l2 = new DeliveryLedger(again.store);
+    expect(l2.unfinished()).toEqual([{ key: 'act_1:r0', chatId: 'chat' }]);
+    const send = async (c: { t: string }, i: number) => {
+      sent.push(c.t);
+      return `id${i}`;
+    };
+    expect(await l2.resume('act_1:r0', send)).toEqual(['id0', 'id1', 'id2', 'id3']);
+    // The same key with different content (a re-run that wrote another answer) delivers nothing new.
+    expect(await l2.deliver('act_1:r0', 'chat', [{ t: 'other' }], send)).toEqual(['id0', 'id1', 'id2', 'id3']);
+    expect(sent).toEqual(['c0', 'c1', 'c2', 'c3']);
+    expect(l2.unfinished()).toEqual([]);
+  });
+});
+
+describe('outbox and rate limits', () => {
+  it('a 429 in the middle of a reply waits retry_after and resends that chunk: nothing dropped or reordered', async () => {
+    const { store } = open();
+    const limiter = new RateLimiter({ send: { capacity: 100, perSecond: 100 }, edit: { capacity: 1, perSecond: 1 }, global: { capacity: 100, perSecond: 100 } });
+    const rateLimited = Object.assign(new Error('429'), { retryAfterMs: 300 });
+    const outbox = new Outbox({ ledger: new DeliveryLedger(store), limiter, log, classify: (e) => ((e as { retryAfterMs?: number }).retryAfterMs ? { retry: true, afterMs: 300 } : { retry: false }) });
+    const accepted: Array<{ t: string; at: number }> = [];
+    let failedAt = 0;
+    let attempts = 0;
+    const ids = await outbox.deliver('k', 'chat', ['a', 'b', 'c', 'd'].map((t) => ({ t })), async (c) => {
+      attempts++;
+      if (c.t === 'b' && !failedAt) {
+        failedAt = Date.now();
+        throw rateLimited;
+      }
+      accepted.push({ t: c.t, at: Date.now() });
+      return c.t;
+    });
+    expect(ids).toEqual(['a', 'b', 'c', 'd']);
+    expect(accepted.map((a) => a.t)).toEqual(['a', 'b', 'c', 'd']);
+    expect(attempts).toBe(5);
+    // retry_after was honoured (a lower bound, not a speed limit).
+    expect(accepted[1]!.at - failedAt).toBeGreaterThanOrEqual(290);
+  });
+
+  it('two messages to one chat are never interleaved', async () => {
+    const { store } = open();
+    const limiter = new RateLimiter({ send: { capacity: 100, perSecond: 100 }, edit: { capacity: 1, perSecond: 1 }, global: { capacity: 100, perSecond: 100 } });
+    const outbox = new Outbox({ ledger: new DeliveryLedger(store), limiter, log, classify: () => ({ retry: false }) });
+    const order: string[] = [];
+    const send = async (c: { t: string }) => {
+      await new Promise((r) => setTimeout(r, c.t.startsWith('x') ? 10 : 1));
+      order.push(c.t);
+      return c.t;
+    };
+    await Promise.all([outbox.deliver('k1', 'chat', [{ t: 'x1' }, { t: 'x2' }], send), outbox.deliver('k2', 'chat', [{ t: 'y1' }, { t: 'y2' }], send)]);
+    expect(order).toEqual(['x1', 'x2', 'y1', 'y2']);
+  });
+
+  it('a token bucket gives its burst, then one token per 1/rate', () => {
+    const b = new TokenBucket({ capacity: 2, perSecond: 1 });
+    const t = Date.now() + 5;
+    expect([b.take(t), b.take(t)]).toEqual([0, 0]);
+    expect(b.take(t)).toBe(1000);
+    expect(b.take(t + 1000)).toBe(0);
+  });
+});
+
+describe('connection supervisor', () => {
+  it('reconnects with backoff after errors and after a stall; stops for good on a fatal error', async () => {
+    let n = 0;
+    const sup = new ConnectionSupervisor({
+      name: 't',
+      log,
+      stallMs: 200,
+      backoff: { baseMs: 10, maxMs: 20 },
+      fatal: (e) => ((e as Error).message === 'bad token' ? 'The token is invalid.' : undefined),
+      connect: async (signal, { connected, live }) => {
+        n++;
+        if (n === 1) throw new Error('network down');
+        connected();
+        live();
+        if (n === 2) {
+          // Silent: only the watchdog ends this.
+          await new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason)));
+        }
+        throw new Error('bad token');
+      },
+    });
+    sup.start();
+    await waitFor(() => sup.state === 'failed', 'failed');
+    expect(n).toBe(3);
+    expect(sup.reconnects).toBe(2);
+    expect(sup.status()).toMatchObject({ connected: false, state: 'failed', lastError: 'The token is invalid.' });
+    await new Promise((r) => setTimeout(r, 100));
+    expect(n).toBe(3);
+    await sup.stop();
+  });
+});
+
+describe('owner lock', () => {
+  it('refuses while the owner lives, takes over a stale lock, releases only its own', async () => {
+    const home = tmp('keel-lock-');
+    homes.push(home);
+    const child = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 30000)'], { stdio: 'ignore' });
+    try {
+      const lock = new OwnerLock(home, 'test', 'secret-token');
+      expect(lock.file).not.toContain('secret-token');
+      writeFileSync(lock.file, JSON.stringify({ pid: child.pid }));
+      expect(lock.acquire()).toEqual({ ok: false, ownerPid: child.pid });
+      child.kill('SIGKILL');
+      await new Promise((r) => child.once('exit', r));
+      expect(lock.acquire()).toEqual({ ok: true });
+      expect(new OwnerLock(home, 'test', 'another-token').acquire()).toEqual({ ok: true });
+      lock.release();
+      expect(lock.acquire()).toEqual({ ok: true });
+    } finally {
+      child.kill('SIGKILL');
+    }
+  });
+});
+
+describe('progress feedback', () => {
+  it('typing refreshes until stop, then never again; status edits are coalesced and the status message ended', async () => {
+    const calls: string[] = [];
+    const p = new ProgressFeedback({
+      log,
+      refreshMs: 30,
+      editMinMs: 60,
+      transport: {
+        typing: async (c) => void calls.push(`typing:${c}`),
+        status: async (_c, text, id) => {
+          calls.push(`status:${id ?? 'new'}:${text}`);
+          return id ?? 's1';
+        },
+        finish: async (_c, id) => void calls.push(`finish:${id}`),
+      },
+    });
+    p.update('a1', 'c', { typingOnly: false, thought: 'one', step: 1 });
+    await new Promise((r) => setTimeout(r, 20));
+    p.update('a1', 'c', { typingOnly: false, thought: 'two', step: 2 });
+    p.update('a1', 'c', { typingOnly: false, thought: 'three', step: 3 });
+    await new Promise((r) => setTimeout(r, 200));
+    await p.stop('a1');
+    const stoppedAt = calls.length;
+    await new Promise((r) => setTimeout(r, 120));
+    expect(calls.length).toBe(stoppedAt);
+    expect(calls.filter((c) => c.startsWith('typing')).length).toBeGreaterThan(2);
+    const statuses = calls.filter((c) => c.startsWith('status'));
+    expect(statuses[0]).toBe('status:new:\u23f3 Step 1: one');
+    expect(statuses.at(-1)).toBe('status:s1:\u23f3 Step 3: three');
+    expect(statuses).toHaveLength(2);
+    expect(calls.at(-1)).toBe('finish:s1');
+    expect(p.active('a1')).toBe(false);
+  });
+
+  it('the failure notice is one short line without stack or paths', () => {
+    expect(failureNotice('Error: provider timeout\n    at call (/app/x.js:10:5)')).toBe('Sorry, that did not work: Error: provider timeout');
+    expect(failureNotice(undefined)).toBe('Sorry, that did not work.');
+    expect(failureNotice('x'.repeat(500)).length).toBeLessThan(240);
+  });
+});

@@ -1,0 +1,101 @@
+/**
+ * kill -9 of a Keel process in the middle of a burst of inbound messages and in the middle of a multi-chunk reply.
+ * The loopback Bot API counts: no update lost, no action twice, no chunk twice.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { installFakeProvider } from '../../../sdk/testing/index.js';
+import { startFakeTelegram, type FakeTelegram } from '../../fakes/telegram-server.js';
+import { rm, tmp, waitFor } from '../../helpers.js';
+
+const ROOT = join(import.meta.dirname, '..', '..', '..');
+const CLI = join(ROOT, 'dist', 'cli.js');
+
+const cleanups: Array<() => Promise<void> | void> = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+async function setup(replies: unknown[] = []): Promise<{ home: string; tg: FakeTelegram; start(): ChildProcess }> {
+  const home = tmp('keel-chata-crash-');
+  const tg = await startFakeTelegram();
+  installFakeProvider(home);
+  writeFileSync(join(home, 'fake-provider-fake.json'), JSON.stringify({ replies }));
+  writeFileSync(join(home, 'keel.config.yaml'), `${JSON.stringify({ llmProvider: 'fake', modelName: 'fake-model', chatAAutoReplyEnabled: true, chatAPollTimeout: 1 }, null, 2)}\n`);
+  const children: ChildProcess[] = [];
+  cleanups.push(async () => {
+    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+    await tg.close();
+    rm(home);
+  });
+  const start = () => {
+    const env = { ...process.env, KEEL_HOME: home, CHATA_TOKEN: tg.token, CHATA_API_ROOT: tg.apiRoot, NO_COLOR: '1' };
+    const child = spawn(process.execPath, [CLI, 'run'], { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'pipe'] });
+    let err = '';
+    child.stderr!.on('data', (d) => (err += String(d)));
+    child.on('exit', (code, signal) => {
+      if (code && code !== 0) console.error(`keel run exited ${code}: ${err.slice(-2000)}`);
+      void signal;
+    });
+    children.push(child);
+    return child;
+  };
+  return { home, tg, start };
+}
+
+const killed = (c: ChildProcess) => new Promise<void>((r) => (c.exitCode !== null || c.signalCode !== null ? r() : c.once('exit', () => r())));
+
+describe('chatA crash safety (kill -9)', () => {
+  it('mid-burst of inbound messages: every message answered exactly once after the restart', async () => {
+    const { tg, start } = await setup();
+    const N = 30;
+    for (let i = 0; i < N; i++) tg.pushText(`message ${i}`, { userId: 1000 + i });
+    const first = start();
+    // Killed while actions are being worked on: some answered, some queued, some only recorded.
+    tg.onCall = (c) => {
+      if (c.method === 'sendChatAction' && tg.callsOf('sendChatAction').length === 6) first.kill('SIGKILL');
+    };
+    await killed(first);
+    tg.onCall = undefined;
+    const answeredBefore = new Set(tg.sent.map((m) => m.chat.id)).size;
+    expect(answeredBefore).toBeLessThan(N);
+    // More arrive while Keel is down.
+    for (let i = N; i < N + 5; i++) tg.pushText(`message ${i}`, { userId: 1000 + i });
+    start();
+    await waitFor(() => new Set(tg.sent.map((m) => m.chat.id)).size === N + 5, 'every chat answered', 60_000);
+    await new Promise((r) => setTimeout(r, 1500));
+    for (let i = 0; i < N + 5; i++) {
+      const replies = tg.sent.filter((m) => m.chat.id === 1000 + i);
+      expect(replies, `chat ${1000 + i}`).toHaveLength(1);
+      expect(replies[0]!.text).toBe('fake answer');
+    }
+  }, 90_000);
+
+  it('mid multi-chunk reply: the chunks confirmed before the crash are not sent again, the rest are sent once', async () => {
+    const paragraphs = Array.from({ length: 30 }, (_, i) => `Part ${i}. ${'The quick brown fox jumps over the lazy dog. '.repeat(10)}`);
+    const { tg, start } = await setup([{ text: paragraphs.join('\n\n') }]);
+    tg.pushText('write the long report', { userId: 77 });
+    const first = start();
+    // The third chunk's request is never accepted: the process dies while it is in flight.
+    tg.onCall = (c) => {
+      if (c.method === 'sendMessage' && tg.callsOf('sendMessage').length === 3) {
+        first.kill('SIGKILL');
+        return 'hold';
+      }
+    };
+    await killed(first);
+    tg.onCall = undefined;
+    expect(tg.sent.filter((m) => m.chat.id === 77)).toHaveLength(2);
+    start();
+    await waitFor(() => tg.sent.filter((m) => m.chat.id === 77).map((m) => m.text).join('\n\n').includes('Part 29.'), 'the whole reply', 60_000);
+    await new Promise((r) => setTimeout(r, 2500));
+    const texts = tg.sent.filter((m) => m.chat.id === 77).map((m) => m.text!);
+    expect(new Set(texts).size).toBe(texts.length);
+    const joined = texts.join('\n\n');
+    for (const p of paragraphs) expect(joined.split(p.slice(0, 9)).length - 1, p.slice(0, 8)).toBe(1);
+    const order = paragraphs.map((p) => joined.indexOf(p.slice(0, 9)));
+    expect([...order].sort((a, b) => a - b)).toEqual(order);
+  }, 90_000);
+});
