@@ -125,6 +125,42 @@ describe.skipIf(!existsSync(CHROMIUM) || !IP)('dashboard in chromium', () => {
     await page.screenshot({ path: join(SHOTS, 'chat-after-reply.png'), fullPage: true });
   }, 60_000);
 
+  it('resumes the live stream after a dropped connection without a reload: what happened meanwhile shows up', async () => {
+    const p2 = await browser!.context.newPage();
+    const urls: string[] = [];
+    let drop: (() => Promise<void>) | undefined;
+    // The reconnection reaches the gateway only after the task below has completed: what the page then shows
+    // can only come from the replay of ?since=<seq>.
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    await p2.routeWebSocket(/\/ws/, async (ws) => {
+      urls.push(ws.url());
+      if (urls.length > 1) await gate;
+      const server = ws.connectToServer();
+      drop = async () => {
+        await ws.close();
+        await server.close();
+      };
+    });
+    await p2.goto(`${open!.base}/#/live`);
+    await p2.locator('.dot.open').waitFor({ timeout: 15_000 });
+    await drop!();
+    await p2.locator('.dot.closed').waitFor({ timeout: 10_000 }).catch(() => undefined);
+    // While the page is cut off, a task runs to completion.
+    open!.fake.replies.push({ text: 'done while you were away' });
+    const a = await open!.kernel.queue.push({ task: 'work during the drop', source: 'cli' });
+    await expect.poll(() => open!.kernel.queue.get(a.id)?.status, { timeout: 20_000 }).toBe('completed');
+    release();
+    const done = p2.locator(`li[data-event="action.completed"][data-action="${a.id}"]`);
+    await done.waitFor({ timeout: 20_000 });
+    await expect(done.textContent()).resolves.toContain('done while you were away');
+    expect(urls.length).toBeGreaterThanOrEqual(2);
+    expect(urls.at(-1)).toMatch(/[?&]since=\d+/);
+    await p2.close();
+  }, 60_000);
+
   it('refuses an edit of a LOCKED key from this (remote, keyless) browser and changes nothing', async () => {
     await show(page, 'config');
     await page.locator('input[placeholder="Filter keys"]').fill('safeMode');
