@@ -77,6 +77,7 @@ function App() {
         if (stream.state !== 'open') stream.connect();
       })
       .catch((e) => setAuth(e instanceof ApiError && e.status === 401 ? (sessionStorage.getItem('keel.apiKey') ? 'wrong' : 'need') : 'ok'));
+  // biome-ignore lint/correctness/useExhaustiveDependencies: once on mount: the key check and the stream state
   useEffect(() => {
     stream.onState = setConn;
     check();

@@ -19,6 +19,7 @@ export function useApi<T>(path: string | null, opts: { refreshOn?: (m: StreamMsg
       })
       .catch((e: Error) => setError(e.message));
   }, [path]);
+  // biome-ignore lint/correctness/useExhaustiveDependencies: the options are read once per path; load changes with the path
   useEffect(() => {
     load();
     const off = stream.subscribe((m) => {

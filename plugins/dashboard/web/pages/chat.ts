@@ -24,6 +24,7 @@ export function Chat() {
     api(`/api/chat/${id}`)
       .then((r) => setMessages(r.messages))
       .catch((e: Error) => setErr(e.message));
+  // biome-ignore lint/correctness/useExhaustiveDependencies: once on mount: one subscription for the conversation of this tab
   useEffect(() => {
     load();
     return stream.subscribe((m) => {

@@ -20,6 +20,7 @@ export function Knowledge() {
     runSkill('rag_list', {})
       .then((r) => setDocs(parse(r)))
       .catch((e: Error) => setErr(e.message));
+  // biome-ignore lint/correctness/useExhaustiveDependencies: once on mount
   useEffect(() => void list(), []);
   const search = async (e: Event) => {
     e.preventDefault();
@@ -41,6 +42,15 @@ export function Knowledge() {
       setErr((x as Error).message);
     }
   };
+  /** A chosen file fills the text and the source name (the knowledge store takes its format from the name). */
+  const pick = async (e: Event) => {
+    const input = e.currentTarget as HTMLInputElement;
+    const file = input.files?.[0];
+    if (!file || !input.form) return;
+    if (file.size > 5 * 1024 * 1024) return setErr(`${file.name} is larger than 5 MB; ingest it with \`keel ingest\` or rag_ingest_file.`);
+    (input.form.elements.namedItem('content') as HTMLTextAreaElement).value = await file.text();
+    (input.form.elements.namedItem('source') as HTMLInputElement).value = file.name;
+  };
   return html`<section>
     <h1>Knowledge</h1>
     <${Err} error=${err} />
@@ -49,8 +59,9 @@ export function Knowledge() {
     <h2>Search</h2>
     <form class="row" onSubmit=${search}><input name="query" placeholder="What to look for" required /><button type="submit">Search</button></form>
     ${hits !== null ? html`<pre class="result" data-testid="hits">${typeof hits === 'string' ? hits : JSON.stringify(hits, null, 2)}</pre>` : null}
-    <h2>Ingest text</h2>
+    <h2>Ingest text or a file</h2>
     <form class="stack" onSubmit=${ingest}>
+      <label>A text file (read here, sent as text) <input type="file" name="file" accept=".txt,.md,.markdown,.csv,.json,.jsonl,.ts,.js,.py,text/*" onChange=${pick} /></label>
       <label>Source (a name) <input name="source" required /></label>
       <label>Collection <input name="collection" /></label>
       <label>Text <textarea name="content" rows="4" required></textarea></label>
