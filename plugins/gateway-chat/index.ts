@@ -44,6 +44,15 @@ function boundedSet(limit: number) {
 export default definePlugin({
   manifest,
   setup(ctx) {
+    // Replies travel on the gateway's WebSocket of this process: without a gateway serving here (`keel run` alone,
+    // or the gateway in another process) the channel would accept messages it can never answer, so it stays off.
+    let serving = false;
+    try {
+      serving = ctx.config.get<boolean>('gatewayAutoStart') === true;
+    } catch {
+      serving = false;
+    }
+    if (!serving) return {};
     const conversations = new Conversations();
     const delivered = boundedSet(REMEMBERED);
     const replied = boundedSet(REMEMBERED);
