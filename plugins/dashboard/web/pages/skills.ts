@@ -1,6 +1,6 @@
 /** Skills: each with its schema-generated form and an execute button; admin-only and dangerous ones marked. */
 import { useState } from 'preact/hooks';
-import { api, runSkill } from '../api.js';
+import { runSkill } from '../api.js';
 import { html, useApi, Err, Loading } from '../ui.js';
 import { readArgs, SchemaFields } from './schema-form.js';
 
@@ -29,7 +29,6 @@ export function Skills() {
   const { data, error } = useApi<any>('/api/skills');
   const [open, setOpen] = useState<string | null>(null);
   const [filter, setFilter] = useState('');
-  void api;
   if (!data) return html`<${Err} error=${error} /><${Loading} />`;
   const list = data.skills.filter((s: any) => !filter || s.name.includes(filter) || s.category.includes(filter));
   return html`<section>
