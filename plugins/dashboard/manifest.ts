@@ -11,7 +11,8 @@ const manifest: PluginManifest = {
     'Web dashboard served by the gateway at / (unless --static / gatewayStaticDir names another folder): overview, tasks, live activity, chat, skills, memory, knowledge, configuration, security, connections, logs, plugins.',
   // dashboard: where the built files are; the gateway serves them. Put "dashboard" in pluginDenyList to remove it.
   provides: ['dashboard'],
-  permissions: { filesystem: ['$KEEL_HOME'] },
+  // Reads only its own built files in this installation's dist/dashboard.
+  permissions: {},
 };
 
 export default manifest;
