@@ -41,7 +41,8 @@ export function Skills() {
             <span class="badge">${s.category}</span>
             ${/adminOnly: true/.test(s.description) ? html`<span class="badge admin">admin only</span>` : null}
             ${/isDangerous: true/.test(s.description) ? html`<span class="badge danger">dangerous</span>` : null}</div>
-          <div class="small muted">${s.description}</div>
+          <div class="small muted">${s.description.replace(/\s*\[isDeep:[^\]]*\]$/, '')}</div>
+          <div class="row">${['isDeep', 'isResearch', 'isParallelSafe'].filter((f) => new RegExp(`${f}: true`).test(s.description)).map((f) => html`<span class="badge">${f}</span>`)}</div>
           ${open === s.name ? html`<${Skill} name=${s.name} />` : null}
         </li>`,
       )}
