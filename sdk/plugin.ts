@@ -266,8 +266,22 @@ export interface KernelInfoCapability {
   /** Subscribe to new log entries. */
   onLog(listener: (e: LogEntry) => void): () => void;
   plugins(): Array<{ id: string; state: string; reason?: string; kind?: string }>;
+  /** Lift a plugin's quarantine and try to start it again (what `keel plugins enable` does, live); undefined when unknown. */
+  enablePlugin?(id: string): Promise<{ id: string; state: string; reason?: string } | undefined>;
   /** Every known configuration key with its owner, policy class and secret flag. */
-  configKeys(): Array<{ key: string; owner: string; policy: PolicyClass; secret: boolean }>;
+  configKeys(): Array<{
+    key: string;
+    owner: string;
+    policy: PolicyClass;
+    secret: boolean;
+    description?: string;
+    /** The value's type in words ("an integer from 0 to 65535"). */
+    type?: string;
+    /** The default (never given for secrets). */
+    default?: unknown;
+    /** Which layer the effective value comes from. */
+    source?: 'default' | 'file' | 'env' | 'override' | string;
+  }>;
 }
 
 /**
