@@ -4,7 +4,7 @@
  */
 import type { ChannelCapability } from './channel.js';
 import type { GatewayEventsCapability, GatewayRoutesCapability } from './gateway.js';
-import type { AgentCapability, KernelInfoCapability, MemoryCapability, PolicyCapability, WebCapability } from './plugin.js';
+import type { AgentCapability, KernelInfoCapability, KnowledgeCapability, MemoryCapability, PolicyCapability, WebCapability } from './plugin.js';
 import type { LlmCapability, ProviderCapability } from './providers.js';
 
 /**
@@ -28,6 +28,8 @@ export interface Capabilities {
   memory: MemoryCapability;
   /** Fetching with the SSRF guard (the web plugin). */
   web: WebCapability;
+  /** Ingest into the document store (the knowledge plugin). */
+  knowledge: KnowledgeCapability;
   /** What the running kernel reports about itself (the kernel). */
   'kernel:info': KernelInfoCapability;
   /** The kernel's admin and session decisions (the kernel). */

@@ -176,6 +176,12 @@ export interface ReceiveOptions {
    * deduplicates (the channel kit's) may turn it off.
    */
   checkDuplicates?: boolean;
+  /**
+   * The sender is the local operator, proven by the channel itself (the gateway chat: a client authenticated by the
+   * gateway key, or on loopback of a gateway without one). The actor is then `{kind: 'operator', channel, userId}`:
+   * admin and trusted, as the CLI is. `inbound.notAdmin` still wins.
+   */
+  operator?: boolean;
 }
 
 /**
@@ -261,9 +267,10 @@ function taskOf(m: InboundMessage): string {
  *   { autoReply: true });
  */
 export async function receive(ctx: PluginContext, inbound: InboundMessage, options: ReceiveOptions): Promise<ReceiveOutcome> {
-  const admin = inbound.notAdmin === true ? false : decideAdmin(ctx, { kind: 'user', channel: inbound.channel, userId: inbound.userId });
+  const operator = options.operator === true && inbound.notAdmin !== true;
+  const admin = inbound.notAdmin === true ? false : operator || decideAdmin(ctx, { kind: 'user', channel: inbound.channel, userId: inbound.userId });
   const untrusted = !admin || inbound.forceUntrusted === true;
-  const actor: Actor = { kind: 'user', channel: inbound.channel, userId: inbound.userId, ...(untrusted ? { untrusted: true } : {}) };
+  const actor: Actor = { kind: operator ? 'operator' : 'user', channel: inbound.channel, userId: inbound.userId, ...(untrusted ? { untrusted: true } : {}) };
   if (options.requireAdmin && !admin) return { kind: 'ignored', reason: 'not-admin' };
   // Before messageIn, so a redelivered message has no side effects in the taps (contact counters ...). The key is
   // reserved at once: the same message delivered twice at the same moment is let through once.

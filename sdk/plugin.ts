@@ -12,6 +12,7 @@ import type {
   ConfigOrigin,
   ConfigView,
   HealthReport,
+  Json,
   LogEntry,
   Logger,
   PendingConfigChange,
@@ -62,18 +63,35 @@ export interface QueueApi {
 }
 
 /**
+ * Options of `ctx.skills.register`.
+ *
+ * @example
+ * ctx.skills.register('send_x', handler, { available: () => (token() ? true : 'xToken is not set') });
+ */
+export interface SkillRegisterOptions {
+  /** True when the skill can work now, else why not; checked each time the skills are listed. */
+  available?: () => true | string;
+}
+
+/**
  * Skill operations a plugin may use. With a manifest written `as const satisfies PluginManifest`, `register` takes
  * only the skill names it declares and types the handler's arguments from the skill's TypeBox schema.
  * @example
  * ctx.skills.register('http_fetch', async ({ url, maxBytes }, call) => fetchIt(url, maxBytes, call.signal));
  */
 export interface SkillsApi<M extends PluginManifest = PluginManifest> {
-  /** Attach the handler for a skill that this plugin's manifest declares. */
-  register<N extends SkillName<M>>(name: N, handler: SkillHandler<SkillArgs<M, N>>): void;
+  /**
+   * Attach the handler for a skill that this plugin's manifest declares. `opts.available` says whether the skill can work right now (true) or why not (a message); while it cannot,
+   * `list()` leaves it out, so the agent's catalogue does not offer it. Calling it still runs the handler, which
+   * should answer with that message.
+   * @example
+   * ctx.skills.register('web_search', search, { available: () => (ctx.config.get('searchAApiKey') ? true : 'no searchAApiKey or searchBApiKey is set') });
+   */
+  register<N extends SkillName<M>>(name: N, handler: SkillHandler<SkillArgs<M, N>>, opts?: SkillRegisterOptions): void;
   /** The one path to a skill: schema check, policy, hooks, timing. */
   execute(name: string, args: unknown, actor: Actor, opts?: { action?: Action; signal?: AbortSignal }): Promise<SkillResult>;
-  /** Manifests of every available skill. */
-  list(): Array<SkillManifest & { plugin: string }>;
+  /** Manifests of every available skill (`includeUnavailable`: also those whose `available` says no). */
+  list(opts?: { includeUnavailable?: boolean }): Array<SkillManifest & { plugin: string }>;
 }
 
 /**
@@ -248,8 +266,22 @@ export interface KernelInfoCapability {
   /** Subscribe to new log entries. */
   onLog(listener: (e: LogEntry) => void): () => void;
   plugins(): Array<{ id: string; state: string; reason?: string; kind?: string }>;
+  /** Lift a plugin's quarantine and try to start it again (what `keel plugins enable` does, live); undefined when unknown. */
+  enablePlugin?(id: string): Promise<{ id: string; state: string; reason?: string } | undefined>;
   /** Every known configuration key with its owner, policy class and secret flag. */
-  configKeys(): Array<{ key: string; owner: string; policy: PolicyClass; secret: boolean }>;
+  configKeys(): Array<{
+    key: string;
+    owner: string;
+    policy: PolicyClass;
+    secret: boolean;
+    description?: string;
+    /** The value's type in words ("an integer from 0 to 65535"). */
+    type?: string;
+    /** The default (never given for secrets). */
+    default?: unknown;
+    /** Which layer the effective value comes from. */
+    source?: 'default' | 'file' | 'env' | 'override' | string;
+  }>;
 }
 
 /**
@@ -290,6 +322,35 @@ export interface WebCapability {
   fetch(url: string, opts?: { signal?: AbortSignal; maxBytes?: number; accept?: string }): Promise<{ url: string; status: number; contentType: string; body: string; truncated: boolean }>;
   /** Main content of an HTML page. */
   extract(html: string, url: string): { title: string; text: string; byline?: string; excerpt?: string };
+  /**
+   * Resolves a host name (or takes an IP literal) and says why it must not be reached (`"127.0.0.1 is loopback"`),
+   * or undefined when every address it resolves to is public. The same rule as the web plugin's fetches; it
+   * honours webAllowPrivateNetwork (undefined for every host when it is true), so the browser and http_fetch share
+   * one switch. A name that does not resolve is refused.
+   */
+  checkHost?(host: string): Promise<string | undefined>;
+}
+
+/**
+ * Capability `knowledge`: adds documents to the knowledge store from another plugin (e.g. mail indexed by the
+ * email plugin), with metadata the rag_* skills cannot pass. The same (collection, source) replaces a document.
+ * @example
+ * await ctx.use('knowledge')?.ingest({ content: body, source: 'email:<id@x>', collection: 'email',
+ *   title: subject, metadata: { sender, subject, date } });
+ */
+export interface KnowledgeCapability {
+  ingest(
+    doc: {
+      content: string;
+      source: string;
+      collection?: string;
+      title?: string;
+      tags?: string[];
+      format?: 'text' | 'markdown' | 'csv' | 'json' | 'jsonl' | 'code';
+      metadata?: Record<string, Json>;
+    },
+    opts?: { signal?: AbortSignal },
+  ): Promise<{ documentId: string; chunks: number; replaced: boolean; embedded: boolean }>;
 }
 
 /** Connection status of a channel (SPEC "Connection status"). */

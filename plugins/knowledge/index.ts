@@ -225,6 +225,12 @@ export default definePlugin({
     // Load the vector index in the background, so the first search after a start does not pay for it.
     const warm = setTimeout(() => void store.warm?.().catch((e: unknown) => ctx.log.warn(`rag: loading the vector index failed: ${message(e)}`)), 0);
     warm.unref();
+    ctx.provide('knowledge', {
+      ingest: async ({ metadata, ...doc }, opts = {}) => {
+        const r = await k.ingest(doc, metadata ?? {}, opts.signal);
+        return { documentId: String(r.document_id), chunks: Number(r.chunks), replaced: r.replaced === true, embedded: r.embedded === true };
+      },
+    });
     ctx.skills.register('rag_ingest', (a, c) => k.ingest(a, {}, c.signal));
     ctx.skills.register('rag_ingest_file', (a) => k.ingestFile(a));
     ctx.skills.register('rag_ingest_url', (a, c) => k.ingestUrl(a, c.signal));

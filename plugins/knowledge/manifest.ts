@@ -12,6 +12,7 @@ const manifest = {
   version: '1.0.0',
   kind: 'skill',
   description: 'Knowledge store: ingest text, markdown, CSV, JSON, JSONL, code, files and web pages; hybrid keyword + vector search (SQLite FTS5 + in-memory int8 vectors).',
+  provides: ['knowledge'],
   permissions: { network: true, filesystem: ['$KEEL_HOME', '*'] },
   config: {
     knowledgeMaxFileBytes: {

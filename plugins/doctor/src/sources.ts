@@ -58,6 +58,8 @@ const KNOWN: Record<string, { default?: unknown; env?: string; type: 'boolean' |
   },
   autoExecuteCommands: { type: 'boolean' },
   webAllowPrivateNetwork: { default: false, env: 'KEEL_WEB_ALLOW_PRIVATE_NETWORK', type: 'boolean' },
+  browserExecutablePath: { default: '', env: 'KEEL_BROWSER_EXECUTABLE', type: 'string' },
+  browserEngine: { default: 'engineA', env: 'KEEL_BROWSER_ENGINE', type: 'string' },
 };
 
 function fromEnv(raw: string, type: 'boolean' | 'string' | 'list'): unknown {

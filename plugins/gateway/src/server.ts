@@ -12,11 +12,12 @@ import { createExtensions, type Extensions } from './extensions.js';
 import { requestGate } from './gate.js';
 import { openApiDocument } from './openapi.js';
 import { agentRoutes } from './rest/agent.js';
+import { consoleRoutes } from './rest/console.js';
 import { dataRoutes } from './rest/data.js';
 import type { RouteDef, RouteEnv } from './rest/route.js';
 import * as S from './rest/schemas.js';
 import { settingsRoutes } from './rest/settings.js';
-import { registerStatic, rootHandler } from './static.js';
+import { registerDashboardAssets, registerStatic, rootHandler, type DashboardFiles } from './static.js';
 import { registerWebSocket } from './ws.js';
 
 export interface BuildOptions {
@@ -28,7 +29,7 @@ export interface BuildOptions {
 
 /** Every built-in REST route (the OpenAPI route included), in registration order. */
 export function restRoutes(env: RouteEnv, extensions?: Extensions): RouteDef[] {
-  const routes = [...agentRoutes(env), ...settingsRoutes(env), ...dataRoutes(env)];
+  const routes = [...agentRoutes(env), ...settingsRoutes(env), ...dataRoutes(env), ...consoleRoutes(env)];
   // The document lists extension routes too; it is rebuilt when the set of extensions changes.
   let doc: { key: string; value: unknown } | undefined;
   routes.push({
@@ -130,7 +131,16 @@ export async function buildServer(deps: GatewayDeps, opts: BuildOptions = {}): P
   app.all('/api/*', extensionHandler(env, extensions));
   app.all('/api', notFound);
 
-  await registerWebSocket(app, deps, { root: rootHandler(settings.staticDir), extensions });
+  // The dashboard plugin's page at / unless a static folder replaces it (looked up per request).
+  const dashboard = () => {
+    try {
+      return ctx.use<DashboardFiles>('dashboard');
+    } catch {
+      return undefined;
+    }
+  };
+  await registerWebSocket(app, deps, { root: rootHandler(settings.staticDir, dashboard), extensions });
+  if (!settings.staticDir) registerDashboardAssets(app, dashboard);
   await registerStatic(app, settings.staticDir);
   return app;
 }

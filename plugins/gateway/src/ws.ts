@@ -131,7 +131,7 @@ export async function registerWebSocket(
   try {
     deps.ctx.provide('gateway:events', {
       emit(event, data) {
-        bus.emit(event, data);
+        (bus.emitForeign ?? bus.emit)(event, data);
         return stream.last();
       },
     });
