@@ -38,6 +38,8 @@ export interface Capabilities {
   'gateway:address': GatewayAddress;
   /** Puts an event on the gateway's WebSocket stream, while it serves (the gateway plugin). */
   'gateway:events': GatewayEventsCapability;
+  /** The built web dashboard the gateway serves at `/` (the dashboard plugin). */
+  dashboard: DashboardCapability;
   /** REST routes and WebSocket actions a plugin adds to the gateway (`gateway:routes:<plugin id>`). */
   [routes: `gateway:routes:${string}`]: GatewayRoutesCapability;
   /** One running chat channel (`channel:chatA`, `channel:echo`). */
@@ -54,6 +56,15 @@ export interface GatewayAddress {
   host: string;
   port: number;
   url: string;
+}
+
+/**
+ * Capability `dashboard`: the folder of the built dashboard and the content type of each file in it.
+ * @example const page = ctx.use('dashboard')?.files['index.html']; // 'text/html; charset=utf-8'
+ */
+export interface DashboardCapability {
+  dir: string;
+  files: Record<string, string>;
 }
 
 /**

@@ -15,7 +15,7 @@ const Filters = {
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 200, default: 10, description: 'Most mails returned, newest first (default 10)' })),
 };
 
-const manifest: PluginManifest = {
+const manifest = {
   id: 'email',
   version: '1.0.0',
   kind: 'channel',
@@ -169,6 +169,6 @@ const manifest: PluginManifest = {
       ),
     },
   ],
-};
+} as const satisfies PluginManifest;
 
 export default manifest;
