@@ -3,7 +3,7 @@
  * A plugin that offers a capability of its own adds it by declaration merging, so its users need no cast.
  */
 import type { ChannelCapability } from './channel.js';
-import type { GatewayEventsCapability, GatewayRoutesCapability } from './gateway.js';
+import type { DashboardCapability, GatewayEventsCapability, GatewayRoutesCapability } from './gateway.js';
 import type { AgentCapability, KernelInfoCapability, KnowledgeCapability, MemoryCapability, PolicyCapability, WebCapability } from './plugin.js';
 import type { LlmCapability, ProviderCapability } from './providers.js';
 
@@ -38,6 +38,8 @@ export interface Capabilities {
   'gateway:address': GatewayAddress;
   /** Puts an event on the gateway's WebSocket stream, while it serves (the gateway plugin). */
   'gateway:events': GatewayEventsCapability;
+  /** The built dashboard the gateway serves at `/` (the dashboard plugin). */
+  dashboard: DashboardCapability;
   /** REST routes and WebSocket actions a plugin adds to the gateway (`gateway:routes:<plugin id>`). */
   [routes: `gateway:routes:${string}`]: GatewayRoutesCapability;
   /** One running chat channel (`channel:chatA`, `channel:echo`). */

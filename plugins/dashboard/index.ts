@@ -7,11 +7,6 @@ import { dirname, join } from 'node:path';
 import { definePlugin, environmentError } from '../../sdk/index.js';
 import manifest from './manifest.js';
 
-/** Capability `dashboard`: the folder of built files and their content types. */
-export interface DashboardCapability {
-  dir: string;
-  files: Record<string, string>;
-}
 
 const TYPES: Record<string, string> = {
   html: 'text/html; charset=utf-8',
@@ -52,7 +47,7 @@ export default definePlugin({
       const ext = f.split('.').pop() ?? '';
       if (TYPES[ext]) files[f] = TYPES[ext]!;
     }
-    ctx.provide<DashboardCapability>('dashboard', { dir, files });
+    ctx.provide('dashboard', { dir, files });
     return {};
   },
 });

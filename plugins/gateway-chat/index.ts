@@ -10,8 +10,6 @@ import {
   type Action,
   type ChannelCapability,
   type GatewayCaller,
-  type GatewayEventsCapability,
-  type GatewayRoutesCapability,
   type OutboundMessage,
   type SentMessage,
 } from '../../sdk/index.js';
@@ -56,7 +54,7 @@ export default definePlugin({
     const conversations = new Conversations();
     const delivered = boundedSet(REMEMBERED);
     const replied = boundedSet(REMEMBERED);
-    const events = () => ctx.use<GatewayEventsCapability>('gateway:events');
+    const events = () => ctx.use('gateway:events');
     const emit = (event: string, data: Record<string, unknown>) => events()?.emit(event, data);
     const conversationOf = (a: Action): string | undefined => {
       const to = (a.metadata.replyTo as { chatId?: unknown } | undefined)?.chatId;
@@ -98,7 +96,7 @@ export default definePlugin({
         });
       },
     };
-    ctx.provide<ChannelCapability>(`channel:${CHANNEL}`, channel);
+    ctx.provide(`channel:${CHANNEL}`, channel);
 
     // An action that settles without having answered (an agent that does not call reply, or a failure) still
     // answers its conversation once: the result, or a short error without internals.
@@ -132,7 +130,7 @@ export default definePlugin({
       emit('chat.message', { conversationId, messageId, actionId, text: input.text });
       return { conversationId, messageId, status: 'queued', actionId };
     };
-    ctx.provide<GatewayRoutesCapability>('gateway:routes:gateway-chat', chatRoutes({ chat, history: (id) => conversations.get(id) }));
+    ctx.provide('gateway:routes:gateway-chat', chatRoutes({ chat, history: (id) => conversations.get(id) }));
     return {};
   },
 });

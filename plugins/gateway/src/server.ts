@@ -17,7 +17,7 @@ import { dataRoutes } from './rest/data.js';
 import type { RouteDef, RouteEnv } from './rest/route.js';
 import * as S from './rest/schemas.js';
 import { settingsRoutes } from './rest/settings.js';
-import { registerDashboardAssets, registerStatic, rootHandler, type DashboardFiles } from './static.js';
+import { registerDashboardAssets, registerStatic, rootHandler } from './static.js';
 import { registerWebSocket } from './ws.js';
 
 export interface BuildOptions {
@@ -134,7 +134,7 @@ export async function buildServer(deps: GatewayDeps, opts: BuildOptions = {}): P
   // The dashboard plugin's page at / unless a static folder replaces it (looked up per request).
   const dashboard = () => {
     try {
-      return ctx.use<DashboardFiles>('dashboard');
+      return ctx.use('dashboard');
     } catch {
       return undefined;
     }

@@ -5,7 +5,7 @@
  * where a LOCKED key or a plugin's trust is concerned.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { errorCodeOf, errorMessage, Type, type AgentCapability } from '../../../../sdk/index.js';
+import { errorCodeOf, errorMessage, Type } from '../../../../sdk/index.js';
 import { sendError, statusForCode } from '../errors.js';
 import type { RouteDef, RouteEnv } from './route.js';
 import * as S from './schemas.js';
@@ -160,7 +160,7 @@ export function consoleRoutes(env: RouteEnv): RouteDef[] {
         const running = info.agentRunning();
         let ready = { ready: false, reason: 'no agent plugin is running in this process' } as { ready: boolean; reason?: string };
         try {
-          const agent = ctx.use<AgentCapability>('agent');
+          const agent = ctx.use('agent');
           if (agent) ready = agent.ready();
         } catch (e) {
           ready = { ready: false, reason: errorMessage(e) };
