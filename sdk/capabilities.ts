@@ -3,7 +3,7 @@
  * A plugin that offers a capability of its own adds it by declaration merging, so its users need no cast.
  */
 import type { ChannelCapability } from './channel.js';
-import type { GatewayEventsCapability, GatewayRoutesCapability } from './gateway.js';
+import type { DashboardCapability, GatewayEventsCapability, GatewayRoutesCapability } from './gateway.js';
 import type { AgentCapability, KernelInfoCapability, KnowledgeCapability, MemoryCapability, PolicyCapability, WebCapability } from './plugin.js';
 import type { LlmCapability, ProviderCapability } from './providers.js';
 
@@ -38,7 +38,7 @@ export interface Capabilities {
   'gateway:address': GatewayAddress;
   /** Puts an event on the gateway's WebSocket stream, while it serves (the gateway plugin). */
   'gateway:events': GatewayEventsCapability;
-  /** The built web dashboard the gateway serves at `/` (the dashboard plugin). */
+  /** The built dashboard the gateway serves at `/` (the dashboard plugin). */
   dashboard: DashboardCapability;
   /** REST routes and WebSocket actions a plugin adds to the gateway (`gateway:routes:<plugin id>`). */
   [routes: `gateway:routes:${string}`]: GatewayRoutesCapability;
@@ -56,15 +56,6 @@ export interface GatewayAddress {
   host: string;
   port: number;
   url: string;
-}
-
-/**
- * Capability `dashboard`: the folder of the built dashboard and the content type of each file in it.
- * @example const page = ctx.use('dashboard')?.files['index.html']; // 'text/html; charset=utf-8'
- */
-export interface DashboardCapability {
-  dir: string;
-  files: Record<string, string>;
 }
 
 /**

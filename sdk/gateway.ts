@@ -65,3 +65,13 @@ export interface GatewayRoutesCapability {
 export interface GatewayEventsCapability {
   emit(event: string, data: Record<string, unknown>): number;
 }
+
+/**
+ * Capability `dashboard`: the dashboard plugin's built files (a folder) and each file's content type; the gateway
+ * serves them at `/` unless a static folder is configured.
+ * @example const d = ctx.use('dashboard'); if (d) serve(join(d.dir, 'index.html'), d.files['index.html']);
+ */
+export interface DashboardCapability {
+  dir: string;
+  files: Record<string, string>;
+}

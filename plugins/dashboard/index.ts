@@ -7,7 +7,6 @@ import { dirname, join } from 'node:path';
 import { definePlugin, environmentError } from '../../sdk/index.js';
 import manifest from './manifest.js';
 
-export type { DashboardCapability } from '../../sdk/index.js';
 
 const TYPES: Record<string, string> = {
   html: 'text/html; charset=utf-8',

@@ -80,15 +80,17 @@ export class DeliveryLedger {
   }
 
   private async run<C extends Json>(key: string, chatId: string, chunks: C[], send: ChunkSender<C>): Promise<string[]> {
+    type Row = { chunk: number; chat_id: string; body: string | C; state: string; platform_id: string | null };
     const rows = this.store.tx(() => {
-      const existing = this.select.all(key);
+      const existing = this.select.all(key) as Row[];
       if (existing.length || !chunks.length) return existing;
       const now = Date.now();
       chunks.forEach((c, i) => this.insert.run(key, i, chatId, JSON.stringify(c), now));
-      return this.select.all(key);
+      // Fresh key: what was just written is what is sent (no need to read it back).
+      return chunks.map((c, i): Row => ({ chunk: i, chat_id: chatId, body: c, state: 'pending', platform_id: null }));
       // NORMAL (WAL): durable across a process crash. A power cut can lose these rows only for a reply whose action
       // has not completed yet (a reply is awaited before completion), so the re-run sends it: a repeat, never a loss.
-    }, 'NORMAL') as Array<{ chunk: number; chat_id: string; body: string; state: string; platform_id: string | null }>;
+    }, 'NORMAL');
     const ids: string[] = [];
     for (const r of rows) {
       if (r.state === 'sent') {
@@ -96,7 +98,8 @@ export class DeliveryLedger {
         continue;
       }
       // The duplicate window: the platform accepted this chunk but the process died before this line.
-      const id = await send(JSON.parse(r.body) as C, r.chunk, r.chat_id, key);
+      const body = typeof r.body === 'string' ? (JSON.parse(r.body) as C) : r.body;
+      const id = await send(body, r.chunk, r.chat_id, key);
       this.store.durability('NORMAL');
       this.mark.run(id, Date.now(), key, r.chunk);
       ids.push(id);

@@ -6,6 +6,7 @@ import { join, resolve } from 'node:path';
 import fastifyStatic from '@fastify/static';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { sendError } from './errors.js';
+import type { DashboardCapability } from '../../../sdk/index.js';
 
 /**
  * True when a path tries to leave the folder or hide its meaning: `..` segments (plain or %-encoded, also
@@ -30,10 +31,7 @@ export function suspiciousPath(rawPath: string): boolean {
 }
 
 /** What the dashboard plugin offers as capability `dashboard` (built files and their content types). */
-export interface DashboardFiles {
-  dir: string;
-  files: Record<string, string>;
-}
+export type DashboardFiles = DashboardCapability;
 
 /** The page's rules: its own scripts, styles and API only; no framing; no referrer. */
 const PAGE_HEADERS: Record<string, string> = {
