@@ -105,7 +105,7 @@ export default definePlugin({
       const r = await sender.send({
         to,
         subject: a.subject?.trim() || emailSettings(ctx.config).defaultSubject,
-        body: bodyOf(a.message),
+        body: await bodyOf(a.message),
         // Mail sent while carrying out an action that a mail started is an automatic reply (RFC 3834).
         auto: call.action?.source === 'email',
         ...(a.inReplyTo ? { inReplyTo: normalizeId(a.inReplyTo) } : {}),
