@@ -208,7 +208,11 @@ describe('gateway REST', () => {
   });
 
   it('GET /api/connections has one entry per running channel', async () => {
-    expect(await json(await g.req('/api/connections'))).toEqual({ chatA: { enabled: true, connected: true, botUsername: 'keelbot', botId: 42 } });
+    // The built-in email channel runs unconfigured (receiving off) and lists itself as such.
+    expect(await json(await g.req('/api/connections'))).toEqual({
+      chatA: { enabled: true, connected: true, botUsername: 'keelbot', botId: 42 },
+      email: { enabled: false, connected: false, state: 'stopped' },
+    });
   });
 
   it('GET /api/logs returns log entries, filtered by level and limited', async () => {
