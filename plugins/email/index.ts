@@ -90,6 +90,10 @@ export default definePlugin({
       },
     };
     ctx.provide<ChannelCapability>('channel:email', channel);
+    // The reply counter of an action is needed only while it runs (a re-run after a crash starts again at 0).
+    ctx.hooks.tap('actionSettled', (action) => {
+      replies.delete(action.id);
+    });
 
     ctx.skills.register('send_email', async (a: { to: string; subject?: string; message: string; inReplyTo?: string; references?: string }, call) => {
       const to = parseRecipients(a.to);
