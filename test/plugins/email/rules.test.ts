@@ -7,6 +7,7 @@ import { authVerdict, parseAuthResults } from '../../../plugins/email/src/auth-r
 import { loopReason, type LoopCheckInput } from '../../../plugins/email/src/loop-guard.js';
 import { safeName, trimQuoted } from '../../../plugins/email/src/parse.js';
 import { parseRecipients, threadOf } from '../../../plugins/email/src/sender.js';
+import { ADDRESS_PATTERN } from '../../../plugins/email/manifest.js';
 
 function input(headers: Record<string, string>, from = 'ada@example.org', extra: Partial<LoopCheckInput> = {}): LoopCheckInput {
   const h = Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), [v]]));
@@ -100,6 +101,11 @@ describe('recipients, threads, names', () => {
     expect(threadOf({ references: ['<a>', '<b>'], inReplyTo: '<b>', messageId: '<c>' })).toBe('<a>');
     expect(threadOf({ inReplyTo: '<b>', messageId: '<c>' })).toBe('<b>');
     expect(threadOf({ messageId: '<c>' })).toBe('<c>');
+  });
+  it('the user-id form of adminUsers.email takes addresses, never the unverified: identity of an unproven sender', () => {
+    const re = new RegExp(ADDRESS_PATTERN);
+    for (const ok of ['ada@example.org', 'Ada.Lovelace+keel@mail.example.co.uk']) expect(re.test(ok), ok).toBe(true);
+    for (const bad of ['unverified:ada@example.org', 'ada', 'ada@localhost', '<ada@example.org>', 'ada @example.org']) expect(re.test(bad), bad).toBe(false);
   });
   it('attachment names cannot leave their folder', () => {
     expect(safeName('../../etc/passwd')).toBe('passwd');
