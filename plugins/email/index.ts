@@ -133,7 +133,13 @@ export default definePlugin({
         if (enabled() && !ctx.signal.aborted) receiver.start();
       });
     });
-    if (enabled()) receiver.start();
+    if (enabled()) {
+      const admins = ctx.config.get<Record<string, unknown> | undefined>('adminUsers')?.email;
+      if (Array.isArray(admins) && admins.length && !emailSettings(ctx.config).authServId) {
+        ctx.log.warn('email: adminUsers.email is set but emailAuthServId is not: no mail sender can be proven, so nobody is admin by mail (docs/email.md).');
+      }
+      receiver.start();
+    }
 
     return {
       async stop() {

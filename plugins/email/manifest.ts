@@ -103,7 +103,7 @@ const manifest: PluginManifest = {
       env: ['EMAIL_AUTHSERV_ID'],
       policy: 'LOCKED',
       description:
-        'authserv-id of your receiving server in Authentication-Results (e.g. mx.google.com). Set: only its headers decide whether a sender is proven. Unset: the topmost Authentication-Results header is used.',
+        'authserv-id your receiving server writes in Authentication-Results (e.g. mx.google.com). Only its header can prove a sender (and so make an adminUsers.email entry count); unset, no mail sender is ever admin.',
     },
     emailSweepIntervalMs: {
       schema: Type.Integer({ minimum: 1000, maximum: 3_600_000 }),
