@@ -19,6 +19,7 @@ const suites: Array<[string, () => Promise<BenchRow[]>]> = [
   ['commands', async () => (await import('./commands.js')).benchCommands()],
   ['channels', async () => (await import('./channels.js')).benchChannels()],
   ['email', async () => (await import('./email.js')).benchEmail()],
+  ['browser', async () => (await import('./browser.js')).benchBrowser()],
 ];
 
 const only = process.argv.slice(2);

@@ -6,7 +6,6 @@ import {
   definePlugin,
   forbiddenError,
   type Action,
-  type PolicyCapability,
   type ChannelCapability,
   type ChannelStatus,
   type OutboundMessage,
@@ -89,7 +88,7 @@ export default definePlugin({
         return { messageId: r.messageId, messageIds: [r.messageId] };
       },
     };
-    ctx.provide<ChannelCapability>('channel:email', channel);
+    ctx.provide('channel:email', channel);
     // The reply counter of an action is needed only while it runs (a re-run after a crash starts again at 0).
     ctx.hooks.tap('actionSettled', (action) => {
       replies.delete(action.id);
@@ -99,7 +98,7 @@ export default definePlugin({
       const to = parseRecipients(a.to);
       // Anyone can mail Keel: a stranger's mail must not turn it into an open relay. Work started by a mail from a
       // non-admin may mail only that sender.
-      if (call.action?.source === 'email' && ctx.use<PolicyCapability>('kernel:policy')?.isAdmin(call.actor) !== true) {
+      if (call.action?.source === 'email' && ctx.use('kernel:policy')?.isAdmin(call.actor) !== true) {
         const sender = (call.action.metadata.replyTo as { chatId?: string } | undefined)?.chatId?.toLowerCase();
         const others = to.filter((r) => r !== sender);
         if (others.length) {

@@ -4,7 +4,7 @@
  * read). Everything a mail says is untrusted and is labelled so.
  */
 import type { ImapFlow, SearchObject } from 'imapflow';
-import type { ConfigView, Json, KnowledgeCapability, LlmCapability, PluginContext } from '../../../sdk/index.js';
+import type { ConfigView, Json, PluginContext } from '../../../sdk/index.js';
 import { withMailbox } from './imap.js';
 import { parseMail, saveAttachments, trimQuoted, type Mail } from './parse.js';
 
@@ -88,7 +88,7 @@ export async function fetchEmail(ctx: Pick<PluginContext, 'config' | 'home'>, ui
 }
 
 export async function indexEmails(ctx: Pick<PluginContext, 'config' | 'use'>, f: Filters & { collection?: string }, signal?: AbortSignal): Promise<string> {
-  const knowledge = ctx.use<KnowledgeCapability>('knowledge');
+  const knowledge = ctx.use('knowledge');
   if (!knowledge) throw new Error('index_emails_to_knowledge_base needs the knowledge plugin (capability "knowledge"), which is not loaded; enable the plugin "knowledge".');
   const collection = f.collection?.trim() || 'email';
   const mails = await withMailbox(ctx.config, async (client) => fetchMails(client, await searchUids(client, f, f.limit ?? 10)));
@@ -122,7 +122,7 @@ export async function emailReport(
   a: { topic: string; emails?: string[]; sender?: string; subject?: string; daysAgo?: number },
   signal?: AbortSignal,
 ): Promise<string> {
-  const llm = ctx.use<LlmCapability>('llm');
+  const llm = ctx.use('llm');
   if (!llm) throw new Error('generate_email_report needs a model (capability "llm" from the agent plugin), which is not available.');
   const mails = await withMailbox(ctx.config, async (client) => {
     if (a.emails?.length) return fetchMails(client, [...new Set(a.emails.map(Number))].sort((x, y) => y - x));
