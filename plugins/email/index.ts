@@ -89,6 +89,10 @@ export default definePlugin({
       },
     };
     ctx.provide('channel:email', channel);
+    // The reply counter of an action is needed only while it runs (a re-run after a crash starts again at 0).
+    ctx.hooks.tap('actionSettled', (action) => {
+      replies.delete(action.id);
+    });
 
     ctx.skills.register('send_email', async (a, call) => {
       const to = parseRecipients(a.to);
@@ -104,7 +108,7 @@ export default definePlugin({
       const r = await sender.send({
         to,
         subject: a.subject?.trim() || emailSettings(ctx.config).defaultSubject,
-        body: bodyOf(a.message),
+        body: await bodyOf(a.message),
         // Mail sent while carrying out an action that a mail started is an automatic reply (RFC 3834).
         auto: call.action?.source === 'email',
         ...(a.inReplyTo ? { inReplyTo: normalizeId(a.inReplyTo) } : {}),
@@ -128,7 +132,13 @@ export default definePlugin({
         if (enabled() && !ctx.signal.aborted) receiver.start();
       });
     });
-    if (enabled()) receiver.start();
+    if (enabled()) {
+      const admins = ctx.config.get<Record<string, unknown> | undefined>('adminUsers')?.email;
+      if (Array.isArray(admins) && admins.length && !emailSettings(ctx.config).authServId) {
+        ctx.log.warn('email: adminUsers.email is set but emailAuthServId is not: no mail sender can be proven, so nobody is admin by mail (docs/email.md).');
+      }
+      receiver.start();
+    }
 
     return {
       async stop() {
