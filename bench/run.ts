@@ -16,8 +16,11 @@ const suites: Array<[string, () => Promise<BenchRow[]>]> = [
   ['gateway ws', async () => (await import('./gateway-ws.js')).benchGatewayWs()],
   ['memory', async () => (await import('./memory.js')).benchMemory()],
   ['knowledge', async () => (await import('./knowledge.js')).benchKnowledge()],
+  ['commands', async () => (await import('./commands.js')).benchCommands()],
   ['channels', async () => (await import('./channels.js')).benchChannels()],
   ['discord', async () => (await import('./discord.js')).benchDiscord()],
+  ['email', async () => (await import('./email.js')).benchEmail()],
+  ['browser', async () => (await import('./browser.js')).benchBrowser()],
 ];
 
 const only = process.argv.slice(2);

@@ -5,6 +5,7 @@
  * Everything here is data or an interface: the kernel implements it.
  */
 import type { TSchema } from 'typebox';
+import type { CapabilityName, CapabilityOf } from './capabilities.js';
 
 /** JSON value. */
 export type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
@@ -108,7 +109,7 @@ export interface ConfigKeySpec {
   /** Default value (absent: no default). */
   default?: unknown;
   /** Environment variable names, first found wins (`PROVIDERD_REGION`, `AWS_REGION`). */
-  env?: string[];
+  env?: readonly string[];
   policy: PolicyClass;
   /** Masked in every output (`GET /api/config`, `keel config get`, logs). */
   secret?: boolean;
@@ -186,10 +187,13 @@ export interface SkillCallContext {
   /**
    * The implementation some plugin provides for a capability, as `ctx.use` in a plugin: how a custom skill file
    * (which has no plugin context) reaches what a plugin offers.
+   * A known capability name is typed by the capability map (sdk/capabilities.ts); any other name reads as the type
+   * given (custom skill files are not compiled with the project, so they cannot add to the map).
    * @example
-   * const web = ctx.use<WebCapability>('web');
+   * const web = ctx.use('web'); // WebCapability | undefined
    * if (!web) throw new Error('The web plugin is not running.');
    */
+  use<K extends CapabilityName>(capability: K): CapabilityOf<K> | undefined;
   use<T = unknown>(capability: string): T | undefined;
 }
 
@@ -213,30 +217,37 @@ export interface CliCommandSpec {
   /** Command name with its arguments in commander syntax, e.g. `gateway` or `send <to> [text]`. */
   name: string;
   description: string;
-  options?: CliOptionSpec[];
+  options?: readonly CliOptionSpec[];
 }
 
 export interface PluginPermissions {
   network?: boolean;
   /** Paths it may read or write; `$KEEL_HOME` is expanded. */
-  filesystem?: string[];
+  filesystem?: readonly string[];
   commands?: boolean;
   /** Config keys flagged secret that it reads. */
-  secrets?: string[];
+  secrets?: readonly string[];
 }
 
-/** Plugin manifest: data, validated with ajv before any plugin code runs. */
+/**
+ * Plugin manifest: data, validated with ajv before any plugin code runs. Write it `as const satisfies
+ * PluginManifest` so `definePlugin` knows the skill names, argument types and config keys it declares.
+ * @example
+ * const manifest = { id: 'hello', version: '1.0.0', kind: 'skill', description: 'Says hello',
+ *   skills: [{ name: 'hello', description: 'Greets', category: 'demo', parameters: Type.Object({ name: Type.String() }) }],
+ * } as const satisfies PluginManifest;
+ */
 export interface PluginManifest {
   id: string;
   version: string;
   kind: PluginKind;
   description: string;
   config?: Record<string, ConfigKeySpec>;
-  skills?: SkillManifest[];
-  requires?: string[];
-  provides?: string[];
+  skills?: readonly SkillManifest[];
+  requires?: readonly string[];
+  provides?: readonly string[];
   permissions?: PluginPermissions;
-  cli?: CliCommandSpec[];
+  cli?: readonly CliCommandSpec[];
   /** Channel plugins: the channel's name and the form of its user ids (validates `adminUsers.<name>`). */
   channel?: { name: string; userIdPattern: string; userIdExample: string };
 }

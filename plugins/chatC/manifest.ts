@@ -3,13 +3,13 @@
  */
 import { SPEC_CHANNELS, Type, type PluginManifest } from '../../sdk/index.js';
 
-const manifest: PluginManifest = {
+const manifest = {
   id: 'chatC',
   version: '1.0.0',
   kind: 'channel',
   description: 'Discord channel (chatC): gateway with resume and a heartbeat watchdog, durable ingress, replies as Discord Markdown threaded to the message and sent with an enforced nonce, slash commands, reactions.',
   provides: ['channel:chatC'],
-  channel: { ...SPEC_CHANNELS.chatC },
+  channel: SPEC_CHANNELS.chatC,
   permissions: { network: true, filesystem: ['$KEEL_HOME'], secrets: ['chatCToken'] },
   config: {
     chatCToken: {
@@ -48,6 +48,6 @@ const manifest: PluginManifest = {
       ),
     },
   ],
-};
+} as const satisfies PluginManifest;
 
 export default manifest;

@@ -5,7 +5,7 @@
  * kernel:policy; fail closed). The channel is the inbound message's `channel`.
  */
 import type { Action } from '../types.js';
-import type { PluginContext, PolicyCapability } from '../plugin.js';
+import type { PluginContext } from '../plugin.js';
 import type { InboundMessage } from '../channel.js';
 
 /**
@@ -32,7 +32,7 @@ export function isBuiltin(command: string | undefined): command is string {
 
 function isAdmin(ctx: PluginContext, channel: string, userId: string): boolean {
   try {
-    return ctx.use<PolicyCapability>('kernel:policy')?.isAdmin({ kind: 'user', channel, userId }) === true;
+    return ctx.use('kernel:policy')?.isAdmin({ kind: 'user', channel, userId }) === true;
   } catch {
     return false;
   }

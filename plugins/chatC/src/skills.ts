@@ -3,15 +3,16 @@
  * Markdown, cut to 2,000 characters per message, each part sent once (ledger key per call, nonce per part).
  */
 import { createHash } from 'node:crypto';
-import type { OutboundMessage, PluginContext, SendOptions, SentMessage, SkillCallContext } from '../../../sdk/index.js';
+import type { OutboundMessage, PluginContext, SendOptions, SentMessage } from '../../../sdk/index.js';
+import type manifest from '../manifest.js';
 import { SNOWFLAKE } from './discord.js';
 
 export interface SkillDeps {
   send(to: string, message: string | OutboundMessage, options?: SendOptions): Promise<SentMessage>;
 }
 
-export function registerSkills(ctx: PluginContext, d: SkillDeps): void {
-  ctx.skills.register('send_chatC', async (args: { channel_id: unknown; message: string }, call: SkillCallContext) => {
+export function registerSkills(ctx: PluginContext<typeof manifest>, d: SkillDeps): void {
+  ctx.skills.register('send_chatC', async (args, call) => {
     const channel = String(args.channel_id ?? '').trim();
     if (!SNOWFLAKE.test(channel)) throw new Error(`channel_id "${channel}" is not a Discord channel id: it must be 17 to 20 digits (in Discord, enable Developer Mode and use "Copy Channel ID").`);
     // The same call within one action is sent once, even when the action runs again after a crash.

@@ -3,21 +3,18 @@
  */
 import { stat } from 'node:fs/promises';
 import { isAbsolute, relative, resolve } from 'node:path';
-import type { Actor, PluginContext } from '../../../sdk/index.js';
+import type { Actor, PluginContext, SkillArgs } from '../../../sdk/index.js';
+import type manifest from '../manifest.js';
 import { PluginError } from '../../../sdk/errors.js';
 import { describeActor } from '../../../sdk/actor.js';
 import { approverOf } from './admin.js';
 import { analyze, type PolicyDecision } from './command-policy.js';
 import { DENIED_EXIT, DENIED_TEXT, DenyJail, type IsolationMode, type Jail, SETUP_EXIT, SETUP_TEXT } from './deny-jail.js';
-import { childEnv, formatResult, type RunResult, runArgv } from './exec.js';
+import { childEnv, formatResult, notFound, type RunResult, runArgv, startable } from './exec.js';
 import { PendingCommands, type PendingCommand } from './pending.js';
 import { Refusal, toArgv } from './tokenize.js';
 
-export interface RunCommandArgs {
-  command: string;
-  args?: string[];
-  cwd?: string;
-}
+export type RunCommandArgs = SkillArgs<typeof manifest, 'run_command'>;
 
 /** An error whose message is meant for the agent as it is. */
 /** A refusal: dispatch reports it as KEEL_E_FORBIDDEN (the gateway as 403). */
@@ -46,7 +43,7 @@ function isolationLines(jail: Jail, r: RunResult): string[] {
     ];
   }
   const lines = [
-    `Isolation: on (private mount and pid namespace${jail.userNamespace ? ' in a user namespace' : ''}; ${jail.targets.length} path${jail.targets.length === 1 ? '' : 's'} of denied programs replaced by stubs${jail.notes.length ? `; ${jail.notes.length} not replaced, see system_check and docs/security.md` : ''})`,
+    `Isolation: on${jail.strict ? ', strict' : ''} (private mount and pid namespace${jail.userNamespace ? ' in a user namespace' : ''}; ${jail.targets.length} path${jail.targets.length === 1 ? '' : 's'} of denied programs replaced by stubs${jail.strict ? '; nothing runs from a writable place' : ''}${jail.notes.length ? `; ${jail.notes.length} not replaced (listed in Keel's log; docs/security.md)` : ''})`,
   ];
   if (r.exitCode === SETUP_EXIT && r.stderr.includes(SETUP_TEXT)) lines.push('The isolation could not be set up, so the command did not run.');
   else if (r.stderr.includes(DENIED_TEXT)) lines.push(`A program on commandDenyList was refused inside the command (its stub exits with ${DENIED_EXIT}).`);
@@ -57,8 +54,13 @@ export class CommandService {
   readonly pending: PendingCommands;
   private readonly jail = new DenyJail();
   private jailNotesLogged = '';
-  constructor(private readonly ctx: Pick<PluginContext, 'config' | 'log' | 'home' | 'signal' | 'use'>) {
+  constructor(private readonly ctx: Pick<PluginContext<typeof manifest>, 'config' | 'log' | 'home' | 'signal' | 'use'>) {
     this.pending = new PendingCommands(ctx.home, ctx.log);
+  }
+
+  /** Removes the deny-list stubs from the temp folder. */
+  close(): void {
+    this.jail.close();
   }
 
   /** The operating system's enforcement of the deny list for the next command (docs/security.md). */
@@ -98,7 +100,7 @@ export class CommandService {
 
   /** The folder a command runs in: commandWorkingDir, or `cwd` inside it (anywhere in sudo mode). */
   async workingDir(cwd: string | undefined, requested?: string): Promise<string> {
-    const configured = read<string>(this.ctx.config, 'commandWorkingDir');
+    const configured = this.ctx.config.get('commandWorkingDir');
     // Unset, it is the current directory of the process that checked the request; at approval (maybe in another
     // process, `keel commands approve`) that folder is the one the request was checked against.
     const base = resolve(configured ?? requested ?? process.cwd());
@@ -126,8 +128,8 @@ export class CommandService {
     const decision = this.check(argv);
     if (!decision.allowed) this.refuse(argv, actor, decision.reason);
     const cwd = await this.workingDir(a.cwd);
-    if (read<unknown>(this.ctx.config, 'autoExecuteCommands') !== true) {
-      const ttl = read<number>(this.ctx.config, 'commandConfirmationTtlMinutes') ?? 30;
+    if (!this.ctx.config.get('autoExecuteCommands')) {
+      const ttl = this.ctx.config.get('commandConfirmationTtlMinutes');
       const item = await this.pending.add({ argv, cwd, requestedBy: actor }, ttl);
       this.ctx.log.info(`commands: ${item.id} ${JSON.stringify(argv)} waits for confirmation (requested by ${describeActor(actor)}, expires ${item.expiresAt})`);
       return (
@@ -140,16 +142,20 @@ export class CommandService {
   }
 
   async execute(argv: string[], cwd: string, actor: Actor | undefined, signal?: AbortSignal): Promise<string> {
-    const timeoutMs = read<number>(this.ctx.config, 'commandTimeoutMs') ?? 120_000;
-    const maxBytes = read<number>(this.ctx.config, 'commandOutputMaxBytes') ?? 65_536;
-    const retries = read<number>(this.ctx.config, 'commandRetries') ?? 1;
+    const timeoutMs = this.ctx.config.get('commandTimeoutMs');
+    const maxBytes = this.ctx.config.get('commandOutputMaxBytes');
+    const retries = this.ctx.config.get('commandRetries');
     const env = childEnv();
     const jail = await this.isolation(env);
-    if (!jail.isolated && read<unknown>(this.ctx.config, 'commandIsolation') === 'required') {
-      this.refuse(argv, actor, `commandIsolation is required and the operating system cannot enforce commandDenyList here: ${jail.reason}`);
+    const mode = read<unknown>(this.ctx.config, 'commandIsolation');
+    if (!jail.isolated && (mode === 'required' || mode === 'strict')) {
+      this.refuse(argv, actor, `commandIsolation is ${mode} and the operating system cannot enforce commandDenyList here: ${jail.reason}`);
     }
     this.ctx.log.info(`commands: running ${JSON.stringify(argv)} in ${cwd} for ${describeActor(actor)} (${jail.isolated ? 'isolated' : `not isolated: ${jail.reason}`})`);
-    const r = await runArgv(jail.isolated ? jail.wrap(argv) : argv, { cwd, timeoutMs, retries, maxBytes, env, ...(signal ? { signal } : {}) });
+    const r =
+      jail.isolated && !startable(argv[0] as string, cwd, env)
+        ? notFound(argv[0] as string)
+        : await runArgv(jail.isolated ? jail.wrap(argv) : argv, { cwd, timeoutMs, retries, maxBytes, env, ...(signal ? { signal } : {}) });
     this.ctx.log.info(
       `commands: ${argv[0]} ${r.started ? `ended with exit code ${r.exitCode}${r.signal ? ` (signal ${r.signal})` : ''}${r.timedOut ? ' after a timeout' : ''}` : `did not start: ${r.error}`} in ${r.durationMs} ms`,
     );
