@@ -30,7 +30,11 @@ function pct(xs: number[], p: number): number {
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
 }
 
-async function burst(dc: FakeDiscord, latencies: number[], pushedAt: Map<string, number>): Promise<{ p50: number; p99: number; perSecond: number }> {
+async function burst(
+  dc: FakeDiscord,
+  latencies: number[],
+  pushedAt: Map<string, number>,
+): Promise<{ p50: number; p99: number; perSecond: number }> {
   const t = performance.now();
   for (let m = 0; m < PER_CHANNEL; m++) {
     for (const [c, cid] of channelIds.entries()) {
@@ -48,7 +52,10 @@ async function inboundKeel(): Promise<{ p50: number; p99: number; perSecond: num
   const home = tmp('keel-bench-chatc-');
   const builtins = tmp('keel-bench-builtins-');
   const dc = await startFakeDiscord();
-  writeFileSync(join(home, 'keel.config.yaml'), JSON.stringify({ chatCToken: dc.token, chatCApiUrl: dc.apiUrl, chatCAutoReplyEnabled: true }));
+  writeFileSync(
+    join(home, 'keel.config.yaml'),
+    JSON.stringify({ chatCToken: dc.token, chatCApiUrl: dc.apiUrl, chatCAutoReplyEnabled: true }),
+  );
   const chatC = {
     id: 'chatC',
     origin: 'builtin' as const,
@@ -56,7 +63,16 @@ async function inboundKeel(): Promise<{ p50: number; p99: number; perSecond: num
     manifest: (await import('../plugins/chatC/manifest.js')).default,
     load: async () => (await import('../plugins/chatC/index.js')).default,
   };
-  const kernel = await startKernel({ home, builtinDir: builtins, extraPlugins: [chatC], env: {}, watchSkills: false, watchConfig: false, runAgent: false, logs: new LogSink({ quiet: true }) });
+  const kernel = await startKernel({
+    home,
+    builtinDir: builtins,
+    extraPlugins: [chatC],
+    env: {},
+    watchSkills: false,
+    watchConfig: false,
+    runAgent: false,
+    logs: new LogSink({ quiet: true }),
+  });
   try {
     const pushedAt = new Map<string, number>();
     const latencies: number[] = [];
@@ -79,8 +95,25 @@ async function inboundBare(): Promise<{ p50: number; p99: number; perSecond: num
   const home = tmp('keel-bench-bare-');
   const builtins = tmp('keel-bench-builtins-');
   const dc = await startFakeDiscord();
-  const kernel = await startKernel({ home, builtinDir: builtins, env: {}, watchSkills: false, watchConfig: false, runAgent: false, logs: new LogSink({ quiet: true }) });
-  const client = new Client({ rest: { api: dc.apiUrl }, intents: [GatewayIntentBits.Guilds, GatewayIntentBits.GuildMessages, GatewayIntentBits.MessageContent, GatewayIntentBits.DirectMessages], partials: [Partials.Channel] });
+  const kernel = await startKernel({
+    home,
+    builtinDir: builtins,
+    env: {},
+    watchSkills: false,
+    watchConfig: false,
+    runAgent: false,
+    logs: new LogSink({ quiet: true }),
+  });
+  const client = new Client({
+    rest: { api: dc.apiUrl },
+    intents: [
+      GatewayIntentBits.Guilds,
+      GatewayIntentBits.GuildMessages,
+      GatewayIntentBits.MessageContent,
+      GatewayIntentBits.DirectMessages,
+    ],
+    partials: [Partials.Channel],
+  });
   try {
     const pushedAt = new Map<string, number>();
     const latencies: number[] = [];
@@ -111,7 +144,12 @@ async function outbound(n: number): Promise<{ kit: number; bare: number }> {
   const bareRest = new REST({ api: dc.apiUrl, version: '10' }).setToken(dc.token);
   // Limits wide open: the rate limiter's waits are a feature, not overhead; this measures the bookkeeping.
   const wide = { capacity: 1e9, perSecond: 1e9 };
-  const outbox = new Outbox({ ledger: new DeliveryLedger(store), limiter: new RateLimiter({ send: wide, edit: wide, global: wide }), classify: classifyDiscord, log: quiet });
+  const outbox = new Outbox({
+    ledger: new DeliveryLedger(store),
+    limiter: new RateLimiter({ send: wide, edit: wide, global: wide }),
+    classify: classifyDiscord,
+    log: quiet,
+  });
   const text = 'Here is **the answer** you asked for, with `code` and a [link](https://example.com).';
   const channel = (i: number) => channelIds[Math.abs(i) % CHANNELS]!;
   try {
@@ -119,7 +157,11 @@ async function outbound(n: number): Promise<{ kit: number; bare: number }> {
     for (const cid of channelIds) dc.pushMessage('hello', { channelId: cid });
     const kitOne = async (i: number) => {
       const key = `bench:${i}`;
-      const chunks: DcChunk[] = renderChunks(text, 'discord', { limit: 2000 }).map((content, j) => ({ kind: 'text', content, nonce: nonceOf(key, j) }));
+      const chunks: DcChunk[] = renderChunks(text, 'discord', { limit: 2000 }).map((content, j) => ({
+        kind: 'text',
+        content,
+        nonce: nonceOf(key, j),
+      }));
       await outbox.deliver(key, channel(i), chunks, (c, _j, chat) => sendChunk(rest, chat, c));
     };
     const bareOne = async (i: number) => {
@@ -154,9 +196,33 @@ export async function benchDiscord(): Promise<BenchRow[]> {
   const peer = 'bare discord.js raw MESSAGE_CREATE + queue.push (no ingress record, no dedupe)';
   const shape = `${CHANNELS} channels x ${PER_CHANNEL} at once`;
   return [
-    { name: `chatC inbound → durable action p50 (${shape})`, value: keel.p50, unit: 'ms', peer, peerValue: bare.p50, budget: 'report', ok: true },
-    { name: `chatC inbound → durable action p99 (${shape})`, value: keel.p99, unit: 'ms', peer, peerValue: bare.p99, budget: 'report', ok: true },
-    { name: `chatC inbound throughput (${shape})`, value: keel.perSecond, unit: 'msgs/s', peer, peerValue: bare.perSecond, budget: 'report', ok: true },
+    {
+      name: `chatC inbound → durable action p50 (${shape})`,
+      value: keel.p50,
+      unit: 'ms',
+      peer,
+      peerValue: bare.p50,
+      budget: 'report',
+      ok: true,
+    },
+    {
+      name: `chatC inbound → durable action p99 (${shape})`,
+      value: keel.p99,
+      unit: 'ms',
+      peer,
+      peerValue: bare.p99,
+      budget: 'report',
+      ok: true,
+    },
+    {
+      name: `chatC inbound throughput (${shape})`,
+      value: keel.perSecond,
+      unit: 'msgs/s',
+      peer,
+      peerValue: bare.perSecond,
+      budget: 'report',
+      ok: true,
+    },
     {
       name: 'chatC outbound send through the kit (render + nonce + ledger + limiter + per-channel order)',
       value: out.kit,

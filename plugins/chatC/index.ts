@@ -88,7 +88,10 @@ export default definePlugin({
       const replyTo = options.replyToMessageId && SNOWFLAKE.test(options.replyToMessageId) ? options.replyToMessageId : undefined;
       const text = m.text ?? '';
       const parts: Array<Omit<DcChunk, 'nonce'>> = [
-        ...renderChunks(text, options.format === 'plain' ? 'plain' : 'discord', { limit: LIMIT }).map((content) => ({ kind: 'text' as const, content })),
+        ...renderChunks(text, options.format === 'plain' ? 'plain' : 'discord', { limit: LIMIT }).map((content) => ({
+          kind: 'text' as const,
+          content,
+        })),
         ...(m.files ?? []).map((f) => ({ kind: 'file' as const, path: f.path, ...(f.caption ? { caption: f.caption } : {}) })),
       ];
       if (!parts.length) throw new Error('Nothing to send: the message has no text and no files.');
@@ -125,7 +128,10 @@ export default definePlugin({
             await outbox.edit(channelId, () => rest.patch(`/channels/${channelId}/messages/${id}`, { body: { content } }));
             return id;
           }
-          return outbox.edit(channelId, async () => ((await rest.post(`/channels/${channelId}/messages`, { body: { content, flags: 1 << 12 } })) as { id: string }).id);
+          return outbox.edit(
+            channelId,
+            async () => ((await rest.post(`/channels/${channelId}/messages`, { body: { content, flags: 1 << 12 } })) as { id: string }).id,
+          );
         },
         finish: async (channelId, id) => void (await rest.delete(`/channels/${channelId}/messages/${id}`).catch(() => undefined)),
       },
@@ -146,7 +152,11 @@ export default definePlugin({
       if (outcome.status !== 'failed') return;
       try {
         const t = replyTarget(action);
-        await send(t.chatId, failureNotice(outcome.detail ?? action.error), { format: 'plain', idempotencyKey: `${action.id}:failed`, ...(t.messageId ? { replyToMessageId: t.messageId } : {}) });
+        await send(t.chatId, failureNotice(outcome.detail ?? action.error), {
+          format: 'plain',
+          idempotencyKey: `${action.id}:failed`,
+          ...(t.messageId ? { replyToMessageId: t.messageId } : {}),
+        });
       } catch (e) {
         ctx.log.warn(`Could not tell the channel about the failure of ${action.id}: ${e instanceof Error ? e.message : String(e)}`);
       }
@@ -191,7 +201,9 @@ export default definePlugin({
             if (me.applicationId) bot.applicationId = me.applicationId;
             if (bot.applicationId) {
               const body = BUILTIN_COMMANDS.map((c) => ({ name: c.command, description: c.description, type: 1 }));
-              await rest.put(`/applications/${bot.applicationId}/commands`, { body }).catch((e) => ctx.log.warn(`Registering the slash commands failed: ${e instanceof Error ? e.message : String(e)}`));
+              await rest
+                .put(`/applications/${bot.applicationId}/commands`, { body })
+                .catch((e) => ctx.log.warn(`Registering the slash commands failed: ${e instanceof Error ? e.message : String(e)}`));
             }
             void outbox.resumeAll(sendOne);
             // A new session does not replay what was said while Keel was away: read it from the history. Live
@@ -237,7 +249,10 @@ export default definePlugin({
             : 'Unknown command.';
           const [first, ...rest2] = renderChunks(text, 'discord', { limit: LIMIT });
           try {
-            await rest.post(`/interactions/${i.id}/${i.token}/callback`, { body: { type: 4, data: { content: first ?? '…', allowed_mentions: { parse: [] } } }, auth: false });
+            await rest.post(`/interactions/${i.id}/${i.token}/callback`, {
+              body: { type: 4, data: { content: first ?? '…', allowed_mentions: { parse: [] } } },
+              auth: false,
+            });
           } catch (e) {
             // Answered before a crash (or the 15-minute token expired): the user already has it, or cannot get it.
             ctx.log.warn(`Slash command /${inbound.command}: ${e instanceof Error ? e.message : String(e)}`);
@@ -268,7 +283,8 @@ export default definePlugin({
         progress.update(action.id, replyTarget(action).chatId, { ...update, typingOnly: update.typingOnly || typingOnly() });
       },
       async react(chatId, messageId, emoji) {
-        if (!SNOWFLAKE.test(chatId) || !SNOWFLAKE.test(messageId)) throw new Error(`react on Discord needs a channel id and a message id of 17 to 20 digits (got "${chatId}", "${messageId}").`);
+        if (!SNOWFLAKE.test(chatId) || !SNOWFLAKE.test(messageId))
+          throw new Error(`react on Discord needs a channel id and a message id of 17 to 20 digits (got "${chatId}", "${messageId}").`);
         await outbox.edit(chatId, () => rest.put(`/channels/${chatId}/messages/${messageId}/reactions/${encodeURIComponent(emoji)}/@me`));
       },
     };

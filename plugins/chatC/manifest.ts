@@ -7,7 +7,8 @@ const manifest = {
   id: 'chatC',
   version: '1.0.0',
   kind: 'channel',
-  description: 'Discord channel (chatC): gateway with resume and a heartbeat watchdog, durable ingress, replies as Discord Markdown threaded to the message and sent with an enforced nonce, slash commands, reactions.',
+  description:
+    'Discord channel (chatC): gateway with resume and a heartbeat watchdog, durable ingress, replies as Discord Markdown threaded to the message and sent with an enforced nonce, slash commands, reactions.',
   provides: ['channel:chatC'],
   channel: SPEC_CHANNELS.chatC,
   permissions: { network: true, filesystem: ['$KEEL_HOME'], secrets: ['chatCToken'] },
@@ -17,27 +18,31 @@ const manifest = {
       env: ['CHATC_TOKEN'],
       policy: 'LOCKED',
       secret: true,
-      description: 'Discord bot token (Developer Portal → your application → Bot → Reset Token). Without it the channel stays off. LOCKED per SPEC.',
+      description:
+        'Discord bot token (Developer Portal → your application → Bot → Reset Token). Without it the channel stays off. LOCKED per SPEC.',
     },
     chatCAutoReplyEnabled: {
       schema: Type.Boolean(),
       default: false,
       env: ['CHATC_AUTO_REPLY_ENABLED'],
       policy: 'APPROVAL',
-      description: 'Answer every message the bot can read; when false only mentions of the bot (or replies to it) in servers, direct messages and slash commands are answered.',
+      description:
+        'Answer every message the bot can read; when false only mentions of the bot (or replies to it) in servers, direct messages and slash commands are answered.',
     },
     chatCApiUrl: {
       schema: Type.String({ pattern: '^https?://' }),
       default: 'https://discord.com/api',
       env: ['CHATC_API_URL'],
       policy: 'LOCKED',
-      description: 'Discord REST API base (v10 is appended); the gateway URL is discovered from it (GET /gateway/bot). For a proxy or a test server. LOCKED: the token is sent there.',
+      description:
+        'Discord REST API base (v10 is appended); the gateway URL is discovered from it (GET /gateway/bot). For a proxy or a test server. LOCKED: the token is sent there.',
     },
   },
   skills: [
     {
       name: 'send_chatC',
-      description: 'Send a Markdown message to a Discord channel (or DM channel) by its id. Long messages are split into parts of at most 2,000 characters. Returns the message id(s).',
+      description:
+        'Send a Markdown message to a Discord channel (or DM channel) by its id. Long messages are split into parts of at most 2,000 characters. Returns the message id(s).',
       category: 'messaging',
       parameters: Type.Object(
         {

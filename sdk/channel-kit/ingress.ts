@@ -57,7 +57,11 @@ export class Ingress<T> {
    * power cut is fetched again from the platform (Discord: the message and its history cursor go together, and the
    * history after the cursor is read at the next start).
    */
-  record(items: IngressItem<T>[], cursor?: { key: string; value: string }, opts: { durability?: 'FULL' | 'NORMAL' } = {}): IngressItem<T>[] {
+  record(
+    items: IngressItem<T>[],
+    cursor?: { key: string; value: string },
+    opts: { durability?: 'FULL' | 'NORMAL' } = {},
+  ): IngressItem<T>[] {
     if (this.closed) throw new Error('ingress is closed');
     const now = Date.now();
     const fresh = this.store.tx(() => {

@@ -98,7 +98,9 @@ export class ChannelStore {
    * @example for (const { key, value } of store.values('last:')) backfill(key.slice(5), value);
    */
   values(prefix: string): Array<{ key: string; value: string }> {
-    const rows = this.db.prepare("SELECT key, value FROM kv WHERE substr(key, 1, length(?)) = ? ORDER BY key").all(prefix, prefix) as Array<{ key: string; value: string }>;
+    const rows = this.db
+      .prepare('SELECT key, value FROM kv WHERE substr(key, 1, length(?)) = ? ORDER BY key')
+      .all(prefix, prefix) as Array<{ key: string; value: string }>;
     return rows.map((r) => ({ key: r.key, value: r.value }));
   }
 

@@ -127,10 +127,13 @@ export class ConnectionSupervisor {
       const controller = (this.controller = new AbortController());
       let lastLive = Date.now();
       const stallMs = () => (typeof this.o.stallMs === 'function' ? this.o.stallMs() : this.o.stallMs);
-      const watchdog = setInterval(() => {
-        const limit = stallMs();
-        if (Date.now() - lastLive > limit) controller.abort(new StallError(limit));
-      }, Math.max(50, Math.min(1000, stallMs() / 4)));
+      const watchdog = setInterval(
+        () => {
+          const limit = stallMs();
+          if (Date.now() - lastLive > limit) controller.abort(new StallError(limit));
+        },
+        Math.max(50, Math.min(1000, stallMs() / 4)),
+      );
       try {
         await this.o.connect(controller.signal, {
           live: () => {

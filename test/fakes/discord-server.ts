@@ -71,7 +71,17 @@ export interface FakeDiscord {
   /** Gateway connections opened, IDENTIFYs and RESUMEs received. */
   gateway: { connections: number; identifies: number; resumes: number; resumed: number; heartbeats: number };
   /** A user's message in the guild channel (or a DM when `dm`); dispatched as MESSAGE_CREATE. */
-  pushMessage(content: string, o?: { userId?: string; channelId?: string; dm?: boolean; mention?: boolean; replyToBot?: string; attachment?: { filename: string; data: Buffer; contentType?: string } }): DcMessage;
+  pushMessage(
+    content: string,
+    o?: {
+      userId?: string;
+      channelId?: string;
+      dm?: boolean;
+      mention?: boolean;
+      replyToBot?: string;
+      attachment?: { filename: string; data: Buffer; contentType?: string };
+    },
+  ): DcMessage;
   /** A slash command interaction (INTERACTION_CREATE). */
   pushCommand(name: string, o?: { userId?: string; channelId?: string }): { id: string; token: string };
   /** After `after` more successful calls of `route` (e.g. 'POST /channels/:id/messages'), the next `count` fail. */
@@ -105,7 +115,10 @@ function snowflake(): string {
 }
 
 function route(method: string, path: string): string {
-  return `${method} ${path.replace(/\/\d{5,}/g, '/:id').replace(/\/interactions\/:id\/[^/]+/, '/interactions/:id/:token').replace(/\/reactions\/[^/]+/, '/reactions/:emoji')}`;
+  return `${method} ${path
+    .replace(/\/\d{5,}/g, '/:id')
+    .replace(/\/interactions\/:id\/[^/]+/, '/interactions/:id/:token')
+    .replace(/\/reactions\/[^/]+/, '/reactions/:emoji')}`;
 }
 
 function splitMultipart(raw: Buffer, boundary: string): Array<{ head: string; body: Buffer }> {
@@ -177,7 +190,19 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
     large: false,
     joined_at: new Date().toISOString(),
     features: [],
-    roles: [{ id: guildId, name: '@everyone', permissions: '68608', position: 0, color: 0, hoist: false, managed: false, mentionable: false, flags: 0 }],
+    roles: [
+      {
+        id: guildId,
+        name: '@everyone',
+        permissions: '68608',
+        position: 0,
+        color: 0,
+        hoist: false,
+        managed: false,
+        mentionable: false,
+        flags: 0,
+      },
+    ],
     emojis: [],
     stickers: [],
     members: [],
@@ -227,7 +252,8 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
       if (p.op === 2) {
         fake.gateway.identifies++;
         if (p.d?.token !== token) return ws.close(4004, 'Authentication failed.');
-        if (fake.identifyCloseCode) return ws.close(fake.identifyCloseCode, fake.identifyCloseCode === 4004 ? 'Authentication failed.' : 'Disallowed intent(s).');
+        if (fake.identifyCloseCode)
+          return ws.close(fake.identifyCloseCode, fake.identifyCloseCode === 4004 ? 'Authentication failed.' : 'Disallowed intent(s).');
         session = { id: `s${Math.random().toString(36).slice(2, 12)}`, seq: 0, events: [], socket: ws, silent: false };
         sessions.set(session.id, session);
         const addr = server.address() as AddressInfo;
@@ -313,7 +339,15 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
         return error(res, 400, '400: Bad Request', 50109);
       }
     }
-    const call: DcCall = { method, path, route: route(method, path), query: url.searchParams, body, files, auth: req.headers.authorization };
+    const call: DcCall = {
+      method,
+      path,
+      route: route(method, path),
+      query: url.searchParams,
+      body,
+      files,
+      auth: req.headers.authorization,
+    };
     const verdict = fake.onCall?.(call);
     if (verdict === 'hold') return; // never answered, never recorded: the platform did not accept it
     fake.calls.push(call);
@@ -329,7 +363,12 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
         if (--f.count <= 0) failures.splice(failures.indexOf(f), 1);
         if (f.error.status === 429) {
           const ra = f.error.retryAfter ?? 1;
-          return reply(res, 429, { message: 'You are being rate limited.', retry_after: ra, global: false }, { 'retry-after': String(ra), 'x-ratelimit-scope': 'user' });
+          return reply(
+            res,
+            429,
+            { message: 'You are being rate limited.', retry_after: ra, global: false },
+            { 'retry-after': String(ra), 'x-ratelimit-scope': 'user' },
+          );
         }
         return error(res, f.error.status, f.error.message ?? `${f.error.status}: error`, f.error.code ?? 0);
       }
@@ -338,7 +377,11 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
     const addr = server.address() as AddressInfo;
 
     if (method === 'GET' && path === '/gateway/bot') {
-      return reply(res, 200, { url: `ws://127.0.0.1:${addr.port}/gateway`, shards: 1, session_start_limit: { total: 1000, remaining: 999, reset_after: 0, max_concurrency: 1 } });
+      return reply(res, 200, {
+        url: `ws://127.0.0.1:${addr.port}/gateway`,
+        shards: 1,
+        session_start_limit: { total: 1000, remaining: 999, reset_after: 0, max_concurrency: 1 },
+      });
     }
     if (method === 'GET' && path === '/users/@me') return reply(res, 200, bot);
     if (method === 'POST' && path === '/users/@me/channels') {
@@ -349,8 +392,15 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
       return reply(res, 200, channels.get(cid));
     }
     if (seg[0] === 'applications' && seg[2] === 'commands' && method === 'PUT') {
-      fake.commands = (Array.isArray(body) ? body : []).map((c: { name: string; description: string }) => ({ name: c.name, description: c.description }));
-      return reply(res, 200, fake.commands.map((c) => ({ ...c, id: snowflake(), application_id: applicationId, type: 1, version: '1' })));
+      fake.commands = (Array.isArray(body) ? body : []).map((c: { name: string; description: string }) => ({
+        name: c.name,
+        description: c.description,
+      }));
+      return reply(
+        res,
+        200,
+        fake.commands.map((c) => ({ ...c, id: snowflake(), application_id: applicationId, type: 1, version: '1' })),
+      );
     }
     if (seg[0] === 'interactions' && seg[3] === 'callback' && method === 'POST') {
       fake.interactionReplies.set(seg[1]!, body);
@@ -373,7 +423,8 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
         const content = String(body.content ?? '');
         if (!content && !files.length) return error(res, 400, 'Cannot send an empty message', 50006);
         if (content.length > 2000) return error(res, 400, 'Invalid Form Body: content: Must be 2000 or fewer in length.', 50035);
-        if (body.nonce !== undefined && String(body.nonce).length > 25) return error(res, 400, 'Invalid Form Body: nonce: Must be 25 or fewer in length.', 50035);
+        if (body.nonce !== undefined && String(body.nonce).length > 25)
+          return error(res, 400, 'Invalid Form Body: nonce: Must be 25 or fewer in length.', 50035);
         const nk = body.nonce !== undefined && body.enforce_nonce ? `${cid}:${body.nonce}` : undefined;
         if (nk && nonces.has(nk)) return reply(res, 200, nonces.get(nk));
         const m: DcMessage = {
@@ -414,7 +465,10 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
           return reply(res, 200, m);
         }
         if (seg.length === 4 && method === 'DELETE') {
-          history.set(cid, (history.get(cid) ?? []).filter((x) => x !== m));
+          history.set(
+            cid,
+            (history.get(cid) ?? []).filter((x) => x !== m),
+          );
           return reply(res, 204);
         }
       }
@@ -453,19 +507,32 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
       if (p.attachment) {
         const path = `/attachments/${cid}/${id}/${p.attachment.filename}`;
         cdnFiles.set(path, p.attachment.data);
-        attachments.push({ id: snowflake(), filename: p.attachment.filename, size: p.attachment.data.length, url: `http://127.0.0.1:${port}${path}`, ...(p.attachment.contentType ? { content_type: p.attachment.contentType } : {}) } as never);
+        attachments.push({
+          id: snowflake(),
+          filename: p.attachment.filename,
+          size: p.attachment.data.length,
+          url: `http://127.0.0.1:${port}${path}`,
+          ...(p.attachment.contentType ? { content_type: p.attachment.contentType } : {}),
+        } as never);
       }
       const m: DcMessage = {
         id,
         channel_id: cid,
-        ...(guild ? { guild_id: guildId, member: { roles: [], joined_at: new Date().toISOString(), deaf: false, mute: false, flags: 0 } } : {}),
+        ...(guild
+          ? { guild_id: guildId, member: { roles: [], joined_at: new Date().toISOString(), deaf: false, mute: false, flags: 0 } }
+          : {}),
         content: p.mention ? `<@${bot.id}> ${content}` : content,
         author: user(userId),
         attachments,
         mentions: p.mention ? [{ id: bot.id, username: bot.username, discriminator: '0', avatar: null }] : [],
         timestamp: new Date().toISOString(),
         type: p.replyToBot ? 19 : 0,
-        ...(p.replyToBot ? { message_reference: { message_id: p.replyToBot, channel_id: cid }, referenced_message: (history.get(cid) ?? []).find((x) => x.id === p.replyToBot) ?? null } : {}),
+        ...(p.replyToBot
+          ? {
+              message_reference: { message_id: p.replyToBot, channel_id: cid },
+              referenced_message: (history.get(cid) ?? []).find((x) => x.id === p.replyToBot) ?? null,
+            }
+          : {}),
         tts: false,
         mention_everyone: false,
         mention_roles: [],
@@ -491,7 +558,15 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
         channel_id: cid,
         guild_id: guildId,
         channel: { id: cid, type: 0, guild_id: guildId },
-        member: { user: user(userId), roles: [], permissions: '0', joined_at: new Date().toISOString(), deaf: false, mute: false, flags: 0 },
+        member: {
+          user: user(userId),
+          roles: [],
+          permissions: '0',
+          joined_at: new Date().toISOString(),
+          deaf: false,
+          mute: false,
+          flags: 0,
+        },
         data: { id: snowflake(), name, type: 1 },
         locale: 'en-US',
         app_permissions: '0',

@@ -21,14 +21,23 @@ export function newer(a: string | undefined, b: string): string {
   return a === undefined || BigInt(b) > BigInt(a) ? b : a;
 }
 
-export async function backfill(rest: REST, store: ChannelStore, log: Logger, record: (messages: DcInboundMessage[]) => void, signal: AbortSignal): Promise<number> {
+export async function backfill(
+  rest: REST,
+  store: ChannelStore,
+  log: Logger,
+  record: (messages: DcInboundMessage[]) => void,
+  signal: AbortSignal,
+): Promise<number> {
   let total = 0;
   for (const { key, value } of store.values(PREFIX)) {
     const channelId = key.slice(PREFIX.length);
     let after = value;
     try {
       for (let fetched = 0; fetched < MAX_PER_CHANNEL && !signal.aborted; ) {
-        const page = (await rest.get(`/channels/${channelId}/messages`, { query: new URLSearchParams({ after, limit: '100' }), signal })) as DcInboundMessage[];
+        const page = (await rest.get(`/channels/${channelId}/messages`, {
+          query: new URLSearchParams({ after, limit: '100' }),
+          signal,
+        })) as DcInboundMessage[];
         if (!page.length) break;
         const ascending = [...page].sort((x, y) => (BigInt(x.id) < BigInt(y.id) ? -1 : 1));
         record(ascending);
@@ -38,7 +47,10 @@ export async function backfill(rest: REST, store: ChannelStore, log: Logger, rec
         if (page.length < 100) break;
       }
     } catch (e) {
-      if (!signal.aborted) log.warn(`chatC: could not read the history of channel ${channelId} after a new session: ${e instanceof Error ? e.message : String(e)}`);
+      if (!signal.aborted)
+        log.warn(
+          `chatC: could not read the history of channel ${channelId} after a new session: ${e instanceof Error ? e.message : String(e)}`,
+        );
     }
   }
   return total;

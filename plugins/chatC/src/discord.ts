@@ -25,7 +25,9 @@ export function nonceOf(key: string, index: number): string {
 /** REST client for sends (independent of the gateway, so replies go out while the socket reconnects). */
 export function makeRest(token: string, apiUrl: string): REST {
   // A 429 is thrown to the kit's limiter (which pauses the channel and retries the same chunk), not slept on here.
-  return new REST({ api: apiUrl.replace(/\/+$/, ''), version: '10', rejectOnRateLimit: () => true, retries: 2, timeout: 15_000 }).setToken(token);
+  return new REST({ api: apiUrl.replace(/\/+$/, ''), version: '10', rejectOnRateLimit: () => true, retries: 2, timeout: 15_000 }).setToken(
+    token,
+  );
 }
 
 /** 429 → wait `retry_after`; 5xx and network → retry with backoff; other 4xx → give up. */
@@ -43,8 +45,7 @@ export function classifyDiscord(e: unknown): SendErrorDecision {
 const FATAL_CLOSE: Record<number, string> = {
   4004: 'Discord rejected the bot token (close 4004, authentication failed). Set a valid chatCToken; the channel stays stopped until then.',
   4013: 'Discord refused the gateway intents as invalid (close 4013). This is a bug in Keel; please report it.',
-  4014:
-    'Discord refused the privileged intents (close 4014, disallowed intents). In the Developer Portal → your application → Bot, enable the Message Content intent (and Server Members, Presence), then restart Keel.',
+  4014: 'Discord refused the privileged intents (close 4014, disallowed intents). In the Developer Portal → your application → Bot, enable the Message Content intent (and Server Members, Presence), then restart Keel.',
 };
 
 /** A gateway connection that Discord closed for good. */
@@ -58,8 +59,10 @@ export class GatewayClosedError extends Error {
 /** The message to stop with when `e` is an error no retry fixes (bad token, disallowed intents), else undefined. */
 export function fatalMessage(e: unknown): string | undefined {
   if (e instanceof GatewayClosedError) return FATAL_CLOSE[e.code];
-  if (e instanceof DiscordjsError && e.code === 'TokenInvalid') return 'Discord rejected the bot token (GET /gateway/bot answered 401). Set a valid chatCToken; the channel stays stopped until then.';
-  if (e instanceof DiscordAPIError && e.status === 401) return 'Discord rejected the bot token (401 Unauthorized). Set a valid chatCToken; the channel stays stopped until then.';
+  if (e instanceof DiscordjsError && e.code === 'TokenInvalid')
+    return 'Discord rejected the bot token (GET /gateway/bot answered 401). Set a valid chatCToken; the channel stays stopped until then.';
+  if (e instanceof DiscordAPIError && e.status === 401)
+    return 'Discord rejected the bot token (401 Unauthorized). Set a valid chatCToken; the channel stays stopped until then.';
   if (e instanceof Error && /^Used disallowed intents$/.test(e.message)) return FATAL_CLOSE[4014];
   if (e instanceof Error && /^Authentication failed$/.test(e.message)) return FATAL_CLOSE[4004];
   return undefined;

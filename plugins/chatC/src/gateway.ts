@@ -29,7 +29,12 @@ export function gatewayConnector(o: { token: string; apiUrl: string; log: Logger
   return async (signal: AbortSignal, hooks: { live(): void; connected(): void }): Promise<void> => {
     const client = new Client({
       rest: { api: o.apiUrl.replace(/\/+$/, '') },
-      intents: [GatewayIntentBits.Guilds, GatewayIntentBits.GuildMessages, GatewayIntentBits.MessageContent, GatewayIntentBits.DirectMessages],
+      intents: [
+        GatewayIntentBits.Guilds,
+        GatewayIntentBits.GuildMessages,
+        GatewayIntentBits.MessageContent,
+        GatewayIntentBits.DirectMessages,
+      ],
       // DM channels are not cached before their first message; without this discord.js would drop it.
       partials: [Partials.Channel],
       // Messages are taken from the raw dispatch and kept in the ingress: discord.js need not cache them.

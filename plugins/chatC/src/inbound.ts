@@ -52,7 +52,12 @@ export function isUserMessage(m: DcInboundMessage, botId: string | undefined): b
   return USER_TYPES.has(m.type ?? 0);
 }
 
-async function download(dir: string, a: NonNullable<DcInboundMessage['attachments']>[number], prefix: string, signal?: AbortSignal): Promise<string | undefined> {
+async function download(
+  dir: string,
+  a: NonNullable<DcInboundMessage['attachments']>[number],
+  prefix: string,
+  signal?: AbortSignal,
+): Promise<string | undefined> {
   if (!a.url || !/^https?:\/\//.test(a.url)) return undefined;
   const res = await fetch(a.url, signal ? { signal } : {});
   if (!res.ok) throw new Error(`attachment download failed: HTTP ${res.status}`);
@@ -63,15 +68,25 @@ async function download(dir: string, a: NonNullable<DcInboundMessage['attachment
 }
 
 /** The inbound message of a Discord message (attachments downloaded under downloads/chatC/). */
-export async function messageToInbound(m: DcInboundMessage, d: { home: string; botId: string | undefined; signal?: AbortSignal }): Promise<InboundMessage> {
+export async function messageToInbound(
+  m: DcInboundMessage,
+  d: { home: string; botId: string | undefined; signal?: AbortSignal },
+): Promise<InboundMessage> {
   const isGroup = m.guild_id !== undefined;
   const botId = d.botId;
-  const mentioned = !isGroup || (botId !== undefined && ((m.mentions ?? []).some((u) => u.id === botId) || m.referenced_message?.author?.id === botId));
+  const mentioned =
+    !isGroup || (botId !== undefined && ((m.mentions ?? []).some((u) => u.id === botId) || m.referenced_message?.author?.id === botId));
   const text = (botId ? (m.content ?? '').replace(new RegExp(`<@!?${botId}>`, 'g'), '') : (m.content ?? '')).trim();
   const attachments: NonNullable<InboundMessage['attachments']> = [];
   for (const a of m.attachments ?? []) {
     const path = await download(join(d.home, 'downloads', 'chatC'), a, `${m.channel_id}_${m.id}`, d.signal);
-    if (path) attachments.push({ path, name: a.filename, kind: a.content_type?.startsWith('image/') ? 'photo' : 'document', ...(a.content_type ? { mime: a.content_type } : {}) });
+    if (path)
+      attachments.push({
+        path,
+        name: a.filename,
+        kind: a.content_type?.startsWith('image/') ? 'photo' : 'document',
+        ...(a.content_type ? { mime: a.content_type } : {}),
+      });
   }
   return {
     channel: 'chatC',

@@ -14,9 +14,17 @@ export interface SkillDeps {
 export function registerSkills(ctx: PluginContext<typeof manifest>, d: SkillDeps): void {
   ctx.skills.register('send_chatC', async (args, call) => {
     const channel = String(args.channel_id ?? '').trim();
-    if (!SNOWFLAKE.test(channel)) throw new Error(`channel_id "${channel}" is not a Discord channel id: it must be 17 to 20 digits (in Discord, enable Developer Mode and use "Copy Channel ID").`);
+    if (!SNOWFLAKE.test(channel))
+      throw new Error(
+        `channel_id "${channel}" is not a Discord channel id: it must be 17 to 20 digits (in Discord, enable Developer Mode and use "Copy Channel ID").`,
+      );
     // The same call within one action is sent once, even when the action runs again after a crash.
-    const key = call.action ? `${call.action.id}:send_chatC:${createHash('sha256').update(JSON.stringify({ channel, m: args.message })).digest('hex').slice(0, 16)}` : undefined;
+    const key = call.action
+      ? `${call.action.id}:send_chatC:${createHash('sha256')
+          .update(JSON.stringify({ channel, m: args.message }))
+          .digest('hex')
+          .slice(0, 16)}`
+      : undefined;
     const sent = await d.send(channel, args.message, key ? { idempotencyKey: key } : {});
     return { channel_id: channel, messageId: sent.messageId, messageIds: sent.messageIds };
   });

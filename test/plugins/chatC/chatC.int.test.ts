@@ -18,7 +18,14 @@ describe('chatC inbound → action → reply', () => {
   it('answers in the same channel as Discord Markdown, threaded to the message, with a nonce; status counts servers', async () => {
     h = await bootChatC();
     await connected();
-    expect(h.channel().status()).toMatchObject({ enabled: true, connected: true, state: 'connected', botUsername: 'keel-test', guilds: 1, reconnects: 0 });
+    expect(h.channel().status()).toMatchObject({
+      enabled: true,
+      connected: true,
+      state: 'connected',
+      botUsername: 'keel-test',
+      guilds: 1,
+      reconnects: 0,
+    });
     h.model.replies.push({ text: '**Hello** there, see `x<y` and a_b' });
     const inbound = h.dc.pushMessage('hi bot', { userId: USER, mention: true });
     const reply = await waitFor(() => h!.dc.sentTo(h!.dc.channelId).find((m) => m.content.includes('Hello')), 'the reply');
@@ -91,7 +98,12 @@ describe('chatC inbound → action → reply', () => {
     h.dc.pushMessage('private question', { userId: USER, dm: true });
     await waitFor(() => h!.actions().length >= 3 && h!.actions().every((a) => a.status === 'completed'), 'three actions');
     await new Promise((r) => setTimeout(r, 400));
-    expect(h.actions().map((a) => a.task).sort()).toEqual(['and this one?', 'private question', 'summarise please']);
+    expect(
+      h
+        .actions()
+        .map((a) => a.task)
+        .sort(),
+    ).toEqual(['and this one?', 'private question', 'summarise please']);
   });
 
   it('auto-reply on: every message becomes an action', async () => {

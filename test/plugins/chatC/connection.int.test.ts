@@ -68,14 +68,29 @@ describe('chatC connection', () => {
     expect(tasks().filter((t) => t === 'known channel')).toHaveLength(1);
   }, 60_000);
 
-  it('appears in GET /api/connections with guilds and the kit\'s extras', async () => {
-    h = await bootChatC({ runAgent: false, plugins: ['gateway'], config: { gatewayAutoStart: true, gatewayPort: 0, gatewayHost: '127.0.0.1' } });
+  it("appears in GET /api/connections with guilds and the kit's extras", async () => {
+    h = await bootChatC({
+      runAgent: false,
+      plugins: ['gateway'],
+      config: { gatewayAutoStart: true, gatewayPort: 0, gatewayHost: '127.0.0.1' },
+    });
     await waitFor(() => h!.channel().status().connected, 'connected');
     const gw = h.kernel.registry.use<{ port: number }>('gateway:address')!;
     h.dc.pushMessage('hello', { userId: USER });
     await waitFor(() => tasks().includes('hello'), 'message');
-    const connections = (await (await fetch(`http://127.0.0.1:${gw.port}/api/connections`)).json()) as Record<string, Record<string, unknown>>;
-    expect(connections.chatC).toMatchObject({ enabled: true, connected: true, state: 'connected', guilds: 1, botUsername: 'keel-test', reconnects: 0, lastInboundAt: expect.stringMatching(/^\d{4}-/) });
+    const connections = (await (await fetch(`http://127.0.0.1:${gw.port}/api/connections`)).json()) as Record<
+      string,
+      Record<string, unknown>
+    >;
+    expect(connections.chatC).toMatchObject({
+      enabled: true,
+      connected: true,
+      state: 'connected',
+      guilds: 1,
+      botUsername: 'keel-test',
+      reconnects: 0,
+      lastInboundAt: expect.stringMatching(/^\d{4}-/),
+    });
     expect(JSON.stringify(connections)).not.toContain(h.dc.token);
   });
 

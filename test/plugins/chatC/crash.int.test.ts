@@ -24,7 +24,10 @@ async function setup(replies: unknown[] = []): Promise<{ dc: FakeDiscord; start(
   const dc = await startFakeDiscord({ heartbeatMs: 500 });
   installFakeProvider(home);
   writeFileSync(join(home, 'fake-provider-fake.json'), JSON.stringify({ replies }));
-  writeFileSync(join(home, 'keel.config.yaml'), `${JSON.stringify({ llmProvider: 'fake', modelName: 'fake-model', chatCAutoReplyEnabled: true }, null, 2)}\n`);
+  writeFileSync(
+    join(home, 'keel.config.yaml'),
+    `${JSON.stringify({ llmProvider: 'fake', modelName: 'fake-model', chatCAutoReplyEnabled: true }, null, 2)}\n`,
+  );
   const children: ChildProcess[] = [];
   cleanups.push(async () => {
     for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
@@ -45,7 +48,8 @@ async function setup(replies: unknown[] = []): Promise<{ dc: FakeDiscord; start(
   return { dc, start };
 }
 
-const killed = (c: ChildProcess) => new Promise<void>((r) => (c.exitCode !== null || c.signalCode !== null ? r() : c.once('exit', () => r())));
+const killed = (c: ChildProcess) =>
+  new Promise<void>((r) => (c.exitCode !== null || c.signalCode !== null ? r() : c.once('exit', () => r())));
 const repliesTo = (dc: FakeDiscord, m: DcMessage) => dc.sent.filter((s) => s.message_reference?.message_id === m.id);
 
 describe('chatC crash safety (kill -9)', () => {
@@ -60,12 +64,15 @@ describe('chatC crash safety (kill -9)', () => {
     dc.onCall = (c) => {
       if (c.route === 'POST /channels/:id/typing' && ++typing === 6) first.kill('SIGKILL');
     };
-    for (let round = 0; round < 3; round++) for (const [i, cid] of channels.entries()) inbound.push(dc.pushMessage(`message ${round}-${i}`, { channelId: cid, userId: `44000000000000000${10 + i}` }));
+    for (let round = 0; round < 3; round++)
+      for (const [i, cid] of channels.entries())
+        inbound.push(dc.pushMessage(`message ${round}-${i}`, { channelId: cid, userId: `44000000000000000${10 + i}` }));
     await killed(first);
     dc.onCall = undefined;
     expect(inbound.filter((m) => repliesTo(dc, m).length > 0).length).toBeLessThan(inbound.length);
     // More arrive while Keel is down: Discord will not replay them to a new session; the history catch-up must.
-    for (const [i, cid] of channels.slice(0, 5).entries()) inbound.push(dc.pushMessage(`late ${i}`, { channelId: cid, userId: `44000000000000000${10 + i}` }));
+    for (const [i, cid] of channels.slice(0, 5).entries())
+      inbound.push(dc.pushMessage(`late ${i}`, { channelId: cid, userId: `44000000000000000${10 + i}` }));
     start();
     await waitFor(() => inbound.every((m) => repliesTo(dc, m).length > 0), 'every message answered', 60_000);
     await new Promise((r) => setTimeout(r, 1500));
@@ -94,7 +101,16 @@ describe('chatC crash safety (kill -9)', () => {
     dc.onCall = undefined;
     expect(dc.sentTo(q.channel_id)).toHaveLength(3);
     start();
-    await waitFor(() => dc.sentTo(q.channel_id).map((m) => m.content).join('\n\n').includes('Part 23.'), 'the whole reply', 60_000);
+    await waitFor(
+      () =>
+        dc
+          .sentTo(q.channel_id)
+          .map((m) => m.content)
+          .join('\n\n')
+          .includes('Part 23.'),
+      'the whole reply',
+      60_000,
+    );
     await new Promise((r) => setTimeout(r, 2500));
     const texts = dc.sentTo(q.channel_id).map((m) => m.content);
     expect(new Set(texts).size).toBe(texts.length);
@@ -103,7 +119,10 @@ describe('chatC crash safety (kill -9)', () => {
     const order = paragraphs.map((p) => joined.indexOf(p.slice(0, 8)));
     expect([...order].sort((a, b) => a - b)).toEqual(order);
     // The third chunk was posted twice, and Discord answered the second with the message of the first.
-    const nonces = dc.callsOf('POST /channels/:id/messages').filter((c) => c.path.includes(q.channel_id)).map((c) => c.body.nonce);
+    const nonces = dc
+      .callsOf('POST /channels/:id/messages')
+      .filter((c) => c.path.includes(q.channel_id))
+      .map((c) => c.body.nonce);
     expect(nonces.length).toBe(texts.length + 1);
     expect(nonces.filter((n) => n === nonces[2])).toHaveLength(2);
   }, 90_000);

@@ -40,7 +40,9 @@ export interface ChatCHarness {
   close(): Promise<void>;
 }
 
-export async function bootChatC(o: { config?: Record<string, unknown>; token?: string; runAgent?: boolean; plugins?: string[]; heartbeatMs?: number } = {}): Promise<ChatCHarness> {
+export async function bootChatC(
+  o: { config?: Record<string, unknown>; token?: string; runAgent?: boolean; plugins?: string[]; heartbeatMs?: number } = {},
+): Promise<ChatCHarness> {
   const home = tmp('keel-chatc-');
   const builtins = tmp('keel-chatc-builtins-');
   const dc = await startFakeDiscord({ heartbeatMs: o.heartbeatMs ?? 400 });
@@ -60,7 +62,17 @@ export async function bootChatC(o: { config?: Record<string, unknown>; token?: s
   let logs = new LogSink({ quiet: true });
   const start = async () => {
     logs = new LogSink({ quiet: true });
-    kernel = await startKernel({ home, builtinDir: builtins, extraPlugins, env: {}, watchSkills: false, watchConfig: false, runAgent: o.runAgent ?? true, logs, runner: { maxIdleMs: 50 } });
+    kernel = await startKernel({
+      home,
+      builtinDir: builtins,
+      extraPlugins,
+      env: {},
+      watchSkills: false,
+      watchConfig: false,
+      runAgent: o.runAgent ?? true,
+      logs,
+      runner: { maxIdleMs: 50 },
+    });
   };
   await start();
   return {

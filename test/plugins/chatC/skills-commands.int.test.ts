@@ -34,7 +34,10 @@ describe('chatC skills', () => {
     const r = await run('send_chatC', { channel_id: cid, message: '# Title\n\n*hi* ~~old~~' });
     expect(r.success).toBe(true);
     const out = JSON.parse(r.result) as { messageId: string; messageIds: string[] };
-    expect(h!.dc.sent.find((m) => m.id === out.messageId)).toMatchObject({ channel_id: cid, content: expect.stringContaining('*hi* ~~old~~') });
+    expect(h!.dc.sent.find((m) => m.id === out.messageId)).toMatchObject({
+      channel_id: cid,
+      content: expect.stringContaining('*hi* ~~old~~'),
+    });
     const long = Array.from({ length: 12 }, (_, i) => `Part ${i} ${'word '.repeat(60)}`).join('\n\n');
     const r2 = JSON.parse((await run('send_chatC', { channel_id: cid, message: long })).result) as { messageIds: string[] };
     expect(r2.messageIds.length).toBeGreaterThan(1);
@@ -101,7 +104,10 @@ describe('chatC skills', () => {
 
   it('an inbound attachment is saved under downloads/chatC and named in the task', async () => {
     await ready();
-    h!.dc.pushMessage('look at this', { userId: USER, attachment: { filename: 'photo.png', data: Buffer.from('PNGDATA'), contentType: 'image/png' } });
+    h!.dc.pushMessage('look at this', {
+      userId: USER,
+      attachment: { filename: 'photo.png', data: Buffer.from('PNGDATA'), contentType: 'image/png' },
+    });
     const a = await waitFor(() => h!.actions()[0], 'action');
     const path = /\[attachment: photo\.png \(photo\) at (\S+)\]/.exec(a.task)?.[1];
     expect(path).toContain(join(h!.home, 'downloads', 'chatC'));
