@@ -14,105 +14,11 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { WebSocketServer, type WebSocket } from 'ws';
+import { WebSocketServer } from 'ws';
+import { FakeGateway, guildCreate, snowflake } from './discord-gateway.js';
+import type { DcCall, DcMessage, FailSpec, FakeDiscord } from './discord-types.js';
 
-export interface DcCall {
-  method: string;
-  /** Path after /api/v10, without the query. */
-  path: string;
-  /** `METHOD /route` with ids replaced by `:id` (for failNext and callsOf). */
-  route: string;
-  query: URLSearchParams;
-  body: any;
-  files: Array<{ name: string; size: number }>;
-  auth: string | undefined;
-}
-
-export interface DcMessage {
-  id: string;
-  channel_id: string;
-  guild_id?: string;
-  content: string;
-  author: { id: string; username: string; bot?: boolean; global_name?: string | null; discriminator: string; avatar: null };
-  nonce?: string;
-  message_reference?: { message_id: string; channel_id?: string };
-  attachments: Array<{ id: string; filename: string; size: number }>;
-  mentions: Array<{ id: string; username: string; discriminator: string; avatar: null }>;
-  timestamp: string;
-  type: number;
-  [k: string]: unknown;
-}
-
-/** A scripted failure. `afterCreate`: the message is created first and only the answer fails (a lost response). */
-export interface FailSpec {
-  status: number;
-  message?: string;
-  code?: number;
-  retryAfter?: number;
-  afterCreate?: boolean;
-}
-
-export interface FakeDiscord {
-  /** REST base for discord.js `rest.api` (and chatCApiUrl). */
-  apiUrl: string;
-  token: string;
-  bot: { id: string; username: string };
-  applicationId: string;
-  guildId: string;
-  /** A text channel of the guild. */
-  channelId: string;
-  calls: DcCall[];
-  /** Every message created by the bot (one per accepted POST; a nonce replay creates none), in order. */
-  sent: DcMessage[];
-  /** Application commands as last registered. */
-  commands: Array<{ name: string; description: string }>;
-  /** Interaction callbacks: interaction id → body. */
-  interactionReplies: Map<string, any>;
-  /** Gateway connections opened, IDENTIFYs and RESUMEs received. */
-  gateway: { connections: number; identifies: number; resumes: number; resumed: number; heartbeats: number };
-  /** A user's message in the guild channel (or a DM when `dm`); dispatched as MESSAGE_CREATE. */
-  pushMessage(
-    content: string,
-    o?: {
-      userId?: string;
-      channelId?: string;
-      dm?: boolean;
-      mention?: boolean;
-      replyToBot?: string;
-      attachment?: { filename: string; data: Buffer; contentType?: string };
-    },
-  ): DcMessage;
-  /** A slash command interaction (INTERACTION_CREATE). */
-  pushCommand(name: string, o?: { userId?: string; channelId?: string }): { id: string; token: string };
-  /** After `after` more successful calls of `route` (e.g. 'POST /channels/:id/messages'), the next `count` fail. */
-  failNext(route: string, error: FailSpec, count?: number, after?: number): void;
-  /** Closes the open gateway sockets abruptly (1006-like): the client should RESUME. */
-  drop(): void;
-  /** The open sockets stop sending anything and stop acknowledging heartbeats (a zombie connection). */
-  silence(): void;
-  /** While true, new gateway sockets get nothing at all (not even HELLO): a dead gateway. */
-  deaf: boolean;
-  /** Close code to answer the next IDENTIFYs with (4014: disallowed intents). */
-  identifyCloseCode: number | undefined;
-  /**
-   * Called with every REST call before it is handled; 'hold' leaves it unanswered (never accepted);
-   * 'accept-and-hold' creates the message but never answers (the answer is lost: Discord has it, the client not).
-   */
-  onCall?: ((call: DcCall) => 'hold' | 'accept-and-hold' | void) | undefined;
-  heartbeatMs: number;
-  callsOf(route: string): DcCall[];
-  /** Messages the bot created in a channel. */
-  sentTo(channelId: string): DcMessage[];
-  close(): Promise<void>;
-}
-
-const EPOCH = 1420070400000n;
-let counter = 0n;
-/** A snowflake: timestamp since Discord's epoch, shifted, plus a counter (unique and increasing). */
-function snowflake(): string {
-  counter = (counter + 1n) & 0xfffn;
-  return (((BigInt(Date.now()) - EPOCH) << 22n) | (1n << 17n) | counter).toString();
-}
+export type { DcCall, DcMessage, FailSpec, FakeDiscord } from './discord-types.js';
 
 function route(method: string, path: string): string {
   return `${method} ${path
@@ -138,14 +44,6 @@ function splitMultipart(raw: Buffer, boundary: string): Array<{ head: string; bo
   return parts;
 }
 
-interface Session {
-  id: string;
-  seq: number;
-  events: Array<{ t: string; d: unknown; s: number }>;
-  socket: WebSocket | undefined;
-  silent: boolean;
-}
-
 export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number } = {}): Promise<FakeDiscord> {
   const token = o.token ?? 'MTAwMDAwMDAwMDAwMDAwMDAx.fake.discord-test-token';
   const bot = { id: '100000000000000001', username: 'keel-test', bot: true, discriminator: '0', global_name: null, avatar: null };
@@ -158,10 +56,8 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
   const history = new Map<string, DcMessage[]>();
   const nonces = new Map<string, DcMessage>();
   const failures: Array<{ route: string; error: FailSpec; count: number; after: number }> = [];
-  const sessions = new Map<string, Session>();
   /** Attachment bodies served like Discord's CDN: path → bytes. */
   const cdnFiles = new Map<string, Buffer>();
-  const sockets = new Set<WebSocket>();
 
   const user = (id: string) => ({ id, username: `user${id.slice(-4)}`, discriminator: '0', global_name: null, avatar: null });
   const store = (m: DcMessage) => {
@@ -170,49 +66,30 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
     history.set(m.channel_id, list);
   };
 
-  const send = (ws: WebSocket, payload: unknown) => {
-    if (ws.readyState === ws.OPEN) ws.send(JSON.stringify(payload));
-  };
-  const dispatch = (t: string, d: unknown) => {
-    for (const s of sessions.values()) {
-      const ev = { t, d, s: ++s.seq };
-      s.events.push(ev);
-      if (s.socket && !s.silent) send(s.socket, { op: 0, ...ev });
-    }
-  };
-  const guildCreate = () => ({
-    id: guildId,
-    name: 'Keel test server',
-    icon: null,
-    owner_id: '900000000000000009',
-    unavailable: false,
-    member_count: 2,
-    large: false,
-    joined_at: new Date().toISOString(),
-    features: [],
-    roles: [
-      {
-        id: guildId,
-        name: '@everyone',
-        permissions: '68608',
-        position: 0,
-        color: 0,
-        hoist: false,
-        managed: false,
-        mentionable: false,
-        flags: 0,
-      },
-    ],
-    emojis: [],
-    stickers: [],
-    members: [],
-    presences: [],
-    voice_states: [],
-    threads: [],
-    stage_instances: [],
-    guild_scheduled_events: [],
-    channels: [...channels.values()].filter((c) => c.guild_id === guildId).map((c) => ({ ...c, position: 0, permission_overwrites: [] })),
+  const gw = new FakeGateway({
+    token,
+    heartbeatMs: () => fake.heartbeatMs,
+    ready: (sessionId) => ({
+      v: 10,
+      user: bot,
+      guilds: [{ id: guildId, unavailable: true }],
+      session_id: sessionId,
+      resume_gateway_url: `ws://127.0.0.1:${(server.address() as AddressInfo).port}/gateway`,
+      shard: [0, 1],
+      application: { id: applicationId, flags: 0 },
+      private_channels: [],
+      presences: [],
+      relationships: [],
+      guild_join_requests: [],
+      user_settings: {},
+    }),
+    guild: () =>
+      guildCreate(
+        guildId,
+        [...channels.values()].filter((c) => c.guild_id === guildId),
+      ),
   });
+  const dispatch = (t: string, d: unknown) => gw.dispatch(t, d);
 
   let fake: FakeDiscord;
   const server = createServer((req, res) => void handle(req, res));
@@ -223,78 +100,8 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
       socket.destroy();
       return;
     }
-    wss.handleUpgrade(req, socket, head, (ws) => onSocket(ws));
+    wss.handleUpgrade(req, socket, head, (ws) => gw.onSocket(ws));
   });
-
-  function onSocket(ws: WebSocket): void {
-    fake.gateway.connections++;
-    sockets.add(ws);
-    let session: Session | undefined;
-    ws.on('close', () => {
-      sockets.delete(ws);
-      if (session?.socket === ws) session.socket = undefined;
-    });
-    if (fake.deaf) return;
-    send(ws, { op: 10, d: { heartbeat_interval: fake.heartbeatMs }, s: null, t: null });
-    ws.on('message', (raw) => {
-      let p: { op: number; d: any };
-      try {
-        p = JSON.parse(String(raw));
-      } catch {
-        ws.close(4002, 'Error while decoding payload.');
-        return;
-      }
-      if (p.op === 1) {
-        fake.gateway.heartbeats++;
-        if (!session?.silent) send(ws, { op: 11, d: null, s: null, t: null });
-        return;
-      }
-      if (p.op === 2) {
-        fake.gateway.identifies++;
-        if (p.d?.token !== token) return ws.close(4004, 'Authentication failed.');
-        if (fake.identifyCloseCode)
-          return ws.close(fake.identifyCloseCode, fake.identifyCloseCode === 4004 ? 'Authentication failed.' : 'Disallowed intent(s).');
-        session = { id: `s${Math.random().toString(36).slice(2, 12)}`, seq: 0, events: [], socket: ws, silent: false };
-        sessions.set(session.id, session);
-        const addr = server.address() as AddressInfo;
-        const ready = {
-          v: 10,
-          user: bot,
-          guilds: [{ id: guildId, unavailable: true }],
-          session_id: session.id,
-          resume_gateway_url: `ws://127.0.0.1:${addr.port}/gateway`,
-          shard: [0, 1],
-          application: { id: applicationId, flags: 0 },
-          private_channels: [],
-          presences: [],
-          relationships: [],
-          guild_join_requests: [],
-          user_settings: {},
-        };
-        const s = session;
-        s.events.push({ t: 'READY', d: ready, s: ++s.seq });
-        send(ws, { op: 0, t: 'READY', d: ready, s: s.seq });
-        const g = guildCreate();
-        s.events.push({ t: 'GUILD_CREATE', d: g, s: ++s.seq });
-        send(ws, { op: 0, t: 'GUILD_CREATE', d: g, s: s.seq });
-        return;
-      }
-      if (p.op === 6) {
-        fake.gateway.resumes++;
-        const s = sessions.get(p.d?.session_id);
-        if (p.d?.token !== token) return ws.close(4004, 'Authentication failed.');
-        if (!s) return send(ws, { op: 9, d: false, s: null, t: null });
-        if (s.socket && s.socket !== ws) s.socket.terminate();
-        s.socket = ws;
-        s.silent = false;
-        session = s;
-        for (const ev of s.events.filter((e) => e.s > Number(p.d.seq ?? 0))) send(ws, { op: 0, ...ev });
-        fake.gateway.resumed++;
-        send(ws, { op: 0, t: 'RESUMED', d: {}, s: ++s.seq });
-        return;
-      }
-    });
-  }
 
   const reply = (res: ServerResponse, status: number, body?: unknown, headers: Record<string, string> = {}) => {
     if (body === undefined) {
@@ -490,10 +297,20 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
     sent: [],
     commands: [],
     interactionReplies: new Map(),
-    gateway: { connections: 0, identifies: 0, resumes: 0, resumed: 0, heartbeats: 0 },
+    gateway: gw.stats,
     heartbeatMs: o.heartbeatMs ?? 500,
-    identifyCloseCode: undefined,
-    deaf: false,
+    get identifyCloseCode() {
+      return gw.identifyCloseCode;
+    },
+    set identifyCloseCode(v) {
+      gw.identifyCloseCode = v;
+    },
+    get deaf() {
+      return gw.deaf;
+    },
+    set deaf(v) {
+      gw.deaf = v;
+    },
     pushMessage(content, p = {}) {
       const userId = p.userId ?? '400000000000000004';
       let cid = p.channelId ?? channelId;
@@ -579,16 +396,12 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
     failNext(r, e, count = 1, after = 0) {
       failures.push({ route: r, error: e, count, after });
     },
-    drop() {
-      for (const ws of sockets) ws.terminate();
-    },
-    silence() {
-      for (const s of sessions.values()) if (s.socket) s.silent = true;
-    },
+    drop: () => gw.drop(),
+    silence: () => gw.silence(),
     callsOf: (r) => fake.calls.filter((c) => c.route === r),
     sentTo: (cid) => fake.sent.filter((m) => m.channel_id === cid),
     async close() {
-      for (const ws of sockets) ws.terminate();
+      gw.drop();
       wss.close();
       server.closeAllConnections();
       await new Promise<void>((r) => server.close(() => r()));

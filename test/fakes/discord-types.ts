@@ -1,0 +1,92 @@
+/**
+ * What the loopback Discord (discord-server.ts) records and offers to tests.
+ */
+export interface DcCall {
+  method: string;
+  /** Path after /api/v10, without the query. */
+  path: string;
+  /** `METHOD /route` with ids replaced by `:id` (for failNext and callsOf). */
+  route: string;
+  query: URLSearchParams;
+  body: any;
+  files: Array<{ name: string; size: number }>;
+  auth: string | undefined;
+}
+
+export interface DcMessage {
+  id: string;
+  channel_id: string;
+  guild_id?: string;
+  content: string;
+  author: { id: string; username: string; bot?: boolean; global_name?: string | null; discriminator: string; avatar: null };
+  nonce?: string;
+  message_reference?: { message_id: string; channel_id?: string };
+  attachments: Array<{ id: string; filename: string; size: number }>;
+  mentions: Array<{ id: string; username: string; discriminator: string; avatar: null }>;
+  timestamp: string;
+  type: number;
+  [k: string]: unknown;
+}
+
+/** A scripted failure. `afterCreate`: the message is created first and only the answer fails (a lost response). */
+export interface FailSpec {
+  status: number;
+  message?: string;
+  code?: number;
+  retryAfter?: number;
+  afterCreate?: boolean;
+}
+
+export interface FakeDiscord {
+  /** REST base for discord.js `rest.api` (and chatCApiUrl). */
+  apiUrl: string;
+  token: string;
+  bot: { id: string; username: string };
+  applicationId: string;
+  guildId: string;
+  /** A text channel of the guild. */
+  channelId: string;
+  calls: DcCall[];
+  /** Every message created by the bot (one per accepted POST; a nonce replay creates none), in order. */
+  sent: DcMessage[];
+  /** Application commands as last registered. */
+  commands: Array<{ name: string; description: string }>;
+  /** Interaction callbacks: interaction id → body. */
+  interactionReplies: Map<string, any>;
+  /** Gateway connections opened, IDENTIFYs and RESUMEs received. */
+  gateway: { connections: number; identifies: number; resumes: number; resumed: number; heartbeats: number };
+  /** A user's message in the guild channel (or a DM when `dm`); dispatched as MESSAGE_CREATE. */
+  pushMessage(
+    content: string,
+    o?: {
+      userId?: string;
+      channelId?: string;
+      dm?: boolean;
+      mention?: boolean;
+      replyToBot?: string;
+      attachment?: { filename: string; data: Buffer; contentType?: string };
+    },
+  ): DcMessage;
+  /** A slash command interaction (INTERACTION_CREATE). */
+  pushCommand(name: string, o?: { userId?: string; channelId?: string }): { id: string; token: string };
+  /** After `after` more successful calls of `route` (e.g. 'POST /channels/:id/messages'), the next `count` fail. */
+  failNext(route: string, error: FailSpec, count?: number, after?: number): void;
+  /** Closes the open gateway sockets abruptly (1006-like): the client should RESUME. */
+  drop(): void;
+  /** The open sockets stop sending anything and stop acknowledging heartbeats (a zombie connection). */
+  silence(): void;
+  /** While true, new gateway sockets get nothing at all (not even HELLO): a dead gateway. */
+  deaf: boolean;
+  /** Close code to answer the next IDENTIFYs with (4014: disallowed intents). */
+  identifyCloseCode: number | undefined;
+  /**
+   * Called with every REST call before it is handled; 'hold' leaves it unanswered (never accepted);
+   * 'accept-and-hold' creates the message but never answers (the answer is lost: Discord has it, the client not).
+   */
+  onCall?: ((call: DcCall) => 'hold' | 'accept-and-hold' | void) | undefined;
+  heartbeatMs: number;
+  callsOf(route: string): DcCall[];
+  /** Messages the bot created in a channel. */
+  sentTo(channelId: string): DcMessage[];
+  close(): Promise<void>;
+}
