@@ -4,7 +4,10 @@
  * and what was said meanwhile is read from the history; bad credentials and disallowed intents stop once with a
  * clear message.
  */
+import { spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
+import { OwnerLock } from '../../../sdk/channel-kit/index.js';
 import { waitFor } from '../../helpers.js';
 import { bootChatC, type ChatCHarness, USER } from './harness.js';
 
@@ -122,5 +125,27 @@ describe('chatC connection', () => {
     await new Promise((r) => setTimeout(r, 1500));
     expect(h.dc.gateway.identifies).toBe(identifies);
     expect(h.logs.recent({ level: 'error' }).filter((e) => message.test(e.message))).toHaveLength(1);
+  });
+
+  it('while another live process owns the token, this one does not connect; it takes over once that process is gone', async () => {
+    const other = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)'], { stdio: 'ignore' });
+    try {
+      h = await bootChatC({ runAgent: false });
+      await waitFor(() => h!.channel().status().connected, 'connected');
+      await h.kernel.stop();
+      writeFileSync(new OwnerLock(h.home, 'chatC', h.dc.token).file, JSON.stringify({ pid: other.pid, since: new Date().toISOString() }));
+      const identifies = h.dc.gateway.identifies;
+      await h.restart();
+      await waitFor(() => /Another Keel process/.test(h!.channel().status().lastError ?? ''), 'waiting for the owner');
+      await new Promise((r) => setTimeout(r, 1000));
+      expect(h.dc.gateway.identifies).toBe(identifies);
+      expect(h.channel().status().connected).toBe(false);
+      other.kill('SIGKILL');
+      await new Promise((r) => other.once('exit', r));
+      await waitFor(() => h!.channel().status().connected, 'took over', 15_000);
+      expect(h.dc.gateway.identifies).toBe(identifies + 1);
+    } finally {
+      other.kill('SIGKILL');
+    }
   });
 });
