@@ -4,7 +4,7 @@
  * the gateway, doctor and `keel status` treat them all alike. Prose: docs/channels.md.
  */
 import { errorMessage } from './errors.js';
-import type { ConnectionStatus, PluginContext, PolicyCapability } from './plugin.js';
+import type { ConnectionStatus, PluginContext } from './plugin.js';
 import type { Action, Actor, Json } from './types.js';
 
 /**
@@ -222,7 +222,7 @@ function remember(seen: Map<string, true>, key: string): void {
 
 function decideAdmin(ctx: PluginContext, actor: Actor): boolean {
   try {
-    const policy = ctx.use<PolicyCapability>('kernel:policy');
+    const policy = ctx.use('kernel:policy');
     // Fail closed: without the kernel's policy nobody on a channel is admin.
     return policy?.isAdmin(actor) === true;
   } catch {
@@ -232,7 +232,7 @@ function decideAdmin(ctx: PluginContext, actor: Actor): boolean {
 
 function sessionOf(ctx: PluginContext, actor: Actor): string {
   try {
-    const key = ctx.use<PolicyCapability>('kernel:policy')?.sessionKey(actor);
+    const key = ctx.use('kernel:policy')?.sessionKey(actor);
     if (typeof key === 'string' && key) return key;
   } catch {
     // fall through to the narrowest scope
@@ -349,7 +349,7 @@ export interface ChannelListing {
  * @example for (const c of listChannels(ctx)) ctx.log.info(`${c.name}: ${c.status?.connected ? 'up' : 'down'}`);
  */
 export function listChannels(source: Pick<PluginContext, 'capabilities'>): ChannelListing[] {
-  return source.capabilities<ChannelCapability>('channel:').map(({ name, plugin, impl }) => {
+  return source.capabilities('channel:').map(({ name, plugin, impl }) => {
     const channel = name.slice('channel:'.length);
     try {
       return { name: channel, plugin, status: impl.status() };

@@ -1,7 +1,10 @@
 /**
  * What a plugin's entry module exports and what its `setup` receives.
  */
+import type { CapabilitiesWithPrefix, CapabilityName, CapabilityOf } from './capabilities.js';
+import type { KnownConfig } from './config-keys.js';
 import type { HookArgs, HookName } from './hooks.js';
+import type { ConfigKey, ConfigValue, ProvidedName, SkillArgs, SkillName } from './manifest-types.js';
 import type {
   Action,
   Actor,
@@ -59,6 +62,7 @@ export interface QueueApi {
 }
 
 /**
+/**
  * Options of `ctx.skills.register`.
  *
  * @example
@@ -69,8 +73,13 @@ export interface SkillRegisterOptions {
   available?: () => true | string;
 }
 
-/** Skill operations a plugin may use. */
-export interface SkillsApi {
+/**
+ * Skill operations a plugin may use. With a manifest written `as const satisfies PluginManifest`, `register` takes
+ * only the skill names it declares and types the handler's arguments from the skill's TypeBox schema.
+ * @example
+ * ctx.skills.register('http_fetch', async ({ url, maxBytes }, call) => fetchIt(url, maxBytes, call.signal));
+ */
+export interface SkillsApi<M extends PluginManifest = PluginManifest> {
   /**
    * Attach the handler for a skill that this plugin's manifest declares. `opts.available` says whether the skill
    * can work right now (true) or why not (a message); while it cannot, `list()` leaves it out, so the agent's
@@ -81,15 +90,27 @@ export interface SkillsApi {
    *   available: () => (ctx.config.get('searchAApiKey') ? true : 'no searchAApiKey or searchBApiKey is set'),
    * });
    */
-  register(name: string, handler: SkillHandler<any>, opts?: SkillRegisterOptions): void;
+  register<N extends SkillName<M>>(name: N, handler: SkillHandler<SkillArgs<M, N>>, opts?: SkillRegisterOptions): void;
   /** The one path to a skill: schema check, policy, hooks, timing. */
   execute(name: string, args: unknown, actor: Actor, opts?: { action?: Action; signal?: AbortSignal }): Promise<SkillResult>;
   /** Manifests of every available skill (`includeUnavailable`: also those whose `available` says no). */
   list(opts?: { includeUnavailable?: boolean }): Array<SkillManifest & { plugin: string }>;
 }
 
-/** Configuration a plugin may read and change (changes go through the policy classes). */
-export interface ConfigApi extends ConfigView {
+/**
+ * Configuration a plugin may read and change (changes go through the policy classes). A key the plugin's own
+ * manifest declares reads as its schema's type (never undefined when it declares a default); a kernel key such
+ * as `safeMode` reads as `KnownConfig` says (sdk/config-keys.ts); any other key (another plugin's) reads as the
+ * type given, `unknown` by default.
+ * @example
+ * const timeoutMs = ctx.config.get('webFetchTimeoutMs'); // number: the manifest's default when unset
+ * const safe = ctx.config.get('safeMode');                // boolean: a kernel key (sdk/config-keys.ts)
+ * const other = ctx.config.get<string>('someOtherKey');   // any other key: the type given, unknown by default
+ */
+export interface ConfigApi<M extends PluginManifest = PluginManifest> extends ConfigView {
+  get<K extends ConfigKey<M>>(key: K): ConfigValue<M, K>;
+  get<K extends keyof KnownConfig>(key: K): KnownConfig[K];
+  get<T = unknown>(key: string): T;
   set(key: string, value: unknown, origin: ConfigOrigin): Promise<ConfigChangeOutcome>;
   /** Changes the agent asked for on APPROVAL keys, waiting for a human (secret values masked). */
   pending(): PendingConfigChange[];
@@ -98,22 +119,39 @@ export interface ConfigApi extends ConfigView {
   reject(id: string, origin: ConfigOrigin): Promise<PendingConfigChange>;
 }
 
-/** The plugin's only door to the world. */
-export interface PluginContext {
+/** Whether the compiler knows this manifest's literal contents (it was written `as const`). */
+type KnownManifest<M extends PluginManifest> = string extends M['id'] ? false : true;
+
+/**
+ * The capability names `ctx.provide` accepts: those the manifest lists in `provides` (any known one when it is not known).
+ * @example type P = ProvidableName<typeof manifest>; // 'web'
+ */
+export type ProvidableName<M extends PluginManifest> = KnownManifest<M> extends true ? ProvidedName<M> & CapabilityName : CapabilityName;
+
+/**
+ * The plugin's only door to the world, typed by the plugin's manifest (`definePlugin` infers it).
+ * @example
+ * export default definePlugin({ manifest, setup(ctx) { const llm = ctx.use('llm'); ctx.log.info(`${llm ? 'with' : 'without'} a model`); } });
+ */
+export interface PluginContext<M extends PluginManifest = PluginManifest> {
   /** This plugin's id. */
   id: string;
   /** The data directory (`~/.keel` or `KEEL_HOME`). */
   home: string;
   /** Keel's version. */
   version: string;
-  config: ConfigApi;
+  config: ConfigApi<M>;
   /** A logger tagged with the plugin id. */
   log: Logger;
   hooks: PluginHooks;
-  skills: SkillsApi;
+  skills: SkillsApi<M>;
   queue: QueueApi;
-  /** The implementation some plugin provides for a capability (`agent`, `memory`, ...), if any. */
-  use<T = unknown>(capability: string): T | undefined;
+  /**
+   * The implementation some plugin provides for a capability (`agent`, `memory`, `channel:chatA`, ...), if any,
+   * typed by the capability map (sdk/capabilities.ts; a plugin adds its own by declaration merging).
+   * @example const text = await ctx.use('llm')?.complete({ messages });
+   */
+  use<K extends CapabilityName>(capability: K): CapabilityOf<K> | undefined;
   /**
    * Fire one of the hooks a plugin may raise: `thinking` and `observation` (the agent), `messageIn` and
    * `messageOut` (channels; waterfalls, so the possibly rewritten message comes back).
@@ -121,11 +159,11 @@ export interface PluginContext {
   emit<K extends EmittableHook>(hook: K, ...args: HookArgs<K>): K extends 'messageIn' | 'messageOut' ? Promise<HookArgs<K>[0]> : void;
   /**
    * Every running provider of a capability whose name starts with `prefix`, in name order.
-   * @example for (const c of ctx.capabilities<ChannelCapability>('channel:')) console.log(c.name, c.impl.status());
+   * @example for (const c of ctx.capabilities('channel:')) console.log(c.name, c.impl.status()); // impl: ChannelCapability
    */
-  capabilities<T = unknown>(prefix: string): Array<{ name: string; plugin: string; impl: T }>;
+  capabilities<P extends string>(prefix: P): Array<{ name: string; plugin: string; impl: CapabilitiesWithPrefix<P> }>;
   /** Offer an implementation of a capability this manifest lists in `provides`. */
-  provide<T>(capability: string, impl: T): void;
+  provide<K extends ProvidableName<M>>(capability: K, impl: CapabilityOf<K>): void;
   /** Aborted when the plugin is being stopped. */
   signal: AbortSignal;
 }
@@ -195,10 +233,13 @@ export interface RunningKernel {
 
 export type CommandHandler = (ctx: CommandContext) => Promise<number | void> | number | void;
 
-/** The default export of a plugin's entry module. */
-export interface PluginDefinition {
-  manifest: PluginManifest;
-  setup(ctx: PluginContext): PluginInstance | void | Promise<PluginInstance | void>;
+/**
+ * The default export of a plugin's entry module; `M` is its manifest's type (see `definePlugin`).
+ * @example const plugin: PluginDefinition<typeof manifest> = { manifest, setup(ctx) { ctx.log.info('up'); } };
+ */
+export interface PluginDefinition<M extends PluginManifest = PluginManifest> {
+  manifest: M;
+  setup(ctx: PluginContext<M>): PluginInstance | void | Promise<PluginInstance | void>;
   /** Handlers of the CLI commands the manifest declares, keyed by command name (first word). */
   commands?: Record<string, CommandHandler>;
 }

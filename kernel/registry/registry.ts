@@ -23,7 +23,7 @@ export class Registry {
   private readonly capabilities = new Map<string, { plugin: string; impl: unknown }>();
 
   /** Declare a plugin's skills; refuses a name another plugin already owns. All or nothing. */
-  addSkills(plugin: string, manifests: SkillManifest[], compile: (schema: SkillManifest['parameters']) => ArgValidator): void {
+  addSkills(plugin: string, manifests: readonly SkillManifest[], compile: (schema: SkillManifest['parameters']) => ArgValidator): void {
     const seen = new Set<string>();
     for (const m of manifests) {
       const owner = this.skills.get(m.name);

@@ -7,6 +7,7 @@
 import type { Api } from 'grammy';
 import {
   definePlugin,
+  errorMessage,
   receive,
   type Action,
   type ChannelCapability,
@@ -60,11 +61,11 @@ export default definePlugin({
       };
       ctx.provide('channel:chatA', off);
       ctx.skills.register('send_chatA', () => Promise.reject(notConfigured()));
-      for (const s of ['chatA_send_buttons', 'chatA_send_poll', 'chatA_edit_message', 'chatA_react', 'chatA_pin_message']) ctx.skills.register(s, () => Promise.reject(notConfigured()));
+      for (const s of ['chatA_send_buttons', 'chatA_send_poll', 'chatA_edit_message', 'chatA_react', 'chatA_pin_message'] as const) ctx.skills.register(s, () => Promise.reject(notConfigured()));
       return;
     }
-    const apiRoot = get(ctx, 'chatAApiRoot', 'https://api.telegram.org');
-    const pollTimeout = get(ctx, 'chatAPollTimeout', 25);
+    const apiRoot = ctx.config.get('chatAApiRoot');
+    const pollTimeout = ctx.config.get('chatAPollTimeout');
     const menu = get<Array<{ command: string; description: string }>>(ctx, 'chatACommands', BUILTIN_COMMANDS);
     const api: Api = makeApi(token, apiRoot);
     const bot: { username?: string; id?: number } = {};
@@ -147,7 +148,7 @@ export default definePlugin({
         const t = replyTarget(action);
         await send(t.chatId, failureNotice(outcome.detail ?? action.error), { format: 'plain', idempotencyKey: `${action.id}:failed`, ...(t.messageId ? { replyToMessageId: t.messageId } : {}) });
       } catch (e) {
-        ctx.log.warn(`Could not tell chat about the failure of ${action.id}: ${e instanceof Error ? e.message : String(e)}`);
+        ctx.log.warn(`Could not tell chat about the failure of ${action.id}: ${errorMessage(e)}`);
       }
     });
 
@@ -162,7 +163,7 @@ export default definePlugin({
         const me = await api.getMe(signal as never);
         bot.username = me.username;
         bot.id = me.id;
-        await api.setMyCommands(menu, undefined, signal as never).catch((e) => ctx.log.warn(`setMyCommands failed: ${e instanceof Error ? e.message : String(e)}`));
+        await api.setMyCommands(menu, undefined, signal as never).catch((e) => ctx.log.warn(`setMyCommands failed: ${errorMessage(e)}`));
         connected();
         void outbox.resumeAll(sendOne);
         for (;;) {
@@ -204,7 +205,7 @@ export default definePlugin({
           await send(inbound.chatId, text, { idempotencyKey: `cmd:${inbound.messageId}`, replyToMessageId: String(inbound.replyTo?.messageId ?? '') });
           return `command:${inbound.command}`;
         }
-        const out = await receive(ctx, inbound, { autoReply: get<boolean>(ctx, 'chatAAutoReplyEnabled', false) === true });
+        const out = await receive(ctx, inbound, { autoReply: ctx.config.get('chatAAutoReplyEnabled') });
         return out.kind === 'ignored' ? `ignored:${out.reason}` : out.kind;
       },
     });

@@ -6,7 +6,7 @@ import { Type, type PluginManifest } from '../../sdk/index.js';
 const chatId = Type.Union([Type.String({ minLength: 1 }), Type.Integer()], { description: 'Numeric chat id (a placeholder or name is replaced by the chat of the current message)' });
 const messageId = Type.Integer({ minimum: 1, description: 'Telegram message id (as returned by send_chatA)' });
 
-const manifest: PluginManifest = {
+const manifest = {
   id: 'chatA',
   version: '1.0.0',
   kind: 'channel',
@@ -104,6 +104,6 @@ const manifest: PluginManifest = {
       parameters: Type.Object({ chatId, messageId, silent: Type.Optional(Type.Boolean({ default: true })) }, { additionalProperties: false }),
     },
   ],
-};
+} as const satisfies PluginManifest;
 
 export default manifest;

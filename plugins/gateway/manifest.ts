@@ -3,7 +3,7 @@
  */
 import { Type, type PluginManifest } from '../../sdk/index.js';
 
-const manifest: PluginManifest = {
+const manifest = {
   id: 'gateway',
   version: '1.0.0',
   kind: 'service',
@@ -77,6 +77,6 @@ const manifest: PluginManifest = {
       ],
     },
   ],
-};
+} as const satisfies PluginManifest;
 
 export default manifest;

@@ -32,7 +32,7 @@ function keyOf(call: SkillCallContext, skill: string, args: unknown): SendOption
 function provider(ctx: PluginContext, want: 'speak' | 'generateImage'): ProviderCapability {
   const tried: string[] = [];
   for (const id of ['providerA', 'providerB']) {
-    const p = ctx.use<ProviderCapability>(`provider:${id}`);
+    const p = ctx.use(`provider:${id}`);
     if (!p || typeof p[want] !== 'function') continue;
     const c = p.configured();
     if (c.ok) return p;
@@ -53,7 +53,7 @@ function saveMedia(ctx: PluginContext, kind: string, mimeType: string, base64: s
 export default definePlugin({
   manifest,
   setup(ctx) {
-    ctx.skills.register('send_file', async (args: { jid: string; path: string; caption?: string; channel?: string }, call: SkillCallContext) => {
+    ctx.skills.register('send_file', async (args, call) => {
       if (!isAbsolute(args.path)) throw new Error(`path must be absolute: "${args.path}".`);
       let st;
       try {
@@ -69,7 +69,7 @@ export default definePlugin({
       return { channel: name, to: args.jid, messageId: sent.messageId };
     });
 
-    ctx.skills.register('send_voice_note', async (args: { jid: string; text: string; voice?: string; channel?: string }, call: SkillCallContext) => {
+    ctx.skills.register('send_voice_note', async (args, call) => {
       if (args.text.length > 4096) throw new Error('text is limited to 4096 characters.');
       const name = detectChannel(args.channel, call.action, args.jid);
       const channel = channelFor(ctx, name);
@@ -84,7 +84,7 @@ export default definePlugin({
 
     ctx.skills.register(
       'send_image',
-      async (args: { jid: string; prompt: string; channel?: string; size?: string; quality?: string; caption?: string }, call: SkillCallContext) => {
+      async (args, call) => {
         const name = detectChannel(args.channel, call.action, args.jid);
         const channel = channelFor(ctx, name);
         const p = provider(ctx, 'generateImage');
@@ -95,7 +95,7 @@ export default definePlugin({
       },
     );
 
-    ctx.skills.register('react', async (args: { message_id: string; emoji: string; channel?: string; chat_id?: string }, call: SkillCallContext) => {
+    ctx.skills.register('react', async (args, call) => {
       const emoji = EMOJI[args.emoji.toLowerCase()] ?? args.emoji;
       const replyTo = call.action?.metadata.replyTo;
       const name = args.channel ?? (call.action ? detectChannel(undefined, call.action, '') : undefined);

@@ -2,32 +2,37 @@
  * Web plugin entry: registers `http_fetch` and `extract_article` and provides the `web` capability. Settings are
  * read from the configuration at every call, so a changed key applies to the next fetch.
  */
-import { definePlugin, type ConfigView, type WebCapability } from '../../sdk/index.js';
-import manifest, { DEFAULT_MAX_RESULTS, DEFAULT_USER_AGENT } from './manifest.js';
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
+import { definePlugin, type PluginContext, type WebCapability } from '../../sdk/index.js';
+import manifest, { DEFAULT_MAX_RESULTS } from './manifest.js';
 import { blockedReason } from './src/address.js';
 import { extractArticle, stripHtmlNoise } from './src/extract.js';
 import { guardedFetch, WebFetchError, type FetchSettings } from './src/fetch.js';
 import { activeProviders, noKeyMessage, renderSearch, search, SearchCache, SearchError, type SearchProvider, type SearchSettings } from './src/search.js';
 
-function searchSettings(config: ConfigView): SearchSettings {
-  const order = config.get<SearchProvider[] | undefined>('searchProviderOrder');
+function searchSettings(config: PluginContext<typeof manifest>['config']): SearchSettings {
+  const keys: SearchSettings['keys'] = {};
+  const a = config.get('searchAApiKey');
+  const b = config.get('searchBApiKey');
+  if (a) keys.searchA = a;
+  if (b) keys.searchB = b;
+  const order = config.get('searchProviderOrder') as SearchProvider[];
   return {
-    keys: Object.fromEntries((['searchA', 'searchB'] as const).flatMap((p) => (config.get<string>(`${p}ApiKey`) ? [[p, config.get<string>(`${p}ApiKey`)]] : []))),
-    baseUrls: { searchA: config.get<string>('searchABaseUrl') || 'https://google.serper.dev', searchB: config.get<string>('searchBBaseUrl') || 'https://api.search.brave.com' },
+    keys,
+    baseUrls: { searchA: config.get('searchABaseUrl'), searchB: config.get('searchBBaseUrl') },
     order: Array.isArray(order) && order.length ? order : ['searchA', 'searchB'],
-    timeoutMs: config.get<number>('searchTimeoutMs') ?? 8000,
+    timeoutMs: config.get('searchTimeoutMs'),
   };
 }
 
-function settings(config: ConfigView): FetchSettings {
+function settings(config: PluginContext<typeof manifest>['config']): FetchSettings {
   return {
-    allowPrivate: config.get<boolean>('webAllowPrivateNetwork') === true,
-    timeoutMs: config.get<number>('webFetchTimeoutMs') ?? 15_000,
-    maxBytes: config.get<number>('webFetchMaxBytes') ?? 2_097_152,
-    maxRedirects: config.get<number>('webMaxRedirects') ?? 5,
-    userAgent: config.get<string>('webUserAgent') || DEFAULT_USER_AGENT,
+    allowPrivate: config.get('webAllowPrivateNetwork'),
+    timeoutMs: config.get('webFetchTimeoutMs'),
+    maxBytes: config.get('webFetchMaxBytes'),
+    maxRedirects: config.get('webMaxRedirects'),
+    userAgent: config.get('webUserAgent'),
   };
 }
 
@@ -67,9 +72,9 @@ export default definePlugin({
         return undefined;
       },
     };
-    ctx.provide<WebCapability>('web', web);
+    ctx.provide('web', web);
 
-    ctx.skills.register('http_fetch', async (args: { url: string; maxBytes?: number }, call) => {
+    ctx.skills.register('http_fetch', async (args, call) => {
       const s = settings(ctx.config);
       const maxBytes = Math.min(args.maxBytes ?? s.maxBytes, s.maxBytes);
       const r = await guardedFetch(args.url, s, { signal: AbortSignal.any([call.signal, ctx.signal]), maxBytes });
@@ -88,7 +93,7 @@ export default definePlugin({
       ].join('\n');
     });
 
-    ctx.skills.register('extract_article', async (args: { url: string }, call) => {
+    ctx.skills.register('extract_article', async (args, call) => {
       const r = await guardedFetch(args.url, settings(ctx.config), {
         signal: AbortSignal.any([call.signal, ctx.signal]),
         accept: 'text/html,application/xhtml+xml;q=0.9,text/plain;q=0.5',
@@ -108,7 +113,7 @@ export default definePlugin({
     const cache = new SearchCache();
     ctx.skills.register(
       'web_search',
-      async (args: { query: string; maxResults?: number }, call) => {
+      async (args, call) => {
         const s = searchSettings(ctx.config);
         const providers = activeProviders(s);
         if (providers.length === 0) throw new SearchError('KEEL_E_PLUGIN_ENVIRONMENT', noKeyMessage());

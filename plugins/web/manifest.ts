@@ -7,7 +7,7 @@ import { Type, type PluginManifest } from '../../sdk/index.js';
 export const DEFAULT_MAX_RESULTS = 10;
 export const DEFAULT_USER_AGENT = 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36 Keel/1.0 (+agent)';
 
-const manifest: PluginManifest = {
+const manifest = {
   id: 'web',
   version: '1.0.0',
   kind: 'skill',
@@ -147,6 +147,6 @@ const manifest: PluginManifest = {
       ),
     },
   ],
-};
+} as const satisfies PluginManifest;
 
 export default manifest;

@@ -1,6 +1,7 @@
 /**
  * The outbound path every channel shares: per-chat order, the delivery ledger, the rate limiter.
  */
+import { errorMessage } from '../errors.js';
 import type { Json, Logger } from '../types.js';
 import { type ChunkSender, DeliveryLedger } from './ledger.js';
 import { type RateLimiter, type SendErrorDecision } from './rate-limit.js';
@@ -35,7 +36,7 @@ export class Outbox {
         this.o.limiter.run(ch, 'send', () => send(c, i, ch), {
           classify: this.o.classify,
           ...(this.o.signal ? { signal: this.o.signal } : {}),
-          onWait: (ms, e) => this.o.log.warn(`Send to ${ch} waits ${Math.round(ms)} ms (${e instanceof Error ? e.message : String(e)}).`),
+          onWait: (ms, e) => this.o.log.warn(`Send to ${ch} waits ${Math.round(ms)} ms (${errorMessage(e)}).`),
         }),
       ),
     );
@@ -53,7 +54,7 @@ export class Outbox {
       try {
         await this.serial(chatId, () => this.o.ledger.resume<C>(key, (c, i, ch) => this.o.limiter.run(ch, 'send', () => send(c, i, ch), { classify: this.o.classify })));
       } catch (e) {
-        this.o.log.warn(`Could not finish an interrupted delivery to ${chatId}: ${e instanceof Error ? e.message : String(e)}`);
+        this.o.log.warn(`Could not finish an interrupted delivery to ${chatId}: ${errorMessage(e)}`);
       }
     }
     if (open.length) this.o.log.info(`Delivery: ${open.length} interrupted message(s) resumed.`);

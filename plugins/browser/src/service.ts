@@ -7,7 +7,7 @@
 import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { isAbsolute, join, resolve } from 'node:path';
-import type { PluginContext, WebCapability } from '../../../sdk/index.js';
+import type { PluginContext } from '../../../sdk/index.js';
 import { DEFAULT_CDP_ENDPOINT, DEFAULT_TIMEOUT_MS } from '../manifest.js';
 import { BlankPageBreaker } from './breaker.js';
 import { BASE_ARGS, launch, type BrowserDriver, type EngineId, type SideEffect, type Viewport } from './driver.js';
@@ -144,7 +144,7 @@ export class BrowserService {
     const cached = this.hostVerdicts.get(key);
     if (cached && Date.now() - cached.at < HOST_CACHE_MS) return cached.reason;
     // the web plugin's guard and its key (webAllowPrivateNetwork): the browser reaches what http_fetch reaches
-    const web = this.ctx.use<WebCapability>('web');
+    const web = this.ctx.use('web');
     const reason = web?.checkHost ? await web.checkHost(host) : 'address checks are unavailable (the web plugin is not running)';
     this.hostVerdicts.set(key, { reason, at: Date.now() });
     if (this.hostVerdicts.size > 1000) this.hostVerdicts.delete(this.hostVerdicts.keys().next().value!);

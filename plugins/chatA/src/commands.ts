@@ -3,7 +3,7 @@
  * Who may use them: help, status, models, queue and cancel (own actions): anyone who can write to the bot;
  * cancel of others' actions and reset: admins only (adminUsers.chatA, through kernel:policy; fail closed).
  */
-import type { Action, InboundMessage, PluginContext, PolicyCapability } from '../../../sdk/index.js';
+import type { Action, InboundMessage, PluginContext } from '../../../sdk/index.js';
 
 export const BUILTIN_COMMANDS = [
   { command: 'status', description: 'Agent and queue status' },
@@ -21,7 +21,7 @@ export function isBuiltin(command: string | undefined): command is string {
 
 function isAdmin(ctx: PluginContext, userId: string): boolean {
   try {
-    return ctx.use<PolicyCapability>('kernel:policy')?.isAdmin({ kind: 'user', channel: 'chatA', userId }) === true;
+    return ctx.use('kernel:policy')?.isAdmin({ kind: 'user', channel: 'chatA', userId }) === true;
   } catch {
     return false;
   }

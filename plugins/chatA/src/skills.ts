@@ -7,6 +7,7 @@ import { GrammyError, type Api } from 'grammy';
 import type { OutboundMessage, PluginContext, SendOptions, SentMessage, SkillCallContext } from '../../../sdk/index.js';
 import { renderTelegram } from '../../../sdk/channel-kit/index.js';
 import { editText } from './telegram.js';
+import type manifest from '../manifest.js';
 
 type Buttons = NonNullable<OutboundMessage['buttons']>;
 
@@ -46,19 +47,19 @@ export function normaliseButtons(input: unknown[]): Buttons {
   );
 }
 
-export function registerSkills(ctx: PluginContext, d: SkillDeps): void {
+export function registerSkills(ctx: PluginContext<typeof manifest>, d: SkillDeps): void {
   const withKey = (call: SkillCallContext, skill: string, args: unknown): SendOptions => {
     const k = keyOf(call, skill, args);
     return k ? { idempotencyKey: k } : {};
   };
 
-  ctx.skills.register('send_chatA', async (args: { chatId: unknown; message: string }, call: SkillCallContext) => {
+  ctx.skills.register('send_chatA', async (args, call) => {
     const chat = resolveChat(args.chatId, call);
     const sent = await d.send(chat, args.message, withKey(call, 'send_chatA', { chat, m: args.message }));
     return { chatId: chat, messageId: Number(sent.messageId), messageIds: sent.messageIds.map(Number) };
   });
 
-  ctx.skills.register('chatA_send_buttons', async (args: { chatId: unknown; message: string; buttons: unknown[] }, call: SkillCallContext) => {
+  ctx.skills.register('chatA_send_buttons', async (args, call) => {
     const chat = resolveChat(args.chatId, call);
     const buttons = normaliseButtons(args.buttons);
     const sent = await d.send(chat, { text: args.message, buttons }, withKey(call, 'chatA_send_buttons', { chat, m: args.message, buttons }));
@@ -67,7 +68,7 @@ export function registerSkills(ctx: PluginContext, d: SkillDeps): void {
 
   ctx.skills.register(
     'chatA_send_poll',
-    async (args: { chatId: unknown; question: string; options: string[]; isAnonymous?: boolean; allowsMultipleAnswers?: boolean }, call: SkillCallContext) => {
+    async (args, call) => {
       const chat = resolveChat(args.chatId, call);
       if (args.options.length < 2 || args.options.length > 10) throw new Error('A poll needs 2 to 10 options.');
       const m = await d.api().sendPoll(chat, args.question, args.options.map((text) => ({ text })), {
@@ -78,7 +79,7 @@ export function registerSkills(ctx: PluginContext, d: SkillDeps): void {
     },
   );
 
-  ctx.skills.register('chatA_edit_message', async (args: { chatId: unknown; messageId: number; newText: string }, call: SkillCallContext) => {
+  ctx.skills.register('chatA_edit_message', async (args, call) => {
     const chat = resolveChat(args.chatId, call);
     const [first] = renderTelegram(args.newText);
     if (!first) throw new Error('newText renders to nothing.');
@@ -86,7 +87,7 @@ export function registerSkills(ctx: PluginContext, d: SkillDeps): void {
     return { chatId: chat, messageId: args.messageId, edited: true };
   });
 
-  ctx.skills.register('chatA_react', async (args: { chatId: unknown; messageId: number; emoji?: string }, call: SkillCallContext) => {
+  ctx.skills.register('chatA_react', async (args, call) => {
     const chat = resolveChat(args.chatId, call);
     const emoji = args.emoji ?? '\u{1F44D}';
     try {
@@ -100,7 +101,7 @@ export function registerSkills(ctx: PluginContext, d: SkillDeps): void {
     }
   });
 
-  ctx.skills.register('chatA_pin_message', async (args: { chatId: unknown; messageId: number; silent?: boolean }, call: SkillCallContext) => {
+  ctx.skills.register('chatA_pin_message', async (args, call) => {
     const chat = resolveChat(args.chatId, call);
     await d.api().pinChatMessage(chat, args.messageId, { disable_notification: args.silent ?? true });
     return { chatId: chat, messageId: args.messageId, pinned: true };

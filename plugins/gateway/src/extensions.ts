@@ -4,7 +4,7 @@
  * restart of the server; their schemas are compiled once per schema object.
  */
 import Ajv, { type ValidateFunction } from 'ajv';
-import type { GatewayRoute, GatewayRoutesCapability, GatewayWsAction, PluginContext } from '../../../sdk/index.js';
+import type { GatewayRoute, GatewayWsAction, PluginContext } from '../../../sdk/index.js';
 
 export interface ExtensionRoute extends GatewayRoute {
   plugin: string;
@@ -35,7 +35,7 @@ export function createExtensions(ctx: PluginContext, builtinPaths: ReadonlySet<s
 
   const all = () => {
     try {
-      return ctx.capabilities<GatewayRoutesCapability>('gateway:routes:');
+      return ctx.capabilities('gateway:routes:');
     } catch {
       return [];
     }

@@ -5,7 +5,7 @@
 import { STATUS_CODES } from 'node:http';
 import Ajv from 'ajv';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import { environmentError, type GatewayCaller, type KernelInfoCapability } from '../../../sdk/index.js';
+import { environmentError, errorMessage, type GatewayCaller, type KernelInfoCapability } from '../../../sdk/index.js';
 import { isLoopback as socketIsLoopback, loopbackOnly, type GatewayDeps } from './deps.js';
 import { errorBody, errorHandler, notFound, schemaErrorFormatter, sendError, statusForCode } from './errors.js';
 import { createExtensions, type Extensions } from './extensions.js';
@@ -25,11 +25,6 @@ export interface BuildOptions {
 }
 
 /** The address the gateway listens on, offered as capability `gateway:address`. */
-export interface GatewayAddress {
-  host: string;
-  port: number;
-  url: string;
-}
 
 /** Every built-in REST route (the OpenAPI route included), in registration order. */
 export function restRoutes(env: RouteEnv, extensions?: Extensions): RouteDef[] {
@@ -181,7 +176,7 @@ export async function startServer(
   deps.ctx.log.info(`Gateway listening on ${url}`);
   warnIfExposed(deps);
   try {
-    deps.ctx.provide<GatewayAddress>('gateway:address', { ...address, url });
+    deps.ctx.provide('gateway:address', { ...address, url });
   } catch {
     // The manifest does not declare it (older manifest): the log line still tells the address.
   }
@@ -240,8 +235,8 @@ function extensionHandler(env: RouteEnv, extensions: Extensions) {
     } catch (e) {
       const code = typeof (e as { code?: unknown })?.code === 'string' ? (e as { code: string }).code : undefined;
       const status = statusForCode(code);
-      if (status) return sendError(reply, status, e instanceof Error ? e.message : String(e));
-      env.ctx.log.warn(`gateway: ${route.plugin} route ${route.method} ${route.url} failed: ${e instanceof Error ? e.message : String(e)}`);
+      if (status) return sendError(reply, status, errorMessage(e));
+      env.ctx.log.warn(`gateway: ${route.plugin} route ${route.method} ${route.url} failed: ${errorMessage(e)}`);
       return sendError(reply, 500, `The ${route.plugin} plugin failed to answer this request.`);
     }
   };

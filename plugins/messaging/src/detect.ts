@@ -28,7 +28,7 @@ export function detectChannel(explicit: string | undefined, action: Action | und
 
 /** The running channel, or an error naming what to configure. */
 export function channelFor(ctx: PluginContext, name: string): ChannelCapability {
-  const running = ctx.capabilities<ChannelCapability>('channel:');
+  const running = ctx.capabilities('channel:');
   const found = running.find((c) => c.name === `channel:${name}`)?.impl;
   if (!found) {
     const names = running.map((c) => c.name.slice('channel:'.length));
