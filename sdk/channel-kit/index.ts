@@ -15,6 +15,7 @@ export { Outbox, type OutboxOptions } from './outbox.js';
 export { RateLimiter, TokenBucket, RATE_POLICIES, type BucketSpec, type RatePolicy, type RunOptions, type SendErrorDecision } from './rate-limit.js';
 export { ConnectionSupervisor, StallError, type ConnectionState, type SupervisorOptions } from './supervisor.js';
 export { OwnerLock, type LockResult } from './owner-lock.js';
+export { BUILTIN_COMMANDS, isBuiltin, runCommand } from './commands.js';
 export { ProgressFeedback, failureNotice, statusLine, type ProgressOptions, type ProgressTransport } from './progress.js';
 export {
   renderChunks,
