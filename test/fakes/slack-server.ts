@@ -65,6 +65,8 @@ export interface FakeSlack {
   pushMessage(text: string, o?: { user?: string; channel?: string; channelType?: 'channel' | 'group' | 'im' | 'mpim'; threadTs?: string; botId?: string; subtype?: string }): { envelopeId: string; ts: string };
   /** A slash command envelope (e.g. `/keel` with text `status`). */
   pushCommand(command: string, text: string, o?: { user?: string; channel?: string }): { envelopeId: string };
+  /** Sends an envelope again (as Slack does when it thinks the ack was lost), acknowledged or not. */
+  redeliver(envelopeId: string): void;
   /** Envelopes sent but not acknowledged. */
   unacked(): number;
   /** Sends a `disconnect` message to the open sockets. */
@@ -75,6 +77,8 @@ export interface FakeSlack {
   failNext(method: string, failure: SlackFailure, count?: number, after?: number): void;
   /** Called before a call is handled; 'hold' leaves it unanswered and unrecorded (the platform never accepted it). */
   onCall?: ((call: SlackCall) => 'hold' | void) | undefined;
+  /** Called with every acknowledgement as it arrives. */
+  onAck?: ((envelopeId: string) => void) | undefined;
   callsOf(method: string): SlackCall[];
   close(): Promise<void>;
 }
@@ -109,6 +113,7 @@ export async function startFakeSlack(o: { pingMs?: number } = {}): Promise<FakeS
   const reactions: FakeSlack['reactions'] = [];
   const acked: string[] = [];
   const owed = new Map<string, Envelope>();
+  const all = new Map<string, Envelope>();
   const failures = new Map<string, { failure: SlackFailure; count: number; after: number }>();
   const pendingUploads = new Map<string, { filename: string; bytes: number }>();
   let seq = 0;
@@ -241,6 +246,7 @@ export async function startFakeSlack(o: { pingMs?: number } = {}): Promise<FakeS
         const msg = JSON.parse(String(data)) as { envelope_id?: string };
         if (msg.envelope_id) {
           acked.push(msg.envelope_id);
+          fake.onAck?.(msg.envelope_id);
           owed.delete(msg.envelope_id);
         }
       } catch {
@@ -266,6 +272,7 @@ export async function startFakeSlack(o: { pingMs?: number } = {}): Promise<FakeS
   const envelope = (type: string, payload: Record<string, unknown>, accepts = false): Envelope => {
     const e: Envelope = { envelope_id: `env-${++seq}-${Math.random().toString(36).slice(2, 8)}`, type, payload, accepts_response_payload: accepts, retry_attempt: 0, retry_reason: '' };
     owed.set(e.envelope_id, e);
+    all.set(e.envelope_id, e);
     broadcast(e);
     return e;
   };
@@ -314,6 +321,14 @@ export async function startFakeSlack(o: { pingMs?: number } = {}): Promise<FakeS
       return { envelopeId: e.envelope_id };
     },
     unacked: () => owed.size,
+    redeliver(envelopeId) {
+      const e = all.get(envelopeId);
+      if (!e) throw new Error(`no envelope ${envelopeId}`);
+      e.retry_attempt++;
+      e.retry_reason = 'timeout';
+      owed.set(e.envelope_id, e);
+      broadcast(e);
+    },
     disconnect(reason) {
       for (const ws of sockets) ws.send(JSON.stringify({ type: 'disconnect', reason, debug_info: { host: 'applink-fake-1' } }));
     },
