@@ -11,6 +11,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { WebSocket, WebSocketServer } from 'ws';
+import { splitMultipart } from './telegram-server.js';
 
 export interface SlackCall {
   method: string;
@@ -188,7 +189,10 @@ export async function startFakeSlack(o: { pingMs?: number } = {}): Promise<FakeS
       if (up) {
         const entry = pendingUploads.get(up[1]!);
         if (!entry) return json(res, { ok: false }, 404);
-        entry.bytes = raw.length;
+        // The client posts the bytes raw or as a multipart form with one file part.
+        const boundary = /boundary=([^;]+)/.exec(String(req.headers['content-type'] ?? ''))?.[1];
+        const file = boundary ? splitMultipart(raw, boundary.replace(/^"|"$/g, '')).find((x) => /filename=/.test(x.head)) : undefined;
+        entry.bytes = file ? file.body.length : raw.length;
         res.writeHead(200, { 'content-type': 'text/plain' });
         return res.end(`OK - ${raw.length}`);
       }
