@@ -91,3 +91,30 @@ describe('chatD connection', () => {
     expect(all).not.toContain('WRONG');
   });
 });
+
+describe('chatD status', () => {
+  it('appears in GET /api/connections with the kit’s extras (state, reconnects, lastInboundAt) and the bot name', async () => {
+    const { bootKernel } = await import('../../../sdk/testing/index.js');
+    const { startFakeSlack } = await import('../../fakes/slack-server.js');
+    const slack = await startFakeSlack();
+    const t = await bootKernel({
+      builtins: ['chatD', 'gateway'],
+      config: { chatDBotToken: slack.botToken, chatDAppToken: slack.appToken, chatDApiUrl: slack.apiUrl, gatewayAutoStart: true, gatewayPort: 0, gatewayHost: '127.0.0.1' },
+    });
+    try {
+      const gw = t.kernel.registry.use<{ port: number }>('gateway:address')!;
+      const get = async () => (await (await fetch(`http://127.0.0.1:${gw.port}/api/connections`)).json()) as Record<string, Record<string, unknown>>;
+      await waitFor(async () => (await get()).chatD?.connected === true, 'connected in /api/connections');
+      slack.pushMessage('hello');
+      const c = await waitFor(async () => {
+        const s = (await get()).chatD;
+        return s?.lastInboundAt ? s : undefined;
+      }, 'lastInboundAt');
+      expect(c).toMatchObject({ enabled: true, connected: true, state: 'connected', reconnects: 0, botUsername: 'keel' });
+      expect(JSON.stringify(c)).not.toContain('xoxb-');
+    } finally {
+      await t.close();
+      await slack.close();
+    }
+  });
+});
