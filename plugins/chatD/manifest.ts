@@ -27,7 +27,7 @@ const manifest: PluginManifest = {
       description: 'Slack app-level token (xapp-..., scope connections:write) that opens the Socket Mode connection. LOCKED per SPEC.',
     },
     chatDSigningSecret: {
-      schema: Type.String({ pattern: '^[0-9a-f]{32}$', title: 'a Slack signing secret: 32 lowercase hex characters (Basic Information → App Credentials)' }),
+      schema: Type.String({ pattern: '^[0-9a-fA-F]{32}$', title: 'a Slack signing secret: 32 hexadecimal characters (Basic Information → App Credentials)' }),
       env: ['CHATD_SIGNING_SECRET'],
       policy: 'LOCKED',
       secret: true,
