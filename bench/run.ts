@@ -18,6 +18,7 @@ const suites: Array<[string, () => Promise<BenchRow[]>]> = [
   ['knowledge', async () => (await import('./knowledge.js')).benchKnowledge()],
   ['commands', async () => (await import('./commands.js')).benchCommands()],
   ['channels', async () => (await import('./channels.js')).benchChannels()],
+  ['slack', async () => (await import('./slack.js')).benchSlack()],
 ];
 
 const only = process.argv.slice(2);

@@ -103,7 +103,7 @@ export default definePlugin({
         } catch (e) {
           throw Object.assign(e as object, { chatDToken: 'bot' });
         }
-        await runSocket(
+        return runSocket(
           {
             appToken,
             apiUrl: slackApiUrl,

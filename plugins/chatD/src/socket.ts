@@ -56,10 +56,11 @@ function slackLogger(log: Logger, live: () => void): SlackLogger {
 }
 
 /**
- * Runs one Socket Mode connection until it drops, Slack asks for a new one (`disconnect`), or `signal` aborts.
+ * Runs one Socket Mode connection until it drops, Slack asks for a new one (`disconnect`: resolves 'reconnect'),
+ * or `signal` aborts.
  * Rejects with the apps.connections.open error when the connection cannot be opened.
  */
-export async function runSocket(o: SocketOptions, signal: AbortSignal, hooks: { live(): void; connected(): void }): Promise<void> {
+export async function runSocket(o: SocketOptions, signal: AbortSignal, hooks: { live(): void; connected(): void }): Promise<void | 'reconnect'> {
   const client = new SocketModeClient({
     appToken: o.appToken,
     autoReconnectEnabled: false,
@@ -105,7 +106,10 @@ export async function runSocket(o: SocketOptions, signal: AbortSignal, hooks: { 
   try {
     await Promise.race([client.start(), ended]);
     await ended;
-    if (reason) o.log.info(`chatD: Slack asked for a new connection (${reason}); reconnecting.`);
+    if (reason) {
+      o.log.info(`chatD: Slack asked for a new connection (${reason}); reconnecting.`);
+      return 'reconnect';
+    }
   } finally {
     signal.removeEventListener('abort', onAbort);
     if (!closed) await Promise.race([client.disconnect().catch(() => undefined), new Promise((r) => setTimeout(r, 2000).unref())]);

@@ -31,13 +31,18 @@ describe('chatD connection', () => {
   it('Slack’s disconnect (warning, then refresh_requested) opens a new connection; nothing is lost', async () => {
     h = await bootChatD({ runAgent: false });
     await waitFor(connected, 'connected');
+    await new Promise((r) => setTimeout(r, 1100));
     h.slack.disconnect('warning');
     await waitFor(() => h!.slack.connections() === 2 && connected(), 'second connection', 20_000);
+    await new Promise((r) => setTimeout(r, 1100));
     h.slack.disconnect('refresh_requested');
     await waitFor(() => h!.slack.connections() === 3 && connected(), 'third connection', 20_000);
     h.slack.pushMessage('after the refresh');
     await waitFor(() => h!.actions().some((a) => a.task === 'after the refresh'), 'the message');
     expect(h.slack.openSockets()).toBe(1);
+    // Asked for by Slack: a new connection at once, not a drop with backoff.
+    expect(h.channel().status().reconnects).toBe(0);
+    expect(h.logs.recent({ level: 'warn' }).some((e) => /connection lost/.test(e.message))).toBe(false);
     expect(h.logs.recent({ level: 'info' }).some((e) => /asked for a new connection \(refresh_requested\)/.test(e.message))).toBe(true);
   });
 
