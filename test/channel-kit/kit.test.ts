@@ -203,6 +203,34 @@ describe('connection supervisor', () => {
     expect(n).toBe(3);
     await sup.stop();
   });
+
+  it("a connection ended with 'reconnect' (the platform asked) is opened again at once, not counted as a drop; one asked for right away still backs off", async () => {
+    let n = 0;
+    const warned: string[] = [];
+    const sup = new ConnectionSupervisor({
+      name: 't',
+      log: { ...log, warn: (m: string) => warned.push(m) },
+      stallMs: 5000,
+      backoff: { baseMs: 10, maxMs: 20 },
+      fatal: () => undefined,
+      connect: async (signal, { connected }) => {
+        n++;
+        connected();
+        if (n === 1) {
+          await new Promise((r) => setTimeout(r, 1100));
+          return 'reconnect';
+        }
+        if (n === 2) return 'reconnect'; // at once again: treated as a drop
+        await new Promise((r) => signal.addEventListener('abort', r));
+      },
+    });
+    sup.start();
+    await waitFor(() => n === 3 && sup.state === 'connected', 'third connection');
+    expect(sup.reconnects).toBe(1);
+    expect(warned).toHaveLength(1);
+    expect(warned[0]).toMatch(/asked for a new connection right away/);
+    await sup.stop();
+  });
 });
 
 describe('owner lock', () => {
