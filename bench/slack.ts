@@ -123,10 +123,10 @@ async function outbound(n: number): Promise<{ kit: number; bare: number }> {
   try {
     const kitOne = async (i: number) => {
       const chunks: SlackChunk[] = renderChunks(text, 'slack').map((t) => ({ kind: 'text', text: t }));
-      await outbox.deliver(`bench:${i}`, channelOf(i % 100), chunks, (c, _j, ch) => sendChunk(client, ch, c));
+      await outbox.deliver(`bench:${i}`, channelOf(Math.abs(i) % 100), chunks, (c, _j, ch) => sendChunk(client, ch, c));
     };
     const bareOne = async (i: number) => {
-      await client.chat.postMessage({ channel: channelOf(i % 100), text });
+      await client.chat.postMessage({ channel: channelOf(Math.abs(i) % 100), text });
     };
     for (let i = 0; i < 50; i++) {
       await kitOne(-1 - i);

@@ -117,10 +117,11 @@ export default definePlugin({
                 );
               }
             },
-            record: (e) => {
+            record: async (e) => {
               const item = itemOf(e, bot.userId);
               if (!item) return;
-              ingress.record([item]);
+              // A burst shares one transaction; the ack waits until this item is in it.
+              await ingress.recordSoon(item);
               supervisor.inbound();
             },
           },
