@@ -68,7 +68,8 @@ export async function sendChunk(client: WebClient, channel: string, c: SlackChun
     } as never)) as unknown as { files?: Array<{ files?: Array<{ id?: string }> }> };
     return r.files?.[0]?.files?.[0]?.id ?? 'file';
   }
-  const r = await client.chat.postMessage({ channel, text: c.text, mrkdwn: true, unfurl_links: false, unfurl_media: false, ...(c.thread ? { thread_ts: c.thread } : {}) });
+  // mrkdwn is Slack's default for `text`; the kit rendered it.
+  const r = await client.chat.postMessage({ channel, text: c.text, ...(c.thread ? { thread_ts: c.thread } : {}) });
   return String(r.ts);
 }
 
