@@ -5,7 +5,7 @@
  * cancel of others' actions and reset: admins only (adminUsers.<channel>, through kernel:policy; fail closed).
  */
 import type { InboundMessage } from '../channel.js';
-import type { PluginContext, PolicyCapability } from '../plugin.js';
+import type { PluginContext } from '../plugin.js';
 import type { Action } from '../types.js';
 
 /**
@@ -32,7 +32,7 @@ export function isBuiltin(command: string | undefined): command is string {
 
 function isAdmin(ctx: PluginContext, channel: string, userId: string): boolean {
   try {
-    return ctx.use<PolicyCapability>('kernel:policy')?.isAdmin({ kind: 'user', channel, userId }) === true;
+    return ctx.use('kernel:policy')?.isAdmin({ kind: 'user', channel, userId }) === true;
   } catch {
     return false;
   }
@@ -59,7 +59,12 @@ const ownerOf = (a: Action) => String((a.metadata.inbound as { userId?: unknown 
  * The answer (Markdown) to a built-in command of `m` (its channel, chat and user decide what it sees and may do).
  * @example const text = await runCommand(ctx, inbound, BUILTIN_COMMANDS, () => 'Slack: connected.');
  */
-export async function runCommand(ctx: PluginContext, m: InboundMessage, menu: Array<{ command: string; description: string }>, status: () => string): Promise<string> {
+export async function runCommand(
+  ctx: PluginContext,
+  m: InboundMessage,
+  menu: Array<{ command: string; description: string }>,
+  status: () => string,
+): Promise<string> {
   const admin = isAdmin(ctx, m.channel, m.userId);
   switch (m.command) {
     case 'help':
@@ -76,7 +81,12 @@ export async function runCommand(ctx: PluginContext, m: InboundMessage, menu: Ar
       return mine.map((a) => `\u2022 \`${a.id}\` ${a.status}: ${a.task.replace(/\s+/g, ' ').slice(0, 60)}`).join('\n');
     }
     case 'cancel': {
-      const target = chatActions(ctx, m.channel, m.chatId).find((a) => (admin || ownerOf(a) === m.userId) && a.metadata.inbound && (a.metadata.inbound as { messageId?: unknown }).messageId !== m.messageId);
+      const target = chatActions(ctx, m.channel, m.chatId).find(
+        (a) =>
+          (admin || ownerOf(a) === m.userId) &&
+          a.metadata.inbound &&
+          (a.metadata.inbound as { messageId?: unknown }).messageId !== m.messageId,
+      );
       if (!target) return 'Nothing of yours to cancel in this chat.';
       const r = await ctx.queue.cancel(target.id, `cancelled from ${m.channel} by ${m.userId}`);
       return r === 'removed' || r === 'stopping' ? `Cancelled \`${target.id}\`.` : `Could not cancel \`${target.id}\` (${r}).`;
