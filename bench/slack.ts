@@ -46,7 +46,15 @@ async function inboundKeel(): Promise<{ p50: number; p99: number; perSecond: num
   const home = tmp('keel-bench-chatd-');
   const builtins = tmp('keel-bench-builtins-');
   const slack = await startFakeSlack();
-  writeFileSync(join(home, 'keel.config.yaml'), JSON.stringify({ chatDBotToken: slack.botToken, chatDAppToken: slack.appToken, chatDApiUrl: slack.apiUrl, chatDAutoReplyEnabled: true }));
+  writeFileSync(
+    join(home, 'keel.config.yaml'),
+    JSON.stringify({
+      chatDBotToken: slack.botToken,
+      chatDAppToken: slack.appToken,
+      chatDApiUrl: slack.apiUrl,
+      chatDAutoReplyEnabled: true,
+    }),
+  );
   const chatD = {
     id: 'chatD',
     origin: 'builtin' as const,
@@ -54,7 +62,16 @@ async function inboundKeel(): Promise<{ p50: number; p99: number; perSecond: num
     manifest: (await import('../plugins/chatD/manifest.js')).default,
     load: async () => (await import('../plugins/chatD/index.js')).default,
   };
-  const kernel = await startKernel({ home, builtinDir: builtins, extraPlugins: [chatD], env: {}, watchSkills: false, watchConfig: false, runAgent: false, logs: new LogSink({ quiet: true }) });
+  const kernel = await startKernel({
+    home,
+    builtinDir: builtins,
+    extraPlugins: [chatD],
+    env: {},
+    watchSkills: false,
+    watchConfig: false,
+    runAgent: false,
+    logs: new LogSink({ quiet: true }),
+  });
   try {
     const pushedAt = new Map<string, number>();
     const latencies: number[] = [];
@@ -85,7 +102,15 @@ async function inboundBare(): Promise<{ p50: number; p99: number; perSecond: num
   const home = tmp('keel-bench-bare-');
   const builtins = tmp('keel-bench-builtins-');
   const slack = await startFakeSlack();
-  const kernel = await startKernel({ home, builtinDir: builtins, env: {}, watchSkills: false, watchConfig: false, runAgent: false, logs: new LogSink({ quiet: true }) });
+  const kernel = await startKernel({
+    home,
+    builtinDir: builtins,
+    env: {},
+    watchSkills: false,
+    watchConfig: false,
+    runAgent: false,
+    logs: new LogSink({ quiet: true }),
+  });
   const client = new SocketModeClient({ appToken: slack.appToken, logger: silentSlack, clientOptions: { slackApiUrl: slack.apiUrl } });
   try {
     const pushedAt = new Map<string, number>();
@@ -115,10 +140,20 @@ async function outbound(n: number): Promise<{ kit: number; bare: number }> {
   const slack = await startFakeSlack();
   const home = tmp('keel-bench-out-');
   const store = ChannelStore.open(home, 'chatD');
-  const client = new WebClient(slack.botToken, { slackApiUrl: slack.apiUrl, retryConfig: { retries: 0 }, rejectRateLimitedCalls: true, logger: silentSlack });
+  const client = new WebClient(slack.botToken, {
+    slackApiUrl: slack.apiUrl,
+    retryConfig: { retries: 0 },
+    rejectRateLimitedCalls: true,
+    logger: silentSlack,
+  });
   // Limits wide open: the rate limiter's waits are a feature, not overhead; this measures the bookkeeping.
   const wide = { capacity: 1e9, perSecond: 1e9 };
-  const outbox = new Outbox({ ledger: new DeliveryLedger(store), limiter: new RateLimiter({ send: wide, edit: wide, global: wide }), classify: classifySlack, log: quiet });
+  const outbox = new Outbox({
+    ledger: new DeliveryLedger(store),
+    limiter: new RateLimiter({ send: wide, edit: wide, global: wide }),
+    classify: classifySlack,
+    log: quiet,
+  });
   const text = 'Here is **the answer** you asked for, with `code` and a [link](https://example.com).';
   try {
     const kitOne = async (i: number) => {
@@ -169,9 +204,33 @@ export async function benchSlack(): Promise<BenchRow[]> {
   const inboundPeer = 'bare SocketModeClient: ack at once + queue.push (no ingress record, no dedupe)';
   const load = `${CHANNELS} channels x ${PER_CHANNEL} at once`;
   return [
-    { name: `chatD inbound → durable action p50 (${load})`, value: keel.p50, unit: 'ms', peer: inboundPeer, peerValue: bare.p50, budget: 'report', ok: true },
-    { name: `chatD inbound → durable action p99 (${load})`, value: keel.p99, unit: 'ms', peer: inboundPeer, peerValue: bare.p99, budget: 'report', ok: true },
-    { name: `chatD inbound throughput (${load})`, value: keel.perSecond, unit: 'msgs/s', peer: inboundPeer, peerValue: bare.perSecond, budget: 'report', ok: true },
+    {
+      name: `chatD inbound → durable action p50 (${load})`,
+      value: keel.p50,
+      unit: 'ms',
+      peer: inboundPeer,
+      peerValue: bare.p50,
+      budget: 'report',
+      ok: true,
+    },
+    {
+      name: `chatD inbound → durable action p99 (${load})`,
+      value: keel.p99,
+      unit: 'ms',
+      peer: inboundPeer,
+      peerValue: bare.p99,
+      budget: 'report',
+      ok: true,
+    },
+    {
+      name: `chatD inbound throughput (${load})`,
+      value: keel.perSecond,
+      unit: 'msgs/s',
+      peer: inboundPeer,
+      peerValue: bare.perSecond,
+      budget: 'report',
+      ok: true,
+    },
     {
       name: 'chatD outbound send through the kit (mrkdwn render + ledger + limiter + per-channel order)',
       value: out.kit,

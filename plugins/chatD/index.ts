@@ -37,7 +37,16 @@ import {
 } from '../../sdk/index.js';
 import manifest from './manifest.js';
 import { itemOf, toInbound, type SlackItem } from './src/inbound.js';
-import { badCredentials, classifySlack, CONVERSATION_ID, reactionName, sendChunk, slackErrorCode, slackEscape, type SlackChunk } from './src/slack.js';
+import {
+  badCredentials,
+  classifySlack,
+  CONVERSATION_ID,
+  reactionName,
+  sendChunk,
+  slackErrorCode,
+  slackEscape,
+  type SlackChunk,
+} from './src/slack.js';
 import { runSocket, SupervisedReceiver } from './src/socket.js';
 
 function get<T>(ctx: PluginContext, key: string, fallback: T): T {
@@ -49,7 +58,10 @@ function get<T>(ctx: PluginContext, key: string, fallback: T): T {
   }
 }
 
-const notConfigured = () => new Error('chatD is not configured: set chatDBotToken (CHATD_BOT_TOKEN, xoxb-...) and chatDAppToken (CHATD_APP_TOKEN, xapp-... with connections:write).');
+const notConfigured = () =>
+  new Error(
+    'chatD is not configured: set chatDBotToken (CHATD_BOT_TOKEN, xoxb-...) and chatDAppToken (CHATD_APP_TOKEN, xapp-... with connections:write).',
+  );
 
 /** Progress feedback is keyed by where it shows: a channel, or a thread in it. */
 const where = (channel: string, thread?: string) => (thread ? `${channel}|${thread}` : channel);
@@ -142,7 +154,15 @@ export default definePlugin({
       receiver: new SupervisedReceiver(supervisor),
       // auth.test runs in the supervised connect (so a bad token fails once, clearly), not in Bolt's constructor.
       tokenVerificationEnabled: false,
-      logger: { debug: () => undefined, info: () => undefined, warn: (...m) => ctx.log.debug(`bolt: ${m.join(' ')}`), error: (...m) => ctx.log.debug(`bolt: ${m.join(' ')}`), setLevel: () => undefined, getLevel: () => 'info' as never, setName: () => undefined },
+      logger: {
+        debug: () => undefined,
+        info: () => undefined,
+        warn: (...m) => ctx.log.debug(`bolt: ${m.join(' ')}`),
+        error: (...m) => ctx.log.debug(`bolt: ${m.join(' ')}`),
+        setLevel: () => undefined,
+        getLevel: () => 'info' as never,
+        setName: () => undefined,
+      },
       // The kit's limiter honours Retry-After and retries; the client itself neither waits nor retries.
       clientOptions: { slackApiUrl, retryConfig: { retries: 0 }, rejectRateLimitedCalls: true },
     });
@@ -151,17 +171,25 @@ export default definePlugin({
 
     // ---------------------------------------------------------------- outbound
     const send = async (to: string, message: string | OutboundMessage, options: SendOptions = {}): Promise<SentMessage> => {
-      if (!CONVERSATION_ID.test(to)) throw new Error(`"${to}" is not a Slack conversation id (C... channel, G... private channel, D... direct message).`);
+      if (!CONVERSATION_ID.test(to))
+        throw new Error(`"${to}" is not a Slack conversation id (C... channel, G... private channel, D... direct message).`);
       const m: OutboundMessage = typeof message === 'string' ? { text: message } : message;
       const thread = options.threadId ?? options.replyToMessageId;
       const at = thread ? { thread } : {};
       const text = m.text ?? '';
-      const texts: SlackChunk[] = (options.format === 'plain' ? renderChunks(text, 'plain', { limit: 2800 }).map(slackEscape) : renderChunks(text, 'slack')).map((t) => ({
+      const texts: SlackChunk[] = (
+        options.format === 'plain' ? renderChunks(text, 'plain', { limit: 2800 }).map(slackEscape) : renderChunks(text, 'slack')
+      ).map((t) => ({
         kind: 'text' as const,
         text: t,
         ...at,
       }));
-      const files: SlackChunk[] = (m.files ?? []).map((f) => ({ kind: 'file', path: f.path, ...(f.caption ? { comment: f.caption } : {}), ...at }));
+      const files: SlackChunk[] = (m.files ?? []).map((f) => ({
+        kind: 'file',
+        path: f.path,
+        ...(f.caption ? { comment: f.caption } : {}),
+        ...at,
+      }));
       const chunks = [...texts, ...files];
       if (!chunks.length) throw new Error('Nothing to send: the message has no text and no files.');
       const out = await ctx.emit('messageOut', { channel: 'chatD', to, text });
@@ -174,9 +202,14 @@ export default definePlugin({
     const replyTarget = (action: Action) => {
       const r = action.metadata.replyTo ?? {};
       const channel = r.chatId != null ? String(r.chatId) : '';
-      if (!CONVERSATION_ID.test(channel)) throw new Error(`Action ${action.id} has no Slack conversation to answer (metadata.replyTo.chatId).`);
+      if (!CONVERSATION_ID.test(channel))
+        throw new Error(`Action ${action.id} has no Slack conversation to answer (metadata.replyTo.chatId).`);
       const thread = r.threadTs ?? r.threadId;
-      return { channel, messageId: r.messageId != null ? String(r.messageId) : undefined, thread: thread != null ? String(thread) : undefined };
+      return {
+        channel,
+        messageId: r.messageId != null ? String(r.messageId) : undefined,
+        thread: thread != null ? String(thread) : undefined,
+      };
     };
 
     // ---------------------------------------------------------------- progress
@@ -206,7 +239,11 @@ export default definePlugin({
       if (outcome.status !== 'failed') return;
       try {
         const t = replyTarget(action);
-        await send(t.channel, failureNotice(outcome.detail ?? action.error), { format: 'plain', idempotencyKey: `${action.id}:failed`, ...(t.thread ? { threadId: t.thread } : {}) });
+        await send(t.channel, failureNotice(outcome.detail ?? action.error), {
+          format: 'plain',
+          idempotencyKey: `${action.id}:failed`,
+          ...(t.thread ? { threadId: t.thread } : {}),
+        });
       } catch (e) {
         ctx.log.warn(`Could not tell Slack about the failure of ${action.id}: ${e instanceof Error ? e.message : String(e)}`);
       }
@@ -224,7 +261,10 @@ export default definePlugin({
             const s = status();
             return `Slack: ${s.state}${s.botUsername ? ` as @${s.botUsername}` : ''}${bot.team ? ` in ${bot.team}` : ''}.`;
           });
-          await send(inbound.chatId, text, { idempotencyKey: `cmd:${item.messageId}`, ...(inbound.threadId ? { threadId: inbound.threadId } : {}) });
+          await send(inbound.chatId, text, {
+            idempotencyKey: `cmd:${item.messageId}`,
+            ...(inbound.threadId ? { threadId: inbound.threadId } : {}),
+          });
           return `command:${inbound.command}`;
         }
         const out = await receive(ctx, inbound, { autoReply: get<boolean>(ctx, 'chatDAutoReplyEnabled', false) === true });
@@ -264,10 +304,21 @@ export default definePlugin({
     ctx.skills.register('send_chatD', async (args: { channel_id: string; message: string }, call) => {
       // A name instead of an id ("the user", "here") means the conversation of the current message.
       let to = args.channel_id.trim();
-      if (!CONVERSATION_ID.test(to) && call.action?.source === 'chatD' && !/^[CGD][A-Za-z0-9]*$/.test(to)) to = replyTarget(call.action).channel;
-      if (!CONVERSATION_ID.test(to)) throw new Error(`channel_id "${args.channel_id}" is not a Slack conversation id: it starts with C (channel), G (private channel) or D (direct message), then capitals and digits.`);
+      if (!CONVERSATION_ID.test(to) && call.action?.source === 'chatD' && !/^[CGD][A-Za-z0-9]*$/.test(to))
+        to = replyTarget(call.action).channel;
+      if (!CONVERSATION_ID.test(to))
+        throw new Error(
+          `channel_id "${args.channel_id}" is not a Slack conversation id: it starts with C (channel), G (private channel) or D (direct message), then capitals and digits.`,
+        );
       // The same call in the same action (a re-run after a crash) is delivered once.
-      const key = call.action ? { idempotencyKey: `${call.action.id}:send_chatD:${createHash('sha256').update(JSON.stringify([to, args.message])).digest('hex').slice(0, 16)}` } : {};
+      const key = call.action
+        ? {
+            idempotencyKey: `${call.action.id}:send_chatD:${createHash('sha256')
+              .update(JSON.stringify([to, args.message]))
+              .digest('hex')
+              .slice(0, 16)}`,
+          }
+        : {};
       const sent = await send(to, args.message, key);
       return { channel: 'chatD', channel_id: to, ts: sent.messageId, messageIds: sent.messageIds };
     });
@@ -289,4 +340,3 @@ export default definePlugin({
     };
   },
 });
-

@@ -63,7 +63,17 @@ export interface FakeSlack {
   /** While true the socket neither pings nor answers pings (pongs), and no envelope is sent. */
   silent: boolean;
   /** A user message event; returns the envelope id and the message ts. */
-  pushMessage(text: string, o?: { user?: string; channel?: string; channelType?: 'channel' | 'group' | 'im' | 'mpim'; threadTs?: string; botId?: string; subtype?: string }): { envelopeId: string; ts: string };
+  pushMessage(
+    text: string,
+    o?: {
+      user?: string;
+      channel?: string;
+      channelType?: 'channel' | 'group' | 'im' | 'mpim';
+      threadTs?: string;
+      botId?: string;
+      subtype?: string;
+    },
+  ): { envelopeId: string; ts: string };
   /** A slash command envelope (e.g. `/keel` with text `status`). */
   pushCommand(command: string, text: string, o?: { user?: string; channel?: string }): { envelopeId: string };
   /** Sends an envelope again (as Slack does when it thinks the ack was lost), acknowledged or not. */
@@ -96,7 +106,15 @@ function parseParams(raw: Buffer, type: string): Record<string, any> {
   const out: Record<string, any> = {};
   for (const [k, v] of new URLSearchParams(text)) {
     // The client JSON-encodes objects and arrays inside form fields.
-    out[k] = /^[[{]/.test(v) ? (() => { try { return JSON.parse(v); } catch { return v; } })() : v;
+    out[k] = /^[[{]/.test(v)
+      ? (() => {
+          try {
+            return JSON.parse(v);
+          } catch {
+            return v;
+          }
+        })()
+      : v;
   }
   return out;
 }
@@ -132,16 +150,37 @@ export async function startFakeSlack(o: { pingMs?: number } = {}): Promise<FakeS
     const bot = token === botToken;
     switch (method) {
       case 'auth.test':
-        return bot ? { ok: true, url: 'https://keel-test.slack.com/', team: 'Keel Test', user: 'keel', team_id: 'T0KEEL', user_id: botUserId, bot_id: 'BKEEL1' } : { ok: false, error: 'invalid_auth' };
+        return bot
+          ? {
+              ok: true,
+              url: 'https://keel-test.slack.com/',
+              team: 'Keel Test',
+              user: 'keel',
+              team_id: 'T0KEEL',
+              user_id: botUserId,
+              bot_id: 'BKEEL1',
+            }
+          : { ok: false, error: 'invalid_auth' };
       case 'apps.connections.open':
         if (token !== appToken) return { ok: false, error: token.startsWith('xapp-') ? 'invalid_auth' : 'not_allowed_token_type' };
         return { ok: true, url: `ws://127.0.0.1:${port}/link/?ticket=${++seq}&app_id=A111` };
       case 'chat.postMessage': {
         if (!bot) return { ok: false, error: 'invalid_auth' };
         if (!/^[CGD][A-Z0-9]+$/.test(String(p.channel ?? ''))) return { ok: false, error: 'channel_not_found' };
-        const m: SlackPosted = { ts: nextTs(), channel: String(p.channel), text: String(p.text ?? ''), edits: 0, ...(p.thread_ts ? { thread_ts: String(p.thread_ts) } : {}) };
+        const m: SlackPosted = {
+          ts: nextTs(),
+          channel: String(p.channel),
+          text: String(p.text ?? ''),
+          edits: 0,
+          ...(p.thread_ts ? { thread_ts: String(p.thread_ts) } : {}),
+        };
         posted.push(m);
-        return { ok: true, channel: m.channel, ts: m.ts, message: { type: 'message', text: m.text, user: botUserId, bot_id: 'BKEEL1', ts: m.ts } };
+        return {
+          ok: true,
+          channel: m.channel,
+          ts: m.ts,
+          message: { type: 'message', text: m.text, user: botUserId, bot_id: 'BKEEL1', ts: m.ts },
+        };
       }
       case 'chat.update': {
         const m = posted.find((x) => x.ts === p.ts && x.channel === p.channel);
@@ -157,7 +196,8 @@ export async function startFakeSlack(o: { pingMs?: number } = {}): Promise<FakeS
         return { ok: true, channel: m.channel, ts: m.ts };
       }
       case 'reactions.add':
-        if (reactions.some((r) => r.channel === p.channel && r.timestamp === p.timestamp && r.name === p.name)) return { ok: false, error: 'already_reacted' };
+        if (reactions.some((r) => r.channel === p.channel && r.timestamp === p.timestamp && r.name === p.name))
+          return { ok: false, error: 'already_reacted' };
         reactions.push({ channel: String(p.channel), timestamp: String(p.timestamp), name: String(p.name) });
         return { ok: true };
       case 'files.getUploadURLExternal': {
@@ -170,7 +210,13 @@ export async function startFakeSlack(o: { pingMs?: number } = {}): Promise<FakeS
         for (const f of files) {
           const up = pendingUploads.get(f.id);
           if (!up || up.bytes < 0) return { ok: false, error: 'file_not_found' };
-          uploads.push({ channel: String(p.channel_id), title: f.title ?? up.filename, bytes: up.bytes, ...(p.thread_ts ? { thread_ts: String(p.thread_ts) } : {}), ...(p.initial_comment ? { comment: String(p.initial_comment) } : {}) });
+          uploads.push({
+            channel: String(p.channel_id),
+            title: f.title ?? up.filename,
+            bytes: up.bytes,
+            ...(p.thread_ts ? { thread_ts: String(p.thread_ts) } : {}),
+            ...(p.initial_comment ? { comment: String(p.initial_comment) } : {}),
+          });
         }
         return { ok: true, files: files.map((f) => ({ id: f.id, title: f.title })) };
       }
@@ -209,7 +255,8 @@ export async function startFakeSlack(o: { pingMs?: number } = {}): Promise<FakeS
         if (f.after > 0) f.after--;
         else if (f.count > 0) {
           f.count--;
-          if ('status' in f.failure) return json(res, { ok: false, error: 'ratelimited' }, 429, { 'retry-after': String(f.failure.retryAfter) });
+          if ('status' in f.failure)
+            return json(res, { ok: false, error: 'ratelimited' }, 429, { 'retry-after': String(f.failure.retryAfter) });
           return json(res, { ok: false, error: f.failure.error });
         }
       }
@@ -274,7 +321,14 @@ export async function startFakeSlack(o: { pingMs?: number } = {}): Promise<FakeS
   });
 
   const envelope = (type: string, payload: Record<string, unknown>, accepts = false): Envelope => {
-    const e: Envelope = { envelope_id: `env-${++seq}-${Math.random().toString(36).slice(2, 8)}`, type, payload, accepts_response_payload: accepts, retry_attempt: 0, retry_reason: '' };
+    const e: Envelope = {
+      envelope_id: `env-${++seq}-${Math.random().toString(36).slice(2, 8)}`,
+      type,
+      payload,
+      accepts_response_payload: accepts,
+      retry_attempt: 0,
+      retry_reason: '',
+    };
     owed.set(e.envelope_id, e);
     all.set(e.envelope_id, e);
     broadcast(e);
@@ -301,7 +355,8 @@ export async function startFakeSlack(o: { pingMs?: number } = {}): Promise<FakeS
     pushMessage(text, m = {}) {
       const ts = nextTs();
       const channelType = m.channelType ?? 'channel';
-      const channel = m.channel ?? (channelType === 'im' ? 'D0DIRECT1' : channelType === 'group' || channelType === 'mpim' ? 'G0PRIVATE1' : 'C0GENERAL1');
+      const channel =
+        m.channel ?? (channelType === 'im' ? 'D0DIRECT1' : channelType === 'group' || channelType === 'mpim' ? 'G0PRIVATE1' : 'C0GENERAL1');
       const event: Record<string, unknown> = {
         type: 'message',
         channel,
@@ -313,13 +368,31 @@ export async function startFakeSlack(o: { pingMs?: number } = {}): Promise<FakeS
         ...(m.subtype && !m.botId ? { subtype: m.subtype } : {}),
         ...(m.threadTs ? { thread_ts: m.threadTs } : {}),
       };
-      const e = envelope('events_api', { token: 'verif', team_id: 'T0KEEL', api_app_id: 'A111', event, type: 'event_callback', event_id: `Ev${++seq}`, event_time: Math.floor(Date.now() / 1000) });
+      const e = envelope('events_api', {
+        token: 'verif',
+        team_id: 'T0KEEL',
+        api_app_id: 'A111',
+        event,
+        type: 'event_callback',
+        event_id: `Ev${++seq}`,
+        event_time: Math.floor(Date.now() / 1000),
+      });
       return { envelopeId: e.envelope_id, ts };
     },
     pushCommand(command, text, m = {}) {
       const e = envelope(
         'slash_commands',
-        { token: 'verif', team_id: 'T0KEEL', channel_id: m.channel ?? 'C0GENERAL1', user_id: m.user ?? 'U0ALICE01', user_name: 'alice', command, text, response_url: `http://127.0.0.1:${port}/respond`, trigger_id: `trig-${seq}` },
+        {
+          token: 'verif',
+          team_id: 'T0KEEL',
+          channel_id: m.channel ?? 'C0GENERAL1',
+          user_id: m.user ?? 'U0ALICE01',
+          user_name: 'alice',
+          command,
+          text,
+          response_url: `http://127.0.0.1:${port}/respond`,
+          trigger_id: `trig-${seq}`,
+        },
         true,
       );
       return { envelopeId: e.envelope_id };

@@ -45,7 +45,15 @@ export function itemOf(e: Envelope, botUserId: string | undefined): IngressItem<
       // Slack sends the same envelope id again when it redelivers; the trigger id is per invocation.
       messageId: `cmd:${b.trigger_id ?? e.envelopeId}`,
       chatId: b.channel_id,
-      payload: { kind: 'command', command: b.command, text: b.text ?? '', channel: b.channel_id, user: b.user_id, ...(b.user_name ? { userName: b.user_name } : {}), ...(b.trigger_id ? { triggerId: b.trigger_id } : {}) },
+      payload: {
+        kind: 'command',
+        command: b.command,
+        text: b.text ?? '',
+        channel: b.channel_id,
+        user: b.user_id,
+        ...(b.user_name ? { userName: b.user_name } : {}),
+        ...(b.trigger_id ? { triggerId: b.trigger_id } : {}),
+      },
     };
   }
   return undefined;
@@ -64,7 +72,10 @@ export function toInbound(item: IngressItem<SlackItem>, botUserId: string | unde
   if (p.kind === 'command') {
     // `/keel status` (one app command with the built-in as its text) or `/status` (each registered on its own).
     const first = p.text.trim().split(/\s+/)[0]?.toLowerCase() ?? '';
-    const own = p.command.replace(/^\//, '').replace(/^keel-/, '').toLowerCase();
+    const own = p.command
+      .replace(/^\//, '')
+      .replace(/^keel-/, '')
+      .toLowerCase();
     const command = isBuiltin(own) ? own : isBuiltin(first) && p.text.trim().split(/\s+/).length === 1 ? first : undefined;
     return {
       channel: 'chatD',
@@ -83,7 +94,9 @@ export function toInbound(item: IngressItem<SlackItem>, botUserId: string | unde
   const mention = botUserId ? `<@${botUserId}>` : undefined;
   const mentioned = ev.channel_type === 'im' || (mention !== undefined && raw.includes(mention));
   const text = (mention ? raw.split(mention).join(' ') : raw).replace(/\s+/g, ' ').trim();
-  const files = (ev.files ?? []).map((f) => `[file shared on Slack: ${f.name ?? f.title ?? 'file'}${f.mimetype ? ` (${f.mimetype})` : ''}; not downloaded]`);
+  const files = (ev.files ?? []).map(
+    (f) => `[file shared on Slack: ${f.name ?? f.title ?? 'file'}${f.mimetype ? ` (${f.mimetype})` : ''}; not downloaded]`,
+  );
   const command = textCommand(text);
   return {
     channel: 'chatD',

@@ -17,7 +17,16 @@ export const CONVERSATION_ID = /^[CGD][A-Z0-9]{2,}$/;
 /** Slack's `{ ok: false, error }` codes that mean "try again later". */
 const TRANSIENT = new Set(['ratelimited', 'internal_error', 'fatal_error', 'service_unavailable', 'request_timeout', 'team_added_to_org']);
 /** Codes that mean the credentials are wrong: retrying cannot help. */
-const BAD_AUTH = new Set(['invalid_auth', 'not_authed', 'account_inactive', 'token_revoked', 'token_expired', 'not_allowed_token_type', 'no_permission', 'missing_scope']);
+const BAD_AUTH = new Set([
+  'invalid_auth',
+  'not_authed',
+  'account_inactive',
+  'token_revoked',
+  'token_expired',
+  'not_allowed_token_type',
+  'no_permission',
+  'missing_scope',
+]);
 
 interface SlackError {
   code?: string;
@@ -50,8 +59,10 @@ export function classifySlack(e: unknown): SendErrorDecision {
 export function badCredentials(e: unknown, which: 'bot' | 'app'): string | undefined {
   const code = slackErrorCode(e);
   if (!code || !BAD_AUTH.has(code)) return undefined;
-  if (which === 'bot') return `Slack rejected the bot token (auth.test answered ${code}). Set a valid chatDBotToken (xoxb-...); the channel stays stopped until then.`;
-  const hint = code === 'not_allowed_token_type' || code === 'missing_scope' ? ' The app-level token needs the scope connections:write.' : '';
+  if (which === 'bot')
+    return `Slack rejected the bot token (auth.test answered ${code}). Set a valid chatDBotToken (xoxb-...); the channel stays stopped until then.`;
+  const hint =
+    code === 'not_allowed_token_type' || code === 'missing_scope' ? ' The app-level token needs the scope connections:write.' : '';
   return `Slack rejected the app-level token (apps.connections.open answered ${code}).${hint} Set a valid chatDAppToken (xapp-...) with Socket Mode enabled; the channel stays stopped until then.`;
 }
 

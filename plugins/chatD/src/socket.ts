@@ -60,7 +60,11 @@ function slackLogger(log: Logger, live: () => void): SlackLogger {
  * or `signal` aborts.
  * Rejects with the apps.connections.open error when the connection cannot be opened.
  */
-export async function runSocket(o: SocketOptions, signal: AbortSignal, hooks: { live(): void; connected(): void }): Promise<void | 'reconnect'> {
+export async function runSocket(
+  o: SocketOptions,
+  signal: AbortSignal,
+  hooks: { live(): void; connected(): void },
+): Promise<void | 'reconnect'> {
   const client = new SocketModeClient({
     appToken: o.appToken,
     autoReconnectEnabled: false,
@@ -78,7 +82,10 @@ export async function runSocket(o: SocketOptions, signal: AbortSignal, hooks: { 
   client.on('ws_message', (data: unknown) => {
     hooks.live();
     try {
-      const m = JSON.parse(typeof data === 'string' ? data : new TextDecoder().decode(data as ArrayBuffer)) as { type?: string; reason?: string } & Hello;
+      const m = JSON.parse(typeof data === 'string' ? data : new TextDecoder().decode(data as ArrayBuffer)) as {
+        type?: string;
+        reason?: string;
+      } & Hello;
       if (m.type === 'hello') {
         o.hello(m);
         hooks.connected();
@@ -87,15 +94,35 @@ export async function runSocket(o: SocketOptions, signal: AbortSignal, hooks: { 
       // not JSON: the client ignores it too
     }
   });
-  client.on('slack_event', async (e: { ack: (r?: unknown) => Promise<void>; envelope_id: string; type: string; body: Record<string, unknown>; retry_num?: number }) => {
-    try {
-      await o.record({ envelopeId: e.envelope_id, type: e.type, body: e.body ?? {}, ...(e.retry_num !== undefined ? { retryNum: e.retry_num } : {}) });
-    } catch (err) {
-      o.log.warn(`chatD: could not record envelope ${e.envelope_id} (${err instanceof Error ? err.message : String(err)}); not acknowledged, Slack sends it again.`);
-      return;
-    }
-    await e.ack().catch((err: unknown) => o.log.debug(`chatD: ack of ${e.envelope_id} failed (${String(err)}); recorded, so a redelivery is deduplicated.`));
-  });
+  client.on(
+    'slack_event',
+    async (e: {
+      ack: (r?: unknown) => Promise<void>;
+      envelope_id: string;
+      type: string;
+      body: Record<string, unknown>;
+      retry_num?: number;
+    }) => {
+      try {
+        await o.record({
+          envelopeId: e.envelope_id,
+          type: e.type,
+          body: e.body ?? {},
+          ...(e.retry_num !== undefined ? { retryNum: e.retry_num } : {}),
+        });
+      } catch (err) {
+        o.log.warn(
+          `chatD: could not record envelope ${e.envelope_id} (${err instanceof Error ? err.message : String(err)}); not acknowledged, Slack sends it again.`,
+        );
+        return;
+      }
+      await e
+        .ack()
+        .catch((err: unknown) =>
+          o.log.debug(`chatD: ack of ${e.envelope_id} failed (${String(err)}); recorded, so a redelivery is deduplicated.`),
+        );
+    },
+  );
   client.on('disconnected', () => {
     closed = true;
     finish(reason ? undefined : new Error('the Socket Mode connection closed'));

@@ -86,7 +86,12 @@ describe('chatD inbound → action → reply', () => {
     await waitFor(() => h!.actions().length >= 2 && h!.actions().every((a) => a.status === 'completed'), 'two actions');
     await waitFor(() => h!.slack.unacked() === 0, 'all acknowledged');
     await new Promise((r) => setTimeout(r, 300));
-    expect(h!.actions().map((a) => a.task).sort()).toEqual(['a direct question', 'summarise the thread']);
+    expect(
+      h!
+        .actions()
+        .map((a) => a.task)
+        .sort(),
+    ).toEqual(['a direct question', 'summarise the thread']);
   });
 
   it('auto-reply on: every user message becomes an action (channels, private channels, group DMs, DMs)', async () => {
@@ -113,7 +118,12 @@ describe('chatD inbound → action → reply', () => {
     h!.slack.redeliver(envelopeId);
     await waitFor(() => h!.slack.acked.filter((id) => id === envelopeId).length === 2, 'the redelivery acknowledged too');
     await new Promise((r) => setTimeout(r, 500));
-    expect(h!.actions().map((a) => a.task).sort()).toEqual(['a person', 'sent twice']);
+    expect(
+      h!
+        .actions()
+        .map((a) => a.task)
+        .sort(),
+    ).toEqual(['a person', 'sent twice']);
   });
 
   it('admins are trusted, others are untrusted', async () => {

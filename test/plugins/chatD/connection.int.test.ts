@@ -67,7 +67,11 @@ describe('chatD connection', () => {
     expect(h.logs.recent({ level: 'warn' }).filter((e) => /open Socket Mode connections/.test(e.message))).toHaveLength(0);
     h.slack.otherConnections = 1;
     h.slack.disconnect('refresh_requested');
-    const warn = await waitFor(() => h!.logs.recent({ level: 'warn' }).find((e) => /2 open Socket Mode connections/.test(e.message)), 'the warning', 20_000);
+    const warn = await waitFor(
+      () => h!.logs.recent({ level: 'warn' }).find((e) => /2 open Socket Mode connections/.test(e.message)),
+      'the warning',
+      20_000,
+    );
     expect(warn!.message).toMatch(/another Keel|Another Keel/);
     expect(warn!.message).toMatch(/half/);
   });
@@ -92,7 +96,10 @@ describe('chatD connection', () => {
     await new Promise((r) => setTimeout(r, 1500));
     expect(h.slack.callsOf('apps.connections.open')).toHaveLength(1);
     expect(h.slack.connections()).toBe(0);
-    const all = h.logs.recent({}).map((e) => e.message).join('\n');
+    const all = h.logs
+      .recent({})
+      .map((e) => e.message)
+      .join('\n');
     expect(all).not.toContain('WRONG');
   });
 });
@@ -104,11 +111,19 @@ describe('chatD status', () => {
     const slack = await startFakeSlack();
     const t = await bootKernel({
       builtins: ['chatD', 'gateway'],
-      config: { chatDBotToken: slack.botToken, chatDAppToken: slack.appToken, chatDApiUrl: slack.apiUrl, gatewayAutoStart: true, gatewayPort: 0, gatewayHost: '127.0.0.1' },
+      config: {
+        chatDBotToken: slack.botToken,
+        chatDAppToken: slack.appToken,
+        chatDApiUrl: slack.apiUrl,
+        gatewayAutoStart: true,
+        gatewayPort: 0,
+        gatewayHost: '127.0.0.1',
+      },
     });
     try {
       const gw = t.kernel.registry.use<{ port: number }>('gateway:address')!;
-      const get = async () => (await (await fetch(`http://127.0.0.1:${gw.port}/api/connections`)).json()) as Record<string, Record<string, unknown>>;
+      const get = async () =>
+        (await (await fetch(`http://127.0.0.1:${gw.port}/api/connections`)).json()) as Record<string, Record<string, unknown>>;
       await waitFor(async () => (await get()).chatD?.connected === true, 'connected in /api/connections');
       slack.pushMessage('hello');
       const c = await waitFor(async () => {

@@ -24,7 +24,10 @@ async function setup(replies: unknown[] = []): Promise<{ slack: FakeSlack; start
   const slack = await startFakeSlack();
   installFakeProvider(home);
   writeFileSync(join(home, 'fake-provider-fake.json'), JSON.stringify({ replies }));
-  writeFileSync(join(home, 'keel.config.yaml'), `${JSON.stringify({ llmProvider: 'fake', modelName: 'fake-model', chatDAutoReplyEnabled: true }, null, 2)}\n`);
+  writeFileSync(
+    join(home, 'keel.config.yaml'),
+    `${JSON.stringify({ llmProvider: 'fake', modelName: 'fake-model', chatDAutoReplyEnabled: true }, null, 2)}\n`,
+  );
   const children: ChildProcess[] = [];
   cleanups.push(async () => {
     for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
@@ -32,7 +35,14 @@ async function setup(replies: unknown[] = []): Promise<{ slack: FakeSlack; start
     rm(home);
   });
   const start = () => {
-    const env = { ...process.env, KEEL_HOME: home, CHATD_BOT_TOKEN: slack.botToken, CHATD_APP_TOKEN: slack.appToken, CHATD_API_URL: slack.apiUrl, NO_COLOR: '1' };
+    const env = {
+      ...process.env,
+      KEEL_HOME: home,
+      CHATD_BOT_TOKEN: slack.botToken,
+      CHATD_APP_TOKEN: slack.appToken,
+      CHATD_API_URL: slack.apiUrl,
+      NO_COLOR: '1',
+    };
     const child = spawn(process.execPath, [CLI, 'run'], { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'pipe'] });
     let err = '';
     child.stderr!.on('data', (d) => (err += String(d)));
@@ -45,7 +55,8 @@ async function setup(replies: unknown[] = []): Promise<{ slack: FakeSlack; start
   return { slack, start };
 }
 
-const killed = (c: ChildProcess) => new Promise<void>((r) => (c.exitCode !== null || c.signalCode !== null ? r() : c.once('exit', () => r())));
+const killed = (c: ChildProcess) =>
+  new Promise<void>((r) => (c.exitCode !== null || c.signalCode !== null ? r() : c.once('exit', () => r())));
 const channelOf = (i: number) => `D0CRASH${String(i).padStart(3, '0')}`;
 
 describe('chatD crash safety (kill -9)', () => {
@@ -96,7 +107,16 @@ describe('chatD crash safety (kill -9)', () => {
     slack.onCall = undefined;
     expect(slack.posted.filter((m) => m.channel === 'D0LONGRPT1')).toHaveLength(2);
     start();
-    await waitFor(() => slack.posted.filter((m) => m.channel === 'D0LONGRPT1').map((m) => m.text).join('\n\n').includes('Part 29.'), 'the whole reply', 60_000);
+    await waitFor(
+      () =>
+        slack.posted
+          .filter((m) => m.channel === 'D0LONGRPT1')
+          .map((m) => m.text)
+          .join('\n\n')
+          .includes('Part 29.'),
+      'the whole reply',
+      60_000,
+    );
     await new Promise((r) => setTimeout(r, 2500));
     const texts = slack.posted.filter((m) => m.channel === 'D0LONGRPT1').map((m) => m.text);
     expect(new Set(texts).size).toBe(texts.length);

@@ -40,7 +40,9 @@ export interface ChatDHarness {
 
 export const ADMIN = 'U0ADMIN01';
 
-export async function bootChatD(o: { config?: Record<string, unknown>; runAgent?: boolean; plugins?: string[]; pingMs?: number } = {}): Promise<ChatDHarness> {
+export async function bootChatD(
+  o: { config?: Record<string, unknown>; runAgent?: boolean; plugins?: string[]; pingMs?: number } = {},
+): Promise<ChatDHarness> {
   const home = tmp('keel-chatd-');
   const builtins = tmp('keel-chatd-builtins-');
   const slack = await startFakeSlack(o.pingMs !== undefined ? { pingMs: o.pingMs } : {});
@@ -61,7 +63,17 @@ export async function bootChatD(o: { config?: Record<string, unknown>; runAgent?
   let logs = new LogSink({ quiet: true });
   const start = async () => {
     logs = new LogSink({ quiet: true });
-    kernel = await startKernel({ home, builtinDir: builtins, extraPlugins, env: {}, watchSkills: false, watchConfig: false, runAgent: o.runAgent ?? true, logs, runner: { maxIdleMs: 50 } });
+    kernel = await startKernel({
+      home,
+      builtinDir: builtins,
+      extraPlugins,
+      env: {},
+      watchSkills: false,
+      watchConfig: false,
+      runAgent: o.runAgent ?? true,
+      logs,
+      runner: { maxIdleMs: 50 },
+    });
   };
   await start();
   return {

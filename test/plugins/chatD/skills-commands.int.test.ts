@@ -32,7 +32,11 @@ describe('chatD skills', () => {
     expect(h!.slack.posted.find((m) => m.ts === out.ts)).toMatchObject({ channel: 'C0TEAM0001', text: '*hi* _there_' });
     for (const id of ['G0PRIV0001', 'D0DIRECT01']) expect((await run('send_chatD', { channel_id: id, message: 'x' })).success).toBe(true);
     // A name instead of an id takes the conversation of the current message; a re-run of the same call sends nothing.
-    const action = await h!.kernel.queue.push({ task: 't', source: 'chatD', metadata: { replyTo: { chatId: 'C0FROM0001', messageId: '1700000000.000001' } } });
+    const action = await h!.kernel.queue.push({
+      task: 't',
+      source: 'chatD',
+      metadata: { replyTo: { chatId: 'C0FROM0001', messageId: '1700000000.000001' } },
+    });
     const r2 = await run('send_chatD', { channel_id: 'this channel', message: 'hello' }, action);
     expect(r2.success).toBe(true);
     expect(h!.slack.posted.at(-1)).toMatchObject({ channel: 'C0FROM0001', text: 'hello' });
@@ -63,7 +67,11 @@ describe('chatD skills', () => {
     expect(h!.slack.uploads[0]).toMatchObject({ channel: 'C0FILES001', title: 'report.txt', bytes: 11 });
     expect(JSON.parse(r.result)).toMatchObject({ channel: 'chatD', to: 'C0FILES001', messageId: expect.stringMatching(/^F/) });
     // From an action that came from Slack, the channel is detected from the action.
-    const action = await h!.kernel.queue.push({ task: 't', source: 'chatD', metadata: { replyTo: { chatId: 'C0FILES001', messageId: '1700000000.000009' } } });
+    const action = await h!.kernel.queue.push({
+      task: 't',
+      source: 'chatD',
+      metadata: { replyTo: { chatId: 'C0FILES001', messageId: '1700000000.000009' } },
+    });
     const r2 = await run('send_file', { jid: 'C0FILES001', path: file }, action);
     expect(r2.success, r2.result).toBe(true);
     expect(h!.slack.uploads).toHaveLength(2);
@@ -71,7 +79,11 @@ describe('chatD skills', () => {
 
   it('react adds a native Slack reaction (reactions.add) to the message of the current action', async () => {
     await ready({ plugins: ['messaging'] });
-    const action = await h!.kernel.queue.push({ task: 't', source: 'chatD', metadata: { replyTo: { chatId: 'C0REACT001', messageId: '1700000000.000100' } } });
+    const action = await h!.kernel.queue.push({
+      task: 't',
+      source: 'chatD',
+      metadata: { replyTo: { chatId: 'C0REACT001', messageId: '1700000000.000100' } },
+    });
     const r = await run('react', { message_id: '1700000000.000100', emoji: 'thumbs_up' }, action);
     expect(r.success, r.result).toBe(true);
     expect(JSON.parse(r.result)).toMatchObject({ channel: 'chatD', native: true, reaction: 'thumbsup' });
@@ -84,7 +96,11 @@ describe('chatD skills', () => {
 
   it('progress: a status message in the thread, edited in place (chat.update), deleted when the action settles', async () => {
     await ready();
-    const action = await h!.kernel.queue.push({ task: 't', source: 'chatD', metadata: { replyTo: { chatId: 'C0PROG0001', messageId: '1700000000.000200', threadTs: '1700000000.000200' } } });
+    const action = await h!.kernel.queue.push({
+      task: 't',
+      source: 'chatD',
+      metadata: { replyTo: { chatId: 'C0PROG0001', messageId: '1700000000.000200', threadTs: '1700000000.000200' } },
+    });
     await h!.channel().progress!(action, { typingOnly: false, step: 1, thought: 'Reading the files' });
     const status = await waitFor(() => h!.slack.posted.find((m) => m.channel === 'C0PROG0001'), 'status message');
     expect(status).toMatchObject({ text: '\u23f3 Step 1: Reading the files', thread_ts: '1700000000.000200' });
@@ -105,12 +121,17 @@ describe('chatD commands (the kit’s menu)', () => {
       push();
       return (await waitFor(() => h!.slack.posted.filter((m) => m.channel === channel)[n], 'an answer')).text;
     };
-    const slash = (text: string, user = 'U0USER001') => () => h!.slack.pushCommand('/keel', text, { channel: 'C0CMD00001', user });
+    const slash =
+      (text: string, user = 'U0USER001') =>
+      () =>
+        h!.slack.pushCommand('/keel', text, { channel: 'C0CMD00001', user });
     expect(await answer(slash('help'))).toMatch(/\/status/);
     expect(await answer(slash('status'))).toMatch(/Slack: connected as @keel in Keel Test\.[\s\S]*Queue:/);
     expect(await answer(() => h!.slack.pushCommand('/models', '', { channel: 'C0CMD00001' }))).toMatch(/fake-model/);
     expect(await answer(() => h!.slack.pushMessage('!help', { channel: 'C0CMD00001' }))).toMatch(/\/queue/);
-    expect(await answer(() => h!.slack.pushMessage(`<@${h!.slack.botUserId}> /status`, { channel: 'C0CMD00001' }))).toMatch(/Slack: connected/);
+    expect(await answer(() => h!.slack.pushMessage(`<@${h!.slack.botUserId}> /status`, { channel: 'C0CMD00001' }))).toMatch(
+      /Slack: connected/,
+    );
     // No agent runs here, so a message stays pending: queue lists it, cancel removes it.
     h!.slack.pushMessage('long job', { channel: 'C0CMD00001', user: 'U0USER001' });
     await waitFor(() => h!.actions().some((a) => a.task === 'long job'), 'queued');
