@@ -56,6 +56,28 @@ describe('ingress', () => {
     expect(ingress.open()).toBe(0);
   });
 
+  it('recordSoon: messages pushed in the same turn share one transaction and each resolves once durable; duplicates dropped', async () => {
+    const { store } = open();
+    const seen: number[] = [];
+    const ingress = new Ingress<{ n: number }>(store, { log, handle: async (it) => void seen.push(it.payload.n) });
+    const commits: string[] = [];
+    const exec = store.db.exec.bind(store.db);
+    store.db.exec = (sql: string) => {
+      if (sql === 'COMMIT') commits.push(sql);
+      return exec(sql);
+    };
+    const inStore = () => (store.db.prepare('SELECT COUNT(*) AS n FROM inbound').get() as { n: number }).n;
+    const pending = [1, 2, 3, 2].map((n) => ingress.recordSoon({ messageId: `m${n}`, chatId: 'a', payload: { n } }));
+    expect(inStore()).toBe(0); // not yet: the promise is the moment it is durable
+    await Promise.all(pending);
+    expect(inStore()).toBe(3);
+    expect(commits).toHaveLength(1);
+    await ingress.idle();
+    expect(seen).toEqual([1, 2, 3]);
+    await ingress.close();
+    await expect(ingress.recordSoon({ messageId: 'm9', chatId: 'a', payload: { n: 9 } })).rejects.toThrow(/closed/);
+  });
+
   it('entries recorded but not done before a crash are driven again at the next start, in order', async () => {
     const first = open();
     const stuck = new Ingress<{ n: number }>(first.store, { log, handle: () => new Promise(() => {}) });
