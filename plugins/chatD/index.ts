@@ -26,6 +26,7 @@ import {
 } from '../../sdk/channel-kit/index.js';
 import {
   definePlugin,
+  errorMessage,
   receive,
   type Action,
   type ChannelCapability,
@@ -245,7 +246,7 @@ export default definePlugin({
           ...(t.thread ? { threadId: t.thread } : {}),
         });
       } catch (e) {
-        ctx.log.warn(`Could not tell Slack about the failure of ${action.id}: ${e instanceof Error ? e.message : String(e)}`);
+        ctx.log.warn(`Could not tell Slack about the failure of ${action.id}: ${errorMessage(e)}`);
       }
     });
 
@@ -301,7 +302,7 @@ export default definePlugin({
       },
     };
     ctx.provide('channel:chatD', capability);
-    ctx.skills.register('send_chatD', async (args: { channel_id: string; message: string }, call) => {
+    ctx.skills.register('send_chatD', async (args, call) => {
       // A name instead of an id ("the user", "here") means the conversation of the current message.
       let to = args.channel_id.trim();
       if (!CONVERSATION_ID.test(to) && call.action?.source === 'chatD' && !/^[CGD][A-Za-z0-9]*$/.test(to))

@@ -3,7 +3,7 @@
  */
 import { Type, type PluginManifest } from '../../sdk/index.js';
 
-const manifest: PluginManifest = {
+const manifest = {
   id: 'chatD',
   version: '1.0.0',
   kind: 'channel',
@@ -86,6 +86,6 @@ const manifest: PluginManifest = {
       ),
     },
   ],
-};
+} as const satisfies PluginManifest;
 
 export default manifest;

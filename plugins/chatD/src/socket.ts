@@ -10,7 +10,7 @@
 import type { App, Receiver } from '@slack/bolt';
 import { LogLevel, type Logger as SlackLogger, SocketModeClient } from '@slack/socket-mode';
 import type { ConnectionSupervisor } from '../../../sdk/channel-kit/index.js';
-import type { Logger } from '../../../sdk/index.js';
+import { errorMessage, type Logger } from '../../../sdk/index.js';
 
 /** One Socket Mode envelope (events_api, slash_commands, interactive ...). */
 export interface Envelope {
@@ -111,9 +111,7 @@ export async function runSocket(
           ...(e.retry_num !== undefined ? { retryNum: e.retry_num } : {}),
         });
       } catch (err) {
-        o.log.warn(
-          `chatD: could not record envelope ${e.envelope_id} (${err instanceof Error ? err.message : String(err)}); not acknowledged, Slack sends it again.`,
-        );
+        o.log.warn(`chatD: could not record envelope ${e.envelope_id} (${errorMessage(err)}); not acknowledged, Slack sends it again.`);
         return;
       }
       await e
