@@ -20,6 +20,7 @@ const suites: Array<[string, () => Promise<BenchRow[]>]> = [
   ['channels', async () => (await import('./channels.js')).benchChannels()],
   ['email', async () => (await import('./email.js')).benchEmail()],
   ['browser', async () => (await import('./browser.js')).benchBrowser()],
+  ['slack', async () => (await import('./slack.js')).benchSlack()],
 ];
 
 const only = process.argv.slice(2);

@@ -93,6 +93,13 @@ export interface ChannelCapability {
   reply(action: Action, message: string | OutboundMessage): Promise<SentMessage>;
   /** Typing / progress feedback while the action runs; the channel stops it when the action settles. */
   progress?(action: Action, update: ProgressUpdate): Promise<void>;
+  /**
+   * A native reaction to a message (`messageId` as the platform names it: a Slack ts, a snowflake), for the `react`
+   * skill. `native: false` when the platform has no reaction for this emoji (the skill then replies with it).
+   * Optional: channels without it get the emoji as a reply.
+   * @example await channel.react?.('C0GENERAL1', '1700000000.000100', '\u{1F44D}') // { native: true, reaction: 'thumbsup' }
+   */
+  react?(chatId: string, messageId: string, emoji: string): Promise<{ native: boolean; reaction?: string }>;
 }
 
 /**

@@ -18,11 +18,13 @@ import {
   type SentMessage,
 } from '../../sdk/index.js';
 import {
+  BUILTIN_COMMANDS,
   ChannelStore,
   ConnectionSupervisor,
   DeliveryLedger,
   failureNotice,
   Ingress,
+  isBuiltin,
   Outbox,
   OwnerLock,
   ProgressFeedback,
@@ -30,9 +32,10 @@ import {
   RateLimiter,
   renderChunks,
   renderTelegram,
+  runCommand,
 } from '../../sdk/channel-kit/index.js';
 import manifest from './manifest.js';
-import { BUILTIN_COMMANDS, isBuiltin, runCommand } from './src/commands.js';
+
 import { ingressKey, toInbound, type TgUpdate } from './src/inbound.js';
 import { registerSkills } from './src/skills.js';
 import { classifyTelegram, editText, isBadToken, makeApi, sendChunk, type TgChunk } from './src/telegram.js';

@@ -128,6 +128,11 @@ export default definePlugin({
       const chat = args.chat_id ?? (replyTo?.chatId != null ? String(replyTo.chatId) : undefined);
       if (!name || !chat) throw new Error('react needs channel and chat_id when the current action did not come from a chat.');
       const channel = channelFor(ctx, name);
+      // A channel that reacts natively through its capability (chatD) keeps the platform's message id as a string.
+      if (channel.react) {
+        const r = await channel.react(chat, args.message_id, emoji);
+        if (r.native) return { channel: name, chatId: chat, messageId: args.message_id, reacted: emoji, native: true, ...(r.reaction ? { reaction: r.reaction } : {}) };
+      }
       // A channel with its own react skill (chatA_react: native reaction, else the emoji as a reply) does it best.
       if (ctx.skills.list().some((s) => s.name === `${name}_react`)) {
         const r = await ctx.skills.execute(`${name}_react`, { chatId: chat, messageId: Number(args.message_id), emoji }, call.actor, { ...(call.action ? { action: call.action } : {}), signal: call.signal });
