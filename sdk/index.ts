@@ -24,7 +24,7 @@ export type * from './hooks.js';
 export type * from './plugin.js';
 export { CHANNEL_NAMES } from './plugin.js';
 export type * from './channel.js';
-export { listChannels, receive, SPEC_CHANNELS } from './channel.js';
+export { listChannels, receive, reportIgnored, SPEC_CHANNELS } from './channel.js';
 export type * from './gateway.js';
 export type * from './providers.js';
 export { ProviderError } from './providers.js';

@@ -21,7 +21,7 @@ import type {
 } from './types.js';
 
 /** Hooks a plugin may fire through `ctx.emit`; the others belong to the kernel. */
-export type EmittableHook = 'thinking' | 'observation' | 'messageIn' | 'messageOut';
+export type EmittableHook = 'thinking' | 'observation' | 'modelCall' | 'messageDelivered' | 'messageIgnored' | 'messageIn' | 'messageOut';
 
 /** Tap options: `stage` orders taps (lower first), as in tapable. */
 export interface TapOptions {
@@ -89,8 +89,9 @@ export interface PluginContext {
   /** The implementation some plugin provides for a capability (`agent`, `memory`, ...), if any. */
   use<T = unknown>(capability: string): T | undefined;
   /**
-   * Fire one of the hooks a plugin may raise: `thinking` and `observation` (the agent), `messageIn` and
-   * `messageOut` (channels; waterfalls, so the possibly rewritten message comes back).
+   * Fire one of the hooks a plugin may raise: `thinking`, `observation` and `modelCall` (the agent),
+   * `messageDelivered` and `messageIgnored` (channels), `messageIn` and `messageOut` (channels; waterfalls, so
+   * the possibly rewritten message comes back).
    */
   emit<K extends EmittableHook>(hook: K, ...args: HookArgs<K>): K extends 'messageIn' | 'messageOut' ? Promise<HookArgs<K>[0]> : void;
   /**

@@ -8,6 +8,7 @@ import type { Api } from 'grammy';
 import {
   definePlugin,
   receive,
+  reportIgnored,
   type Action,
   type ChannelCapability,
   type ChannelStatus,
@@ -176,7 +177,9 @@ export default definePlugin({
             return k ? [{ ...k, payload: u }] : [];
           });
           // Recorded (with the offset) before the next getUpdates tells Telegram they arrived.
-          ingress.record(items, { key: 'offset', value: String(next) });
+          const fresh = new Set(ingress.record(items, { key: 'offset', value: String(next) }));
+          // A redelivery never reaches receive(): say so for the action timelines.
+          for (const it of items) if (!fresh.has(it)) reportIgnored(ctx, { channel: 'chatA', messageId: it.messageId, chatId: it.chatId }, 'duplicate');
           supervisor.inbound();
         }
       },
