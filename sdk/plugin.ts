@@ -13,6 +13,7 @@ import type {
   Logger,
   PendingConfigChange,
   PolicyClass,
+  PluginKind,
   PluginManifest,
   PushInput,
   SkillHandler,
@@ -124,9 +125,20 @@ export interface CommandContext {
    * Run the kernel with all permitted plugins in this process as a long-running Keel process: it gets a pid
    * file `run/<processName>.pid` (so `keel status` sees it and `keel stop` stops it) and stops on SIGINT/SIGTERM.
    * `overrides` are command-line config values (highest precedence). With `runAgent` it also runs the agent
-   * (refused while another agent runs on this home).
+   * (refused while another agent runs on this home). `only` loads just the named plugins and plugins of the named
+   * kinds (narrowing the user's pluginAllowList, never widening it; the command's own plugin always loads), e.g. a
+   * short-lived command that must not start channels or the scheduler beside a running `keel run`. `logLevel`
+   * quietens the kernel's log (default `info`), e.g. under a progress bar.
+   * @example
+   * const k = await c.startKernel({ processName: 'ingest', only: { ids: ['web', 'agent'], kinds: ['provider'] }, logLevel: 'warn' });
    */
-  startKernel(opts: { processName: string; overrides?: Record<string, unknown>; runAgent?: boolean }): Promise<RunningKernel>;
+  startKernel(opts: {
+    processName: string;
+    overrides?: Record<string, unknown>;
+    runAgent?: boolean;
+    only?: { ids?: string[]; kinds?: PluginKind[] };
+    logLevel?: 'info' | 'warn' | 'error';
+  }): Promise<RunningKernel>;
   /**
    * What Keel knows without starting the kernel: effective configuration (defaults, file, environment), every
    * key, each plugin's state as it would start, and configuration problems. No plugin code runs.
