@@ -28,6 +28,7 @@ export { listChannels, receive, reportIgnored, SPEC_CHANNELS } from './channel.j
 export type * from './gateway.js';
 export type * from './providers.js';
 export { ProviderError } from './providers.js';
+export { progressLine, withProgress, type ProgressLine } from './progress.js';
 export { withRetry, parseRetryAfter, type RetryOptions, type RetryDecision } from './retry.js';
 export { namespaceSupport, type NamespaceKind, type NamespaceSupport } from './namespaces.js';
 export {
