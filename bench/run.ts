@@ -17,6 +17,7 @@ const suites: Array<[string, () => Promise<BenchRow[]>]> = [
   ['memory', async () => (await import('./memory.js')).benchMemory()],
   ['knowledge', async () => (await import('./knowledge.js')).benchKnowledge()],
   ['channels', async () => (await import('./channels.js')).benchChannels()],
+  ['timeline', async () => (await import('./timeline.js')).benchTimeline()],
 ];
 
 const only = process.argv.slice(2);

@@ -26,10 +26,16 @@ export default definePlugin({
       maxActions: bound(ctx, 'timelineMaxActions', DEFAULT_MAX_ACTIONS),
     }));
     let open = true;
-    record(ctx, store);
-    ctx.provide<GatewayRoutesCapability>('gateway:routes:timeline', { routes: [taskRoute(ctx, () => (open ? store : undefined))] });
+    const recorder = record(ctx, store, (e) => ctx.log.warn(`Could not write action timelines: ${e instanceof Error ? e.message : String(e)}`));
+    const current = () => {
+      if (!open) return undefined;
+      recorder.flush();
+      return store;
+    };
+    ctx.provide<GatewayRoutesCapability>('gateway:routes:timeline', { routes: [taskRoute(ctx, current)] });
     return {
       stop() {
+        recorder.flush();
         open = false;
         store.close();
       },

@@ -2,7 +2,7 @@
  * Builds timelines from the kernel's hooks: actionQueued / actionStarted / actionSettled (queued, started,
  * retries with their reasons, settled), modelCall (provider, model, tokens, time), afterSkill (name, outcome,
  * time), messageDelivered (channel, platform message ids) and messageIgnored (inbound messages that did not
- * become an action). Every tap is synchronous SQLite work, so the events of one process keep their order.
+ * become an action).
  */
 import type { Action, PluginContext } from '../../../sdk/index.js';
 import type { TimelineAction, TimelineStore } from './store.js';
@@ -22,7 +22,32 @@ export function describe(a: Action): TimelineAction {
   return { id: a.id, task: a.task, source: a.source, status: a.status, createdAt: a.createdAt, ...(inbound ? { inbound } : {}) };
 }
 
-export function record(ctx: PluginContext, store: TimelineStore): void {
+/**
+ * Taps the hooks and writes behind: each tap only queues its write, and the queue is committed in one
+ * transaction on the next turn of the event loop (or at `flush`). A push or a skill call never waits for
+ * SQLite, the order of one process's events is kept, and a crash can lose at most the writes of that turn.
+ */
+export function record(ctx: PluginContext, store: TimelineStore, onError: (e: unknown) => void): { flush(): void } {
+  const queue: Array<() => void> = [];
+  let scheduled: NodeJS.Immediate | undefined;
+  const flush = () => {
+    if (scheduled) clearImmediate(scheduled);
+    scheduled = undefined;
+    if (!queue.length) return;
+    const ops = queue.splice(0);
+    try {
+      store.tx(() => {
+        for (const op of ops) op();
+      });
+    } catch (e) {
+      onError(e);
+    }
+  };
+  const later = (op: () => void) => {
+    queue.push(op);
+    scheduled ??= setImmediate(flush);
+  };
+
   // An action pushed by another process (`keel push`) is first seen when it starts: ensure() back-dates its
   // origin and `queued` to its creation time.
   const ensure = (a: Action) => store.ensure(describe(a));
@@ -34,63 +59,96 @@ export function record(ctx: PluginContext, store: TimelineStore): void {
     ensure(a);
     return true;
   };
+  const snapshot = (a: Action): Action => ({ ...a, metadata: { ...a.metadata } });
 
   ctx.hooks.tap('actionQueued', (a) => {
-    ensure(a);
+    const s = snapshot(a);
+    later(() => ensure(s));
   });
   ctx.hooks.tap('actionStarted', (a) => {
-    ensure(a);
-    store.update(a.id, { status: 'executing' });
-    store.add(a.id, 'started', { attempt: a.metadata.retries + 1, ...(a.metadata.retries ? { retries: a.metadata.retries } : {}) });
+    const s = snapshot(a);
+    later(() => {
+      ensure(s);
+      store.update(s.id, { status: 'executing' });
+      store.add(s.id, 'started', { attempt: s.metadata.retries + 1, ...(s.metadata.retries ? { retries: s.metadata.retries } : {}) });
+    });
   });
   ctx.hooks.tap('actionSettled', (a, o) => {
-    ensure(a);
-    if (o.status === 'retry') {
-      store.add(a.id, 'retry', {
-        reason: cap(o.detail ?? a.error ?? 'unknown') as string,
-        retry: a.metadata.retries,
-        maxRetries: a.metadata.maxRetries,
-        ...(a.metadata.notBefore ? { notBefore: new Date(a.metadata.notBefore).toISOString() } : {}),
+    const s = snapshot(a);
+    const at = new Date().toISOString();
+    later(() => {
+      ensure(s);
+      if (o.status === 'retry') {
+        store.add(
+          s.id,
+          'retry',
+          {
+            reason: cap(o.detail ?? s.error ?? 'unknown') as string,
+            retry: s.metadata.retries,
+            maxRetries: s.metadata.maxRetries,
+            ...(s.metadata.notBefore ? { notBefore: new Date(s.metadata.notBefore).toISOString() } : {}),
+          },
+          at,
+        );
+        store.update(s.id, { status: 'pending', ...(o.detail ? { error: o.detail } : {}) });
+        return;
+      }
+      const settledAt = s.settledAt ?? at;
+      store.add(s.id, 'settled', { status: o.status, ...(o.detail ? { [o.status === 'completed' ? 'result' : 'reason']: cap(o.detail) } : {}) }, settledAt);
+      store.update(s.id, {
+        status: o.status,
+        settledAt,
+        ...(o.status === 'completed' && o.detail ? { result: o.detail } : {}),
+        ...(o.status !== 'completed' && o.detail ? { error: o.detail } : {}),
       });
-      store.update(a.id, { status: 'pending', ...(o.detail ? { error: o.detail } : {}) });
-      return;
-    }
-    const at = a.settledAt ?? new Date().toISOString();
-    store.add(a.id, 'settled', { status: o.status, ...(o.detail ? { [o.status === 'completed' ? 'result' : 'reason']: cap(o.detail) } : {}) }, at);
-    store.update(a.id, {
-      status: o.status === 'removed' ? 'removed' : o.status,
-      settledAt: at,
-      ...(o.status === 'completed' && o.detail ? { result: o.detail } : {}),
-      ...(o.status !== 'completed' && o.detail ? { error: o.detail } : {}),
     });
   });
   ctx.hooks.tap('modelCall', (c) => {
-    if (!ensureId(c.actionId)) return;
-    store.add(c.actionId!, 'model_call', {
-      provider: c.provider,
-      model: c.model,
-      purpose: c.purpose,
-      ok: c.ok,
-      inputTokens: c.inputTokens,
-      outputTokens: c.outputTokens,
-      durationMs: c.durationMs,
-      ...(c.error ? { error: cap(c.error) } : {}),
+    if (!c.actionId) return;
+    const at = new Date().toISOString();
+    later(() => {
+      if (!ensureId(c.actionId)) return;
+      store.add(
+        c.actionId!,
+        'model_call',
+        {
+          provider: c.provider,
+          model: c.model,
+          purpose: c.purpose,
+          ok: c.ok,
+          inputTokens: c.inputTokens,
+          outputTokens: c.outputTokens,
+          durationMs: c.durationMs,
+          ...(c.error ? { error: cap(c.error) } : {}),
+        },
+        at,
+      );
     });
   });
   ctx.hooks.tap('afterSkill', (call, r) => {
-    if (!ensureId(call.actionId)) return;
-    store.add(call.actionId!, 'skill_call', {
+    if (!call.actionId) return;
+    const at = new Date().toISOString();
+    const data = {
       name: call.name,
       ok: r.success,
       durationMs: Math.round(r.executionTime),
       ...(r.success ? {} : { error: cap(r.result), ...(r.code ? { code: r.code } : {}) }),
+    };
+    later(() => {
+      if (ensureId(call.actionId)) store.add(call.actionId!, 'skill_call', data, at);
     });
   });
   ctx.hooks.tap('messageDelivered', (m) => {
-    if (!ensureId(m.actionId)) return;
-    store.add(m.actionId!, 'reply', { channel: m.channel, ...(m.to ? { to: m.to } : {}), messageId: m.messageId, messageIds: m.messageIds });
+    if (!m.actionId) return;
+    const at = new Date().toISOString();
+    const data = { channel: m.channel, ...(m.to ? { to: m.to } : {}), messageId: m.messageId, messageIds: [...m.messageIds] };
+    later(() => {
+      if (ensureId(m.actionId)) store.add(m.actionId!, 'reply', data, at);
+    });
   });
   ctx.hooks.tap('messageIgnored', (m) => {
-    store.ignored({ at: new Date().toISOString(), ...m });
+    const r = { at: new Date().toISOString(), ...m };
+    later(() => store.ignored(r));
   });
+  return { flush };
 }

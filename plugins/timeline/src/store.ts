@@ -163,13 +163,20 @@ export class TimelineStore {
     return s;
   }
 
-  private tx<T>(fn: () => T): T {
+  private depth = 0;
+
+  /** One transaction around `fn`; nested calls join the outer one (a batch of writes commits once). */
+  tx<T>(fn: () => T): T {
+    if (this.depth > 0) return fn();
     this.db.exec('BEGIN IMMEDIATE');
+    this.depth++;
     try {
       const r = fn();
+      this.depth--;
       this.db.exec('COMMIT');
       return r;
     } catch (e) {
+      this.depth--;
       this.db.exec('ROLLBACK');
       throw e;
     }

@@ -7,7 +7,7 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { definePlugin, Type, type Action } from '../../../sdk/index.js';
-import { bootKernel, fakeChannel, installFakeProvider, removeHome, tempHome, type FakeProviderControl, type TestKernel } from '../../../sdk/testing/index.js';
+import { bootKernel, fakeChannel, installFakeAgent, installFakeProvider, removeHome, tempHome, type FakeProviderControl, type TestKernel } from '../../../sdk/testing/index.js';
 import { TimelineStore, type Timeline } from '../../../plugins/timeline/src/store.js';
 import { waitFor } from '../../helpers.js';
 
@@ -177,5 +177,27 @@ describe('action timelines', () => {
     const dup = JSON.parse((await keel(home, ['trace', 'm-dup', '--json'])).stdout) as { actions: Timeline[]; ignored: Array<{ reason: string }> };
     expect(dup.actions.map((a) => a.action.id)).toEqual([(first as { action: Action }).action.id]);
     expect(dup.ignored.map((r) => r.reason)).toEqual(['duplicate']);
+  }, 60_000);
+
+  it('trace an action pushed by `keel push` in another process while `keel run` runs (queued back-dated when first seen)', async () => {
+    const home = tempHome('keel-timeline-cli-');
+    homes.push(home);
+    installFakeAgent(home);
+    try {
+      expect((await keel(home, ['run', '--daemon'])).code).toBe(0);
+      const pushed = JSON.parse((await keel(home, ['push', 'hello', 'there', '--json'])).stdout) as { id: string };
+      const j = await waitFor(async () => {
+        const out = await keel(home, ['trace', pushed.id, '--json']);
+        if (out.code !== 0) return undefined;
+        const r = JSON.parse(out.stdout) as { actions: Timeline[] };
+        return r.actions[0]?.events.some((e) => e.type === 'settled') ? [r] : undefined;
+      }, 'the pushed action to settle in its timeline', 20_000);
+      const t = j[0]!.actions[0]!;
+      expect(t.events.map((e) => e.type)).toEqual(['queued', 'started', 'settled']);
+      expect(t.action).toMatchObject({ id: pushed.id, source: 'cli', status: 'completed' });
+      expect(t.events[0]!.at).toBe(t.action.createdAt);
+    } finally {
+      await keel(home, ['stop', '--timeout', '3000']);
+    }
   }, 60_000);
 });
