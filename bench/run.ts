@@ -16,6 +16,7 @@ const suites: Array<[string, () => Promise<BenchRow[]>]> = [
   ['gateway ws', async () => (await import('./gateway-ws.js')).benchGatewayWs()],
   ['memory', async () => (await import('./memory.js')).benchMemory()],
   ['knowledge', async () => (await import('./knowledge.js')).benchKnowledge()],
+  ['commands', async () => (await import('./commands.js')).benchCommands()],
   ['channels', async () => (await import('./channels.js')).benchChannels()],
   ['timeline', async () => (await import('./timeline.js')).benchTimeline()],
 ];

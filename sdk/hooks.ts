@@ -6,6 +6,10 @@
  * - AsyncParallel: run together, awaited.
  * - AsyncSeriesBail: in order; the first non-undefined return ends the run and is the result.
  * - AsyncSeriesWaterfall: in order; each tap gets the previous tap's return value.
+ * A tap that throws or rejects is contained: the host logs it with the plugin id and hook, counts it towards the
+ * plugin's quarantine, and the hook goes on as if the tap had done nothing (a waterfall passes the value on). The one
+ * exception is the `beforeSkill` veto, which fails closed: a veto tap that throws refuses the call. See
+ * docs/plugins.md.
  */
 import type {
   AsyncParallelHook,

@@ -7,9 +7,18 @@
  */
 import { execFile } from 'node:child_process';
 
-/** A namespace Keel asks for: `net` (empty network), `mount` (private mounts), `pid` (own pids and a fresh /proc). */
+/**
+ * A namespace Keel asks for: `net` (empty network), `mount` (private mounts), `pid` (own pids and a fresh /proc).
+ * @example const kinds: NamespaceKind[] = ['mount', 'pid'];
+ */
 export type NamespaceKind = 'net' | 'mount' | 'pid';
 
+/**
+ * What `namespaceSupport` found: the prefix to use, or the reason there is none.
+ * @example
+ * const ns: NamespaceSupport = await namespaceSupport(['net']);
+ * if (!ns.available) log.warn(`no network namespace: ${ns.reason}`);
+ */
 export type NamespaceSupport =
   | {
       available: true;

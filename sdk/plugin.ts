@@ -29,7 +29,13 @@ export interface TapOptions {
   stage?: number;
 }
 
-/** The hooks door of a plugin: every tap is named after the plugin that made it. */
+/**
+ * The hooks door of a plugin: every tap is named after the plugin that made it and removed when it stops. A tap
+ * that throws never changes what fired the hook (a throwing `beforeSkill` tap refuses the call); it is logged and
+ * counted towards this plugin's quarantine.
+ * @example
+ * ctx.hooks.tap('actionSettled', (action, outcome) => ctx.log.info(`${action.id}: ${outcome.status}`));
+ */
 export interface PluginHooks {
   tap<K extends HookName>(
     hook: K,

@@ -15,6 +15,7 @@ export default definePlugin({
     ctx.skills.register('run_command', (args: RunCommandArgs, c) => svc.request(args, c.actor, c.signal));
     ctx.skills.register('approve_command', (args: { id: string; decision: 'approve' | 'refuse' }, c) => svc.decide(args.id, args.decision, c.actor, c.signal));
     ctx.skills.register('manage_config', (args: ManageConfigArgs, c) => manageConfig(ctx, args, c.actor));
+    return { stop: () => svc.close() };
   },
   commands: { commands: commandsCommand },
 });

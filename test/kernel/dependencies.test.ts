@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 /** The kernel's whole third-party surface. A vendor SDK, an HTTP server or a browser here is a design error. */
+const KIT_PACKAGES = new Set(['marked']);
 const ALLOWED = new Set(['typebox', 'ajv', 'yaml', 'tapable', 'chokidar', 'consola', 'commander', 'esbuild']);
 
 function files(dir: string): string[] {
@@ -20,16 +21,25 @@ describe('kernel dependencies', () => {
       const src = readFileSync(f, 'utf8');
       // sdk/vendors/ adapts vendor SDKs for provider plugins: it may load them, but only lazily (import()).
       const lazyVendorsOk = f.includes(join('sdk', 'vendors'));
+      // sdk/channel-kit/ is imported by channel plugins only (never by the kernel or sdk/index.ts): it parses Markdown.
+      const kitOk = f.includes(join('sdk', 'channel-kit'));
       for (const m of src.matchAll(/^(?:import|export)[^'"`;]*?from\s*['"]([^'"]+)['"]|\bimport\(\s*['"]([^'"]+)['"]\s*\)/gm)) {
         if (lazyVendorsOk && (m[2] || /^import\s+type\b/.test(m[0]))) continue;
         const spec = (m[1] ?? m[2])!;
         if (spec.startsWith('.') || spec.startsWith('node:')) continue;
         const pkg = spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]!;
+        if (kitOk && KIT_PACKAGES.has(pkg)) continue;
         seen.set(pkg, f);
       }
     }
     const extra = [...seen.keys()].filter((p) => !ALLOWED.has(p));
     expect(extra, `unexpected kernel imports: ${extra.map((p) => `${p} (${seen.get(p)})`).join(', ')}`).toEqual([]);
+  });
+
+  it('never loads the channel kit from the kernel or the SDK entry', () => {
+    for (const f of [...files(join(ROOT, 'kernel')), join(ROOT, 'sdk', 'index.ts'), join(ROOT, 'sdk', 'channel.ts')]) {
+      expect(readFileSync(f, 'utf8'), f).not.toMatch(/channel-kit/);
+    }
   });
 
   it('declares every package the kernel uses as a dependency', () => {

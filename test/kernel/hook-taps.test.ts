@@ -49,6 +49,7 @@ function driver(d: Driver): PluginCandidate {
       ready: () => ({ ready: true }),
       async execute(action: Action) {
         if (action.metadata.repair) return { result: 'repair noted' };
+        if (action.task.startsWith('fail:')) throw new Error(`own reason: ${action.task}`);
         ctx.emit('thinking', { actionId: action.id, thought: 'thinking about it' });
         d.skill = await ctx.skills.execute('probe', {}, OPERATOR, { action });
         ctx.emit('observation', { actionId: action.id, skill: 'probe', result: d.skill.result });
@@ -107,8 +108,8 @@ async function boot(extra: PluginCandidate[], quarantineAfter: number): Promise<
 const tapErrors = (k: Kernel, hook: HookName) =>
   k.logs.recent({ level: 'error', limit: 1000 }).filter((e) => e.message.includes('Plugin thrower') && e.message.includes(`${hook} hook tap failed`));
 
-async function runOne(k: Kernel, d: Driver, task: string): Promise<Action> {
-  const pushed = await d.ctx!.queue.push({ task, source: 'test', actor: OPERATOR });
+async function runOne(k: Kernel, d: Driver, task: string, maxRetries?: number): Promise<Action> {
+  const pushed = await d.ctx!.queue.push({ task, source: 'test', actor: OPERATOR, ...(maxRetries !== undefined ? { maxRetries } : {}) });
   expect(pushed.task).toBe(task);
   return waitFor(() => {
     const a = k.queue.get(pushed.id);
@@ -180,11 +181,29 @@ describe('contained hook taps', () => {
     expect(k.host.status('thrower')?.state).toBe('quarantined');
     expect(k.host.status('thrower')?.reason).toMatch(/actionStarted hook tap failed/);
     expect(tapOwners(k.hooks).has('thrower')).toBe(false);
-    const repair = [...k.queue.list().pending, ...k.queue.list().completed].find((a) => (a.metadata.repair as { plugin?: string } | undefined)?.plugin === 'thrower');
-    expect(repair, 'a repair action for the plugin').toBeDefined();
+    // The runner may be carrying the repair out right now; the driver's agent completes it at once.
+    const repair = await waitFor(
+      () => k.queue.list().completed.find((a) => (a.metadata.repair as { plugin?: string } | undefined)?.plugin === 'thrower'),
+      'a repair action for the plugin',
+    );
+    expect(repair.result).toBe('repair noted');
     expect(await runOne(k, d, 'job 4')).toMatchObject({ status: 'completed' });
     expect(calls.n).toBe(3);
   });
+
+  for (const hook of ['actionStarted', 'actionSettled'] as const) {
+    it(`an action that fails for its own reason keeps that reason when a ${hook} tap throws`, async () => {
+      const calls = { n: 0 };
+      const d: Driver = {};
+      const k = await boot([driver(d), thrower(hook, 'throw', calls)], 100);
+      const failed = await runOne(k, d, 'fail: no luck', 0);
+      expect(failed.status).toBe('failed');
+      expect(JSON.stringify(failed)).toContain('own reason: fail: no luck');
+      expect(JSON.stringify(failed)).not.toContain(`tap of ${hook} broke`);
+      expect(calls.n).toBeGreaterThan(0);
+      expect(k.logs.recent({ limit: 1000 }).filter((e) => /Runner error/.test(e.message))).toEqual([]);
+    });
+  }
 
   it('a push whose actionQueued tap throws is acknowledged once, so a client never retries into a duplicate', async () => {
     const calls = { n: 0 };

@@ -227,8 +227,8 @@ async function isolationFinding(src: DoctorSources, add: (area: Area, level: Lev
   const ns = await namespaceSupport(['mount', 'pid']);
   if (ns.available) {
     add('security', 'ok', `Commands run in a private mount and pid namespace${ns.userNamespace ? ' (user namespace)' : ''} where the programs on commandDenyList are replaced by stubs.`);
-  } else if (mode === 'required') {
-    add('security', 'error', `commandIsolation is required but this system cannot isolate commands (${ns.reason}): every run_command is refused.`, 'run Keel on Linux with util-linux and user namespaces enabled (or as root), or keel config set commandIsolation auto');
+  } else if (mode === 'required' || mode === 'strict') {
+    add('security', 'error', `commandIsolation is ${mode} but this system cannot isolate commands (${ns.reason}): every run_command is refused.`, 'run Keel on Linux with util-linux and user namespaces enabled (or as root), or keel config set commandIsolation auto');
   } else {
     add(
       'security',

@@ -15,12 +15,13 @@
  * jail's mount namespace: the command cannot unmount a stub. A fresh /proc in the pid namespace keeps
  * /proc/<host pid>/root (the host's view of the files) out of reach. Limits: docs/security.md.
  */
-import { chmodSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { namespaceSupport } from '../../../sdk/index.js';
 import { deniedBy, programName } from './command-policy.js';
 import { type JailTarget, scanDenied, searchDirs } from './jail-scan.js';
+import { execDirs, memfdNoexecKnown, writableMounts } from './jail-strict.js';
 
 /** Exit code of a stub: sysexits EX_NOPERM. */
 export const DENIED_EXIT = 77;
@@ -29,11 +30,14 @@ export const SETUP_EXIT = 70;
 export const DENIED_TEXT = 'is refused by the deny list (commandDenyList)';
 export const SETUP_TEXT = 'keel: the deny-list jail could not be set up; the command did not run';
 
-/** `auto`: jail where the system allows it; `required`: refuse commands without it; `off`: never (diagnosis). */
-export type IsolationMode = 'auto' | 'required' | 'off';
+/**
+ * `auto`: jail where the system allows it; `required`: refuse commands without it; `strict`: required, and
+ * nothing runs from a writable place (jail-strict.ts); `off`: never (diagnosis).
+ */
+export type IsolationMode = 'auto' | 'required' | 'strict' | 'off';
 
 export type Jail =
-  | { isolated: true; wrap(argv: string[]): string[]; targets: JailTarget[]; notes: string[]; userNamespace: boolean }
+  | { isolated: true; wrap(argv: string[]): string[]; targets: JailTarget[]; notes: string[]; userNamespace: boolean; strict: boolean }
   | { isolated: false; reason: string };
 
 const HELPERS = ['sh', 'mount', 'setpriv', 'unshare'] as const;
@@ -54,6 +58,10 @@ function findHelper(name: string): string | undefined {
 function stubText(program: string): string {
   const shown = program.replace(/["\\$`]/g, '');
   return `#!/bin/sh\necho "keel: \\"${shown}\\" ${DENIED_TEXT}: run_command's commands cannot start it (started as \\"$0\\")." >&2\nexit ${DENIED_EXIT}\n`;
+}
+
+function shQuote(s: string): string {
+  return `'${s.replace(/'/g, `'\\''`)}'`;
 }
 
 function fstabPath(p: string): string {
@@ -89,18 +97,27 @@ export class DenyJail {
       if (denied !== undefined) return { isolated: false, reason: `"${denied}" is on commandDenyList, and the jail needs ${h} to start` };
       helpers[h] = p;
     }
-    const b = this.build(lists, env);
+    const realRoot = !ns.userNamespace && process.getuid?.() === 0;
+    const strict = mode === 'strict';
+    const b = this.build(lists, env, realRoot, strict);
     const uid = process.getuid?.() ?? 0;
     const gid = process.getgid?.() ?? 0;
     const drop =
       ns.userNamespace
         ? `exec ${helpers.unshare} --user --map-user=${uid} --map-group=${gid} -- "$@"`
         : `exec ${helpers.setpriv} --bounding-set=-sys_admin,-sys_module,-sys_boot -- "$@"`;
-    const script = `${helpers.mount} -a -T "$1" || { echo "${SETUP_TEXT}" >&2; exit ${SETUP_EXIT}; }; shift; ${drop}`;
+    const fail = `{ echo "${SETUP_TEXT}" >&2; exit ${SETUP_EXIT}; }`;
+    const steps = [`${helpers.mount} -a -T "$1"`];
+    if (strict) {
+      if (realRoot && memfdNoexecKnown()) steps.unshift('echo 2 > /proc/sys/vm/memfd_noexec');
+      for (const m of writableMounts()) steps.push(`${helpers.mount} -o ${m.options} ${shQuote(m.point)}`);
+    }
+    const script = `${steps.join(' && ')} || ${fail}; shift; ${drop}`;
     const fstab = join(b.dir, 'fstab');
     return {
       isolated: true,
       userNamespace: ns.userNamespace,
+      strict,
       targets: b.targets,
       notes: b.notes,
       wrap: (argv) => {
@@ -111,16 +128,17 @@ export class DenyJail {
   }
 
   /** Scan, write the stubs and the fstab; again only when the lists, PATH or a searched folder changed. */
-  private build(lists: { deny: readonly string[]; allow: readonly string[] }, env: NodeJS.ProcessEnv): Built {
+  private build(lists: { deny: readonly string[]; allow: readonly string[] }, env: NodeJS.ProcessEnv, realRoot: boolean, strict: boolean): Built {
     const dirs = searchDirs(env.PATH);
-    const key = JSON.stringify([lists.deny, lists.allow, dirs]);
+    const key = JSON.stringify([lists.deny, lists.allow, dirs, realRoot, strict]);
     const stamp = dirs.map((d) => statSync(d, { throwIfNoEntry: false })?.mtimeMs ?? 0).join(',');
     if (this.built && this.built.key === key && this.built.stamp === stamp) return this.built;
     const scan = scanDenied(lists.deny, lists.allow, dirs);
     const dir = this.built?.dir ?? mkdtempSync(join(tmpdir(), 'keel-deny-'));
     chmodSync(dir, 0o755);
     const files = new Map<string, string>();
-    const lines: string[] = [];
+    // Strict: the folders programs come from, read-only, first (a later bind over /usr would hide the stubs).
+    const lines: string[] = strict ? execDirs(dirs).map((d) => `${fstabPath(d)} ${fstabPath(d)} none bind,ro 0 0`) : [];
     const stubOf = new Map<string, string>();
     for (const t of scan.targets) {
       let stub = stubOf.get(t.program);
@@ -131,7 +149,7 @@ export class DenyJail {
       }
       lines.push(`${fstabPath(stub)} ${fstabPath(t.path)} none bind,ro 0 0`);
     }
-    if (process.getuid?.() === 0) {
+    if (realRoot) {
       // Root could otherwise have the kernel start a program outside the jail (modprobe, core_pattern, uevent helper).
       lines.push('/proc/sys /proc/sys none bind,ro 0 0', '/sys/kernel /sys/kernel none bind,ro 0 0');
     }
@@ -141,6 +159,12 @@ export class DenyJail {
     this.built = { key, stamp, dir, files, targets: scan.targets, notes: scan.notes };
     this.verify(this.built);
     return this.built;
+  }
+
+  /** Removes the stubs (the plugin stops). A jail prepared before keeps working until its commands end. */
+  close(): void {
+    if (this.built) rmSync(this.built.dir, { recursive: true, force: true });
+    this.built = undefined;
   }
 
   /** The stubs and the fstab are what Keel wrote (something outside a jail could have changed them). */

@@ -12,6 +12,8 @@
  *   done part of its work.
  */
 import { spawn } from 'node:child_process';
+import { accessSync, constants, statSync } from 'node:fs';
+import { delimiter, isAbsolute, join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 
 export interface RunOptions {
@@ -48,6 +50,28 @@ export function childEnv(env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEn
     out[k] = v;
   }
   return out;
+}
+
+/**
+ * Whether `program` would be found and could be started (the way execvp looks it up), so that a command run
+ * through the jail's helpers reports a missing program as plainly as a direct spawn does ("Could not start").
+ */
+export function startable(program: string, cwd: string, env: NodeJS.ProcessEnv): boolean {
+  const ok = (p: string) => {
+    try {
+      accessSync(p, constants.X_OK);
+      return statSync(p).isFile();
+    } catch {
+      return false;
+    }
+  };
+  if (program.includes('/')) return ok(isAbsolute(program) ? program : resolve(cwd, program));
+  return (env.PATH ?? '/usr/bin:/bin').split(delimiter).some((d) => d !== '' && ok(join(resolve(cwd, d), program)));
+}
+
+/** The result of a program that could not be found, without starting anything. */
+export function notFound(program: string): RunResult {
+  return { started: false, exitCode: null, signal: null, timedOut: false, stdout: '', stderr: '', stdoutTruncated: false, stderrTruncated: false, durationMs: 0, attempts: 1, error: `ENOENT: ${program} was not found (or is not executable)` };
 }
 
 export async function runArgv(argv: string[], opts: RunOptions): Promise<RunResult> {

@@ -73,29 +73,33 @@ export function searchDirs(pathVar: string | undefined): string[] {
   return out;
 }
 
-interface Mount {
+export interface Mount {
   dev: string;
   root: string;
   point: string;
+  /** Per-mount options (`rw,nosuid,relatime`). */
+  options: string;
+  type: string;
 }
 
 function unescapeMount(s: string): string {
   return s.replace(/\\([0-7]{3})/g, (_m, o: string) => String.fromCharCode(Number.parseInt(o, 8)));
 }
 
-function mounts(): Mount[] {
+/** The mounts of this process (`/proc/self/mountinfo`), in order. */
+export function mounts(): Mount[] {
   try {
     return readFileSync('/proc/self/mountinfo', 'utf8')
       .split('\n')
       .filter(Boolean)
       .map((l) => l.split(' '))
-      .map((f) => ({ dev: f[2] ?? '', root: unescapeMount(f[3] ?? ''), point: unescapeMount(f[4] ?? '') }));
+      .map((f) => ({ dev: f[2] ?? '', root: unescapeMount(f[3] ?? ''), point: unescapeMount(f[4] ?? ''), options: f[5] ?? '', type: f[f.indexOf('-') + 1] ?? '' }));
   } catch {
     return [];
   }
 }
 
-function under(path: string, dir: string): boolean {
+export function under(path: string, dir: string): boolean {
   return dir === '/' || path === dir || path.startsWith(dir.endsWith(sep) ? dir : dir + sep);
 }
 

@@ -9,7 +9,7 @@ import { describeActor } from '../../../sdk/actor.js';
 import { approverOf } from './admin.js';
 import { analyze, type PolicyDecision } from './command-policy.js';
 import { DENIED_EXIT, DENIED_TEXT, DenyJail, type IsolationMode, type Jail, SETUP_EXIT, SETUP_TEXT } from './deny-jail.js';
-import { childEnv, formatResult, type RunResult, runArgv } from './exec.js';
+import { childEnv, formatResult, notFound, type RunResult, runArgv, startable } from './exec.js';
 import { PendingCommands, type PendingCommand } from './pending.js';
 import { Refusal, toArgv } from './tokenize.js';
 
@@ -46,7 +46,7 @@ function isolationLines(jail: Jail, r: RunResult): string[] {
     ];
   }
   const lines = [
-    `Isolation: on (private mount and pid namespace${jail.userNamespace ? ' in a user namespace' : ''}; ${jail.targets.length} path${jail.targets.length === 1 ? '' : 's'} of denied programs replaced by stubs${jail.notes.length ? `; ${jail.notes.length} not replaced, see system_check and docs/security.md` : ''})`,
+    `Isolation: on${jail.strict ? ', strict' : ''} (private mount and pid namespace${jail.userNamespace ? ' in a user namespace' : ''}; ${jail.targets.length} path${jail.targets.length === 1 ? '' : 's'} of denied programs replaced by stubs${jail.strict ? '; nothing runs from a writable place' : ''}${jail.notes.length ? `; ${jail.notes.length} not replaced (listed in Keel's log; docs/security.md)` : ''})`,
   ];
   if (r.exitCode === SETUP_EXIT && r.stderr.includes(SETUP_TEXT)) lines.push('The isolation could not be set up, so the command did not run.');
   else if (r.stderr.includes(DENIED_TEXT)) lines.push(`A program on commandDenyList was refused inside the command (its stub exits with ${DENIED_EXIT}).`);
@@ -59,6 +59,11 @@ export class CommandService {
   private jailNotesLogged = '';
   constructor(private readonly ctx: Pick<PluginContext, 'config' | 'log' | 'home' | 'signal' | 'use'>) {
     this.pending = new PendingCommands(ctx.home, ctx.log);
+  }
+
+  /** Removes the deny-list stubs from the temp folder. */
+  close(): void {
+    this.jail.close();
   }
 
   /** The operating system's enforcement of the deny list for the next command (docs/security.md). */
@@ -145,11 +150,15 @@ export class CommandService {
     const retries = read<number>(this.ctx.config, 'commandRetries') ?? 1;
     const env = childEnv();
     const jail = await this.isolation(env);
-    if (!jail.isolated && read<unknown>(this.ctx.config, 'commandIsolation') === 'required') {
-      this.refuse(argv, actor, `commandIsolation is required and the operating system cannot enforce commandDenyList here: ${jail.reason}`);
+    const mode = read<unknown>(this.ctx.config, 'commandIsolation');
+    if (!jail.isolated && (mode === 'required' || mode === 'strict')) {
+      this.refuse(argv, actor, `commandIsolation is ${mode} and the operating system cannot enforce commandDenyList here: ${jail.reason}`);
     }
     this.ctx.log.info(`commands: running ${JSON.stringify(argv)} in ${cwd} for ${describeActor(actor)} (${jail.isolated ? 'isolated' : `not isolated: ${jail.reason}`})`);
-    const r = await runArgv(jail.isolated ? jail.wrap(argv) : argv, { cwd, timeoutMs, retries, maxBytes, env, ...(signal ? { signal } : {}) });
+    const r =
+      jail.isolated && !startable(argv[0] as string, cwd, env)
+        ? notFound(argv[0] as string)
+        : await runArgv(jail.isolated ? jail.wrap(argv) : argv, { cwd, timeoutMs, retries, maxBytes, env, ...(signal ? { signal } : {}) });
     this.ctx.log.info(
       `commands: ${argv[0]} ${r.started ? `ended with exit code ${r.exitCode}${r.signal ? ` (signal ${r.signal})` : ''}${r.timedOut ? ' after a timeout' : ''}` : `did not start: ${r.error}`} in ${r.durationMs} ms`,
     );

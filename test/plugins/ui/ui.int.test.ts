@@ -161,6 +161,7 @@ describe.skipIf(!hasTmux)('keel ui in a terminal (tmux, 80x24)', () => {
     expect(pulled).toEqual(['llama3.2:1b']);
     await see(/llama3\.2:1b\s+1\.3 GB/, 'the new model in the list');
     keys('Down');
+    await see(/> llama3\.2:1b/, 'the cursor on the new model');
     keys('Enter');
     await see(/modelName is now llama3\.2:1b/, 'the model switch');
     expect(kernel!.config.get('modelName')).toBe('llama3.2:1b');

@@ -56,7 +56,6 @@ function inlineCode(name: string, args: string[]): string[] | undefined {
         out[out.length - 1] = args.slice(i).join(' ');
         break;
       }
-      continue;
     }
   }
   if (/^(awk|gawk|mawk|nawk)$/.test(name)) {
