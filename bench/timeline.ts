@@ -42,7 +42,14 @@ function store(n: number, batch: number): { action: number; event: number } {
     for (let i = 0; i < n; i += batch) {
       s.tx(() => {
         for (let j = i; j < i + batch; j++) {
-          s.ensure({ id: `act_${j}`, task: 'x', source: 'chat', status: 'pending', createdAt: new Date().toISOString(), inbound: { channel: 'chat', messageId: `m${j}`, userId: 'u' } });
+          s.ensure({
+            id: `act_${j}`,
+            task: 'x',
+            source: 'chat',
+            status: 'pending',
+            createdAt: new Date().toISOString(),
+            inbound: { channel: 'chat', messageId: `m${j}`, userId: 'u' },
+          });
         }
       });
     }
@@ -65,9 +72,33 @@ export async function benchTimeline(n = 300): Promise<BenchRow[]> {
   const batched = store(4000, 50);
   const single = store(4000, 1);
   return [
-    { name: 'push with the timeline plugin', value: p.withTimeline, unit: 'µs', peer: 'push without it', peerValue: p.without, budget: '<= 1.2x', ok: p.withTimeline <= p.without * 1.2 },
-    { name: 'timeline: new action, batched', value: batched.action, unit: 'µs', peer: 'one transaction each', peerValue: single.action, budget: '<= 1x', ok: batched.action <= single.action },
-    { name: 'timeline: event, batched', value: batched.event, unit: 'µs', peer: 'one transaction each', peerValue: single.event, budget: '<= 1x', ok: batched.event <= single.event },
+    {
+      name: 'push with the timeline plugin',
+      value: p.withTimeline,
+      unit: 'µs',
+      peer: 'push without it',
+      peerValue: p.without,
+      budget: '<= 1.2x',
+      ok: p.withTimeline <= p.without * 1.2,
+    },
+    {
+      name: 'timeline: new action, batched',
+      value: batched.action,
+      unit: 'µs',
+      peer: 'one transaction each',
+      peerValue: single.action,
+      budget: '<= 1x',
+      ok: batched.action <= single.action,
+    },
+    {
+      name: 'timeline: event, batched',
+      value: batched.event,
+      unit: 'µs',
+      peer: 'one transaction each',
+      peerValue: single.event,
+      budget: '<= 1x',
+      ok: batched.event <= single.event,
+    },
   ];
 }
 

@@ -48,7 +48,11 @@ export async function progressLine(label: string, opts: { stream?: NodeJS.WriteS
  * Run `work` under a progress line (see `progressLine`).
  * @example const report = await withProgress('Checking Keel', () => buildReport(sources), { quiet: json });
  */
-export async function withProgress<T>(label: string, work: (line: ProgressLine) => Promise<T>, opts: { stream?: NodeJS.WriteStream; quiet?: boolean } = {}): Promise<T> {
+export async function withProgress<T>(
+  label: string,
+  work: (line: ProgressLine) => Promise<T>,
+  opts: { stream?: NodeJS.WriteStream; quiet?: boolean } = {},
+): Promise<T> {
   const line = await progressLine(label, opts);
   try {
     return await work(line);

@@ -26,7 +26,9 @@ export default definePlugin({
       maxActions: bound(ctx, 'timelineMaxActions', DEFAULT_MAX_ACTIONS),
     }));
     let open = true;
-    const recorder = record(ctx, store, (e) => ctx.log.warn(`Could not write action timelines: ${e instanceof Error ? e.message : String(e)}`));
+    const recorder = record(ctx, store, (e) =>
+      ctx.log.warn(`Could not write action timelines: ${e instanceof Error ? e.message : String(e)}`),
+    );
     const current = () => {
       if (!open) return undefined;
       recorder.flush();

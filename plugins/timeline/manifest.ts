@@ -8,7 +8,8 @@ const manifest: PluginManifest = {
   id: 'timeline',
   version: '1.0.0',
   kind: 'service',
-  description: 'Action timelines: where each action came from, queued, started, model calls, skill calls, replies, retries and settled; and why inbound messages were ignored. `GET /api/tasks/:id`, `keel trace`.',
+  description:
+    'Action timelines: where each action came from, queued, started, model calls, skill calls, replies, retries and settled; and why inbound messages were ignored. `GET /api/tasks/:id`, `keel trace`.',
   permissions: { filesystem: ['$KEEL_HOME/timeline'] },
   provides: ['gateway:routes:timeline'],
   config: {
@@ -30,7 +31,8 @@ const manifest: PluginManifest = {
   cli: [
     {
       name: 'trace <id>',
-      description: 'Print the timeline of an action, by action id or by the platform message id that started it (or why that message was ignored)',
+      description:
+        'Print the timeline of an action, by action id or by the platform message id that started it (or why that message was ignored)',
       options: [{ flags: '--json', description: 'machine-readable output' }],
     },
   ],

@@ -32,7 +32,10 @@ function run(file: string, args: string[], env: Record<string, string>): Promise
 const keel = (home: string, args: string[]) => run(process.execPath, [CLI, ...args], { KEEL_HOME: home });
 /** The same command on a pseudo-terminal: stdout and stderr both land in stdout, escape codes and all. */
 const keelTty = (home: string, args: string[]) =>
-  run('script', ['-qec', [process.execPath, CLI, ...args].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' '), '/dev/null'], { KEEL_HOME: home, COLUMNS: '160' });
+  run('script', ['-qec', [process.execPath, CLI, ...args].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' '), '/dev/null'], {
+    KEEL_HOME: home,
+    COLUMNS: '160',
+  });
 
 const dirs: string[] = [];
 afterEach(async () => {
@@ -76,7 +79,15 @@ describe('keel ingest', () => {
     const src = docs();
     const out = await keel(h, ['ingest', src, '--collection', 'manual', '--tags', 'docs, v2', '--json']);
     expect(out.code, out.stderr).toBe(0);
-    const j = JSON.parse(out.stdout) as { collection: string; tags: string[]; sources: number; ingested: number; failed: number; chunks: number; results: Array<{ source: string; ok: boolean; chunks: number }> };
+    const j = JSON.parse(out.stdout) as {
+      collection: string;
+      tags: string[];
+      sources: number;
+      ingested: number;
+      failed: number;
+      chunks: number;
+      results: Array<{ source: string; ok: boolean; chunks: number }>;
+    };
     expect(j).toMatchObject({ collection: 'manual', tags: ['docs', 'v2'], sources: 3, ingested: 3, failed: 0 });
     expect(j.results.map((r) => r.source.slice(src.length + 1)).sort()).toEqual(['README.md', 'guide/deep/data.csv', 'guide/notes.txt']);
     expect(j.chunks).toBe(j.results.reduce((n, r) => n + r.chunks, 0));

@@ -67,7 +67,8 @@ export async function plan(source: string): Promise<Item[]> {
     } catch {
       throw new UsageProblem(`"${raw}" is not a valid URL`);
     }
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageProblem(`only http and https URLs can be ingested, not ${url.protocol}`);
+    if (url.protocol !== 'http:' && url.protocol !== 'https:')
+      throw new UsageProblem(`only http and https URLs can be ingested, not ${url.protocol}`);
     return [{ kind: 'url', source: url.href }];
   }
   const path = resolve(raw === '~' || raw.startsWith('~/') ? join(homedir(), raw.slice(1)) : raw);
@@ -92,10 +93,21 @@ export function parseTags(v: unknown): string[] | undefined {
 
 async function ingestOne(k: RunningKernel, item: Item, collection: string | undefined, tags: string[] | undefined): Promise<ItemResult> {
   const common = { ...(collection ? { collection } : {}), ...(tags ? { tags } : {}) };
-  const r = item.kind === 'url' ? await k.execute('rag_ingest_url', { url: item.source, ...common }, OPERATOR) : await k.execute('rag_ingest_file', { file_path: item.source, ...common }, OPERATOR);
+  const r =
+    item.kind === 'url'
+      ? await k.execute('rag_ingest_url', { url: item.source, ...common }, OPERATOR)
+      : await k.execute('rag_ingest_file', { file_path: item.source, ...common }, OPERATOR);
   if (!r.success) return { source: item.source, ok: false, error: r.result.replace(/^Skill "[^"]+" failed: /, '') };
   const out = JSON.parse(r.result) as { chunks: number; document_id: string; embedded: boolean; replaced: boolean; warning?: string };
-  return { source: item.source, ok: true, chunks: out.chunks, documentId: out.document_id, embedded: out.embedded, replaced: out.replaced, ...(out.warning ? { warning: out.warning } : {}) };
+  return {
+    source: item.source,
+    ok: true,
+    chunks: out.chunks,
+    documentId: out.document_id,
+    embedded: out.embedded,
+    replaced: out.replaced,
+    ...(out.warning ? { warning: out.warning } : {}),
+  };
 }
 
 export async function ingestCommand(c: CommandContext): Promise<number> {
@@ -107,7 +119,8 @@ export async function ingestCommand(c: CommandContext): Promise<number> {
     return code;
   };
   const collection = o.collection?.trim() || undefined;
-  if (o.collection !== undefined && (!collection || collection.length > 200)) return fail('--collection needs a name of 1 to 200 characters', 2);
+  if (o.collection !== undefined && (!collection || collection.length > 200))
+    return fail('--collection needs a name of 1 to 200 characters', 2);
   const tags = parseTags(o.tags);
   let items: Item[];
   try {
@@ -123,20 +136,32 @@ export async function ingestCommand(c: CommandContext): Promise<number> {
   const tty = !json && process.stderr.isTTY === true;
   let kernel: RunningKernel;
   try {
-    kernel = await c.startKernel({ processName: 'ingest', only: { ids: ['knowledge', 'web', 'agent'], kinds: ['provider'] }, logLevel: 'warn' });
+    kernel = await c.startKernel({
+      processName: 'ingest',
+      only: { ids: ['knowledge', 'web', 'agent'], kinds: ['provider'] },
+      logLevel: 'warn',
+    });
   } catch (e) {
     return fail(e instanceof Error ? e.message : String(e), 1);
   }
   const knowledge = kernel.pluginStatus('knowledge');
   if (knowledge?.state !== 'loaded') {
     await kernel.stop();
-    return fail(`the knowledge plugin is not running (${knowledge?.state ?? 'not installed'}${knowledge?.reason ? `: ${knowledge.reason}` : ''}); see \`keel plugins\``, 1);
+    return fail(
+      `the knowledge plugin is not running (${knowledge?.state ?? 'not installed'}${knowledge?.reason ? `: ${knowledge.reason}` : ''}); see \`keel plugins\``,
+      1,
+    );
   }
 
   const { SingleBar, Presets } = await import('cli-progress');
   const bar = tty
     ? new SingleBar(
-        { format: 'Ingesting {bar} {value}/{total} files | {chunks} chunks | {duration_formatted} elapsed, {eta_formatted} left | {file}', hideCursor: true, clearOnComplete: true, etaBuffer: 20 },
+        {
+          format: 'Ingesting {bar} {value}/{total} files | {chunks} chunks | {duration_formatted} elapsed, {eta_formatted} left | {file}',
+          hideCursor: true,
+          clearOnComplete: true,
+          etaBuffer: 20,
+        },
         Presets.shades_classic,
       )
     : undefined;
@@ -152,7 +177,9 @@ export async function ingestCommand(c: CommandContext): Promise<number> {
     for (const item of items) {
       if (interrupted) break;
       bar?.update({ file: shown(item.source).slice(-40) });
-      const r = await ingestOne(kernel, item, collection, tags).catch((e: unknown) => ({ source: item.source, ok: false, error: e instanceof Error ? e.message : String(e) }) as ItemResult);
+      const r = await ingestOne(kernel, item, collection, tags).catch(
+        (e: unknown) => ({ source: item.source, ok: false, error: e instanceof Error ? e.message : String(e) }) as ItemResult,
+      );
       results.push(r);
       chunks += r.chunks ?? 0;
       bar?.increment(1, { chunks });
@@ -182,7 +209,8 @@ export async function ingestCommand(c: CommandContext): Promise<number> {
     const lines = [
       `Ingested ${summary.ingested} of ${items.length} source(s) into collection "${summary.collection}": ${chunks} chunks, ${summary.embedded} with embeddings, in ${secs} s.`,
     ];
-    if (summary.embedded < summary.ingested) lines.push('Sources without embeddings are found by keyword and re-embedded in the background once an embedding provider answers.');
+    if (summary.embedded < summary.ingested)
+      lines.push('Sources without embeddings are found by keyword and re-embedded in the background once an embedding provider answers.');
     for (const f of failed) lines.push(`  failed: ${shown(f.source)}: ${f.error}`);
     if (summary.skipped) lines.push(`  interrupted: ${summary.skipped} source(s) not ingested.`);
     process.stdout.write(`${lines.join('\n')}\n`);

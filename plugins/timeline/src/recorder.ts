@@ -10,7 +10,8 @@ import type { TimelineAction, TimelineStore } from './store.js';
 /** Longest text kept from a result, error or reason. */
 const TEXT_CAP = 300;
 
-const cap = (s: string | undefined): string | undefined => (s === undefined ? undefined : s.length > TEXT_CAP ? `${s.slice(0, TEXT_CAP)}…` : s);
+const cap = (s: string | undefined): string | undefined =>
+  s === undefined ? undefined : s.length > TEXT_CAP ? `${s.slice(0, TEXT_CAP)}…` : s;
 
 /** The timeline's view of an action (its origin from `metadata.inbound`, which `receive` sets). */
 export function describe(a: Action): TimelineAction {
@@ -94,7 +95,12 @@ export function record(ctx: PluginContext, store: TimelineStore, onError: (e: un
         return;
       }
       const settledAt = s.settledAt ?? at;
-      store.add(s.id, 'settled', { status: o.status, ...(o.detail ? { [o.status === 'completed' ? 'result' : 'reason']: cap(o.detail) } : {}) }, settledAt);
+      store.add(
+        s.id,
+        'settled',
+        { status: o.status, ...(o.detail ? { [o.status === 'completed' ? 'result' : 'reason']: cap(o.detail) } : {}) },
+        settledAt,
+      );
       store.update(s.id, {
         status: o.status,
         settledAt,

@@ -135,7 +135,10 @@ export class TimelineStore {
   ) {}
 
   /** Opens (creating) the store for writing. `bounds` is read at each write, so configuration changes apply at once. */
-  static open(home: string, bounds: () => { maxEvents: number; maxActions: number } = () => ({ maxEvents: DEFAULT_MAX_EVENTS, maxActions: DEFAULT_MAX_ACTIONS })): TimelineStore {
+  static open(
+    home: string,
+    bounds: () => { maxEvents: number; maxActions: number } = () => ({ maxEvents: DEFAULT_MAX_EVENTS, maxActions: DEFAULT_MAX_ACTIONS }),
+  ): TimelineStore {
     const file = timelineFile(home);
     mkdirSync(join(home, 'timeline'), { recursive: true, mode: 0o700 });
     const db = new DatabaseSync(file, { timeout: 5000 });
@@ -194,7 +197,16 @@ export class TimelineStore {
     return this.tx(() => {
       const r = this.st(
         'INSERT OR IGNORE INTO actions (id, task, source, status, created_at, channel, message_id, user_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
-      ).run(a.id, a.task.slice(0, 500), a.source, a.status, a.createdAt, a.inbound?.channel ?? null, a.inbound?.messageId ?? null, a.inbound?.userId ?? null);
+      ).run(
+        a.id,
+        a.task.slice(0, 500),
+        a.source,
+        a.status,
+        a.createdAt,
+        a.inbound?.channel ?? null,
+        a.inbound?.messageId ?? null,
+        a.inbound?.userId ?? null,
+      );
       if (r.changes !== 1) return false;
       if (a.inbound) this.insert(a.id, a.createdAt, 'received', { ...a.inbound });
       this.insert(a.id, a.createdAt, 'queued', { source: a.source });
@@ -222,13 +234,9 @@ export class TimelineStore {
 
   /** Records the action's state after it settled (or went back for a retry). */
   update(actionId: string, s: { status: string; settledAt?: string; result?: string; error?: string }): void {
-    this.st('UPDATE actions SET status = ?, settled_at = COALESCE(?, settled_at), result = COALESCE(?, result), error = COALESCE(?, error) WHERE id = ?').run(
-      s.status,
-      s.settledAt ?? null,
-      s.result?.slice(0, 500) ?? null,
-      s.error?.slice(0, 500) ?? null,
-      actionId,
-    );
+    this.st(
+      'UPDATE actions SET status = ?, settled_at = COALESCE(?, settled_at), result = COALESCE(?, result), error = COALESCE(?, error) WHERE id = ?',
+    ).run(s.status, s.settledAt ?? null, s.result?.slice(0, 500) ?? null, s.error?.slice(0, 500) ?? null, actionId);
   }
 
   ignored(r: IgnoredRecord): void {
@@ -249,9 +257,14 @@ export class TimelineStore {
   get(actionId: string): Timeline | undefined {
     const row = this.st('SELECT * FROM actions WHERE id = ?').get(actionId) as ActionRow | undefined;
     if (!row) return undefined;
-    const events = (this.st('SELECT seq, at, type, data FROM events WHERE action_id = ? ORDER BY seq').all(actionId) as Array<{ seq: number; at: string; type: string; data: string }>).map(
-      (e) => ({ seq: e.seq, at: e.at, type: e.type as TimelineEventType, data: JSON.parse(e.data) as Record<string, unknown> }),
-    );
+    const events = (
+      this.st('SELECT seq, at, type, data FROM events WHERE action_id = ? ORDER BY seq').all(actionId) as Array<{
+        seq: number;
+        at: string;
+        type: string;
+        data: string;
+      }>
+    ).map((e) => ({ seq: e.seq, at: e.at, type: e.type as TimelineEventType, data: JSON.parse(e.data) as Record<string, unknown> }));
     return { action: toAction(row), events, dropped: row.dropped };
   }
 
@@ -263,7 +276,9 @@ export class TimelineStore {
 
   /** Ignored records of a platform message id, oldest first. */
   ignoredFor(messageId: string): IgnoredRecord[] {
-    const rows = this.st('SELECT at, channel, message_id, chat_id, user_id, reason FROM ignored WHERE message_id = ? ORDER BY seq').all(messageId) as Array<{
+    const rows = this.st('SELECT at, channel, message_id, chat_id, user_id, reason FROM ignored WHERE message_id = ? ORDER BY seq').all(
+      messageId,
+    ) as Array<{
       at: string;
       channel: string;
       message_id: string;
@@ -271,12 +286,23 @@ export class TimelineStore {
       user_id: string | null;
       reason: string;
     }>;
-    return rows.map((r) => ({ at: r.at, channel: r.channel, messageId: r.message_id, ...(r.chat_id ? { chatId: r.chat_id } : {}), ...(r.user_id ? { userId: r.user_id } : {}), reason: r.reason }));
+    return rows.map((r) => ({
+      at: r.at,
+      channel: r.channel,
+      messageId: r.message_id,
+      ...(r.chat_id ? { chatId: r.chat_id } : {}),
+      ...(r.user_id ? { userId: r.user_id } : {}),
+      reason: r.reason,
+    }));
   }
 
   counts(): { actions: number; events: number; ignored: number } {
     const n = (sql: string) => (this.st(sql).get() as { n: number }).n;
-    return { actions: n('SELECT COUNT(*) AS n FROM actions'), events: n('SELECT COUNT(*) AS n FROM events'), ignored: n('SELECT COUNT(*) AS n FROM ignored') };
+    return {
+      actions: n('SELECT COUNT(*) AS n FROM actions'),
+      events: n('SELECT COUNT(*) AS n FROM events'),
+      ignored: n('SELECT COUNT(*) AS n FROM ignored'),
+    };
   }
 
   close(): void {
@@ -294,7 +320,9 @@ export class TimelineStore {
 
   private pruneActions(): void {
     const { maxActions } = this.bounds();
-    const old = this.st('SELECT id FROM actions WHERE rid <= (SELECT MAX(rid) FROM actions) - ?').all(Math.max(1, maxActions)) as Array<{ id: string }>;
+    const old = this.st('SELECT id FROM actions WHERE rid <= (SELECT MAX(rid) FROM actions) - ?').all(Math.max(1, maxActions)) as Array<{
+      id: string;
+    }>;
     for (const { id } of old) {
       this.st('DELETE FROM events WHERE action_id = ?').run(id);
       this.st('DELETE FROM actions WHERE id = ?').run(id);
@@ -310,7 +338,9 @@ function toAction(r: ActionRow): TimelineAction {
     status: r.status,
     createdAt: r.created_at,
     ...(r.settled_at ? { settledAt: r.settled_at } : {}),
-    ...(r.channel && r.message_id ? { inbound: { channel: r.channel, messageId: r.message_id, ...(r.user_id ? { userId: r.user_id } : {}) } } : {}),
+    ...(r.channel && r.message_id
+      ? { inbound: { channel: r.channel, messageId: r.message_id, ...(r.user_id ? { userId: r.user_id } : {}) } }
+      : {}),
     ...(r.result ? { result: r.result } : {}),
     ...(r.error ? { error: r.error } : {}),
   };

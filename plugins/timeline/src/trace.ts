@@ -16,7 +16,7 @@ const IGNORED_WHY: Record<string, string> = {
 };
 
 function describeEvent(e: TimelineEvent): string {
-  const d = e.data as Record<string, any>;
+  const d = e.data;
   switch (e.type) {
     case 'received':
       return `from ${d.channel}${d.userId ? ` user ${d.userId}` : ''}, platform message ${d.messageId}`;

@@ -7,7 +7,16 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { definePlugin, Type, type Action } from '../../../sdk/index.js';
-import { bootKernel, fakeChannel, installFakeAgent, installFakeProvider, removeHome, tempHome, type FakeProviderControl, type TestKernel } from '../../../sdk/testing/index.js';
+import {
+  bootKernel,
+  fakeChannel,
+  installFakeAgent,
+  installFakeProvider,
+  removeHome,
+  tempHome,
+  type FakeProviderControl,
+  type TestKernel,
+} from '../../../sdk/testing/index.js';
 import { TimelineStore, type Timeline } from '../../../plugins/timeline/src/store.js';
 import { waitFor } from '../../helpers.js';
 
@@ -67,7 +76,11 @@ async function boot(opts: { autoReply?: boolean; gateway?: boolean; config?: Rec
 }
 
 const settled = (t: TestKernel, id: string): Promise<Action> =>
-  waitFor(() => (['completed', 'failed'].includes(t.kernel.queue.get(id)?.status ?? '') ? t.kernel.queue.get(id) : undefined), `action ${id} to settle`, 20_000);
+  waitFor(
+    () => (['completed', 'failed'].includes(t.kernel.queue.get(id)?.status ?? '') ? t.kernel.queue.get(id) : undefined),
+    `action ${id} to settle`,
+    20_000,
+  );
 
 function timelineOf(home: string, id: string): Timeline {
   const store = TimelineStore.read(home)!;
@@ -89,7 +102,10 @@ async function untilSettled(home: string, id: string): Promise<Timeline> {
 describe('action timelines', () => {
   it('record where an action came from, queued, started, each model call, each skill call, the reply and settled, in order', async () => {
     const { t, home, chat, fake } = await boot({ gateway: true });
-    fake.replies.push({ toolCalls: [{ name: 'lookup', arguments: { text: 'keel' } }], usage: { inputTokens: 120, outputTokens: 8 } }, { text: 'The answer.', usage: { inputTokens: 150, outputTokens: 4 } });
+    fake.replies.push(
+      { toolCalls: [{ name: 'lookup', arguments: { text: 'keel' } }], usage: { inputTokens: 120, outputTokens: 8 } },
+      { text: 'The answer.', usage: { inputTokens: 150, outputTokens: 4 } },
+    );
     const out = await chat.inbound({ text: 'what is keel?', userId: 'u7', messageId: 'plat-555' });
     expect(out.kind).toBe('queued');
     const action = (out as { action: Action }).action;
@@ -97,7 +113,16 @@ describe('action timelines', () => {
     await chat.untilReplies(1);
     const tl = await untilSettled(home, action.id);
 
-    expect(tl.events.map((e) => e.type)).toEqual(['received', 'queued', 'started', 'model_call', 'skill_call', 'model_call', 'reply', 'settled']);
+    expect(tl.events.map((e) => e.type)).toEqual([
+      'received',
+      'queued',
+      'started',
+      'model_call',
+      'skill_call',
+      'model_call',
+      'reply',
+      'settled',
+    ]);
     const [received, , started, call1, skill, call2, reply, done] = tl.events;
     expect(received!.data).toEqual({ channel: 'chat', messageId: 'plat-555', userId: 'u7' });
     expect(started!.data).toMatchObject({ attempt: 1 });
@@ -107,7 +132,11 @@ describe('action timelines', () => {
     expect(skill!.data).toMatchObject({ name: 'lookup', ok: true });
     expect(reply!.data).toMatchObject({ channel: 'chat', messageId: chat.replies[0]!.messageId });
     expect(done!.data).toMatchObject({ status: 'completed', result: 'The answer.' });
-    expect(tl.action).toMatchObject({ id: action.id, status: 'completed', inbound: { channel: 'chat', messageId: 'plat-555', userId: 'u7' } });
+    expect(tl.action).toMatchObject({
+      id: action.id,
+      status: 'completed',
+      inbound: { channel: 'chat', messageId: 'plat-555', userId: 'u7' },
+    });
     const seqs = tl.events.map((e) => e.seq);
     expect([...seqs].sort((a, b) => a - b)).toEqual(seqs);
 
@@ -129,7 +158,19 @@ describe('action timelines', () => {
     const byId = await keel(home, ['trace', action.id]);
     expect(byId.code).toBe(0);
     expect(byId.stdout).toContain(`Action ${action.id}`);
-    for (const word of ['received', 'queued', 'started', 'model_call', 'skill_call', 'reply', 'settled', 'lookup ok', 'fake/fake-model', '120 in + 8 out tokens']) expect(byId.stdout).toContain(word);
+    for (const word of [
+      'received',
+      'queued',
+      'started',
+      'model_call',
+      'skill_call',
+      'reply',
+      'settled',
+      'lookup ok',
+      'fake/fake-model',
+      '120 in + 8 out tokens',
+    ])
+      expect(byId.stdout).toContain(word);
     const byMessage = await keel(home, ['trace', 'plat-555', '--json']);
     expect(byMessage.code).toBe(0);
     const j = JSON.parse(byMessage.stdout) as { actions: Timeline[]; ignored: unknown[] };
@@ -162,19 +203,31 @@ describe('action timelines', () => {
 
   it('record inbound messages that did not become an action, and why', async () => {
     const { t, home, chat } = await boot({ autoReply: false });
-    expect(await chat.inbound({ text: 'just chatting', messageId: 'm-quiet', userId: 'stranger', isGroup: true })).toEqual({ kind: 'ignored', reason: 'auto-reply-off' });
+    expect(await chat.inbound({ text: 'just chatting', messageId: 'm-quiet', userId: 'stranger', isGroup: true })).toEqual({
+      kind: 'ignored',
+      reason: 'auto-reply-off',
+    });
     const first = await chat.inbound({ text: '/help', command: 'help', messageId: 'm-dup', userId: 'stranger' });
     expect(first.kind).toBe('queued');
-    expect(await chat.inbound({ text: '/help', command: 'help', messageId: 'm-dup', userId: 'stranger' })).toEqual({ kind: 'ignored', reason: 'duplicate' });
+    expect(await chat.inbound({ text: '/help', command: 'help', messageId: 'm-dup', userId: 'stranger' })).toEqual({
+      kind: 'ignored',
+      reason: 'duplicate',
+    });
     await t.close();
 
     const quiet = await keel(home, ['trace', 'm-quiet', '--json']);
     expect(quiet.code).toBe(0);
-    expect(JSON.parse(quiet.stdout)).toMatchObject({ actions: [], ignored: [{ channel: 'chat', messageId: 'm-quiet', userId: 'stranger', reason: 'auto-reply-off' }] });
+    expect(JSON.parse(quiet.stdout)).toMatchObject({
+      actions: [],
+      ignored: [{ channel: 'chat', messageId: 'm-quiet', userId: 'stranger', reason: 'auto-reply-off' }],
+    });
     const human = await keel(home, ['trace', 'm-quiet']);
     expect(human.stdout).toContain('did not become an action: auto-reply-off');
     // The duplicate: the action the first delivery started, and the record of the second.
-    const dup = JSON.parse((await keel(home, ['trace', 'm-dup', '--json'])).stdout) as { actions: Timeline[]; ignored: Array<{ reason: string }> };
+    const dup = JSON.parse((await keel(home, ['trace', 'm-dup', '--json'])).stdout) as {
+      actions: Timeline[];
+      ignored: Array<{ reason: string }>;
+    };
     expect(dup.actions.map((a) => a.action.id)).toEqual([(first as { action: Action }).action.id]);
     expect(dup.ignored.map((r) => r.reason)).toEqual(['duplicate']);
   }, 60_000);
@@ -186,12 +239,16 @@ describe('action timelines', () => {
     try {
       expect((await keel(home, ['run', '--daemon'])).code).toBe(0);
       const pushed = JSON.parse((await keel(home, ['push', 'hello', 'there', '--json'])).stdout) as { id: string };
-      const j = await waitFor(async () => {
-        const out = await keel(home, ['trace', pushed.id, '--json']);
-        if (out.code !== 0) return undefined;
-        const r = JSON.parse(out.stdout) as { actions: Timeline[] };
-        return r.actions[0]?.events.some((e) => e.type === 'settled') ? [r] : undefined;
-      }, 'the pushed action to settle in its timeline', 20_000);
+      const j = await waitFor(
+        async () => {
+          const out = await keel(home, ['trace', pushed.id, '--json']);
+          if (out.code !== 0) return undefined;
+          const r = JSON.parse(out.stdout) as { actions: Timeline[] };
+          return r.actions[0]?.events.some((e) => e.type === 'settled') ? [r] : undefined;
+        },
+        'the pushed action to settle in its timeline',
+        20_000,
+      );
       const t = j[0]!.actions[0]!;
       expect(t.events.map((e) => e.type)).toEqual(['queued', 'started', 'settled']);
       expect(t.action).toMatchObject({ id: pushed.id, source: 'cli', status: 'completed' });
