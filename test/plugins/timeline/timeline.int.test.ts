@@ -4,6 +4,7 @@
  * gateway, and `keel trace` (the compiled CLI) by action id and by platform message id after Keel stopped.
  */
 import { execFile } from 'node:child_process';
+import { createConfig, lintFromString } from '@redocly/openapi-core';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { definePlugin, Type, type Action } from '../../../sdk/index.js';
@@ -152,6 +153,10 @@ describe('action timelines', () => {
     expect(missing.status).toBe(404);
     const spec = (await (await fetch(`${url}/api/openapi.json`)).json()) as { paths: Record<string, Record<string, unknown>> };
     expect(spec.paths['/api/tasks/{id}']?.get).toBeDefined();
+    // The added route keeps the document clean under a maintained linter's recommended rules.
+    const config = await createConfig({ extends: ['recommended'] });
+    const problems = await lintFromString({ source: JSON.stringify(spec), absoluteRef: 'openapi.json', config });
+    expect(problems.map((p) => `${p.ruleId}: ${p.message} at ${p.location?.[0]?.pointer}`)).toEqual([]);
 
     // keel trace, with Keel stopped: by action id and by platform message id.
     await t.close();
