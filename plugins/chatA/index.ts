@@ -146,7 +146,12 @@ export default definePlugin({
       if (outcome.status !== 'failed') return;
       try {
         const t = replyTarget(action);
-        await send(t.chatId, failureNotice(outcome.detail ?? action.error), { format: 'plain', idempotencyKey: `${action.id}:failed`, ...(t.messageId ? { replyToMessageId: t.messageId } : {}) });
+        const sent = await send(t.chatId, failureNotice(outcome.detail ?? action.error), {
+          format: 'plain',
+          idempotencyKey: `${action.id}:failed`,
+          ...(t.messageId ? { replyToMessageId: t.messageId } : {}),
+        });
+        ctx.emit('messageDelivered', { channel: 'chatA', actionId: action.id, to: t.chatId, messageId: sent.messageId, messageIds: sent.messageIds });
       } catch (e) {
         ctx.log.warn(`Could not tell chat about the failure of ${action.id}: ${e instanceof Error ? e.message : String(e)}`);
       }

@@ -5,6 +5,7 @@
  */
 import { execFile } from 'node:child_process';
 import { createConfig, lintFromString } from '@redocly/openapi-core';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { definePlugin, Type, type Action } from '../../../sdk/index.js';
@@ -52,14 +53,14 @@ afterEach(async () => {
   for (const h of homes.splice(0)) removeHome(h);
 });
 
-async function boot(opts: { autoReply?: boolean; gateway?: boolean; config?: Record<string, unknown> } = {}) {
+async function boot(opts: { autoReply?: boolean; gateway?: boolean; messaging?: boolean; config?: Record<string, unknown> } = {}) {
   const home = tempHome('keel-timeline-');
   homes.push(home);
   let fake!: FakeProviderControl;
   const chat = fakeChannel('chat', { autoReply: opts.autoReply ?? true });
   const t = await bootKernel({
     home,
-    builtins: ['agent', 'timeline', ...(opts.gateway ? ['gateway'] : [])],
+    builtins: ['agent', 'timeline', ...(opts.gateway ? ['gateway'] : []), ...(opts.messaging ? ['messaging'] : [])],
     plugins: [chat, tools],
     runAgent: true,
     config: {
@@ -184,6 +185,19 @@ describe('action timelines', () => {
     const unknown = await keel(home, ['trace', 'no-such-id']);
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toContain('nothing recorded');
+  }, 60_000);
+
+  it('record a file a skill sent during the action as a reply, with the platform message id', async () => {
+    const { t, home, chat, fake } = await boot({ messaging: true });
+    const file = join(home, 'report.txt');
+    writeFileSync(file, 'the report');
+    fake.replies.push({ toolCalls: [{ name: 'send_file', arguments: { jid: 'room-3', path: file, channel: 'chat' } }] }, { text: 'sent it' });
+    const a = await t.kernel.queue.push({ task: 'send the report to room-3', source: 'cli' });
+    expect((await settled(t, a.id)).status).toBe('completed');
+    const tl = await untilSettled(home, a.id);
+    expect(tl.events.map((e) => e.type)).toEqual(['queued', 'started', 'model_call', 'reply', 'skill_call', 'model_call', 'settled']);
+    expect(tl.events[3]!.data).toMatchObject({ channel: 'chat', to: 'room-3', messageId: chat.sent[0]!.messageId });
+    expect(tl.events[4]!.data).toMatchObject({ name: 'send_file', ok: true });
   }, 60_000);
 
   it('record a retry with its reason, then the second attempt', async () => {
