@@ -4,6 +4,8 @@
  * `keel ingest`, `keel stop` and `keel doctor` on a terminal (a pty from util-linux `script`), absent otherwise.
  */
 import { execFile, spawnSync } from 'node:child_process';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -110,6 +112,28 @@ describe('keel ingest', () => {
     expect(ftp.code).toBe(2);
     expect(JSON.parse(ftp.stdout)).toMatchObject({ error: 'KEEL_E_INVALID_INPUT' });
     expect(await documents(h)).toEqual([]);
+  }, 60_000);
+
+  it('ingests a URL through the web plugin and its SSRF guard (refused on loopback until webAllowPrivateNetwork)', async () => {
+    const server = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+      res.end('<!doctype html><html><head><title>Keel page</title></head><body><article><h1>Keel page</h1><p>The quokka paragraph is long enough to be the main content of this page, as readability wants.</p><p>Another paragraph of content.</p></article></body></html>');
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/page.html`;
+      const h = dir('keel-ingest-');
+      const refused = await keel(h, ['ingest', url, '--json']);
+      expect(refused.code).toBe(1);
+      expect((JSON.parse(refused.stdout) as { results: Array<{ error: string }> }).results[0]!.error).toMatch(/private|loopback|not allowed|refus/i);
+      writeFileSync(join(h, 'keel.config.yaml'), 'webAllowPrivateNetwork: true\n');
+      const ok = await keel(h, ['ingest', url, '--tags', 'web', '--json']);
+      expect(ok.code, ok.stdout + ok.stderr).toBe(0);
+      expect(JSON.parse(ok.stdout)).toMatchObject({ ingested: 1, results: [{ source: url, ok: true }] });
+      expect((await documents(h)).map((d) => [d.source, d.title])).toEqual([[url, 'Keel page']]);
+    } finally {
+      server.close();
+    }
   }, 60_000);
 
   it('reports a source that fails (a binary file) with exit 1 and the reason', async () => {
