@@ -200,6 +200,21 @@ describe('action timelines', () => {
     expect(tl.events[4]!.data).toMatchObject({ name: 'send_file', ok: true });
   }, 60_000);
 
+  it('hold the configured bound (timelineMaxEvents): the origin stays, the newest events stay, the rest is counted', async () => {
+    const { t, home, fake } = await boot({ config: { timelineMaxEvents: 10 } });
+    const calls = Array.from({ length: 12 }, (_, i) => ({ name: 'lookup', arguments: { text: `w${i}` } }));
+    fake.replies.push({ toolCalls: calls }, { text: 'looked up' });
+    const a = await t.kernel.queue.push({ task: 'look up twelve words', source: 'cli' });
+    await settled(t, a.id);
+    const tl = await untilSettled(home, a.id);
+    expect(tl.events).toHaveLength(10);
+    expect(tl.events[0]!.type).toBe('queued');
+    expect(tl.events.at(-1)!.type).toBe('settled');
+    // queued, started, model_call, 12 skill calls, model_call, settled = 17 events; 7 dropped, the oldest after queued.
+    expect(tl.dropped).toBe(7);
+    expect(tl.events.slice(1).map((e) => e.type)).toEqual([...Array(7).fill('skill_call'), 'model_call', 'settled']);
+  }, 60_000);
+
   it('record a retry with its reason, then the second attempt', async () => {
     const { t, home, chat, fake } = await boot();
     fake.replies.push({ error: { message: 'upstream exploded', status: 400, retryable: false } }, { text: 'second time lucky' });
