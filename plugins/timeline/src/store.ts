@@ -268,24 +268,26 @@ export class TimelineStore {
     return { action: toAction(row), events, dropped: row.dropped };
   }
 
-  /** Timelines of the actions pushed for a platform message id (any channel), oldest first. */
+  /**
+   * Timelines of the actions pushed for a platform message id (any channel), oldest first. Channels whose ids are
+   * `<chat>:<message>` (chatA) are found by the message part alone too, when nothing matches exactly.
+   */
   byMessageId(messageId: string): Timeline[] {
-    const ids = this.st('SELECT id FROM actions WHERE message_id = ? ORDER BY rid').all(messageId) as Array<{ id: string }>;
-    return ids.map((r) => this.get(r.id)!).filter(Boolean);
+    let ids = this.st('SELECT id FROM actions WHERE message_id = ? ORDER BY rid').all(messageId) as Array<{ id: string }>;
+    if (!ids.length && !messageId.includes(':'))
+      ids = this.st("SELECT id FROM actions WHERE message_id LIKE '%:' || ? ESCAPE '\\' ORDER BY rid").all(escapeLike(messageId)) as Array<{
+        id: string;
+      }>;
+    return ids.map((r) => this.get(r.id)).filter((t): t is Timeline => t !== undefined);
   }
 
-  /** Ignored records of a platform message id, oldest first. */
+  /** Ignored records of a platform message id, oldest first (matched as `byMessageId` does). */
   ignoredFor(messageId: string): IgnoredRecord[] {
-    const rows = this.st('SELECT at, channel, message_id, chat_id, user_id, reason FROM ignored WHERE message_id = ? ORDER BY seq').all(
-      messageId,
-    ) as Array<{
-      at: string;
-      channel: string;
-      message_id: string;
-      chat_id: string | null;
-      user_id: string | null;
-      reason: string;
-    }>;
+    const cols = 'SELECT at, channel, message_id, chat_id, user_id, reason FROM ignored';
+    type Row = { at: string; channel: string; message_id: string; chat_id: string | null; user_id: string | null; reason: string };
+    let rows = this.st(`${cols} WHERE message_id = ? ORDER BY seq`).all(messageId) as Row[];
+    if (!rows.length && !messageId.includes(':'))
+      rows = this.st(`${cols} WHERE message_id LIKE '%:' || ? ESCAPE '\\' ORDER BY seq`).all(escapeLike(messageId)) as Row[];
     return rows.map((r) => ({
       at: r.at,
       channel: r.channel,
@@ -328,6 +330,11 @@ export class TimelineStore {
       this.st('DELETE FROM actions WHERE id = ?').run(id);
     }
   }
+}
+
+/** `%` and `_` of a platform id match themselves (with `ESCAPE '\\'`). */
+function escapeLike(s: string): string {
+  return s.replace(/[\\%_]/g, (c) => `\\${c}`);
 }
 
 function toAction(r: ActionRow): TimelineAction {

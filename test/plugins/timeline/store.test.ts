@@ -63,6 +63,21 @@ describe('TimelineStore', () => {
     again.close();
   });
 
+  it('finds a `<chat>:<message>` id (chatA) by the message part alone, with no wildcard from the id', () => {
+    const store = TimelineStore.open(home());
+    const a = { ...action(1), inbound: { channel: 'chatA', messageId: '-100123:17', userId: '42' } };
+    const b = { ...action(2), inbound: { channel: 'chatA', messageId: '-100123:a_b', userId: '42' } };
+    const c = { ...action(3), inbound: { channel: 'chatA', messageId: '-100123:aZb', userId: '42' } };
+    for (const x of [a, b, c]) store.ensure(x);
+    store.ignored({ at: new Date().toISOString(), channel: 'chatA', messageId: '-100123:18', reason: 'auto-reply-off' });
+    expect(store.byMessageId('17').map((t) => t.action.id)).toEqual([a.id]);
+    expect(store.byMessageId('-100123:17').map((t) => t.action.id)).toEqual([a.id]);
+    expect(store.byMessageId('7')).toEqual([]);
+    expect(store.byMessageId('a_b').map((t) => t.action.id)).toEqual([b.id]);
+    expect(store.ignoredFor('18')).toMatchObject([{ messageId: '-100123:18', reason: 'auto-reply-off' }]);
+    store.close();
+  });
+
   it('reads nothing from a home where nothing was recorded', () => {
     expect(TimelineStore.read(home())).toBeUndefined();
   });

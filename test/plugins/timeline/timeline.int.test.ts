@@ -191,7 +191,10 @@ describe('action timelines', () => {
     const { t, home, chat, fake } = await boot({ messaging: true });
     const file = join(home, 'report.txt');
     writeFileSync(file, 'the report');
-    fake.replies.push({ toolCalls: [{ name: 'send_file', arguments: { jid: 'room-3', path: file, channel: 'chat' } }] }, { text: 'sent it' });
+    fake.replies.push(
+      { toolCalls: [{ name: 'send_file', arguments: { jid: 'room-3', path: file, channel: 'chat' } }] },
+      { text: 'sent it' },
+    );
     const a = await t.kernel.queue.push({ task: 'send the report to room-3', source: 'cli' });
     expect((await settled(t, a.id)).status).toBe('completed');
     const tl = await untilSettled(home, a.id);
