@@ -19,6 +19,8 @@ const suites: Array<[string, () => Promise<BenchRow[]>]> = [
   ['commands', async () => (await import('./commands.js')).benchCommands()],
   ['channels', async () => (await import('./channels.js')).benchChannels()],
   ['timeline', async () => (await import('./timeline.js')).benchTimeline()],
+  ['email', async () => (await import('./email.js')).benchEmail()],
+  ['browser', async () => (await import('./browser.js')).benchBrowser()],
 ];
 
 const only = process.argv.slice(2);

@@ -9,7 +9,7 @@ import type { HookCatalogue } from '../sdk/hooks.js';
 import type { AgentCapability, KernelInfoCapability, PolicyCapability, QueueApi } from '../sdk/plugin.js';
 import { isAdmin, sessionKey } from './policy/index.js';
 import type { Actor, Logger } from '../sdk/types.js';
-import { ConfigStore, KeyRegistry, KERNEL_KEYS } from './config/index.js';
+import { ConfigStore, describeSchema, KeyRegistry, KERNEL_KEYS } from './config/index.js';
 import { errorMessage } from './errors.js';
 import { createHooks } from './hooks/catalogue.js';
 import { LogSink } from './log.js';
@@ -160,7 +160,22 @@ export async function startKernel(opts: KernelOptions = {}): Promise<Kernel> {
     logs: (o) => logs.recent(o),
     onLog: (l) => logs.onEntry(l),
     plugins: () => host.statuses().map((s) => ({ id: s.id, state: s.state, ...(s.reason ? { reason: s.reason } : {}), ...(s.kind ? { kind: s.kind } : {}) })),
-    configKeys: () => keys.entries().map((e) => ({ key: e.key, owner: e.owner, policy: e.spec.policy, secret: Boolean(e.spec.secret) })),
+    enablePlugin: async (id) => {
+      const st = await host.enable(id);
+      return st ? { id: st.id, state: st.state, ...(st.reason ? { reason: st.reason } : {}) } : undefined;
+    },
+    configKeys: () =>
+      keys.entries().map((e) => ({
+        key: e.key,
+        owner: e.owner,
+        policy: e.spec.policy,
+        secret: Boolean(e.spec.secret),
+        description: e.spec.description,
+        type: describeSchema(e.spec.schema),
+        // A secret's default is never shown (there is none but the empty string, which says nothing either).
+        ...(e.spec.default !== undefined && !e.spec.secret ? { default: e.spec.default } : {}),
+        source: config.layerOf(e.key),
+      })),
   };
   registry.provide('kernel', 'kernel:info', info);
   const policy: PolicyCapability = { isAdmin: (actor) => isAdmin(actor, cfg), sessionKey: (actor) => sessionKey(actor, cfg) };

@@ -2,7 +2,8 @@
 // Builds dist/: the `keel` CLI (code-split so each command loads only what it needs), the SDK for user code,
 // every built-in plugin, and dist/plugins/manifests.json so listing plugins never imports their code.
 import { build } from 'esbuild';
-import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync, chmodSync, statSync } from 'node:fs';
+import { copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync, chmodSync, statSync } from 'node:fs';
+import { gzipSync } from 'node:zlib';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
@@ -73,4 +74,25 @@ for (const d of pluginDirs) {
 }
 rmSync(tmp, { recursive: true, force: true });
 writeFileSync(join(dist, 'plugins', 'manifests.json'), JSON.stringify(manifests, null, 2));
+// The dashboard (plugins/dashboard/web): a browser bundle with preact and htm inside (no CDN, nothing fetched at
+// run time), and a gzip copy of each file that the gateway sends to browsers that accept it.
+const web = join(pluginsDir, 'dashboard', 'web');
+if (existsSync(join(web, 'main.ts'))) {
+  const out = join(dist, 'dashboard');
+  mkdirSync(out, { recursive: true });
+  await build({
+    entryPoints: [join(web, 'main.ts')],
+    outfile: join(out, 'app.js'),
+    bundle: true,
+    minify: true,
+    format: 'esm',
+    platform: 'browser',
+    target: ['es2022'],
+    legalComments: 'none',
+    logLevel: 'warning',
+  });
+  copyFileSync(join(web, 'index.html'), join(out, 'index.html'));
+  copyFileSync(join(web, 'app.css'), join(out, 'app.css'));
+  for (const f of ['index.html', 'app.js', 'app.css']) writeFileSync(join(out, `${f}.gz`), gzipSync(readFileSync(join(out, f)), { level: 9 }));
+}
 console.log(`keel: built dist/ (${pluginDirs.length} built-in plugins)`);

@@ -28,7 +28,10 @@ export const OPERATOR_SOURCES: ReadonlySet<string> = new Set(['cli', 'gateway', 
  */
 export const AUTONOMY_SOURCE = 'autonomy';
 
-/** An actor chain as far as it could be read. */
+/**
+ * An actor chain as far as it could be read.
+ * @example const { links, complete } = chainOf(call.actor); if (!complete) refuse();
+ */
 export interface ActorChain {
   /** The actor first, then whom each works for. */
   links: Actor[];

@@ -4,7 +4,7 @@
  * the gateway, doctor and `keel status` treat them all alike. Prose: docs/channels.md.
  */
 import { errorMessage } from './errors.js';
-import type { ConnectionStatus, PluginContext, PolicyCapability } from './plugin.js';
+import type { ConnectionStatus, PluginContext } from './plugin.js';
 import type { Action, Actor, Json } from './types.js';
 
 /**
@@ -176,6 +176,12 @@ export interface ReceiveOptions {
    * deduplicates (the channel kit's) may turn it off.
    */
   checkDuplicates?: boolean;
+  /**
+   * The sender is the local operator, proven by the channel itself (the gateway chat: a client authenticated by the
+   * gateway key, or on loopback of a gateway without one). The actor is then `{kind: 'operator', channel, userId}`:
+   * admin and trusted, as the CLI is. `inbound.notAdmin` still wins.
+   */
+  operator?: boolean;
 }
 
 /**
@@ -222,7 +228,7 @@ function remember(seen: Map<string, true>, key: string): void {
 
 function decideAdmin(ctx: PluginContext, actor: Actor): boolean {
   try {
-    const policy = ctx.use<PolicyCapability>('kernel:policy');
+    const policy = ctx.use('kernel:policy');
     // Fail closed: without the kernel's policy nobody on a channel is admin.
     return policy?.isAdmin(actor) === true;
   } catch {
@@ -232,7 +238,7 @@ function decideAdmin(ctx: PluginContext, actor: Actor): boolean {
 
 function sessionOf(ctx: PluginContext, actor: Actor): string {
   try {
-    const key = ctx.use<PolicyCapability>('kernel:policy')?.sessionKey(actor);
+    const key = ctx.use('kernel:policy')?.sessionKey(actor);
     if (typeof key === 'string' && key) return key;
   } catch {
     // fall through to the narrowest scope
@@ -290,9 +296,10 @@ export function reportIgnored(
 }
 
 async function decide(ctx: PluginContext, inbound: InboundMessage, options: ReceiveOptions): Promise<ReceiveOutcome> {
-  const admin = inbound.notAdmin === true ? false : decideAdmin(ctx, { kind: 'user', channel: inbound.channel, userId: inbound.userId });
+  const operator = options.operator === true && inbound.notAdmin !== true;
+  const admin = inbound.notAdmin === true ? false : operator || decideAdmin(ctx, { kind: 'user', channel: inbound.channel, userId: inbound.userId });
   const untrusted = !admin || inbound.forceUntrusted === true;
-  const actor: Actor = { kind: 'user', channel: inbound.channel, userId: inbound.userId, ...(untrusted ? { untrusted: true } : {}) };
+  const actor: Actor = { kind: operator ? 'operator' : 'user', channel: inbound.channel, userId: inbound.userId, ...(untrusted ? { untrusted: true } : {}) };
   if (options.requireAdmin && !admin) return { kind: 'ignored', reason: 'not-admin' };
   // Before messageIn, so a redelivered message has no side effects in the taps (contact counters ...). The key is
   // reserved at once: the same message delivered twice at the same moment is let through once.
@@ -378,7 +385,7 @@ export interface ChannelListing {
  * @example for (const c of listChannels(ctx)) ctx.log.info(`${c.name}: ${c.status?.connected ? 'up' : 'down'}`);
  */
 export function listChannels(source: Pick<PluginContext, 'capabilities'>): ChannelListing[] {
-  return source.capabilities<ChannelCapability>('channel:').map(({ name, plugin, impl }) => {
+  return source.capabilities('channel:').map(({ name, plugin, impl }) => {
     const channel = name.slice('channel:'.length);
     try {
       return { name: channel, plugin, status: impl.status() };

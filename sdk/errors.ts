@@ -3,7 +3,10 @@
  * travels through dispatch to the REST and WebSocket client instead of collapsing into a generic failure.
  */
 
-/** A Keel error code: `KEEL_E_` followed by upper-case words (`KEEL_E_WEB_TIMEOUT`). */
+/**
+ * A Keel error code: `KEEL_E_` followed by upper-case words.
+ * @example const code: KeelErrorCode = 'KEEL_E_WEB_TIMEOUT';
+ */
 export type KeelErrorCode = `KEEL_E_${string}`;
 
 const CODE = /^KEEL_E_[A-Z0-9]+(?:_[A-Z0-9]+)*$/;

@@ -50,7 +50,7 @@ export interface GatewayWsAction {
 
 /**
  * Capability `gateway:routes:<plugin id>`, provided by an extension.
- * @example ctx.provide<GatewayRoutesCapability>('gateway:routes:echo', { routes: [route], wsActions: { echo: action } });
+ * @example ctx.provide('gateway:routes:echo', { routes: [route], wsActions: { echo: action } });
  */
 export interface GatewayRoutesCapability {
   routes?: GatewayRoute[];
@@ -60,8 +60,18 @@ export interface GatewayRoutesCapability {
 /**
  * Capability `gateway:events`, provided by the gateway while it serves: puts an event on the WebSocket stream.
  * Returns the event's `seq`. Texts should be short; secrets never go in.
- * @example ctx.use<GatewayEventsCapability>('gateway:events')?.emit('chat.reply', { conversationId: 'c1', text: 'hi' });
+ * @example ctx.use('gateway:events')?.emit('chat.reply', { conversationId: 'c1', text: 'hi' });
  */
 export interface GatewayEventsCapability {
   emit(event: string, data: Record<string, unknown>): number;
+}
+
+/**
+ * Capability `dashboard`: the dashboard plugin's built files (a folder) and each file's content type; the gateway
+ * serves them at `/` unless a static folder is configured.
+ * @example const d = ctx.use('dashboard'); if (d) serve(join(d.dir, 'index.html'), d.files['index.html']);
+ */
+export interface DashboardCapability {
+  dir: string;
+  files: Record<string, string>;
 }

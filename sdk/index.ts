@@ -15,6 +15,7 @@
 import Type from 'typebox';
 import type { Static, TSchema } from 'typebox';
 import type { PluginDefinition } from './plugin.js';
+import type { PluginManifest } from './types.js';
 import type { SkillCallContext, SkillFlags, SkillManifest } from './types.js';
 
 export { Type };
@@ -22,6 +23,9 @@ export type { Static, TSchema };
 export type * from './types.js';
 export type * from './hooks.js';
 export type * from './plugin.js';
+export type * from './capabilities.js';
+export type * from './config-keys.js';
+export type * from './manifest-types.js';
 export { CHANNEL_NAMES } from './plugin.js';
 export type * from './channel.js';
 export { listChannels, receive, reportIgnored, SPEC_CHANNELS } from './channel.js';
@@ -47,10 +51,11 @@ export {
 export { errorMessage, errorCodeOf, pluginError, PluginError, environmentError, forbiddenError, type KeelErrorCode } from './errors.js';
 
 /**
- * Declare a plugin. Identity function that gives type checking.
- * @example export default definePlugin({ manifest, setup(ctx) { ... } })
+ * Declare a plugin. An identity function for the compiler: it reads the manifest's type (write it `as const
+ * satisfies PluginManifest`) so `setup`'s `ctx` knows the skill names, their argument types and the config keys.
+ * @example export default definePlugin({ manifest, setup(ctx) { ctx.skills.register('hello', ({ name }) => `hello ${name}`); } })
  */
-export function definePlugin<D extends PluginDefinition>(def: D): D {
+export function definePlugin<const M extends PluginManifest>(def: PluginDefinition<M>): PluginDefinition<M> {
   return def;
 }
 

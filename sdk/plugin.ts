@@ -1,7 +1,10 @@
 /**
  * What a plugin's entry module exports and what its `setup` receives.
  */
+import type { CapabilitiesWithPrefix, CapabilityName, CapabilityOf } from './capabilities.js';
+import type { KnownConfig } from './config-keys.js';
 import type { HookArgs, HookName } from './hooks.js';
+import type { ConfigKey, ConfigValue, ProvidedName, SkillArgs, SkillName } from './manifest-types.js';
 import type {
   Action,
   Actor,
@@ -9,6 +12,7 @@ import type {
   ConfigOrigin,
   ConfigView,
   HealthReport,
+  Json,
   LogEntry,
   Logger,
   PendingConfigChange,
@@ -59,18 +63,52 @@ export interface QueueApi {
   counts(): { pending: number; completed: number; failed: number };
 }
 
-/** Skill operations a plugin may use. */
-export interface SkillsApi {
-  /** Attach the handler for a skill that this plugin's manifest declares. */
-  register(name: string, handler: SkillHandler<any>): void;
-  /** The one path to a skill: schema check, policy, hooks, timing. */
-  execute(name: string, args: unknown, actor: Actor, opts?: { action?: Action; signal?: AbortSignal }): Promise<SkillResult>;
-  /** Manifests of every available skill. */
-  list(): Array<SkillManifest & { plugin: string }>;
+/**
+ * Options of `ctx.skills.register`.
+ *
+ * @example
+ * ctx.skills.register('send_x', handler, { available: () => (token() ? true : 'xToken is not set') });
+ */
+export interface SkillRegisterOptions {
+  /** True when the skill can work now, else why not; checked each time the skills are listed. */
+  available?: () => true | string;
 }
 
-/** Configuration a plugin may read and change (changes go through the policy classes). */
-export interface ConfigApi extends ConfigView {
+/**
+ * Skill operations a plugin may use. With a manifest written `as const satisfies PluginManifest`, `register` takes
+ * only the skill names it declares and types the handler's arguments from the skill's TypeBox schema.
+ * @example
+ * ctx.skills.register('http_fetch', async ({ url, maxBytes }, call) => fetchIt(url, maxBytes, call.signal));
+ */
+export interface SkillsApi<M extends PluginManifest = PluginManifest> {
+  /**
+   * Attach the handler for a skill that this plugin's manifest declares. `opts.available` says whether the skill can work right now (true) or why not (a message); while it cannot,
+   * `list()` leaves it out, so the agent's catalogue does not offer it. Calling it still runs the handler, which
+   * should answer with that message.
+   * @example
+   * ctx.skills.register('web_search', search, { available: () => (ctx.config.get('searchAApiKey') ? true : 'no searchAApiKey or searchBApiKey is set') });
+   */
+  register<N extends SkillName<M>>(name: N, handler: SkillHandler<SkillArgs<M, N>>, opts?: SkillRegisterOptions): void;
+  /** The one path to a skill: schema check, policy, hooks, timing. */
+  execute(name: string, args: unknown, actor: Actor, opts?: { action?: Action; signal?: AbortSignal }): Promise<SkillResult>;
+  /** Manifests of every available skill (`includeUnavailable`: also those whose `available` says no). */
+  list(opts?: { includeUnavailable?: boolean }): Array<SkillManifest & { plugin: string }>;
+}
+
+/**
+ * Configuration a plugin may read and change (changes go through the policy classes). A key the plugin's own
+ * manifest declares reads as its schema's type (never undefined when it declares a default); a kernel key such
+ * as `safeMode` reads as `KnownConfig` says (sdk/config-keys.ts); any other key (another plugin's) reads as the
+ * type given, `unknown` by default.
+ * @example
+ * const timeoutMs = ctx.config.get('webFetchTimeoutMs'); // number: the manifest's default when unset
+ * const safe = ctx.config.get('safeMode');                // boolean: a kernel key (sdk/config-keys.ts)
+ * const other = ctx.config.get<string>('someOtherKey');   // any other key: the type given, unknown by default
+ */
+export interface ConfigApi<M extends PluginManifest = PluginManifest> extends ConfigView {
+  get<K extends ConfigKey<M>>(key: K): ConfigValue<M, K>;
+  get<K extends keyof KnownConfig>(key: K): KnownConfig[K];
+  get<T = unknown>(key: string): T;
   set(key: string, value: unknown, origin: ConfigOrigin): Promise<ConfigChangeOutcome>;
   /** Changes the agent asked for on APPROVAL keys, waiting for a human (secret values masked). */
   pending(): PendingConfigChange[];
@@ -79,22 +117,39 @@ export interface ConfigApi extends ConfigView {
   reject(id: string, origin: ConfigOrigin): Promise<PendingConfigChange>;
 }
 
-/** The plugin's only door to the world. */
-export interface PluginContext {
+/** Whether the compiler knows this manifest's literal contents (it was written `as const`). */
+type KnownManifest<M extends PluginManifest> = string extends M['id'] ? false : true;
+
+/**
+ * The capability names `ctx.provide` accepts: those the manifest lists in `provides` (any known one when it is not known).
+ * @example type P = ProvidableName<typeof manifest>; // 'web'
+ */
+export type ProvidableName<M extends PluginManifest> = KnownManifest<M> extends true ? ProvidedName<M> & CapabilityName : CapabilityName;
+
+/**
+ * The plugin's only door to the world, typed by the plugin's manifest (`definePlugin` infers it).
+ * @example
+ * export default definePlugin({ manifest, setup(ctx) { const llm = ctx.use('llm'); ctx.log.info(`${llm ? 'with' : 'without'} a model`); } });
+ */
+export interface PluginContext<M extends PluginManifest = PluginManifest> {
   /** This plugin's id. */
   id: string;
   /** The data directory (`~/.keel` or `KEEL_HOME`). */
   home: string;
   /** Keel's version. */
   version: string;
-  config: ConfigApi;
+  config: ConfigApi<M>;
   /** A logger tagged with the plugin id. */
   log: Logger;
   hooks: PluginHooks;
-  skills: SkillsApi;
+  skills: SkillsApi<M>;
   queue: QueueApi;
-  /** The implementation some plugin provides for a capability (`agent`, `memory`, ...), if any. */
-  use<T = unknown>(capability: string): T | undefined;
+  /**
+   * The implementation some plugin provides for a capability (`agent`, `memory`, `channel:chatA`, ...), if any,
+   * typed by the capability map (sdk/capabilities.ts; a plugin adds its own by declaration merging).
+   * @example const text = await ctx.use('llm')?.complete({ messages });
+   */
+  use<K extends CapabilityName>(capability: K): CapabilityOf<K> | undefined;
   /**
    * Fire one of the hooks a plugin may raise: `thinking`, `observation` and `modelCall` (the agent),
    * `messageDelivered` and `messageIgnored` (channels), `messageIn` and `messageOut` (channels; waterfalls, so
@@ -103,11 +158,11 @@ export interface PluginContext {
   emit<K extends EmittableHook>(hook: K, ...args: HookArgs<K>): K extends 'messageIn' | 'messageOut' ? Promise<HookArgs<K>[0]> : void;
   /**
    * Every running provider of a capability whose name starts with `prefix`, in name order.
-   * @example for (const c of ctx.capabilities<ChannelCapability>('channel:')) console.log(c.name, c.impl.status());
+   * @example for (const c of ctx.capabilities('channel:')) console.log(c.name, c.impl.status()); // impl: ChannelCapability
    */
-  capabilities<T = unknown>(prefix: string): Array<{ name: string; plugin: string; impl: T }>;
+  capabilities<P extends string>(prefix: P): Array<{ name: string; plugin: string; impl: CapabilitiesWithPrefix<P> }>;
   /** Offer an implementation of a capability this manifest lists in `provides`. */
-  provide<T>(capability: string, impl: T): void;
+  provide<K extends ProvidableName<M>>(capability: K, impl: CapabilityOf<K>): void;
   /** Aborted when the plugin is being stopped. */
   signal: AbortSignal;
 }
@@ -188,10 +243,13 @@ export interface RunningKernel {
 
 export type CommandHandler = (ctx: CommandContext) => Promise<number | void> | number | void;
 
-/** The default export of a plugin's entry module. */
-export interface PluginDefinition {
-  manifest: PluginManifest;
-  setup(ctx: PluginContext): PluginInstance | void | Promise<PluginInstance | void>;
+/**
+ * The default export of a plugin's entry module; `M` is its manifest's type (see `definePlugin`).
+ * @example const plugin: PluginDefinition<typeof manifest> = { manifest, setup(ctx) { ctx.log.info('up'); } };
+ */
+export interface PluginDefinition<M extends PluginManifest = PluginManifest> {
+  manifest: M;
+  setup(ctx: PluginContext<M>): PluginInstance | void | Promise<PluginInstance | void>;
   /** Handlers of the CLI commands the manifest declares, keyed by command name (first word). */
   commands?: Record<string, CommandHandler>;
 }
@@ -221,8 +279,22 @@ export interface KernelInfoCapability {
   /** Subscribe to new log entries. */
   onLog(listener: (e: LogEntry) => void): () => void;
   plugins(): Array<{ id: string; state: string; reason?: string; kind?: string }>;
+  /** Lift a plugin's quarantine and try to start it again (what `keel plugins enable` does, live); undefined when unknown. */
+  enablePlugin?(id: string): Promise<{ id: string; state: string; reason?: string } | undefined>;
   /** Every known configuration key with its owner, policy class and secret flag. */
-  configKeys(): Array<{ key: string; owner: string; policy: PolicyClass; secret: boolean }>;
+  configKeys(): Array<{
+    key: string;
+    owner: string;
+    policy: PolicyClass;
+    secret: boolean;
+    description?: string;
+    /** The value's type in words ("an integer from 0 to 65535"). */
+    type?: string;
+    /** The default (never given for secrets). */
+    default?: unknown;
+    /** Which layer the effective value comes from. */
+    source?: 'default' | 'file' | 'env' | 'override' | string;
+  }>;
 }
 
 /**
@@ -263,6 +335,35 @@ export interface WebCapability {
   fetch(url: string, opts?: { signal?: AbortSignal; maxBytes?: number; accept?: string }): Promise<{ url: string; status: number; contentType: string; body: string; truncated: boolean }>;
   /** Main content of an HTML page. */
   extract(html: string, url: string): { title: string; text: string; byline?: string; excerpt?: string };
+  /**
+   * Resolves a host name (or takes an IP literal) and says why it must not be reached (`"127.0.0.1 is loopback"`),
+   * or undefined when every address it resolves to is public. The same rule as the web plugin's fetches; it
+   * honours webAllowPrivateNetwork (undefined for every host when it is true), so the browser and http_fetch share
+   * one switch. A name that does not resolve is refused.
+   */
+  checkHost?(host: string): Promise<string | undefined>;
+}
+
+/**
+ * Capability `knowledge`: adds documents to the knowledge store from another plugin (e.g. mail indexed by the
+ * email plugin), with metadata the rag_* skills cannot pass. The same (collection, source) replaces a document.
+ * @example
+ * await ctx.use('knowledge')?.ingest({ content: body, source: 'email:<id@x>', collection: 'email',
+ *   title: subject, metadata: { sender, subject, date } });
+ */
+export interface KnowledgeCapability {
+  ingest(
+    doc: {
+      content: string;
+      source: string;
+      collection?: string;
+      title?: string;
+      tags?: string[];
+      format?: 'text' | 'markdown' | 'csv' | 'json' | 'jsonl' | 'code';
+      metadata?: Record<string, Json>;
+    },
+    opts?: { signal?: AbortSignal },
+  ): Promise<{ documentId: string; chunks: number; replaced: boolean; embedded: boolean }>;
 }
 
 /** Connection status of a channel (SPEC "Connection status"). */

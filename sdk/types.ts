@@ -108,7 +108,7 @@ export interface ConfigKeySpec {
   /** Default value (absent: no default). */
   default?: unknown;
   /** Environment variable names, first found wins (`PROVIDERD_REGION`, `AWS_REGION`). */
-  env?: string[];
+  env?: readonly string[];
   policy: PolicyClass;
   /** Masked in every output (`GET /api/config`, `keel config get`, logs). */
   secret?: boolean;
@@ -213,30 +213,37 @@ export interface CliCommandSpec {
   /** Command name with its arguments in commander syntax, e.g. `gateway` or `send <to> [text]`. */
   name: string;
   description: string;
-  options?: CliOptionSpec[];
+  options?: readonly CliOptionSpec[];
 }
 
 export interface PluginPermissions {
   network?: boolean;
   /** Paths it may read or write; `$KEEL_HOME` is expanded. */
-  filesystem?: string[];
+  filesystem?: readonly string[];
   commands?: boolean;
   /** Config keys flagged secret that it reads. */
-  secrets?: string[];
+  secrets?: readonly string[];
 }
 
-/** Plugin manifest: data, validated with ajv before any plugin code runs. */
+/**
+ * Plugin manifest: data, validated with ajv before any plugin code runs. Write it `as const satisfies
+ * PluginManifest` so `definePlugin` knows the skill names, argument types and config keys it declares.
+ * @example
+ * const manifest = { id: 'hello', version: '1.0.0', kind: 'skill', description: 'Says hello',
+ *   skills: [{ name: 'hello', description: 'Greets', category: 'demo', parameters: Type.Object({ name: Type.String() }) }],
+ * } as const satisfies PluginManifest;
+ */
 export interface PluginManifest {
   id: string;
   version: string;
   kind: PluginKind;
   description: string;
   config?: Record<string, ConfigKeySpec>;
-  skills?: SkillManifest[];
-  requires?: string[];
-  provides?: string[];
+  skills?: readonly SkillManifest[];
+  requires?: readonly string[];
+  provides?: readonly string[];
   permissions?: PluginPermissions;
-  cli?: CliCommandSpec[];
+  cli?: readonly CliCommandSpec[];
   /** Channel plugins: the channel's name and the form of its user ids (validates `adminUsers.<name>`). */
   channel?: { name: string; userIdPattern: string; userIdExample: string };
 }

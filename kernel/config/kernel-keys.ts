@@ -32,7 +32,7 @@ export const DEFAULT_COMMAND_DENY_LIST: readonly string[] = Object.freeze([
 const StringList = () => Type.Array(Type.String());
 const PositiveInt = () => Type.Integer({ minimum: 1 });
 
-export const KERNEL_KEYS: Record<string, ConfigKeySpec> = {
+export const KERNEL_KEYS = {
   // ---------------------------------------------------------------- queue
   queueCompletedLimit: {
     schema: Type.Integer({ minimum: 0 }),
@@ -142,4 +142,4 @@ export const KERNEL_KEYS: Record<string, ConfigKeySpec> = {
     policy: 'SAFE',
     description: 'Minutes between plugin health checks (broken plugins are repaired with self_repair_skill). A diagnostic setting.',
   },
-};
+} as const satisfies Record<string, ConfigKeySpec>;

@@ -87,12 +87,13 @@ export function createPluginContext(d: ContextDeps): { ctx: PluginContext; revok
       },
     },
     skills: {
-      register: (name, handler) => {
+      register: (name, handler, opts) => {
         guard();
-        d.registry.setHandler(id, name, handler);
+        d.registry.setHandler(id, name, handler, opts?.available);
       },
       execute: (name, args, actor, opts) => d.dispatch(name, args, actor, opts),
-      list: () => [...d.registry.skills.values()].map((e) => ({ ...e.manifest, plugin: e.plugin })),
+      list: (opts) =>
+        [...d.registry.skills.values()].filter((e) => opts?.includeUnavailable || d.registry.isAvailable(e)).map((e) => ({ ...e.manifest, plugin: e.plugin })),
     },
     queue: d.queue,
     use: (cap) => d.registry.use(cap),

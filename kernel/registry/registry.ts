@@ -11,6 +11,8 @@ export interface SkillEntry {
   handler?: SkillHandler<any>;
   /** Compiled argument validator (ajv); set when the skill is registered. */
   validate?: ArgValidator;
+  /** From `register`'s options: the skill is left out of `list()` while this does not return true. */
+  available?: () => true | string;
 }
 
 /** Returns undefined when valid, else a message naming the offending field. May fill defaults in place. */
@@ -21,7 +23,7 @@ export class Registry {
   private readonly capabilities = new Map<string, { plugin: string; impl: unknown }>();
 
   /** Declare a plugin's skills; refuses a name another plugin already owns. All or nothing. */
-  addSkills(plugin: string, manifests: SkillManifest[], compile: (schema: SkillManifest['parameters']) => ArgValidator): void {
+  addSkills(plugin: string, manifests: readonly SkillManifest[], compile: (schema: SkillManifest['parameters']) => ArgValidator): void {
     const seen = new Set<string>();
     for (const m of manifests) {
       const owner = this.skills.get(m.name);
@@ -38,7 +40,7 @@ export class Registry {
     for (const { m, validate } of compiled) this.skills.set(m.name, { manifest: m, plugin, validate });
   }
 
-  setHandler(plugin: string, name: string, handler: SkillHandler<any>): void {
+  setHandler(plugin: string, name: string, handler: SkillHandler<any>, available?: () => true | string): void {
     const entry = this.skills.get(name);
     if (!entry || entry.plugin !== plugin) {
       throw new KeelError(
@@ -47,6 +49,18 @@ export class Registry {
       );
     }
     entry.handler = handler;
+    if (available) entry.available = available;
+    else delete entry.available;
+  }
+
+  /** Whether a skill is usable now (a throwing `available` counts as unavailable). */
+  isAvailable(entry: SkillEntry): boolean {
+    if (!entry.available) return true;
+    try {
+      return entry.available() === true;
+    } catch {
+      return false;
+    }
   }
 
   provide(plugin: string, capability: string, impl: unknown): void {

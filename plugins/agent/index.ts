@@ -23,7 +23,7 @@ export default definePlugin({
       execute: (action, { signal }) => runAction({ ctx, router }, action, signal),
     };
     ctx.provide('agent', agent);
-    ctx.skills.register('deep_reason', (args: { topic: string }, call) => deepReason(router, args.topic, call.signal, call.action?.id));
+    ctx.skills.register('deep_reason', (args, call) => deepReason(router, args.topic, call.signal, call.action?.id));
     return {
       stop: () => router.usage.flush(),
     };

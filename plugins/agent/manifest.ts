@@ -13,7 +13,7 @@ const ProviderIdSchema = Type.Union([
 ]);
 const ModelMap = Type.Record(Type.String({ minLength: 1 }), Type.String({ minLength: 1 }));
 
-const manifest: PluginManifest = {
+const manifest = {
   id: 'agent',
   version: '1.0.0',
   kind: 'service',
@@ -123,6 +123,6 @@ const manifest: PluginManifest = {
       isResearch: false,
     },
   ],
-};
+} as const satisfies PluginManifest;
 
 export default manifest;

@@ -7,6 +7,7 @@
 import type { Api } from 'grammy';
 import {
   definePlugin,
+  errorMessage,
   receive,
   reportIgnored,
   type Action,
@@ -61,15 +62,17 @@ export default definePlugin({
       };
       ctx.provide('channel:chatA', off);
       ctx.skills.register('send_chatA', () => Promise.reject(notConfigured()));
-      for (const s of ['chatA_send_buttons', 'chatA_send_poll', 'chatA_edit_message', 'chatA_react', 'chatA_pin_message']) ctx.skills.register(s, () => Promise.reject(notConfigured()));
+      for (const s of ['chatA_send_buttons', 'chatA_send_poll', 'chatA_edit_message', 'chatA_react', 'chatA_pin_message'] as const) ctx.skills.register(s, () => Promise.reject(notConfigured()));
       return;
     }
-    const apiRoot = get(ctx, 'chatAApiRoot', 'https://api.telegram.org');
-    const pollTimeout = get(ctx, 'chatAPollTimeout', 25);
+    const apiRoot = ctx.config.get('chatAApiRoot');
+    const pollTimeout = ctx.config.get('chatAPollTimeout');
     const menu = get<Array<{ command: string; description: string }>>(ctx, 'chatACommands', BUILTIN_COMMANDS);
     const api: Api = makeApi(token, apiRoot);
     const bot: { username?: string; id?: number } = {};
     const store = ChannelStore.open(ctx.home, 'chatA');
+    // Telegram redelivers only what was not acknowledged, within 24 hours: 30 days of dedupe memory is ample.
+    store.prune(30 * 24 * 3600 * 1000);
     const stopping = new AbortController();
     const outbox = new Outbox({
       ledger: new DeliveryLedger(store),
@@ -92,10 +95,16 @@ export default definePlugin({
       ).map((c, i) => ({ kind: 'text' as const, ...c, ...(i === 0 ? reply : {}), ...thread, ...(options.silent ? { silent: true } : {}) }));
       if (m.buttons?.length) {
         const last = texts.at(-1);
-        if (!last || last.kind !== 'text') throw new Error('Buttons need a message text to hang on.');
+        if (last?.kind !== 'text') throw new Error('Buttons need a message text to hang on.');
         last.markup = { inline_keyboard: m.buttons } as never;
       }
-      const files: TgChunk[] = (m.files ?? []).map((f) => ({ kind: 'file', path: f.path, type: f.kind ?? 'document', ...(f.caption ? { caption: f.caption } : {}), ...thread }));
+      const files: TgChunk[] = (m.files ?? []).map((f) => ({
+        kind: 'file',
+        path: f.path,
+        type: f.kind ?? 'document',
+        ...(f.caption ? { caption: f.caption } : {}),
+        ...thread,
+      }));
       const chunks = [...texts, ...files];
       if (!chunks.length) throw new Error('Nothing to send: the message has no text and no files.');
       const out = await ctx.emit('messageOut', { channel: 'chatA', to, text });
@@ -109,7 +118,11 @@ export default definePlugin({
       const r = action.metadata.replyTo ?? {};
       const chatId = r.chatId !== undefined && r.chatId !== null ? String(r.chatId) : '';
       if (!/^-?\d+$/.test(chatId)) throw new Error(`Action ${action.id} has no chatA chat to answer (metadata.replyTo.chatId).`);
-      return { chatId, messageId: r.messageId != null ? String(r.messageId) : undefined, threadId: r.threadId != null ? String(r.threadId) : undefined };
+      return {
+        chatId,
+        messageId: r.messageId != null ? String(r.messageId) : undefined,
+        threadId: r.threadId != null ? String(r.threadId) : undefined,
+      };
     };
 
     // ---------------------------------------------------------------- progress
@@ -142,8 +155,10 @@ export default definePlugin({
     ctx.hooks.tap('actionSettled', async (action: Action, outcome: { status: string; detail?: string }) => {
       if (action.source !== 'chatA') return;
       replyCounters.delete(action.id);
-      await progress.stop(action.id);
-      if (outcome.status !== 'failed') return;
+      // Typing stops now (synchronously); the status message is removed once its pending edit is through.
+      void progress.stop(action.id);
+      // A cancel was asked for and answered already (/cancel, /reset): no failure notice on top.
+      if (outcome.status !== 'failed' || /cancel|chat reset/i.test(outcome.detail ?? action.error ?? '')) return;
       try {
         const t = replyTarget(action);
         const sent = await send(t.chatId, failureNotice(outcome.detail ?? action.error), {
@@ -153,7 +168,7 @@ export default definePlugin({
         });
         ctx.emit('messageDelivered', { channel: 'chatA', actionId: action.id, to: t.chatId, messageId: sent.messageId, messageIds: sent.messageIds });
       } catch (e) {
-        ctx.log.warn(`Could not tell chat about the failure of ${action.id}: ${e instanceof Error ? e.message : String(e)}`);
+        ctx.log.warn(`Could not tell chat about the failure of ${action.id}: ${errorMessage(e)}`);
       }
     });
 
@@ -163,17 +178,23 @@ export default definePlugin({
       log: ctx.log,
       stallMs: pollTimeout * 1000 + 5000,
       lock: new OwnerLock(ctx.home, 'chatA', token),
-      fatal: (e) => (isBadToken(e) ? 'Telegram rejected the bot token (getMe answered 401/404). Set a valid chatAToken; the channel stays stopped until then.' : undefined),
+      fatal: (e) =>
+        isBadToken(e)
+          ? 'Telegram rejected the bot token (getMe answered 401/404). Set a valid chatAToken; the channel stays stopped until then.'
+          : undefined,
       connect: async (signal, { live, connected }) => {
         const me = await api.getMe(signal as never);
         bot.username = me.username;
         bot.id = me.id;
-        await api.setMyCommands(menu, undefined, signal as never).catch((e) => ctx.log.warn(`setMyCommands failed: ${e instanceof Error ? e.message : String(e)}`));
+        await api.setMyCommands(menu, undefined, signal as never).catch((e) => ctx.log.warn(`setMyCommands failed: ${errorMessage(e)}`));
         connected();
         void outbox.resumeAll(sendOne);
         for (;;) {
           const offset = Number(store.getValue('offset') ?? 0);
-          const updates = (await api.getUpdates({ offset, timeout: pollTimeout, allowed_updates: ['message', 'callback_query'] }, signal as never)) as unknown as TgUpdate[];
+          const updates = (await api.getUpdates(
+            { offset, timeout: pollTimeout, allowed_updates: ['message', 'callback_query'] },
+            signal as never,
+          )) as unknown as TgUpdate[];
           live();
           if (!updates.length) continue;
           const next = Math.max(...updates.map((u) => u.update_id)) + 1;
@@ -209,10 +230,13 @@ export default definePlugin({
             const s = status();
             return `Telegram: ${s.state}${s.botUsername ? ` as @${s.botUsername}` : ''}.`;
           });
-          await send(inbound.chatId, text, { idempotencyKey: `cmd:${inbound.messageId}`, replyToMessageId: String(inbound.replyTo?.messageId ?? '') });
+          await send(inbound.chatId, text, {
+            idempotencyKey: `cmd:${inbound.messageId}`,
+            replyToMessageId: String(inbound.replyTo?.messageId ?? ''),
+          });
           return `command:${inbound.command}`;
         }
-        const out = await receive(ctx, inbound, { autoReply: get<boolean>(ctx, 'chatAAutoReplyEnabled', false) === true });
+        const out = await receive(ctx, inbound, { autoReply: ctx.config.get('chatAAutoReplyEnabled') });
         return out.kind === 'ignored' ? `ignored:${out.reason}` : out.kind;
       },
     });
@@ -226,7 +250,11 @@ export default definePlugin({
         const n = replyCounters.get(action.id) ?? 0;
         replyCounters.set(action.id, n + 1);
         // The same action's n-th reply has the same key in every run of it: a re-run after a crash sends only what is missing.
-        return send(t.chatId, message, { idempotencyKey: `${action.id}:r${n}`, ...(t.messageId ? { replyToMessageId: t.messageId } : {}), ...(t.threadId ? { threadId: t.threadId } : {}) });
+        return send(t.chatId, message, {
+          idempotencyKey: `${action.id}:r${n}`,
+          ...(t.messageId ? { replyToMessageId: t.messageId } : {}),
+          ...(t.threadId ? { threadId: t.threadId } : {}),
+        });
       },
       async progress(action, update) {
         if (!feedbackOn()) return;
@@ -234,7 +262,7 @@ export default definePlugin({
       },
     };
     ctx.provide('channel:chatA', capability);
-    registerSkills(ctx, { api: () => api, send });
+    registerSkills(ctx, { api: () => api, send, limited: (chatId, fn) => outbox.edit(chatId, fn) });
 
     ingress.recover();
     supervisor.start();

@@ -3,14 +3,17 @@
  */
 import { Type, type PluginManifest } from '../../sdk/index.js';
 
-const chatId = Type.Union([Type.String({ minLength: 1 }), Type.Integer()], { description: 'Numeric chat id (a placeholder or name is replaced by the chat of the current message)' });
+const chatId = Type.Union([Type.String({ minLength: 1 }), Type.Integer()], {
+  description: 'Numeric chat id (a placeholder or name is replaced by the chat of the current message)',
+});
 const messageId = Type.Integer({ minimum: 1, description: 'Telegram message id (as returned by send_chatA)' });
 
-const manifest: PluginManifest = {
+const manifest = {
   id: 'chatA',
   version: '1.0.0',
   kind: 'channel',
-  description: 'Telegram channel (chatA): long polling with durable ingress, ledgered replies rendered as Telegram HTML, command menu, buttons, polls, reactions, pins.',
+  description:
+    'Telegram channel (chatA): long polling with durable ingress, ledgered replies rendered as Telegram HTML, command menu, buttons, polls, reactions, pins.',
   provides: ['channel:chatA'],
   channel: { name: 'chatA', userIdPattern: '^-?\\d+$', userIdExample: '123456789' },
   permissions: { network: true, filesystem: ['$KEEL_HOME'], secrets: ['chatAToken'] },
@@ -30,10 +33,16 @@ const manifest: PluginManifest = {
       description: 'Reply to every message; when false only slash commands, and mentions or replies to the bot in groups, become actions.',
     },
     chatACommands: {
-      schema: Type.Array(Type.Object({ command: Type.String({ pattern: '^[a-z0-9_]{1,32}$' }), description: Type.String({ minLength: 1, maxLength: 256 }) }, { additionalProperties: false })),
+      schema: Type.Array(
+        Type.Object(
+          { command: Type.String({ pattern: '^[a-z0-9_]{1,32}$' }), description: Type.String({ minLength: 1, maxLength: 256 }) },
+          { additionalProperties: false },
+        ),
+      ),
       env: ['CHATA_COMMANDS'],
       policy: 'APPROVAL',
-      description: 'The bot’s command menu (setMyCommands); unset: status, queue, cancel, reset, models, help. Those six are answered by the channel itself; other commands become actions.',
+      description:
+        'The bot’s command menu (setMyCommands); unset: status, queue, cancel, reset, models, help. Those six are answered by the channel itself; other commands become actions.',
     },
     chatAPollTimeout: {
       schema: Type.Integer({ minimum: 1, maximum: 50 }),
@@ -59,7 +68,8 @@ const manifest: PluginManifest = {
     },
     {
       name: 'chatA_send_buttons',
-      description: 'Send a message with inline buttons: a 2D array of rows of {text, callback_data | url}; a 1D array puts each button on its own row.',
+      description:
+        'Send a message with inline buttons: a 2D array of rows of {text, callback_data | url}; a 1D array puts each button on its own row.',
       category: 'messaging',
       parameters: Type.Object(
         {
@@ -95,15 +105,21 @@ const manifest: PluginManifest = {
       name: 'chatA_react',
       description: 'React to a message with an emoji (default 👍). Where the bot cannot react, it replies with the emoji instead.',
       category: 'messaging',
-      parameters: Type.Object({ chatId, messageId, emoji: Type.Optional(Type.String({ minLength: 1, default: '\u{1F44D}' })) }, { additionalProperties: false }),
+      parameters: Type.Object(
+        { chatId, messageId, emoji: Type.Optional(Type.String({ minLength: 1, default: '\u{1F44D}' })) },
+        { additionalProperties: false },
+      ),
     },
     {
       name: 'chatA_pin_message',
       description: 'Pin a message (the bot must be an admin in groups and channels).',
       category: 'messaging',
-      parameters: Type.Object({ chatId, messageId, silent: Type.Optional(Type.Boolean({ default: true })) }, { additionalProperties: false }),
+      parameters: Type.Object(
+        { chatId, messageId, silent: Type.Optional(Type.Boolean({ default: true })) },
+        { additionalProperties: false },
+      ),
     },
   ],
-};
+} as const satisfies PluginManifest;
 
 export default manifest;

@@ -6,16 +6,23 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { definePlugin, errorMessage, type Logger } from '../../sdk/index.js';
 import manifest from './manifest.js';
-import { CoderService, type CreateArgs, type ExecuteArgs, type RepairArgs } from './src/service.js';
+import { CoderService } from './src/service.js';
 import { SANDBOX_CAPABILITY, upgradeSkillFile } from './src/skill-file.js';
+
+declare module '../../sdk/capabilities.js' {
+  interface Capabilities {
+    /** How agent-written skill files reach the sandbox (they have no plugin context of their own). */
+    'coder:sandbox': CoderService['runSkill'];
+  }
+}
 
 export default definePlugin({
   manifest,
   setup(ctx) {
     const svc = new CoderService(ctx);
-    ctx.skills.register('create_custom_skill', (args: CreateArgs, c) => svc.create(args, c.signal));
-    ctx.skills.register('execute_typescript', (args: ExecuteArgs, c) => svc.execute(args, c.signal));
-    ctx.skills.register('self_repair_skill', (args: RepairArgs, c) => svc.repair(args, c.signal));
+    ctx.skills.register('create_custom_skill', (args, c) => svc.create(args, c.signal));
+    ctx.skills.register('execute_typescript', (args, c) => svc.execute(args, c.signal));
+    ctx.skills.register('self_repair_skill', (args, c) => svc.repair(args, c.signal));
     // Skills the agent created reach the sandbox through this capability (their files never import Keel internals).
     ctx.provide(SANDBOX_CAPABILITY, svc.runSkill.bind(svc));
     upgradeSkillFiles(svc.skillsDir, ctx.log);

@@ -4,7 +4,7 @@
  */
 import { Type, type PluginManifest } from '../../sdk/index.js';
 
-const manifest: PluginManifest = {
+const manifest = {
   id: 'coder',
   version: '1.0.0',
   kind: 'skill',
@@ -87,6 +87,6 @@ const manifest: PluginManifest = {
       isParallelSafe: false,
     },
   ],
-};
+} as const satisfies PluginManifest;
 
 export default manifest;

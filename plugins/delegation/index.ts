@@ -6,22 +6,6 @@ import manifest, { DEFAULT_MAX_STEPS, DEFAULT_MAX_TASKS, DEFAULT_WAIT_MS, MAX_ST
 import { LaneDelegator, type DelegateOutcome } from './src/lanes.js';
 import { DelegationStore, type SubAgent } from './src/store.js';
 
-interface DelegateArgs {
-  task: string;
-  agent?: string;
-  maxSteps?: number;
-  waitMs?: number;
-}
-
-interface SpawnArgs {
-  name: string;
-  instructions: string;
-  tasks?: string[];
-  maxTasks?: number;
-  maxSteps?: number;
-  waitMs?: number;
-}
-
 const clamp = (v: number | undefined, def: number, min: number, max: number) =>
   Math.min(max, Math.max(min, Math.floor(typeof v === 'number' && Number.isFinite(v) ? v : def)));
 
@@ -89,7 +73,7 @@ export default definePlugin({
       return { ...outcome, tasksLeft: Math.max(0, a.maxTasks - a.tasksRun) };
     };
 
-    ctx.skills.register('delegate_task', async (args: DelegateArgs, call: SkillCallContext) => {
+    ctx.skills.register('delegate_task', async (args, call) => {
       const { depth } = lanes.check(call, args.agent);
       if (args.agent) return report(await runAs(reserve(args.agent), args.task, call, depth, args));
       return report(
@@ -101,7 +85,7 @@ export default definePlugin({
       );
     });
 
-    ctx.skills.register('spawn_agent', async (args: SpawnArgs, call: SkillCallContext) => {
+    ctx.skills.register('spawn_agent', async (args, call) => {
       const { depth } = lanes.check(call, args.tasks?.length ? args.name : undefined);
       const maxTasks = clamp(args.maxTasks, DEFAULT_MAX_TASKS, 1, MAX_TASKS_CAP);
       const tasks = args.tasks ?? [];
@@ -142,7 +126,7 @@ export default definePlugin({
       };
     });
 
-    ctx.skills.register('list_delegations', (args: { parentId?: string; agent?: string; limit?: number }) => {
+    ctx.skills.register('list_delegations', (args) => {
       const d = store.read();
       const tasks = d.tasks
         .filter((t) => (args.parentId ? t.parentId === args.parentId : true) && (args.agent ? t.agent === args.agent : true))
@@ -152,7 +136,7 @@ export default definePlugin({
       return { count: tasks.length, tasks, agents };
     });
 
-    ctx.skills.register('stop_agent', async ({ name }: { name: string }) => {
+    ctx.skills.register('stop_agent', async ({ name }) => {
       const out = store.update((d) => {
         const a = d.agents.find((x) => x.name === name);
         if (!a) return undefined;

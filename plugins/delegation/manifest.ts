@@ -21,7 +21,7 @@ const waitMs = Type.Optional(
 );
 const agentName = Type.String({ minLength: 1, maxLength: 40, pattern: '^[A-Za-z0-9][A-Za-z0-9_-]*$', description: 'Sub-agent name: letters, digits, _ and -' });
 
-const manifest: PluginManifest = {
+const manifest = {
   id: 'delegation',
   version: '1.0.0',
   kind: 'skill',
@@ -90,6 +90,6 @@ const manifest: PluginManifest = {
       parameters: Type.Object({ name: agentName }, { additionalProperties: false }),
     },
   ],
-};
+} as const satisfies PluginManifest;
 
 export default manifest;

@@ -4,7 +4,7 @@
  */
 import { Type, type PluginManifest } from '../../sdk/index.js';
 
-const manifest: PluginManifest = {
+const manifest = {
   id: 'doctor',
   version: '1.0.0',
   kind: 'service',
@@ -29,6 +29,6 @@ const manifest: PluginManifest = {
       options: [{ flags: '--json', description: 'print the report as JSON' }],
     },
   ],
-};
+} as const satisfies PluginManifest;
 
 export default manifest;

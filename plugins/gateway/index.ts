@@ -2,7 +2,7 @@
  * Gateway plugin entry. In setup it serves only when asked to (`keel gateway`, `keel run --with-gateway`,
  * `gatewayAutoStart`); otherwise it stays idle, so `keel run` alone opens no port.
  */
-import { definePlugin, type CommandContext, type KernelInfoCapability } from '../../sdk/index.js';
+import { definePlugin, type CommandContext } from '../../sdk/index.js';
 import manifest from './manifest.js';
 import { readSettings } from './src/deps.js';
 
@@ -39,8 +39,8 @@ async function gatewayCommand(c: CommandContext): Promise<number> {
 export default definePlugin({
   manifest,
   async setup(ctx) {
-    if (!ctx.config.get<boolean>('gatewayAutoStart')) return {};
-    const info = ctx.use<KernelInfoCapability>('kernel:info');
+    if (!ctx.config.get('gatewayAutoStart')) return {};
+    const info = ctx.use('kernel:info');
     if (!info) throw new Error('the kernel did not provide kernel:info');
     // fastify loads only when the gateway serves: `keel run` alone pays nothing for it.
     const { startServer } = await import('./src/server.js');

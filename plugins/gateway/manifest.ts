@@ -3,7 +3,7 @@
  */
 import { Type, type PluginManifest } from '../../sdk/index.js';
 
-const manifest: PluginManifest = {
+const manifest = {
   id: 'gateway',
   version: '1.0.0',
   kind: 'service',
@@ -39,7 +39,7 @@ const manifest: PluginManifest = {
       schema: Type.String({ minLength: 1 }),
       env: ['KEEL_GATEWAY_STATIC_DIR'],
       policy: 'APPROVAL',
-      description: 'Folder of static files (a dashboard) served at /; /api always takes precedence. `keel gateway -s` overrides it.',
+      description: 'Folder of static files served at / instead of the built-in dashboard; /api always takes precedence. `keel gateway -s` overrides it.',
     },
     gatewayAutoStart: {
       schema: Type.Boolean(),
@@ -71,12 +71,12 @@ const manifest: PluginManifest = {
         { flags: '-p, --port <port>', description: 'listening port (default gatewayPort, 3100)' },
         { flags: '-h, --host <host>', description: 'bind address (default gatewayHost, 0.0.0.0); 127.0.0.1 for local access only' },
         { flags: '-k, --api-key <key>', description: 'require X-Api-Key on every API request (overrides gatewayApiKey)' },
-        { flags: '-s, --static <dir>', description: 'serve the static files of this folder at /' },
+        { flags: '-s, --static <dir>', description: 'serve the static files of this folder at / (instead of the dashboard)' },
         { flags: '--with-agent', description: 'also run the agent loop in this process' },
         { flags: '-b, --background', description: 'run detached; logs to $KEEL_HOME/gateway.log' },
       ],
     },
   ],
-};
+} as const satisfies PluginManifest;
 
 export default manifest;

@@ -11,11 +11,17 @@ export interface ImagesCapability {
   generate(args: ImageArgs, signal?: AbortSignal): Promise<SavedImage>;
 }
 
+declare module '../../sdk/capabilities.js' {
+  interface Capabilities {
+    images: ImagesCapability;
+  }
+}
+
 export default definePlugin({
   manifest,
   setup(ctx) {
-    ctx.provide<ImagesCapability>('images', { generate: (args, signal) => generateImage(ctx, args, signal) });
-    ctx.skills.register('generate_image', async (args: ImageArgs, call) => generateImage(ctx, args, AbortSignal.any([call.signal, ctx.signal])));
+    ctx.provide('images', { generate: (args, signal) => generateImage(ctx, args, signal) });
+    ctx.skills.register('generate_image', async (args, call) => generateImage(ctx, args, AbortSignal.any([call.signal, ctx.signal])));
     return {};
   },
 });

@@ -9,7 +9,7 @@ export const IMAGE_SIZES = ['1024x1024', '1024x1792', '1792x1024'] as const;
 export const IMAGE_QUALITIES = ['medium', 'standard', 'hd'] as const;
 export const IMAGE_PROVIDERS = ['providerA', 'providerB'] as const;
 
-const manifest: PluginManifest = {
+const manifest = {
   id: 'images',
   version: '1.0.0',
   kind: 'skill',
@@ -50,6 +50,6 @@ const manifest: PluginManifest = {
       ),
     },
   ],
-};
+} as const satisfies PluginManifest;
 
 export default manifest;

@@ -5,7 +5,7 @@
 import { readFile, stat } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
-import { definePlugin, type LlmCapability, type PluginContext, type WebCapability, errorMessage } from '../../sdk/index.js';
+import { definePlugin, type LlmCapability, type PluginContext, type SkillArgs, errorMessage } from '../../sdk/index.js';
 import manifest from './manifest.js';
 import { chunk, formatFromName } from './src/chunk.js';
 import { ingestCommand } from './src/ingest-command.js';
@@ -18,14 +18,7 @@ export const EMBED_BATCH = 64;
 /** Chunks re-embedded per background round (see `reembed`). */
 const REEMBED_BATCH = 256;
 
-interface IngestArgs {
-  content: string;
-  source: string;
-  collection?: string;
-  title?: string;
-  tags?: string[];
-  format?: KnowledgeFormat;
-}
+type IngestArgs = SkillArgs<typeof manifest, 'rag_ingest'>;
 
 const message = errorMessage;
 
@@ -39,11 +32,11 @@ export class Knowledge {
 
   constructor(
     readonly store: KnowledgeStore,
-    private readonly ctx: Pick<PluginContext, 'use' | 'log' | 'config'>,
+    private readonly ctx: Pick<PluginContext<typeof manifest>, 'use' | 'log' | 'config'>,
   ) {}
 
   private llm(): LlmCapability | undefined {
-    const llm = this.ctx.use<LlmCapability>('llm');
+    const llm = this.ctx.use('llm');
     return llm && typeof llm.canEmbed === 'function' && llm.canEmbed() ? llm : undefined;
   }
 
@@ -105,7 +98,7 @@ export class Knowledge {
     if (!info) throw new Error(`file not found: ${path}`);
     if (info.isDirectory()) throw new Error(`${path} is a directory; give the path of one file`);
     if (!info.isFile()) throw new Error(`${path} is not a regular file`);
-    const max = this.ctx.config.get<number>('knowledgeMaxFileBytes') ?? 10 * 1024 * 1024;
+    const max = this.ctx.config.get('knowledgeMaxFileBytes');
     if (info.size > max) throw new Error(`${path} is ${info.size} bytes, more than knowledgeMaxFileBytes (${max}); split it or raise the limit`);
     const buf = await readFile(path);
     if (buf.subarray(0, 8192).includes(0)) throw new Error(`${path} looks like a binary file; only text files can be ingested`);
@@ -124,9 +117,9 @@ export class Knowledge {
       throw new Error(`"${a.url}" is not a valid URL`);
     }
     if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error(`only http and https URLs can be ingested, not ${url.protocol}`);
-    const web = this.ctx.use<WebCapability>('web');
+    const web = this.ctx.use('web');
     if (!web) throw new Error('rag_ingest_url needs the web plugin (capability "web"), which is not loaded; enable the plugin "web" (see `keel plugins`)');
-    const max = this.ctx.config.get<number>('knowledgeMaxFileBytes') ?? 10 * 1024 * 1024;
+    const max = this.ctx.config.get('knowledgeMaxFileBytes');
     const res = await web.fetch(url.href, { maxBytes: max, accept: 'text/html, text/markdown, text/plain, application/json, */*;q=0.5', ...(signal ? { signal } : {}) });
     if (res.status >= 400) throw new Error(`fetching ${url.href} failed with HTTP status ${res.status}`);
     const fetchedAt = new Date().toISOString();
@@ -233,12 +226,18 @@ export default definePlugin({
     // Load the vector index in the background, so the first search after a start does not pay for it.
     const warm = setTimeout(() => void store.warm?.().catch((e: unknown) => ctx.log.warn(`rag: loading the vector index failed: ${message(e)}`)), 0);
     warm.unref();
-    ctx.skills.register('rag_ingest', (a: IngestArgs, c) => k.ingest(a, {}, c.signal));
-    ctx.skills.register('rag_ingest_file', (a: { file_path: string; collection?: string; tags?: string[]; title?: string }) => k.ingestFile(a));
-    ctx.skills.register('rag_ingest_url', (a: { url: string; collection?: string; tags?: string[]; title?: string }, c) => k.ingestUrl(a, c.signal));
-    ctx.skills.register('rag_search', (a: { query: string; limit?: number; collection?: string; tags?: string[] }, c) => k.search(a, c.signal));
-    ctx.skills.register('rag_list', (a: { collection?: string }) => k.list(a));
-    ctx.skills.register('rag_delete', (a: { document_id?: string; collection?: string }) => k.delete(a));
+    ctx.provide('knowledge', {
+      ingest: async ({ metadata, ...doc }, opts = {}) => {
+        const r = await k.ingest(doc, metadata ?? {}, opts.signal);
+        return { documentId: String(r.document_id), chunks: Number(r.chunks), replaced: r.replaced === true, embedded: r.embedded === true };
+      },
+    });
+    ctx.skills.register('rag_ingest', (a, c) => k.ingest(a, {}, c.signal));
+    ctx.skills.register('rag_ingest_file', (a) => k.ingestFile(a));
+    ctx.skills.register('rag_ingest_url', (a, c) => k.ingestUrl(a, c.signal));
+    ctx.skills.register('rag_search', (a, c) => k.search(a, c.signal));
+    ctx.skills.register('rag_list', (a) => k.list(a));
+    ctx.skills.register('rag_delete', (a) => k.delete(a));
     return {
       stop: () => {
         clearTimeout(warm);

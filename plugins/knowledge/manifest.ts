@@ -7,11 +7,12 @@ const Collection = Type.String({ minLength: 1, maxLength: 200, description: 'Col
 const Tags = Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { maxItems: 50, description: 'Tags, used for filtering' });
 const Title = Type.String({ minLength: 1, maxLength: 500, description: 'Title shown with results' });
 
-const manifest: PluginManifest = {
+const manifest = {
   id: 'knowledge',
   version: '1.0.0',
   kind: 'skill',
   description: 'Knowledge store: ingest text, markdown, CSV, JSON, JSONL, code, files and web pages; hybrid keyword + vector search (SQLite FTS5 + in-memory int8 vectors).',
+  provides: ['knowledge'],
   permissions: { network: true, filesystem: ['$KEEL_HOME', '*'] },
   config: {
     knowledgeMaxFileBytes: {
@@ -46,7 +47,7 @@ const manifest: PluginManifest = {
           collection: Type.Optional(Collection),
           title: Type.Optional(Title),
           tags: Type.Optional(Tags),
-          format: Type.Optional(Type.Union(['text', 'markdown', 'csv', 'json', 'jsonl', 'code'].map((f) => Type.Literal(f)), { description: 'Default: from the source\'s extension, else text' })),
+          format: Type.Optional(Type.Union([Type.Literal('text'), Type.Literal('markdown'), Type.Literal('csv'), Type.Literal('json'), Type.Literal('jsonl'), Type.Literal('code')], { description: 'Default: from the source\'s extension, else text' })),
         },
         { additionalProperties: false },
       ),
@@ -105,6 +106,6 @@ const manifest: PluginManifest = {
       ),
     },
   ],
-};
+} as const satisfies PluginManifest;
 
 export default manifest;

@@ -4,7 +4,7 @@
  */
 import { Type, type PluginManifest } from '../../sdk/index.js';
 
-const manifest: PluginManifest = {
+const manifest = {
   id: 'memory',
   version: '1.0.0',
   kind: 'skill',
@@ -92,6 +92,6 @@ const manifest: PluginManifest = {
       ],
     },
   ],
-};
+} as const satisfies PluginManifest;
 
 export default manifest;

@@ -29,7 +29,15 @@ const EMOJI: Record<string, string> = {
 const VOICE_NOTE_CHANNELS = new Set(['chatA', 'chatB']);
 const IMAGE_EXT = new Set(['.jpg', '.jpeg', '.png', '.gif', '.webp']);
 const AUDIO_EXT = new Set(['.mp3', '.m4a', '.ogg', '.oga', '.wav', '.opus']);
-const EXT: Record<string, string> = { 'audio/mpeg': '.mp3', 'audio/ogg': '.ogg', 'audio/wav': '.wav', 'audio/opus': '.opus', 'image/png': '.png', 'image/jpeg': '.jpg', 'image/webp': '.webp' };
+const EXT: Record<string, string> = {
+  'audio/mpeg': '.mp3',
+  'audio/ogg': '.ogg',
+  'audio/wav': '.wav',
+  'audio/opus': '.opus',
+  'image/png': '.png',
+  'image/jpeg': '.jpg',
+  'image/webp': '.webp',
+};
 
 /** The same call within one action is delivered once, even when the action runs again after a crash. */
 function keyOf(call: SkillCallContext, skill: string, args: unknown): SendOptions {
@@ -50,14 +58,16 @@ function delivered(ctx: PluginContext, call: SkillCallContext, channel: string, 
 function provider(ctx: PluginContext, want: 'speak' | 'generateImage'): ProviderCapability {
   const tried: string[] = [];
   for (const id of ['providerA', 'providerB']) {
-    const p = ctx.use<ProviderCapability>(`provider:${id}`);
+    const p = ctx.use(`provider:${id}`);
     if (!p || typeof p[want] !== 'function') continue;
     const c = p.configured();
     if (c.ok) return p;
     tried.push(`${id}: set ${c.missing}`);
   }
   const what = want === 'speak' ? 'Speech' : 'Image generation';
-  throw new Error(`${what} needs providerA or providerB configured${tried.length ? ` (${tried.join('; ')})` : ' (set providerAApiKey or providerBApiKey)'}.`);
+  throw new Error(
+    `${what} needs providerA or providerB configured${tried.length ? ` (${tried.join('; ')})` : ' (set providerAApiKey or providerBApiKey)'}.`,
+  );
 }
 
 function saveMedia(ctx: PluginContext, kind: string, mimeType: string, base64: string): string {
@@ -71,7 +81,7 @@ function saveMedia(ctx: PluginContext, kind: string, mimeType: string, base64: s
 export default definePlugin({
   manifest,
   setup(ctx) {
-    ctx.skills.register('send_file', async (args: { jid: string; path: string; caption?: string; channel?: string }, call: SkillCallContext) => {
+    ctx.skills.register('send_file', async (args, call) => {
       if (!isAbsolute(args.path)) throw new Error(`path must be absolute: "${args.path}".`);
       let st;
       try {
@@ -87,7 +97,7 @@ export default definePlugin({
       return { channel: name, to: args.jid, messageId: sent.messageId };
     });
 
-    ctx.skills.register('send_voice_note', async (args: { jid: string; text: string; voice?: string; channel?: string }, call: SkillCallContext) => {
+    ctx.skills.register('send_voice_note', async (args, call) => {
       if (args.text.length > 4096) throw new Error('text is limited to 4096 characters.');
       const name = detectChannel(args.channel, call.action, args.jid);
       const channel = channelFor(ctx, name);
@@ -102,11 +112,16 @@ export default definePlugin({
 
     ctx.skills.register(
       'send_image',
-      async (args: { jid: string; prompt: string; channel?: string; size?: string; quality?: string; caption?: string }, call: SkillCallContext) => {
+      async (args, call) => {
         const name = detectChannel(args.channel, call.action, args.jid);
         const channel = channelFor(ctx, name);
         const p = provider(ctx, 'generateImage');
-        const image = await p.generateImage!({ prompt: args.prompt, size: args.size ?? '1024x1024', quality: args.quality ?? 'medium', signal: call.signal });
+        const image = await p.generateImage!({
+          prompt: args.prompt,
+          size: args.size ?? '1024x1024',
+          quality: args.quality ?? 'medium',
+          signal: call.signal,
+        });
         const path = saveMedia(ctx, 'image', image.mimeType, image.base64);
         const sent = delivered(
           ctx,
@@ -119,7 +134,7 @@ export default definePlugin({
       },
     );
 
-    ctx.skills.register('react', async (args: { message_id: string; emoji: string; channel?: string; chat_id?: string }, call: SkillCallContext) => {
+    ctx.skills.register('react', async (args, call) => {
       const emoji = EMOJI[args.emoji.toLowerCase()] ?? args.emoji;
       const replyTo = call.action?.metadata.replyTo;
       const name = args.channel ?? (call.action ? detectChannel(undefined, call.action, '') : undefined);

@@ -4,7 +4,7 @@
  */
 import { Type, type PluginManifest } from '../../sdk/index.js';
 
-const manifest: PluginManifest = {
+const manifest = {
   id: 'messaging',
   version: '1.0.0',
   kind: 'skill',
@@ -28,13 +28,19 @@ const manifest: PluginManifest = {
     },
     {
       name: 'send_voice_note',
-      description: 'Speak a text (providerA or providerB speech) and send it as a voice note (chatA, chatB) or an audio file (other channels).',
+      description:
+        'Speak a text (providerA or providerB speech) and send it as a voice note (chatA, chatB) or an audio file (other channels).',
       category: 'messaging',
       parameters: Type.Object(
         {
           jid: Type.String({ minLength: 1 }),
           text: Type.String({ minLength: 1, maxLength: 4096 }),
-          voice: Type.Optional(Type.String({ minLength: 1, description: 'providerA: alloy, echo, fable, onyx, nova, shimmer; providerB: achernar, alnilam, kore, ...' })),
+          voice: Type.Optional(
+            Type.String({
+              minLength: 1,
+              description: 'providerA: alloy, echo, fable, onyx, nova, shimmer; providerB: achernar, alnilam, kore, ...',
+            }),
+          ),
           channel: Type.Optional(Type.String({ minLength: 1 })),
         },
         { additionalProperties: false },
@@ -42,14 +48,17 @@ const manifest: PluginManifest = {
     },
     {
       name: 'send_image',
-      description: 'Generate an image (providerA or providerB) and send it in one step. Prefer it over generate_image followed by send_file.',
+      description:
+        'Generate an image (providerA or providerB) and send it in one step. Prefer it over generate_image followed by send_file.',
       category: 'messaging',
       parameters: Type.Object(
         {
           jid: Type.String({ minLength: 1 }),
           prompt: Type.String({ minLength: 1, maxLength: 4000 }),
           channel: Type.Optional(Type.String({ minLength: 1 })),
-          size: Type.Optional(Type.Union([Type.Literal('1024x1024'), Type.Literal('1024x1792'), Type.Literal('1792x1024')], { default: '1024x1024' })),
+          size: Type.Optional(
+            Type.Union([Type.Literal('1024x1024'), Type.Literal('1024x1792'), Type.Literal('1792x1024')], { default: '1024x1024' }),
+          ),
           quality: Type.Optional(Type.Union([Type.Literal('medium'), Type.Literal('standard'), Type.Literal('hd')], { default: 'medium' })),
           caption: Type.Optional(Type.String()),
         },
@@ -58,7 +67,8 @@ const manifest: PluginManifest = {
     },
     {
       name: 'react',
-      description: 'React to a message with an emoji: a raw emoji or one of thumbs_up, love, fire, laugh, check, eyes, thinking. Channel and chat default to those of the current message.',
+      description:
+        'React to a message with an emoji: a raw emoji or one of thumbs_up, love, fire, laugh, check, eyes, thinking. Channel and chat default to those of the current message.',
       category: 'messaging',
       parameters: Type.Object(
         {
@@ -71,6 +81,6 @@ const manifest: PluginManifest = {
       ),
     },
   ],
-};
+} as const satisfies PluginManifest;
 
 export default manifest;

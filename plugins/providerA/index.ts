@@ -1,7 +1,7 @@
 /**
  * providerA (OpenAI): provides `provider:providerA` through the shared OpenAI-compatible adapter.
  */
-import { definePlugin, type ProviderCapability } from '../../sdk/index.js';
+import { definePlugin } from '../../sdk/index.js';
 import { readProviderSettings } from '../../sdk/vendors/common.js';
 import { createOpenAICompatibleProvider, OPENAI_VOICES } from '../../sdk/vendors/openai-compatible.js';
 import manifest, { DEFAULT_BASE_URL } from './manifest.js';
@@ -18,7 +18,7 @@ export default definePlugin({
       images: { defaultModel: 'gpt-image-1' },
       speech: { defaultModel: 'tts-1', voices: OPENAI_VOICES },
     });
-    ctx.provide<ProviderCapability>('provider:providerA', provider);
+    ctx.provide('provider:providerA', provider);
     return {};
   },
 });

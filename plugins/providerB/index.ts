@@ -1,7 +1,7 @@
 /**
  * providerB (Google Gemini): provides `provider:providerB` through the Gemini adapter.
  */
-import { definePlugin, type ProviderCapability } from '../../sdk/index.js';
+import { definePlugin } from '../../sdk/index.js';
 import { readProviderSettings } from '../../sdk/vendors/common.js';
 import { createGeminiProvider } from '../../sdk/vendors/gemini.js';
 import manifest, { DEFAULT_BASE_URL } from './manifest.js';
@@ -13,7 +13,7 @@ export default definePlugin({
       id: 'providerB',
       settings: () => readProviderSettings(ctx.config, 'providerB', DEFAULT_BASE_URL),
     });
-    ctx.provide<ProviderCapability>('provider:providerB', provider);
+    ctx.provide('provider:providerB', provider);
     return {};
   },
 });

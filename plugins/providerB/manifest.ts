@@ -7,7 +7,7 @@ import { providerKeys } from '../../sdk/vendors/common.js';
 /** Gemini's public API (the client adds the API version, v1beta). */
 export const DEFAULT_BASE_URL = 'https://generativelanguage.googleapis.com';
 
-const manifest: PluginManifest = {
+const manifest = {
   id: 'providerB',
   version: '1.0.0',
   kind: 'provider',
@@ -30,6 +30,6 @@ const manifest: PluginManifest = {
       description: 'Gemini model used for computer use when providerBComputerUseEnabled is true (no default: the identifier holds a vendor name).',
     },
   },
-};
+} as const satisfies PluginManifest;
 
 export default manifest;

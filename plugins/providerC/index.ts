@@ -29,7 +29,7 @@ export default definePlugin({
         return anthropicChat({ provider: ID, apiKey: s.apiKey, baseUrl: s.baseUrl, timeoutMs: s.timeoutMs }, { ...req, signal });
       },
     };
-    ctx.provide<ProviderCapability>(`provider:${ID}`, provider);
+    ctx.provide(`provider:${ID}`, provider);
     const c = configured();
     if (!c.ok) ctx.log.debug(`${ID} is idle: ${c.missing}`);
     return {};

@@ -7,7 +7,7 @@ import { providerKeys } from '../../sdk/vendors/common.js';
 /** Anthropic's public API (the SDK appends /v1/messages). */
 export const DEFAULT_BASE_URL = 'https://api.anthropic.com';
 
-const manifest: PluginManifest = {
+const manifest = {
   id: 'providerC',
   version: '1.0.0',
   kind: 'provider',
@@ -19,6 +19,6 @@ const manifest: PluginManifest = {
     // providerCTimeoutSeconds (SAFE).
     ...providerKeys({ id: 'providerC', vendor: 'Anthropic', baseUrl: DEFAULT_BASE_URL, keyNote: 'Keys start with sk-ant-. The SPEC classes it APPROVAL.' }),
   },
-};
+} as const satisfies PluginManifest;
 
 export default manifest;

@@ -38,7 +38,7 @@ export default definePlugin({
       async chat(req: ChatRequest) {
         const c = configured();
         if (!c.ok) throw new ProviderError(`${ID}: ${c.missing}`, { provider: ID, retryable: false });
-        const secs = ctx.config.has('providerDTimeoutSeconds') ? ctx.config.get<number>('providerDTimeoutSeconds') : undefined;
+        const secs = ctx.config.get('providerDTimeoutSeconds');
         const sessionToken = get('providerDSessionToken');
         const baseUrl = get('providerDBaseUrl');
         const signal = req.signal ? AbortSignal.any([req.signal, ctx.signal]) : ctx.signal;
@@ -57,7 +57,7 @@ export default definePlugin({
       },
     };
     for (const k of ['providerDAccessKeyId', 'providerDSecretAccessKey', 'providerDSessionToken']) registerSecret(get(k));
-    ctx.provide<ProviderCapability>(`provider:${ID}`, provider);
+    ctx.provide(`provider:${ID}`, provider);
     const c = configured();
     if (!c.ok) ctx.log.debug(`${ID} is idle: ${c.missing}`);
     return { stop: () => bedrock.destroy() };

@@ -5,7 +5,7 @@
 import { Type, type PluginManifest } from '../../sdk/index.js';
 import { DEFAULT_TIMEOUT_MS } from '../../sdk/vendors/common.js';
 
-const manifest: PluginManifest = {
+const manifest = {
   id: 'providerD',
   version: '1.0.0',
   kind: 'provider',
@@ -62,6 +62,6 @@ const manifest: PluginManifest = {
       description: `Seconds one Bedrock request may take before it is abandoned (default ${DEFAULT_TIMEOUT_MS / 1000}); a request's own timeout wins.`,
     },
   },
-};
+} as const satisfies PluginManifest;
 
 export default manifest;

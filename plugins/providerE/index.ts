@@ -1,7 +1,7 @@
 /**
  * providerE (OpenRouter): provides `provider:providerE` through the shared OpenAI-compatible adapter.
  */
-import { definePlugin, type ProviderCapability } from '../../sdk/index.js';
+import { definePlugin } from '../../sdk/index.js';
 import { readProviderSettings } from '../../sdk/vendors/common.js';
 import { createOpenAICompatibleProvider } from '../../sdk/vendors/openai-compatible.js';
 import manifest, { DEFAULT_BASE_URL } from './manifest.js';
@@ -15,14 +15,14 @@ export default definePlugin({
       vision: false,
       headers: () => {
         const h: Record<string, string> = {};
-        const referer = ctx.config.get<string | undefined>('providerEReferer');
-        const title = ctx.config.get<string | undefined>('providerEAppName');
+        const referer = ctx.config.get('providerEReferer');
+        const title = ctx.config.get('providerEAppName');
         if (referer) h['HTTP-Referer'] = referer;
         if (title) h['X-Title'] = title;
         return h;
       },
     });
-    ctx.provide<ProviderCapability>('provider:providerE', provider);
+    ctx.provide('provider:providerE', provider);
     return {};
   },
 });

@@ -7,7 +7,7 @@ import { providerKeys } from '../../sdk/vendors/common.js';
 /** OpenRouter's public API. */
 export const DEFAULT_BASE_URL = 'https://openrouter.ai/api/v1';
 
-const manifest: PluginManifest = {
+const manifest = {
   id: 'providerE',
   version: '1.0.0',
   kind: 'provider',
@@ -29,6 +29,6 @@ const manifest: PluginManifest = {
       description: 'Optional application name sent as the X-Title header, which OpenRouter uses for app ranking.',
     },
   },
-};
+} as const satisfies PluginManifest;
 
 export default manifest;

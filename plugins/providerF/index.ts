@@ -1,7 +1,7 @@
 /**
  * providerF (NVIDIA NIM): provides `provider:providerF` through the shared OpenAI-compatible adapter.
  */
-import { definePlugin, type ProviderCapability } from '../../sdk/index.js';
+import { definePlugin } from '../../sdk/index.js';
 import { readProviderSettings } from '../../sdk/vendors/common.js';
 import { createOpenAICompatibleProvider } from '../../sdk/vendors/openai-compatible.js';
 import manifest, { DEFAULT_BASE_URL } from './manifest.js';
@@ -14,7 +14,7 @@ export default definePlugin({
       settings: () => readProviderSettings(ctx.config, 'providerF', DEFAULT_BASE_URL),
       vision: false,
     });
-    ctx.provide<ProviderCapability>('provider:providerF', provider);
+    ctx.provide('provider:providerF', provider);
     return {};
   },
 });

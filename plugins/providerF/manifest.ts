@@ -7,7 +7,7 @@ import { providerKeys } from '../../sdk/vendors/common.js';
 /** NVIDIA NIM's public API. */
 export const DEFAULT_BASE_URL = 'https://integrate.api.nvidia.com/v1';
 
-const manifest: PluginManifest = {
+const manifest = {
   id: 'providerF',
   version: '1.0.0',
   kind: 'provider',
@@ -17,6 +17,6 @@ const manifest: PluginManifest = {
   config: {
     ...providerKeys({ id: 'providerF', vendor: 'NVIDIA NIM', baseUrl: DEFAULT_BASE_URL, keyNote: 'The SPEC classes it APPROVAL.' }),
   },
-};
+} as const satisfies PluginManifest;
 
 export default manifest;

@@ -38,7 +38,7 @@ export default definePlugin({
       chat: async (req: ChatRequest) => ollamaChat(settings(), { ...req, signal: withStop(req.signal) }),
       embed: async (req: EmbedRequest) => ollamaEmbed(settings(), { ...req, signal: withStop(req.signal) }),
     };
-    ctx.provide<ProviderCapability>(`provider:${ID}`, provider);
+    ctx.provide(`provider:${ID}`, provider);
     const c = configured();
     if (!c.ok) ctx.log.debug(`${ID} is idle: ${c.missing}`);
     return {};

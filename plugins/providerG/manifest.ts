@@ -8,7 +8,7 @@ import { DEFAULT_TIMEOUT_MS } from '../../sdk/vendors/common.js';
 /** Ollama's default address: loopback, port 11434. */
 export const DEFAULT_API_URL = 'http://127.0.0.1:11434';
 
-const manifest: PluginManifest = {
+const manifest = {
   id: 'providerG',
   version: '1.0.0',
   kind: 'provider',
@@ -42,6 +42,6 @@ const manifest: PluginManifest = {
       description: `Seconds one Ollama request may take before it is abandoned (default ${DEFAULT_TIMEOUT_MS / 1000}); a request's own timeout wins.`,
     },
   },
-};
+} as const satisfies PluginManifest;
 
 export default manifest;

@@ -7,7 +7,7 @@ import { providerKeys } from '../../sdk/vendors/common.js';
 /** Groq's public API. */
 export const DEFAULT_BASE_URL = 'https://api.groq.com/openai/v1';
 
-const manifest: PluginManifest = {
+const manifest = {
   id: 'providerI',
   version: '1.0.0',
   kind: 'provider',
@@ -17,6 +17,6 @@ const manifest: PluginManifest = {
   config: {
     ...providerKeys({ id: 'providerI', vendor: 'Groq', baseUrl: DEFAULT_BASE_URL, keyNote: 'The SPEC gives it no class; APPROVAL like the other provider keys.' }),
   },
-};
+} as const satisfies PluginManifest;
 
 export default manifest;

@@ -7,7 +7,7 @@ import { providerKeys } from '../../sdk/vendors/common.js';
 /** Cerebras's public API. */
 export const DEFAULT_BASE_URL = 'https://api.cerebras.ai/v1';
 
-const manifest: PluginManifest = {
+const manifest = {
   id: 'providerK',
   version: '1.0.0',
   kind: 'provider',
@@ -17,6 +17,6 @@ const manifest: PluginManifest = {
   config: {
     ...providerKeys({ id: 'providerK', vendor: 'Cerebras', baseUrl: DEFAULT_BASE_URL, keyNote: 'The SPEC gives it no class; APPROVAL like the other provider keys.' }),
   },
-};
+} as const satisfies PluginManifest;
 
 export default manifest;

@@ -2,13 +2,13 @@
  * Scheduler plugin entry: schedule_task / list_scheduled_tasks / cancel_scheduled_task, the firing loop,
  * autonomy mode and the autonomy cross-channel rule. See docs/scheduling.md.
  */
-import { actorLabel, definePlugin, type Actor, type SkillCallContext, errorMessage } from '../../sdk/index.js';
+import { actorLabel, definePlugin, type Actor, errorMessage } from '../../sdk/index.js';
 import manifest from './manifest.js';
 import { identityKey, isAdmin, storedActor } from './src/actors.js';
 import { Autonomy } from './src/autonomy.js';
 import { crossChannelVeto } from './src/cross-channel.js';
 import { ScheduleEngine } from './src/engine.js';
-import { plan, ScheduleError, type ScheduleArgs } from './src/plan.js';
+import { plan, ScheduleError } from './src/plan.js';
 import { newScheduleId, ScheduleStore, type Schedule } from './src/store.js';
 
 function view(s: Schedule) {
@@ -36,7 +36,7 @@ export default definePlugin({
     const autonomy = new Autonomy(ctx, store, ctx.log);
     const mine = (s: Schedule, actor: Actor) => isAdmin(ctx, actor) || identityKey(s.actor) === identityKey(actor);
 
-    ctx.skills.register('schedule_task', (args: ScheduleArgs, call: SkillCallContext) => {
+    ctx.skills.register('schedule_task', (args, call) => {
       const now = new Date();
       let p;
       try {
@@ -62,13 +62,13 @@ export default definePlugin({
       return { scheduled: view(s), message: `Scheduled ${s.id}: ${s.kind === 'cron' ? `cron "${s.cron}"` : 'once'}, next run ${s.nextRunAt}.${runner}` };
     });
 
-    ctx.skills.register('list_scheduled_tasks', (_args: Record<string, never>, call: SkillCallContext) => {
+    ctx.skills.register('list_scheduled_tasks', (_args, call) => {
       const all = store.list().filter((s) => mine(s, call.actor));
       all.sort((a, b) => a.nextRunAt.localeCompare(b.nextRunAt));
       return { count: all.length, schedules: all.map(view) };
     });
 
-    ctx.skills.register('cancel_scheduled_task', ({ id }: { id: string }, call: SkillCallContext) => {
+    ctx.skills.register('cancel_scheduled_task', ({ id }, call) => {
       const removed = store.update((items) => {
         const i = items.findIndex((s) => s.id === id);
         if (i < 0) return 'missing' as const;

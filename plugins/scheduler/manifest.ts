@@ -3,7 +3,7 @@
  */
 import { Type, type PluginManifest } from '../../sdk/index.js';
 
-const manifest: PluginManifest = {
+const manifest = {
   id: 'scheduler',
   version: '1.0.0',
   kind: 'service',
@@ -66,6 +66,6 @@ const manifest: PluginManifest = {
       parameters: Type.Object({ id: Type.String({ minLength: 1 }) }, { additionalProperties: false }),
     },
   ],
-};
+} as const satisfies PluginManifest;
 
 export default manifest;

@@ -5,16 +5,16 @@
 import { definePlugin } from '../../sdk/index.js';
 import manifest from './manifest.js';
 import { commandsCommand } from './src/cli.js';
-import { manageConfig, type ManageConfigArgs } from './src/manage-config.js';
-import { CommandService, type RunCommandArgs } from './src/service.js';
+import { manageConfig } from './src/manage-config.js';
+import { CommandService } from './src/service.js';
 
 export default definePlugin({
   manifest,
   setup(ctx) {
     const svc = new CommandService(ctx);
-    ctx.skills.register('run_command', (args: RunCommandArgs, c) => svc.request(args, c.actor, c.signal));
-    ctx.skills.register('approve_command', (args: { id: string; decision: 'approve' | 'refuse' }, c) => svc.decide(args.id, args.decision, c.actor, c.signal));
-    ctx.skills.register('manage_config', (args: ManageConfigArgs, c) => manageConfig(ctx, args, c.actor));
+    ctx.skills.register('run_command', (args, c) => svc.request(args, c.actor, c.signal));
+    ctx.skills.register('approve_command', (args, c) => svc.decide(args.id, args.decision, c.actor, c.signal));
+    ctx.skills.register('manage_config', (args, c) => manageConfig(ctx, args, c.actor));
     return { stop: () => svc.close() };
   },
   commands: { commands: commandsCommand },

@@ -4,7 +4,7 @@
  */
 import { Type, type PluginManifest } from '../../sdk/index.js';
 
-const manifest: PluginManifest = {
+const manifest = {
   id: 'system',
   version: '1.0.0',
   kind: 'skill',
@@ -129,6 +129,6 @@ const manifest: PluginManifest = {
       options: [{ flags: '--json', description: 'machine-readable output' }],
     },
   ],
-};
+} as const satisfies PluginManifest;
 
 export default manifest;

@@ -5,7 +5,7 @@
  * {version, installationId, uptimeSeconds, errorCounts: {error, warn}}. Failures are silent (debug log only);
  * stop() aborts a ping in flight and returns at once.
  */
-import { definePlugin, type KernelInfoCapability, errorMessage } from '../../sdk/index.js';
+import { definePlugin, errorMessage } from '../../sdk/index.js';
 import manifest from './manifest.js';
 import { installationId } from './src/installation-id.js';
 
@@ -26,7 +26,7 @@ export default definePlugin({
     const stopping = new AbortController();
     let timer: NodeJS.Timeout | undefined;
     const counts = { error: 0, warn: 0 };
-    const info = ctx.use<KernelInfoCapability>('kernel:info');
+    const info = ctx.use('kernel:info');
     // Counts only: the entry's message is never looked at, let alone kept.
     for (const e of info?.logs() ?? []) if (e.level === 'error' || e.level === 'warn') counts[e.level]++;
     const unsubscribe = info?.onLog((e) => {
@@ -35,8 +35,8 @@ export default definePlugin({
     const startedAt = Date.parse(info?.startedAt ?? '') || Date.now();
 
     const ping = async (): Promise<void> => {
-      if (stopping.signal.aborted || ctx.config.get<boolean>('usagePingEnabled') !== true) return;
-      const configured = ctx.config.get<string>('usagePingUrl');
+      if (stopping.signal.aborted || !ctx.config.get('usagePingEnabled')) return;
+      const configured = ctx.config.get('usagePingUrl');
       const url = configured && configured.trim() ? configured.trim() : DEFAULT_USAGE_PING_URL;
       let host: string;
       try {
@@ -58,10 +58,10 @@ export default definePlugin({
           uptimeSeconds: Math.max(0, Math.floor((Date.now() - startedAt) / 1000)),
           errorCounts: { error: counts.error, warn: counts.warn },
         };
-        const token = ctx.config.get<string>('usagePingToken');
+        const token = ctx.config.get('usagePingToken');
         const headers: Record<string, string> = { 'content-type': 'application/json' };
         if (typeof token === 'string' && token !== '') headers.authorization = `Bearer ${token}`;
-        const timeout = Number(ctx.config.get<number>('usagePingTimeoutMs')) || 4000;
+        const timeout = ctx.config.get('usagePingTimeoutMs');
         const res = await fetch(url, {
           method: 'POST',
           headers,

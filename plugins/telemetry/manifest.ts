@@ -3,7 +3,7 @@
  */
 import { Type, type PluginManifest } from '../../sdk/index.js';
 
-const manifest: PluginManifest = {
+const manifest = {
   id: 'telemetry',
   version: '1.0.0',
   kind: 'service',
@@ -41,6 +41,6 @@ const manifest: PluginManifest = {
       description: 'Optional bearer token sent as Authorization: Bearer <token> (default empty: no header). Secret.',
     },
   },
-};
+} as const satisfies PluginManifest;
 
 export default manifest;

@@ -2,7 +2,7 @@
  * Timeline plugin entry: records action timelines from the kernel's hooks into `$KEEL_HOME/timeline/` and adds
  * `GET /api/tasks/:id` to the gateway; `keel trace` reads the same store without starting anything.
  */
-import { definePlugin, type GatewayRoutesCapability, type PluginContext } from '../../sdk/index.js';
+import { definePlugin, type PluginContext } from '../../sdk/index.js';
 import manifest from './manifest.js';
 import { record } from './src/recorder.js';
 import { taskRoute } from './src/routes.js';
@@ -34,7 +34,7 @@ export default definePlugin({
       recorder.flush();
       return store;
     };
-    ctx.provide<GatewayRoutesCapability>('gateway:routes:timeline', { routes: [taskRoute(ctx, current)] });
+    ctx.provide('gateway:routes:timeline', { routes: [taskRoute(ctx, current)] });
     return {
       stop() {
         recorder.flush();

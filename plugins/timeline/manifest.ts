@@ -4,7 +4,7 @@
  */
 import { Type, type PluginManifest } from '../../sdk/index.js';
 
-const manifest: PluginManifest = {
+const manifest = {
   id: 'timeline',
   version: '1.0.0',
   kind: 'service',
@@ -36,6 +36,6 @@ const manifest: PluginManifest = {
       options: [{ flags: '--json', description: 'machine-readable output' }],
     },
   ],
-};
+} as const satisfies PluginManifest;
 
 export default manifest;

@@ -4,7 +4,7 @@
  */
 import type { PluginManifest } from '../../sdk/index.js';
 
-const manifest: PluginManifest = {
+const manifest = {
   id: 'ui',
   version: '1.0.0',
   kind: 'service',
@@ -22,6 +22,6 @@ const manifest: PluginManifest = {
       ],
     },
   ],
-};
+} as const satisfies PluginManifest;
 
 export default manifest;

@@ -2,18 +2,32 @@
  * Web plugin entry: registers `http_fetch` and `extract_article` and provides the `web` capability. Settings are
  * read from the configuration at every call, so a changed key applies to the next fetch.
  */
-import { definePlugin, type ConfigView, type WebCapability } from '../../sdk/index.js';
-import manifest, { DEFAULT_USER_AGENT } from './manifest.js';
+import { definePlugin, type ConfigView, type PluginContext, type WebCapability } from '../../sdk/index.js';
+import manifest, { DEFAULT_MAX_RESULTS } from './manifest.js';
+import { lookup } from 'node:dns/promises';
+import { isIP } from 'node:net';
+import { blockedReason } from './src/address.js';
 import { extractArticle, stripHtmlNoise } from './src/extract.js';
 import { guardedFetch, WebFetchError, type FetchSettings } from './src/fetch.js';
+import { activeProviders, noKeyMessage, renderSearch, search, SearchCache, SearchError, type SearchProvider, type SearchSettings } from './src/search.js';
 
-function settings(config: ConfigView): FetchSettings {
+function searchSettings(config: ConfigView): SearchSettings {
+  const order = config.get<SearchProvider[] | undefined>('searchProviderOrder');
   return {
-    allowPrivate: config.get<boolean>('webAllowPrivateNetwork') === true,
-    timeoutMs: config.get<number>('webFetchTimeoutMs') ?? 15_000,
-    maxBytes: config.get<number>('webFetchMaxBytes') ?? 2_097_152,
-    maxRedirects: config.get<number>('webMaxRedirects') ?? 5,
-    userAgent: config.get<string>('webUserAgent') || DEFAULT_USER_AGENT,
+    keys: Object.fromEntries((['searchA', 'searchB'] as const).flatMap((p) => (config.get<string>(`${p}ApiKey`) ? [[p, config.get<string>(`${p}ApiKey`)]] : []))),
+    baseUrls: { searchA: config.get<string>('searchABaseUrl') || 'https://google.serper.dev', searchB: config.get<string>('searchBBaseUrl') || 'https://api.search.brave.com' },
+    order: Array.isArray(order) && order.length ? order : ['searchA', 'searchB'],
+    timeoutMs: config.get<number>('searchTimeoutMs') ?? 8000,
+  };
+}
+
+function settings(config: PluginContext<typeof manifest>['config']): FetchSettings {
+  return {
+    allowPrivate: config.get('webAllowPrivateNetwork'),
+    timeoutMs: config.get('webFetchTimeoutMs'),
+    maxBytes: config.get('webFetchMaxBytes'),
+    maxRedirects: config.get('webMaxRedirects'),
+    userAgent: config.get('webUserAgent'),
   };
 }
 
@@ -31,10 +45,31 @@ export default definePlugin({
     const web: WebCapability = {
       fetch: (url, opts = {}) => guardedFetch(url, settings(ctx.config), opts),
       extract: (html, url) => extractArticle(html, url),
+      checkHost: async (host) => {
+        // the same key as http_fetch: one switch opens (or keeps closed) every way Keel reaches the network
+        if (settings(ctx.config).allowPrivate) return undefined;
+        const bare = host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
+        if (isIP(bare)) {
+          const why = blockedReason(bare);
+          return why ? `${bare} is ${why}` : undefined;
+        }
+        let addrs: Array<{ address: string }>;
+        try {
+          addrs = await lookup(bare, { all: true, verbatim: true });
+        } catch (e) {
+          return `${bare} does not resolve (${(e as NodeJS.ErrnoException).code ?? 'error'})`;
+        }
+        if (addrs.length === 0) return `${bare} does not resolve`;
+        for (const a of addrs) {
+          const why = blockedReason(a.address);
+          if (why) return `${bare} resolves to ${a.address}, which is ${why}`;
+        }
+        return undefined;
+      },
     };
-    ctx.provide<WebCapability>('web', web);
+    ctx.provide('web', web);
 
-    ctx.skills.register('http_fetch', async (args: { url: string; maxBytes?: number }, call) => {
+    ctx.skills.register('http_fetch', async (args, call) => {
       const s = settings(ctx.config);
       const maxBytes = Math.min(args.maxBytes ?? s.maxBytes, s.maxBytes);
       const r = await guardedFetch(args.url, s, { signal: AbortSignal.any([call.signal, ctx.signal]), maxBytes });
@@ -53,7 +88,7 @@ export default definePlugin({
       ].join('\n');
     });
 
-    ctx.skills.register('extract_article', async (args: { url: string }, call) => {
+    ctx.skills.register('extract_article', async (args, call) => {
       const r = await guardedFetch(args.url, settings(ctx.config), {
         signal: AbortSignal.any([call.signal, ctx.signal]),
         accept: 'text/html,application/xhtml+xml;q=0.9,text/plain;q=0.5',
@@ -70,6 +105,26 @@ export default definePlugin({
         ...(r.truncated ? { truncated: true } : {}),
       };
     });
+    const cache = new SearchCache();
+    ctx.skills.register(
+      'web_search',
+      async (args: { query: string; maxResults?: number }, call) => {
+        const s = searchSettings(ctx.config);
+        const providers = activeProviders(s);
+        if (providers.length === 0) throw new SearchError('KEEL_E_PLUGIN_ENVIRONMENT', noKeyMessage());
+        const max = args.maxResults ?? DEFAULT_MAX_RESULTS;
+        const ttl = (ctx.config.get<number>('searchCacheSeconds') ?? 300) * 1000;
+        const key = JSON.stringify([providers, args.query.trim().toLowerCase(), max]);
+        const cached = ttl > 0 ? cache.get(key, ttl) : undefined;
+        if (cached) return cached;
+        const out = await search(args.query, max, s, AbortSignal.any([call.signal, ctx.signal]));
+        const text = renderSearch(args.query, out);
+        // a partial answer (one provider failed) is not kept: the next call may get both
+        if (ttl > 0 && out.failed.length === 0) cache.set(key, text);
+        return text;
+      },
+      { available: () => (activeProviders(searchSettings(ctx.config)).length > 0 ? true : noKeyMessage()) },
+    );
     return {};
   },
 });

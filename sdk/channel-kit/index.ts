@@ -10,9 +10,17 @@
  */
 export { ChannelStore } from './store.js';
 export { Ingress, type IngressItem, type IngressOptions } from './ingress.js';
-export { DeliveryLedger, type ChunkSender } from './ledger.js';
+export { DeliveryLedger, platformNonce, type ChunkSender } from './ledger.js';
 export { Outbox, type OutboxOptions } from './outbox.js';
-export { RateLimiter, TokenBucket, RATE_POLICIES, type BucketSpec, type RatePolicy, type RunOptions, type SendErrorDecision } from './rate-limit.js';
+export {
+  RateLimiter,
+  TokenBucket,
+  RATE_POLICIES,
+  type BucketSpec,
+  type RatePolicy,
+  type RunOptions,
+  type SendErrorDecision,
+} from './rate-limit.js';
 export { ConnectionSupervisor, StallError, type ConnectionState, type SupervisorOptions } from './supervisor.js';
 export { OwnerLock, type LockResult } from './owner-lock.js';
 export { ProgressFeedback, failureNotice, statusLine, type ProgressOptions, type ProgressTransport } from './progress.js';

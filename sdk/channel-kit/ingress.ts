@@ -3,6 +3,7 @@
  * same transaction) before the platform is told it arrived, deduplicated by its platform id, handled in order per
  * chat, and marked done only after its handler finished. Recorded-but-not-done entries are driven again at start.
  */
+import { errorMessage } from '../errors.js';
 import type { Logger } from '../types.js';
 import type { ChannelStore } from './store.js';
 
@@ -87,7 +88,9 @@ export class Ingress<T> {
 
   /** The recorded outcome of a message, if it is done. */
   outcome(messageId: string): string | undefined {
-    const row = this.store.db.prepare("SELECT outcome FROM inbound WHERE message_id = ? AND state = 'done'").get(messageId) as { outcome: string | null } | undefined;
+    const row = this.store.db.prepare("SELECT outcome FROM inbound WHERE message_id = ? AND state = 'done'").get(messageId) as
+      | { outcome: string | null }
+      | undefined;
     return row ? (row.outcome ?? '') : undefined;
   }
 
@@ -122,7 +125,7 @@ export class Ingress<T> {
         this.markDone.run(outcome ?? 'handled', Date.now(), it.messageId);
         return;
       } catch (e) {
-        const msg = e instanceof Error ? e.message : String(e);
+        const msg = errorMessage(e);
         if (attempt >= max) {
           this.o.log.error(`Ingress: message ${it.messageId} failed ${attempt} times and is dropped: ${msg}`);
           this.store.durability('NORMAL');

@@ -3,12 +3,24 @@
  * sent with its platform id right after the platform confirmed it. A key already in the ledger is never rendered
  * or sent again: its confirmed chunks are skipped, its unconfirmed ones sent, in order.
  */
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { Json } from '../types.js';
 import type { ChannelStore } from './store.js';
 
-/** Sends one chunk and returns the platform's message id. */
-export type ChunkSender<C> = (chunk: C, index: number, chatId: string) => Promise<string>;
+/**
+ * Sends one chunk and returns the platform's message id. `key` and `index` identify the chunk for good: pass
+ * `platformNonce(key, index)` where the platform deduplicates by a client nonce (Discord's `nonce` + `enforce_nonce`).
+ */
+export type ChunkSender<C> = (chunk: C, index: number, chatId: string, key: string) => Promise<string>;
+
+/**
+ * A stable nonce of at most 25 characters for chunk `index` of ledger key `key` (Discord's limit): the same chunk
+ * sent again after a crash carries the same nonce, so a platform that honours nonces posts it once.
+ * @example await rest.post(route, { body: { content, nonce: platformNonce(key, i), enforce_nonce: true } });
+ */
+export function platformNonce(key: string, index: number): string {
+  return createHash('sha256').update(`${key}\u0000${index}`).digest('base64url').slice(0, 25);
+}
 
 /**
  * @example
@@ -17,8 +29,16 @@ export type ChunkSender<C> = (chunk: C, index: number, chatId: string) => Promis
  */
 export class DeliveryLedger {
   private readonly inFlight = new Map<string, Promise<string[]>>();
+  private readonly select;
+  private readonly insert;
+  private readonly mark;
 
-  constructor(private readonly store: ChannelStore) {}
+  constructor(private readonly store: ChannelStore) {
+    // Prepared once: a message's bookkeeping is three statements, not three compilations.
+    this.select = store.db.prepare('SELECT chunk, chat_id, body, state, platform_id FROM delivery WHERE key = ? ORDER BY chunk');
+    this.insert = store.db.prepare('INSERT INTO delivery(key, chunk, chat_id, body, created_at) VALUES(?, ?, ?, ?, ?)');
+    this.mark = store.db.prepare("UPDATE delivery SET state = 'sent', platform_id = ?, sent_at = ? WHERE key = ? AND chunk = ?");
+  }
 
   /** A fresh key for a send nobody gave a key to (still ledgered, so a crash resumes it). */
   static freshKey(): string {
@@ -60,18 +80,17 @@ export class DeliveryLedger {
   }
 
   private async run<C extends Json>(key: string, chatId: string, chunks: C[], send: ChunkSender<C>): Promise<string[]> {
-    const db = this.store.db;
+    type Row = { chunk: number; chat_id: string; body: string | C; state: string; platform_id: string | null };
     const rows = this.store.tx(() => {
-      const existing = db.prepare('SELECT chunk, chat_id, body, state, platform_id FROM delivery WHERE key = ? ORDER BY chunk').all(key);
+      const existing = this.select.all(key) as Row[];
       if (existing.length || !chunks.length) return existing;
-      const ins = db.prepare('INSERT INTO delivery(key, chunk, chat_id, body, created_at) VALUES(?, ?, ?, ?, ?)');
       const now = Date.now();
-      chunks.forEach((c, i) => ins.run(key, i, chatId, JSON.stringify(c), now));
-      return db.prepare('SELECT chunk, chat_id, body, state, platform_id FROM delivery WHERE key = ? ORDER BY chunk').all(key);
+      chunks.forEach((c, i) => this.insert.run(key, i, chatId, JSON.stringify(c), now));
+      // Fresh key: what was just written is what is sent (no need to read it back).
+      return chunks.map((c, i): Row => ({ chunk: i, chat_id: chatId, body: c, state: 'pending', platform_id: null }));
       // NORMAL (WAL): durable across a process crash. A power cut can lose these rows only for a reply whose action
       // has not completed yet (a reply is awaited before completion), so the re-run sends it: a repeat, never a loss.
-    }, 'NORMAL') as Array<{ chunk: number; chat_id: string; body: string; state: string; platform_id: string | null }>;
-    const mark = db.prepare("UPDATE delivery SET state = 'sent', platform_id = ?, sent_at = ? WHERE key = ? AND chunk = ?");
+    }, 'NORMAL');
     const ids: string[] = [];
     for (const r of rows) {
       if (r.state === 'sent') {
@@ -79,9 +98,10 @@ export class DeliveryLedger {
         continue;
       }
       // The duplicate window: the platform accepted this chunk but the process died before this line.
-      const id = await send(JSON.parse(r.body) as C, r.chunk, r.chat_id);
+      const body = typeof r.body === 'string' ? (JSON.parse(r.body) as C) : r.body;
+      const id = await send(body, r.chunk, r.chat_id, key);
       this.store.durability('NORMAL');
-      mark.run(id, Date.now(), key, r.chunk);
+      this.mark.run(id, Date.now(), key, r.chunk);
       ids.push(id);
     }
     return ids;

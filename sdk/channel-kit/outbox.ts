@@ -1,9 +1,10 @@
 /**
  * The outbound path every channel shares: per-chat order, the delivery ledger, the rate limiter.
  */
+import { errorMessage } from '../errors.js';
 import type { Json, Logger } from '../types.js';
-import { type ChunkSender, DeliveryLedger } from './ledger.js';
-import { type RateLimiter, type SendErrorDecision } from './rate-limit.js';
+import type { ChunkSender, DeliveryLedger } from './ledger.js';
+import type { RateLimiter, SendErrorDecision } from './rate-limit.js';
 
 export interface OutboxOptions {
   ledger: DeliveryLedger;
@@ -31,11 +32,11 @@ export class Outbox {
    */
   deliver<C extends Json>(key: string, chatId: string, chunks: C[], send: ChunkSender<C>): Promise<string[]> {
     return this.serial(chatId, () =>
-      this.o.ledger.deliver<C>(key, chatId, chunks, (c, i, ch) =>
-        this.o.limiter.run(ch, 'send', () => send(c, i, ch), {
+      this.o.ledger.deliver<C>(key, chatId, chunks, (c, i, ch, k) =>
+        this.o.limiter.run(ch, 'send', () => send(c, i, ch, k), {
           classify: this.o.classify,
           ...(this.o.signal ? { signal: this.o.signal } : {}),
-          onWait: (ms, e) => this.o.log.warn(`Send to ${ch} waits ${Math.round(ms)} ms (${e instanceof Error ? e.message : String(e)}).`),
+          onWait: (ms, e) => this.o.log.warn(`Send to ${ch} waits ${Math.round(ms)} ms (${errorMessage(e)}).`),
         }),
       ),
     );
@@ -51,9 +52,13 @@ export class Outbox {
     const open = this.o.ledger.unfinished();
     for (const { key, chatId } of open) {
       try {
-        await this.serial(chatId, () => this.o.ledger.resume<C>(key, (c, i, ch) => this.o.limiter.run(ch, 'send', () => send(c, i, ch), { classify: this.o.classify })));
+        await this.serial(chatId, () =>
+          this.o.ledger.resume<C>(key, (c, i, ch, k) =>
+            this.o.limiter.run(ch, 'send', () => send(c, i, ch, k), { classify: this.o.classify }),
+          ),
+        );
       } catch (e) {
-        this.o.log.warn(`Could not finish an interrupted delivery to ${chatId}: ${e instanceof Error ? e.message : String(e)}`);
+        this.o.log.warn(`Could not finish an interrupted delivery to ${chatId}: ${errorMessage(e)}`);
       }
     }
     if (open.length) this.o.log.info(`Delivery: ${open.length} interrupted message(s) resumed.`);

@@ -50,7 +50,10 @@ export function statusLine(u: ProgressUpdate): string {
  */
 export function failureNotice(detail: string | undefined): string {
   const first = (detail ?? '').split('\n').find((l) => l.trim() && !/^\s*at\s/.test(l)) ?? '';
-  const clean = first.replace(/\s+/g, ' ').replace(/(\/[\w.-]+){2,}(:\d+)*/g, '…').trim();
+  const clean = first
+    .replace(/\s+/g, ' ')
+    .replace(/(\/[\w.-]+){2,}(:\d+)*/g, '…')
+    .trim();
   const cut = clean.length > 200 ? `${clean.slice(0, 197)}…` : clean;
   return cut ? `Sorry, that did not work: ${cut}` : 'Sorry, that did not work.';
 }

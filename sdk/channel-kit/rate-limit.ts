@@ -49,7 +49,7 @@ export class TokenBucket {
 
 /** What the platform adapter makes of an error. */
 export type SendErrorDecision =
-  | { retry: true; afterMs?: number; /** the wait applies to every chat (a bot-wide flood limit) */ global?: boolean }
+  | { retry: true; afterMs?: number /** the wait applies to every chat (a bot-wide flood limit) */; global?: boolean }
   | { retry: false };
 
 export interface RunOptions {

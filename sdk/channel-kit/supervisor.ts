@@ -4,6 +4,7 @@
  * connection that shows no sign of life for `stallMs` (a long poll that never answers, heartbeats that stop);
  * a final `failed` with one clear message on an error retrying cannot fix (an invalid token).
  */
+import { errorMessage } from '../errors.js';
 import type { Logger } from '../types.js';
 import type { ChannelStatus } from '../channel.js';
 import type { OwnerLock } from './owner-lock.js';
@@ -30,7 +31,7 @@ export interface SupervisorOptions {
   lockRetryMs?: number;
 }
 
-const message = (e: unknown) => (e instanceof Error ? e.message : String(e));
+const message = errorMessage;
 
 /**
  * @example
@@ -122,9 +123,12 @@ export class ConnectionSupervisor {
       }
       const controller = (this.controller = new AbortController());
       let lastLive = Date.now();
-      const watchdog = setInterval(() => {
-        if (Date.now() - lastLive > this.o.stallMs) controller.abort(new StallError(this.o.stallMs));
-      }, Math.max(50, Math.min(1000, this.o.stallMs / 4)));
+      const watchdog = setInterval(
+        () => {
+          if (Date.now() - lastLive > this.o.stallMs) controller.abort(new StallError(this.o.stallMs));
+        },
+        Math.max(50, Math.min(1000, this.o.stallMs / 4)),
+      );
       try {
         await this.o.connect(controller.signal, {
           live: () => {

@@ -65,6 +65,8 @@ export interface FakeProviderControl {
   calls: FakeProviderCall[];
   /** Reply when `replies` is empty (default: text "fake answer"). */
   defaultReply?: FakeReply;
+  /** Whether the provider says it reads images (default false). */
+  vision?: boolean;
   /** What `configured()` returns (default ok). */
   configured?: { ok: true } | { ok: false; missing: string };
 }

@@ -16,6 +16,7 @@ import {
   ProgressFeedback,
   RateLimiter,
   TokenBucket,
+  platformNonce,
 } from '../../sdk/channel-kit/index.js';
 import { rm, tmp, waitFor } from '../helpers.js';
 
@@ -87,7 +88,10 @@ describe('ingress', () => {
         seen.push(it.messageId);
       },
     });
-    ingress.record([{ messageId: 'bad', chatId: 'a', payload: { n: 1 } }, { messageId: 'good', chatId: 'a', payload: { n: 2 } }]);
+    ingress.record([
+      { messageId: 'bad', chatId: 'a', payload: { n: 1 } },
+      { messageId: 'good', chatId: 'a', payload: { n: 2 } },
+    ]);
     await ingress.idle();
     expect(calls).toBe(3);
     expect(seen).toEqual(['good']);
@@ -125,24 +129,61 @@ describe('delivery ledger', () => {
   });
 });
 
+describe('platform nonces', () => {
+  it('the same chunk gets the same nonce in every attempt (Discord: at most 25 characters), other chunks others', async () => {
+    const { store } = open();
+    const ledger = new DeliveryLedger(store);
+    const seen: string[] = [];
+    await expect(
+      ledger.deliver('act_9:r0', 'c', [{ t: 'a' }, { t: 'b' }], async (_c, i, _chat, key) => {
+        seen.push(platformNonce(key, i));
+        if (i === 1) throw new Error('crash');
+        return 'x';
+      }),
+    ).rejects.toThrow('crash');
+    await ledger.resume('act_9:r0', async (_c, i, _chat, key) => {
+      seen.push(platformNonce(key, i));
+      return 'y';
+    });
+    expect(seen).toHaveLength(3);
+    expect(seen[1]).toBe(seen[2]);
+    expect(seen[0]).not.toBe(seen[1]);
+    for (const n of seen) expect(n.length).toBeLessThanOrEqual(25);
+  });
+});
+
 describe('outbox and rate limits', () => {
   it('a 429 in the middle of a reply waits retry_after and resends that chunk: nothing dropped or reordered', async () => {
     const { store } = open();
-    const limiter = new RateLimiter({ send: { capacity: 100, perSecond: 100 }, edit: { capacity: 1, perSecond: 1 }, global: { capacity: 100, perSecond: 100 } });
+    const limiter = new RateLimiter({
+      send: { capacity: 100, perSecond: 100 },
+      edit: { capacity: 1, perSecond: 1 },
+      global: { capacity: 100, perSecond: 100 },
+    });
     const rateLimited = Object.assign(new Error('429'), { retryAfterMs: 300 });
-    const outbox = new Outbox({ ledger: new DeliveryLedger(store), limiter, log, classify: (e) => ((e as { retryAfterMs?: number }).retryAfterMs ? { retry: true, afterMs: 300 } : { retry: false }) });
+    const outbox = new Outbox({
+      ledger: new DeliveryLedger(store),
+      limiter,
+      log,
+      classify: (e) => ((e as { retryAfterMs?: number }).retryAfterMs ? { retry: true, afterMs: 300 } : { retry: false }),
+    });
     const accepted: Array<{ t: string; at: number }> = [];
     let failedAt = 0;
     let attempts = 0;
-    const ids = await outbox.deliver('k', 'chat', ['a', 'b', 'c', 'd'].map((t) => ({ t })), async (c) => {
-      attempts++;
-      if (c.t === 'b' && !failedAt) {
-        failedAt = Date.now();
-        throw rateLimited;
-      }
-      accepted.push({ t: c.t, at: Date.now() });
-      return c.t;
-    });
+    const ids = await outbox.deliver(
+      'k',
+      'chat',
+      ['a', 'b', 'c', 'd'].map((t) => ({ t })),
+      async (c) => {
+        attempts++;
+        if (c.t === 'b' && !failedAt) {
+          failedAt = Date.now();
+          throw rateLimited;
+        }
+        accepted.push({ t: c.t, at: Date.now() });
+        return c.t;
+      },
+    );
     expect(ids).toEqual(['a', 'b', 'c', 'd']);
     expect(accepted.map((a) => a.t)).toEqual(['a', 'b', 'c', 'd']);
     expect(attempts).toBe(5);
@@ -152,7 +193,11 @@ describe('outbox and rate limits', () => {
 
   it('two messages to one chat are never interleaved', async () => {
     const { store } = open();
-    const limiter = new RateLimiter({ send: { capacity: 100, perSecond: 100 }, edit: { capacity: 1, perSecond: 1 }, global: { capacity: 100, perSecond: 100 } });
+    const limiter = new RateLimiter({
+      send: { capacity: 100, perSecond: 100 },
+      edit: { capacity: 1, perSecond: 1 },
+      global: { capacity: 100, perSecond: 100 },
+    });
     const outbox = new Outbox({ ledger: new DeliveryLedger(store), limiter, log, classify: () => ({ retry: false }) });
     const order: string[] = [];
     const send = async (c: { t: string }) => {
@@ -160,7 +205,10 @@ describe('outbox and rate limits', () => {
       order.push(c.t);
       return c.t;
     };
-    await Promise.all([outbox.deliver('k1', 'chat', [{ t: 'x1' }, { t: 'x2' }], send), outbox.deliver('k2', 'chat', [{ t: 'y1' }, { t: 'y2' }], send)]);
+    await Promise.all([
+      outbox.deliver('k1', 'chat', [{ t: 'x1' }, { t: 'x2' }], send),
+      outbox.deliver('k2', 'chat', [{ t: 'y1' }, { t: 'y2' }], send),
+    ]);
     expect(order).toEqual(['x1', 'x2', 'y1', 'y2']);
   });
 
@@ -262,7 +310,9 @@ describe('progress feedback', () => {
   });
 
   it('the failure notice is one short line without stack or paths', () => {
-    expect(failureNotice('Error: provider timeout\n    at call (/app/x.js:10:5)')).toBe('Sorry, that did not work: Error: provider timeout');
+    expect(failureNotice('Error: provider timeout\n    at call (/app/x.js:10:5)')).toBe(
+      'Sorry, that did not work: Error: provider timeout',
+    );
     expect(failureNotice(undefined)).toBe('Sorry, that did not work.');
     expect(failureNotice('x'.repeat(500)).length).toBeLessThan(240);
   });

@@ -44,15 +44,24 @@ const code = fc
   .tuple(fc.constantFrom('', 'js', 'python'), fc.array(fc.stringMatching(/^[ -~]{0,120}$/), { minLength: 1, maxLength: 120 }))
   .map(([lang, lines]) => `\`\`\`${lang}\n${lines.map((l) => l.replace(/`/g, "'")).join('\n')}\n\`\`\``);
 const table = fc
-  .tuple(fc.integer({ min: 1, max: 4 }), fc.array(fc.array(fc.stringMatching(/^[a-z0-9 ]{1,15}$/), { minLength: 4, maxLength: 4 }), { minLength: 1, maxLength: 80 }))
+  .tuple(
+    fc.integer({ min: 1, max: 4 }),
+    fc.array(fc.array(fc.stringMatching(/^[a-z0-9 ]{1,15}$/), { minLength: 4, maxLength: 4 }), { minLength: 1, maxLength: 80 }),
+  )
   .map(([n, rows]) => {
-    const line = (r: string[]) => `| ${r.slice(0, n).map((c) => c.trim() || 'x').join(' | ')} |`;
+    const line = (r: string[]) =>
+      `| ${r
+        .slice(0, n)
+        .map((c) => c.trim() || 'x')
+        .join(' | ')} |`;
     return [line(['h1', 'h2', 'h3', 'h4']), `|${' --- |'.repeat(n)}`, ...rows.map(line)].join('\n');
   });
 const list = fc.array(paragraph, { minLength: 1, maxLength: 20 }).map((items) => items.map((i) => `- ${i}`).join('\n'));
 const heading = text.map((t) => `## ${t.replace(/#/g, '')}`);
 const quote = paragraph.map((p) => `> ${p}`);
-const markdown = fc.array(fc.oneof(paragraph, code, table, list, heading, quote), { minLength: 1, maxLength: 25 }).map((b) => b.join('\n\n'));
+const markdown = fc
+  .array(fc.oneof(paragraph, code, table, list, heading, quote), { minLength: 1, maxLength: 25 })
+  .map((b) => b.join('\n\n'));
 
 const limits = fc.constantFrom(200, 500, 1000);
 

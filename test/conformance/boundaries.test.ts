@@ -160,6 +160,7 @@ describe('built-in plugins leave nothing behind after unload, and stop twice wit
     await kernel?.stop();
     rm(home);
     rm(empty);
+    rm(examplesHome);
   });
 
   it('finds the built-in plugins', () => {
@@ -170,7 +171,6 @@ describe('built-in plugins leave nothing behind after unload, and stop twice wit
   const examplesHome = tmp('keel-examples-');
   for (const d of readdirSync(join(ROOT, 'examples', 'plugins'))) cpSync(join(ROOT, 'examples', 'plugins', d), join(examplesHome, 'plugins', d), { recursive: true });
   const examples = await discoverUserPlugins(examplesHome);
-  afterAll(() => rm(examplesHome));
 
   it('a route another plugin adds to the gateway is gone once that plugin unloads', async () => {
     const gw = builtins.find((b) => b.id === 'gateway')!;

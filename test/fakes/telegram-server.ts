@@ -44,7 +44,10 @@ export interface FakeTelegram {
   /** Queue an inbound update (update_id assigned); returns it. */
   push(update: Record<string, unknown>): Record<string, unknown> & { update_id: number };
   /** A user's text message in a private chat (chat id = user id) or a group. */
-  pushText(text: string, opts?: { userId?: number; chatId?: number; group?: boolean; replyToBot?: boolean }): { update_id: number; message_id: number };
+  pushText(
+    text: string,
+    opts?: { userId?: number; chatId?: number; group?: boolean; replyToBot?: boolean },
+  ): { update_id: number; message_id: number };
   /** After `after` more successful calls of `method`, the next `count` calls fail with `error`. */
   failNext(method: string, error: TgError, count?: number, after?: number): void;
   /** While true, getUpdates requests are never answered (a deaf long poll). */
@@ -141,12 +144,27 @@ export async function startFakeTelegram(opts: { token?: string } = {}): Promise<
     res.end(JSON.stringify(body));
   };
   const error = (res: ServerResponse, e: TgError) =>
-    reply(res, e.code, { ok: false, error_code: e.code, description: e.description, ...(e.retryAfter !== undefined ? { parameters: { retry_after: e.retryAfter } } : {}) });
+    reply(res, e.code, {
+      ok: false,
+      error_code: e.code,
+      description: e.description,
+      ...(e.retryAfter !== undefined ? { parameters: { retry_after: e.retryAfter } } : {}),
+    });
 
   const record = (chatId: unknown, kind: TgMessage['kind'], extra: Partial<TgMessage> = {}) => {
-    const m: TgMessage = { message_id: nextMessage++, chat: { id: Number(chatId), type: Number(chatId) < 0 ? 'group' : 'private' }, kind, ...extra };
+    const m: TgMessage = {
+      message_id: nextMessage++,
+      chat: { id: Number(chatId), type: Number(chatId) < 0 ? 'group' : 'private' },
+      kind,
+      ...extra,
+    };
     fake.sent.push(m);
-    return { message_id: m.message_id, date: Math.floor(Date.now() / 1000), chat: m.chat, ...(m.text !== undefined ? { text: m.text } : {}) };
+    return {
+      message_id: m.message_id,
+      date: Math.floor(Date.now() / 1000),
+      chat: m.chat,
+      ...(m.text !== undefined ? { text: m.text } : {}),
+    };
   };
 
   async function parse(req: IncomingMessage): Promise<{ params: Record<string, any>; files: TgCall['files'] }> {
@@ -169,7 +187,8 @@ export async function startFakeTelegram(opts: { token?: string } = {}): Promise<
         }
       }
       // grammy sends an uploaded file as "attach://<name>" in the field and the bytes under that name.
-      for (const [k, v] of Object.entries(params)) if (typeof v === 'string' && v.startsWith('attach://') && files[v.slice(9)]) files[k] = files[v.slice(9)]!;
+      for (const [k, v] of Object.entries(params))
+        if (typeof v === 'string' && v.startsWith('attach://') && files[v.slice(9)]) files[k] = files[v.slice(9)]!;
       return { params, files };
     }
     if (!raw.length) return { params: {}, files: {} };
@@ -215,7 +234,7 @@ export async function startFakeTelegram(opts: { token?: string } = {}): Promise<
     const m = url.pathname.match(/^\/bot([^/]+)\/(\w+)$/);
     if (!m) return reply(res, 404, { ok: false, error_code: 404, description: 'Not Found' });
     const [, tok, method] = m as unknown as [string, string, string];
-    let parsed;
+    let parsed: Awaited<ReturnType<typeof parse>>;
     try {
       parsed = await parse(req);
     } catch (e) {
@@ -249,7 +268,14 @@ export async function startFakeTelegram(opts: { token?: string } = {}): Promise<
           return error(res, { code: 400, description: "Bad Request: can't parse entities: Unsupported start tag" });
         }
         if (String(p.text ?? '').length > 4096) return error(res, { code: 400, description: 'Bad Request: message is too long' });
-        return reply(res, 200, { ok: true, result: record(p.chat_id, 'text', { text: p.text, ...(p.parse_mode ? { parse_mode: p.parse_mode } : {}), ...(p.reply_markup ? { reply_markup: p.reply_markup } : {}) }) });
+        return reply(res, 200, {
+          ok: true,
+          result: record(p.chat_id, 'text', {
+            text: p.text,
+            ...(p.parse_mode ? { parse_mode: p.parse_mode } : {}),
+            ...(p.reply_markup ? { reply_markup: p.reply_markup } : {}),
+          }),
+        });
       }
       case 'editMessageText': {
         const target = fake.sent.find((s) => s.message_id === Number(p.message_id) && s.chat.id === Number(p.chat_id));
@@ -265,11 +291,22 @@ export async function startFakeTelegram(opts: { token?: string } = {}): Promise<
       case 'sendAudio': {
         const field = method.slice(4).toLowerCase();
         if (!files[field]) return error(res, { code: 400, description: `Bad Request: there is no ${field} in the request` });
-        return reply(res, 200, { ok: true, result: record(p.chat_id, field as TgMessage['kind'], { ...(p.caption ? { text: p.caption } : {}) }) });
+        return reply(res, 200, {
+          ok: true,
+          result: record(p.chat_id, field as TgMessage['kind'], { ...(p.caption ? { text: p.caption } : {}) }),
+        });
       }
       case 'getFile': {
         if (!fake.files.has(String(p.file_id))) return error(res, { code: 400, description: 'Bad Request: invalid file_id' });
-        return reply(res, 200, { ok: true, result: { file_id: p.file_id, file_unique_id: `u${p.file_id}`, file_size: fake.files.get(String(p.file_id))!.length, file_path: String(p.file_id) } });
+        return reply(res, 200, {
+          ok: true,
+          result: {
+            file_id: p.file_id,
+            file_unique_id: `u${p.file_id}`,
+            file_size: fake.files.get(String(p.file_id))!.length,
+            file_path: String(p.file_id),
+          },
+        });
       }
       default:
         return error(res, { code: 404, description: 'Not Found: method not found' });

@@ -1,3 +1,5 @@
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { environmentError, errorCodeOf, errorMessage, forbiddenError, PluginError, pluginError } from '../../sdk/index.js';
 import { errorMessage as kernelErrorMessage } from '../../kernel/errors.js';
@@ -55,5 +57,34 @@ describe('errorCodeOf', () => {
     expect(errorCodeOf({ code: 'KEEL_E_SKILL_FAILED' })).toBe('KEEL_E_SKILL_FAILED');
     expect(errorCodeOf(null)).toBeUndefined();
     expect(errorCodeOf('KEEL_E_FORBIDDEN')).toBeUndefined();
+  });
+});
+
+describe('one errorMessage', () => {
+  const root = join(import.meta.dirname, '..', '..');
+  function* sources(dir: string): Generator<string> {
+    for (const name of readdirSync(dir)) {
+      if (name === 'node_modules' || name === 'dist' || name.startsWith('.')) continue;
+      const path = join(dir, name);
+      if (statSync(path).isDirectory()) yield* sources(path);
+      else if (/\.(ts|tsx|js|mjs)$/.test(name) && !name.endsWith('.d.ts')) yield path;
+    }
+  }
+  const COPY = /(\w+) instanceof Error \? \1\.message : String\(\1\)/;
+
+  it('the pattern recognises the copy it replaced', () => {
+    expect(COPY.test('log.warn(`failed: ${e instanceof Error ? e.message : String(e)}`)')).toBe(true);
+    expect(COPY.test('const m = err instanceof Error ? err.message : String(err);')).toBe(true);
+    expect(COPY.test('log.warn(`failed: ${errorMessage(e)}`)')).toBe(false);
+  });
+
+  it('no file re-implements it: sdk/errors.ts errorMessage is used', () => {
+    const offenders: string[] = [];
+    for (const dir of ['kernel', 'sdk', 'plugins', 'examples']) {
+      for (const file of sources(join(root, dir))) {
+        if (COPY.test(readFileSync(file, 'utf8'))) offenders.push(relative(root, file));
+      }
+    }
+    expect(offenders).toEqual([]);
   });
 });

@@ -90,14 +90,14 @@ export default definePlugin({
           const outcome = await receive(
             ctx,
             { channel: 'echo', messageId, chatId, userId, text, ...(command ? { command } : {}), mentioned: body.mentioned === true },
-            { autoReply: ctx.config.get<boolean>('echoChannelAutoReply') !== false },
+            { autoReply: ctx.config.get('echoChannelAutoReply') },
           );
           if (outcome.kind === 'queued') return answer(res, 202, { outcome: 'queued', actionId: outcome.action.id });
           return answer(res, 200, outcome.kind === 'ignored' ? { outcome: 'ignored', reason: outcome.reason } : { outcome: outcome.kind });
         })
         .catch((e: unknown) => answer(res, 400, { error: errorMessage(e) }));
     });
-    const port = ctx.config.get<number>('echoChannelPort');
+    const port = ctx.config.get('echoChannelPort');
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(port, '127.0.0.1', () => resolve());

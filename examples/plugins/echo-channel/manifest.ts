@@ -4,7 +4,7 @@
  */
 import { Type, type PluginManifest } from 'keel/sdk';
 
-const manifest: PluginManifest = {
+const manifest = {
   id: 'echo-channel',
   version: '1.0.0',
   kind: 'channel',
@@ -28,6 +28,6 @@ const manifest: PluginManifest = {
       description: 'Answer every message; when false only commands and mentions reach the agent.',
     },
   },
-};
+} as const satisfies PluginManifest;
 
 export default manifest;

@@ -7,7 +7,7 @@ import manifest from './manifest.js';
 export default definePlugin({
   manifest,
   setup(ctx) {
-    ctx.skills.register('greet', ({ name }: { name: string }) => {
+    ctx.skills.register('greet', ({ name }) => {
       // Read on every call, so `keel config set greeterGreeting ...` takes effect without a restart.
       const greeting = ctx.config.get<string>('greeterGreeting');
       return `${greeting}, ${name}!`;

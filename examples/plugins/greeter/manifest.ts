@@ -5,7 +5,7 @@
  */
 import { Type, type PluginManifest } from 'keel/sdk';
 
-const manifest: PluginManifest = {
+const manifest = {
   id: 'greeter',
   version: '1.0.0',
   kind: 'skill',
@@ -29,6 +29,6 @@ const manifest: PluginManifest = {
       parameters: Type.Object({ name: Type.String({ minLength: 1, description: 'Who to greet' }) }),
     },
   ],
-};
+} as const satisfies PluginManifest;
 
 export default manifest;

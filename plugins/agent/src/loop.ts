@@ -15,9 +15,7 @@ import type {
   Actor,
   ChannelCapability,
   ChatMessage,
-  MemoryCapability,
   PluginContext,
-  PolicyCapability,
   SkillResult,
   ToolCall,
 } from '../../../sdk/index.js';
@@ -26,8 +24,8 @@ import { selectSkills, toToolSpec, type CatalogueSkill, type RoutingRule } from 
 import { bringsOutsideContent, startsUntrusted } from './trust.js';
 import { errorMessage } from '../../../sdk/errors.js';
 import { AUTONOMY_SOURCE, OPERATOR_SOURCES } from '../../../sdk/actor.js';
+import type manifest from '../manifest.js';
 
-export const DEFAULT_MAX_STEPS = 10;
 export const OBSERVATION_CAP = 4000;
 
 export const PERSONA = [
@@ -56,23 +54,9 @@ export function systemPrompt(overrideMode: boolean): string {
   return overrideMode ? PERSONA : `${PERSONA}\n${BOUNDARIES}`;
 }
 
-/** The optional memory method the agent uses when the memory plugin offers it. */
-type MemoryWithContext = MemoryCapability & {
-  context?(opts: { task: string; actionId: string; actor?: Actor; source: string }): string | Promise<string>;
-};
-
 export interface LoopDeps {
-  ctx: PluginContext;
+  ctx: PluginContext<typeof manifest>;
   router: Router;
-}
-
-function setting<T>(ctx: PluginContext, key: string, fallback: T): T {
-  try {
-    const v = ctx.config.get<T>(key);
-    return v === undefined || v === null ? fallback : v;
-  } catch {
-    return fallback;
-  }
 }
 
 /** The data wrapper every tool result goes into; a closing tag inside the data cannot end it early. */
@@ -87,29 +71,29 @@ export function wrapResult(skill: string, r: SkillResult): string {
 
 export async function runAction(d: LoopDeps, action: Action, signal: AbortSignal): Promise<{ result: string }> {
   const { ctx, router } = d;
-  const configured = Math.max(1, Math.floor(setting(ctx, 'maxStepsPerAction', DEFAULT_MAX_STEPS)));
+  const configured = ctx.config.get('maxStepsPerAction');
   // A producer may give one action a smaller step budget (a delegated sub-task: metadata.budget.maxSteps).
   const budget = (action.metadata.budget as { maxSteps?: unknown } | undefined)?.maxSteps;
   const budgeted = typeof budget === 'number' && Number.isInteger(budget) && budget >= 1 && budget < configured;
   const maxSteps = budgeted ? budget : configured;
-  const rules = setting<RoutingRule[]>(ctx, 'skillRoutingRules', []);
-  const feedback = setting(ctx, 'progressFeedbackEnabled', true);
-  const typingOnly = setting(ctx, 'progressFeedbackTypingOnly', false);
+  const rules: RoutingRule[] = ctx.config.get('skillRoutingRules') ?? [];
+  const feedback = ctx.config.get('progressFeedbackEnabled');
+  const typingOnly = ctx.config.get('progressFeedbackTypingOnly');
   // Operator sources and autonomy have no chat to answer; any other source is a channel (`channel:<source>`) that
   // answers on `metadata.replyTo`. Work without a reply address (a delegated sub-task) answers its caller, not a chat.
   const channelAction = !OPERATOR_SOURCES.has(action.source) && action.source !== AUTONOMY_SOURCE && action.metadata.replyTo !== undefined;
-  const channel = channelAction ? ctx.use<ChannelCapability>(`channel:${action.source}`) : undefined;
+  const channel = channelAction ? ctx.use(`channel:${action.source}`) : undefined;
 
   const catalogue: CatalogueSkill[] = ctx.skills.list();
   const byName = new Map(catalogue.map((s) => [s.name, s]));
   const tools = selectSkills(action.task, catalogue, Array.isArray(rules) ? rules : []).map(toToolSpec);
-  let untrusted = startsUntrusted(action, (a) => ctx.use<PolicyCapability>('kernel:policy')?.isAdmin(a) === true);
+  let untrusted = startsUntrusted(action, (a) => ctx.use('kernel:policy')?.isAdmin(a) === true);
 
-  const messages: ChatMessage[] = [{ role: 'system', content: systemPrompt(setting<boolean>(ctx, 'overrideMode', false) === true) }];
-  const memory = ctx.use<MemoryWithContext>('memory');
+  const messages: ChatMessage[] = [{ role: 'system', content: systemPrompt(ctx.config.get('overrideMode') === true) }];
+  const memory = ctx.use('memory');
   if (typeof memory?.context === 'function') {
     try {
-      const text = await memory.context({ task: action.task, actionId: action.id, source: action.source, ...(action.metadata.actor ? { actor: action.metadata.actor } : {}) });
+      const text = await memory.context({ task: action.task, actionId: action.id, ...(action.metadata.actor ? { actor: action.metadata.actor } : {}) });
       if (typeof text === 'string' && text.trim()) {
         messages.push({ role: 'system', content: `<memory_context untrusted="true">\n${text.replace(/<\/?memory_context/gi, (m) => m.replace('<', '&lt;'))}\n</memory_context>` });
       }

@@ -18,19 +18,19 @@ import type {
   LlmCapability,
   Logger,
   ModelCallEvent,
+  PluginContext,
   ProviderCapability,
 } from '../../../sdk/index.js';
 import { inferenceError, inferProvider, PROVIDER_IDS } from './infer.js';
 import { redact } from './redact.js';
 import { UsageLog } from './usage.js';
 import { errorMessage } from '../../../sdk/errors.js';
+import type manifest from '../manifest.js';
 
-/** Default per-call timeout (`llmTimeoutMs`). */
-export const DEFAULT_TIMEOUT_MS = 120_000;
 
 export interface RouterDeps {
-  config: ConfigApi;
-  use<T>(capability: string): T | undefined;
+  config: ConfigApi<typeof manifest>;
+  use: PluginContext['use'];
   log: Logger;
   home: string;
   /** Told about every provider call once it answered or failed (the `modelCall` hook; action timelines). */
@@ -62,7 +62,7 @@ export class Router {
 
   constructor(private readonly d: RouterDeps) {
     this.usage = new UsageLog(
-      () => ({ log: this.path('tokenLogPath', 'token-usage.log'), summary: this.path('tokenUsagePath', 'token-usage-summary.json') }),
+      () => ({ log: this.path('tokenLogPath'), summary: this.path('tokenUsagePath') }),
       (e) => d.log.warn(`Could not write token usage: ${errorText(e)}`),
     );
   }
@@ -76,8 +76,8 @@ export class Router {
     }
   }
 
-  private path(key: string, file: string): string {
-    const raw = this.cfg<string>(key) ?? `$KEEL_HOME/${file}`;
+  private path(key: 'tokenLogPath' | 'tokenUsagePath'): string {
+    const raw = this.d.config.get(key);
     return raw.replace(/^\$KEEL_HOME(?=\/|$)/, this.d.home).replace(/^~(?=\/|$)/, process.env.HOME ?? '~');
   }
 
@@ -124,7 +124,7 @@ export class Router {
 
   /** The running, configured provider for an id, or a clear Error that names what is missing. */
   provider(id: string): ProviderCapability {
-    const p = this.d.use<ProviderCapability>(`provider:${id}`);
+    const p = this.d.use(`provider:${id}`);
     if (!p) {
       throw new Error(
         `${id} is not available: no running plugin provides "provider:${id}" (see keel plugins: it may be disabled, denied by pluginAllowList/pluginDenyList, or failed to start)`,
@@ -245,7 +245,7 @@ export class Router {
 
   /** One provider call under the timeout and the caller's signal; records token usage either way. */
   private async call(route: Route, req: LlmChatRequest, purpose: string, meta: CallMeta): Promise<ChatResponse & { provider: string }> {
-    const timeoutMs = req.timeoutMs ?? this.cfg<number>('llmTimeoutMs') ?? DEFAULT_TIMEOUT_MS;
+    const timeoutMs = req.timeoutMs ?? this.d.config.get('llmTimeoutMs');
     const timeout = new AbortController();
     const timer = setTimeout(() => timeout.abort(new Error(`${route.id} did not answer within ${timeoutMs} ms`)), timeoutMs);
     const signal = req.signal ? AbortSignal.any([req.signal, timeout.signal]) : timeout.signal;
@@ -299,7 +299,7 @@ export class Router {
 
   async embed(req: EmbedRequest): Promise<{ vectors: number[][]; provider: string; model: string } | undefined> {
     for (const id of EMBED_PROVIDERS) {
-      const p = this.d.use<ProviderCapability>(`provider:${id}`);
+      const p = this.d.use(`provider:${id}`);
       if (!p?.embed || !p.configured().ok) continue;
       const r = await p.embed(req);
       return { vectors: r.vectors, provider: id, model: r.model };
@@ -309,7 +309,7 @@ export class Router {
 
   canEmbed(): boolean {
     return EMBED_PROVIDERS.some((id) => {
-      const p = this.d.use<ProviderCapability>(`provider:${id}`);
+      const p = this.d.use(`provider:${id}`);
       return Boolean(p?.embed && p.configured().ok);
     });
   }

@@ -3,7 +3,7 @@
  * Who may use them: help, status, models, queue and cancel (own actions): anyone who can write to the bot;
  * cancel of others' actions and reset: admins only (adminUsers.chatA, through kernel:policy; fail closed).
  */
-import type { Action, InboundMessage, PluginContext, PolicyCapability } from '../../../sdk/index.js';
+import type { Action, InboundMessage, PluginContext } from '../../../sdk/index.js';
 
 export const BUILTIN_COMMANDS = [
   { command: 'status', description: 'Agent and queue status' },
@@ -21,7 +21,7 @@ export function isBuiltin(command: string | undefined): command is string {
 
 function isAdmin(ctx: PluginContext, userId: string): boolean {
   try {
-    return ctx.use<PolicyCapability>('kernel:policy')?.isAdmin({ kind: 'user', channel: 'chatA', userId }) === true;
+    return ctx.use('kernel:policy')?.isAdmin({ kind: 'user', channel: 'chatA', userId }) === true;
   } catch {
     return false;
   }
@@ -45,7 +45,12 @@ function chatActions(ctx: PluginContext, chatId: string): Action[] {
 const ownerOf = (a: Action) => String((a.metadata.inbound as { userId?: unknown } | undefined)?.userId ?? '');
 
 /** The answer (Markdown) to a built-in command. */
-export async function runCommand(ctx: PluginContext, m: InboundMessage, menu: Array<{ command: string; description: string }>, status: () => string): Promise<string> {
+export async function runCommand(
+  ctx: PluginContext,
+  m: InboundMessage,
+  menu: Array<{ command: string; description: string }>,
+  status: () => string,
+): Promise<string> {
   const admin = isAdmin(ctx, m.userId);
   switch (m.command) {
     case 'help':
@@ -62,7 +67,12 @@ export async function runCommand(ctx: PluginContext, m: InboundMessage, menu: Ar
       return mine.map((a) => `\u2022 \`${a.id}\` ${a.status}: ${a.task.replace(/\s+/g, ' ').slice(0, 60)}`).join('\n');
     }
     case 'cancel': {
-      const target = chatActions(ctx, m.chatId).find((a) => (admin || ownerOf(a) === m.userId) && a.metadata.inbound && (a.metadata.inbound as { messageId?: unknown }).messageId !== m.messageId);
+      const target = chatActions(ctx, m.chatId).find(
+        (a) =>
+          (admin || ownerOf(a) === m.userId) &&
+          a.metadata.inbound &&
+          (a.metadata.inbound as { messageId?: unknown }).messageId !== m.messageId,
+      );
       if (!target) return 'Nothing of yours to cancel in this chat.';
       const r = await ctx.queue.cancel(target.id, `cancelled from chatA by ${m.userId}`);
       return r === 'removed' || r === 'stopping' ? `Cancelled \`${target.id}\`.` : `Could not cancel \`${target.id}\` (${r}).`;

@@ -37,7 +37,8 @@ export interface TgMsg {
 /** Where an update is kept in the ingress: unique per bot, one chat per key. */
 export function ingressKey(u: TgUpdate): { messageId: string; chatId: string } | undefined {
   if (u.message) return { messageId: `${u.message.chat.id}:${u.message.message_id}`, chatId: String(u.message.chat.id) };
-  if (u.callback_query) return { messageId: `cb:${u.callback_query.id}`, chatId: String(u.callback_query.message?.chat.id ?? u.callback_query.from.id) };
+  if (u.callback_query)
+    return { messageId: `cb:${u.callback_query.id}`, chatId: String(u.callback_query.message?.chat.id ?? u.callback_query.from.id) };
   return undefined;
 }
 
@@ -50,7 +51,15 @@ export function commandOf(m: TgMsg, botUsername: string | undefined): string | u
   return name.toLowerCase();
 }
 
-async function download(api: Api, apiRoot: string, token: string, dir: string, f: TgFile, fallbackName: string, signal?: AbortSignal): Promise<string> {
+async function download(
+  api: Api,
+  apiRoot: string,
+  token: string,
+  dir: string,
+  f: TgFile,
+  fallbackName: string,
+  signal?: AbortSignal,
+): Promise<string> {
   const info = await api.getFile(f.file_id, signal as never);
   if (!info.file_path) throw new Error('Telegram gave no file path (file too big for the Bot API?)');
   const res = await fetch(`${apiRoot.replace(/\/+$/, '')}/file/bot${token}/${info.file_path}`, signal ? { signal } : {});
@@ -98,12 +107,33 @@ export async function toInbound(u: TgUpdate, d: ToInboundDeps): Promise<InboundM
   const attachments: NonNullable<InboundMessage['attachments']> = [];
   const notes: string[] = [];
   const photo = m.photo?.slice().sort((a, b) => b.width - a.width)[0];
-  if (photo) attachments.push({ path: await download(d.api, d.apiRoot, d.token, dir, photo, `${prefix}_photo.jpg`, d.signal), kind: 'photo', mime: 'image/jpeg' });
+  if (photo)
+    attachments.push({
+      path: await download(d.api, d.apiRoot, d.token, dir, photo, `${prefix}_photo.jpg`, d.signal),
+      kind: 'photo',
+      mime: 'image/jpeg',
+    });
   if (m.document) {
-    const path = await download(d.api, d.apiRoot, d.token, dir, { ...m.document, file_name: `${prefix}_${m.document.file_name ?? 'document'}` }, `${prefix}_document`, d.signal);
-    attachments.push({ path, kind: 'document', ...(m.document.file_name ? { name: m.document.file_name } : {}), ...(m.document.mime_type ? { mime: m.document.mime_type } : {}) });
+    const path = await download(
+      d.api,
+      d.apiRoot,
+      d.token,
+      dir,
+      { ...m.document, file_name: `${prefix}_${m.document.file_name ?? 'document'}` },
+      `${prefix}_document`,
+      d.signal,
+    );
+    attachments.push({
+      path,
+      kind: 'document',
+      ...(m.document.file_name ? { name: m.document.file_name } : {}),
+      ...(m.document.mime_type ? { mime: m.document.mime_type } : {}),
+    });
   }
-  for (const [kind, f] of [['voice', m.voice], ['audio', m.audio]] as const) {
+  for (const [kind, f] of [
+    ['voice', m.voice],
+    ['audio', m.audio],
+  ] as const) {
     if (!f) continue;
     const path = await download(d.api, d.apiRoot, d.token, dir, f, `${prefix}_${kind}.ogg`, d.signal);
     attachments.push({ path, kind, mime: f.mime_type ?? 'audio/ogg' });

@@ -30,7 +30,8 @@ export function isBadToken(e: unknown): boolean {
   return e instanceof GrammyError && (e.error_code === 401 || e.error_code === 404) && e.method === 'getMe';
 }
 
-const parseError = (e: unknown) => e instanceof GrammyError && e.error_code === 400 && /can't parse entities|unsupported start tag|can't find end/i.test(e.description);
+const parseError = (e: unknown) =>
+  e instanceof GrammyError && e.error_code === 400 && /can't parse entities|unsupported start tag|can't find end/i.test(e.description);
 
 /** Sends one chunk; returns the Telegram message id. */
 export async function sendChunk(api: Api, chatId: string, c: TgChunk): Promise<string> {
@@ -50,7 +51,13 @@ export async function sendChunk(api: Api, chatId: string, c: TgChunk): Promise<s
     return String(m.message_id);
   }
   const markup = c.markup ? { reply_markup: c.markup as never } : {};
-  const base = { ...reply, ...thread, ...markup, ...(c.silent ? { disable_notification: true } : {}), link_preview_options: { is_disabled: true } };
+  const base = {
+    ...reply,
+    ...thread,
+    ...markup,
+    ...(c.silent ? { disable_notification: true } : {}),
+    link_preview_options: { is_disabled: true },
+  };
   if (c.html !== undefined) {
     try {
       return String((await api.sendMessage(chatId, c.html, { ...base, parse_mode: 'HTML' })).message_id);

@@ -6,33 +6,17 @@ import { copyFile, mkdir, mkdtemp, readdir, readFile, rename, rm, unlink, writeF
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { forbiddenError, errorMessage } from '../../../sdk/index.js';
-import type { KernelInfoCapability, LlmCapability, LogEntry, PluginContext } from '../../../sdk/index.js';
+import type { KernelInfoCapability, LogEntry, PluginContext, SkillArgs } from '../../../sdk/index.js';
+import type manifest from '../manifest.js';
 import { compileBody, CompileError, runSandboxed, type SandboxResult } from './sandbox.js';
 import { parseSkillFile, renderSkillFile, SKILL_NAME, type AgentSkillSpec } from './skill-file.js';
 
 /** How long create_custom_skill and self_repair_skill wait for the hot reload to load (or refuse) the file. */
 const RELOAD_WAIT_MS = 10_000;
 
-export interface CreateArgs {
-  name: string;
-  description: string;
-  code: string;
-  parameters?: Record<string, unknown>;
-  network?: boolean;
-  adminOnly?: boolean;
-  overwrite?: boolean;
-}
-
-export interface ExecuteArgs {
-  code: string;
-  timeoutMs?: number;
-  args?: unknown;
-}
-
-export interface RepairArgs {
-  plugin: string;
-  hint?: string;
-}
+export type CreateArgs = SkillArgs<typeof manifest, 'create_custom_skill'>;
+export type ExecuteArgs = SkillArgs<typeof manifest, 'execute_typescript'>;
+export type RepairArgs = SkillArgs<typeof manifest, 'self_repair_skill'>;
 
 type ReloadOutcome = { state: 'loaded' } | { state: 'failed'; reason: string } | { state: 'disabled'; reason: string } | { state: 'pending' };
 
@@ -62,18 +46,18 @@ export function extractCode(text: string): string {
 }
 
 export class CoderService {
-  constructor(private readonly ctx: PluginContext) {}
+  constructor(private readonly ctx: PluginContext<typeof manifest>) {}
 
   get skillsDir(): string {
     return join(this.ctx.home, 'skills');
   }
 
   private timeoutMs(): number {
-    return this.ctx.config.get<number>('coderTimeoutMs') ?? 10_000;
+    return this.ctx.config.get('coderTimeoutMs');
   }
 
   private maxBytes(): number {
-    return this.ctx.config.get<number>('coderOutputMaxBytes') ?? 65_536;
+    return this.ctx.config.get('coderOutputMaxBytes');
   }
 
   private requireSelfModification(skill: string): void {
@@ -83,7 +67,7 @@ export class CoderService {
   }
 
   private info(): KernelInfoCapability {
-    const info = this.ctx.use<KernelInfoCapability>('kernel:info');
+    const info = this.ctx.use('kernel:info');
     if (!info) throw new Error('The kernel did not provide kernel:info.');
     return info;
   }
@@ -112,7 +96,8 @@ export class CoderService {
   async create(args: CreateArgs, signal: AbortSignal): Promise<Record<string, unknown>> {
     this.requireSelfModification('create_custom_skill');
     if (!SKILL_NAME.test(args.name)) throw new Error(`Invalid skill name "${args.name}": use 2-48 lower-case letters, digits or _, starting with a letter.`);
-    const parameters = args.parameters ?? { type: 'object', properties: {}, additionalProperties: true };
+    // The schema admits any object here; whether it is a JSON Schema of type object is checked next.
+    const parameters = (args.parameters as Record<string, unknown> | undefined) ?? { type: 'object', properties: {}, additionalProperties: true };
     if (parameters.type !== 'object') throw new Error('"parameters" must be a JSON Schema of type "object".');
     const plugin = `skill-${args.name}`;
     const owner = this.ctx.skills.list().find((s) => s.name === args.name);
@@ -210,7 +195,7 @@ export class CoderService {
     const source = await readFile(file, 'utf8');
     const reason = status?.reason ?? this.lastError(info, base) ?? 'no failure recorded by the kernel';
     const spec = parseSkillFile(source);
-    const llm = this.ctx.use<LlmCapability>('llm');
+    const llm = this.ctx.use('llm');
     const current = llm?.current();
     if (!llm || !current || 'missing' in current) {
       throw new Error(`No model is available to repair ${base}${current && 'missing' in current ? ` (${current.missing})` : ''}; the file was left as it is.`);

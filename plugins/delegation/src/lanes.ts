@@ -7,7 +7,7 @@
  * `actionSettled` hook when this process runs it, else by reading the queue), at most `waitMs`; then, or when the
  * parent is cancelled, the child is cancelled.
  */
-import type { Action, Json, KernelInfoCapability, PluginContext, SkillCallContext } from '../../../sdk/index.js';
+import type { Action, Json, PluginContext, SkillCallContext } from '../../../sdk/index.js';
 import { actorLabel, errorMessage, forbiddenError, isUntrusted } from '../../../sdk/index.js';
 import { MAX_DEPTH } from '../manifest.js';
 import type { DelegatedTask, DelegationStore } from './store.js';
@@ -130,7 +130,7 @@ export class LaneDelegator {
         throw forbiddenError(`Delegation refused: sub-agent "${agent}" is already working on this chain of tasks (its lane runs one task at a time). Do the work yourself or use another sub-agent.`);
       }
     }
-    const info = this.ctx.use<KernelInfoCapability>('kernel:info');
+    const info = this.ctx.use('kernel:info');
     if (info && !info.agentRunning()) {
       throw new Error('No agent runner is running on this Keel home (start it with `keel run`), so a sub-task would only wait in the queue.');
     }

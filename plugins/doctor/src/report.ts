@@ -2,6 +2,7 @@
  * The doctor's report, built from whatever sources the caller has: the running kernel (system_check) or the
  * configuration alone (`keel doctor`). Each finding says what is wrong and how to fix it.
  */
+import { existsSync } from 'node:fs';
 import { statfs } from 'node:fs/promises';
 import { namespaceSupport, type ConnectionStatus, type LogEntry } from '../../../sdk/index.js';
 import { errorMessage } from '../../../sdk/errors.js';
@@ -50,6 +51,8 @@ export interface DoctorSources {
 }
 
 export const INTERPRETERS = ['bash', 'sh', 'zsh', 'dash', 'ksh', 'fish', 'python', 'python3', 'node', 'nodejs', 'npx', 'deno', 'bun', 'pwsh', 'powershell', 'perl', 'ruby', 'php', 'lua'] as const;
+/** Where the browser plugin looks for Chromium when browserExecutablePath is empty (plugins/browser/src/service.ts). */
+export const BROWSER_CANDIDATES = ['/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome-stable', '/usr/bin/google-chrome', '/snap/bin/chromium'];
 export const LOW_DISK_WARN = 1024 ** 3;
 export const LOW_DISK_ERROR = 100 * 1024 ** 2;
 
@@ -116,6 +119,20 @@ export async function buildReport(src: DoctorSources, now = new Date()): Promise
     else add('disk', 'ok', `${humanBytes(free)} free where $KEEL_HOME lives.`);
   } catch (e) {
     add('disk', 'warn', `Free space of ${src.home} is unknown: ${errorMessage(e)}.`);
+  }
+
+  // ---------------------------------------------------------------- browser (Keel never downloads one)
+  if (src.declared('browserExecutablePath') && src.get('browserEngine') !== 'engineC') {
+    const set = String(src.get('browserExecutablePath') ?? '').trim();
+    const found = set ? (existsSync(set) ? set : undefined) : BROWSER_CANDIDATES.find((p) => existsSync(p));
+    if (found) add('plugins', 'ok', `Browser skills use ${found}.`);
+    else
+      add(
+        'plugins',
+        'warn',
+        set ? `browserExecutablePath is ${set}, which does not exist: the browser skills fail.` : `No Chromium or Chrome found (looked for ${BROWSER_CANDIDATES.join(', ')}): the browser skills fail. Keel never downloads a browser.`,
+        'install one (Debian/Ubuntu: sudo apt-get install chromium; Fedora: sudo dnf install chromium; macOS: install Google Chrome), or keel config set browserExecutablePath <path>',
+      );
   }
 
   // ---------------------------------------------------------------- config

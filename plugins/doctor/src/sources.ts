@@ -5,12 +5,12 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
-import { listChannels, type CommandContext, type KernelInfoCapability, type PluginContext } from '../../../sdk/index.js';
+import { listChannels, type CommandContext, type PluginContext } from '../../../sdk/index.js';
 import type { DoctorSources } from './report.js';
 
 /** From inside a running kernel. */
 export function kernelSources(ctx: PluginContext): DoctorSources {
-  const info = ctx.use<KernelInfoCapability>('kernel:info');
+  const info = ctx.use('kernel:info');
   const declared = new Set(info?.configKeys().map((k) => k.key) ?? []);
   const logs = info?.logs() ?? [];
   return {
@@ -58,6 +58,8 @@ const KNOWN: Record<string, { default?: unknown; env?: string; type: 'boolean' |
   },
   autoExecuteCommands: { type: 'boolean' },
   webAllowPrivateNetwork: { default: false, env: 'KEEL_WEB_ALLOW_PRIVATE_NETWORK', type: 'boolean' },
+  browserExecutablePath: { default: '', env: 'KEEL_BROWSER_EXECUTABLE', type: 'string' },
+  browserEngine: { default: 'engineA', env: 'KEEL_BROWSER_ENGINE', type: 'string' },
 };
 
 function fromEnv(raw: string, type: 'boolean' | 'string' | 'list'): unknown {

@@ -3,34 +3,35 @@
  */
 import type { FastifyRequest } from 'fastify';
 import type { KernelInfoCapability, PluginContext } from '../../../sdk/index.js';
+import type manifest from '../manifest.js';
 
 export interface GatewaySettings {
   port: number;
   host: string;
   apiKey?: string;
   staticDir?: string;
-  corsOrigins: string[];
+  corsOrigins: readonly string[];
   bodyLimit: number;
 }
 
 export interface GatewayDeps {
-  ctx: PluginContext;
+  ctx: PluginContext<typeof manifest>;
   settings: GatewaySettings;
   info: KernelInfoCapability;
 }
 
 /** The settings from configuration (command-line values arrive as config overrides). */
-export function readSettings(ctx: PluginContext): GatewaySettings {
-  const get = <T>(k: string) => ctx.config.get<T>(k);
-  const apiKey = get<string | undefined>('gatewayApiKey');
-  const staticDir = get<string | undefined>('gatewayStaticDir');
+export function readSettings(ctx: PluginContext<typeof manifest>): GatewaySettings {
+  const { config } = ctx;
+  const apiKey = config.get('gatewayApiKey');
+  const staticDir = config.get('gatewayStaticDir');
   return {
-    port: get<number>('gatewayPort'),
-    host: get<string>('gatewayHost'),
+    port: config.get('gatewayPort'),
+    host: config.get('gatewayHost'),
     ...(apiKey ? { apiKey } : {}),
     ...(staticDir ? { staticDir } : {}),
-    corsOrigins: get<string[]>('gatewayCorsOrigins'),
-    bodyLimit: get<number>('gatewayBodyLimit'),
+    corsOrigins: config.get('gatewayCorsOrigins'),
+    bodyLimit: config.get('gatewayBodyLimit'),
   };
 }
 

@@ -27,6 +27,7 @@ export function statusForCode(code: string | undefined): number | undefined {
     case 'KEEL_E_CONFIG_UNKNOWN_KEY':
     case 'KEEL_E_SKILL_UNKNOWN':
     case 'KEEL_E_ACTION_NOT_FOUND':
+    case 'KEEL_E_APPROVAL_NOT_FOUND':
       return 404;
     case 'KEEL_E_CONFIG_INVALID_VALUE':
     case 'KEEL_E_SKILL_INVALID_ARGS':

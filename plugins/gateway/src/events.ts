@@ -29,6 +29,8 @@ export interface EventBus {
   subscribe(listener: EventListener): () => void;
   /** Emit an event to every listener (a throwing listener does not stop the others). */
   emit(event: string, data: Record<string, unknown>): void;
+  /** Emit an event from another plugin (`gateway:events`): texts capped and known secrets masked like the gateway's own. */
+  emitForeign?(event: string, data: Record<string, unknown>): void;
   /** Stop emitting: hook taps become no-ops, the log subscription ends, listeners are dropped. */
   dispose(): void;
 }
@@ -218,6 +220,9 @@ export function createEventBus(deps: GatewayDeps): EventBus {
   return {
     subscribe: bus.subscribe,
     emit: bus.emit,
+    emitForeign(event, data) {
+      emit(event, (f) => params(data, f) as Record<string, unknown>);
+    },
     dispose() {
       live = false;
       unLog();

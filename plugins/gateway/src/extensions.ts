@@ -4,7 +4,7 @@
  * restart of the server; their schemas are compiled once per schema object.
  */
 import Ajv, { type ValidateFunction } from 'ajv';
-import type { GatewayRoute, GatewayRoutesCapability, GatewayWsAction, PluginContext } from '../../../sdk/index.js';
+import type { GatewayRoute, GatewayWsAction, PluginContext } from '../../../sdk/index.js';
 
 export interface ExtensionRoute extends GatewayRoute {
   plugin: string;
@@ -28,14 +28,15 @@ function segments(url: string): string[] {
 
 export function createExtensions(ctx: PluginContext, builtinPaths: ReadonlySet<string>): Extensions {
   const opts = { allErrors: false, strict: false, useDefaults: true, removeAdditional: false } as const;
-  const body = new Ajv.default({ ...opts, coerceTypes: false });
-  const text = new Ajv.default({ ...opts, coerceTypes: 'array' });
+  // Made at the first extension request: an idle gateway pays no memory for them.
+  let body: Ajv.default | undefined;
+  let text: Ajv.default | undefined;
   const compiled = new WeakMap<object, ValidateFunction>();
   const compiledText = new WeakMap<object, ValidateFunction>();
 
   const all = () => {
     try {
-      return ctx.capabilities<GatewayRoutesCapability>('gateway:routes:');
+      return ctx.capabilities('gateway:routes:');
     } catch {
       return [];
     }
@@ -96,7 +97,8 @@ export function createExtensions(ctx: PluginContext, builtinPaths: ReadonlySet<s
       const cache = part === 'body' ? compiled : compiledText;
       let v = cache.get(schema);
       if (!v) {
-        v = (part === 'body' ? body : text).compile(schema);
+        const ajv = part === 'body' ? (body ??= new Ajv.default({ ...opts, coerceTypes: false })) : (text ??= new Ajv.default({ ...opts, coerceTypes: 'array' }));
+        v = ajv.compile(schema);
         cache.set(schema, v);
       }
       return v;

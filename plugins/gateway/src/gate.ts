@@ -41,7 +41,7 @@ export function keyFromProtocols(header: string | string[] | undefined): string 
 }
 
 export interface GateOptions {
-  corsOrigins: string[];
+  corsOrigins: readonly string[];
   apiKey: string | undefined;
 }
 

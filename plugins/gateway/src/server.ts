@@ -5,18 +5,19 @@
 import { STATUS_CODES } from 'node:http';
 import Ajv from 'ajv';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import { environmentError, type GatewayCaller, type KernelInfoCapability } from '../../../sdk/index.js';
+import { environmentError, errorMessage, type GatewayCaller, type KernelInfoCapability } from '../../../sdk/index.js';
 import { isLoopback as socketIsLoopback, loopbackOnly, type GatewayDeps } from './deps.js';
 import { errorBody, errorHandler, notFound, schemaErrorFormatter, sendError, statusForCode } from './errors.js';
 import { createExtensions, type Extensions } from './extensions.js';
 import { requestGate } from './gate.js';
 import { openApiDocument } from './openapi.js';
 import { agentRoutes } from './rest/agent.js';
+import { consoleRoutes } from './rest/console.js';
 import { dataRoutes } from './rest/data.js';
 import type { RouteDef, RouteEnv } from './rest/route.js';
 import * as S from './rest/schemas.js';
 import { settingsRoutes } from './rest/settings.js';
-import { registerStatic, rootHandler } from './static.js';
+import { registerDashboardAssets, registerStatic, rootHandler } from './static.js';
 import { registerWebSocket } from './ws.js';
 
 export interface BuildOptions {
@@ -25,15 +26,10 @@ export interface BuildOptions {
 }
 
 /** The address the gateway listens on, offered as capability `gateway:address`. */
-export interface GatewayAddress {
-  host: string;
-  port: number;
-  url: string;
-}
 
 /** Every built-in REST route (the OpenAPI route included), in registration order. */
 export function restRoutes(env: RouteEnv, extensions?: Extensions): RouteDef[] {
-  const routes = [...agentRoutes(env), ...settingsRoutes(env), ...dataRoutes(env)];
+  const routes = [...agentRoutes(env), ...settingsRoutes(env), ...dataRoutes(env), ...consoleRoutes(env)];
   // The document lists extension routes too; it is rebuilt when the set of extensions changes.
   let doc: { key: string; value: unknown } | undefined;
   routes.push({
@@ -135,7 +131,16 @@ export async function buildServer(deps: GatewayDeps, opts: BuildOptions = {}): P
   app.all('/api/*', extensionHandler(env, extensions));
   app.all('/api', notFound);
 
-  await registerWebSocket(app, deps, { root: rootHandler(settings.staticDir), extensions });
+  // The dashboard plugin's page at / unless a static folder replaces it (looked up per request).
+  const dashboard = () => {
+    try {
+      return ctx.use('dashboard');
+    } catch {
+      return undefined;
+    }
+  };
+  await registerWebSocket(app, deps, { root: rootHandler(settings.staticDir, dashboard), extensions });
+  if (!settings.staticDir) registerDashboardAssets(app, dashboard);
   await registerStatic(app, settings.staticDir);
   return app;
 }
@@ -181,7 +186,7 @@ export async function startServer(
   deps.ctx.log.info(`Gateway listening on ${url}`);
   warnIfExposed(deps);
   try {
-    deps.ctx.provide<GatewayAddress>('gateway:address', { ...address, url });
+    deps.ctx.provide('gateway:address', { ...address, url });
   } catch {
     // The manifest does not declare it (older manifest): the log line still tells the address.
   }
@@ -240,8 +245,8 @@ function extensionHandler(env: RouteEnv, extensions: Extensions) {
     } catch (e) {
       const code = typeof (e as { code?: unknown })?.code === 'string' ? (e as { code: string }).code : undefined;
       const status = statusForCode(code);
-      if (status) return sendError(reply, status, e instanceof Error ? e.message : String(e));
-      env.ctx.log.warn(`gateway: ${route.plugin} route ${route.method} ${route.url} failed: ${e instanceof Error ? e.message : String(e)}`);
+      if (status) return sendError(reply, status, errorMessage(e));
+      env.ctx.log.warn(`gateway: ${route.plugin} route ${route.method} ${route.url} failed: ${errorMessage(e)}`);
       return sendError(reply, 500, `The ${route.plugin} plugin failed to answer this request.`);
     }
   };

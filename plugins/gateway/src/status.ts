@@ -1,7 +1,6 @@
 /**
  * The agent status object of SPEC (`GET /api/status`, the WebSocket's first message).
  */
-import type { LlmCapability, MemoryCapability } from '../../../sdk/index.js';
 import type { GatewayDeps } from './deps.js';
 
 export interface AgentStatus {
@@ -23,9 +22,9 @@ function opt<T>(d: GatewayDeps, key: string, fallback: T): T {
 
 export function agentStatus(d: GatewayDeps): AgentStatus {
   const counts = d.ctx.queue.counts();
-  const memory = d.ctx.use<MemoryCapability>('memory')?.counts() ?? { short: 0, episodic: 0, long: 0 };
+  const memory = d.ctx.use('memory')?.counts() ?? { short: 0, episodic: 0, long: 0 };
   // The router knows the effective provider and model (inferred from the model name, restored per provider).
-  const current = d.ctx.use<LlmCapability>('llm')?.current();
+  const current = d.ctx.use('llm')?.current();
   return {
     running: d.info.agentRunning(),
     model: current?.model ?? String(opt(d, 'modelName', '')),

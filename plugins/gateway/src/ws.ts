@@ -20,7 +20,6 @@ import {
   Type,
   type Actor,
   type GatewayCaller,
-  type GatewayEventsCapability,
   type TSchema,
   errorCodeOf,
   errorMessage,
@@ -113,7 +112,7 @@ function sinceOf(req: FastifyRequest): number | undefined {
 }
 
 /** Whether the upgrade's Origin is acceptable (see the file comment). */
-export function originAllowed(origin: string | undefined, allowed: string[]): boolean {
+export function originAllowed(origin: string | undefined, allowed: readonly string[]): boolean {
   if (allowed.includes('*')) return true;
   if (origin === undefined || origin === '') return true;
   const o = normOrigin(origin);
@@ -130,9 +129,9 @@ export async function registerWebSocket(
   const stream = createEventStream(bus);
   const log = deps.ctx.log;
   try {
-    deps.ctx.provide<GatewayEventsCapability>('gateway:events', {
+    deps.ctx.provide('gateway:events', {
       emit(event, data) {
-        bus.emit(event, data);
+        (bus.emitForeign ?? bus.emit)(event, data);
         return stream.last();
       },
     });

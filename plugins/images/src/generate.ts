@@ -3,15 +3,11 @@
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { PluginContext, ProviderCapability } from '../../../sdk/index.js';
-import { IMAGE_PROVIDERS } from '../manifest.js';
+import type { PluginContext, ProviderCapability, SkillArgs } from '../../../sdk/index.js';
+import manifest, { IMAGE_PROVIDERS } from '../manifest.js';
 
-export interface ImageArgs {
-  prompt: string;
-  size?: '1024x1024' | '1024x1792' | '1792x1024';
-  quality?: 'medium' | 'standard' | 'hd';
-  provider?: (typeof IMAGE_PROVIDERS)[number];
-}
+/** The arguments of generate_image, from its schema in the manifest. */
+export type ImageArgs = SkillArgs<typeof manifest, 'generate_image'>;
 
 export interface SavedImage {
   path: string;
@@ -33,13 +29,13 @@ function cfg<T>(ctx: PluginContext, key: string): T | undefined {
 }
 
 /** The provider to use, or an Error that names the keys to set. */
-export function pickProvider(ctx: PluginContext, asked?: string): { id: string; cap: ProviderCapability } {
-  const preferred = asked || cfg<string>(ctx, 'imageProvider') || '';
+export function pickProvider(ctx: PluginContext<typeof manifest>, asked?: string): { id: string; cap: ProviderCapability } {
+  const preferred = asked || ctx.config.get('imageProvider');
   const llm = cfg<string>(ctx, 'llmProvider') ?? '';
   const order = preferred ? [preferred] : [...(IMAGE_PROVIDERS as readonly string[]).filter((p) => p === llm), ...IMAGE_PROVIDERS.filter((p) => p !== llm)];
   const problems: string[] = [];
   for (const id of order) {
-    const cap = ctx.use<ProviderCapability>(`provider:${id}`);
+    const cap = ctx.use(`provider:${id}`);
     if (!cap?.generateImage) {
       problems.push(`${id} is not running (its plugin is disabled or missing)`);
       continue;
@@ -64,9 +60,9 @@ export function vendorParams(provider: string, model: string, size: string, qual
 
 const EXT: Record<string, string> = { 'image/png': 'png', 'image/jpeg': 'jpg', 'image/webp': 'webp', 'image/gif': 'gif' };
 
-export async function generateImage(ctx: PluginContext, args: ImageArgs, signal?: AbortSignal): Promise<SavedImage> {
+export async function generateImage(ctx: PluginContext<typeof manifest>, args: ImageArgs, signal?: AbortSignal): Promise<SavedImage> {
   const { id, cap } = pickProvider(ctx, args.provider);
-  const model = cfg<string>(ctx, 'imageModelName') || DEFAULT_MODEL[id]!;
+  const model = ctx.config.get('imageModelName') || DEFAULT_MODEL[id]!;
   const params = vendorParams(id, model, args.size ?? '1024x1024', args.quality ?? 'medium');
   const img = await cap.generateImage!({ prompt: args.prompt, model, ...params, ...(signal ? { signal } : {}) });
   const data = Buffer.from(img.base64, 'base64');

@@ -10,13 +10,13 @@ import { extractiveSummary, newId } from './entries.js';
 import type { KeywordIndex } from './keyword-index.js';
 import type { MemoryStore } from './store.js';
 import { cap } from './text.js';
+import type manifest from '../manifest.js';
 
 export interface ConsolidationDeps {
-  ctx: PluginContext;
+  ctx: PluginContext<typeof manifest>;
   store: MemoryStore;
   index: KeywordIndex;
   llm(): LlmCapability | undefined;
-  num(key: string, fallback: number): number;
   track<T>(p: Promise<T>): Promise<T>;
 }
 
@@ -36,7 +36,7 @@ export class Consolidator {
       this.waiting.add(session);
       return;
     }
-    const threshold = this.d.num('memoryConsolidationThreshold', 30);
+    const threshold = this.d.ctx.config.get('memoryConsolidationThreshold');
     const batch = this.d.store.short.filter((e) => e.metadata.session === session);
     if (batch.length < threshold) return;
     this.consolidating.add(session);
@@ -105,7 +105,7 @@ export class Consolidator {
         to: last.timestamp,
       },
     };
-    const limit = this.d.num('memoryEpisodicLimit', 200);
+    const limit = this.d.ctx.config.get('memoryEpisodicLimit');
     const overflow = Math.max(0, this.d.store.episodic.length + 1 - limit);
     const dropped = [...this.d.store.episodic].sort((a, b) => (a.timestamp < b.timestamp ? -1 : 1)).slice(0, overflow).map((e) => e.id);
     const remove = [...sorted.map((e) => e.id), ...dropped];

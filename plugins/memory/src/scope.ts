@@ -3,7 +3,7 @@
  * decisions (capability `kernel:policy`, the rules dispatch uses); this file only adds what memory needs on top:
  * whose memory it is (`principal`, `channelOf`).
  */
-import { principalOf, type Actor, type PluginContext, type PolicyCapability } from '../../../sdk/index.js';
+import { principalOf, type Actor, type PluginContext } from '../../../sdk/index.js';
 
 type Uses = Pick<PluginContext, 'use'>;
 
@@ -15,12 +15,12 @@ export const principal = principalOf;
 
 /** The kernel's admin decision; without `kernel:policy` nobody is an admin (fail closed). */
 export function isAdmin(ctx: Uses, actor: Actor | undefined): boolean {
-  return ctx.use<PolicyCapability>('kernel:policy')?.isAdmin(actor) === true;
+  return ctx.use('kernel:policy')?.isAdmin(actor) === true;
 }
 
 /** The kernel's session key; no actor is the local operator. Without `kernel:policy` memory cannot scope, so it refuses. */
 export function sessionKey(ctx: Uses, actor: Actor | undefined): string {
-  const policy = ctx.use<PolicyCapability>('kernel:policy');
+  const policy = ctx.use('kernel:policy');
   if (!policy) throw new Error('the kernel did not provide kernel:policy, so memory cannot tell whose session this is');
   return policy.sessionKey(actor ?? LOCAL_OPERATOR);
 }

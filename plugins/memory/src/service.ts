@@ -4,6 +4,7 @@
  */
 import type { Action, Actor, LlmCapability, MemoryCapability, MemoryEntry, PluginContext } from '../../../sdk/index.js';
 import { errorMessage } from '../../../sdk/errors.js';
+import type manifest from '../manifest.js';
 import { AUTONOMY_SOURCE, OPERATOR_SOURCES } from '../../../sdk/actor.js';
 import { Consolidator } from './consolidation.js';
 import { describeContact, readContact } from './contacts.js';
@@ -38,7 +39,7 @@ export class MemoryService implements Required<MemoryCapability> {
   private readonly consolidator: Consolidator;
   private readonly recaller: MemoryRecall;
 
-  constructor(readonly ctx: PluginContext) {
+  constructor(readonly ctx: PluginContext<typeof manifest>) {
     this.store = new MemoryStore(ctx.home);
     this.store.onReload = () => this.reindex();
     this.consolidator = new Consolidator({
@@ -46,7 +47,6 @@ export class MemoryService implements Required<MemoryCapability> {
       store: this.store,
       index: this.index,
       llm: () => this.llm(),
-      num: (key, fallback) => this.num(key, fallback),
       track: (p) => this.track(p),
     });
     this.recaller = new MemoryRecall({ ctx, store: this.store, index: this.index, embedder: () => this.embedder() });
@@ -64,18 +64,10 @@ export class MemoryService implements Required<MemoryCapability> {
     for (const e of this.store.episodic) this.index.add(e);
   }
 
-  private num(key: string, fallback: number): number {
-    try {
-      const v = this.ctx.config.get<number>(key);
-      return typeof v === 'number' && Number.isFinite(v) && v > 0 ? Math.floor(v) : fallback;
-    } catch {
-      return fallback;
-    }
-  }
 
   /** The model, when one is configured (the agent plugin provides `llm`; absent or unconfigured: none). */
   llm(): LlmCapability | undefined {
-    const l = this.ctx.use<LlmCapability>('llm');
+    const l = this.ctx.use('llm');
     if (!l) return undefined;
     try {
       const c = l.current();
@@ -87,7 +79,7 @@ export class MemoryService implements Required<MemoryCapability> {
   }
 
   embedder(): LlmCapability | undefined {
-    const l = this.ctx.use<LlmCapability>('llm');
+    const l = this.ctx.use('llm');
     try {
       return l && typeof l.embed === 'function' && l.canEmbed() ? l : undefined;
     } catch {
@@ -169,7 +161,7 @@ export class MemoryService implements Required<MemoryCapability> {
     this.store.refresh();
     const actor = opts.actor ?? (opts.actionId ? this.actions.get(opts.actionId)?.actor : undefined);
     const session = sessionKey(this.ctx, actor);
-    const limit = this.num('memoryContextLimit', 50);
+    const limit = this.ctx.config.get('memoryContextLimit');
     const mine = [...this.store.short, ...this.store.episodic]
       .filter((e) => e.metadata.session === session)
       .sort((a, b) => (a.timestamp < b.timestamp ? -1 : a.timestamp > b.timestamp ? 1 : 0))

@@ -1,5 +1,5 @@
 /** The four memory skills (SPEC "Memory and learning"). */
-import type { Actor, SkillCallContext } from '../../../sdk/index.js';
+import type { Actor } from '../../../sdk/index.js';
 import { updateContact } from './contacts.js';
 import { appendDaily } from './daily.js';
 import { appendJournal, appendLearning, appendUserFact, localDate } from './long-files.js';
@@ -20,7 +20,7 @@ function refuseNonAdmin(svc: MemoryService, actor: Actor, what: string): void {
 export function registerSkills(svc: MemoryService): void {
   const { ctx } = svc;
 
-  ctx.skills.register('recall_memory', async (args: { query: string; limit?: number }, call: SkillCallContext) => {
+  ctx.skills.register('recall_memory', async (args, call) => {
     const limit = args.limit ?? 10;
     const { mode, hits, note } = await svc.recall(args.query, limit, call.actor, call.signal);
     const how = mode === 'vector' ? 'vector similarity, ranked by relevance' : 'keyword search, ranked by recency';
@@ -29,7 +29,7 @@ export function registerSkills(svc: MemoryService): void {
     return { results: [head, ...lines].join('\n') };
   });
 
-  ctx.skills.register('update_user_profile', async (args: { info_text: string }, call: SkillCallContext) => {
+  ctx.skills.register('update_user_profile', async (args, call) => {
     const text = args.info_text.trim();
     const why = secretReason(text);
     if (why) {
@@ -48,7 +48,7 @@ export function registerSkills(svc: MemoryService): void {
     return { result: `Added to USER.md under "${section}": ${text}` };
   });
 
-  ctx.skills.register('update_learning', async (args: { topic: string; knowledge_content?: string }, call: SkillCallContext) => {
+  ctx.skills.register('update_learning', async (args, call) => {
     refuseNonAdmin(svc, call.actor, 'LEARNING.md');
     const topic = args.topic.trim();
     const llm = svc.llm();
@@ -103,7 +103,7 @@ export function registerSkills(svc: MemoryService): void {
     return { result: `Learned about "${topic}" from ${origin}, distilled by ${distiller}; saved to LEARNING.md:\n${entry}` };
   });
 
-  ctx.skills.register('update_journal', async (args: { entry_text: string }, call: SkillCallContext) => {
+  ctx.skills.register('update_journal', async (args, call) => {
     refuseNonAdmin(svc, call.actor, 'JOURNAL.md');
     const date = localDate();
     await appendJournal(ctx.home, date, args.entry_text);

@@ -28,11 +28,13 @@ export function detectChannel(explicit: string | undefined, action: Action | und
 
 /** The running channel, or an error naming what to configure. */
 export function channelFor(ctx: PluginContext, name: string): ChannelCapability {
-  const running = ctx.capabilities<ChannelCapability>('channel:');
+  const running = ctx.capabilities('channel:');
   const found = running.find((c) => c.name === `channel:${name}`)?.impl;
   if (!found) {
     const names = running.map((c) => c.name.slice('channel:'.length));
-    throw new Error(`Channel "${name}" is not running${SETUP[name] ? `; set ${SETUP[name]}` : ''}. Running channels: ${names.join(', ') || 'none'}.`);
+    throw new Error(
+      `Channel "${name}" is not running${SETUP[name] ? `; set ${SETUP[name]}` : ''}. Running channels: ${names.join(', ') || 'none'}.`,
+    );
   }
   if (found.status().enabled === false) throw new Error(`Channel "${name}" is not configured${SETUP[name] ? `: set ${SETUP[name]}` : ''}.`);
   return found;

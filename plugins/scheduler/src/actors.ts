@@ -2,7 +2,7 @@
  * Who is behind an actor, for scheduling: whose task it is and what it runs as. Whether they are an admin is the
  * kernel's decision (capability `kernel:policy`).
  */
-import { isUntrusted, principalOf, type Actor, type PluginContext, type PolicyCapability } from '../../../sdk/index.js';
+import { isUntrusted, principalOf, type Actor, type PluginContext } from '../../../sdk/index.js';
 
 /**
  * The actor a scheduled task runs as: the person behind the call (so their rights carry, and no more), still
@@ -29,5 +29,5 @@ export function identityKey(actor: Actor): string {
 
 /** Admin is the kernel's decision (capability `kernel:policy`); without the capability nobody is (fail closed). */
 export function isAdmin(ctx: Pick<PluginContext, 'use'>, actor: Actor | undefined): boolean {
-  return ctx.use<PolicyCapability>('kernel:policy')?.isAdmin(actor) === true;
+  return ctx.use('kernel:policy')?.isAdmin(actor) === true;
 }

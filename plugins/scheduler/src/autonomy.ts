@@ -3,9 +3,10 @@
  * action asks the agent to review its goals, memory and schedule and to decide whether to queue work. At most
  * one autonomy action waits or runs at a time: a review that would pile up behind another is skipped.
  */
-import type { Action, Actor, KernelInfoCapability, Logger, MemoryCapability, PluginContext } from '../../../sdk/index.js';
+import type { Action, Actor, Logger, PluginContext } from '../../../sdk/index.js';
 import type { ScheduleStore } from './store.js';
 import { errorMessage } from '../../../sdk/errors.js';
+import type manifest from '../manifest.js';
 
 export const AUTONOMY_ACTOR: Actor = { kind: 'agent', channel: 'autonomy' };
 
@@ -15,7 +16,7 @@ export class Autonomy {
   private lastId: string | undefined;
 
   constructor(
-    private readonly ctx: PluginContext,
+    private readonly ctx: PluginContext<typeof manifest>,
     private readonly store: ScheduleStore,
     private readonly log: Logger,
   ) {}
@@ -34,12 +35,11 @@ export class Autonomy {
   }
 
   private enabled(): boolean {
-    return this.ctx.config.get<boolean>('autonomyEnabled') === true;
+    return this.ctx.config.get('autonomyEnabled');
   }
 
   private interval(): number {
-    const v = Number(this.ctx.config.get<number>('autonomyInterval'));
-    return Number.isFinite(v) && v >= 1000 ? v : 3_600_000;
+    return this.ctx.config.get('autonomyInterval');
   }
 
   private rearm(): void {
@@ -63,7 +63,7 @@ export class Autonomy {
     if (this.stopped || !this.enabled()) return;
     try {
       // Only the process running the agent reviews (a gateway-only process would double the work).
-      if (this.ctx.use<KernelInfoCapability>('kernel:info')?.runner() === undefined) return;
+      if (this.ctx.use('kernel:info')?.runner() === undefined) return;
       const waiting = this.pendingAutonomy();
       if (waiting) {
         this.log.info(`Autonomy: ${waiting.id} is still ${waiting.status}; this review is skipped (one autonomy action at a time).`);
@@ -86,7 +86,7 @@ export class Autonomy {
       'Review your goals, your memory and your schedule below, then decide whether there is work worth doing now.',
       'If there is, do it or queue it (schedule_task for later work); if there is nothing useful to do, answer "nothing to do" and stop.',
     ];
-    const memory = this.ctx.use<MemoryCapability>('memory');
+    const memory = this.ctx.use('memory');
     if (memory) {
       try {
         const c = memory.counts();
@@ -106,7 +106,7 @@ export class Autonomy {
     }
     const counts = this.ctx.queue.counts();
     lines.push(`Queue: ${counts.pending} waiting, ${counts.failed} unsuccessful.`);
-    const allowed = this.ctx.config.get<string[]>('autonomyAllowedChannels') ?? [];
+    const allowed = this.ctx.config.get('autonomyAllowedChannels');
     lines.push(
       allowed.length
         ? `On your own you may send messages only on: ${allowed.join(', ')} (and email). Sends to other channels are refused.`

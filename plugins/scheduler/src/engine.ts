@@ -4,7 +4,7 @@
  * them twice. The loop wakes at the next due time, and at least once a second to notice changes that another
  * process wrote to schedules.json. Timers are unref'd and all cleared in stop().
  */
-import type { KernelInfoCapability, Logger, PluginContext } from '../../../sdk/index.js';
+import type { Logger, PluginContext } from '../../../sdk/index.js';
 import { nextCronRun } from './plan.js';
 import type { Schedule, ScheduleStore } from './store.js';
 import { errorMessage } from '../../../sdk/errors.js';
@@ -26,7 +26,7 @@ export class ScheduleEngine {
 
   /** Whether this process runs the agent (and so fires schedules). */
   active(): boolean {
-    return this.ctx.use<KernelInfoCapability>('kernel:info')?.runner() !== undefined;
+    return this.ctx.use('kernel:info')?.runner() !== undefined;
   }
 
   start(): void {

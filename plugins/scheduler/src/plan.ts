@@ -3,15 +3,11 @@
  */
 import { Cron } from 'croner';
 import { errorMessage } from '../../../sdk/errors.js';
+import type { SkillArgs } from '../../../sdk/index.js';
+import type manifest from '../manifest.js';
 
-export interface ScheduleArgs {
-  task: string;
-  priority?: number;
-  at?: string;
-  delayMs?: number;
-  cron?: string;
-  timezone?: string;
-}
+/** The arguments of schedule_task, from its schema in the manifest. */
+export type ScheduleArgs = SkillArgs<typeof manifest, 'schedule_task'>;
 
 export type Plan = { kind: 'once'; runAt: Date } | { kind: 'cron'; cron: string; timezone?: string; runAt: Date };
 

@@ -6,7 +6,7 @@
  * the agent acting on its own (no `onBehalfOf`) is never an approver, an agent counts only through the human it works
  * for, and work started by untrusted content (`untrusted` anywhere in the chain) cannot approve either.
  */
-import { describeActor, humanBehind, isUntrusted, type Actor, type PluginContext, type PolicyCapability } from '../../../sdk/index.js';
+import { describeActor, humanBehind, isUntrusted, type Actor, type PluginContext } from '../../../sdk/index.js';
 
 export type Approver = { ok: true; human: Actor } | { ok: false; reason: string };
 
@@ -18,6 +18,6 @@ export function approverOf(actor: Actor, ctx: Pick<PluginContext, 'use'>): Appro
   const human = humanBehind(actor);
   if (!human) return { ok: false, reason: 'no human is behind this request, so it cannot approve' };
   if (isUntrusted(actor)) return { ok: false, reason: 'this request was started by untrusted content, so it cannot approve' };
-  if (ctx.use<PolicyCapability>('kernel:policy')?.isAdmin(human) !== true) return { ok: false, reason: `${describeActor(human)} is not an admin, so it cannot approve` };
+  if (ctx.use('kernel:policy')?.isAdmin(human) !== true) return { ok: false, reason: `${describeActor(human)} is not an admin, so it cannot approve` };
   return { ok: true, human };
 }

@@ -11,6 +11,7 @@
  * - What cannot be proven safe is refused with the reason.
  * docs/security.md lists every rule and its limits.
  */
+import { errorMessage } from '../../../sdk/errors.js';
 import { parseShellScript, Refusal, type Word } from './tokenize.js';
 import { ruleFor } from './policy/rules.js';
 import { checkEnvName, programName, type Visitor, type Walk } from './policy/walk.js';
@@ -58,7 +59,7 @@ export function analyze(argv: readonly string[], lists: PolicyLists): PolicyDeci
     visitArgv(argv.map((value) => ({ value, dynamic: false })), walk, 0, true);
   } catch (e) {
     if (e instanceof Refusal) return { allowed: false, programs: [...walk.programs], reason: e.message };
-    return { allowed: false, programs: [...walk.programs], reason: `the command could not be checked (${e instanceof Error ? e.message : String(e)}), so it cannot be proven safe` };
+    return { allowed: false, programs: [...walk.programs], reason: `the command could not be checked (${errorMessage(e)}), so it cannot be proven safe` };
   }
   const programs = [...walk.programs, ...[...walk.builtins].filter((b) => !walk.programs.has(b))];
   const deny = new Set(lists.deny.map(programName).filter(Boolean));

@@ -6,17 +6,12 @@
  * as actor). The agent's own autonomous call is passed on as origin `agent`, which the kernel refuses with
  * KEEL_E_APPROVAL_FORBIDDEN; the attempt is logged here too.
  */
-import type { Actor, ConfigOrigin, KernelInfoCapability, PluginContext } from '../../../sdk/index.js';
+import type { Actor, ConfigOrigin, PluginContext, SkillArgs } from '../../../sdk/index.js';
+import type manifest from '../manifest.js';
 import { describeActor } from '../../../sdk/actor.js';
 import { approverOf } from './admin.js';
 
-export interface ManageConfigArgs {
-  action: 'show' | 'set' | 'pending' | 'approve';
-  detail?: 'policy';
-  key?: string;
-  value?: unknown;
-  reason?: string;
-}
+export type ManageConfigArgs = SkillArgs<typeof manifest, 'manage_config'>;
 
 type Ctx = Pick<PluginContext, 'config' | 'log' | 'use'>;
 
@@ -46,7 +41,7 @@ export function parseValue(raw: unknown, current: unknown): unknown {
 }
 
 export async function manageConfig(ctx: Ctx, a: ManageConfigArgs, actor: Actor): Promise<unknown> {
-  const info = ctx.use<KernelInfoCapability>('kernel:info');
+  const info = ctx.use('kernel:info');
   const classes = new Map((info?.configKeys() ?? []).map((k) => [k.key, k]));
   switch (a.action) {
     case 'show': {

@@ -3,7 +3,8 @@
  */
 import { stat } from 'node:fs/promises';
 import { isAbsolute, relative, resolve } from 'node:path';
-import type { Actor, PluginContext } from '../../../sdk/index.js';
+import type { Actor, PluginContext, SkillArgs } from '../../../sdk/index.js';
+import type manifest from '../manifest.js';
 import { PluginError } from '../../../sdk/errors.js';
 import { describeActor } from '../../../sdk/actor.js';
 import { approverOf } from './admin.js';
@@ -13,11 +14,7 @@ import { childEnv, formatResult, notFound, type RunResult, runArgv, startable } 
 import { PendingCommands, type PendingCommand } from './pending.js';
 import { Refusal, toArgv } from './tokenize.js';
 
-export interface RunCommandArgs {
-  command: string;
-  args?: string[];
-  cwd?: string;
-}
+export type RunCommandArgs = SkillArgs<typeof manifest, 'run_command'>;
 
 /** An error whose message is meant for the agent as it is. */
 /** A refusal: dispatch reports it as KEEL_E_FORBIDDEN (the gateway as 403). */
@@ -57,7 +54,7 @@ export class CommandService {
   readonly pending: PendingCommands;
   private readonly jail = new DenyJail();
   private jailNotesLogged = '';
-  constructor(private readonly ctx: Pick<PluginContext, 'config' | 'log' | 'home' | 'signal' | 'use'>) {
+  constructor(private readonly ctx: Pick<PluginContext<typeof manifest>, 'config' | 'log' | 'home' | 'signal' | 'use'>) {
     this.pending = new PendingCommands(ctx.home, ctx.log);
   }
 
@@ -103,7 +100,7 @@ export class CommandService {
 
   /** The folder a command runs in: commandWorkingDir, or `cwd` inside it (anywhere in sudo mode). */
   async workingDir(cwd: string | undefined, requested?: string): Promise<string> {
-    const configured = read<string>(this.ctx.config, 'commandWorkingDir');
+    const configured = this.ctx.config.get('commandWorkingDir');
     // Unset, it is the current directory of the process that checked the request; at approval (maybe in another
     // process, `keel commands approve`) that folder is the one the request was checked against.
     const base = resolve(configured ?? requested ?? process.cwd());
@@ -131,8 +128,8 @@ export class CommandService {
     const decision = this.check(argv);
     if (!decision.allowed) this.refuse(argv, actor, decision.reason);
     const cwd = await this.workingDir(a.cwd);
-    if (read<unknown>(this.ctx.config, 'autoExecuteCommands') !== true) {
-      const ttl = read<number>(this.ctx.config, 'commandConfirmationTtlMinutes') ?? 30;
+    if (!this.ctx.config.get('autoExecuteCommands')) {
+      const ttl = this.ctx.config.get('commandConfirmationTtlMinutes');
       const item = await this.pending.add({ argv, cwd, requestedBy: actor }, ttl);
       this.ctx.log.info(`commands: ${item.id} ${JSON.stringify(argv)} waits for confirmation (requested by ${describeActor(actor)}, expires ${item.expiresAt})`);
       return (
@@ -145,9 +142,9 @@ export class CommandService {
   }
 
   async execute(argv: string[], cwd: string, actor: Actor | undefined, signal?: AbortSignal): Promise<string> {
-    const timeoutMs = read<number>(this.ctx.config, 'commandTimeoutMs') ?? 120_000;
-    const maxBytes = read<number>(this.ctx.config, 'commandOutputMaxBytes') ?? 65_536;
-    const retries = read<number>(this.ctx.config, 'commandRetries') ?? 1;
+    const timeoutMs = this.ctx.config.get('commandTimeoutMs');
+    const maxBytes = this.ctx.config.get('commandOutputMaxBytes');
+    const retries = this.ctx.config.get('commandRetries');
     const env = childEnv();
     const jail = await this.isolation(env);
     const mode = read<unknown>(this.ctx.config, 'commandIsolation');

@@ -105,7 +105,11 @@ function tableLines(t: Tokens.Table): { header: string[]; rows: string[] } {
   const p = DIALECTS.plain;
   const cells = [t.header, ...t.rows].map((r) => r.map((c) => inline(c.tokens, p).replace(/\s+/g, ' ').trim()));
   const widths = t.header.map((_, i) => Math.min(40, Math.max(3, ...cells.map((r) => (r[i] ?? '').length))));
-  const line = (r: string[]) => r.map((c, i) => c.padEnd(widths[i] ?? 0)).join(' | ').trimEnd();
+  const line = (r: string[]) =>
+    r
+      .map((c, i) => c.padEnd(widths[i] ?? 0))
+      .join(' | ')
+      .trimEnd();
   const [head, ...rows] = cells;
   return { header: [line(head ?? []), widths.map((w) => '-'.repeat(w)).join('-+-')], rows: rows.map(line) };
 }
@@ -162,7 +166,8 @@ function toBlock(t: Token, d: Dialect, limit: number, depth = 0): Block | undefi
       const head = header.map(d.codeLine).join('\n');
       const units = rows.map((r) => ({ text: d.codeLine(r), plain: d.codeLine(r) }));
       // The header is repeated on every piece of a cut table, unless it would eat the piece.
-      if (head.length + f.open.length + f.close.length < limit / 4) return { open: `${f.open}${head}\n`, close: f.close, joiner: '\n', units };
+      if (head.length + f.open.length + f.close.length < limit / 4)
+        return { open: `${f.open}${head}\n`, close: f.close, joiner: '\n', units };
       return { open: f.open, close: f.close, joiner: '\n', units: [{ text: head, plain: head }, ...units] };
     }
     case 'list': {
@@ -176,7 +181,13 @@ function toBlock(t: Token, d: Dialect, limit: number, depth = 0): Block | undefi
     }
     case 'blockquote': {
       const q = d.quote;
-      const prefix = (s: string) => (q.prefix ? s.split('\n').map((l) => q.prefix + l).join('\n') : s);
+      const prefix = (s: string) =>
+        q.prefix
+          ? s
+              .split('\n')
+              .map((l) => q.prefix + l)
+              .join('\n')
+          : s;
       const inner = (t as Tokens.Blockquote).tokens;
       const units = inner
         .filter((x) => x.type !== 'space')

@@ -51,7 +51,10 @@ const telegram: Dialect = {
   code: (s) => `<code>${htmlEscape(s)}</code>`,
   link: (s, href) => `<a href="${attrEscape(href)}">${s}</a>`,
   heading: (s) => `<b>${s}</b>`,
-  fence: (lang) => ({ open: lang ? `<pre><code class="language-${attrEscape(lang)}">` : '<pre>', close: lang ? '</code></pre>' : '</pre>' }),
+  fence: (lang) => ({
+    open: lang ? `<pre><code class="language-${attrEscape(lang)}">` : '<pre>',
+    close: lang ? '</code></pre>' : '</pre>',
+  }),
   codeLine: htmlEscape,
   quote: { open: '<blockquote>', close: '</blockquote>', prefix: '' },
   hr: '\u2014\u2014\u2014',

@@ -41,7 +41,9 @@ export default {
 
     ctx.provide(`provider:${id}`, {
       id,
-      vision: false,
+      get vision() {
+        return control()?.vision ?? false;
+      },
       configured() {
         return control()?.configured ?? { ok: true };
       },

@@ -102,7 +102,7 @@ describe('kernel keys', () => {
       pluginDenyList: 'LOCKED',
       pluginHealthCheckIntervalMinutes: 'SAFE',
     });
-    expect(KERNEL_KEYS['adminUsers']?.default).toBeUndefined();
+    expect((KERNEL_KEYS.adminUsers as { default?: unknown }).default).toBeUndefined();
     expect(KERNEL_KEYS['sessionScope']?.default).toBe('per-channel-peer');
     expect(KERNEL_KEYS['pluginHealthCheckIntervalMinutes']?.default).toBe(15);
     expect(KERNEL_KEYS['queueCompletedLimit']?.default).toBe(100);

@@ -18,7 +18,14 @@ describe('chatA inbound → action → reply', () => {
   it('answers on the same chat, as Telegram HTML, replying to the message; status names the bot', async () => {
     h = await bootChatA();
     await waitFor(() => h!.channel().status().connected, 'connected');
-    expect(h.channel().status()).toMatchObject({ enabled: true, connected: true, state: 'connected', botUsername: 'keel_test_bot', botId: 7000001, reconnects: 0 });
+    expect(h.channel().status()).toMatchObject({
+      enabled: true,
+      connected: true,
+      state: 'connected',
+      botUsername: 'keel_test_bot',
+      botId: 7000001,
+      reconnects: 0,
+    });
     h.model.replies.push({ text: '**Hello** there, see `x<y`' });
     const { update_id, message_id } = h.tg.pushText('hi bot', { userId: 555 });
     const reply = await waitFor(() => textsTo(h!, 555)[0], 'the reply');
@@ -76,7 +83,10 @@ describe('chatA inbound → action → reply', () => {
     h.tg.pushText('group noise', { userId: 13, chatId: -100, group: true });
     await waitFor(() => h!.actions().length >= 2 && h!.actions().every((a) => a.status === 'completed'), 'two actions');
     await new Promise((r) => setTimeout(r, 300));
-    const tasks = h.actions().map((a) => a.task).sort();
+    const tasks = h
+      .actions()
+      .map((a) => a.task)
+      .sort();
     expect(tasks).toEqual(['/ask what time is it', 'hey @keel_test_bot summarise']);
   });
 
@@ -112,5 +122,49 @@ describe('chatA inbound → action → reply', () => {
     const typing = h.tg.callsOf('sendChatAction').length;
     await new Promise((r) => setTimeout(r, 4500));
     expect(h.tg.callsOf('sendChatAction').length).toBe(typing);
+  });
+
+  it('progress: one status message edited in place while the agent works, deleted when the action settles', async () => {
+    h = await bootChatA();
+    await waitFor(() => h!.channel().status().connected, 'connected');
+    h.model.replies.push(
+      {
+        text: 'Looking up the weather first',
+        toolCalls: [{ name: 'chatA_pin_message', arguments: { chatId: 'me', messageId: 1 } }],
+        delayMs: 10,
+      },
+      { text: 'Then pinning again', toolCalls: [{ name: 'chatA_pin_message', arguments: { chatId: 'me', messageId: 2 } }], delayMs: 3500 },
+      { text: 'All done.' },
+    );
+    h.tg.pushText('pin things', { userId: 808 });
+    await waitFor(() => h!.actions().find((a) => a.status === 'completed'), 'completed', 20_000);
+    const statusMsgs = h.tg.callsOf('sendMessage').filter((c) => c.params.chat_id === '808' && String(c.params.text).startsWith('\u23f3'));
+    expect(statusMsgs).toHaveLength(1);
+    expect(statusMsgs[0]!.params.text).toContain('Looking up the weather first');
+    // The edit waits for the chat's edit bucket (the two pins took from it too), but it comes, before the delete.
+    await waitFor(
+      () =>
+        h!.tg.callsOf('editMessageText').some((e) => e.params.chat_id === '808' && String(e.params.text).includes('Then pinning again')),
+      'status edited',
+    );
+    await waitFor(() => h!.tg.callsOf('deleteMessage').some((c) => c.params.chat_id === '808'), 'status message removed');
+    expect(
+      textsTo(h, 808)
+        .map((m) => m.text)
+        .filter((t) => !t!.startsWith('\u23f3')),
+    ).toEqual(['All done.']);
+  });
+
+  it('progressFeedbackTypingOnly: typing only, no status message', async () => {
+    h = await bootChatA({ config: { progressFeedbackTypingOnly: true } });
+    await waitFor(() => h!.channel().status().connected, 'connected');
+    h.model.replies.push(
+      { text: 'Step one', toolCalls: [{ name: 'chatA_pin_message', arguments: { chatId: 'me', messageId: 1 } }] },
+      { text: 'Done.' },
+    );
+    h.tg.pushText('go', { userId: 809 });
+    await waitFor(() => h!.actions().find((a) => a.status === 'completed'), 'completed', 20_000);
+    expect(textsTo(h, 809).map((m) => m.text)).toEqual(['Done.']);
+    expect(h.tg.callsOf('sendChatAction').some((c) => c.params.chat_id === '809')).toBe(true);
   });
 });

@@ -54,7 +54,9 @@ export async function builtinCandidate(id: string): Promise<PluginCandidate> {
   return { id, origin: 'builtin', dir: join(ROOT, 'plugins', id), ...(await more()) };
 }
 
-export async function bootChatA(o: { config?: Record<string, unknown>; token?: string; runAgent?: boolean; plugins?: string[] } = {}): Promise<ChatAHarness> {
+export async function bootChatA(
+  o: { config?: Record<string, unknown>; token?: string; runAgent?: boolean; plugins?: string[] } = {},
+): Promise<ChatAHarness> {
   const home = tmp('keel-chata-');
   const builtins = tmp('keel-chata-builtins-');
   const tg = await startFakeTelegram();
@@ -75,7 +77,17 @@ export async function bootChatA(o: { config?: Record<string, unknown>; token?: s
   let logs = new LogSink({ quiet: true });
   const start = async () => {
     logs = new LogSink({ quiet: true });
-    kernel = await startKernel({ home, builtinDir: builtins, extraPlugins, env: {}, watchSkills: false, watchConfig: false, runAgent: o.runAgent ?? true, logs, runner: { maxIdleMs: 50 } });
+    kernel = await startKernel({
+      home,
+      builtinDir: builtins,
+      extraPlugins,
+      env: {},
+      watchSkills: false,
+      watchConfig: false,
+      runAgent: o.runAgent ?? true,
+      logs,
+      runner: { maxIdleMs: 50 },
+    });
   };
   await start();
   const h: ChatAHarness = {

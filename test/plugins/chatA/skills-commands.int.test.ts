@@ -28,7 +28,11 @@ describe('chatA skills', () => {
     const r = await run('send_chatA', { chatId: 321, message: '*hi*' });
     expect(r.success).toBe(true);
     const out = JSON.parse(r.result) as { messageId: number };
-    expect(h!.tg.sent.find((m) => m.message_id === out.messageId)).toMatchObject({ chat: { id: 321 }, text: '<i>hi</i>', parse_mode: 'HTML' });
+    expect(h!.tg.sent.find((m) => m.message_id === out.messageId)).toMatchObject({
+      chat: { id: 321 },
+      text: '<i>hi</i>',
+      parse_mode: 'HTML',
+    });
     const action = await h!.kernel.queue.push({ task: 't', source: 'chatA', metadata: { replyTo: { chatId: '987', messageId: '5' } } });
     const r2 = await run('send_chatA', { chatId: 'the user', message: 'hello' }, action);
     expect(r2.success).toBe(true);
@@ -45,12 +49,37 @@ describe('chatA skills', () => {
 
   it('chatA_send_buttons wraps a 1D array into rows and rejects a button without callback_data or url', async () => {
     await ready();
-    const r = await run('chatA_send_buttons', { chatId: '5', message: 'Pick', buttons: [{ text: 'A', callback_data: 'a' }, { text: 'Site', url: 'https://e.com' }] });
+    const r = await run('chatA_send_buttons', {
+      chatId: '5',
+      message: 'Pick',
+      buttons: [
+        { text: 'A', callback_data: 'a' },
+        { text: 'Site', url: 'https://e.com' },
+      ],
+    });
     expect(r.success).toBe(true);
-    expect(h!.tg.sent.at(-1)!.reply_markup).toEqual({ inline_keyboard: [[{ text: 'A', callback_data: 'a' }], [{ text: 'Site', url: 'https://e.com' }]] });
-    const r2 = await run('chatA_send_buttons', { chatId: '5', message: 'Grid', buttons: [[{ text: '1', callback_data: '1' }, { text: '2', callback_data: '2' }]] });
+    expect(h!.tg.sent.at(-1)!.reply_markup).toEqual({
+      inline_keyboard: [[{ text: 'A', callback_data: 'a' }], [{ text: 'Site', url: 'https://e.com' }]],
+    });
+    const r2 = await run('chatA_send_buttons', {
+      chatId: '5',
+      message: 'Grid',
+      buttons: [
+        [
+          { text: '1', callback_data: '1' },
+          { text: '2', callback_data: '2' },
+        ],
+      ],
+    });
     expect(r2.success).toBe(true);
-    expect(h!.tg.sent.at(-1)!.reply_markup).toEqual({ inline_keyboard: [[{ text: '1', callback_data: '1' }, { text: '2', callback_data: '2' }]] });
+    expect(h!.tg.sent.at(-1)!.reply_markup).toEqual({
+      inline_keyboard: [
+        [
+          { text: '1', callback_data: '1' },
+          { text: '2', callback_data: '2' },
+        ],
+      ],
+    });
     const bad = await run('chatA_send_buttons', { chatId: '5', message: 'x', buttons: [{ text: 'nothing' }] });
     expect(bad.success).toBe(false);
     expect(bad.result).toMatch(/exactly one of callback_data or an http\(s\) url/);
@@ -61,17 +90,28 @@ describe('chatA skills', () => {
     const r = await run('chatA_send_poll', { chatId: '5', question: 'Lunch?', options: ['pizza', 'soup'], isAnonymous: false });
     expect(r.success).toBe(true);
     const call = h!.tg.callsOf('sendPoll')[0]!;
-    expect(call.params).toMatchObject({ chat_id: '5', question: 'Lunch?', options: [{ text: 'pizza' }, { text: 'soup' }], is_anonymous: false, allows_multiple_answers: false });
+    expect(call.params).toMatchObject({
+      chat_id: '5',
+      question: 'Lunch?',
+      options: [{ text: 'pizza' }, { text: 'soup' }],
+      is_anonymous: false,
+      allows_multiple_answers: false,
+    });
     expect((await run('chatA_send_poll', { chatId: '5', question: 'q', options: ['one'] })).success).toBe(false);
-    expect((await run('chatA_send_poll', { chatId: '5', question: 'q', options: Array.from({ length: 11 }, (_, i) => `o${i}`) })).success).toBe(false);
+    expect(
+      (await run('chatA_send_poll', { chatId: '5', question: 'q', options: Array.from({ length: 11 }, (_, i) => `o${i}`) })).success,
+    ).toBe(false);
     expect(h!.tg.callsOf('sendPoll')).toHaveLength(1);
   });
 
   it('chatA_edit_message edits what send_chatA returned', async () => {
     await ready();
     const { messageId } = JSON.parse((await run('send_chatA', { chatId: '8', message: 'draft' })).result) as { messageId: number };
+    // A 429 on the edit is waited out (retry_after) and the edit made once.
+    h!.tg.failNext('editMessageText', { code: 429, description: 'Too Many Requests: retry after 1', retryAfter: 1 });
     const r = await run('chatA_edit_message', { chatId: '8', messageId, newText: '**final**' });
-    expect(r.success).toBe(true);
+    expect(r.success, r.result).toBe(true);
+    expect(h!.tg.callsOf('editMessageText')).toHaveLength(2);
     expect(h!.tg.sent.find((m) => m.message_id === messageId)!.text).toBe('<b>final</b>');
   });
 
@@ -79,7 +119,11 @@ describe('chatA skills', () => {
     await ready();
     const ok = await run('chatA_react', { chatId: '8', messageId: 3 });
     expect(JSON.parse(ok.result)).toMatchObject({ native: true, reacted: '\u{1F44D}' });
-    expect(h!.tg.callsOf('setMessageReaction')[0]!.params).toMatchObject({ chat_id: '8', message_id: 3, reaction: [{ type: 'emoji', emoji: '\u{1F44D}' }] });
+    expect(h!.tg.callsOf('setMessageReaction')[0]!.params).toMatchObject({
+      chat_id: '8',
+      message_id: 3,
+      reaction: [{ type: 'emoji', emoji: '\u{1F44D}' }],
+    });
     h!.tg.failNext('setMessageReaction', { code: 400, description: 'Bad Request: REACTION_INVALID' });
     const fb = await run('chatA_react', { chatId: '8', messageId: 4, emoji: '\u{1F525}' });
     expect(JSON.parse(fb.result)).toMatchObject({ native: false, note: expect.stringMatching(/Native reactions are unavailable/) });
@@ -96,8 +140,25 @@ describe('chatA skills', () => {
     await ready();
     h!.tg.files.set('ph1', Buffer.from('JPEGDATA'));
     h!.tg.files.set('vo1', Buffer.from('OGGDATA'));
-    h!.tg.push({ message: { message_id: 50, date: 0, chat: { id: 9, type: 'private' }, from: { id: 9, is_bot: false, first_name: 'A' }, caption: 'look', photo: [{ file_id: 'ph1', width: 90, height: 90 }] } });
-    h!.tg.push({ message: { message_id: 51, date: 0, chat: { id: 9, type: 'private' }, from: { id: 9, is_bot: false, first_name: 'A' }, voice: { file_id: 'vo1', duration: 2 } } });
+    h!.tg.push({
+      message: {
+        message_id: 50,
+        date: 0,
+        chat: { id: 9, type: 'private' },
+        from: { id: 9, is_bot: false, first_name: 'A' },
+        caption: 'look',
+        photo: [{ file_id: 'ph1', width: 90, height: 90 }],
+      },
+    });
+    h!.tg.push({
+      message: {
+        message_id: 51,
+        date: 0,
+        chat: { id: 9, type: 'private' },
+        from: { id: 9, is_bot: false, first_name: 'A' },
+        voice: { file_id: 'vo1', duration: 2 },
+      },
+    });
     await waitFor(() => h!.actions().length === 2, 'two actions');
     const [photo, voice] = h!.actions().sort((a, b) => a.createdAt.localeCompare(b.createdAt));
     expect(photo!.task).toMatch(/^look\n\[attachment: .*downloads\/chatA\/9_50_photo\.jpg \(photo\)/);
@@ -115,7 +176,14 @@ describe('chatA commands', () => {
   it('registers the menu and answers help, status, models, queue; reset only for admins; cancel own actions', async () => {
     await ready();
     await waitFor(() => h!.tg.callsOf('setMyCommands').length === 1, 'menu registered');
-    expect(h!.tg.callsOf('setMyCommands')[0]!.params.commands.map((c: { command: string }) => c.command)).toEqual(['status', 'queue', 'cancel', 'reset', 'models', 'help']);
+    expect(h!.tg.callsOf('setMyCommands')[0]!.params.commands.map((c: { command: string }) => c.command)).toEqual([
+      'status',
+      'queue',
+      'cancel',
+      'reset',
+      'models',
+      'help',
+    ]);
     const answer = async (text: string, userId: number) => {
       const n = h!.tg.sent.filter((m) => m.chat.id === userId).length;
       h!.tg.pushText(text, { userId });
@@ -141,7 +209,14 @@ describe('chatA commands', () => {
 
   it('a button press becomes a message of its chat', async () => {
     await ready();
-    h!.tg.push({ callback_query: { id: 'cq1', from: { id: 5, is_bot: false, first_name: 'A' }, data: 'yes', message: { message_id: 77, date: 0, chat: { id: 5, type: 'private' } } } });
+    h!.tg.push({
+      callback_query: {
+        id: 'cq1',
+        from: { id: 5, is_bot: false, first_name: 'A' },
+        data: 'yes',
+        message: { message_id: 77, date: 0, chat: { id: 5, type: 'private' } },
+      },
+    });
     const a = await waitFor(() => h!.actions()[0], 'action');
     expect(a.task).toBe('[button pressed] yes');
     expect(a.metadata.replyTo).toMatchObject({ chatId: '5', messageId: '77', callbackData: 'yes' });

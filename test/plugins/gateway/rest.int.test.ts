@@ -208,7 +208,10 @@ describe('gateway REST', () => {
   });
 
   it('GET /api/connections has one entry per running channel', async () => {
-    expect(await json(await g.req('/api/connections'))).toEqual({ chatA: { enabled: true, connected: true, botUsername: 'keelbot', botId: 42 } });
+    const conns = await json(await g.req('/api/connections'));
+    expect(conns.chatA).toEqual({ enabled: true, connected: true, botUsername: 'keelbot', botId: 42 });
+    // The built-in gateway chat is a running channel too.
+    expect(Object.keys(conns).sort()).toEqual(['chatA', 'gateway-chat']);
   });
 
   it('GET /api/logs returns log entries, filtered by level and limited', async () => {
@@ -256,6 +259,11 @@ describe('gateway REST', () => {
       [
         'GET /api/status', 'GET /api/skills', 'POST /api/skills/{name}/execute', 'POST /api/tasks', 'GET /api/tasks', 'GET /api/config',
         'PUT /api/config/{key}', 'GET /api/memory', 'GET /api/connections', 'GET /api/logs', 'GET /api/security', 'PUT /api/security', 'GET /api/openapi.json',
+        // The console endpoints (docs/api.md "Console endpoints").
+        'GET /api/config/keys', 'GET /api/config/pending', 'POST /api/config/pending/{id}/approve', 'POST /api/config/pending/{id}/reject',
+        'POST /api/tasks/{id}/cancel', 'GET /api/skills/{name}', 'GET /api/plugins', 'POST /api/plugins/{id}/enable', 'GET /api/agent/readiness',
+        // Added by the gateway-chat plugin through gateway:routes:gateway-chat.
+        'POST /api/chat', 'GET /api/chat/{conversationId}',
       ].sort(),
     );
     const task = doc.paths['/api/tasks'].post;
@@ -266,9 +274,9 @@ describe('gateway REST', () => {
     // docs/api.md documents exactly the operations the document lists.
     const md = readFileSync(join(import.meta.dirname, '..', '..', '..', 'docs', 'api.md'), 'utf8');
     const table = md.slice(md.indexOf('| Method and path |'), md.indexOf('### GET /api/status'));
-    const documented = [...table.matchAll(/^\| `(GET|POST|PUT) (\/api\/[^`]*)`/gm)].map((m) => `${m[1]} ${m[2]!.replace(/:([a-z]+)/g, '{$1}')}`);
+    const documented = [...table.matchAll(/^\| `(GET|POST|PUT) (\/api\/[^`]*)`/gm)].map((m) => `${m[1]} ${m[2]!.replace(/:([A-Za-z]+)/g, '{$1}')}`);
     expect(documented.sort()).toEqual(ops.sort());
-    for (const op of ops) expect(md, op).toContain(`### ${op.replace(/\{([a-z]+)\}/g, ':$1')}`);
+    for (const op of ops) expect(md, op).toContain(`### ${op.replace(/\{([A-Za-z]+)\}/g, ':$1')}`);
   });
 
   it('answers unknown routes with a JSON 404', async () => {

@@ -83,12 +83,52 @@ describe('static files', () => {
 });
 
 describe('without a static folder', () => {
-  it('answers / with a JSON 404 that points at the API', async () => {
-    const bare = await startGateway();
+  it('serves the dashboard at / (gzip when accepted, strict page headers) and its assets; nothing else', async () => {
+    const g = await startGateway();
+    try {
+      const page = await raw(g.port, { path: '/' });
+      expect(page.status).toBe(200);
+      expect(page.headers['content-type']).toMatch(/^text\/html/);
+      expect(page.body).toContain('/assets/app.js');
+      expect(String(page.headers['content-security-policy'])).toContain("script-src 'self'");
+      const js = await raw(g.port, { path: '/assets/app.js', headers: { 'accept-encoding': 'gzip, br' } });
+      expect(js.status).toBe(200);
+      expect(js.headers['content-encoding']).toBe('gzip');
+      expect(js.headers['content-type']).toMatch(/javascript/);
+      const css = await raw(g.port, { path: '/assets/app.css' });
+      expect(css.status).toBe(200);
+      expect(css.headers['content-encoding']).toBeUndefined();
+      for (const p of ['/assets/nope.js', '/assets/..%2fpackage.json', '/assets/index.html.gz', '/../etc/passwd']) expect((await raw(g.port, { path: p })).status, p).toBe(404);
+    } finally {
+      await g.close();
+    }
+  });
+
+  it('the first load of the dashboard (page, script, styles as sent gzipped) stays within 150 KB', async () => {
+    const g = await startGateway();
+    try {
+      let total = 0;
+      for (const p of ['/', '/assets/app.js', '/assets/app.css']) {
+        const r = await fetch(`${g.base}${p}`, { headers: { 'accept-encoding': 'gzip' } });
+        expect(r.status).toBe(200);
+        // fetch decodes the body; the length on the wire is the header (the gzip file).
+        total += Number(r.headers.get('content-length'));
+        await r.arrayBuffer();
+      }
+      expect(total).toBeGreaterThan(1000);
+      expect(total).toBeLessThanOrEqual(150 * 1024);
+    } finally {
+      await g.close();
+    }
+  });
+
+  it('answers / with a JSON 404 that points at the API when the dashboard plugin is denied', async () => {
+    const bare = await startGateway({ deny: ['dashboard'] });
     try {
       const r = await raw(bare.port, { path: '/' });
       expect(r.status).toBe(404);
       expect(JSON.parse(r.body)).toEqual({ error: 'Not Found', message: expect.stringContaining('/api') });
+      expect((await raw(bare.port, { path: '/assets/app.js' })).status).toBe(404);
       expect((await raw(bare.port, { path: '/../etc/passwd' })).status).toBe(404);
     } finally {
       await bare.close();

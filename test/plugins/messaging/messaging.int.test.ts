@@ -71,7 +71,9 @@ describe('messaging skills', () => {
     const r = await run('send_voice_note', { jid: '77', text: 'Hello there', voice: 'nova' });
     expect(r.success, r.result).toBe(true);
     expect(JSON.parse(r.result)).toMatchObject({ channel: 'chatA', provider: 'providerA', kind: 'voice' });
-    expect(openai!.requests.some((q) => q.url.endsWith('/audio/speech') && q.body.voice === 'nova' && q.body.input === 'Hello there')).toBe(true);
+    expect(openai!.requests.some((q) => q.url.endsWith('/audio/speech') && q.body.voice === 'nova' && q.body.input === 'Hello there')).toBe(
+      true,
+    );
     expect(h!.tg.callsOf('sendVoice')[0]!.files.voice!.size).toBeGreaterThan(0);
     const bad = await run('send_voice_note', { jid: '77', text: 'x', voice: 'kore' });
     expect(bad.result).toMatch(/not one of providerA/);
@@ -101,7 +103,11 @@ describe('messaging skills', () => {
     const action = await h!.kernel.queue.push({ task: 't', source: 'chatA', metadata: { replyTo: { chatId: '88', messageId: '5' } } });
     const r = await run('react', { message_id: '5', emoji: 'fire' }, action);
     expect(r.success, r.result).toBe(true);
-    expect(h!.tg.callsOf('setMessageReaction')[0]!.params).toMatchObject({ chat_id: '88', message_id: 5, reaction: [{ type: 'emoji', emoji: '\u{1F525}' }] });
+    expect(h!.tg.callsOf('setMessageReaction')[0]!.params).toMatchObject({
+      chat_id: '88',
+      message_id: 5,
+      reaction: [{ type: 'emoji', emoji: '\u{1F525}' }],
+    });
     const noChat = await run('react', { message_id: '5', emoji: 'fire' });
     expect(noChat.result).toMatch(/needs channel and chat_id/);
   });

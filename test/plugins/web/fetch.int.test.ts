@@ -160,3 +160,21 @@ describe('web capability fetch', () => {
     await expect(p).rejects.toMatchObject({ code: 'KEEL_E_WEB_ABORTED' });
   });
 });
+
+describe('web capability checkHost', () => {
+  it('refuses hosts that are or resolve to non-public addresses, and passes public ones', async () => {
+    const { web } = await boot();
+    expect(await web.checkHost!('127.0.0.1')).toBe('127.0.0.1 is loopback');
+    expect(await web.checkHost!('[::1]')).toBe('::1 is loopback');
+    expect(await web.checkHost!('10.1.2.3')).toMatch(/^10\.1\.2\.3 is private/);
+    expect(await web.checkHost!('localhost')).toMatch(/^localhost resolves to (127\.0\.0\.1|::1), which is loopback$/);
+    expect(await web.checkHost!('93.184.216.34')).toBeUndefined();
+    expect(await web.checkHost!('no-such-host.invalid')).toMatch(/^no-such-host\.invalid does not resolve/);
+  });
+
+  it('lets every host through when webAllowPrivateNetwork is true (one switch for http_fetch and the browser)', async () => {
+    const { web } = await boot(allow);
+    expect(await web.checkHost!('127.0.0.1')).toBeUndefined();
+    expect(await web.checkHost!('10.1.2.3')).toBeUndefined();
+  });
+});

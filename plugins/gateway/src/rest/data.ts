@@ -1,7 +1,7 @@
 /**
  * Read-only views: GET /api/memory, GET /api/connections, GET /api/logs.
  */
-import { listChannels, type ConnectionStatus, type MemoryCapability, type MemoryEntry } from '../../../../sdk/index.js';
+import { listChannels, type ConnectionStatus, type MemoryEntry } from '../../../../sdk/index.js';
 import type { RouteDef, RouteEnv } from './route.js';
 import * as S from './schemas.js';
 
@@ -15,7 +15,7 @@ export function dataRoutes(env: RouteEnv): RouteDef[] {
       schema: { querystring: S.MemoryQuery, response: { 200: S.MemoryList, ...S.errors(400, 401) } },
       handler: (req) => {
         const q = req.query as { type?: MemoryEntry['type']; limit?: number; search?: string };
-        const memory = ctx.use<MemoryCapability>('memory');
+        const memory = ctx.use('memory');
         if (!memory) return { memories: [], total: 0 };
         return memory.list({ limit: q.limit ?? 50, ...(q.type ? { type: q.type } : {}), ...(q.search ? { search: q.search } : {}) });
       },

@@ -1,0 +1,58 @@
+/** Tasks: pending in run order, completed with results, failed with reasons; push with a priority; cancel. */
+import { useState } from 'preact/hooks';
+import { api } from '../api.js';
+import { html, isActionEvent, useApi, Err, fmtTime } from '../ui.js';
+
+function Row({ a, onCancel }: { a: any; onCancel?: (id: string) => void }) {
+  return html`<li class="card" data-testid="task" data-status=${a.status}>
+    <div class="row"><strong>${a.task}</strong><span class="badge">p${a.priority}</span><span class="badge">${a.status}</span></div>
+    <div class="muted small">${a.id} · ${a.source} · ${fmtTime(a.createdAt)}</div>
+    ${a.result ? html`<pre class="result">${a.result}</pre>` : null}
+    ${a.error ? html`<pre class="error">${a.error}</pre>` : null}
+    ${onCancel ? html`<button class="small" onClick=${() => onCancel(a.id)}>Cancel</button>` : null}
+  </li>`;
+}
+
+export function Tasks() {
+  const { data, error, reload } = useApi<any>('/api/tasks', { refreshOn: isActionEvent });
+  const [task, setTask] = useState('');
+  const [priority, setPriority] = useState(5);
+  const [msg, setMsg] = useState<string | null>(null);
+  const [err, setErr] = useState<string | null>(null);
+  const push = async (e: Event) => {
+    e.preventDefault();
+    try {
+      const r = await api('/api/tasks', { method: 'POST', body: { task, priority } });
+      setMsg(`${r.message} (${r.taskId})`);
+      setErr(null);
+      setTask('');
+      reload();
+    } catch (x) {
+      setErr((x as Error).message);
+    }
+  };
+  const cancel = async (id: string) => {
+    try {
+      setMsg((await api(`/api/tasks/${id}/cancel`, { method: 'POST' })).message);
+      reload();
+    } catch (x) {
+      setErr((x as Error).message);
+    }
+  };
+  return html`<section>
+    <h1>Tasks</h1>
+    <form class="stack" onSubmit=${push}>
+      <label>Task <textarea name="task" required value=${task} onInput=${(e: any) => setTask(e.currentTarget.value)}></textarea></label>
+      <label>Priority (1-10) <input name="priority" type="number" min="1" max="10" value=${priority} onInput=${(e: any) => setPriority(Number(e.currentTarget.value))} /></label>
+      <button type="submit">Push task</button>
+    </form>
+    ${msg ? html`<p class="ok" role="status">${msg}</p>` : null}
+    <${Err} error=${err ?? error} />
+    <h2>Pending (run order)</h2>
+    <ul class="list">${(data?.pending ?? []).map((a: any) => html`<${Row} a=${a} onCancel=${cancel} />`)}</ul>
+    <h2>Completed</h2>
+    <ul class="list">${(data?.completed ?? []).slice().reverse().map((a: any) => html`<${Row} a=${a} />`)}</ul>
+    <h2>Failed</h2>
+    <ul class="list">${(data?.failed ?? []).slice().reverse().map((a: any) => html`<${Row} a=${a} />`)}</ul>
+  </section>`;
+}

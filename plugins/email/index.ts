@@ -1,0 +1,150 @@
+/**
+ * Email plugin entry: the `channel:email` capability (status, send, reply), inbound mail through IMAP IDLE into
+ * `receive()`, and the email skills. See docs/email.md.
+ */
+import {
+  definePlugin,
+  forbiddenError,
+  type Action,
+  type ChannelCapability,
+  type ChannelStatus,
+  type OutboundMessage,
+  type SendOptions,
+  type SentMessage,
+} from '../../sdk/index.js';
+import { ChannelStore } from '../../sdk/channel-kit/index.js';
+import manifest from './manifest.js';
+import { Inbound } from './src/inbound.js';
+import { emailReport, fetchEmail, indexEmails, searchEmails, type Filters } from './src/mailbox-skills.js';
+import { Receiver } from './src/receiver.js';
+import { bodyOf, renderMarkdown } from './src/render.js';
+import { EmailSendError, normalizeId, parseRecipients, Sender } from './src/sender.js';
+import { emailSettings } from './src/settings.js';
+import { EmailStore } from './src/store.js';
+
+/** Keys whose change restarts the inbound connection. */
+const RECEIVER_KEYS = new Set(['emailEnabled', 'imapHost', 'imapPort', 'imapSecure', 'imapUsername', 'imapPassword', 'emailCaFile', 'emailSocketTimeoutMs', 'emailSweepIntervalMs']);
+
+const reSubject = (s: string) => (/^re:/i.test(s.trim()) ? s.trim() : `Re: ${s.trim()}`);
+
+export default definePlugin({
+  manifest,
+  setup(ctx) {
+    const store = new EmailStore(ctx.home);
+    const kit = ChannelStore.open(ctx.home, 'email');
+    const sender = new Sender(ctx.config, store);
+    const inbound = new Inbound(ctx, store, kit);
+    const receiver = new Receiver(ctx.config, inbound.cursor, ctx.log, inbound.take, ctx.home);
+    // Mail recorded before the last stop but not yet queued (a crash in between) goes on now.
+    inbound.ingress.recover();
+    const enabled = () => ctx.config.get<boolean>('emailEnabled') === true;
+    const replies = new Map<string, number>();
+
+    const outgoing = (message: string | OutboundMessage, format: SendOptions['format']) => {
+      const m = typeof message === 'string' ? { text: message } : message;
+      const text = m.text ?? '';
+      const body = format === 'plain' ? { text } : renderMarkdown(text);
+      const attachments = (m.files ?? []).map((f) => ({ path: f.path }));
+      if (!text.trim() && !attachments.length) throw new EmailSendError('nothing to send: the message has no text and no files', 'KEEL_E_INVALID_ARGUMENT');
+      return { body, attachments };
+    };
+
+    const channel: ChannelCapability = {
+      name: 'email',
+      status(): ChannelStatus {
+        const on = enabled();
+        return { enabled: on, ...(on ? receiver.status() : { connected: false, state: 'stopped' as const }) };
+      },
+      async send(to, message, options = {}): Promise<SentMessage> {
+        const { body, attachments } = outgoing(message, options.format);
+        const r = await sender.send({
+          to: parseRecipients(to),
+          subject: emailSettings(ctx.config).defaultSubject,
+          body,
+          auto: false,
+          ...(options.replyToMessageId ? { inReplyTo: options.replyToMessageId } : {}),
+          ...(options.idempotencyKey ? { deliveryKey: options.idempotencyKey } : {}),
+          ...(attachments.length ? { attachments } : {}),
+          ...(options.signal ? { signal: options.signal } : {}),
+        });
+        return { messageId: r.messageId, messageIds: [r.messageId] };
+      },
+      async reply(action: Action, message): Promise<SentMessage> {
+        const to = action.metadata.replyTo as { chatId?: string; messageId?: string; subject?: string; references?: string[] } | undefined;
+        if (!to?.chatId) throw new EmailSendError(`action ${action.id} did not come from an email: it has no address to reply to`, 'KEEL_E_INVALID_ARGUMENT');
+        const { body, attachments } = outgoing(message, 'markdown');
+        const n = replies.get(action.id) ?? 0;
+        replies.set(action.id, n + 1);
+        const r = await sender.send({
+          to: parseRecipients(to.chatId),
+          subject: reSubject(to.subject || emailSettings(ctx.config).defaultSubject),
+          body,
+          auto: true,
+          ...(to.messageId ? { inReplyTo: to.messageId } : {}),
+          ...(Array.isArray(to.references) ? { references: to.references } : {}),
+          deliveryKey: `${action.id}:reply:${n}`,
+          ...(attachments.length ? { attachments } : {}),
+        });
+        return { messageId: r.messageId, messageIds: [r.messageId] };
+      },
+    };
+    ctx.provide('channel:email', channel);
+
+    ctx.skills.register('send_email', async (a: { to: string; subject?: string; message: string; inReplyTo?: string; references?: string }, call) => {
+      const to = parseRecipients(a.to);
+      // Anyone can mail Keel: a stranger's mail must not turn it into an open relay. Work started by a mail from a
+      // non-admin may mail only that sender.
+      if (call.action?.source === 'email' && ctx.use('kernel:policy')?.isAdmin(call.actor) !== true) {
+        const sender = (call.action.metadata.replyTo as { chatId?: string } | undefined)?.chatId?.toLowerCase();
+        const others = to.filter((r) => r !== sender);
+        if (others.length) {
+          throw forbiddenError(`send_email on behalf of a mail from a non-admin may only write to its sender (${sender ?? 'unknown'}), not to ${others.join(', ')}.`);
+        }
+      }
+      const r = await sender.send({
+        to,
+        subject: a.subject?.trim() || emailSettings(ctx.config).defaultSubject,
+        body: bodyOf(a.message),
+        // Mail sent while carrying out an action that a mail started is an automatic reply (RFC 3834).
+        auto: call.action?.source === 'email',
+        ...(a.inReplyTo ? { inReplyTo: normalizeId(a.inReplyTo) } : {}),
+        ...(a.references ? { references: a.references.split(/\s+/).filter(Boolean) } : {}),
+        signal: call.signal,
+      });
+      return `Email sent to ${to.join(', ')}. Message-ID: ${r.messageId}`;
+    });
+    ctx.skills.register('search_emails', (a: Filters) => searchEmails(ctx.config, a));
+    ctx.skills.register('fetch_email', (a: { uid: string }) => fetchEmail(ctx, Number(a.uid)));
+    ctx.skills.register('index_emails_to_knowledge_base', (a: Filters & { collection?: string }, call) => indexEmails(ctx, a, call.signal));
+    ctx.skills.register('generate_email_report', (a: { topic: string; emails?: string[]; sender?: string; subject?: string; daysAgo?: number }, call) =>
+      emailReport(ctx, a, call.signal),
+    );
+
+    let restarting: Promise<void> = Promise.resolve();
+    ctx.hooks.tap('configChanged', (e) => {
+      if (!RECEIVER_KEYS.has(e.key)) return;
+      restarting = restarting.then(async () => {
+        await receiver.stop();
+        if (enabled() && !ctx.signal.aborted) receiver.start();
+      });
+    });
+    if (enabled()) receiver.start();
+
+    return {
+      async stop() {
+        await restarting.catch(() => undefined);
+        await receiver.stop();
+        await inbound.ingress.close();
+        kit.close();
+        store.close();
+      },
+      health() {
+        if (!enabled()) return { ok: true, message: 'receiving off (emailEnabled is false)' };
+        const s = receiver.status();
+        // A refused login is a configuration problem shown in the channel status; quarantining the plugin for it
+        // would also take send_email away.
+        return { ok: true, message: s.state === 'failed' ? `IMAP failed: ${s.lastError ?? 'unknown error'}` : `IMAP ${s.state ?? 'stopped'}` };
+      },
+    };
+  },
+});

@@ -1,0 +1,217 @@
+/**
+ * The dashboard in a real browser (Debian's chromium through playwright-core) against a running gateway, with the
+ * built-in agent on the scripted fake model: every page loads at phone width (a screenshot per page is kept under
+ * test-artifacts/dashboard/), a task pushed from the tasks page is watched to completion in the live view, the chat
+ * answers, a LOCKED key edit is refused, and the loud warning shows on a gateway open beyond loopback without a key.
+ * A second gateway with a key: the page asks for it once, keeps it in session storage and never puts it in a URL.
+ */
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { networkInterfaces } from 'node:os';
+import { join } from 'node:path';
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startKernel, type Kernel } from '../../../kernel/kernel.js';
+import { LogSink } from '../../../kernel/log.js';
+import { installFakeProvider, type FakeProviderControl } from '../../../sdk/testing/index.js';
+import { rm, tmp } from '../../helpers.js';
+import { CHROMIUM, openBrowser } from './browser.js';
+
+const ROOT = join(import.meta.dirname, '..', '..', '..');
+const SHOTS = join(ROOT, 'test-artifacts', 'dashboard');
+const PAGES = ['overview', 'tasks', 'live', 'chat', 'skills', 'memory', 'knowledge', 'config', 'security', 'connections', 'logs', 'plugins'];
+const IP = Object.values(networkInterfaces())
+  .flat()
+  .find((i) => i && i.family === 'IPv4' && !i.internal)?.address;
+
+interface Running {
+  kernel: Kernel;
+  home: string;
+  fake: FakeProviderControl;
+  base: string;
+}
+
+async function start(host: string, key?: string): Promise<Running> {
+  const home = tmp('keel-dash-');
+  const fake = installFakeProvider(home);
+  writeFileSync(join(home, 'keel.config.yaml'), 'llmProvider: fake\nmodelName: fake-model\n', { mode: 0o600 });
+  const kernel = await startKernel({
+    home,
+    env: {},
+    watchSkills: false,
+    runAgent: true,
+    runner: { maxIdleMs: 100 },
+    overrides: { gatewayAutoStart: true, gatewayPort: 0, gatewayHost: host, ...(key ? { gatewayApiKey: key } : {}) },
+    logs: new LogSink({ quiet: true }),
+  });
+  const port = kernel.registry.use<{ port: number }>('gateway:address')!.port;
+  return { kernel, home, fake, base: `http://${host}:${port}` };
+}
+
+async function stop(r: Running | undefined): Promise<void> {
+  if (!r) return;
+  await r.kernel.stop();
+  rm(r.home);
+}
+
+/** Opens a page by its hash route and waits for its heading. */
+async function show(page: Page, id: string): Promise<void> {
+  // String expressions: this file is type-checked without the DOM library.
+  await page.evaluate(`location.hash = ${JSON.stringify(`#/${id}`)}`);
+  await page.locator(`main[data-page="${id}"] h1`).waitFor({ timeout: 15_000 });
+}
+
+describe.skipIf(!existsSync(CHROMIUM) || !IP)('dashboard in chromium', () => {
+  let open: Running | undefined;
+  let browser: Awaited<ReturnType<typeof openBrowser>> | undefined;
+  let page: Page;
+
+  beforeAll(async () => {
+    mkdirSync(SHOTS, { recursive: true });
+    // Bound to this machine's non-loopback address without a key: the browser is a remote client to it.
+    open = await start(IP!);
+    browser = await openBrowser();
+    page = await browser.context.newPage();
+    await page.goto(`${open.base}/`);
+  }, 90_000);
+  afterAll(async () => {
+    await browser?.close();
+    await stop(open);
+  });
+
+  it('loads every page at phone width without sideways scrolling, with a screenshot of each', async () => {
+    await expect(page.getByTestId('exposed-warning').textContent()).resolves.toMatch(/no API key/);
+    for (const id of PAGES) {
+      await show(page, id);
+      // Give the page's first fetch its turn before the picture.
+      await page.waitForLoadState('networkidle').catch(() => undefined);
+      const overflow = (await page.evaluate('document.documentElement.scrollWidth - window.innerWidth')) as number;
+      expect(overflow, `${id} scrolls sideways at phone width`).toBeLessThanOrEqual(1);
+      await page.screenshot({ path: join(SHOTS, `${id}.png`), fullPage: true });
+      expect(existsSync(join(SHOTS, `${id}.png`))).toBe(true);
+    }
+    await show(page, 'overview');
+    await expect(page.getByTestId('agent-state').textContent()).resolves.toBe('running');
+  }, 120_000);
+
+  it('pushes a task from the tasks page and watches it to completion in the live view', async () => {
+    open!.fake.replies.push({ text: 'Let me list the knowledge first.', toolCalls: [{ name: 'rag_list', arguments: {} }] }, { text: 'Done: the store is empty.' });
+    await show(page, 'tasks');
+    await page.locator('textarea[name="task"]').fill('List what you know');
+    await page.locator('input[name="priority"]').fill('7');
+    await page.getByRole('button', { name: 'Push task' }).click();
+    const status = await page.getByRole('status').textContent({ timeout: 10_000 });
+    const id = /\((act_[^)]+)\)/.exec(status ?? '')?.[1];
+    expect(id, status ?? '').toBeDefined();
+    expect(status).toMatch(/priority 7/);
+    await page.getByRole('link', { name: 'Live' }).click();
+    const done = page.locator(`li[data-event="action.completed"][data-action="${id}"]`);
+    await done.waitFor({ timeout: 20_000 });
+    await expect(done.textContent()).resolves.toContain('Done: the store is empty.');
+    // The steps streamed too: the thought, the skill call with its parameters and its observation.
+    await expect(page.locator('li[data-event="thinking"]').first().textContent()).resolves.toContain('Let me list the knowledge first.');
+    await expect(page.locator('li[data-event="action"]').first().textContent()).resolves.toContain('rag_list');
+    expect(await page.locator('li[data-event="observation"]').count()).toBeGreaterThan(0);
+    await page.screenshot({ path: join(SHOTS, 'live-after-task.png'), fullPage: true });
+    expect(open!.kernel.queue.get(id!)?.status).toBe('completed');
+  }, 60_000);
+
+  it('chats with the agent through the gateway chat', async () => {
+    open!.fake.replies.push({ text: 'Hi from the agent.' });
+    await show(page, 'chat');
+    await page.locator('input[name="message"]').fill('hello agent');
+    await page.getByRole('button', { name: 'Send' }).click();
+    await page.locator('.msg-agent', { hasText: 'Hi from the agent.' }).waitFor({ timeout: 20_000 });
+    await expect(page.locator('.msg-user').last().textContent()).resolves.toContain('hello agent');
+    await page.screenshot({ path: join(SHOTS, 'chat-after-reply.png'), fullPage: true });
+  }, 60_000);
+
+  it('resumes the live stream after a dropped connection without a reload: what happened meanwhile shows up', async () => {
+    const p2 = await browser!.context.newPage();
+    const urls: string[] = [];
+    let drop: (() => Promise<void>) | undefined;
+    // The reconnection reaches the gateway only after the task below has completed: what the page then shows
+    // can only come from the replay of ?since=<seq>.
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    await p2.routeWebSocket(/\/ws/, async (ws) => {
+      urls.push(ws.url());
+      if (urls.length > 1) await gate;
+      const server = ws.connectToServer();
+      drop = async () => {
+        await ws.close();
+        await server.close();
+      };
+    });
+    await p2.goto(`${open!.base}/#/live`);
+    await p2.locator('.dot.open').waitFor({ timeout: 15_000 });
+    await drop!();
+    await p2.locator('.dot.closed').waitFor({ timeout: 10_000 }).catch(() => undefined);
+    // While the page is cut off, a task runs to completion.
+    open!.fake.replies.push({ text: 'done while you were away' });
+    const a = await open!.kernel.queue.push({ task: 'work during the drop', source: 'cli' });
+    await expect.poll(() => open!.kernel.queue.get(a.id)?.status, { timeout: 20_000 }).toBe('completed');
+    release();
+    const done = p2.locator(`li[data-event="action.completed"][data-action="${a.id}"]`);
+    await done.waitFor({ timeout: 20_000 });
+    await expect(done.textContent()).resolves.toContain('done while you were away');
+    expect(urls.length).toBeGreaterThanOrEqual(2);
+    expect(urls.at(-1)).toMatch(/[?&]since=\d+/);
+    await p2.close();
+  }, 60_000);
+
+  it('refuses an edit of a LOCKED key from this (remote, keyless) browser and changes nothing', async () => {
+    await show(page, 'config');
+    await page.locator('input[placeholder="Filter keys"]').fill('safeMode');
+    const row = page.locator('tr[data-key="safeMode"]');
+    await row.getByRole('button', { name: 'Edit' }).click();
+    await row.locator('input[name="value"]').fill('true');
+    await row.getByRole('button', { name: 'Save' }).click();
+    const alert = row.getByRole('alert');
+    await expect(alert.textContent({ timeout: 10_000 })).resolves.toMatch(/LOCKED.*loopback/);
+    expect(open!.kernel.config.get('safeMode')).toBe(false);
+    await page.screenshot({ path: join(SHOTS, 'config-locked-refused.png'), fullPage: true });
+  }, 60_000);
+});
+
+describe.skipIf(!existsSync(CHROMIUM))('dashboard with an API key', () => {
+  const KEY = 'dash-key-0123456789abcdef';
+  let g: Running | undefined;
+  let browser: Awaited<ReturnType<typeof openBrowser>> | undefined;
+
+  beforeAll(async () => {
+    g = await start('127.0.0.1', KEY);
+    browser = await openBrowser();
+  }, 90_000);
+  afterAll(async () => {
+    await browser?.close();
+    await stop(g);
+  });
+
+  it('asks for the key once, keeps it in session storage, sends it only in headers and the WebSocket subprotocol', async () => {
+    const page = await browser!.context.newPage();
+    const urls: string[] = [];
+    page.on('request', (r) => urls.push(r.url()));
+    page.on('websocket', (ws) => urls.push(ws.url()));
+    await page.goto(`${g!.base}/`);
+    await page.locator('input[name="key"]').fill('wrong-key');
+    await page.getByRole('button', { name: 'Open the dashboard' }).click();
+    await page.getByRole('alert').waitFor({ timeout: 10_000 });
+    await page.locator('input[name="key"]').fill(KEY);
+    await page.getByRole('button', { name: 'Open the dashboard' }).click();
+    await page.locator('main[data-page="overview"] h1').waitFor({ timeout: 15_000 });
+    expect(await page.getByTestId('exposed-warning').count()).toBe(0);
+    expect(await page.evaluate("sessionStorage.getItem('keel.apiKey')")).toBe(KEY);
+    // Another page of the same tab: no prompt again.
+    await show(page, 'tasks');
+    await page.reload();
+    await page.locator('main[data-page="tasks"] h1').waitFor({ timeout: 15_000 });
+    await page.screenshot({ path: join(SHOTS, 'with-key-tasks.png'), fullPage: true });
+    // The live stream is connected (the subprotocol carried the key).
+    await page.locator('.dot.open').waitFor({ timeout: 15_000 });
+    expect(urls.length).toBeGreaterThan(3);
+    for (const u of urls) expect(u).not.toContain(KEY);
+    await page.close();
+  }, 90_000);
+});
