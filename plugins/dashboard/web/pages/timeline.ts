@@ -1,7 +1,18 @@
 /** One action's timeline (GET /api/tasks/:id, plugin `timeline`): where it came from, model and skill calls, replies, retries. */
 import { html, isActionEvent, useApi, Err, fmtTime } from '../ui.js';
 
-function summary(type: string, d: any): string {
+interface Event {
+  seq: number;
+  at: string;
+  type: string;
+  data: Record<string, unknown>;
+}
+
+interface TaskWithTimeline {
+  timeline?: { events: Event[]; dropped: number };
+}
+
+function summary(type: string, d: Record<string, unknown>): string {
   switch (type) {
     case 'received':
       return `from ${d.channel}${d.userId ? ` user ${d.userId}` : ''}, message ${d.messageId}`;
@@ -14,7 +25,7 @@ function summary(type: string, d: any): string {
     case 'skill_call':
       return `${d.name} ${d.ok ? 'ok' : `failed: ${d.error}`}, ${d.durationMs} ms`;
     case 'reply':
-      return `delivered on ${d.channel} as ${(d.messageIds ?? [d.messageId]).join(', ')}`;
+      return `delivered on ${d.channel} as ${((d.messageIds as string[] | undefined) ?? [String(d.messageId)]).join(', ')}`;
     case 'retry':
       return `retry ${d.retry} of ${d.maxRetries}: ${d.reason}`;
     case 'settled':
@@ -25,9 +36,9 @@ function summary(type: string, d: any): string {
 }
 
 export function Timeline({ id }: { id: string }) {
-  const { data, error } = useApi<any>(`/api/tasks/${encodeURIComponent(id)}`, { refreshOn: isActionEvent });
+  const { data, error } = useApi<TaskWithTimeline>(`/api/tasks/${encodeURIComponent(id)}`, { refreshOn: isActionEvent });
   if (error) return html`<${Err} error=${error.includes('404') || /No action/.test(error) ? 'No timeline for this action (is the timeline plugin running?)' : error} />`;
-  const events: any[] = data?.timeline?.events ?? [];
+  const events = data?.timeline?.events ?? [];
   return html`<ol class="list small" data-testid="timeline">
     ${events.map((e) => html`<li data-type=${e.type}><span class="muted">${fmtTime(e.at)}</span> <strong>${e.type}</strong> ${summary(e.type, e.data)}</li>`)}
     ${data?.timeline?.dropped ? html`<li class="muted">${data.timeline.dropped} older event(s) dropped</li>` : null}
