@@ -15,8 +15,7 @@
 import Type from 'typebox';
 import type { Static, TSchema } from 'typebox';
 import type { PluginDefinition } from './plugin.js';
-import type { PluginManifest } from './types.js';
-import type { SkillCallContext, SkillFlags, SkillManifest } from './types.js';
+import type { PluginManifest, SkillCallContext, SkillFlags, SkillManifest } from './types.js';
 
 export { Type };
 export type { Static, TSchema };
@@ -78,8 +77,12 @@ export function defineSkill<S extends TSchema>(def: CustomSkillDefinition<S>): C
   return def;
 }
 
-/** Build a skill manifest entry with a category default. */
-export function skill(def: Omit<SkillManifest, 'category'> & { category?: string }): SkillManifest {
+/**
+ * Build a skill manifest entry with a category default; the name and schema keep their literal types, so the
+ * typed contract still knows the skill.
+ * @example skills: [skill({ name: 'hello', description: 'Greets', parameters: Type.Object({ name: Type.String() }) })]
+ */
+export function skill<const S extends Omit<SkillManifest, 'category'> & { category?: string }>(def: S): Omit<S, 'category'> & { category: string } {
   return { category: 'general', ...def };
 }
 

@@ -5,6 +5,7 @@
  * Everything here is data or an interface: the kernel implements it.
  */
 import type { TSchema } from 'typebox';
+import type { CapabilityName, CapabilityOf } from './capabilities.js';
 
 /** JSON value. */
 export type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
@@ -186,10 +187,13 @@ export interface SkillCallContext {
   /**
    * The implementation some plugin provides for a capability, as `ctx.use` in a plugin: how a custom skill file
    * (which has no plugin context) reaches what a plugin offers.
+   * A known capability name is typed by the capability map (sdk/capabilities.ts); any other name reads as the type
+   * given (custom skill files are not compiled with the project, so they cannot add to the map).
    * @example
-   * const web = ctx.use<WebCapability>('web');
+   * const web = ctx.use('web'); // WebCapability | undefined
    * if (!web) throw new Error('The web plugin is not running.');
    */
+  use<K extends CapabilityName>(capability: K): CapabilityOf<K> | undefined;
   use<T = unknown>(capability: string): T | undefined;
 }
 

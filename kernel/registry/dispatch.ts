@@ -5,7 +5,7 @@
 import { performance } from 'node:perf_hooks';
 import { describeActor } from '../../sdk/actor.js';
 import type { HookCatalogue, SkillCall } from '../../sdk/hooks.js';
-import type { Action, Actor, ConfigView, Logger, SkillResult } from '../../sdk/types.js';
+import type { Action, Actor, ConfigView, Logger, SkillCallContext, SkillResult } from '../../sdk/types.js';
 import { errorCodeOf } from '../../sdk/errors.js';
 import { ErrorCodes, errorCode, errorMessage } from '../errors.js';
 import { authorize } from '../policy/index.js';
@@ -98,7 +98,8 @@ export function createDispatcher(deps: DispatchDeps) {
         ...(opts.action ? { action: opts.action } : {}),
         signal: opts.signal ?? NEVER,
         log,
-        use: (capability) => registry.use(capability),
+        // The registry holds whatever was provided; the capability map types it for the skill.
+        use: ((capability: string) => registry.use(capability)) as SkillCallContext['use'],
       });
       result = { success: true, result: stringifyResult(value), executionTime: round(performance.now() - started) };
     } catch (e) {

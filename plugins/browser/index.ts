@@ -13,6 +13,7 @@ import { DETECT_CAPTCHA, INJECT_TOKEN, solveCaptcha, type CaptchaFound } from '.
 import type { EngineId, Target } from './src/driver.js';
 import { navigate } from './src/navigate.js';
 import { BrowserError, BrowserService, CRASH_MESSAGE } from './src/service.js';
+import { errorMessage } from '../../sdk/errors.js';
 
 /** What an element is, for confirmations (and to tell "not found" apart): a CSS selector in the top document. */
 const DESCRIBE = String.raw`(sel) => {
@@ -260,7 +261,7 @@ export default definePlugin({
       // An expression is evaluated as it is (no eval(), so a page's Content-Security-Policy does not stop it);
       // statements (`let a = 1; a + 1`) go through eval in the page.
       const value = await d.evaluate(`() => (\n${script}\n)`).catch(async (e: unknown) => {
-        if (!/SyntaxError|Unexpected/i.test(e instanceof Error ? e.message : String(e))) return fail(e);
+        if (!/SyntaxError|Unexpected/i.test(errorMessage(e))) return fail(e);
         return d.evaluate('(src) => (0, eval)(src)', script).catch(fail);
       });
       return jsonOf(value);
@@ -277,13 +278,13 @@ export default definePlugin({
       try {
         fn = new AsyncFunction('page', 'browser', 'console', code);
       } catch (e) {
-        throw new BrowserError(`The script does not parse: ${e instanceof Error ? e.message : String(e)}`, 'KEEL_E_BROWSER_SCRIPT');
+        throw new BrowserError(`The script does not parse: ${errorMessage(e)}`, 'KEEL_E_BROWSER_SCRIPT');
       }
       let value: unknown;
       try {
         value = await fn(page, browser, cons);
       } catch (e) {
-        throw new BrowserError(`The script failed: ${e instanceof Error ? e.message : String(e)}${out.length ? `\nOutput:\n${out.join('\n')}` : ''}`, 'KEEL_E_BROWSER_SCRIPT');
+        throw new BrowserError(`The script failed: ${errorMessage(e)}${out.length ? `\nOutput:\n${out.join('\n')}` : ''}`, 'KEEL_E_BROWSER_SCRIPT');
       }
       svc.lastUrl = d.url();
       return [out.length ? `Output:\n${out.join('\n').slice(0, 20_000)}` : 'Output: (none)', `Result: ${jsonOf(value).slice(0, 20_000)}`].join('\n');

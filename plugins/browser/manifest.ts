@@ -18,7 +18,7 @@ const none = Type.Object({}, { additionalProperties: false });
 
 const skill = (s: Omit<SkillManifest, 'category'> & { category?: string }): SkillManifest => ({ category: 'browser', isParallelSafe: false, ...s });
 
-const manifest: PluginManifest = {
+const manifest = {
   id: 'browser',
   version: '1.0.0',
   kind: 'skill',
@@ -213,6 +213,6 @@ const manifest: PluginManifest = {
       parameters: Type.Object({ mode: Type.Union([Type.Literal('mobile'), Type.Literal('desktop')]) }, { additionalProperties: false }),
     }),
   ],
-};
+} as const satisfies PluginManifest;
 
 export default manifest;

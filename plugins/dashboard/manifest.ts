@@ -3,7 +3,7 @@
  */
 import type { PluginManifest } from '../../sdk/index.js';
 
-const manifest: PluginManifest = {
+const manifest = {
   id: 'dashboard',
   version: '1.0.0',
   kind: 'service',
@@ -13,6 +13,6 @@ const manifest: PluginManifest = {
   provides: ['dashboard'],
   // Reads only its own built files in this installation's dist/dashboard.
   permissions: {},
-};
+} as const satisfies PluginManifest;
 
 export default manifest;

@@ -15,7 +15,7 @@ import {
 import { ChannelStore } from '../../sdk/channel-kit/index.js';
 import manifest from './manifest.js';
 import { Inbound } from './src/inbound.js';
-import { emailReport, fetchEmail, indexEmails, searchEmails, type Filters } from './src/mailbox-skills.js';
+import { emailReport, fetchEmail, indexEmails, searchEmails } from './src/mailbox-skills.js';
 import { Receiver } from './src/receiver.js';
 import { bodyOf, renderMarkdown } from './src/render.js';
 import { EmailSendError, normalizeId, parseRecipients, Sender } from './src/sender.js';
@@ -89,8 +89,12 @@ export default definePlugin({
       },
     };
     ctx.provide('channel:email', channel);
+    // The reply counter of an action is needed only while it runs (a re-run after a crash starts again at 0).
+    ctx.hooks.tap('actionSettled', (action) => {
+      replies.delete(action.id);
+    });
 
-    ctx.skills.register('send_email', async (a: { to: string; subject?: string; message: string; inReplyTo?: string; references?: string }, call) => {
+    ctx.skills.register('send_email', async (a, call) => {
       const to = parseRecipients(a.to);
       // Anyone can mail Keel: a stranger's mail must not turn it into an open relay. Work started by a mail from a
       // non-admin may mail only that sender.
@@ -104,7 +108,7 @@ export default definePlugin({
       const r = await sender.send({
         to,
         subject: a.subject?.trim() || emailSettings(ctx.config).defaultSubject,
-        body: bodyOf(a.message),
+        body: await bodyOf(a.message),
         // Mail sent while carrying out an action that a mail started is an automatic reply (RFC 3834).
         auto: call.action?.source === 'email',
         ...(a.inReplyTo ? { inReplyTo: normalizeId(a.inReplyTo) } : {}),
@@ -113,10 +117,10 @@ export default definePlugin({
       });
       return `Email sent to ${to.join(', ')}. Message-ID: ${r.messageId}`;
     });
-    ctx.skills.register('search_emails', (a: Filters) => searchEmails(ctx.config, a));
-    ctx.skills.register('fetch_email', (a: { uid: string }) => fetchEmail(ctx, Number(a.uid)));
-    ctx.skills.register('index_emails_to_knowledge_base', (a: Filters & { collection?: string }, call) => indexEmails(ctx, a, call.signal));
-    ctx.skills.register('generate_email_report', (a: { topic: string; emails?: string[]; sender?: string; subject?: string; daysAgo?: number }, call) =>
+    ctx.skills.register('search_emails', (a) => searchEmails(ctx.config, a));
+    ctx.skills.register('fetch_email', (a) => fetchEmail(ctx, Number(a.uid)));
+    ctx.skills.register('index_emails_to_knowledge_base', (a, call) => indexEmails(ctx, a, call.signal));
+    ctx.skills.register('generate_email_report', (a, call) =>
       emailReport(ctx, a, call.signal),
     );
 
@@ -128,7 +132,13 @@ export default definePlugin({
         if (enabled() && !ctx.signal.aborted) receiver.start();
       });
     });
-    if (enabled()) receiver.start();
+    if (enabled()) {
+      const admins = ctx.config.get<Record<string, unknown> | undefined>('adminUsers')?.email;
+      if (Array.isArray(admins) && admins.length && !emailSettings(ctx.config).authServId) {
+        ctx.log.warn('email: adminUsers.email is set but emailAuthServId is not: no mail sender can be proven, so nobody is admin by mail (docs/email.md).');
+      }
+      receiver.start();
+    }
 
     return {
       async stop() {

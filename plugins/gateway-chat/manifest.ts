@@ -3,7 +3,7 @@
  */
 import type { PluginManifest } from '../../sdk/index.js';
 
-const manifest: PluginManifest = {
+const manifest = {
   id: 'gateway-chat',
   version: '1.0.0',
   kind: 'channel',
@@ -13,6 +13,6 @@ const manifest: PluginManifest = {
   provides: ['channel:gateway-chat', 'gateway:routes:gateway-chat'],
   channel: { name: 'gateway-chat', userIdPattern: '^[A-Za-z0-9_.:-]{1,64}$', userIdExample: 'operator' },
   permissions: {},
-};
+} as const satisfies PluginManifest;
 
 export default manifest;

@@ -108,12 +108,12 @@ export default definePlugin({
     const cache = new SearchCache();
     ctx.skills.register(
       'web_search',
-      async (args: { query: string; maxResults?: number }, call) => {
+      async (args, call) => {
         const s = searchSettings(ctx.config);
         const providers = activeProviders(s);
         if (providers.length === 0) throw new SearchError('KEEL_E_PLUGIN_ENVIRONMENT', noKeyMessage());
         const max = args.maxResults ?? DEFAULT_MAX_RESULTS;
-        const ttl = (ctx.config.get<number>('searchCacheSeconds') ?? 300) * 1000;
+        const ttl = ctx.config.get('searchCacheSeconds') * 1000;
         const key = JSON.stringify([providers, args.query.trim().toLowerCase(), max]);
         const cached = ttl > 0 ? cache.get(key, ttl) : undefined;
         if (cached) return cached;

@@ -8,6 +8,7 @@ import type schedulerManifest from '../../plugins/scheduler/manifest.js';
 import type systemManifest from '../../plugins/system/manifest.js';
 import {
   definePlugin,
+  skill,
   Type,
   type ChannelCapability,
   type ConfigValue,
@@ -19,6 +20,7 @@ import {
   type PolicyCapability,
   type ProviderCapability,
   type SkillArgs,
+  type SkillCallContext,
   type SkillName,
   type WebCapability,
 } from '../../sdk/index.js';
@@ -111,6 +113,28 @@ describe('an inline manifest', () => {
   });
 });
 
+describe('the skill() helper', () => {
+  it('keeps the skill known to the typed contract', () => {
+    definePlugin({
+      manifest: {
+        id: 'helper',
+        version: '1.0.0',
+        kind: 'skill',
+        description: 'Helper',
+        skills: [skill({ name: 'count', description: 'Counts', parameters: Type.Object({ n: Type.Integer() }) })],
+      },
+      setup(ctx) {
+        ctx.skills.register('count', ({ n }) => {
+          expectTypeOf(n).toEqualTypeOf<number>();
+          return n + 1;
+        });
+        // @ts-expect-error 'tally' is not declared
+        ctx.skills.register('tally', () => 0);
+      },
+    });
+  });
+});
+
 describe('ctx.config.get', () => {
   it('returns the declared type of its own keys; defaulted keys are never undefined', () => {
     // Compiled, never run: only the types are under test.
@@ -147,6 +171,14 @@ describe('the capability map', () => {
       ctx.use('telepathy');
       // @ts-expect-error the name decides the type; a type argument is not how it is chosen
       ctx.use<LlmCapability>('llm');
+    });
+  });
+
+  it('a skill call context (custom skill files) is typed the same for known names, loose for others', () => {
+    // Compiled, never run: only the types are under test.
+    void ((call: SkillCallContext) => {
+      expectTypeOf(call.use('web')).toEqualTypeOf<WebCapability | undefined>();
+      expectTypeOf(call.use<(x: number) => number>('coder:sandbox-like')).toEqualTypeOf<((x: number) => number) | undefined>();
     });
   });
 

@@ -9,7 +9,7 @@ export default definePlugin({
   setup(ctx) {
     ctx.skills.register('greet', ({ name }) => {
       // Read on every call, so `keel config set greeterGreeting ...` takes effect without a restart.
-      const greeting = ctx.config.get<string>('greeterGreeting');
+      const greeting = ctx.config.get('greeterGreeting');
       return `${greeting}, ${name}!`;
     });
     ctx.log.info('greeter ready');

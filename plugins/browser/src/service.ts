@@ -17,6 +17,7 @@ import { MAX_ELEMENTS, MAX_OUTLINE, SNAPSHOT_SCRIPT, type PageSnapshot } from '.
 import { DESKTOP, MOBILE, STEALTH_SCRIPT } from './stealth.js';
 import { trackerOf } from './trackers.js';
 import { Xvfb } from './xvfb.js';
+import { errorMessage } from '../../../sdk/errors.js';
 
 export const EXECUTABLE_CANDIDATES = ['/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome-stable', '/usr/bin/google-chrome', '/snap/bin/chromium'];
 const RING = 50;
@@ -185,7 +186,7 @@ export class BrowserService {
       viewport: this.viewport,
       timeoutMs: this.timeoutMs(),
       filter: async (url: string, type: string) => {
-        const why = await this.refusal(url, type).catch((e: unknown) => `check failed: ${e instanceof Error ? e.message : String(e)}`);
+        const why = await this.refusal(url, type).catch((e: unknown) => `check failed: ${errorMessage(e)}`);
         if (why && why !== 'tracker') this.ctx.log.debug(`browser: blocked ${url.slice(0, 200)}: ${why}`);
         return why;
       },
@@ -229,7 +230,7 @@ export class BrowserService {
       const profileDir = this.profileDir(engine);
       await mkdir(profileDir, { recursive: true, mode: 0o700 });
       driver = await launch({ engine, executablePath, profileDir, ...common }).catch((e: unknown) => {
-        const msg = e instanceof Error ? e.message : String(e);
+        const msg = errorMessage(e);
         const locked = /SingletonLock|ProcessSingleton|profile.*in use/i.test(msg);
         throw new BrowserError(
           locked
@@ -248,7 +249,7 @@ export class BrowserService {
     if (process.platform !== 'linux' || process.env.DISPLAY || process.env.WAYLAND_DISPLAY) return undefined;
     const d = await this.xvfb.start().catch((e: unknown) => {
       throw new BrowserError(
-        `Headful mode needs a display and there is none: DISPLAY is not set and ${e instanceof Error ? e.message : String(e)}. Install Xvfb (apt-get install xvfb) or set DISPLAY; meanwhile set browserHeadless true or try a fresh profile.`,
+        `Headful mode needs a display and there is none: DISPLAY is not set and ${errorMessage(e)}. Install Xvfb (apt-get install xvfb) or set DISPLAY; meanwhile set browserHeadless true or try a fresh profile.`,
         'KEEL_E_PLUGIN_ENVIRONMENT',
       );
     });

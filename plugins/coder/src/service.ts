@@ -61,7 +61,7 @@ export class CoderService {
   }
 
   private requireSelfModification(skill: string): void {
-    if (this.ctx.config.get<unknown>('enableSelfModification') !== true) {
+    if (!this.ctx.config.get('enableSelfModification')) {
       throw forbiddenError(`${skill} needs enableSelfModification: true (an operator setting; it is off by default).`);
     }
   }

@@ -68,17 +68,19 @@ function aligned(a: string | undefined, b: string): boolean {
 }
 
 /**
- * Decide from the Authentication-Results values (topmost first) whether `from` is proven.
- * With `servId` only headers of that authserv-id count; without it only the topmost header does (the one the
- * receiving server added last; anything below it may come from the sender).
- * @example authVerdict(['mx.example.org; dmarc=pass header.from=example.org'], 'ada@example.org').proven // true
+ * Decide from the Authentication-Results values (topmost first) whether `from` is proven. Only the topmost header
+ * carrying the receiving server's authserv-id (`servId`, from emailAuthServId) counts: a header with any other id,
+ * or any header at all when the id is not configured, may have been written by the sender (on a server that adds
+ * none, a forged one would be the topmost), so nothing is proven then.
+ * @example authVerdict(['mx.example.org; dmarc=pass header.from=example.org'], 'ada@example.org', 'mx.example.org').proven // true
  */
-export function authVerdict(values: string[], from: string, servId?: string): AuthVerdict {
+export function authVerdict(values: string[], from: string, servId: string | undefined): AuthVerdict {
   const fromDomain = domainOf(from);
   if (!fromDomain) return { proven: false, detail: 'no From address' };
-  const headers = values.map(parseAuthResults);
-  const trusted = servId ? headers.filter((h) => h.servId === servId) : headers.slice(0, 1);
-  if (!trusted.length) return { proven: false, detail: servId ? `no Authentication-Results from ${servId}` : 'no Authentication-Results header' };
+  if (!servId) return { proven: false, detail: 'emailAuthServId is not set, so no Authentication-Results header is trusted' };
+  const ours = values.map(parseAuthResults).find((h) => h.servId === servId);
+  const trusted = ours ? [ours] : [];
+  if (!trusted.length) return { proven: false, detail: `no Authentication-Results from ${servId}` };
   for (const h of trusted) {
     for (const r of h.results) {
       if (r.result !== 'pass') continue;

@@ -2,11 +2,13 @@
  * One imapflow client built from the configuration, and the words for its failures. Used by the receiver (a
  * long-lived IDLE connection) and by the skills (a short connection per call).
  */
-import { ImapFlow } from 'imapflow';
+import type { ImapFlow } from 'imapflow';
 import type { ConfigView } from '../../../sdk/index.js';
 import { emailSettings, imapSettings, tlsOptions } from './settings.js';
 
-export function imapClient(config: ConfigView, opts: { idle: boolean }): { client: ImapFlow; server: string; user: string } {
+/** imapflow is loaded on first use: it costs ~100 ms and tens of MB, and many Keel processes never read mail. */
+export async function imapClient(config: ConfigView, opts: { idle: boolean }): Promise<{ client: ImapFlow; server: string; user: string }> {
+  const { ImapFlow } = await import('imapflow');
   const s = emailSettings(config);
   const imap = imapSettings(config);
   const client = new ImapFlow({
@@ -50,7 +52,7 @@ export function describeImapError(e: unknown, server: string, user: string): { m
 
 /** Runs `fn` on a fresh connection with INBOX open, and always logs out. */
 export async function withMailbox<T>(config: ConfigView, fn: (client: ImapFlow) => Promise<T>, opts: { readOnly?: boolean } = {}): Promise<T> {
-  const { client, server, user } = imapClient(config, { idle: false });
+  const { client, server, user } = await imapClient(config, { idle: false });
   client.on('error', () => undefined);
   try {
     await client.connect();

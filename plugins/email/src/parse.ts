@@ -4,7 +4,7 @@
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { simpleParser, type AddressObject, type ParsedMail } from 'mailparser';
+import type { AddressObject, ParsedMail } from 'mailparser';
 import type { HeaderLookup } from './loop-guard.js';
 
 export interface SavedAttachment {
@@ -50,6 +50,8 @@ function headerLookup(p: ParsedMail): HeaderLookup {
 }
 
 export async function parseMail(uid: number, source: Buffer | string): Promise<Mail> {
+  // Loaded on first use (mailparser and its HTML converter weigh tens of MB).
+  const { simpleParser } = await import('mailparser');
   const p = await simpleParser(source, { skipImageLinks: true, skipTextToHtml: true, skipTextLinks: true });
   const from = addresses(p.from);
   return {

@@ -95,7 +95,7 @@ export class Receiver {
 
   /** One IMAP connection, from login until it drops (throws) or the supervisor aborts it. */
   private async connection(signal: AbortSignal, hooks: { live(): void; connected(): void }): Promise<void> {
-    const { client, server } = imapClient(this.config, { idle: true });
+    const { client, server } = await imapClient(this.config, { idle: true });
     client.on('error', (e: unknown) => this.log.debug(`email: IMAP connection error: ${(e as Error).message}`));
     const closed = new Promise<void>((resolve) => client.once('close', () => resolve()));
     const onAbort = () => {

@@ -3,7 +3,6 @@
  * raw HTML escaped, only http/https/mailto links, and the matching plain text part). send_email's message is plain
  * text or HTML; HTML gets a text alternative from html-to-text.
  */
-import { convert } from 'html-to-text';
 import { renderEmail } from '../../../sdk/channel-kit/index.js';
 
 export interface Body {
@@ -18,13 +17,14 @@ export function looksLikeHtml(message: string): boolean {
   return HTML_TAG.test(message);
 }
 
-export function htmlToText(html: string): string {
+export async function htmlToText(html: string): Promise<string> {
+  const { convert } = await import('html-to-text');
   return convert(html, { wordwrap: 78, selectors: [{ selector: 'img', format: 'skip' }] }).trim();
 }
 
 /** A send_email body: HTML with a text alternative, or plain text alone. */
-export function bodyOf(message: string): Body {
-  return looksLikeHtml(message) ? { html: message, text: htmlToText(message) } : { text: message };
+export async function bodyOf(message: string): Promise<Body> {
+  return looksLikeHtml(message) ? { html: message, text: await htmlToText(message) } : { text: message };
 }
 
 /** A reply body from the agent's Markdown. */

@@ -6,7 +6,6 @@
  */
 import { randomUUID } from 'node:crypto';
 import { isIP } from 'node:net';
-import { createTransport } from 'nodemailer';
 import type { ConfigView } from '../../../sdk/index.js';
 import type { Body } from './render.js';
 import { EmailConfigError, emailSettings, smtpSettings, tlsOptions } from './settings.js';
@@ -109,6 +108,8 @@ export class Sender {
     }
     this.store.recordSending({ messageId, thread, recipients: m.to.join(', '), auto: m.auto, ...(m.deliveryKey ? { deliveryKey: m.deliveryKey } : {}) });
     const server = `${smtp.host}:${smtp.port}`;
+    // Loaded on first send: nodemailer is not needed by Keel processes that never send mail.
+    const { createTransport } = await import('nodemailer');
     const transport = createTransport({
       host: smtp.host,
       port: smtp.port,

@@ -1,3 +1,4 @@
+import { errorMessage } from '../../../sdk/errors.js';
 /**
  * `web_search` over two search APIs: searchA (Serper, Google results: POST {base}/search with X-API-KEY) and
  * searchB (Brave Search: GET {base}/res/v1/web/search with X-Subscription-Token). With both keys set both are
@@ -129,7 +130,7 @@ export async function search(query: string, maxResults: number, s: SearchSetting
     providers.map((p) =>
       callProvider(p, query, maxResults, s, deadline).then(
         (rows) => ({ p, rows }),
-        (e: unknown) => ({ p, error: e instanceof Error ? e.message : String(e) }),
+        (e: unknown) => ({ p, error: errorMessage(e) }),
       ),
     ),
   );

@@ -203,17 +203,19 @@ describe.skipIf(problem)('email receiving (dovecot)', () => {
   });
 
   it('an admin From counts only with a passing Authentication-Results; a spoofed one is handled as a non-admin', async () => {
-    const k = await bootEmail({ config: receiving({ adminUsers: { email: ['ada@example.org'] } }) });
+    const k = await bootEmail({ config: receiving({ adminUsers: { email: ['ada@example.org'] }, emailAuthServId: 'mx.example.org' }) });
     await connected(k);
     await imap.append(rawMail({ from: ADA, subject: 'spoofed, no header' }));
     await imap.append(rawMail({ from: ADA, subject: 'spoofed, dmarc fail', headers: { 'Authentication-Results': 'mx.example.org; dkim=fail header.d=example.org; spf=softfail smtp.mailfrom=evil.test; dmarc=fail header.from=example.org' } }));
     // A pass for another domain (the attacker's own DKIM) proves nothing about example.org.
     await imap.append(rawMail({ from: ADA, subject: 'spoofed, unaligned dkim', headers: { 'Authentication-Results': 'mx.example.org; dkim=pass header.d=evil.test; spf=pass smtp.mailfrom=evil.test; dmarc=fail header.from=example.org' } }));
+    // A header with another authserv-id (written by the sender) proves nothing.
+    await imap.append(rawMail({ from: ADA, subject: 'spoofed, foreign authserv-id', headers: { 'Authentication-Results': 'attacker.test; dmarc=pass header.from=example.org' } }));
     await imap.append(rawMail({ from: ADA, subject: 'proven', headers: PROVEN }));
-    const acts = await waitForActions(k, 4);
+    const acts = await waitForActions(k, 5);
     const bySubject = new Map(acts.map((a) => [/Subject: (.*)/.exec(a.task)![1], a]));
     const policy = k.kernel.registry.use<{ isAdmin(x: unknown): boolean }>('kernel:policy')!;
-    for (const s of ['spoofed, no header', 'spoofed, dmarc fail', 'spoofed, unaligned dkim']) {
+    for (const s of ['spoofed, no header', 'spoofed, dmarc fail', 'spoofed, unaligned dkim', 'spoofed, foreign authserv-id']) {
       const a = bySubject.get(s)!;
       expect(a.task, s).toMatch(/sender not proven/);
       expect(a.metadata.actor, s).toMatchObject({ userId: 'unverified:ada@example.org', untrusted: true });

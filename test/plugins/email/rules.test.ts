@@ -7,6 +7,7 @@ import { authVerdict, parseAuthResults } from '../../../plugins/email/src/auth-r
 import { loopReason, type LoopCheckInput } from '../../../plugins/email/src/loop-guard.js';
 import { safeName, trimQuoted } from '../../../plugins/email/src/parse.js';
 import { parseRecipients, threadOf } from '../../../plugins/email/src/sender.js';
+import { ADDRESS_PATTERN } from '../../../plugins/email/manifest.js';
 
 function input(headers: Record<string, string>, from = 'ada@example.org', extra: Partial<LoopCheckInput> = {}): LoopCheckInput {
   const h = Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), [v]]));
@@ -47,23 +48,27 @@ describe('loopReason', () => {
 
 describe('authVerdict', () => {
   const pass = 'mx.example.org; dmarc=pass (p=reject) header.from=example.org';
+  const MX = 'mx.example.org';
   it('DMARC pass for the From domain proves the sender', () => {
-    expect(authVerdict([pass], 'ada@example.org')).toEqual({ proven: true, detail: 'dmarc=pass' });
+    expect(authVerdict([pass], 'ada@example.org', MX)).toEqual({ proven: true, detail: 'dmarc=pass' });
   });
   it('aligned DKIM or SPF proves it; unaligned does not', () => {
-    expect(authVerdict(['mx; dkim=pass header.d=mail.example.org header.s=s1'], 'ada@example.org').proven).toBe(true);
-    expect(authVerdict(['mx; spf=pass smtp.mailfrom=bounce@example.org'], 'ada@example.org').proven).toBe(true);
-    expect(authVerdict(['mx; dkim=pass header.d=evil.test; spf=pass smtp.mailfrom=evil.test'], 'ada@example.org').proven).toBe(false);
-    expect(authVerdict(['mx; dmarc=pass header.from=evil.test'], 'ada@example.org').proven).toBe(false);
-    expect(authVerdict(['mx; dmarc=fail header.from=example.org; dkim=none'], 'ada@example.org').proven).toBe(false);
+    expect(authVerdict(['mx.example.org; dkim=pass header.d=mail.example.org header.s=s1'], 'ada@example.org', MX).proven).toBe(true);
+    expect(authVerdict(['mx.example.org; spf=pass smtp.mailfrom=bounce@example.org'], 'ada@example.org', MX).proven).toBe(true);
+    expect(authVerdict(['mx.example.org; dkim=pass header.d=evil.test; spf=pass smtp.mailfrom=evil.test'], 'ada@example.org', MX).proven).toBe(false);
+    expect(authVerdict(['mx.example.org; dmarc=pass header.from=evil.test'], 'ada@example.org', MX).proven).toBe(false);
+    expect(authVerdict(['mx.example.org; dmarc=fail header.from=example.org; dkim=none'], 'ada@example.org', MX).proven).toBe(false);
   });
-  it('only the topmost header counts (a forged one below it does not), or only the configured authserv-id', () => {
+  it('only the topmost header of the configured authserv-id counts; without one configured nothing is proven', () => {
     const forged = 'mx.example.org; dmarc=pass header.from=example.org';
     const real = 'mx.example.org; dmarc=fail header.from=example.org';
-    expect(authVerdict([real, forged], 'ada@example.org').proven).toBe(false);
-    expect(authVerdict(['attacker.test; dmarc=pass header.from=example.org', real], 'ada@example.org', 'mx.example.org').proven).toBe(false);
-    expect(authVerdict(['other.test; none', pass], 'ada@example.org', 'mx.example.org').proven).toBe(true);
-    expect(authVerdict([], 'ada@example.org')).toEqual({ proven: false, detail: 'no Authentication-Results header' });
+    // Our server's verdict is on top; a forged "pass" with our id further down (from the sender) does not count.
+    expect(authVerdict([real, forged], 'ada@example.org', MX).proven).toBe(false);
+    expect(authVerdict(['attacker.test; dmarc=pass header.from=example.org', real], 'ada@example.org', MX).proven).toBe(false);
+    expect(authVerdict(['other.test; none', pass], 'ada@example.org', MX).proven).toBe(true);
+    // A server that adds no header: the sender's forged header would be the topmost one.
+    expect(authVerdict([pass], 'ada@example.org', undefined).proven).toBe(false);
+    expect(authVerdict([], 'ada@example.org', MX)).toEqual({ proven: false, detail: 'no Authentication-Results from mx.example.org' });
   });
   it('parses comments, versions and quoted values', () => {
     const p = parseAuthResults('mx.google.com 1; (a comment; with ;) dkim=pass (good) header.i="@example.org"; spf/1=neutral smtp.mailfrom=x@y');
@@ -100,6 +105,11 @@ describe('recipients, threads, names', () => {
     expect(threadOf({ references: ['<a>', '<b>'], inReplyTo: '<b>', messageId: '<c>' })).toBe('<a>');
     expect(threadOf({ inReplyTo: '<b>', messageId: '<c>' })).toBe('<b>');
     expect(threadOf({ messageId: '<c>' })).toBe('<c>');
+  });
+  it('the user-id form of adminUsers.email takes addresses, never the unverified: identity of an unproven sender', () => {
+    const re = new RegExp(ADDRESS_PATTERN);
+    for (const ok of ['ada@example.org', 'Ada.Lovelace+keel@mail.example.co.uk']) expect(re.test(ok), ok).toBe(true);
+    for (const bad of ['unverified:ada@example.org', 'ada', 'ada@localhost', '<ada@example.org>', 'ada @example.org']) expect(re.test(bad), bad).toBe(false);
   });
   it('attachment names cannot leave their folder', () => {
     expect(safeName('../../etc/passwd')).toBe('passwd');

@@ -118,6 +118,21 @@ describe.skipIf(problem)('email skills (dovecot)', () => {
     expect(recent).toContain('Pizza');
   });
 
+  it('reading the mailbox is for admins only: a non-admin (e.g. a stranger who mailed Keel) is refused', async () => {
+    const stranger = { kind: 'user' as const, channel: 'email', userId: 'unverified:eve@evil.test', untrusted: true };
+    for (const [name, args] of [
+      ['search_emails', {}],
+      ['fetch_email', { uid: String(uids.launch) }],
+      ['index_emails_to_knowledge_base', {}],
+      ['generate_email_report', { topic: 'x' }],
+    ] as const) {
+      const r = await k.kernel.execute(name, args, stranger);
+      expect(r.success, name).toBe(false);
+      expect(r.code, name).toBe('KEEL_E_FORBIDDEN');
+      expect(r.result, name).not.toContain('Launch');
+    }
+  });
+
   it('a wrong password is one clear error for the skills', async () => {
     const bad = await bootEmail({ config: { ...emailConfig({ ca, imap }), imapPassword: 'nope-nope-nope' } });
     const r = await bad.fail('search_emails', {});

@@ -210,8 +210,10 @@ describe('gateway REST', () => {
   it('GET /api/connections has one entry per running channel', async () => {
     const conns = await json(await g.req('/api/connections'));
     expect(conns.chatA).toEqual({ enabled: true, connected: true, botUsername: 'keelbot', botId: 42 });
-    // The built-in gateway chat is a running channel too.
-    expect(Object.keys(conns).sort()).toEqual(['chatA', 'gateway-chat']);
+    // The built-in gateway chat is a running channel too, and the built-in email channel runs unconfigured
+    // (receiving off) and lists itself as such.
+    expect(conns.email).toEqual({ enabled: false, connected: false, state: 'stopped' });
+    expect(Object.keys(conns).sort()).toEqual(['chatA', 'email', 'gateway-chat']);
   });
 
   it('GET /api/logs returns log entries, filtered by level and limited', async () => {

@@ -35,6 +35,7 @@ import { stat } from 'node:fs/promises';
 import { BASE_ARGS, downloadPath, type BrowserDriver, type LaunchOptions, type NavigationResult, type Target, type Viewport } from '../driver.js';
 import { refSelector } from '../refs.js';
 import { FOCUS_END, guardRequests, safely, settleAfterFailedNavigation, splitKey, XHR_TYPES, type FetchSession, type PageElement } from './shared.js';
+import { errorMessage } from '../../../../sdk/errors.js';
 
 
 /** The index of the option labelled `label` in a <select> (-1 when none). */
@@ -126,7 +127,7 @@ export async function launchPlaywright(opts: LaunchOptions): Promise<BrowserDriv
       });
       p.on('pageerror', (e) => {
         const url = p.url();
-        safely(() => onConsole({ type: 'error', text: e instanceof Error ? e.message : String(e), ...(url ? { url } : {}) }));
+        safely(() => onConsole({ type: 'error', text: errorMessage(e), ...(url ? { url } : {}) }));
       });
     }
     if (opts.onXhr) {
@@ -159,7 +160,7 @@ export async function launchPlaywright(opts: LaunchOptions): Promise<BrowserDriv
           await d.saveAs(path);
           effect({ kind: 'download', url: d.url(), path, size: (await stat(path)).size });
         } catch (e) {
-          effect({ kind: 'download-failed', url: d.url(), reason: (await d.failure().catch(() => null)) ?? (e instanceof Error ? e.message : String(e)) });
+          effect({ kind: 'download-failed', url: d.url(), reason: (await d.failure().catch(() => null)) ?? (errorMessage(e)) });
         } finally {
           downloads--;
         }

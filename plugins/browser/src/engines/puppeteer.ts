@@ -32,6 +32,7 @@ import puppeteer, {
 import { BASE_ARGS, downloadPath, type BrowserDriver, type LaunchOptions, type NavigationResult, type SideEffect, type Target as DriverTarget, type Viewport } from '../driver.js';
 import { refSelector } from '../refs.js';
 import { FOCUS_END, guardRequests, safely, settleAfterFailedNavigation, splitKey, XHR_TYPES, type FetchSession, type PageElement } from './shared.js';
+import { errorMessage } from '../../../../sdk/errors.js';
 
 /** Runs before the page's scripts: no new service worker registrations (they would fetch outside the interception). */
 const NO_SERVICE_WORKERS = `(() => {
@@ -108,7 +109,7 @@ export async function launchPuppeteer(opts: LaunchOptions): Promise<BrowserDrive
       ...(opts.env ? { env: { ...process.env, ...opts.env } } : {}),
     };
     browser = await puppeteer.launch(launchOptions).catch((e: unknown) => {
-      const msg = e instanceof Error ? e.message : String(e);
+      const msg = errorMessage(e);
       // the same wording as Chromium's own (and engineA's) error, so callers recognise a profile in use
       if (/already running for/i.test(msg)) throw new Error(`Failed to create a ProcessSingleton: the profile ${opts.profileDir} is in use by another browser. ${msg}`);
       throw e;
@@ -137,7 +138,7 @@ export async function launchPuppeteer(opts: LaunchOptions): Promise<BrowserDrive
       try {
         reason = await opts.filter!(req.url(), req.resourceType());
       } catch (e) {
-        reason = `the request filter failed: ${e instanceof Error ? e.message : String(e)}`;
+        reason = `the request filter failed: ${errorMessage(e)}`;
       }
       try {
         if (reason !== undefined && reason !== null) await req.abort('blockedbyclient');
@@ -189,7 +190,7 @@ export async function launchPuppeteer(opts: LaunchOptions): Promise<BrowserDrive
       });
       p.on('pageerror', (e) => {
         const url = p.url();
-        safely(() => onConsole({ type: 'error', text: e instanceof Error ? e.message : String(e), ...(url ? { url } : {}) }));
+        safely(() => onConsole({ type: 'error', text: errorMessage(e), ...(url ? { url } : {}) }));
       });
     }
     if (opts.onXhr) {
@@ -260,7 +261,7 @@ export async function launchPuppeteer(opts: LaunchOptions): Promise<BrowserDrive
           await rename(join(dir, e.guid), path);
           effect({ kind: 'download', url: d.url, path, size: (await stat(path)).size });
         } catch (err) {
-          effect({ kind: 'download-failed', url: d.url, reason: err instanceof Error ? err.message : String(err) });
+          effect({ kind: 'download-failed', url: d.url, reason: errorMessage(err) });
         } finally {
           downloads--;
         }

@@ -3,6 +3,7 @@
  * library), key names, the browser-level request guard on a CDP session, and small event-safety helpers.
  */
 import type { LaunchOptions } from '../driver.js';
+import { errorMessage } from '../../../../sdk/errors.js';
 
 export const XHR_TYPES = new Set(['xhr', 'fetch']);
 
@@ -102,7 +103,7 @@ export async function guardRequests(session: FetchSession, filter: NonNullable<L
       try {
         reason = await filter(e.request.url, e.resourceType.toLowerCase());
       } catch (err) {
-        reason = `the request filter failed: ${err instanceof Error ? err.message : String(err)}`;
+        reason = `the request filter failed: ${errorMessage(err)}`;
       }
       const blocked = reason !== undefined && reason !== null;
       await (blocked
@@ -119,7 +120,7 @@ export async function guardRequests(session: FetchSession, filter: NonNullable<L
  * a moment later; waiting for it (at most a second) keeps that late commit from interrupting the next navigation.
  */
 export async function settleAfterFailedNavigation(e: unknown, currentUrl: () => string): Promise<void> {
-  if (!/net::ERR_(?!ABORTED)/.test(e instanceof Error ? e.message : String(e))) return;
+  if (!/net::ERR_(?!ABORTED)/.test(errorMessage(e))) return;
   const deadline = Date.now() + 1000;
   while (Date.now() < deadline && !currentUrl().startsWith('chrome-error:')) await new Promise((r) => setTimeout(r, 20));
 }

@@ -85,8 +85,8 @@ export function settingsRoutes(env: RouteEnv): RouteDef[] {
         safeMode: Boolean(ctx.config.get('safeMode')),
         apiKeySet: Boolean(settings.apiKey),
         adminUsers: flattenAdmins(ctx.config.get('adminUsers')),
-        pluginAllowList: (ctx.config.get<string[] | undefined>('pluginAllowList') ?? []).map(String),
-        pluginDenyList: (ctx.config.get<string[] | undefined>('pluginDenyList') ?? []).map(String),
+        pluginAllowList: ctx.config.get('pluginAllowList').map(String),
+        pluginDenyList: ctx.config.get('pluginDenyList').map(String),
       }),
     },
     {
