@@ -82,11 +82,14 @@ export interface SkillRegisterOptions {
  */
 export interface SkillsApi<M extends PluginManifest = PluginManifest> {
   /**
-   * Attach the handler for a skill that this plugin's manifest declares. `opts.available` says whether the skill can work right now (true) or why not (a message); while it cannot,
-   * `list()` leaves it out, so the agent's catalogue does not offer it. Calling it still runs the handler, which
-   * should answer with that message.
+   * Attach the handler for a skill that this plugin's manifest declares. `opts.available` says whether the skill
+   * can work right now (true) or why not (a message); while it cannot, `list()` leaves it out, so the agent's
+   * catalogue does not offer it. Calling it still runs the handler, which should answer with that message.
+   *
    * @example
-   * ctx.skills.register('web_search', search, { available: () => (ctx.config.get('searchAApiKey') ? true : 'no searchAApiKey or searchBApiKey is set') });
+   * ctx.skills.register('web_search', search, {
+   *   available: () => (ctx.config.get('searchAApiKey') ? true : 'no searchAApiKey or searchBApiKey is set'),
+   * });
    */
   register<N extends SkillName<M>>(name: N, handler: SkillHandler<SkillArgs<M, N>>, opts?: SkillRegisterOptions): void;
   /** The one path to a skill: schema check, policy, hooks, timing. */
