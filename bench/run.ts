@@ -18,6 +18,7 @@ const suites: Array<[string, () => Promise<BenchRow[]>]> = [
   ['knowledge', async () => (await import('./knowledge.js')).benchKnowledge()],
   ['commands', async () => (await import('./commands.js')).benchCommands()],
   ['channels', async () => (await import('./channels.js')).benchChannels()],
+  ['timeline', async () => (await import('./timeline.js')).benchTimeline()],
   ['email', async () => (await import('./email.js')).benchEmail()],
   ['browser', async () => (await import('./browser.js')).benchBrowser()],
   ['slack', async () => (await import('./slack.js')).benchSlack()],

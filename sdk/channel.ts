@@ -274,6 +274,35 @@ function taskOf(m: InboundMessage): string {
  *   { autoReply: true });
  */
 export async function receive(ctx: PluginContext, inbound: InboundMessage, options: ReceiveOptions): Promise<ReceiveOutcome> {
+  const out = await decide(ctx, inbound, options);
+  if (out.kind === 'ignored') reportIgnored(ctx, inbound, out.reason);
+  return out;
+}
+
+/**
+ * Tell the `messageIgnored` hook (action timelines) that an inbound message did not become an action. A channel
+ * calls it itself for what never reaches `receive` (a redelivery its durable ingress recognised).
+ * @example if (!fresh.includes(item)) reportIgnored(ctx, { channel: 'chatA', messageId: item.messageId, chatId: item.chatId }, 'duplicate');
+ */
+export function reportIgnored(
+  ctx: Pick<PluginContext, 'emit'>,
+  m: { channel: string; messageId: string; chatId?: string; userId?: string },
+  reason: Extract<ReceiveOutcome, { kind: 'ignored' }>['reason'],
+): void {
+  try {
+    ctx.emit('messageIgnored', {
+      channel: m.channel,
+      messageId: m.messageId,
+      ...(m.chatId !== undefined ? { chatId: m.chatId } : {}),
+      ...(m.userId !== undefined ? { userId: m.userId } : {}),
+      reason,
+    });
+  } catch {
+    // A record of a non-event never changes what happened to the message.
+  }
+}
+
+async function decide(ctx: PluginContext, inbound: InboundMessage, options: ReceiveOptions): Promise<ReceiveOutcome> {
   const operator = options.operator === true && inbound.notAdmin !== true;
   const admin = inbound.notAdmin === true ? false : operator || decideAdmin(ctx, { kind: 'user', channel: inbound.channel, userId: inbound.userId });
   const untrusted = !admin || inbound.forceUntrusted === true;
