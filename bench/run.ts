@@ -19,8 +19,10 @@ const suites: Array<[string, () => Promise<BenchRow[]>]> = [
   ['commands', async () => (await import('./commands.js')).benchCommands()],
   ['channels', async () => (await import('./channels.js')).benchChannels()],
   ['discord', async () => (await import('./discord.js')).benchDiscord()],
+  ['timeline', async () => (await import('./timeline.js')).benchTimeline()],
   ['email', async () => (await import('./email.js')).benchEmail()],
   ['browser', async () => (await import('./browser.js')).benchBrowser()],
+  ['slack', async () => (await import('./slack.js')).benchSlack()],
 ];
 
 const only = process.argv.slice(2);

@@ -94,10 +94,12 @@ export interface ChannelCapability {
   /** Typing / progress feedback while the action runs; the channel stops it when the action settles. */
   progress?(action: Action, update: ProgressUpdate): Promise<void>;
   /**
-   * A native reaction (a unicode emoji) to message `messageId` in chat `chatId`, where the platform has them; the
-   * messaging plugin's `react` uses it before falling back to the emoji as a reply.
+   * A native reaction to a message (`messageId` as the platform names it: a Slack ts, a snowflake), for the `react`
+   * skill. `native: false` when the platform has no reaction for this emoji (the skill then replies with it).
+   * Optional: channels without it get the emoji as a reply.
+   * @example await channel.react?.('C0GENERAL1', '1700000000.000100', '\u{1F44D}') // { native: true, reaction: 'thumbsup' }
    */
-  react?(chatId: string, messageId: string, emoji: string): Promise<void>;
+  react?(chatId: string, messageId: string, emoji: string): Promise<{ native: boolean; reaction?: string }>;
 }
 
 /**
@@ -272,6 +274,35 @@ function taskOf(m: InboundMessage): string {
  *   { autoReply: true });
  */
 export async function receive(ctx: PluginContext, inbound: InboundMessage, options: ReceiveOptions): Promise<ReceiveOutcome> {
+  const out = await decide(ctx, inbound, options);
+  if (out.kind === 'ignored') reportIgnored(ctx, inbound, out.reason);
+  return out;
+}
+
+/**
+ * Tell the `messageIgnored` hook (action timelines) that an inbound message did not become an action. A channel
+ * calls it itself for what never reaches `receive` (a redelivery its durable ingress recognised).
+ * @example if (!fresh.includes(item)) reportIgnored(ctx, { channel: 'chatA', messageId: item.messageId, chatId: item.chatId }, 'duplicate');
+ */
+export function reportIgnored(
+  ctx: Pick<PluginContext, 'emit'>,
+  m: { channel: string; messageId: string; chatId?: string; userId?: string },
+  reason: Extract<ReceiveOutcome, { kind: 'ignored' }>['reason'],
+): void {
+  try {
+    ctx.emit('messageIgnored', {
+      channel: m.channel,
+      messageId: m.messageId,
+      ...(m.chatId !== undefined ? { chatId: m.chatId } : {}),
+      ...(m.userId !== undefined ? { userId: m.userId } : {}),
+      reason,
+    });
+  } catch {
+    // A record of a non-event never changes what happened to the message.
+  }
+}
+
+async function decide(ctx: PluginContext, inbound: InboundMessage, options: ReceiveOptions): Promise<ReceiveOutcome> {
   const operator = options.operator === true && inbound.notAdmin !== true;
   const admin = inbound.notAdmin === true ? false : operator || decideAdmin(ctx, { kind: 'user', channel: inbound.channel, userId: inbound.userId });
   const untrusted = !admin || inbound.forceUntrusted === true;

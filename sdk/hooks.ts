@@ -62,6 +62,49 @@ export interface MessageOutEvent {
   metadata?: Record<string, Json>;
 }
 
+/**
+ * One call to a model provider, fired by the agent's model router after the call answered or failed.
+ * @example ctx.hooks.tap('modelCall', (c) => ctx.log.info(`${c.provider}/${c.model}: ${c.inputTokens}+${c.outputTokens} tokens`));
+ */
+export interface ModelCallEvent {
+  actionId?: string;
+  provider: string;
+  model: string;
+  /** What the call was for: `main`, `fast`, ... */
+  purpose: string;
+  ok: boolean;
+  inputTokens: number;
+  outputTokens: number;
+  durationMs: number;
+  /** Why it failed (never a secret). */
+  error?: string;
+}
+
+/**
+ * A message a channel delivered to its platform (after `messageOut`), with the platform's ids.
+ * @example ctx.emit('messageDelivered', { channel: 'chatA', actionId: a.id, to: '42', messageId: '7', messageIds: ['7'] });
+ */
+export interface MessageDeliveredEvent {
+  channel: string;
+  actionId?: string;
+  to?: string;
+  messageId: string;
+  messageIds: string[];
+}
+
+/**
+ * An inbound platform message that did not become an action, and why (fired by `receive`, or by a channel
+ * whose durable ingress recognised a redelivery).
+ * @example ctx.hooks.tap('messageIgnored', (m) => ctx.log.info(`${m.channel} ${m.messageId} ignored: ${m.reason}`));
+ */
+export interface MessageIgnoredEvent {
+  channel: string;
+  messageId: string;
+  chatId?: string;
+  userId?: string;
+  reason: 'auto-reply-off' | 'not-admin' | 'duplicate' | 'dropped-by-hook' | 'rate-limited' | 'empty';
+}
+
 export interface ConfigChangeEvent {
   key: string;
   /** Masked when the key is secret. */
@@ -94,6 +137,12 @@ export interface HookCatalogue {
   messageIn: AsyncSeriesWaterfallHook<[InboundMessage]>;
   /** A message is about to leave on a channel; taps may rewrite it. */
   messageOut: AsyncSeriesWaterfallHook<[MessageOutEvent]>;
+  /** The agent's model router finished one provider call (tokens, time, outcome). */
+  modelCall: SyncHook<[ModelCallEvent]>;
+  /** A channel delivered a message to its platform (the platform message ids). */
+  messageDelivered: SyncHook<[MessageDeliveredEvent]>;
+  /** An inbound message did not become an action (the reason). */
+  messageIgnored: SyncHook<[MessageIgnoredEvent]>;
   /** A configuration value changed. */
   configChanged: SyncHook<[ConfigChangeEvent]>;
   pluginLoaded: SyncHook<[PluginEvent]>;

@@ -27,10 +27,11 @@ export type * from './config-keys.js';
 export type * from './manifest-types.js';
 export { CHANNEL_NAMES } from './plugin.js';
 export type * from './channel.js';
-export { listChannels, receive, SPEC_CHANNELS } from './channel.js';
+export { listChannels, receive, reportIgnored, SPEC_CHANNELS } from './channel.js';
 export type * from './gateway.js';
 export type * from './providers.js';
 export { ProviderError } from './providers.js';
+export { progressLine, withProgress, type ProgressLine } from './progress.js';
 export { withRetry, parseRetryAfter, type RetryOptions, type RetryDecision } from './retry.js';
 export { namespaceSupport, type NamespaceKind, type NamespaceSupport } from './namespaces.js';
 export {

@@ -17,6 +17,7 @@ import type {
   Logger,
   PendingConfigChange,
   PolicyClass,
+  PluginKind,
   PluginManifest,
   PushInput,
   SkillHandler,
@@ -25,7 +26,7 @@ import type {
 } from './types.js';
 
 /** Hooks a plugin may fire through `ctx.emit`; the others belong to the kernel. */
-export type EmittableHook = 'thinking' | 'observation' | 'messageIn' | 'messageOut';
+export type EmittableHook = 'thinking' | 'observation' | 'modelCall' | 'messageDelivered' | 'messageIgnored' | 'messageIn' | 'messageOut';
 
 /** Tap options: `stage` orders taps (lower first), as in tapable. */
 export interface TapOptions {
@@ -81,11 +82,14 @@ export interface SkillRegisterOptions {
  */
 export interface SkillsApi<M extends PluginManifest = PluginManifest> {
   /**
-   * Attach the handler for a skill that this plugin's manifest declares. `opts.available` says whether the skill can work right now (true) or why not (a message); while it cannot,
-   * `list()` leaves it out, so the agent's catalogue does not offer it. Calling it still runs the handler, which
-   * should answer with that message.
+   * Attach the handler for a skill that this plugin's manifest declares. `opts.available` says whether the skill
+   * can work right now (true) or why not (a message); while it cannot, `list()` leaves it out, so the agent's
+   * catalogue does not offer it. Calling it still runs the handler, which should answer with that message.
+   *
    * @example
-   * ctx.skills.register('web_search', search, { available: () => (ctx.config.get('searchAApiKey') ? true : 'no searchAApiKey or searchBApiKey is set') });
+   * ctx.skills.register('web_search', search, {
+   *   available: () => (ctx.config.get('searchAApiKey') ? true : 'no searchAApiKey or searchBApiKey is set'),
+   * });
    */
   register<N extends SkillName<M>>(name: N, handler: SkillHandler<SkillArgs<M, N>>, opts?: SkillRegisterOptions): void;
   /** The one path to a skill: schema check, policy, hooks, timing. */
@@ -150,8 +154,9 @@ export interface PluginContext<M extends PluginManifest = PluginManifest> {
    */
   use<K extends CapabilityName>(capability: K): CapabilityOf<K> | undefined;
   /**
-   * Fire one of the hooks a plugin may raise: `thinking` and `observation` (the agent), `messageIn` and
-   * `messageOut` (channels; waterfalls, so the possibly rewritten message comes back).
+   * Fire one of the hooks a plugin may raise: `thinking`, `observation` and `modelCall` (the agent),
+   * `messageDelivered` and `messageIgnored` (channels), `messageIn` and `messageOut` (channels; waterfalls, so
+   * the possibly rewritten message comes back).
    */
   emit<K extends EmittableHook>(hook: K, ...args: HookArgs<K>): K extends 'messageIn' | 'messageOut' ? Promise<HookArgs<K>[0]> : void;
   /**
@@ -184,9 +189,20 @@ export interface CommandContext {
    * Run the kernel with all permitted plugins in this process as a long-running Keel process: it gets a pid
    * file `run/<processName>.pid` (so `keel status` sees it and `keel stop` stops it) and stops on SIGINT/SIGTERM.
    * `overrides` are command-line config values (highest precedence). With `runAgent` it also runs the agent
-   * (refused while another agent runs on this home).
+   * (refused while another agent runs on this home). `only` loads just the named plugins and plugins of the named
+   * kinds (narrowing the user's pluginAllowList, never widening it; the command's own plugin always loads), e.g. a
+   * short-lived command that must not start channels or the scheduler beside a running `keel run`. `logLevel`
+   * quietens the kernel's log (default `info`), e.g. under a progress bar.
+   * @example
+   * const k = await c.startKernel({ processName: 'ingest', only: { ids: ['web', 'agent'], kinds: ['provider'] }, logLevel: 'warn' });
    */
-  startKernel(opts: { processName: string; overrides?: Record<string, unknown>; runAgent?: boolean }): Promise<RunningKernel>;
+  startKernel(opts: {
+    processName: string;
+    overrides?: Record<string, unknown>;
+    runAgent?: boolean;
+    only?: { ids?: string[]; kinds?: PluginKind[] };
+    logLevel?: 'info' | 'warn' | 'error';
+  }): Promise<RunningKernel>;
   /**
    * What Keel knows without starting the kernel: effective configuration (defaults, file, environment), every
    * key, each plugin's state as it would start, and configuration problems. No plugin code runs.

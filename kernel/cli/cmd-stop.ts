@@ -1,6 +1,7 @@
 /**
  * `keel stop`: SIGTERM to every live Keel process of this KEEL_HOME, SIGKILL after the timeout.
  */
+import { progressLine } from '../../sdk/progress.js';
 import { keelHome } from '../paths.js';
 import { isAlive, livePids, runDir } from '../util/pidfiles.js';
 import { rmSync } from 'node:fs';
@@ -23,7 +24,17 @@ export async function stop(opts: { json?: boolean; timeout: string }): Promise<n
     }
   }
   const deadline = Date.now() + timeout;
-  while (Date.now() < deadline && procs.some((p) => isAlive(p.pid))) await new Promise((r) => setTimeout(r, 50));
+  // A process finishing its action in flight can take seconds: show who is still stopping (terminal only).
+  const waiting = () => procs.filter((p) => isAlive(p.pid));
+  const line = await progressLine(`Stopping ${procs.map((p) => p.name).join(', ')}`, { quiet: Boolean(opts.json) });
+  try {
+    while (Date.now() < deadline && waiting().length) {
+      line.update(`Stopping ${waiting().map((p) => `${p.name} (pid ${p.pid})`).join(', ')}; killed after ${Math.ceil((deadline - Date.now()) / 1000)} s`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  } finally {
+    line.stop();
+  }
   const killed: number[] = [];
   for (const p of procs) {
     if (isAlive(p.pid)) {

@@ -4,6 +4,7 @@
  */
 import { join } from 'node:path';
 import type { CommandContext } from '../../sdk/plugin.js';
+import type { PluginKind } from '../../sdk/types.js';
 import { ErrorCodes, KeelError } from '../errors.js';
 import { LogSink } from '../log.js';
 import { keelHome } from '../paths.js';
@@ -35,14 +36,25 @@ export async function runPluginCommand(
     options,
     ...(options.config ? { configFile: options.config } : {}),
     async startKernel(o) {
+      let overrides = o.overrides;
+      if (o.only) {
+        // An allow list of what the command asked for, within what the user's own list admits.
+        const all = await discoverAll({ home, lists });
+        const wanted = all
+          .filter((c) => c.id === pluginId || o.only?.ids?.includes(c.id) || o.only?.kinds?.includes((c.manifest as { kind?: PluginKind } | undefined)?.kind as PluginKind))
+          .map((c) => c.id)
+          .filter((id) => !lists.allow?.length || lists.allow.includes(id));
+        overrides = { ...overrides, pluginAllowList: [...new Set(wanted)] };
+      }
+      const levels = { info: 3, warn: 1, error: 0 } as const;
       const served = await serve({
         home,
         processName: o.processName,
         mode: process.env.KEEL_DETACHED === o.processName ? 'background' : 'foreground',
         runAgent: Boolean(o.runAgent),
         ...(options.config ? { configFile: options.config } : {}),
-        ...(o.overrides ? { overrides: o.overrides } : {}),
-        kernel: { logs },
+        ...(overrides ? { overrides } : {}),
+        kernel: { logs: o.logLevel && o.logLevel !== 'info' ? new LogSink({ level: levels[o.logLevel] }) : logs },
       });
       return {
         pluginStatus: (id) => served.kernel.host.status(id),

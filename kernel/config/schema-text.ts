@@ -76,7 +76,8 @@ export function describeSchema(schema: TSchema | unknown, depth = 0): string {
     case 'number':
       return `a number${range(s)}`;
     case 'string':
-      return 'a string';
+      // A key whose form is narrower than "a string" (a token prefix) names it in its `title`.
+      return typeof s['title'] === 'string' && s['title'] ? s['title'] : 'a string';
     case 'null':
       return 'null';
     case 'array':

@@ -30,6 +30,9 @@ export function createHooks(): Readonly<HookCatalogue> {
     observation: new SyncHook(['event'], 'observation'),
     messageIn: new AsyncSeriesWaterfallHook(['message'], 'messageIn'),
     messageOut: new AsyncSeriesWaterfallHook(['message'], 'messageOut'),
+    modelCall: new SyncHook(['event'], 'modelCall'),
+    messageDelivered: new SyncHook(['event'], 'messageDelivered'),
+    messageIgnored: new SyncHook(['event'], 'messageIgnored'),
     configChanged: new SyncHook(['event'], 'configChanged'),
     pluginLoaded: new SyncHook(['event'], 'pluginLoaded'),
     pluginUnloaded: new SyncHook(['event'], 'pluginUnloaded'),
@@ -38,7 +41,7 @@ export function createHooks(): Readonly<HookCatalogue> {
   return Object.freeze(hooks);
 }
 
-const SYNC_HOOKS = new Set<HookName>(['thinking', 'observation', 'configChanged', 'pluginLoaded', 'pluginUnloaded', 'pluginQuarantined']);
+const SYNC_HOOKS = new Set<HookName>(['thinking', 'observation', 'modelCall', 'messageDelivered', 'messageIgnored', 'configChanged', 'pluginLoaded', 'pluginUnloaded', 'pluginQuarantined']);
 const WATERFALL_HOOKS = new Set<HookName>(['messageIn', 'messageOut']);
 /** Bail hooks whose answer is a security decision: a tap that fails refuses instead of abstaining. */
 export const VETO_HOOKS = new Set<HookName>(['beforeSkill']);

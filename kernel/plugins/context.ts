@@ -103,11 +103,11 @@ export function createPluginContext(d: ContextDeps): { ctx: PluginContext; revok
       if (name === 'messageIn' || name === 'messageOut') {
         return (d.hooks[name] as { promise(...a: unknown[]): Promise<unknown> }).promise(...args);
       }
-      if (name === 'thinking' || name === 'observation') {
+      if (name === 'thinking' || name === 'observation' || name === 'modelCall' || name === 'messageDelivered' || name === 'messageIgnored') {
         (d.hooks[name] as { call(...a: unknown[]): void }).call(...args);
         return undefined;
       }
-      throw new KeelError(ErrorCodes.HOOK_UNKNOWN, `Plugins may emit thinking, observation, messageIn and messageOut; "${String(name)}" belongs to the kernel.`);
+      throw new KeelError(ErrorCodes.HOOK_UNKNOWN, `Plugins may emit thinking, observation, modelCall, messageDelivered, messageIgnored, messageIn and messageOut; "${String(name)}" belongs to the kernel.`);
     }) as PluginContext['emit'],
     provide: (cap, impl) => {
       guard();

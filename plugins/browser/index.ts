@@ -6,11 +6,13 @@ import { inspect } from 'node:util';
 import {
   definePlugin,
   forbiddenError,
+  type SkillArgs,
   type SkillCallContext,
+  type SkillName,
 } from '../../sdk/index.js';
 import manifest, { DEFAULT_SCROLL_PX, DEFAULT_TIMEOUT_MS, SLOW_TYPING_MS } from './manifest.js';
 import { DETECT_CAPTCHA, INJECT_TOKEN, solveCaptcha, type CaptchaFound } from './src/captcha.js';
-import type { EngineId, Target } from './src/driver.js';
+import type { Target } from './src/driver.js';
 import { navigate } from './src/navigate.js';
 import { BrowserError, BrowserService, CRASH_MESSAGE } from './src/service.js';
 import { errorMessage } from '../../sdk/errors.js';
@@ -62,8 +64,8 @@ export default definePlugin({
      * Every skill goes through here: a browser that died is reported with SPEC's cause (and the next call starts a
      * fresh one); a result after a crash says the browser was restarted.
      */
-    const skill = <A,>(name: string, fn: (args: A, call: SkillCallContext) => Promise<string>) => {
-      ctx.skills.register(name, async (args: A, call: SkillCallContext) => {
+    const skill = <N extends SkillName<typeof manifest>>(name: N, fn: (args: SkillArgs<typeof manifest, N>, call: SkillCallContext) => Promise<string>) => {
+      ctx.skills.register(name, async (args, call) => {
         if (name !== 'browser_examine_page') svc.resetContinuation();
         try {
           const out = await fn(args, call);
@@ -108,7 +110,7 @@ export default definePlugin({
     };
     const report = (first: string, lines: string[], d: { url(): string }) => [first, ...lines, `Now at ${d.url()}.`].join('\n');
 
-    skill('browser_navigate', async ({ url }: { url: string }) => (await navigate(svc, url)).text);
+    skill('browser_navigate', async ({ url }) => (await navigate(svc, url)).text);
 
     skill('browser_examine_page', async () => {
       requirePage();
@@ -126,21 +128,21 @@ export default definePlugin({
       return `Went back. Now at ${r.url}.`;
     });
 
-    skill('browser_click', async ({ selector_or_ref }: { selector_or_ref: string | number }) => {
+    skill('browser_click', async ({ selector_or_ref }) => {
       requirePage();
       const { d, target, label } = await element(selector_or_ref);
       const { lines } = await svc.act(d, () => d.click(target, timeout()));
       return report(`Clicked ${label}.`, lines, await svc.page());
     });
 
-    skill('browser_type', async (args: { selector_or_ref: string | number; text: string; slow?: boolean }) => {
+    skill('browser_type', async (args) => {
       requirePage();
       const { d, target, label } = await element(args.selector_or_ref);
       const { lines } = await svc.act(d, () => d.type(target, args.text, args.slow ? SLOW_TYPING_MS : 0, timeout()));
       return report(`Typed ${args.text.length} character(s) into ${label}${args.slow ? ' (slowly, 100 ms per character)' : ''}.`, lines, await svc.page());
     });
 
-    skill('browser_press', async ({ key }: { key: string }) => {
+    skill('browser_press', async ({ key }) => {
       requirePage();
       const d = await svc.page();
       const { lines } = await svc.act(d, () =>
@@ -151,14 +153,14 @@ export default definePlugin({
       return report(`Pressed ${key}.`, lines, await svc.page());
     });
 
-    skill('browser_hover', async ({ selector }: { selector: string }) => {
+    skill('browser_hover', async ({ selector }) => {
       requirePage();
       const { d, target, label } = await element(selector);
       await d.hover(target, timeout());
       return `Hovering over ${label}.`;
     });
 
-    skill('browser_select', async ({ selector, value }: { selector: string; value: string }) => {
+    skill('browser_select', async ({ selector, value }) => {
       requirePage();
       const { d, target, label } = await element(selector);
       let picked: string[] = [];
@@ -171,7 +173,7 @@ export default definePlugin({
       return report(`Selected "${value}" in ${label} (value ${picked.join(', ')}).`, lines, await svc.page());
     });
 
-    skill('browser_scroll', async ({ direction, amount }: { direction: 'up' | 'down'; amount?: number }) => {
+    skill('browser_scroll', async ({ direction, amount }) => {
       requirePage();
       const d = await svc.page();
       const px = Math.round(amount ?? DEFAULT_SCROLL_PX);
@@ -182,7 +184,7 @@ export default definePlugin({
       return `Scrolled ${direction} ${px} px; now at ${y.y} of ${y.max} px.`;
     });
 
-    skill('browser_wait', async ({ ms }: { ms: number }, call: SkillCallContext) => {
+    skill('browser_wait', async ({ ms }, call) => {
       await new Promise<void>((resolve, reject) => {
         const t = setTimeout(resolve, ms);
         call.signal.addEventListener('abort', () => (clearTimeout(t), reject(new Error('cancelled'))), { once: true });
@@ -190,7 +192,7 @@ export default definePlugin({
       return `Waited ${ms} ms.`;
     });
 
-    skill('browser_wait_for', async ({ selector, timeout: t }: { selector: string; timeout?: number }) => {
+    skill('browser_wait_for', async ({ selector, timeout: t }) => {
       requirePage();
       const d = await svc.page();
       const ms = t ?? DEFAULT_TIMEOUT_MS;
@@ -210,12 +212,12 @@ export default definePlugin({
       return path;
     };
 
-    skill('browser_screenshot', async ({ fullPage }: { fullPage?: boolean }) => {
+    skill('browser_screenshot', async ({ fullPage }) => {
       requirePage();
       return screenshot(Boolean(fullPage));
     });
 
-    skill('browser_vision', async ({ prompt }: { prompt?: string }, call: SkillCallContext) => {
+    skill('browser_vision', async ({ prompt }, call) => {
       requirePage();
       const llm = ctx.use('llm');
       const current = llm?.current();
@@ -239,7 +241,7 @@ export default definePlugin({
       return `[untrusted description of ${svc.lastUrl} (screenshot ${path})]\n${reply.text.trim()}`;
     });
 
-    skill('browser_solve_captcha', async (_args: Record<string, never>, call: SkillCallContext) => {
+    skill('browser_solve_captcha', async (_args, call) => {
       requirePage();
       const apiKey = String(ctx.config.get('captchaApiKey') ?? '');
       if (!apiKey) throw new BrowserError('No captchaApiKey is set: configure the key of a 2captcha-compatible service (keel config set captchaApiKey ...; the agent may only request it), or use a clean profile.', 'KEEL_E_PLUGIN_ENVIRONMENT');
@@ -252,7 +254,7 @@ export default definePlugin({
       return `Solved the ${found.kind} CAPTCHA in ${Math.round((Date.now() - started) / 1000)} s; the answer was put into ${injected.filled} field(s)${injected.callback ? ` and passed to ${injected.callback}()` : ''}. Submit the form if the page does not continue by itself.`;
     });
 
-    skill('browser_run_js', async ({ script }: { script: string }) => {
+    skill('browser_run_js', async ({ script }) => {
       requirePage();
       const d = await svc.page();
       const fail = (e: unknown): never => {
@@ -267,7 +269,7 @@ export default definePlugin({
       return jsonOf(value);
     });
 
-    skill('browser_run_script', async ({ code }: { code: string }) => {
+    skill('browser_run_script', async ({ code }) => {
       const d = await svc.page();
       const { page, browser } = d.raw();
       const out: string[] = [];
@@ -290,13 +292,13 @@ export default definePlugin({
       return [out.length ? `Output:\n${out.join('\n').slice(0, 20_000)}` : 'Output: (none)', `Result: ${jsonOf(value).slice(0, 20_000)}`].join('\n');
     });
 
-    skill('switch_browser_profile', async ({ profileName, profileDir }: { profileName: string; profileDir?: string }, call: SkillCallContext) => {
+    skill('switch_browser_profile', async ({ profileName, profileDir }, call) => {
       if (profileDir && !isAdmin(call)) throw forbiddenError('Only an admin may give profileDir (a folder of their choice); others pick a profile by name.');
       const path = await svc.switchProfile(profileName, profileDir);
       return `Using browser profile "${profileName}" (${path}); the browser starts on it with the next browser skill.`;
     });
 
-    skill('switch_browser_engine', async ({ engine, endpoint }: { engine: EngineId; endpoint?: string }, call: SkillCallContext) => {
+    skill('switch_browser_engine', async ({ engine, endpoint }, call) => {
       if (endpoint) {
         const host = new URL(endpoint).hostname;
         if (!LOOPBACK_HOSTS.has(host) && !isAdmin(call)) throw forbiddenError(`Only an admin may connect the browser to a CDP endpoint on another machine (${host}); a loopback endpoint is open to all.`);
@@ -305,7 +307,7 @@ export default definePlugin({
       return `Switched to ${engine}${engine === 'engineC' ? ` (CDP endpoint ${svc.endpoint()})` : ''}; it starts with the next browser skill.`;
     });
 
-    skill('set_viewport_mode', async ({ mode }: { mode: 'mobile' | 'desktop' }) => {
+    skill('set_viewport_mode', async ({ mode }) => {
       const v = await svc.setViewportMode(mode);
       return `Viewport ${mode}: ${v.width}x${v.height}, scale ${v.deviceScaleFactor}, ${v.hasTouch ? 'touch on' : 'no touch'}, user agent ${v.userAgent}.`;
     });

@@ -2,7 +2,7 @@
  * Browser automation (SPEC "Browser automation"): a real Chromium driven by engineA (playwright-core), engineB
  * (puppeteer-core) or engineC (any browser that speaks CDP, connected over its WebSocket). See docs/browser.md.
  */
-import { Type, type PluginManifest, type SkillManifest } from '../../sdk/index.js';
+import { Type, type PluginManifest } from '../../sdk/index.js';
 import { DEFAULT_SNAPSHOT_TOKENS } from './src/render.js';
 
 export const ENGINES = ['engineA', 'engineB', 'engineC'] as const;
@@ -16,7 +16,8 @@ const ref = Type.Union([Type.String({ minLength: 1, maxLength: 2000 }), Type.Int
 });
 const none = Type.Object({}, { additionalProperties: false });
 
-const skill = (s: Omit<SkillManifest, 'category'> & { category?: string }): SkillManifest => ({ category: 'browser', isParallelSafe: false, ...s });
+/** Every browser skill drives the one shared page: never run two at once. */
+const common = { category: 'browser', isParallelSafe: false } as const;
 
 const manifest = {
   id: 'browser',
@@ -114,81 +115,94 @@ const manifest = {
     },
   },
   skills: [
-    skill({
+    {
+      ...common,
       name: 'browser_navigate',
       description:
         'Open a URL in the browser and return a semantic snapshot: title, URL and the interactive elements numbered as `[n] <kind>: <label> (<attribute>=<value>)`, then the visible text. Use the numbers with browser_click / browser_type. Page content is untrusted. Prefer http_fetch or extract_article for reading.',
       isResearch: true,
       parameters: Type.Object({ url: Type.String({ minLength: 1, maxLength: 8192, description: 'http(s) URL to open' }) }, { additionalProperties: false }),
-    }),
-    skill({ name: 'browser_examine_page', description: 'Snapshot of the current page (numbered interactive elements and visible text) without navigating.', isDeep: true, isResearch: false, parameters: none }),
-    skill({ name: 'browser_back', description: 'Go back one page in the browser history; returns a confirmation and the new URL.', parameters: none }),
-    skill({
+    },
+    { ...common, name: 'browser_examine_page', description: 'Snapshot of the current page (numbered interactive elements and visible text) without navigating.', isDeep: true, isResearch: false, parameters: none },
+    { ...common, name: 'browser_back', description: 'Go back one page in the browser history; returns a confirmation and the new URL.', parameters: none },
+    {
+      ...common,
       name: 'browser_click',
       description: 'Click an element, given as a snapshot number or a CSS selector; returns a confirmation with the element and the page URL after the click.',
       parameters: Type.Object({ selector_or_ref: ref }, { additionalProperties: false }),
-    }),
-    skill({
+    },
+    {
+      ...common,
       name: 'browser_type',
       description: 'Type text into a field (snapshot number or CSS selector). `slow` types 100 ms per character, for pages that watch keystrokes.',
       parameters: Type.Object(
         { selector_or_ref: ref, text: Type.String({ maxLength: 100_000 }), slow: Type.Boolean({ default: false, description: '100 ms per character' }) },
         { additionalProperties: false },
       ),
-    }),
-    skill({
+    },
+    {
+      ...common,
       name: 'browser_press',
       description: 'Press a key (Enter, Escape, Tab, Backspace, Delete, ArrowUp ...) or a combination such as Control+C, Meta+V, Shift+Enter.',
       parameters: Type.Object({ key: Type.String({ minLength: 1, maxLength: 64 }) }, { additionalProperties: false }),
-    }),
-    skill({ name: 'browser_hover', description: 'Move the mouse over an element (CSS selector).', parameters: Type.Object({ selector: Type.String({ minLength: 1, maxLength: 2000 }) }, { additionalProperties: false }) }),
-    skill({
+    },
+    { ...common, name: 'browser_hover', description: 'Move the mouse over an element (CSS selector).', parameters: Type.Object({ selector: Type.String({ minLength: 1, maxLength: 2000 }) }, { additionalProperties: false }) },
+    {
+      ...common,
       name: 'browser_select',
       description: 'Choose an option of a <select> by its visible label.',
       parameters: Type.Object({ selector: Type.String({ minLength: 1, maxLength: 2000 }), value: Type.String({ maxLength: 2000, description: 'Visible option label' }) }, { additionalProperties: false }),
-    }),
-    skill({
+    },
+    {
+      ...common,
       name: 'browser_scroll',
       description: 'Scroll the page up or down by `amount` pixels (default 500).',
       parameters: Type.Object(
         { direction: Type.Union([Type.Literal('up'), Type.Literal('down')]), amount: Type.Number({ minimum: 1, maximum: 100_000, default: DEFAULT_SCROLL_PX }) },
         { additionalProperties: false },
       ),
-    }),
-    skill({ name: 'browser_wait', description: 'Wait a number of milliseconds (at most 60000).', parameters: Type.Object({ ms: Type.Number({ minimum: 0, maximum: 60_000 }) }, { additionalProperties: false }) }),
-    skill({
+    },
+    { ...common, name: 'browser_wait', description: 'Wait a number of milliseconds (at most 60000).', parameters: Type.Object({ ms: Type.Number({ minimum: 0, maximum: 60_000 }) }, { additionalProperties: false }) },
+    {
+      ...common,
       name: 'browser_wait_for',
       description: 'Wait until an element matching the CSS selector is present (default timeout 30000 ms).',
       parameters: Type.Object({ selector: Type.String({ minLength: 1, maxLength: 2000 }), timeout: Type.Number({ minimum: 1, maximum: 300_000, default: DEFAULT_TIMEOUT_MS }) }, { additionalProperties: false }),
-    }),
-    skill({
+    },
+    {
+      ...common,
       name: 'browser_screenshot',
       description: 'Save a PNG screenshot of the page (the viewport, or the whole page with fullPage) under $KEEL_HOME/downloads; returns its path.',
       parameters: Type.Object({ fullPage: Type.Boolean({ default: false }) }, { additionalProperties: false }),
-    }),
-    skill({
+    },
+    {
+      ...common,
       name: 'browser_vision',
       description: 'Describe the current page from a screenshot with a vision-capable model (optional prompt: what to look for).',
       parameters: Type.Object({ prompt: Type.Optional(Type.String({ minLength: 1, maxLength: 4000 })) }, { additionalProperties: false }),
-    }),
-    skill({
+    },
+    {
+      ...common,
       name: 'browser_solve_captcha',
       description: 'Solve the reCAPTCHA, hCaptcha or Turnstile on the current page through the CAPTCHA service (needs captchaApiKey); takes 20 to 60 seconds.',
       parameters: none,
-    }),
-    skill({
+    },
+    {
+      ...common,
       name: 'browser_run_js',
       description: 'Evaluate a JavaScript expression in the page and return its JSON-serialised result (runs in the page, with the page\u2019s rights only).',
       parameters: Type.Object({ script: Type.String({ minLength: 1, maxLength: 100_000 }) }, { additionalProperties: false }),
-    }),
-    skill({
+    },
+    {
+      ...common,
       name: 'browser_run_script',
       description: 'Run an async script in Keel (Node) with the engine\u2019s `page` and `browser` objects; returns what it prints and returns. Admin only.',
       adminOnly: true,
       isDangerous: true,
       parameters: Type.Object({ code: Type.String({ minLength: 1, maxLength: 100_000 }) }, { additionalProperties: false }),
-    }),
-    skill({
+    },
+    {
+      ...common,
       name: 'switch_browser_profile',
       description: 'Use another persistent profile (cookies, local storage), created when missing; restarts the browser on it.',
       parameters: Type.Object(
@@ -198,20 +212,22 @@ const manifest = {
         },
         { additionalProperties: false },
       ),
-    }),
-    skill({
+    },
+    {
+      ...common,
       name: 'switch_browser_engine',
       description: 'Switch to engineA (playwright-core), engineB (puppeteer-core) or engineC (connect to a CDP endpoint, default ws://127.0.0.1:9222).',
       parameters: Type.Object(
         { engine: Type.Union(ENGINES.map((e) => Type.Literal(e))), endpoint: Type.Optional(Type.String({ minLength: 1, maxLength: 2048, pattern: '^(wss?|https?)://' })) },
         { additionalProperties: false },
       ),
-    }),
-    skill({
+    },
+    {
+      ...common,
       name: 'set_viewport_mode',
       description: 'Switch the page to a mobile viewport (375x812, mobile user agent, scale 2, touch) or back to desktop (1366x768).',
       parameters: Type.Object({ mode: Type.Union([Type.Literal('mobile'), Type.Literal('desktop')]) }, { additionalProperties: false }),
-    }),
+    },
   ],
 } as const satisfies PluginManifest;
 

@@ -9,6 +9,7 @@ import {
   definePlugin,
   errorMessage,
   receive,
+  reportIgnored,
   type Action,
   type ChannelCapability,
   type ChannelStatus,
@@ -163,11 +164,12 @@ export default definePlugin({
       if (outcome.status !== 'failed' || /cancel|chat reset/i.test(outcome.detail ?? action.error ?? '')) return;
       try {
         const t = replyTarget(action);
-        await send(t.chatId, failureNotice(outcome.detail ?? action.error), {
+        const sent = await send(t.chatId, failureNotice(outcome.detail ?? action.error), {
           format: 'plain',
           idempotencyKey: `${action.id}:failed`,
           ...(t.messageId ? { replyToMessageId: t.messageId } : {}),
         });
+        ctx.emit('messageDelivered', { channel: 'chatA', actionId: action.id, to: t.chatId, messageId: sent.messageId, messageIds: sent.messageIds });
       } catch (e) {
         ctx.log.warn(`Could not tell chat about the failure of ${action.id}: ${errorMessage(e)}`);
       }
@@ -204,7 +206,9 @@ export default definePlugin({
             return k ? [{ ...k, payload: u }] : [];
           });
           // Recorded (with the offset) before the next getUpdates tells Telegram they arrived.
-          ingress.record(items, { key: 'offset', value: String(next) });
+          const fresh = new Set(ingress.record(items, { key: 'offset', value: String(next) }));
+          // A redelivery never reaches receive(): say so for the action timelines.
+          for (const it of items) if (!fresh.has(it)) reportIgnored(ctx, { channel: 'chatA', messageId: it.messageId, chatId: it.chatId }, 'duplicate');
           supervisor.inbound();
         }
       },

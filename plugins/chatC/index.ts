@@ -286,6 +286,7 @@ export default definePlugin({
         if (!SNOWFLAKE.test(chatId) || !SNOWFLAKE.test(messageId))
           throw new Error(`react on Discord needs a channel id and a message id of 17 to 20 digits (got "${chatId}", "${messageId}").`);
         await outbox.edit(chatId, () => rest.put(`/channels/${chatId}/messages/${messageId}/reactions/${encodeURIComponent(emoji)}/@me`));
+        return { native: true };
       },
     };
     ctx.provide('channel:chatC', capability);

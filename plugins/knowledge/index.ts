@@ -8,6 +8,7 @@ import { basename, join, resolve } from 'node:path';
 import { definePlugin, type LlmCapability, type PluginContext, type SkillArgs, errorMessage } from '../../sdk/index.js';
 import manifest from './manifest.js';
 import { chunk, formatFromName } from './src/chunk.js';
+import { ingestCommand } from './src/ingest-command.js';
 import { searchKnowledge } from './src/search.js';
 import { SqliteKnowledgeStore } from './src/sqlite-store.js';
 import type { DocumentRecord, KnowledgeFormat, KnowledgeStore, NewChunk } from './src/types.js';
@@ -248,4 +249,5 @@ export default definePlugin({
       },
     };
   },
+  commands: { ingest: ingestCommand },
 });

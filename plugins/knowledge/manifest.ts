@@ -23,6 +23,17 @@ const manifest = {
       description: 'Largest file rag_ingest_file reads, and largest page rag_ingest_url keeps, in bytes (10 MiB by default).',
     },
   },
+  cli: [
+    {
+      name: 'ingest <source>',
+      description: 'Ingest a file, a folder (its text, markdown, CSV, JSON and code files) or an http(s) URL into the knowledge store, with progress and a summary',
+      options: [
+        { flags: '-c, --collection <name>', description: 'collection to store into (default "default")' },
+        { flags: '-t, --tags <list>', description: 'comma-separated tags, e.g. docs,v2' },
+        { flags: '--json', description: 'machine-readable summary (no progress bar)' },
+      ],
+    },
+  ],
   skills: [
     {
       name: 'rag_ingest',

@@ -11,6 +11,7 @@ import {
   type PluginContext,
   type ProviderCapability,
   type SendOptions,
+  type SentMessage,
   type SkillCallContext,
 } from '../../sdk/index.js';
 import manifest from './manifest.js';
@@ -42,6 +43,16 @@ const EXT: Record<string, string> = {
 function keyOf(call: SkillCallContext, skill: string, args: unknown): SendOptions {
   if (!call.action) return {};
   return { idempotencyKey: `${call.action.id}:${skill}:${createHash('sha256').update(JSON.stringify(args)).digest('hex').slice(0, 16)}` };
+}
+
+/** Tells the `messageDelivered` hook (the action's timeline) what reached the platform. */
+function delivered(ctx: PluginContext, call: SkillCallContext, channel: string, to: string, sent: SentMessage): SentMessage {
+  try {
+    ctx.emit('messageDelivered', { channel, to, messageId: sent.messageId, messageIds: sent.messageIds ?? [sent.messageId], ...(call.action ? { actionId: call.action.id } : {}) });
+  } catch {
+    // A record of what happened never changes it.
+  }
+  return sent;
 }
 
 function provider(ctx: PluginContext, want: 'speak' | 'generateImage'): ProviderCapability {
@@ -82,7 +93,7 @@ export default definePlugin({
       const name = detectChannel(args.channel, call.action, args.jid);
       const ext = extname(args.path).toLowerCase();
       const file: OutboundFile = { path: args.path, kind: IMAGE_EXT.has(ext) ? 'photo' : AUDIO_EXT.has(ext) ? 'audio' : 'document', ...(args.caption ? { caption: args.caption } : {}) };
-      const sent = await channelFor(ctx, name).send(args.jid, { files: [file] }, keyOf(call, 'send_file', args));
+      const sent = delivered(ctx, call, name, args.jid, await channelFor(ctx, name).send(args.jid, { files: [file] }, keyOf(call, 'send_file', args)));
       return { channel: name, to: args.jid, messageId: sent.messageId };
     });
 
@@ -95,7 +106,7 @@ export default definePlugin({
       const audio = await p.speak!({ text: args.text, ...(args.voice ? { voice: args.voice } : {}), signal: call.signal });
       const path = saveMedia(ctx, 'voice', audio.mimeType, audio.base64);
       const kind = VOICE_NOTE_CHANNELS.has(name) ? 'voice' : 'audio';
-      const sent = await channel.send(args.jid, { files: [{ path, kind }] }, keyOf(call, 'send_voice_note', args));
+      const sent = delivered(ctx, call, name, args.jid, await channel.send(args.jid, { files: [{ path, kind }] }, keyOf(call, 'send_voice_note', args)));
       return { channel: name, to: args.jid, messageId: sent.messageId, provider: p.id, kind };
     });
 
@@ -112,10 +123,12 @@ export default definePlugin({
           signal: call.signal,
         });
         const path = saveMedia(ctx, 'image', image.mimeType, image.base64);
-        const sent = await channel.send(
+        const sent = delivered(
+          ctx,
+          call,
+          name,
           args.jid,
-          { files: [{ path, kind: 'photo', ...(args.caption ? { caption: args.caption } : {}) }] },
-          keyOf(call, 'send_image', args),
+          await channel.send(args.jid, { files: [{ path, kind: 'photo', ...(args.caption ? { caption: args.caption } : {}) }] }, keyOf(call, 'send_image', args)),
         );
         return { channel: name, to: args.jid, messageId: sent.messageId, provider: p.id, path };
       },
@@ -128,9 +141,10 @@ export default definePlugin({
       const chat = args.chat_id ?? (replyTo?.chatId != null ? String(replyTo.chatId) : undefined);
       if (!name || !chat) throw new Error('react needs channel and chat_id when the current action did not come from a chat.');
       const channel = channelFor(ctx, name);
+      // A channel that reacts natively through its capability (chatD) keeps the platform's message id as a string.
       if (channel.react) {
-        await channel.react(chat, args.message_id, emoji);
-        return { channel: name, chatId: chat, messageId: args.message_id, reacted: emoji, native: true };
+        const r = await channel.react(chat, args.message_id, emoji);
+        if (r.native) return { channel: name, chatId: chat, messageId: args.message_id, reacted: emoji, native: true, ...(r.reaction ? { reaction: r.reaction } : {}) };
       }
       // A channel with its own react skill (chatA_react: native reaction, else the emoji as a reply) does it best.
       if (ctx.skills.list().some((s) => s.name === `${name}_react`)) {
@@ -138,7 +152,7 @@ export default definePlugin({
         if (!r.success) throw new Error(r.result);
         return JSON.parse(r.result) as unknown;
       }
-      const sent = await channel.send(chat, emoji, { replyToMessageId: args.message_id, format: 'plain', ...keyOf(call, 'react', args) });
+      const sent = delivered(ctx, call, name, chat, await channel.send(chat, emoji, { replyToMessageId: args.message_id, format: 'plain', ...keyOf(call, 'react', args) }));
       return { channel: name, chatId: chat, messageId: sent.messageId, reacted: emoji, native: false, note: 'Native reactions are unavailable on this channel; the emoji was sent as a reply instead.' };
     });
   },

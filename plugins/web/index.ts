@@ -2,22 +2,27 @@
  * Web plugin entry: registers `http_fetch` and `extract_article` and provides the `web` capability. Settings are
  * read from the configuration at every call, so a changed key applies to the next fetch.
  */
-import { definePlugin, type ConfigView, type PluginContext, type WebCapability } from '../../sdk/index.js';
-import manifest, { DEFAULT_MAX_RESULTS } from './manifest.js';
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
+import { definePlugin, type PluginContext, type WebCapability } from '../../sdk/index.js';
+import manifest, { DEFAULT_MAX_RESULTS } from './manifest.js';
 import { blockedReason } from './src/address.js';
 import { extractArticle, stripHtmlNoise } from './src/extract.js';
 import { guardedFetch, WebFetchError, type FetchSettings } from './src/fetch.js';
 import { activeProviders, noKeyMessage, renderSearch, search, SearchCache, SearchError, type SearchProvider, type SearchSettings } from './src/search.js';
 
-function searchSettings(config: ConfigView): SearchSettings {
-  const order = config.get<SearchProvider[] | undefined>('searchProviderOrder');
+function searchSettings(config: PluginContext<typeof manifest>['config']): SearchSettings {
+  const keys: SearchSettings['keys'] = {};
+  const a = config.get('searchAApiKey');
+  const b = config.get('searchBApiKey');
+  if (a) keys.searchA = a;
+  if (b) keys.searchB = b;
+  const order = config.get('searchProviderOrder') as SearchProvider[];
   return {
-    keys: Object.fromEntries((['searchA', 'searchB'] as const).flatMap((p) => (config.get<string>(`${p}ApiKey`) ? [[p, config.get<string>(`${p}ApiKey`)]] : []))),
-    baseUrls: { searchA: config.get<string>('searchABaseUrl') || 'https://google.serper.dev', searchB: config.get<string>('searchBBaseUrl') || 'https://api.search.brave.com' },
+    keys,
+    baseUrls: { searchA: config.get('searchABaseUrl'), searchB: config.get('searchBBaseUrl') },
     order: Array.isArray(order) && order.length ? order : ['searchA', 'searchB'],
-    timeoutMs: config.get<number>('searchTimeoutMs') ?? 8000,
+    timeoutMs: config.get('searchTimeoutMs'),
   };
 }
 

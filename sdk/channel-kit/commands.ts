@@ -1,16 +1,16 @@
 /**
- * The built-in commands of every chat channel's menu (Telegram's bot menu, Discord's slash commands): answered by
- * the channel itself, not by the agent. Who may use them: help, status, models, queue and cancel (own actions):
- * anyone who can write to the bot; cancel of others' actions and reset: admins only (adminUsers.<channel>, through
- * kernel:policy; fail closed). The channel is the inbound message's `channel`.
+ * The built-in commands every chat channel's menu shares (status, queue, cancel, reset, models, help): answered by
+ * the channel itself, not by the agent, the same way on every platform (Telegram's menu, Slack's slash commands).
+ * Who may use them: help, status, models, queue and cancel (own actions): anyone who can write to the bot;
+ * cancel of others' actions and reset: admins only (adminUsers.<channel>, through kernel:policy; fail closed).
  */
-import type { Action } from '../types.js';
-import type { PluginContext } from '../plugin.js';
 import type { InboundMessage } from '../channel.js';
+import type { PluginContext } from '../plugin.js';
+import type { Action } from '../types.js';
 
 /**
- * The six built-in commands with their menu descriptions.
- * @example await api.setMyCommands(BUILTIN_COMMANDS);
+ * The menu: command (without '/') and a one-line description.
+ * @example api.setMyCommands(BUILTIN_COMMANDS)
  */
 export const BUILTIN_COMMANDS = [
   { command: 'status', description: 'Agent and queue status' },
@@ -23,8 +23,8 @@ export const BUILTIN_COMMANDS = [
 const BUILTIN = new Set(BUILTIN_COMMANDS.map((c) => c.command));
 
 /**
- * Whether a command name is one the channel answers itself.
- * @example isBuiltin('status') // true
+ * Whether a command is one of the built-ins (answered by `runCommand`, not the agent).
+ * @example if (isBuiltin(inbound.command)) await send(chat, await runCommand(ctx, inbound, BUILTIN_COMMANDS, status));
  */
 export function isBuiltin(command: string | undefined): command is string {
   return !!command && BUILTIN.has(command);
@@ -56,8 +56,8 @@ function chatActions(ctx: PluginContext, channel: string, chatId: string): Actio
 const ownerOf = (a: Action) => String((a.metadata.inbound as { userId?: unknown } | undefined)?.userId ?? '');
 
 /**
- * The answer (Markdown) to a built-in command `m.command` sent on `m.channel`.
- * @example const text = await runCommand(ctx, inbound, BUILTIN_COMMANDS, () => 'Discord: connected.');
+ * The answer (Markdown) to a built-in command of `m` (its channel, chat and user decide what it sees and may do).
+ * @example const text = await runCommand(ctx, inbound, BUILTIN_COMMANDS, () => 'Slack: connected.');
  */
 export async function runCommand(
   ctx: PluginContext,

@@ -39,6 +39,7 @@ export interface IngressOptions<T> {
 export class Ingress<T> {
   private readonly chains = new Map<string, Promise<void>>();
   private closed = false;
+  private batch: { items: IngressItem<T>[]; done: Promise<void> } | undefined;
   private readonly insert;
   private readonly markDone;
 
@@ -75,6 +76,32 @@ export class Ingress<T> {
     }, opts.durability ?? 'FULL');
     for (const it of fresh) this.schedule(it);
     return fresh;
+  }
+
+  /**
+   * Records one item together with the others that arrive in the same turn of the event loop (one transaction and
+   * one disk sync for a burst), and resolves once it is durable: for push transports (a socket) that acknowledge
+   * each message, which may acknowledge only after this resolves. Rejects (nothing recorded) if the write fails.
+   * @example socket.on('event', async (e) => { await ingress.recordSoon(toItem(e)); await e.ack(); });
+   */
+  recordSoon(item: IngressItem<T>): Promise<void> {
+    if (!this.batch) {
+      const items: IngressItem<T>[] = [];
+      const done = new Promise<void>((resolve, reject) => {
+        setImmediate(() => {
+          this.batch = undefined;
+          try {
+            this.record(items);
+            resolve();
+          } catch (e) {
+            reject(e);
+          }
+        });
+      });
+      this.batch = { items, done };
+    }
+    this.batch.items.push(item);
+    return this.batch.done;
   }
 
   /** Schedules every entry recorded but not done (after a crash), oldest first. Returns how many. */

@@ -17,9 +17,10 @@ export interface SupervisorOptions {
   /**
    * Runs one connection until it fails (throws), ends (resolves: counted as a drop) or `signal` aborts.
    * Call `live()` on every sign of life (an answered poll, a heartbeat ack) and `connected()` once the
-   * connection is up (after getMe / READY).
+   * connection is up (after getMe / READY). Resolving with `'reconnect'` asks for a new connection at once (the
+   * platform asked for it, e.g. Slack's `disconnect: refresh_requested`): no backoff, not counted as a drop.
    */
-  connect(signal: AbortSignal, hooks: { live(): void; connected(): void }): Promise<void>;
+  connect(signal: AbortSignal, hooks: { live(): void; connected(): void }): Promise<void | 'reconnect'>;
   /** The message to stop with when `error` cannot be fixed by retrying (bad credentials), else undefined. */
   fatal(error: unknown): string | undefined;
   /**
@@ -134,8 +135,10 @@ export class ConnectionSupervisor {
         },
         Math.max(50, Math.min(1000, stallMs() / 4)),
       );
+      let again = false;
+      const startedAt = Date.now();
       try {
-        await this.o.connect(controller.signal, {
+        const ended = await this.o.connect(controller.signal, {
           live: () => {
             lastLive = Date.now();
           },
@@ -147,7 +150,9 @@ export class ConnectionSupervisor {
           },
         });
         if (this.stopped) break;
-        this.lastError = 'the connection ended';
+        // A platform that keeps asking at once still gets the backoff: no tight loop against it.
+        again = ended === 'reconnect' && Date.now() - startedAt > 1000;
+        if (!again) this.lastError = ended === 'reconnect' ? 'the platform asked for a new connection right away' : 'the connection ended';
       } catch (e) {
         if (this.stopped) break;
         const stall = controller.signal.reason instanceof StallError;
@@ -164,6 +169,7 @@ export class ConnectionSupervisor {
         clearInterval(watchdog);
       }
       first = false;
+      if (again) continue;
       this.reconnects++;
       const base = this.o.backoff?.baseMs ?? 1000;
       const max = this.o.backoff?.maxMs ?? 60_000;

@@ -56,6 +56,28 @@ describe('ingress', () => {
     expect(ingress.open()).toBe(0);
   });
 
+  it('recordSoon: messages pushed in the same turn share one transaction and each resolves once durable; duplicates dropped', async () => {
+    const { store } = open();
+    const seen: number[] = [];
+    const ingress = new Ingress<{ n: number }>(store, { log, handle: async (it) => void seen.push(it.payload.n) });
+    const commits: string[] = [];
+    const exec = store.db.exec.bind(store.db);
+    store.db.exec = (sql: string) => {
+      if (sql === 'COMMIT') commits.push(sql);
+      return exec(sql);
+    };
+    const inStore = () => (store.db.prepare('SELECT COUNT(*) AS n FROM inbound').get() as { n: number }).n;
+    const pending = [1, 2, 3, 2].map((n) => ingress.recordSoon({ messageId: `m${n}`, chatId: 'a', payload: { n } }));
+    expect(inStore()).toBe(0); // not yet: the promise is the moment it is durable
+    await Promise.all(pending);
+    expect(inStore()).toBe(3);
+    expect(commits).toHaveLength(1);
+    await ingress.idle();
+    expect(seen).toEqual([1, 2, 3]);
+    await ingress.close();
+    await expect(ingress.recordSoon({ messageId: 'm9', chatId: 'a', payload: { n: 9 } })).rejects.toThrow(/closed/);
+  });
+
   it('entries recorded but not done before a crash are driven again at the next start, in order', async () => {
     const first = open();
     const stuck = new Ingress<{ n: number }>(first.store, { log, handle: () => new Promise(() => {}) });
@@ -249,6 +271,34 @@ describe('connection supervisor', () => {
     expect(sup.status()).toMatchObject({ connected: false, state: 'failed', lastError: 'The token is invalid.' });
     await new Promise((r) => setTimeout(r, 100));
     expect(n).toBe(3);
+    await sup.stop();
+  });
+
+  it("a connection ended with 'reconnect' (the platform asked) is opened again at once, not counted as a drop; one asked for right away still backs off", async () => {
+    let n = 0;
+    const warned: string[] = [];
+    const sup = new ConnectionSupervisor({
+      name: 't',
+      log: { ...log, warn: (m: string) => warned.push(m) },
+      stallMs: 5000,
+      backoff: { baseMs: 10, maxMs: 20 },
+      fatal: () => undefined,
+      connect: async (signal, { connected }) => {
+        n++;
+        connected();
+        if (n === 1) {
+          await new Promise((r) => setTimeout(r, 1100));
+          return 'reconnect';
+        }
+        if (n === 2) return 'reconnect'; // at once again: treated as a drop
+        await new Promise((r) => signal.addEventListener('abort', r));
+      },
+    });
+    sup.start();
+    await waitFor(() => n === 3 && sup.state === 'connected', 'third connection');
+    expect(sup.reconnects).toBe(1);
+    expect(warned).toHaveLength(1);
+    expect(warned[0]).toMatch(/asked for a new connection right away/);
     await sup.stop();
   });
 });

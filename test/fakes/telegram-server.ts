@@ -66,7 +66,7 @@ export interface FakeTelegram {
 const BOT = { id: 7000001, is_bot: true, first_name: 'Keel', username: 'keel_test_bot' };
 
 /** The parts of a multipart/form-data body (enough of RFC 7578 for what grammy sends). */
-function splitMultipart(raw: Buffer, boundary: string): Array<{ head: string; body: Buffer }> {
+export function splitMultipart(raw: Buffer, boundary: string): Array<{ head: string; body: Buffer }> {
   const sep = Buffer.from(`--${boundary}`);
   const parts: Array<{ head: string; body: Buffer }> = [];
   let at = raw.indexOf(sep);

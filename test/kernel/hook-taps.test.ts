@@ -53,6 +53,9 @@ function driver(d: Driver): PluginCandidate {
         ctx.emit('thinking', { actionId: action.id, thought: 'thinking about it' });
         d.skill = await ctx.skills.execute('probe', {}, OPERATOR, { action });
         ctx.emit('observation', { actionId: action.id, skill: 'probe', result: d.skill.result });
+        ctx.emit('modelCall', { actionId: action.id, provider: 'fake', model: 'm', purpose: 'main', ok: true, inputTokens: 1, outputTokens: 1, durationMs: 1 });
+        ctx.emit('messageDelivered', { channel: 'fake', actionId: action.id, messageId: 'out-1', messageIds: ['out-1'] });
+        ctx.emit('messageIgnored', { channel: 'fake', messageId: 'm0', reason: 'duplicate' });
         d.messageIn = await ctx.emit('messageIn', { ...INBOUND });
         d.messageOut = await ctx.emit('messageOut', { ...OUTBOUND });
         return { result: `done: ${action.task}` };

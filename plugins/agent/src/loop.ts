@@ -188,7 +188,19 @@ async function deliver(ctx: PluginContext, channel: ChannelCapability | undefine
     return;
   }
   try {
-    await channel.reply(action, text);
+    const sent = await channel.reply(action, text);
+    if (sent?.messageId) {
+      const to = action.metadata.replyTo?.chatId;
+      safeEmit(ctx, () =>
+        ctx.emit('messageDelivered', {
+          channel: action.source,
+          actionId: action.id,
+          ...(to !== undefined && to !== null ? { to: String(to) } : {}),
+          messageId: sent.messageId,
+          messageIds: sent.messageIds ?? [sent.messageId],
+        }),
+      );
+    }
   } catch (e) {
     ctx.log.warn(`Could not send the answer of ${action.id} back to ${action.source}: ${errorMessage(e)}`);
   }

@@ -17,6 +17,7 @@ import type {
   EmbedRequest,
   LlmCapability,
   Logger,
+  ModelCallEvent,
   PluginContext,
   ProviderCapability,
 } from '../../../sdk/index.js';
@@ -32,6 +33,8 @@ export interface RouterDeps {
   use: PluginContext['use'];
   log: Logger;
   home: string;
+  /** Told about every provider call once it answered or failed (the `modelCall` hook; action timelines). */
+  onCall?(call: ModelCallEvent): void;
 }
 
 export interface Route {
@@ -259,28 +262,26 @@ export class Router {
         timeoutMs,
       };
       const res = await untilAborted(route.provider.chat(chatReq), signal);
-      void this.usage.record({
-        timestamp: new Date().toISOString(),
-        ...base,
-        ok: true,
-        inputTokens: res.usage?.inputTokens ?? 0,
-        outputTokens: res.usage?.outputTokens ?? 0,
-        durationMs: Math.round(performance.now() - started),
-      });
+      const used = { ok: true, inputTokens: res.usage?.inputTokens ?? 0, outputTokens: res.usage?.outputTokens ?? 0, durationMs: Math.round(performance.now() - started) };
+      void this.usage.record({ timestamp: new Date().toISOString(), ...base, ...used });
+      this.told({ ...base, ...used });
       return { ...res, text: res.text ?? '', toolCalls: res.toolCalls ?? [], provider: route.id };
     } catch (e) {
-      void this.usage.record({
-        timestamp: new Date().toISOString(),
-        ...base,
-        ok: false,
-        inputTokens: 0,
-        outputTokens: 0,
-        durationMs: Math.round(performance.now() - started),
-        error: errorText(e).slice(0, 300),
-      });
+      const failed = { ok: false, inputTokens: 0, outputTokens: 0, durationMs: Math.round(performance.now() - started), error: errorText(e).slice(0, 300) };
+      void this.usage.record({ timestamp: new Date().toISOString(), ...base, ...failed });
+      this.told({ ...base, ...failed });
       throw e;
     } finally {
       clearTimeout(timer);
+    }
+  }
+
+  /** A listener that throws never changes the call's outcome. */
+  private told(call: ModelCallEvent): void {
+    try {
+      this.d.onCall?.(call);
+    } catch (e) {
+      this.d.log.warn(`A modelCall listener failed: ${errorText(e)}`);
     }
   }
 

@@ -5,7 +5,7 @@
  * unfinished by a crash again at start (`receive()` refuses a (channel, messageId) it queued before), and keeps one
  * sender's mails in order. A mail that must not be answered only moves the cursor, with the reason logged.
  */
-import { receive, type InboundMessage, type Json, type PluginContext } from '../../../sdk/index.js';
+import { receive, reportIgnored, type InboundMessage, type Json, type PluginContext } from '../../../sdk/index.js';
 import { type ChannelStore, Ingress } from '../../../sdk/channel-kit/index.js';
 import { authVerdict } from './auth-results.js';
 import { loopReason } from './loop-guard.js';
@@ -78,7 +78,10 @@ export class Inbound {
       key: CURSOR_KEY,
       value: JSON.stringify(cursor),
     });
-    if (!fresh.length) this.ctx.log.info(`email: not answering UID ${f.uid} from ${mail.from}: duplicate (Message-ID ${payload.inbound.messageId} seen before).`);
+    if (!fresh.length) {
+      this.ctx.log.info(`email: not answering UID ${f.uid} from ${mail.from}: duplicate (Message-ID ${payload.inbound.messageId} seen before).`);
+      reportIgnored(this.ctx, payload.inbound, 'duplicate');
+    }
   };
 
   private skipReason(mail: Mail, uidValidity: string): string | undefined {

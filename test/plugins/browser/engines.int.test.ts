@@ -10,7 +10,7 @@ import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launch, type BrowserDriver, type EngineId, type LaunchOptions, type Viewport } from '../../../plugins/browser/src/driver.js';
+import { launch, type BrowserDriver, type EngineId, type LaunchOptions, type SideEffect, type Viewport } from '../../../plugins/browser/src/driver.js';
 import { rm, tmp, waitFor } from '../../helpers.js';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -87,6 +87,7 @@ const filter = (url: string): Promise<string | undefined> | string | undefined =
 };
 
 interface Recorded {
+  effects?: SideEffect[];
   console: { type: string; text: string; url?: string }[];
   xhr: { method: string; url: string; status?: number; resourceType: string }[];
 }
@@ -101,6 +102,7 @@ function options(engine: EngineId, rec: Recorded, extra: Partial<LaunchOptions> 
     filter,
     onConsole: (m) => rec.console.push(m),
     onXhr: (r) => rec.xhr.push(r),
+    onEffect: (e) => rec.effects?.push(e),
     initScript: INIT,
     args: [RESOLVER],
     ...extra,
@@ -198,7 +200,7 @@ describe.skipIf(!have)('browser engine drivers', () => {
   describe.each(['engineA', 'engineB', 'engineC'] as const)('%s', (engine) => {
     let d: BrowserDriver;
     let cdp: { proc: ChildProcess; endpoint: string } | undefined;
-    const rec: Recorded = { console: [], xhr: [] };
+    const rec: Recorded = { console: [], xhr: [], effects: [] };
     let dir = '';
 
     beforeAll(async () => {
@@ -349,9 +351,10 @@ describe.skipIf(!have)('browser engine drivers', () => {
       expect(sawPath('/from-worker')).toBe(false);
       if (engine === 'engineC') return; // engineC: a popup's first request precedes its interception (see puppeteer.ts)
       await d.goto(`${base}/popup`);
+      rec.effects!.length = 0;
       await d.click('#pop');
       // the popup is adopted as the driver's page (reported as a side effect): back to the opener page for the next
-      await new Promise((r) => setTimeout(r, 300));
+      await waitFor(() => rec.effects!.some((e) => e.kind === 'popup'), 'the popup adopted');
       await d.goto(`${base}/popup`);
       await d.click('#pop-redir');
       await waitFor(() => sawPath('/redir-popup'), 'the popup');

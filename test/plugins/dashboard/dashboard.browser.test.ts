@@ -1,7 +1,8 @@
 /**
  * The dashboard in a real browser (Debian's chromium through playwright-core) against a running gateway, with the
  * built-in agent on the scripted fake model: every page loads at phone width (a screenshot per page is kept under
- * test-artifacts/dashboard/), a task pushed from the tasks page is watched to completion in the live view, the chat
+ * test-artifacts/dashboard/), a task pushed from the tasks page is watched to completion in the live view and its
+ * timeline shown on the tasks page, the chat
  * answers, a LOCKED key edit is refused, and the loud warning shows on a gateway open beyond loopback without a key.
  * A second gateway with a key: the page asks for it once, keeps it in session storage and never puts it in a URL.
  */
@@ -113,6 +114,18 @@ describe.skipIf(!existsSync(CHROMIUM) || !IP)('dashboard in chromium', () => {
     expect(await page.locator('li[data-event="observation"]').count()).toBeGreaterThan(0);
     await page.screenshot({ path: join(SHOTS, 'live-after-task.png'), fullPage: true });
     expect(open!.kernel.queue.get(id!)?.status).toBe('completed');
+
+    // Its timeline (GET /api/tasks/:id of the timeline plugin) on the tasks page.
+    await show(page, 'tasks');
+    const row = page.locator(`li[data-testid="task"][data-action="${id}"]`);
+    await row.getByRole('button', { name: 'Timeline' }).click();
+    await row.locator('[data-testid="timeline"] li[data-type="settled"]').waitFor({ timeout: 10_000 });
+    const items = row.locator('[data-testid="timeline"] li[data-type]');
+    const types: Array<string | null> = [];
+    for (let i = 0; i < (await items.count()); i++) types.push(await items.nth(i).getAttribute('data-type'));
+    expect(types).toEqual(['queued', 'started', 'model_call', 'skill_call', 'model_call', 'settled']);
+    await expect(row.locator('li[data-type="skill_call"]').textContent()).resolves.toContain('rag_list ok');
+    await page.screenshot({ path: join(SHOTS, 'task-timeline.png'), fullPage: true });
   }, 60_000);
 
   it('chats with the agent through the gateway chat', async () => {

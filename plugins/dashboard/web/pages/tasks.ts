@@ -2,14 +2,18 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api.js';
 import { html, isActionEvent, useApi, Err, fmtTime } from '../ui.js';
+import { Timeline } from './timeline.js';
 
 function Row({ a, onCancel }: { a: any; onCancel?: (id: string) => void }) {
-  return html`<li class="card" data-testid="task" data-status=${a.status}>
+  const [open, setOpen] = useState(false);
+  return html`<li class="card" data-testid="task" data-status=${a.status} data-action=${a.id}>
     <div class="row"><strong>${a.task}</strong><span class="badge">p${a.priority}</span><span class="badge">${a.status}</span></div>
     <div class="muted small">${a.id} · ${a.source} · ${fmtTime(a.createdAt)}</div>
     ${a.result ? html`<pre class="result">${a.result}</pre>` : null}
     ${a.error ? html`<pre class="error">${a.error}</pre>` : null}
     ${onCancel ? html`<button class="small" onClick=${() => onCancel(a.id)}>Cancel</button>` : null}
+    <button class="small" aria-expanded=${open} onClick=${() => setOpen(!open)}>Timeline</button>
+    ${open ? html`<${Timeline} id=${a.id} />` : null}
   </li>`;
 }
 

@@ -1,0 +1,114 @@
+/**
+ * A Socket Mode envelope → an ingress item (only what can become an action or a command: user messages of the
+ * four subscribed message events and slash commands), and a recorded item → an InboundMessage for `receive`.
+ * Own and other bots' messages, edits, joins and the like are acknowledged and dropped here.
+ */
+import type { IngressItem } from '../../../sdk/channel-kit/index.js';
+import { isBuiltin } from '../../../sdk/channel-kit/index.js';
+import type { InboundMessage } from '../../../sdk/index.js';
+import type { Envelope } from './socket.js';
+
+/** What the ingress keeps of an envelope (JSON). */
+export type SlackItem =
+  | { kind: 'message'; event: SlackMessageEvent }
+  | { kind: 'command'; command: string; text: string; channel: string; user: string; userName?: string; triggerId?: string };
+
+export interface SlackMessageEvent {
+  type: 'message';
+  channel: string;
+  channel_type?: 'channel' | 'group' | 'im' | 'mpim' | 'app_home';
+  user?: string;
+  text?: string;
+  ts: string;
+  thread_ts?: string;
+  bot_id?: string;
+  subtype?: string;
+  files?: Array<{ name?: string; title?: string; mimetype?: string }>;
+}
+
+/** Message subtypes that are a person writing (everything else: edits, joins, topic changes ... is not a task). */
+const USER_SUBTYPES = new Set([undefined, 'file_share', 'thread_broadcast']);
+
+/** The ingress item of an envelope, or undefined when it is nothing to act on. */
+export function itemOf(e: Envelope, botUserId: string | undefined): IngressItem<SlackItem> | undefined {
+  if (e.type === 'events_api') {
+    const ev = (e.body as { event?: SlackMessageEvent }).event;
+    if (!ev || ev.type !== 'message' || !ev.channel || !ev.ts) return undefined;
+    if (ev.bot_id || ev.subtype === 'bot_message' || !ev.user || (botUserId && ev.user === botUserId)) return undefined;
+    if (!USER_SUBTYPES.has(ev.subtype)) return undefined;
+    return { messageId: `${ev.channel}:${ev.ts}`, chatId: ev.channel, payload: { kind: 'message', event: ev } };
+  }
+  if (e.type === 'slash_commands') {
+    const b = e.body as { command?: string; text?: string; channel_id?: string; user_id?: string; user_name?: string; trigger_id?: string };
+    if (!b.command || !b.channel_id || !b.user_id) return undefined;
+    return {
+      // Slack sends the same envelope id again when it redelivers; the trigger id is per invocation.
+      messageId: `cmd:${b.trigger_id ?? e.envelopeId}`,
+      chatId: b.channel_id,
+      payload: {
+        kind: 'command',
+        command: b.command,
+        text: b.text ?? '',
+        channel: b.channel_id,
+        user: b.user_id,
+        ...(b.user_name ? { userName: b.user_name } : {}),
+        ...(b.trigger_id ? { triggerId: b.trigger_id } : {}),
+      },
+    };
+  }
+  return undefined;
+}
+
+/** `/status`, `!status` (in a message) → 'status' when it is one of the built-in commands. */
+function textCommand(text: string): string | undefined {
+  const m = /^[/!]([a-z]+)\s*$/i.exec(text.trim());
+  const name = m?.[1]?.toLowerCase();
+  return isBuiltin(name) ? name : undefined;
+}
+
+/** The InboundMessage of a recorded item. */
+export function toInbound(item: IngressItem<SlackItem>, botUserId: string | undefined): InboundMessage {
+  const p = item.payload;
+  if (p.kind === 'command') {
+    // `/keel status` (one app command with the built-in as its text) or `/status` (each registered on its own).
+    const first = p.text.trim().split(/\s+/)[0]?.toLowerCase() ?? '';
+    const own = p.command
+      .replace(/^\//, '')
+      .replace(/^keel-/, '')
+      .toLowerCase();
+    const command = isBuiltin(own) ? own : isBuiltin(first) && p.text.trim().split(/\s+/).length === 1 ? first : undefined;
+    return {
+      channel: 'chatD',
+      messageId: item.messageId,
+      chatId: p.channel,
+      userId: p.user,
+      ...(p.userName ? { userName: p.userName } : {}),
+      text: command ? `/${command}` : p.text.trim(),
+      isGroup: !p.channel.startsWith('D'),
+      mentioned: true,
+      ...(command ? { command } : {}),
+    };
+  }
+  const ev = p.event;
+  const raw = ev.text ?? '';
+  const mention = botUserId ? `<@${botUserId}>` : undefined;
+  const mentioned = ev.channel_type === 'im' || (mention !== undefined && raw.includes(mention));
+  const text = (mention ? raw.split(mention).join(' ') : raw).replace(/\s+/g, ' ').trim();
+  const files = (ev.files ?? []).map(
+    (f) => `[file shared on Slack: ${f.name ?? f.title ?? 'file'}${f.mimetype ? ` (${f.mimetype})` : ''}; not downloaded]`,
+  );
+  const command = textCommand(text);
+  return {
+    channel: 'chatD',
+    messageId: item.messageId,
+    chatId: ev.channel,
+    userId: ev.user!,
+    text: [text, ...files].filter(Boolean).join('\n'),
+    isGroup: ev.channel_type !== 'im',
+    mentioned,
+    ...(command ? { command } : {}),
+    ...(ev.thread_ts ? { threadId: ev.thread_ts } : {}),
+    // The kit's key is channel-qualified; reactions and threads need Slack's own ts.
+    replyTo: { messageId: ev.ts, ...(ev.thread_ts ? { threadTs: ev.thread_ts } : {}) },
+  };
+}

@@ -1,0 +1,160 @@
+/**
+ * Builds timelines from the kernel's hooks: actionQueued / actionStarted / actionSettled (queued, started,
+ * retries with their reasons, settled), modelCall (provider, model, tokens, time), afterSkill (name, outcome,
+ * time), messageDelivered (channel, platform message ids) and messageIgnored (inbound messages that did not
+ * become an action).
+ */
+import type { Action, PluginContext } from '../../../sdk/index.js';
+import type { TimelineAction, TimelineStore } from './store.js';
+
+/** Longest text kept from a result, error or reason. */
+const TEXT_CAP = 300;
+
+const cap = (s: string | undefined): string | undefined =>
+  s === undefined ? undefined : s.length > TEXT_CAP ? `${s.slice(0, TEXT_CAP)}…` : s;
+
+/** The timeline's view of an action (its origin from `metadata.inbound`, which `receive` sets). */
+export function describe(a: Action): TimelineAction {
+  const inb = a.metadata.inbound as { channel?: unknown; messageId?: unknown; userId?: unknown } | undefined;
+  const inbound =
+    inb && typeof inb.channel === 'string' && typeof inb.messageId === 'string'
+      ? { channel: inb.channel, messageId: inb.messageId, ...(typeof inb.userId === 'string' ? { userId: inb.userId } : {}) }
+      : undefined;
+  return { id: a.id, task: a.task, source: a.source, status: a.status, createdAt: a.createdAt, ...(inbound ? { inbound } : {}) };
+}
+
+/**
+ * Taps the hooks and writes behind: each tap only queues its write, and the queue is committed in one
+ * transaction on the next turn of the event loop (or at `flush`). A push or a skill call never waits for
+ * SQLite, the order of one process's events is kept, and a crash can lose at most the writes of that turn.
+ */
+export function record(ctx: PluginContext, store: TimelineStore, onError: (e: unknown) => void): { flush(): void } {
+  const queue: Array<() => void> = [];
+  let scheduled: NodeJS.Immediate | undefined;
+  const flush = () => {
+    if (scheduled) clearImmediate(scheduled);
+    scheduled = undefined;
+    if (!queue.length) return;
+    const ops = queue.splice(0);
+    try {
+      store.tx(() => {
+        for (const op of ops) op();
+      });
+    } catch (e) {
+      onError(e);
+    }
+  };
+  const later = (op: () => void) => {
+    queue.push(op);
+    scheduled ??= setImmediate(flush);
+  };
+
+  // An action pushed by another process (`keel push`) is first seen when it starts: ensure() back-dates its
+  // origin and `queued` to its creation time.
+  const ensure = (a: Action) => store.ensure(describe(a));
+  const ensureId = (id: string | undefined): boolean => {
+    if (!id) return false;
+    if (store.has(id)) return true;
+    const a = ctx.queue.get(id);
+    if (!a) return false;
+    ensure(a);
+    return true;
+  };
+  const snapshot = (a: Action): Action => ({ ...a, metadata: { ...a.metadata } });
+
+  ctx.hooks.tap('actionQueued', (a) => {
+    const s = snapshot(a);
+    later(() => ensure(s));
+  });
+  ctx.hooks.tap('actionStarted', (a) => {
+    const s = snapshot(a);
+    later(() => {
+      ensure(s);
+      store.update(s.id, { status: 'executing' });
+      store.add(s.id, 'started', { attempt: s.metadata.retries + 1, ...(s.metadata.retries ? { retries: s.metadata.retries } : {}) });
+    });
+  });
+  ctx.hooks.tap('actionSettled', (a, o) => {
+    const s = snapshot(a);
+    const at = new Date().toISOString();
+    later(() => {
+      ensure(s);
+      if (o.status === 'retry') {
+        store.add(
+          s.id,
+          'retry',
+          {
+            reason: cap(o.detail ?? s.error ?? 'unknown') as string,
+            retry: s.metadata.retries,
+            maxRetries: s.metadata.maxRetries,
+            ...(s.metadata.notBefore ? { notBefore: new Date(s.metadata.notBefore).toISOString() } : {}),
+          },
+          at,
+        );
+        store.update(s.id, { status: 'pending', ...(o.detail ? { error: o.detail } : {}) });
+        return;
+      }
+      const settledAt = s.settledAt ?? at;
+      store.add(
+        s.id,
+        'settled',
+        { status: o.status, ...(o.detail ? { [o.status === 'completed' ? 'result' : 'reason']: cap(o.detail) } : {}) },
+        settledAt,
+      );
+      store.update(s.id, {
+        status: o.status,
+        settledAt,
+        ...(o.status === 'completed' && o.detail ? { result: o.detail } : {}),
+        ...(o.status !== 'completed' && o.detail ? { error: o.detail } : {}),
+      });
+    });
+  });
+  ctx.hooks.tap('modelCall', (c) => {
+    if (!c.actionId) return;
+    const at = new Date().toISOString();
+    later(() => {
+      if (!ensureId(c.actionId)) return;
+      store.add(
+        c.actionId!,
+        'model_call',
+        {
+          provider: c.provider,
+          model: c.model,
+          purpose: c.purpose,
+          ok: c.ok,
+          inputTokens: c.inputTokens,
+          outputTokens: c.outputTokens,
+          durationMs: c.durationMs,
+          ...(c.error ? { error: cap(c.error) } : {}),
+        },
+        at,
+      );
+    });
+  });
+  ctx.hooks.tap('afterSkill', (call, r) => {
+    if (!call.actionId) return;
+    const at = new Date().toISOString();
+    const data = {
+      name: call.name,
+      ok: r.success,
+      durationMs: Math.round(r.executionTime),
+      ...(r.success ? {} : { error: cap(r.result), ...(r.code ? { code: r.code } : {}) }),
+    };
+    later(() => {
+      if (ensureId(call.actionId)) store.add(call.actionId!, 'skill_call', data, at);
+    });
+  });
+  ctx.hooks.tap('messageDelivered', (m) => {
+    if (!m.actionId) return;
+    const at = new Date().toISOString();
+    const data = { channel: m.channel, ...(m.to ? { to: m.to } : {}), messageId: m.messageId, messageIds: [...m.messageIds] };
+    later(() => {
+      if (ensureId(m.actionId)) store.add(m.actionId!, 'reply', data, at);
+    });
+  });
+  ctx.hooks.tap('messageIgnored', (m) => {
+    const r = { at: new Date().toISOString(), ...m };
+    later(() => store.ignored(r));
+  });
+  return { flush };
+}

@@ -1,0 +1,427 @@
+/**
+ * A loopback Slack (127.0.0.1, port 0) for the real Bolt / @slack/web-api / @slack/socket-mode: the Web API as
+ * `POST /api/<method>` (form-encoded or JSON bodies, Bearer tokens, Slack-shaped `{ ok: false, error }` answers and
+ * HTTP 429 with `Retry-After`), the external upload URL of files.uploadV2, and the Socket Mode WebSocket that
+ * apps.connections.open points at: `hello` with `num_connections` and `debug_info`, `events_api` and
+ * `slash_commands` envelopes acknowledged by `envelope_id`, `disconnect` (refresh_requested / warning), pings.
+ *
+ * As Slack does, an envelope not acknowledged stays owed: it is sent again on the next connection (with
+ * `retry_attempt` + 1). The fake counts what it saw so tests can prove "no event lost, no message twice".
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { WebSocket, WebSocketServer } from 'ws';
+import { splitMultipart } from './telegram-server.js';
+
+export interface SlackCall {
+  method: string;
+  params: Record<string, any>;
+  token: string;
+}
+
+export interface SlackPosted {
+  ts: string;
+  channel: string;
+  text: string;
+  thread_ts?: string;
+  /** How many times chat.update changed it. */
+  edits: number;
+  deleted?: boolean;
+}
+
+export type SlackFailure = { error: string } | { status: 429; retryAfter: number };
+
+interface Envelope {
+  envelope_id: string;
+  type: string;
+  payload: Record<string, unknown>;
+  accepts_response_payload: boolean;
+  retry_attempt: number;
+  retry_reason: string;
+}
+
+export interface FakeSlack {
+  /** Web API base for `clientOptions.slackApiUrl` (ends with /api/). */
+  apiUrl: string;
+  botToken: string;
+  appToken: string;
+  botUserId: string;
+  calls: SlackCall[];
+  /** Every message chat.postMessage accepted, in order. */
+  posted: SlackPosted[];
+  /** Every file upload completed: channel, thread, title, bytes. */
+  uploads: Array<{ channel: string; thread_ts?: string; title: string; bytes: number; comment?: string }>;
+  reactions: Array<{ channel: string; timestamp: string; name: string }>;
+  /** Envelope ids the client acknowledged, in order (repeats included). */
+  acked: string[];
+  /** Sockets opened so far. */
+  connections(): number;
+  /** Sockets open now. */
+  openSockets(): number;
+  /** Extra connections reported in hello's num_connections (another app instance). */
+  otherConnections: number;
+  /** While true the socket neither pings nor answers pings (pongs), and no envelope is sent. */
+  silent: boolean;
+  /** A user message event; returns the envelope id and the message ts. */
+  pushMessage(
+    text: string,
+    o?: {
+      user?: string;
+      channel?: string;
+      channelType?: 'channel' | 'group' | 'im' | 'mpim';
+      threadTs?: string;
+      botId?: string;
+      subtype?: string;
+    },
+  ): { envelopeId: string; ts: string };
+  /** A slash command envelope (e.g. `/keel` with text `status`). */
+  pushCommand(command: string, text: string, o?: { user?: string; channel?: string }): { envelopeId: string };
+  /** Sends an envelope again (as Slack does when it thinks the ack was lost), acknowledged or not. */
+  redeliver(envelopeId: string): void;
+  /** Envelopes sent but not acknowledged. */
+  unacked(): number;
+  /** Sends a `disconnect` message to the open sockets. */
+  disconnect(reason: 'refresh_requested' | 'warning' | 'link_disabled'): void;
+  /** Drops every open socket without a close handshake. */
+  drop(): void;
+  /** After `after` more successful calls of `method`, the next `count` calls fail. */
+  failNext(method: string, failure: SlackFailure, count?: number, after?: number): void;
+  /** Called before a call is handled; 'hold' leaves it unanswered and unrecorded (the platform never accepted it). */
+  onCall?: ((call: SlackCall) => 'hold' | void) | undefined;
+  /** Called with every acknowledgement as it arrives. */
+  onAck?: ((envelopeId: string) => void) | undefined;
+  callsOf(method: string): SlackCall[];
+  close(): Promise<void>;
+}
+
+async function readBody(req: IncomingMessage): Promise<Buffer> {
+  const parts: Buffer[] = [];
+  for await (const c of req) parts.push(c as Buffer);
+  return Buffer.concat(parts);
+}
+
+function parseParams(raw: Buffer, type: string): Record<string, any> {
+  const text = raw.toString('utf8');
+  if (type.includes('application/json')) return text ? (JSON.parse(text) as Record<string, any>) : {};
+  const out: Record<string, any> = {};
+  for (const [k, v] of new URLSearchParams(text)) {
+    // The client JSON-encodes objects and arrays inside form fields.
+    out[k] = /^[[{]/.test(v)
+      ? (() => {
+          try {
+            return JSON.parse(v);
+          } catch {
+            return v;
+          }
+        })()
+      : v;
+  }
+  return out;
+}
+
+/**
+ * @example const slack = await startFakeSlack(); slack.pushMessage('hi', { user: 'U1' });
+ */
+export async function startFakeSlack(o: { pingMs?: number } = {}): Promise<FakeSlack> {
+  const botToken = 'xoxb-1111-2222-fakebottoken';
+  const appToken = 'xapp-1-A111-3333-fakeapptoken';
+  const botUserId = 'UBOTKEEL1';
+  const calls: SlackCall[] = [];
+  const posted: SlackPosted[] = [];
+  const uploads: FakeSlack['uploads'] = [];
+  const reactions: FakeSlack['reactions'] = [];
+  const acked: string[] = [];
+  const owed = new Map<string, Envelope>();
+  const all = new Map<string, Envelope>();
+  const failures = new Map<string, { failure: SlackFailure; count: number; after: number }>();
+  const pendingUploads = new Map<string, { filename: string; bytes: number }>();
+  let seq = 0;
+  let tsCounter = 0;
+  let opened = 0;
+  const nextTs = () => `${1_700_000_000 + Math.floor(tsCounter / 1000)}.${String(++tsCounter).padStart(6, '0')}`;
+  const sockets = new Set<WebSocket>();
+
+  const json = (res: ServerResponse, body: unknown, status = 200, headers: Record<string, string> = {}) => {
+    res.writeHead(status, { 'content-type': 'application/json', ...headers });
+    res.end(JSON.stringify(body));
+  };
+
+  const handle = (method: string, p: Record<string, any>, token: string): Record<string, unknown> => {
+    const bot = token === botToken;
+    switch (method) {
+      case 'auth.test':
+        return bot
+          ? {
+              ok: true,
+              url: 'https://keel-test.slack.com/',
+              team: 'Keel Test',
+              user: 'keel',
+              team_id: 'T0KEEL',
+              user_id: botUserId,
+              bot_id: 'BKEEL1',
+            }
+          : { ok: false, error: 'invalid_auth' };
+      case 'apps.connections.open':
+        if (token !== appToken) return { ok: false, error: token.startsWith('xapp-') ? 'invalid_auth' : 'not_allowed_token_type' };
+        return { ok: true, url: `ws://127.0.0.1:${port}/link/?ticket=${++seq}&app_id=A111` };
+      case 'chat.postMessage': {
+        if (!bot) return { ok: false, error: 'invalid_auth' };
+        if (!/^[CGD][A-Z0-9]+$/.test(String(p.channel ?? ''))) return { ok: false, error: 'channel_not_found' };
+        const m: SlackPosted = {
+          ts: nextTs(),
+          channel: String(p.channel),
+          text: String(p.text ?? ''),
+          edits: 0,
+          ...(p.thread_ts ? { thread_ts: String(p.thread_ts) } : {}),
+        };
+        posted.push(m);
+        return {
+          ok: true,
+          channel: m.channel,
+          ts: m.ts,
+          message: { type: 'message', text: m.text, user: botUserId, bot_id: 'BKEEL1', ts: m.ts },
+        };
+      }
+      case 'chat.update': {
+        const m = posted.find((x) => x.ts === p.ts && x.channel === p.channel);
+        if (!m) return { ok: false, error: 'message_not_found' };
+        m.text = String(p.text ?? '');
+        m.edits++;
+        return { ok: true, channel: m.channel, ts: m.ts, text: m.text };
+      }
+      case 'chat.delete': {
+        const m = posted.find((x) => x.ts === p.ts && x.channel === p.channel);
+        if (!m) return { ok: false, error: 'message_not_found' };
+        m.deleted = true;
+        return { ok: true, channel: m.channel, ts: m.ts };
+      }
+      case 'reactions.add':
+        if (reactions.some((r) => r.channel === p.channel && r.timestamp === p.timestamp && r.name === p.name))
+          return { ok: false, error: 'already_reacted' };
+        reactions.push({ channel: String(p.channel), timestamp: String(p.timestamp), name: String(p.name) });
+        return { ok: true };
+      case 'files.getUploadURLExternal': {
+        const id = `F${String(++seq).padStart(8, '0')}`;
+        pendingUploads.set(id, { filename: String(p.filename), bytes: -1 });
+        return { ok: true, upload_url: `http://127.0.0.1:${port}/upload/${id}`, file_id: id };
+      }
+      case 'files.completeUploadExternal': {
+        const files = (Array.isArray(p.files) ? p.files : []) as Array<{ id: string; title?: string }>;
+        for (const f of files) {
+          const up = pendingUploads.get(f.id);
+          if (!up || up.bytes < 0) return { ok: false, error: 'file_not_found' };
+          uploads.push({
+            channel: String(p.channel_id),
+            title: f.title ?? up.filename,
+            bytes: up.bytes,
+            ...(p.thread_ts ? { thread_ts: String(p.thread_ts) } : {}),
+            ...(p.initial_comment ? { comment: String(p.initial_comment) } : {}),
+          });
+        }
+        return { ok: true, files: files.map((f) => ({ id: f.id, title: f.title })) };
+      }
+      case 'conversations.info':
+        return { ok: true, channel: { id: p.channel, name: 'general', is_channel: true } };
+      default:
+        return { ok: false, error: 'unknown_method' };
+    }
+  };
+
+  const server = createServer(async (req, res) => {
+    try {
+      const url = new URL(req.url ?? '/', 'http://x');
+      const raw = await readBody(req);
+      const up = /^\/upload\/(F\d+)$/.exec(url.pathname);
+      if (up) {
+        const entry = pendingUploads.get(up[1]!);
+        if (!entry) return json(res, { ok: false }, 404);
+        // The client posts the bytes raw or as a multipart form with one file part.
+        const boundary = /boundary=([^;]+)/.exec(String(req.headers['content-type'] ?? ''))?.[1];
+        const file = boundary ? splitMultipart(raw, boundary.replace(/^"|"$/g, '')).find((x) => /filename=/.test(x.head)) : undefined;
+        entry.bytes = file ? file.body.length : raw.length;
+        res.writeHead(200, { 'content-type': 'text/plain' });
+        return res.end(`OK - ${raw.length}`);
+      }
+      const m = /^\/api\/([\w.]+)$/.exec(url.pathname);
+      if (!m) return json(res, { ok: false, error: 'not_found' }, 404);
+      const method = m[1]!;
+      const params = parseParams(raw, String(req.headers['content-type'] ?? ''));
+      const token = String(req.headers.authorization ?? '').replace(/^Bearer\s+/i, '') || String(params.token ?? '');
+      const call: SlackCall = { method, params, token };
+      if (fake.onCall?.(call) === 'hold') return; // never answered
+      calls.push(call);
+      const f = failures.get(method);
+      if (f) {
+        if (f.after > 0) f.after--;
+        else if (f.count > 0) {
+          f.count--;
+          if ('status' in f.failure)
+            return json(res, { ok: false, error: 'ratelimited' }, 429, { 'retry-after': String(f.failure.retryAfter) });
+          return json(res, { ok: false, error: f.failure.error });
+        }
+      }
+      return json(res, handle(method, params, token));
+    } catch (e) {
+      json(res, { ok: false, error: 'internal_error', detail: String(e) }, 500);
+    }
+  });
+
+  const wss = new WebSocketServer({ noServer: true, autoPong: false });
+  server.on('upgrade', (req, socket, head) => {
+    if (!(req.url ?? '').startsWith('/link/')) return socket.destroy();
+    wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req));
+  });
+  const deliver = (ws: WebSocket, e: Envelope) => {
+    if (ws.readyState === WebSocket.OPEN && !fake.silent) ws.send(JSON.stringify(e));
+  };
+  const broadcast = (e: Envelope) => {
+    // Slack sends an envelope to one of the app's connections.
+    const ws = [...sockets].at(-1);
+    if (ws) deliver(ws, e);
+  };
+  wss.on('connection', (ws) => {
+    opened++;
+    sockets.add(ws);
+    ws.on('ping', (data) => {
+      if (!fake.silent) ws.pong(data);
+    });
+    const pinger = setInterval(() => {
+      if (!fake.silent && ws.readyState === WebSocket.OPEN) ws.ping('keepalive');
+    }, o.pingMs ?? 1000);
+    ws.on('close', () => {
+      clearInterval(pinger);
+      sockets.delete(ws);
+    });
+    ws.on('message', (data) => {
+      try {
+        const msg = JSON.parse(String(data)) as { envelope_id?: string };
+        if (msg.envelope_id) {
+          acked.push(msg.envelope_id);
+          fake.onAck?.(msg.envelope_id);
+          owed.delete(msg.envelope_id);
+        }
+      } catch {
+        // not JSON: ignored, as Slack does
+      }
+    });
+    ws.send(
+      JSON.stringify({
+        type: 'hello',
+        num_connections: sockets.size + fake.otherConnections,
+        debug_info: { host: 'applink-fake-1', build_number: 42, approximate_connection_time: 18060 },
+        connection_info: { app_id: 'A111' },
+      }),
+    );
+    // What is owed from before (unacknowledged on an earlier connection) comes again.
+    for (const e of owed.values()) {
+      e.retry_attempt++;
+      e.retry_reason = 'timeout';
+      deliver(ws, e);
+    }
+  });
+
+  const envelope = (type: string, payload: Record<string, unknown>, accepts = false): Envelope => {
+    const e: Envelope = {
+      envelope_id: `env-${++seq}-${Math.random().toString(36).slice(2, 8)}`,
+      type,
+      payload,
+      accepts_response_payload: accepts,
+      retry_attempt: 0,
+      retry_reason: '',
+    };
+    owed.set(e.envelope_id, e);
+    all.set(e.envelope_id, e);
+    broadcast(e);
+    return e;
+  };
+
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.address() as AddressInfo).port;
+
+  const fake: FakeSlack = {
+    apiUrl: `http://127.0.0.1:${port}/api/`,
+    botToken,
+    appToken,
+    botUserId,
+    calls,
+    posted,
+    uploads,
+    reactions,
+    acked,
+    otherConnections: 0,
+    silent: false,
+    connections: () => opened,
+    openSockets: () => sockets.size,
+    pushMessage(text, m = {}) {
+      const ts = nextTs();
+      const channelType = m.channelType ?? 'channel';
+      const channel =
+        m.channel ?? (channelType === 'im' ? 'D0DIRECT1' : channelType === 'group' || channelType === 'mpim' ? 'G0PRIVATE1' : 'C0GENERAL1');
+      const event: Record<string, unknown> = {
+        type: 'message',
+        channel,
+        channel_type: channelType,
+        text,
+        ts,
+        event_ts: ts,
+        ...(m.botId ? { bot_id: m.botId, subtype: m.subtype ?? 'bot_message' } : { user: m.user ?? 'U0ALICE01' }),
+        ...(m.subtype && !m.botId ? { subtype: m.subtype } : {}),
+        ...(m.threadTs ? { thread_ts: m.threadTs } : {}),
+      };
+      const e = envelope('events_api', {
+        token: 'verif',
+        team_id: 'T0KEEL',
+        api_app_id: 'A111',
+        event,
+        type: 'event_callback',
+        event_id: `Ev${++seq}`,
+        event_time: Math.floor(Date.now() / 1000),
+      });
+      return { envelopeId: e.envelope_id, ts };
+    },
+    pushCommand(command, text, m = {}) {
+      const e = envelope(
+        'slash_commands',
+        {
+          token: 'verif',
+          team_id: 'T0KEEL',
+          channel_id: m.channel ?? 'C0GENERAL1',
+          user_id: m.user ?? 'U0ALICE01',
+          user_name: 'alice',
+          command,
+          text,
+          response_url: `http://127.0.0.1:${port}/respond`,
+          trigger_id: `trig-${seq}`,
+        },
+        true,
+      );
+      return { envelopeId: e.envelope_id };
+    },
+    unacked: () => owed.size,
+    redeliver(envelopeId) {
+      const e = all.get(envelopeId);
+      if (!e) throw new Error(`no envelope ${envelopeId}`);
+      e.retry_attempt++;
+      e.retry_reason = 'timeout';
+      owed.set(e.envelope_id, e);
+      broadcast(e);
+    },
+    disconnect(reason) {
+      for (const ws of sockets) ws.send(JSON.stringify({ type: 'disconnect', reason, debug_info: { host: 'applink-fake-1' } }));
+    },
+    drop() {
+      for (const ws of sockets) ws.terminate();
+    },
+    failNext(method, failure, count = 1, after = 0) {
+      failures.set(method, { failure, count, after });
+    },
+    callsOf: (method) => calls.filter((c) => c.method === method),
+    async close() {
+      for (const ws of sockets) ws.terminate();
+      wss.close();
+      server.closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
+    },
+  };
+  return fake;
+}

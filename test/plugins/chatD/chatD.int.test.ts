@@ -1,0 +1,150 @@
+/**
+ * chatD end to end: the real Bolt / Socket Mode client against the loopback Slack, a real kernel, the agent driven
+ * by the scripted fake provider.
+ */
+import { DatabaseSync } from 'node:sqlite';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { waitFor } from '../../helpers.js';
+import { ADMIN, bootChatD, type ChatDHarness } from './harness.js';
+
+let h: ChatDHarness | undefined;
+afterEach(async () => {
+  await h?.close();
+  h = undefined;
+});
+
+const postedTo = (h: ChatDHarness, channel: string) => h.slack.posted.filter((m) => m.channel === channel && !m.deleted);
+
+async function ready(o: Parameters<typeof bootChatD>[0] = {}) {
+  h = await bootChatD(o);
+  await waitFor(() => h!.channel().status().connected, 'connected');
+  return h;
+}
+
+describe('chatD inbound → action → reply', () => {
+  it('answers in the same channel as mrkdwn; the envelope is acknowledged only once it is durable; status names the bot', async () => {
+    await ready();
+    expect(h!.channel().status()).toMatchObject({ enabled: true, connected: true, state: 'connected', botUsername: 'keel', reconnects: 0 });
+    // At the moment Slack gets the ack, the message is already in the ingress store.
+    const seenAtAck: Array<number> = [];
+    h!.slack.onAck = () => {
+      const db = new DatabaseSync(join(h!.home, 'channels', 'chatD', 'kit.db'), { readOnly: true });
+      seenAtAck.push((db.prepare("SELECT COUNT(*) AS n FROM inbound WHERE message_id LIKE 'C0GENERAL1:%'").get() as { n: number }).n);
+      db.close();
+    };
+    h!.model.replies.push({ text: '**Hello** there, see `x<y` and [docs](https://example.com)' });
+    const { envelopeId, ts } = h!.slack.pushMessage('hi bot', { user: 'U0BOB0001' });
+    const reply = await waitFor(() => postedTo(h!, 'C0GENERAL1')[0], 'the reply');
+    expect(reply.text).toBe('*Hello* there, see `x&lt;y` and <https://example.com|docs>');
+    expect(reply.thread_ts).toBeUndefined();
+    expect(h!.slack.acked).toContain(envelopeId);
+    expect(seenAtAck).toEqual([1]);
+    const action = await waitFor(() => h!.actions().find((a) => a.status === 'completed'), 'completed');
+    expect(action).toMatchObject({ source: 'chatD', task: 'hi bot' });
+    expect(action!.metadata.replyTo).toMatchObject({ chatId: 'C0GENERAL1', messageId: ts });
+    expect(action!.metadata.actor).toMatchObject({ kind: 'user', channel: 'chatD', userId: 'U0BOB0001', untrusted: true });
+    expect(h!.channel().status().lastInboundAt).toBeTruthy();
+    expect(h!.slack.callsOf('chat.postMessage')[0]!.token).toBe(h!.slack.botToken);
+  });
+
+  it('a message in a thread is answered in that thread', async () => {
+    await ready();
+    h!.model.replies.push({ text: 'in the thread' });
+    h!.slack.pushMessage('follow-up', { threadTs: '1699999999.000001' });
+    const reply = await waitFor(() => postedTo(h!, 'C0GENERAL1')[0], 'the reply');
+    expect(reply).toMatchObject({ text: 'in the thread', thread_ts: '1699999999.000001' });
+  });
+
+  it('a long reply is split within Slack limits, in order, each part once — also through a 429 with Retry-After', async () => {
+    await ready();
+    const paragraphs = Array.from({ length: 40 }, (_, i) => `Paragraph ${i}: ${'lorem ipsum dolor sit amet '.repeat(12)}`);
+    h!.model.replies.push({ text: paragraphs.join('\n\n') });
+    h!.slack.failNext('chat.postMessage', { status: 429, retryAfter: 1 }, 1, 1);
+    h!.slack.pushMessage('write a lot', { channelType: 'im', channel: 'D0LONG001' });
+    const action = await waitFor(() => h!.actions().find((a) => a.status === 'completed'), 'completed', 20_000);
+    const texts = postedTo(h!, 'D0LONG001').map((m) => m.text);
+    expect(texts.length).toBeGreaterThan(1);
+    for (const t of texts) expect(t.length).toBeLessThanOrEqual(3000);
+    const joined = texts.join('\n\n');
+    const order = paragraphs.map((p) => joined.indexOf(p.slice(0, 14)));
+    expect(order.every((v, i) => v >= 0 && (i === 0 || v > order[i - 1]!))).toBe(true);
+    expect(new Set(texts).size).toBe(texts.length);
+    // The 429 was answered once and the refused part was sent again after the wait.
+    const calls = h!.slack.callsOf('chat.postMessage').filter((c) => c.params.channel === 'D0LONG001');
+    expect(calls.length).toBe(texts.length + 1);
+    expect(h!.logs.recent({ level: 'warn' }).some((e) => /waits \d+ ms/.test(e.message))).toBe(true);
+    expect(action.result).toContain('Paragraph 39');
+  });
+
+  it('auto-reply off: only mentions and direct messages become actions', async () => {
+    await ready({ config: { chatDAutoReplyEnabled: false } });
+    h!.slack.pushMessage('channel noise', { user: 'U0A000001' });
+    h!.slack.pushMessage(`<@${h!.slack.botUserId}> summarise the thread`, { user: 'U0A000002' });
+    h!.slack.pushMessage('a direct question', { user: 'U0A000003', channelType: 'im', channel: 'D0DM00001' });
+    h!.slack.pushMessage('private noise', { user: 'U0A000004', channelType: 'group' });
+    await waitFor(() => h!.actions().length >= 2 && h!.actions().every((a) => a.status === 'completed'), 'two actions');
+    await waitFor(() => h!.slack.unacked() === 0, 'all acknowledged');
+    await new Promise((r) => setTimeout(r, 300));
+    expect(
+      h!
+        .actions()
+        .map((a) => a.task)
+        .sort(),
+    ).toEqual(['a direct question', 'summarise the thread']);
+  });
+
+  it('auto-reply on: every user message becomes an action (channels, private channels, group DMs, DMs)', async () => {
+    await ready({ config: { chatDAutoReplyEnabled: true } });
+    h!.slack.pushMessage('one', { channelType: 'channel' });
+    h!.slack.pushMessage('two', { channelType: 'group' });
+    h!.slack.pushMessage('three', { channelType: 'mpim', channel: 'G0MPIM001' });
+    h!.slack.pushMessage('four', { channelType: 'im' });
+    await waitFor(() => h!.actions().length === 4, 'four actions');
+  });
+
+  it('its own messages, other bots’ messages and edits are acknowledged and ignored; a redelivered event is one action', async () => {
+    await ready();
+    h!.slack.pushMessage('I am the bot', { user: h!.slack.botUserId });
+    h!.slack.pushMessage('from another bot', { botId: 'B0OTHER01' });
+    h!.slack.pushMessage('own reply echo', { botId: 'BKEEL1', user: h!.slack.botUserId });
+    h!.slack.pushMessage('edited', { subtype: 'message_changed' });
+    h!.slack.pushMessage('a person');
+    await waitFor(() => h!.slack.unacked() === 0 && h!.actions().length === 1, 'acknowledged, one action');
+    // Slack delivers the same event again on a new connection when it thinks the ack was lost.
+    const { envelopeId } = h!.slack.pushMessage('sent twice');
+    await waitFor(() => h!.slack.acked.includes(envelopeId), 'acked');
+    await waitFor(() => h!.actions().length === 2, 'two actions');
+    h!.slack.redeliver(envelopeId);
+    await waitFor(() => h!.slack.acked.filter((id) => id === envelopeId).length === 2, 'the redelivery acknowledged too');
+    await new Promise((r) => setTimeout(r, 500));
+    expect(
+      h!
+        .actions()
+        .map((a) => a.task)
+        .sort(),
+    ).toEqual(['a person', 'sent twice']);
+  });
+
+  it('admins are trusted, others are untrusted', async () => {
+    await ready();
+    h!.slack.pushMessage('from admin', { user: ADMIN });
+    h!.slack.pushMessage('from stranger', { user: 'U0STRANGE' });
+    await waitFor(() => h!.actions().length === 2, 'two actions');
+    const by = (t: string) => h!.actions().find((a) => a.task === t)!.metadata.actor;
+    expect(by('from admin')).toEqual({ kind: 'user', channel: 'chatD', userId: ADMIN });
+    expect(by('from stranger')).toMatchObject({ userId: 'U0STRANGE', untrusted: true });
+  });
+
+  it('a failed action tells the user once, briefly, in the thread, without a stack trace', async () => {
+    await ready({ config: { maxStepsPerAction: 1 } });
+    h!.model.defaultReply = { error: { message: 'model exploded\n    at run (/srv/keel/x.js:1:2)', status: 400 } };
+    h!.slack.pushMessage('do it', { channel: 'C0FAIL001', threadTs: '1699999999.000777' });
+    const msg = await waitFor(() => postedTo(h!, 'C0FAIL001')[0], 'failure notice', 15_000);
+    expect(msg.text).toMatch(/^Sorry, that did not work/);
+    expect(msg.text).not.toMatch(/\bat run\b|\/srv\//);
+    expect(msg.thread_ts).toBe('1699999999.000777');
+    await new Promise((r) => setTimeout(r, 500));
+    expect(postedTo(h!, 'C0FAIL001')).toHaveLength(1);
+  });
+});
