@@ -2,7 +2,7 @@
  * Timeline plugin entry: records action timelines from the kernel's hooks into `$KEEL_HOME/timeline/` and adds
  * `GET /api/tasks/:id` to the gateway; `keel trace` reads the same store without starting anything.
  */
-import { definePlugin, type PluginContext } from '../../sdk/index.js';
+import { definePlugin, errorMessage, type PluginContext } from '../../sdk/index.js';
 import manifest from './manifest.js';
 import { record } from './src/recorder.js';
 import { taskRoute } from './src/routes.js';
@@ -27,7 +27,7 @@ export default definePlugin({
     }));
     let open = true;
     const recorder = record(ctx, store, (e) =>
-      ctx.log.warn(`Could not write action timelines: ${e instanceof Error ? e.message : String(e)}`),
+      ctx.log.warn(`Could not write action timelines: ${errorMessage(e)}`),
     );
     const current = () => {
       if (!open) return undefined;

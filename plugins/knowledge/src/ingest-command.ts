@@ -15,6 +15,7 @@ import { readdir, stat } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import type { CommandContext, RunningKernel } from '../../../sdk/index.js';
+import { errorMessage } from '../../../sdk/index.js';
 import { formatFromName } from './chunk.js';
 
 const OPERATOR = { kind: 'operator', channel: 'cli' } as const;
@@ -142,7 +143,7 @@ export async function ingestCommand(c: CommandContext): Promise<number> {
       logLevel: 'warn',
     });
   } catch (e) {
-    return fail(e instanceof Error ? e.message : String(e), 1);
+    return fail(errorMessage(e), 1);
   }
   const knowledge = kernel.pluginStatus('knowledge');
   if (knowledge?.state !== 'loaded') {
@@ -178,7 +179,7 @@ export async function ingestCommand(c: CommandContext): Promise<number> {
       if (interrupted) break;
       bar?.update({ file: shown(item.source).slice(-40) });
       const r = await ingestOne(kernel, item, collection, tags).catch(
-        (e: unknown) => ({ source: item.source, ok: false, error: e instanceof Error ? e.message : String(e) }) as ItemResult,
+        (e: unknown) => ({ source: item.source, ok: false, error: errorMessage(e) }) as ItemResult,
       );
       results.push(r);
       chunks += r.chunks ?? 0;

@@ -227,7 +227,7 @@ function App({ o }: { o: UiOptions }) {
       const first = tasks?.pending[0];
       if (!first) return setNotice('Nothing pending.');
       return void client
-        .call('DELETE', `/api/tasks/${encodeURIComponent(first.id)}`)
+        .call('POST', `/api/tasks/${encodeURIComponent(first.id)}/cancel`)
         .then(() => (setNotice(`Cancelled ${first.id}.`), refresh()))
         .catch((e: unknown) => setNotice(`Not cancelled: ${errorMessage(e)}`));
     }

@@ -5,7 +5,7 @@
  * webAllowPrivateNetwork (the fixtures are on loopback) and run Chromium with their own TMPDIR.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
 import { startKernel, type Kernel } from '../../../kernel/kernel.js';
@@ -201,7 +201,9 @@ export async function bootBrowser(config: Record<string, unknown>): Promise<Boot
 
 /** A Chromium with its CDP server on a free port (read from stderr), for engineC. */
 export async function startCdpChromium(): Promise<{ endpoint: string; proc: ChildProcess; close(): void }> {
-  const profile = tmp('keel-cdp-profile-');
+  // Chromium's SingletonSocket lives in TMPDIR, and a Unix socket path may not exceed 107 bytes: under a nested test
+  // TMPDIR (CI's own, then the harness's) it did. A short folder of its own under /tmp keeps it short.
+  const profile = mkdtempSync('/tmp/kc-');
   const proc = spawn(
     CHROMIUM,
     ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--hide-scrollbars', '--remote-debugging-port=0', `--user-data-dir=${profile}`, 'about:blank'],

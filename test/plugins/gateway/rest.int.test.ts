@@ -213,7 +213,7 @@ describe('gateway REST', () => {
     // The built-in gateway chat is a running channel too, and the built-in email channel runs unconfigured
     // (receiving off) and lists itself as such.
     expect(conns.email).toEqual({ enabled: false, connected: false, state: 'stopped' });
-    expect(Object.keys(conns).sort()).toEqual(['chatA', 'email', 'gateway-chat']);
+    expect(Object.keys(conns).sort()).toEqual(['chatA', 'chatC', 'chatD', 'email', 'gateway-chat']);
   });
 
   it('GET /api/logs returns log entries, filtered by level and limited', async () => {
@@ -266,6 +266,8 @@ describe('gateway REST', () => {
         'POST /api/tasks/{id}/cancel', 'GET /api/skills/{name}', 'GET /api/plugins', 'POST /api/plugins/{id}/enable', 'GET /api/agent/readiness',
         // Added by the gateway-chat plugin through gateway:routes:gateway-chat.
         'POST /api/chat', 'GET /api/chat/{conversationId}',
+        // Added by the timeline plugin through gateway:routes:timeline.
+        'GET /api/tasks/{id}',
       ].sort(),
     );
     const task = doc.paths['/api/tasks'].post;
