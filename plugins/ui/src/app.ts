@@ -320,7 +320,9 @@ function App({ o }: { o: UiOptions }) {
 
 /** Runs the UI until the user quits; resolves with the exit code. */
 export async function runUi(o: UiOptions): Promise<number> {
-  const app = render(html`<${App} o=${o} />`, { exitOnCtrlC: false });
+  // keel ui runs only on a terminal (checked before); a CI variable in the environment must not turn it into a
+  // print-the-last-frame program.
+  const app = render(html`<${App} o=${o} />`, { exitOnCtrlC: false, interactive: true });
   await app.waitUntilExit();
   return 0;
 }
