@@ -38,7 +38,10 @@ export async function benchAgent(actions = 40, stepsPerAction = 20): Promise<Ben
     },
     setup: `ctx.skills.register('lookup', ({ text }) => 'value of ' + text);`,
   });
-  writeFileSync(join(home, 'keel.config.yaml'), JSON.stringify({ llmProvider: 'fake', modelName: 'fake-model', maxStepsPerAction: stepsPerAction + 5 }));
+  writeFileSync(
+    join(home, 'keel.config.yaml'),
+    JSON.stringify({ llmProvider: 'fake', modelName: 'fake-model', maxStepsPerAction: stepsPerAction + 5 }),
+  );
   // Tool calls until `stepsPerAction - 1` results are in, then the final answer.
   fake.defaultReply = (req) => {
     const done = req.messages.filter((m) => m.role === 'tool').length;
@@ -141,8 +144,24 @@ export async function benchAgent(actions = 40, stepsPerAction = 20): Promise<Ben
     const loopbackUs = median(await runLoopback(actions * 5));
     const overhead = stepUs - providerUs;
     return [
-      { name: 'agent step overhead (loop + router + dispatch + hooks + usage log)', value: overhead, unit: 'µs', peer: 'provider call alone (in-process fake)', peerValue: providerUs, budget: `<= ${BUDGET_US} µs`, ok: overhead <= BUDGET_US },
-      { name: 'agent step overhead', value: overhead, unit: 'µs', peer: 'bare HTTP round trip on loopback', peerValue: loopbackUs, budget: 'report only', ok: true },
+      {
+        name: 'agent step overhead (loop + router + dispatch + hooks + usage log)',
+        value: overhead,
+        unit: 'µs',
+        peer: 'provider call alone (in-process fake)',
+        peerValue: providerUs,
+        budget: `<= ${BUDGET_US} µs`,
+        ok: overhead <= BUDGET_US,
+      },
+      {
+        name: 'agent step overhead',
+        value: overhead,
+        unit: 'µs',
+        peer: 'bare HTTP round trip on loopback',
+        peerValue: loopbackUs,
+        budget: 'report only',
+        ok: true,
+      },
     ];
   } finally {
     await new Promise((r) => server.close(r));

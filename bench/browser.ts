@@ -27,12 +27,27 @@ import { type BenchRow, median, printRows } from './lib.js';
 const CHROMIUM = '/usr/bin/chromium';
 const ROUNDS = Number(process.env.KEEL_BENCH_BROWSER_ROUNDS ?? 7);
 const ROOT = join(import.meta.dirname, '..');
-const ARGS = ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage'];
+const ARGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--disable-dev-shm-usage',
+];
 
 function article(): string {
   const nav = ['Home', 'World', 'Politics', 'Business', 'Technology', 'Science', 'Health', 'Sports', 'Culture', 'Opinion'];
-  const paras = Array.from({ length: 12 }, (_, i) => `<p>Paragraph ${i + 1} of the story: the committee met on Tuesday to discuss the budget, the schedule and the next steps for the project, and agreed to publish a report.</p>`);
-  const related = Array.from({ length: 15 }, (_, i) => `<li><a href="/story/${i}">Related story number ${i + 1} about the same topic</a></li>`);
+  const paras = Array.from(
+    { length: 12 },
+    (_, i) =>
+      `<p>Paragraph ${i + 1} of the story: the committee met on Tuesday to discuss the budget, the schedule and the next steps for the project, and agreed to publish a report.</p>`,
+  );
+  const related = Array.from(
+    { length: 15 },
+    (_, i) => `<li><a href="/story/${i}">Related story number ${i + 1} about the same topic</a></li>`,
+  );
   return `<!doctype html><title>News story</title>
     <header><nav><ul>${nav.map((n) => `<li><a href="/${n.toLowerCase()}">${n}</a></li>`).join('')}</ul></nav>
     <form role="search"><input type="search" name="q" aria-label="Search"><button>Search</button></form></header>
@@ -42,9 +57,15 @@ function article(): string {
 }
 
 function big(): string {
-  const words = 'alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa quebec romeo sierra tango'.split(' ');
+  const words =
+    'alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa quebec romeo sierra tango'.split(
+      ' ',
+    );
   const parts = ['<!doctype html><title>Big</title><h1>Big page</h1>'];
-  for (let i = 0; i < 1500; i++) parts.push(`<p>Paragraph ${i}: ${Array.from({ length: 30 }, (_, j) => words[(i * 7 + j * 3) % words.length]).join(' ')}.</p>${i < 1200 ? `<a href="/item/${i}">Item ${i}</a>` : ''}`);
+  for (let i = 0; i < 1500; i++)
+    parts.push(
+      `<p>Paragraph ${i}: ${Array.from({ length: 30 }, (_, j) => words[(i * 7 + j * 3) % words.length]).join(' ')}.</p>${i < 1200 ? `<a href="/item/${i}">Item ${i}</a>` : ''}`,
+    );
   return parts.join('\n');
 }
 
@@ -87,7 +108,11 @@ async function serve(): Promise<{ server: Server; base: string }> {
 }
 
 async function cdpChromium(dir: string): Promise<{ endpoint: string; kill(): void }> {
-  const proc = spawn(CHROMIUM, ['--headless', '--hide-scrollbars', ...ARGS, '--remote-debugging-port=0', `--user-data-dir=${dir}`, 'about:blank'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const proc = spawn(
+    CHROMIUM,
+    ['--headless', '--hide-scrollbars', ...ARGS, '--remote-debugging-port=0', `--user-data-dir=${dir}`, 'about:blank'],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  );
   const endpoint = await new Promise<string>((resolve, reject) => {
     let err = '';
     proc.stderr!.on('data', (d: Buffer) => {
@@ -101,12 +126,22 @@ async function cdpChromium(dir: string): Promise<{ endpoint: string; kill(): voi
 }
 
 async function bootKernel(home: string, engine: string, endpoint?: string): Promise<Kernel> {
-  writeFileSync(join(home, 'keel.config.yaml'), `${JSON.stringify({ webAllowPrivateNetwork: true, browserEngine: engine, ...(endpoint ? { browserCdpEndpoint: endpoint } : {}) })}\n`);
+  writeFileSync(
+    join(home, 'keel.config.yaml'),
+    `${JSON.stringify({ webAllowPrivateNetwork: true, browserEngine: engine, ...(endpoint ? { browserCdpEndpoint: endpoint } : {}) })}\n`,
+  );
   const all = await discoverBuiltins(join(ROOT, 'plugins'));
   const pick = (id: string) => all.find((c) => c.id === id)!;
   const builtins = join(home, 'builtins');
   mkdirSync(builtins, { recursive: true });
-  return startKernel({ home, builtinDir: builtins, extraPlugins: [pick('browser'), pick('web')], env: {}, watchSkills: false, logs: new LogSink({ quiet: true }) });
+  return startKernel({
+    home,
+    builtinDir: builtins,
+    extraPlugins: [pick('browser'), pick('web')],
+    env: {},
+    watchSkills: false,
+    logs: new LogSink({ quiet: true }),
+  });
 }
 
 async function navigate(k: Kernel, url: string): Promise<string> {
@@ -142,7 +177,13 @@ export async function benchBrowser(): Promise<BenchRow[]> {
         await pwPage.goto(`${base}${path}`, { waitUntil: 'load' });
         // the page's, then each child frame's (ariaSnapshot of a page does not enter iframes)
         const parts = [await pwPage.locator('body').ariaSnapshot()];
-        for (const f of pwPage.frames().slice(1)) parts.push(await f.locator('body').ariaSnapshot().catch(() => ''));
+        for (const f of pwPage.frames().slice(1))
+          parts.push(
+            await f
+              .locator('body')
+              .ariaSnapshot()
+              .catch(() => ''),
+          );
         aria[path] = parts.join('\n');
         times.push(performance.now() - t);
       }
@@ -160,7 +201,15 @@ export async function benchBrowser(): Promise<BenchRow[]> {
         const t0 = performance.now();
         await navigate(k, `${base}/form`);
         const first = performance.now() - t0;
-        rows.push({ name: `${engine} browser start to first snapshot`, value: first, unit: 'ms', peer: 'playwright launch + goto + ariaSnapshot', peerValue: pwFirst, budget: 'reported', ok: true });
+        rows.push({
+          name: `${engine} browser start to first snapshot`,
+          value: first,
+          unit: 'ms',
+          peer: 'playwright launch + goto + ariaSnapshot',
+          peerValue: pwFirst,
+          budget: 'reported',
+          ok: true,
+        });
         for (const path of MEASURED) {
           const times: number[] = [];
           let text = '';
@@ -169,7 +218,15 @@ export async function benchBrowser(): Promise<BenchRow[]> {
             text = await navigate(k, `${base}${path}`);
             times.push(performance.now() - t);
           }
-          rows.push({ name: `${engine} navigate + snapshot p50 ${path}`, value: median(times), unit: 'ms', peer: 'playwright goto + ariaSnapshot', peerValue: ariaTimes[path]!, budget: 'reported', ok: true });
+          rows.push({
+            name: `${engine} navigate + snapshot p50 ${path}`,
+            value: median(times),
+            unit: 'ms',
+            peer: 'playwright goto + ariaSnapshot',
+            peerValue: ariaTimes[path]!,
+            budget: 'reported',
+            ok: true,
+          });
           if (engine !== 'engineA') continue;
           const labels = PAGES[path]!.labels;
           const missing = labels.filter((l) => !text.includes(l));

@@ -30,7 +30,15 @@ export async function benchCli(runs = 15): Promise<BenchRow[]> {
     const push = time([CLI, 'push', 'benchmark task', '-p', '7'], env, runs);
     const help = time([CLI, '--help'], env, runs);
     return [
-      { name: 'keel push cold start', value: push, unit: 'ms', peer: 'node -e 0', peerValue: node, budget: '<= 2.5x peer', ok: push <= 2.5 * node },
+      {
+        name: 'keel push cold start',
+        value: push,
+        unit: 'ms',
+        peer: 'node -e 0',
+        peerValue: node,
+        budget: '<= 2.5x peer',
+        ok: push <= 2.5 * node,
+      },
       { name: 'keel --help', value: help, unit: 'ms', peer: 'node -e 0', peerValue: node, budget: '<= 2.5x peer', ok: help <= 2.5 * node },
     ];
   } finally {

@@ -71,8 +71,28 @@ export async function benchCommands(iterations = 40): Promise<BenchRow[]> {
         budget: '< 100 ms',
         ok: inJail < 100,
       },
-      ...(isolated ? [{ name: 'run_command echo, commandIsolation strict', value: inStrict, unit: 'ms', peer: 'execFile echo', peerValue: peer, budget: '< 100 ms', ok: inStrict < 100 }] : []),
-      { name: 'run_command echo, commandIsolation off', value: noJail, unit: 'ms', peer: 'execFile echo', peerValue: peer, budget: '< 100 ms', ok: noJail < 100 },
+      ...(isolated
+        ? [
+            {
+              name: 'run_command echo, commandIsolation strict',
+              value: inStrict,
+              unit: 'ms',
+              peer: 'execFile echo',
+              peerValue: peer,
+              budget: '< 100 ms',
+              ok: inStrict < 100,
+            },
+          ]
+        : []),
+      {
+        name: 'run_command echo, commandIsolation off',
+        value: noJail,
+        unit: 'ms',
+        peer: 'execFile echo',
+        peerValue: peer,
+        budget: '< 100 ms',
+        ok: noJail < 100,
+      },
     ];
   } finally {
     await jailed.stop();

@@ -31,13 +31,25 @@ async function settle(child: ChildProcess, ready: () => boolean): Promise<number
 export async function benchDaemon(): Promise<BenchRow[]> {
   const home = mkdtempSync(join(tmpdir(), 'keel-bench-daemon-'));
   try {
-    const bare = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1 << 30); console.log("ready")'], { stdio: ['ignore', 'pipe', 'ignore'] });
+    const bare = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1 << 30); console.log("ready")'], {
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
     let bareReady = false;
     bare.stdout!.on('data', () => (bareReady = true));
     const peer = await settle(bare, () => bareReady);
     const daemon = spawn(process.execPath, [CLI, 'run'], { env: { ...process.env, KEEL_HOME: home }, stdio: 'ignore' });
     const rss = await settle(daemon, () => existsSync(join(home, 'run', 'state.json')));
-    return [{ name: 'daemon idle RSS (keel run, built-in plugins)', value: rss, unit: 'MB', peer: 'idle node process', peerValue: peer, budget: '<= 120 MB', ok: rss <= 120 }];
+    return [
+      {
+        name: 'daemon idle RSS (keel run, built-in plugins)',
+        value: rss,
+        unit: 'MB',
+        peer: 'idle node process',
+        peerValue: peer,
+        budget: '<= 120 MB',
+        ok: rss <= 120,
+      },
+    ];
   } finally {
     rmSync(home, { recursive: true, force: true });
   }

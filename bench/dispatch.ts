@@ -21,7 +21,12 @@ export async function benchDispatch(iterations = 50_000): Promise<BenchRow[]> {
           name: 'add',
           description: 'adds two numbers',
           category: 'bench',
-          parameters: { type: 'object', required: ['a', 'b'], properties: { a: { type: 'number' }, b: { type: 'number' } }, additionalProperties: false },
+          parameters: {
+            type: 'object',
+            required: ['a', 'b'],
+            properties: { a: { type: 'number' }, b: { type: 'number' } },
+            additionalProperties: false,
+          },
         },
       ],
     },
@@ -44,7 +49,15 @@ export async function benchDispatch(iterations = 50_000): Promise<BenchRow[]> {
     const dispatchUs = ((performance.now() - t) * 1000) / iterations;
     const overhead = dispatchUs - directUs;
     return [
-      { name: 'skill dispatch overhead', value: overhead, unit: 'µs', peer: 'direct async call', peerValue: directUs, budget: '<= 50 µs', ok: overhead <= 50 },
+      {
+        name: 'skill dispatch overhead',
+        value: overhead,
+        unit: 'µs',
+        peer: 'direct async call',
+        peerValue: directUs,
+        budget: '<= 50 µs',
+        ok: overhead <= 50,
+      },
     ];
   } finally {
     await kernel.stop();

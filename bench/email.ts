@@ -22,7 +22,15 @@ function p99(xs: number[]): number {
 }
 
 async function bareIdle(imap: TestImap, caFile: string): Promise<{ client: ImapFlow; next(): Promise<void> }> {
-  const client = new ImapFlow({ host: '127.0.0.1', port: imap.port, secure: true, auth: { user: imap.user, pass: imap.pass }, tls: { ca: readFileSync(caFile, 'utf8') }, logger: false, autoIdleDelay: 200 });
+  const client = new ImapFlow({
+    host: '127.0.0.1',
+    port: imap.port,
+    secure: true,
+    auth: { user: imap.user, pass: imap.pass },
+    tls: { ca: readFileSync(caFile, 'utf8') },
+    logger: false,
+    autoIdleDelay: 200,
+  });
   client.on('error', () => undefined);
   await client.connect();
   await client.mailboxOpen('INBOX');
@@ -53,7 +61,9 @@ export async function benchEmail(): Promise<BenchRow[]> {
   const rows: BenchRow[] = [];
   try {
     // ---- inbound: append -> durable action, against a bare IDLE client, alternating rounds
-    const k = await bootEmail({ config: { ...emailConfig({ ca, imap }), emailEnabled: true, emailAutoReplyEnabled: true, emailSweepIntervalMs: 3_600_000 } });
+    const k = await bootEmail({
+      config: { ...emailConfig({ ca, imap }), emailEnabled: true, emailAutoReplyEnabled: true, emailSweepIntervalMs: 3_600_000 },
+    });
     const start = Date.now();
     while (k.channel().status().state !== 'connected') {
       if (Date.now() - start > 15_000) throw new Error('email did not connect');
@@ -68,7 +78,15 @@ export async function benchEmail(): Promise<BenchRow[]> {
     const bare: number[] = [];
     const peer = await bareIdle(imap, ca.caFile);
     // One connection delivers every mail, so neither side's figure includes a login.
-    const sender = new ImapFlow({ host: '127.0.0.1', port: imap.port, secure: true, auth: { user: imap.user, pass: imap.pass }, tls: { ca: readFileSync(ca.caFile, 'utf8') }, logger: false, disableAutoIdle: true });
+    const sender = new ImapFlow({
+      host: '127.0.0.1',
+      port: imap.port,
+      secure: true,
+      auth: { user: imap.user, pass: imap.pass },
+      tls: { ca: readFileSync(ca.caFile, 'utf8') },
+      logger: false,
+      disableAutoIdle: true,
+    });
     sender.on('error', () => undefined);
     await sender.connect();
     const append = (raw: string) => sender.append('INBOX', raw);
@@ -96,8 +114,24 @@ export async function benchEmail(): Promise<BenchRow[]> {
     await peer.client.logout().catch(() => peer.client.close());
     await sender.logout().catch(() => sender.close());
     rows.push(
-      { name: 'email inbound: append to durable action (IDLE), p50', value: median(keel), unit: 'ms', peer: 'bare imapflow IDLE + fetch, p50', peerValue: median(bare), budget: 'reported', ok: true },
-      { name: 'email inbound: append to durable action (IDLE), p99', value: p99(keel), unit: 'ms', peer: 'bare imapflow IDLE + fetch, p99', peerValue: p99(bare), budget: 'reported', ok: true },
+      {
+        name: 'email inbound: append to durable action (IDLE), p50',
+        value: median(keel),
+        unit: 'ms',
+        peer: 'bare imapflow IDLE + fetch, p50',
+        peerValue: median(bare),
+        budget: 'reported',
+        ok: true,
+      },
+      {
+        name: 'email inbound: append to durable action (IDLE), p99',
+        value: p99(keel),
+        unit: 'ms',
+        peer: 'bare imapflow IDLE + fetch, p99',
+        peerValue: p99(bare),
+        budget: 'reported',
+        ok: true,
+      },
     );
     await k.stop();
 
@@ -106,7 +140,14 @@ export async function benchEmail(): Promise<BenchRow[]> {
     const raws: string[] = [];
     for (let i = 0; i < MAILBOX_SIZE; i++) {
       const needle = i % 1000 === 7 ? ' needle-marker' : '';
-      raws.push(rawMail({ from: `Sender ${i % 50} <sender${i % 50}@example.org>`, subject: `Report ${i}`, body: `Body of message ${i}. Status green, nothing to add${needle}.`, date: new Date(now - (MAILBOX_SIZE - i) * 60_000) }));
+      raws.push(
+        rawMail({
+          from: `Sender ${i % 50} <sender${i % 50}@example.org>`,
+          subject: `Report ${i}`,
+          body: `Body of message ${i}. Status green, nothing to add${needle}.`,
+          date: new Date(now - (MAILBOX_SIZE - i) * 60_000),
+        }),
+      );
     }
     imap.deliverToMaildir(raws);
     const s = await bootEmail({ config: emailConfig({ ca, imap }) });
@@ -124,7 +165,15 @@ export async function benchEmail(): Promise<BenchRow[]> {
         keelSearch.push(performance.now() - t);
         count = Number(/^(\d+) emails?/.exec(out)?.[1] ?? 0);
         t = performance.now();
-        const client = new ImapFlow({ host: '127.0.0.1', port: imap.port, secure: true, auth: { user: imap.user, pass: imap.pass }, tls, logger: false, disableAutoIdle: true });
+        const client = new ImapFlow({
+          host: '127.0.0.1',
+          port: imap.port,
+          secure: true,
+          auth: { user: imap.user, pass: imap.pass },
+          tls,
+          logger: false,
+          disableAutoIdle: true,
+        });
         client.on('error', () => undefined);
         await client.connect();
         await client.mailboxOpen('INBOX', { readOnly: true });

@@ -76,7 +76,13 @@ function rssMb(pid: number): number {
   return m ? Number(m[1]) / 1024 : NaN;
 }
 
-async function waitAnswer(port: number, path: string, headers: Record<string, string>, child: ChildProcess, timeoutMs = 15_000): Promise<void> {
+async function waitAnswer(
+  port: number,
+  path: string,
+  headers: Record<string, string>,
+  child: ChildProcess,
+  timeoutMs = 15_000,
+): Promise<void> {
   const deadline = performance.now() + timeoutMs;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`the process exited with ${child.exitCode} before answering`);
@@ -178,8 +184,24 @@ export async function benchGateway(): Promise<BenchRow[]> {
     const mid = pairs[Math.floor(pairs.length / 2)]!;
     const gw = { rps: mid.g.rps, p99: median(pairs.map((p) => p.g.p99)) };
     const bf = { rps: mid.b.rps, p99: median(pairs.map((p) => p.b.p99)) };
-    rows.push({ name: 'gateway GET /api/status (API key set)', value: gw.rps, unit: 'req/s', peer: 'bare fastify route, same-size object', peerValue: bf.rps, budget: '>= 0.8x peer', ok: gw.rps >= 0.8 * bf.rps });
-    rows.push({ name: 'gateway GET /api/status p99', value: gw.p99, unit: 'ms', peer: 'bare fastify route p99', peerValue: bf.p99, budget: 'reported', ok: true });
+    rows.push({
+      name: 'gateway GET /api/status (API key set)',
+      value: gw.rps,
+      unit: 'req/s',
+      peer: 'bare fastify route, same-size object',
+      peerValue: bf.rps,
+      budget: '>= 0.8x peer',
+      ok: gw.rps >= 0.8 * bf.rps,
+    });
+    rows.push({
+      name: 'gateway GET /api/status p99',
+      value: gw.p99,
+      unit: 'ms',
+      peer: 'bare fastify route p99',
+      peerValue: bf.p99,
+      budget: 'reported',
+      ok: true,
+    });
 
     // Spawn to first answer, and idle RSS.
     const nodeRuns: number[] = [];
@@ -197,9 +219,25 @@ export async function benchGateway(): Promise<BenchRow[]> {
       rsss.push(s.rss);
     }
     const startMs = median(spawns);
-    rows.push({ name: 'keel gateway spawn to first answer', value: startMs, unit: 'ms', peer: 'node -e 0', peerValue: median(nodeRuns), budget: '< 1000 ms', ok: startMs < 1000 });
+    rows.push({
+      name: 'keel gateway spawn to first answer',
+      value: startMs,
+      unit: 'ms',
+      peer: 'node -e 0',
+      peerValue: median(nodeRuns),
+      budget: '< 1000 ms',
+      ok: startMs < 1000,
+    });
     const rss = median(rsss);
-    rows.push({ name: 'keel gateway idle RSS', value: rss, unit: 'MB', peer: 'bare fastify process idle', peerValue: await bareFastifyRss(), budget: '<= 120 MB', ok: rss <= 120 });
+    rows.push({
+      name: 'keel gateway idle RSS',
+      value: rss,
+      unit: 'MB',
+      peer: 'bare fastify process idle',
+      peerValue: await bareFastifyRss(),
+      budget: '<= 120 MB',
+      ok: rss <= 120,
+    });
     return rows;
   } finally {
     rmSync(home, { recursive: true, force: true });

@@ -25,7 +25,7 @@ const ROOT = join(import.meta.dirname, '..');
 const REGISTRY = Symbol.for('keel.memoryTestLlm');
 
 let seed = 42;
-const rand = (): number => ((seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31);
+const rand = (): number => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31;
 const WORDS = Array.from({ length: 3000 }, (_, i) => `w${i.toString(36)}x${'abcdefghij'[i % 10]}`);
 const word = (): string => WORDS[Math.floor(rand() * WORDS.length)]!;
 const randomVec = (): number[] => Array.from({ length: DIM }, () => rand() * 2 - 1);
@@ -69,7 +69,14 @@ async function keelP50(list: MemoryEntry[], vectors: number[][] | undefined, que
     (g[REGISTRY] ??= new Map()).set(home, { embed: () => randomVec() });
   }
   const candidate = (await discoverBuiltins(join(ROOT, 'plugins'))).find((c) => c.id === 'memory')!;
-  const k = await startKernel({ home, builtinDir: empty, extraPlugins: [candidate], env: {}, watchSkills: false, logs: new LogSink({ quiet: true }) });
+  const k = await startKernel({
+    home,
+    builtinDir: empty,
+    extraPlugins: [candidate],
+    env: {},
+    watchSkills: false,
+    logs: new LogSink({ quiet: true }),
+  });
   try {
     const times: number[] = [];
     for (let i = 0; i < 20; i++) await k.execute('recall_memory', { query: queries[i % queries.length]! }, k.operator); // warm-up
@@ -134,8 +141,24 @@ export async function benchMemory(): Promise<BenchRow[]> {
   const vec = await keelP50(list, vectors, queries);
   const vecPeer = naiveVectorP50(vectors, Array.from({ length: QUERIES }, randomVec));
   return [
-    { name: 'recall_memory p50, keyword, 10,000 memories', value: kw, unit: 'ms', peer: 'naive scan', peerValue: kwPeer, budget: '<= 1x naive scan', ok: kw <= kwPeer },
-    { name: 'recall_memory p50, vector 384-d, 10,000 memories', value: vec, unit: 'ms', peer: 'naive cosine scan', peerValue: vecPeer, budget: '<= 1x naive scan', ok: vec <= vecPeer },
+    {
+      name: 'recall_memory p50, keyword, 10,000 memories',
+      value: kw,
+      unit: 'ms',
+      peer: 'naive scan',
+      peerValue: kwPeer,
+      budget: '<= 1x naive scan',
+      ok: kw <= kwPeer,
+    },
+    {
+      name: 'recall_memory p50, vector 384-d, 10,000 memories',
+      value: vec,
+      unit: 'ms',
+      peer: 'naive cosine scan',
+      peerValue: vecPeer,
+      budget: '<= 1x naive scan',
+      ok: vec <= vecPeer,
+    },
   ];
 }
 

@@ -22,7 +22,9 @@ const quiet: Logger = { debug() {}, info() {}, warn() {}, error: (m) => console.
 
 function prefilled(size: number): Action[] {
   const now = Date.now();
-  return Array.from({ length: size }, (_, i) => createAction({ task: `queued task number ${i}: summarise the inbox and reply`, priority: (i % 10) + 1 }, now));
+  return Array.from({ length: size }, (_, i) =>
+    createAction({ task: `queued task number ${i}: summarise the inbox and reply`, priority: (i % 10) + 1 }, now),
+  );
 }
 
 /** A home whose actions.json already holds `size` pending actions. */

@@ -24,7 +24,11 @@ export async function benchReceive(n = 600): Promise<BenchRow[]> {
       return ctx.queue.push(input);
     };
     const recv = (i: number, scan: boolean) =>
-      receive(ctx, { channel: 'bench', messageId: `${scan}-${i}`, chatId: `c${i % 100}`, userId: `u${i % 100}`, text: `message ${i}` }, { autoReply: true, checkDuplicates: scan });
+      receive(
+        ctx,
+        { channel: 'bench', messageId: `${scan}-${i}`, chatId: `c${i % 100}`, userId: `u${i % 100}`, text: `message ${i}` },
+        { autoReply: true, checkDuplicates: scan },
+      );
     const samples = { push: [] as number[], scan: [] as number[], noScan: [] as number[] };
     const time = async (into: number[], fn: () => Promise<unknown>) => {
       const t0 = performance.now();
@@ -41,8 +45,24 @@ export async function benchReceive(n = 600): Promise<BenchRow[]> {
     const ns = median(samples.noScan);
     const size = ctx.queue.counts().pending;
     return [
-      { name: `receive per message (queue up to ${size} pending)`, value: s, unit: 'µs', peer: 'ctx.queue.push', peerValue: p, budget: '<= 1.2x push', ok: s <= p * 1.2 },
-      { name: 'receive without the duplicate check', value: ns, unit: 'µs', peer: 'ctx.queue.push', peerValue: p, budget: '<= 1.2x push', ok: ns <= p * 1.2 },
+      {
+        name: `receive per message (queue up to ${size} pending)`,
+        value: s,
+        unit: 'µs',
+        peer: 'ctx.queue.push',
+        peerValue: p,
+        budget: '<= 1.2x push',
+        ok: s <= p * 1.2,
+      },
+      {
+        name: 'receive without the duplicate check',
+        value: ns,
+        unit: 'µs',
+        peer: 'ctx.queue.push',
+        peerValue: p,
+        budget: '<= 1.2x push',
+        ok: ns <= p * 1.2,
+      },
     ];
   } finally {
     await t.close();

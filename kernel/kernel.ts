@@ -159,7 +159,10 @@ export async function startKernel(opts: KernelOptions = {}): Promise<Kernel> {
     runner: () => runner?.status(),
     logs: (o) => logs.recent(o),
     onLog: (l) => logs.onEntry(l),
-    plugins: () => host.statuses().map((s) => ({ id: s.id, state: s.state, ...(s.reason ? { reason: s.reason } : {}), ...(s.kind ? { kind: s.kind } : {}) })),
+    plugins: () =>
+      host
+        .statuses()
+        .map((s) => ({ id: s.id, state: s.state, ...(s.reason ? { reason: s.reason } : {}), ...(s.kind ? { kind: s.kind } : {}) })),
     enablePlugin: async (id) => {
       const st = await host.enable(id);
       return st ? { id: st.id, state: st.state, ...(st.reason ? { reason: st.reason } : {}) } : undefined;
@@ -195,7 +198,15 @@ export async function startKernel(opts: KernelOptions = {}): Promise<Kernel> {
 
   // The lists apply to user plugin folders before any of their code runs (discover.ts), then to manifest ids.
   const lists = { allow: cfg.get<string[]>('pluginAllowList') ?? [], deny: cfg.get<string[]>('pluginDenyList') ?? [] };
-  const candidates = [...(await discoverAll({ home, lists, ...(opts.builtinDir ? { builtinDir: opts.builtinDir } : {}), ...(opts.builtinOnly ? { builtinOnly: true } : {}) })), ...(opts.extraPlugins ?? [])];
+  const candidates = [
+    ...(await discoverAll({
+      home,
+      lists,
+      ...(opts.builtinDir ? { builtinDir: opts.builtinDir } : {}),
+      ...(opts.builtinOnly ? { builtinOnly: true } : {}),
+    })),
+    ...(opts.extraPlugins ?? []),
+  ];
   await host.start(candidates);
   host.startHealthTimer();
 

@@ -2,7 +2,18 @@
 // Builds dist/: the `keel` CLI (code-split so each command loads only what it needs), the SDK for user code,
 // every built-in plugin, and dist/plugins/manifests.json so listing plugins never imports their code.
 import { build } from 'esbuild';
-import { copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync, chmodSync, statSync } from 'node:fs';
+import {
+  copyFileSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  writeFileSync,
+  chmodSync,
+  statSync,
+} from 'node:fs';
 import { gzipSync } from 'node:zlib';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -14,7 +25,9 @@ mkdirSync(join(dist, 'plugins'), { recursive: true });
 
 const pluginsDir = join(root, 'plugins');
 const pluginDirs = existsSync(pluginsDir)
-  ? readdirSync(pluginsDir).filter((d) => statSync(join(pluginsDir, d)).isDirectory() && existsSync(join(pluginsDir, d, 'index.ts'))).sort()
+  ? readdirSync(pluginsDir)
+      .filter((d) => statSync(join(pluginsDir, d)).isDirectory() && existsSync(join(pluginsDir, d, 'index.ts')))
+      .sort()
   : [];
 
 const entryPoints = {
@@ -93,6 +106,7 @@ if (existsSync(join(web, 'main.ts'))) {
   });
   copyFileSync(join(web, 'index.html'), join(out, 'index.html'));
   copyFileSync(join(web, 'app.css'), join(out, 'app.css'));
-  for (const f of ['index.html', 'app.js', 'app.css']) writeFileSync(join(out, `${f}.gz`), gzipSync(readFileSync(join(out, f)), { level: 9 }));
+  for (const f of ['index.html', 'app.js', 'app.css'])
+    writeFileSync(join(out, `${f}.gz`), gzipSync(readFileSync(join(out, f)), { level: 9 }));
 }
 console.log(`keel: built dist/ (${pluginDirs.length} built-in plugins)`);

@@ -4,7 +4,14 @@
  */
 import type { ChannelCapability } from './channel.js';
 import type { DashboardCapability, GatewayEventsCapability, GatewayRoutesCapability } from './gateway.js';
-import type { AgentCapability, KernelInfoCapability, KnowledgeCapability, MemoryCapability, PolicyCapability, WebCapability } from './plugin.js';
+import type {
+  AgentCapability,
+  KernelInfoCapability,
+  KnowledgeCapability,
+  MemoryCapability,
+  PolicyCapability,
+  WebCapability,
+} from './plugin.js';
 import type { LlmCapability, ProviderCapability } from './providers.js';
 
 /**

@@ -122,7 +122,11 @@ export interface ChannelManifestInfo {
  */
 export const SPEC_CHANNELS = {
   chatA: { name: 'chatA', userIdPattern: '^-?\\d+$', userIdExample: '123456789' },
-  chatB: { name: 'chatB', userIdPattern: '^\\d+(?::\\d+)?@(?:s\\.whatsapp\\.net|c\\.us|lid)$', userIdExample: '4915123456789@s.whatsapp.net' },
+  chatB: {
+    name: 'chatB',
+    userIdPattern: '^\\d+(?::\\d+)?@(?:s\\.whatsapp\\.net|c\\.us|lid)$',
+    userIdExample: '4915123456789@s.whatsapp.net',
+  },
   chatC: { name: 'chatC', userIdPattern: '^\\d{17,20}$', userIdExample: '123456789012345678' },
   chatD: { name: 'chatD', userIdPattern: '^[UW][A-Z0-9]+$', userIdExample: 'U01ABCDEF23' },
   email: { name: 'email', userIdPattern: '^[^\\s@<>]+@[^\\s@<>]+\\.[^\\s@<>]+$', userIdExample: 'owner@example.com' },
@@ -221,7 +225,8 @@ function seenKeys(ctx: PluginContext): Map<string, true> {
     const { pending, completed, failed } = ctx.queue.list();
     for (const a of [...failed, ...completed, ...pending]) {
       const inb = a.metadata.inbound as { channel?: unknown; messageId?: unknown } | undefined;
-      if (inb && typeof inb.channel === 'string' && typeof inb.messageId === 'string') seen.set(inboundKey(inb.channel, inb.messageId), true);
+      if (inb && typeof inb.channel === 'string' && typeof inb.messageId === 'string')
+        seen.set(inboundKey(inb.channel, inb.messageId), true);
     }
     seenByQueue.set(ctx.queue, seen);
   }
@@ -304,9 +309,15 @@ export function reportIgnored(
 
 async function decide(ctx: PluginContext, inbound: InboundMessage, options: ReceiveOptions): Promise<ReceiveOutcome> {
   const operator = options.operator === true && inbound.notAdmin !== true;
-  const admin = inbound.notAdmin === true ? false : operator || decideAdmin(ctx, { kind: 'user', channel: inbound.channel, userId: inbound.userId });
+  const admin =
+    inbound.notAdmin === true ? false : operator || decideAdmin(ctx, { kind: 'user', channel: inbound.channel, userId: inbound.userId });
   const untrusted = !admin || inbound.forceUntrusted === true;
-  const actor: Actor = { kind: operator ? 'operator' : 'user', channel: inbound.channel, userId: inbound.userId, ...(untrusted ? { untrusted: true } : {}) };
+  const actor: Actor = {
+    kind: operator ? 'operator' : 'user',
+    channel: inbound.channel,
+    userId: inbound.userId,
+    ...(untrusted ? { untrusted: true } : {}),
+  };
   if (options.requireAdmin && !admin) return { kind: 'ignored', reason: 'not-admin' };
   // Before messageIn, so a redelivered message has no side effects in the taps (contact counters ...). The key is
   // reserved at once: the same message delivered twice at the same moment is let through once.

@@ -32,9 +32,12 @@ export interface GatewayRoute {
   summary: string;
   description?: string;
   schema: { params?: TSchema; querystring?: TSchema; body?: TSchema; response: Record<number, TSchema> };
-  handler(req: { params: Record<string, string>; query: Record<string, unknown>; body: unknown; caller: GatewayCaller }):
-    | { status?: number; body: unknown }
-    | Promise<{ status?: number; body: unknown }>;
+  handler(req: {
+    params: Record<string, string>;
+    query: Record<string, unknown>;
+    body: unknown;
+    caller: GatewayCaller;
+  }): { status?: number; body: unknown } | Promise<{ status?: number; body: unknown }>;
 }
 
 /**

@@ -11,13 +11,7 @@
  * exception is the `beforeSkill` veto, which fails closed: a veto tap that throws refuses the call. See
  * docs/plugins.md.
  */
-import type {
-  AsyncParallelHook,
-  AsyncSeriesBailHook,
-  AsyncSeriesHook,
-  AsyncSeriesWaterfallHook,
-  SyncHook,
-} from 'tapable';
+import type { AsyncParallelHook, AsyncSeriesBailHook, AsyncSeriesHook, AsyncSeriesWaterfallHook, SyncHook } from 'tapable';
 import type { InboundMessage } from './channel.js';
 import type { Action, Actor, Json, SkillResult } from './types.js';
 

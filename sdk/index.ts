@@ -82,7 +82,9 @@ export function defineSkill<S extends TSchema>(def: CustomSkillDefinition<S>): C
  * typed contract still knows the skill.
  * @example skills: [skill({ name: 'hello', description: 'Greets', parameters: Type.Object({ name: Type.String() }) })]
  */
-export function skill<const S extends Omit<SkillManifest, 'category'> & { category?: string }>(def: S): Omit<S, 'category'> & { category: string } {
+export function skill<const S extends Omit<SkillManifest, 'category'> & { category?: string }>(
+  def: S,
+): Omit<S, 'category'> & { category: string } {
   return { category: 'general', ...def };
 }
 

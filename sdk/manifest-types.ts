@@ -13,7 +13,11 @@ type IsWide<S> = string extends S ? true : false;
  * The skills a manifest declares, as a union of their entries.
  * @example type S = SkillOf<typeof manifest>; // { name: 'http_fetch'; ... } | { name: 'extract_article'; ... }
  */
-export type SkillOf<M extends PluginManifest> = M extends { skills?: infer L } ? (NonNullable<L> extends readonly (infer S)[] ? S & SkillManifest : never) : never;
+export type SkillOf<M extends PluginManifest> = M extends { skills?: infer L }
+  ? NonNullable<L> extends readonly (infer S)[]
+    ? S & SkillManifest
+    : never
+  : never;
 
 /**
  * The skill names a manifest declares (`string` for a manifest whose names the compiler does not know).
@@ -33,7 +37,11 @@ export type SkillArgs<M extends PluginManifest, N extends string> =
       ? Static<P>
       : never;
 
-type ConfigOf<M extends PluginManifest> = M extends { config?: infer C } ? (NonNullable<C> extends infer R extends Record<string, ConfigKeySpec> ? R : {}) : {};
+type ConfigOf<M extends PluginManifest> = M extends { config?: infer C }
+  ? NonNullable<C> extends infer R extends Record<string, ConfigKeySpec>
+    ? R
+    : {}
+  : {};
 
 /**
  * The config keys a manifest declares (`never` when they are not known to the compiler).
@@ -55,4 +63,8 @@ export type ConfigValue<M extends PluginManifest, K extends string> = ConfigOf<M
  * The capability names a manifest lists in `provides` (`string` when they are not known to the compiler).
  * @example type P = ProvidedName<typeof manifest>; // 'web'
  */
-export type ProvidedName<M extends PluginManifest> = M extends { provides?: infer L } ? (NonNullable<L> extends readonly (infer P extends string)[] ? P : never) : never;
+export type ProvidedName<M extends PluginManifest> = M extends { provides?: infer L }
+  ? NonNullable<L> extends readonly (infer P extends string)[]
+    ? P
+    : never
+  : never;

@@ -63,11 +63,18 @@ async function probe(unshare: string, flags: string[]): Promise<NamespaceSupport
   if (process.platform !== 'linux') return { available: false, reason: `namespaces are a Linux feature and this is ${process.platform}` };
   const attempt = (args: string[]) =>
     new Promise<string | undefined>((resolve) => {
-      execFile(unshare, [...args, '--', process.execPath, '-e', '0'], { timeout: 5000, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' } }, (err, _out, stderr) => {
-        if (!err) return resolve(undefined);
-        const code = (err as NodeJS.ErrnoException).code;
-        resolve(code === 'ENOENT' ? `${unshare} (util-linux) is not installed` : (String(stderr).trim().split('\n').pop() ?? '') || err.message);
-      });
+      execFile(
+        unshare,
+        [...args, '--', process.execPath, '-e', '0'],
+        { timeout: 5000, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' } },
+        (err, _out, stderr) => {
+          if (!err) return resolve(undefined);
+          const code = (err as NodeJS.ErrnoException).code;
+          resolve(
+            code === 'ENOENT' ? `${unshare} (util-linux) is not installed` : (String(stderr).trim().split('\n').pop() ?? '') || err.message,
+          );
+        },
+      );
     });
   const plain = await attempt(flags);
   if (plain === undefined) return { available: true, prefix: [unshare, ...flags, '--'], userNamespace: false };

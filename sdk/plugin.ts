@@ -335,7 +335,10 @@ export interface MemoryCapability {
 
 /** Capability `web`: fetching with the SSRF guard, shared by http_fetch, extract_article and rag_ingest_url. */
 export interface WebCapability {
-  fetch(url: string, opts?: { signal?: AbortSignal; maxBytes?: number; accept?: string }): Promise<{ url: string; status: number; contentType: string; body: string; truncated: boolean }>;
+  fetch(
+    url: string,
+    opts?: { signal?: AbortSignal; maxBytes?: number; accept?: string },
+  ): Promise<{ url: string; status: number; contentType: string; body: string; truncated: boolean }>;
   /** Main content of an HTML page. */
   extract(html: string, url: string): { title: string; text: string; byline?: string; excerpt?: string };
   /**

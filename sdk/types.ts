@@ -197,10 +197,7 @@ export interface SkillCallContext {
   use<T = unknown>(capability: string): T | undefined;
 }
 
-export type SkillHandler<A = Record<string, unknown>> = (
-  args: A,
-  ctx: SkillCallContext,
-) => unknown | Promise<unknown>;
+export type SkillHandler<A = Record<string, unknown>> = (args: A, ctx: SkillCallContext) => unknown | Promise<unknown>;
 
 // ---------------------------------------------------------------- manifests
 

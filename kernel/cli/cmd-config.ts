@@ -25,7 +25,10 @@ export async function configGet(key: string | undefined, opts: { json?: boolean;
     config.assertKnown(key);
     const value = all[key];
     if (opts.json) process.stdout.write(`${JSON.stringify({ key, value, source: config.layerOf(key) })}\n`);
-    else process.stdout.write(`${typeof value === 'string' ? value : JSON.stringify(value)}${opts.source ? `\t(${config.layerOf(key)})` : ''}\n`);
+    else
+      process.stdout.write(
+        `${typeof value === 'string' ? value : JSON.stringify(value)}${opts.source ? `\t(${config.layerOf(key)})` : ''}\n`,
+      );
     return 0;
   }
   if (opts.json) {

@@ -22,7 +22,9 @@ export async function listPlugins(opts: { json?: boolean; config?: string }): Pr
   }
   for (const s of statuses) {
     const state = s.state === 'stopped' && !live ? 'enabled' : s.state;
-    process.stdout.write(`${s.id.padEnd(24)} ${state.padEnd(12)} ${s.origin.padEnd(12)} ${s.version ?? ''}${s.reason && state !== 'enabled' ? `  ${s.reason}` : ''}\n`);
+    process.stdout.write(
+      `${s.id.padEnd(24)} ${state.padEnd(12)} ${s.origin.padEnd(12)} ${s.version ?? ''}${s.reason && state !== 'enabled' ? `  ${s.reason}` : ''}\n`,
+    );
   }
   return 0;
 }

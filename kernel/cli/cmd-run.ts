@@ -18,7 +18,12 @@ export async function runCommand(opts: RunOptions): Promise<number> {
   const home = keelHome();
   refuseIfAgentRunning(home);
   if (opts.daemon) {
-    const args = [...(opts.config ? ['--config', opts.config] : []), 'run', '--foreground-daemon', ...(opts.withGateway ? ['--with-gateway'] : [])];
+    const args = [
+      ...(opts.config ? ['--config', opts.config] : []),
+      'run',
+      '--foreground-daemon',
+      ...(opts.withGateway ? ['--with-gateway'] : []),
+    ];
     const { pid, log } = await detach({ home, processName: 'agent', log: join(home, 'daemon.log'), args });
     process.stdout.write(`Keel is running in the background (pid ${pid}); logs: ${log}\n`);
     return 0;
@@ -36,7 +41,9 @@ export async function runCommand(opts: RunOptions): Promise<number> {
     await served.stop();
     throw new KeelError(
       ErrorCodes.PLUGIN_NOT_PROVIDED,
-      reason ? `The gateway did not start: ${reason}` : '--with-gateway needs the gateway plugin, which is not installed or not enabled (see `keel plugins`).',
+      reason
+        ? `The gateway did not start: ${reason}`
+        : '--with-gateway needs the gateway plugin, which is not installed or not enabled (see `keel plugins`).',
     );
   }
   served.kernel.log.info(`Keel ${served.kernel.version} is running (pid ${process.pid}, data in ${home}).`);

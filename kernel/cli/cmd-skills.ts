@@ -20,6 +20,7 @@ export async function listSkills(opts: { json?: boolean; config?: string }): Pro
   skills.sort((a, b) => a.name.localeCompare(b.name));
   if (opts.json) process.stdout.write(`${JSON.stringify({ skills }, null, 2)}\n`);
   else if (skills.length === 0) process.stdout.write('No skills available.\n');
-  else for (const s of skills) process.stdout.write(`${s.name.padEnd(28)} ${s.category.padEnd(10)} ${s.plugin.padEnd(16)} ${s.description}\n`);
+  else
+    for (const s of skills) process.stdout.write(`${s.name.padEnd(28)} ${s.category.padEnd(10)} ${s.plugin.padEnd(16)} ${s.description}\n`);
   return 0;
 }

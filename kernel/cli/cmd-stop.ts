@@ -29,7 +29,11 @@ export async function stop(opts: { json?: boolean; timeout: string }): Promise<n
   const line = await progressLine(`Stopping ${procs.map((p) => p.name).join(', ')}`, { quiet: Boolean(opts.json) });
   try {
     while (Date.now() < deadline && waiting().length) {
-      line.update(`Stopping ${waiting().map((p) => `${p.name} (pid ${p.pid})`).join(', ')}; killed after ${Math.ceil((deadline - Date.now()) / 1000)} s`);
+      line.update(
+        `Stopping ${waiting()
+          .map((p) => `${p.name} (pid ${p.pid})`)
+          .join(', ')}; killed after ${Math.ceil((deadline - Date.now()) / 1000)} s`,
+      );
       await new Promise((r) => setTimeout(r, 50));
     }
   } finally {
@@ -48,7 +52,9 @@ export async function stop(opts: { json?: boolean; timeout: string }): Promise<n
     rmSync(join(runDir(home), `${p.name}.pid`), { force: true });
   }
   if (opts.json) {
-    process.stdout.write(`${JSON.stringify({ stopped: procs.map((p) => ({ name: p.name, pid: p.pid, killed: killed.includes(p.pid) })) })}\n`);
+    process.stdout.write(
+      `${JSON.stringify({ stopped: procs.map((p) => ({ name: p.name, pid: p.pid, killed: killed.includes(p.pid) })) })}\n`,
+    );
   } else {
     for (const p of procs) {
       process.stdout.write(`Stopped ${p.name} (pid ${p.pid})${killed.includes(p.pid) ? ' — killed after the timeout' : ''}\n`);

@@ -14,7 +14,9 @@ export async function listTasks(opts: { json?: boolean }): Promise<number> {
   for (const group of ['pending', 'completed', 'failed'] as const) {
     process.stdout.write(`${group} (${list[group].length})\n`);
     for (const a of list[group]) {
-      process.stdout.write(`  ${a.id}  p${a.priority}  ${a.status.padEnd(9)} ${truncateForLog(a.task, 70)}${a.error ? `  — ${a.error}` : ''}\n`);
+      process.stdout.write(
+        `  ${a.id}  p${a.priority}  ${a.status.padEnd(9)} ${truncateForLog(a.task, 70)}${a.error ? `  — ${a.error}` : ''}\n`,
+      );
     }
   }
   return 0;

@@ -33,7 +33,10 @@ export const COMMANDS: CommandSpec[] = [
     path: ['push'],
     args: [{ syntax: '<task...>', description: 'what the agent should do' }],
     description: 'Add a task to the queue (it runs while `keel run` runs)',
-    options: [{ flags: '-p, --priority <1-10>', description: 'priority, higher runs first; clamped to 1..10', default: '5' }, { ...json, description: 'print the queued action as JSON' }],
+    options: [
+      { flags: '-p, --priority <1-10>', description: 'priority, higher runs first; clamped to 1..10', default: '5' },
+      { ...json, description: 'print the queued action as JSON' },
+    ],
   },
   {
     path: ['run'],

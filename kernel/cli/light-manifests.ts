@@ -24,7 +24,9 @@ export function lightManifests(): Array<{ dir: string; manifest: PluginManifest 
   const dist = distDir();
   if (dist) {
     try {
-      out.push(...(JSON.parse(readFileSync(join(dist, 'plugins', 'manifests.json'), 'utf8')) as Array<{ dir: string; manifest: PluginManifest }>));
+      out.push(
+        ...(JSON.parse(readFileSync(join(dist, 'plugins', 'manifests.json'), 'utf8')) as Array<{ dir: string; manifest: PluginManifest }>),
+      );
     } catch {
       // A damaged build only hides plugin commands from --help; `keel plugins` reports the problem.
     }

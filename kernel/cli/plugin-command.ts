@@ -27,7 +27,8 @@ export async function runPluginCommand(
   if (!allowed.ok) throw new KeelError(ErrorCodes.PLUGIN_LOAD_FAILED, `Plugin ${pluginId} is disabled: ${allowed.reason}.`);
   const def = await candidate.load();
   const handler = def.commands?.[name];
-  if (!handler) throw new KeelError(ErrorCodes.PLUGIN_LOAD_FAILED, `Plugin ${pluginId} declares the command "${name}" but exports no handler for it.`);
+  if (!handler)
+    throw new KeelError(ErrorCodes.PLUGIN_LOAD_FAILED, `Plugin ${pluginId} declares the command "${name}" but exports no handler for it.`);
   const logs = new LogSink();
   const ctx: CommandContext = {
     home,
@@ -41,7 +42,12 @@ export async function runPluginCommand(
         // An allow list of what the command asked for, within what the user's own list admits.
         const all = await discoverAll({ home, lists });
         const wanted = all
-          .filter((c) => c.id === pluginId || o.only?.ids?.includes(c.id) || o.only?.kinds?.includes((c.manifest as { kind?: PluginKind } | undefined)?.kind as PluginKind))
+          .filter(
+            (c) =>
+              c.id === pluginId ||
+              o.only?.ids?.includes(c.id) ||
+              o.only?.kinds?.includes((c.manifest as { kind?: PluginKind } | undefined)?.kind as PluginKind),
+          )
           .map((c) => c.id)
           .filter((id) => !lists.allow?.length || lists.allow.includes(id));
         overrides = { ...overrides, pluginAllowList: [...new Set(wanted)] };
@@ -72,7 +78,11 @@ export async function runPluginCommand(
         version: keelVersion(),
         config: { get: (key: string) => (key in masked ? masked[key] : v.config.get(key)) },
         keys: v.keys.entries().map((e) => ({ key: e.key, owner: e.owner, policy: e.spec.policy, secret: Boolean(e.spec.secret) })),
-        plugins: v.statuses.map((s) => ({ id: s.id, state: s.state === 'stopped' ? 'enabled' : s.state, ...(s.reason ? { reason: s.reason } : {}) })),
+        plugins: v.statuses.map((s) => ({
+          id: s.id,
+          state: s.state === 'stopped' ? 'enabled' : s.state,
+          ...(s.reason ? { reason: s.reason } : {}),
+        })),
         configProblems: v.config.problems().map((p) => p.message),
         secret: (key: string) => {
           const secrets = (candidate.manifest as { permissions?: { secrets?: string[] } } | undefined)?.permissions?.secrets ?? [];

@@ -33,16 +33,18 @@ function build(): Command {
   program.showHelpAfterError('(run with --help for usage)').exitOverride();
 
   const byPath = new Map<string, Command>([['', program]]);
-  const act = (handler: Handler) => async (...params: unknown[]) => {
-    // commander passes the positional arguments, then the options, then the command itself.
-    const opts = { ...(params.at(-2) as Opts), ...program.opts<Opts>() };
-    const positional = params.slice(0, -2).map((p) => (Array.isArray(p) ? p.join(' ') : (p as string | undefined))) as string[];
-    try {
-      process.exitCode = (await handler(positional, opts)) ?? EXIT.OK;
-    } catch (e) {
-      process.exitCode = reportError(e, Boolean(opts.json));
-    }
-  };
+  const act =
+    (handler: Handler) =>
+    async (...params: unknown[]) => {
+      // commander passes the positional arguments, then the options, then the command itself.
+      const opts = { ...(params.at(-2) as Opts), ...program.opts<Opts>() };
+      const positional = params.slice(0, -2).map((p) => (Array.isArray(p) ? p.join(' ') : (p as string | undefined))) as string[];
+      try {
+        process.exitCode = (await handler(positional, opts)) ?? EXIT.OK;
+      } catch (e) {
+        process.exitCode = reportError(e, Boolean(opts.json));
+      }
+    };
   const add = (spec: CommandSpec, handler?: Handler) => {
     const parent = byPath.get(spec.path.slice(0, -1).join(' '))!;
     const cmd = parent.command(spec.path.at(-1)!).description(spec.description);
@@ -66,7 +68,16 @@ function build(): Command {
       const [name, ...args] = c.name.split(' ');
       if (byPath.has(name!)) continue;
       add(
-        { path: [name!], args: args.map((syntax) => ({ syntax })), description: `${c.description} [plugin ${manifest.id}]`, options: (c.options ?? []).map((o) => ({ flags: o.flags, description: o.description, ...(o.default !== undefined ? { default: String(o.default) } : {}) })) },
+        {
+          path: [name!],
+          args: args.map((syntax) => ({ syntax })),
+          description: `${c.description} [plugin ${manifest.id}]`,
+          options: (c.options ?? []).map((o) => ({
+            flags: o.flags,
+            description: o.description,
+            ...(o.default !== undefined ? { default: String(o.default) } : {}),
+          })),
+        },
         async (positional, opts) => (await import('./plugin-command.js')).runPluginCommand(manifest.id, name!, positional, opts),
       );
     }

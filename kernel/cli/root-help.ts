@@ -14,12 +14,25 @@ export function rootHelp(): string {
   for (const c of COMMANDS) {
     if (c.path.length !== 1) continue;
     const subs = COMMANDS.filter((s) => s.path.length === 2 && s.path[0] === c.path[0]).map((s) => s.path[1]);
-    const left = c.group ? `${c.path[0]} <${subs.join('|')}>` : usage(c.path[0]!, (c.args ?? []).map((a) => a.syntax), Boolean(c.options?.length));
+    const left = c.group
+      ? `${c.path[0]} <${subs.join('|')}>`
+      : usage(
+          c.path[0]!,
+          (c.args ?? []).map((a) => a.syntax),
+          Boolean(c.options?.length),
+        );
     rows.push([left, c.description]);
     if (c.group) continue;
     for (const s of subs) {
       const sub = COMMANDS.find((x) => x.path.join(' ') === `${c.path[0]} ${s}`)!;
-      rows.push([usage(`${c.path[0]} ${s}`, (sub.args ?? []).map((a) => a.syntax), Boolean(sub.options?.length)), sub.description]);
+      rows.push([
+        usage(
+          `${c.path[0]} ${s}`,
+          (sub.args ?? []).map((a) => a.syntax),
+          Boolean(sub.options?.length),
+        ),
+        sub.description,
+      ]);
     }
   }
   for (const { manifest } of lightManifests()) {

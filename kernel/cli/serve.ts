@@ -33,7 +33,10 @@ export interface Served {
 export function refuseIfAgentRunning(home: string): void {
   const rec = readPid(home, 'agent');
   if (rec && rec.pid !== process.pid && isPidAlive(rec.pid)) {
-    throw new KeelError(ErrorCodes.ALREADY_RUNNING, `The Keel agent is already running for ${home} (pid ${rec.pid}, ${rec.mode}). Stop it with \`keel stop\`.`);
+    throw new KeelError(
+      ErrorCodes.ALREADY_RUNNING,
+      `The Keel agent is already running for ${home} (pid ${rec.pid}, ${rec.mode}). Stop it with \`keel stop\`.`,
+    );
   }
 }
 
@@ -41,7 +44,10 @@ export async function serve(o: ServeOptions): Promise<Served> {
   if (o.runAgent) refuseIfAgentRunning(o.home);
   const existing = readPid(o.home, o.processName);
   if (existing && existing.pid !== process.pid && isPidAlive(existing.pid)) {
-    throw new KeelError(ErrorCodes.ALREADY_RUNNING, `Keel's ${o.processName} is already running for ${o.home} (pid ${existing.pid}). Stop it with \`keel stop\`.`);
+    throw new KeelError(
+      ErrorCodes.ALREADY_RUNNING,
+      `Keel's ${o.processName} is already running for ${o.home} (pid ${existing.pid}). Stop it with \`keel stop\`.`,
+    );
   }
   process.setSourceMapsEnabled(true);
   const { startKernel, keelVersion } = await import('../kernel.js');
@@ -121,7 +127,11 @@ export async function detach(o: { home: string; processName: string; log: string
   mkdirSync(o.home, { recursive: true });
   const fd = openSync(o.log, 'a', 0o600);
   // Re-run this same entry point (dist/cli.js, or the source entry under a loader) with the same runtime flags.
-  const child = spawn(process.execPath, [...process.execArgv, process.argv[1]!, ...o.args], { detached: true, stdio: ['ignore', fd, fd], env: process.env });
+  const child = spawn(process.execPath, [...process.execArgv, process.argv[1]!, ...o.args], {
+    detached: true,
+    stdio: ['ignore', fd, fd],
+    env: process.env,
+  });
   child.unref();
   const exited = new Promise<number>((resolve) => child.once('exit', (code) => resolve(code ?? 1)));
   const deadline = Date.now() + 20_000;
@@ -129,7 +139,8 @@ export async function detach(o: { home: string; processName: string; log: string
     const rec = readPid(o.home, o.processName);
     if (rec && rec.pid === child.pid && rec.ready !== false) return { pid: child.pid!, log: o.log };
     const code = await Promise.race([exited, new Promise<undefined>((r) => setTimeout(() => r(undefined), 50))]);
-    if (code !== undefined) throw new KeelError(ErrorCodes.PLUGIN_SETUP_FAILED, `The background process exited during start (code ${code}); see ${o.log}`);
+    if (code !== undefined)
+      throw new KeelError(ErrorCodes.PLUGIN_SETUP_FAILED, `The background process exited during start (code ${code}); see ${o.log}`);
   }
   throw new KeelError(ErrorCodes.PLUGIN_TIMEOUT, `The background process did not report ready within 20 s; see ${o.log}`);
 }

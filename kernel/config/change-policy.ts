@@ -27,10 +27,10 @@ export function decideChange(policy: PolicyClass | undefined, origin: ConfigOrig
  */
 export function approverProblem(origin: ConfigOrigin, config: ConfigView): string | undefined {
   if (origin.kind === 'operator') return undefined;
-  if (origin.kind !== 'admin') return 'only a human (the operator or a channel admin) can approve or reject configuration changes, not the agent';
+  if (origin.kind !== 'admin')
+    return 'only a human (the operator or a channel admin) can approve or reject configuration changes, not the agent';
   if (!origin.actor) return 'an admin approval must say which admin is approving';
   if (isUntrusted(origin.actor)) return 'this request was started by untrusted content, so it cannot approve configuration changes';
   if (!isAdmin(origin.actor, config)) return 'the approving user is not an admin on their channel';
   return undefined;
 }
-

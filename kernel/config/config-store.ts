@@ -8,13 +8,7 @@
  */
 import { join } from 'node:path';
 import type { ConfigApi } from '../../sdk/plugin.js';
-import type {
-  ConfigChangeOutcome,
-  ConfigOrigin,
-  Logger,
-  PendingConfigChange,
-  PolicyClass,
-} from '../../sdk/types.js';
+import type { ConfigChangeOutcome, ConfigOrigin, Logger, PendingConfigChange, PolicyClass } from '../../sdk/types.js';
 import { ErrorCodes, KeelError, errorMessage } from '../errors.js';
 import { approverProblem, decideChange } from './change-policy.js';
 import type { KeyRegistry, RegisteredKey } from './key-registry.js';
@@ -206,7 +200,9 @@ export class ConfigStore implements ConfigApi {
         return this.serial(() => this.requestApproval(entry, check.value, origin));
       case 'locked': {
         const message = `${key} is LOCKED: the agent cannot change it; an operator can with \`keel config set\``;
-        this.log.warn(`config: refused a change of ${key} by ${origin.kind}${origin.reason ? ` (reason: ${origin.reason})` : ''}: ${message}`);
+        this.log.warn(
+          `config: refused a change of ${key} by ${origin.kind}${origin.reason ? ` (reason: ${origin.reason})` : ''}: ${message}`,
+        );
         throw new KeelError(ErrorCodes.CONFIG_LOCKED, message, { key, policy: entry.spec.policy });
       }
     }
@@ -276,7 +272,8 @@ export class ConfigStore implements ConfigApi {
     const outcome: AppliedChange = { status: 'applied', key, value: shown };
     const r = this.layers.resolve(key);
     if (r && (r.layer === 'env' || r.layer === 'override')) {
-      outcome.shadowedBy = r.layer === 'env' ? { layer: 'env', ...(r.envName !== undefined ? { name: r.envName } : {}) } : { layer: 'override' };
+      outcome.shadowedBy =
+        r.layer === 'env' ? { layer: 'env', ...(r.envName !== undefined ? { name: r.envName } : {}) } : { layer: 'override' };
       outcome.message =
         r.layer === 'env'
           ? `${key} was saved to ${this.path}, but the environment variable ${r.envName} overrides it while it is set`

@@ -19,14 +19,56 @@ export const ADMIN_CHANNELS = Object.keys(SPEC_CHANNELS) as Array<keyof typeof S
 
 /** SPEC "commandAllowList" default, with `<cli>` read as `keel`. */
 export const DEFAULT_COMMAND_ALLOW_LIST: readonly string[] = Object.freeze([
-  'npm', 'node', 'npx', 'git', 'python', 'pip', 'pip3', 'curl', 'wget', 'powershell', 'pwsh', 'bash',
-  'apt', 'apt-get', 'yum', 'brew', 'systemctl', 'service', 'cat', 'ls', 'dir', 'echo', 'mkdir', 'touch',
-  'cp', 'mv', 'grep', 'find', 'which', 'whoami', 'uname', 'hostname', 'keel',
+  'npm',
+  'node',
+  'npx',
+  'git',
+  'python',
+  'pip',
+  'pip3',
+  'curl',
+  'wget',
+  'powershell',
+  'pwsh',
+  'bash',
+  'apt',
+  'apt-get',
+  'yum',
+  'brew',
+  'systemctl',
+  'service',
+  'cat',
+  'ls',
+  'dir',
+  'echo',
+  'mkdir',
+  'touch',
+  'cp',
+  'mv',
+  'grep',
+  'find',
+  'which',
+  'whoami',
+  'uname',
+  'hostname',
+  'keel',
 ]);
 
 /** SPEC "commandDenyList" default. */
 export const DEFAULT_COMMAND_DENY_LIST: readonly string[] = Object.freeze([
-  'rm', 'rmdir', 'del', 'erase', 'format', 'mkfs', 'dd', 'shutdown', 'reboot', 'poweroff', 'reg', 'diskpart', 'netsh',
+  'rm',
+  'rmdir',
+  'del',
+  'erase',
+  'format',
+  'mkfs',
+  'dd',
+  'shutdown',
+  'reboot',
+  'poweroff',
+  'reg',
+  'diskpart',
+  'netsh',
 ]);
 
 const StringList = () => Type.Array(Type.String());
@@ -92,7 +134,7 @@ export const KERNEL_KEYS = {
     schema: Type.Record(Type.String({ pattern: '^[A-Za-z][A-Za-z0-9_-]*$' }), StringList()),
     policy: 'LOCKED',
     description:
-      'Per-channel admin allowlist: keys chatA, chatB, chatC, chatD, email (or any installed channel plugin\'s name), each a ' +
+      "Per-channel admin allowlist: keys chatA, chatB, chatC, chatD, email (or any installed channel plugin's name), each a " +
       'list of user ids (chatA numeric id, chatB JID, chatC snowflake, chatD member id, email address), checked against ' +
       'the form the channel declares. No default: when absent nobody is admin on any chat channel (the local operator always is).',
   },

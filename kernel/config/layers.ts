@@ -50,7 +50,11 @@ export class Layers {
     // Snapshots: the process environment is fixed for the life of the store, and nobody
     // changing the caller's objects afterwards can change the configuration behind our back.
     this.#env = { ...env };
-    this.#overrides = new Map(Object.entries(overrides).filter(([, v]) => v !== undefined).map(([k, v]) => [k, structuredClone(v)]));
+    this.#overrides = new Map(
+      Object.entries(overrides)
+        .filter(([, v]) => v !== undefined)
+        .map(([k, v]) => [k, structuredClone(v)]),
+    );
   }
 
   /** Replace the file layer (after a load, a save or a reload). */

@@ -33,7 +33,16 @@ export function parseStringValue(schema: TSchema, raw: string): ParseResult {
       if (text.startsWith('[')) return parseJson(raw);
       if (kindOf(itemsOf(schema)) === 'string') {
         // `keel config set commandAllowList git,npm` and `PLUGIN_DENY_LIST=a, b` read as lists.
-        return { ok: true, value: text === '' ? [] : text.split(',').map((p) => p.trim()).filter((p) => p !== '') };
+        return {
+          ok: true,
+          value:
+            text === ''
+              ? []
+              : text
+                  .split(',')
+                  .map((p) => p.trim())
+                  .filter((p) => p !== ''),
+        };
       }
       return { ok: false, message: `"${raw}" is not a JSON array` };
     }

@@ -36,7 +36,8 @@ export function kindOf(schema: TSchema | unknown): SchemaKind {
   const s = asObj(schema);
   if (!s) return 'unknown';
   const t = s['type'];
-  if (typeof t === 'string') return (['boolean', 'number', 'integer', 'string', 'array', 'object', 'null'] as const).find((k) => k === t) ?? 'unknown';
+  if (typeof t === 'string')
+    return (['boolean', 'number', 'integer', 'string', 'array', 'object', 'null'] as const).find((k) => k === t) ?? 'unknown';
   const lits = literalsOf(s);
   if (lits && lits.length > 0) {
     const kinds = new Set(lits.map((v) => (v === null ? 'null' : Array.isArray(v) ? 'array' : typeof v)));
@@ -65,7 +66,9 @@ export function describeSchema(schema: TSchema | unknown, depth = 0): string {
   if (!s) return 'any value';
   const lits = literalsOf(s);
   if (lits && lits.length > 0) {
-    return lits.length === 1 ? `the value ${JSON.stringify(lits[0])}` : `one of: ${lits.map((v) => (typeof v === 'string' ? v : JSON.stringify(v))).join(', ')}`;
+    return lits.length === 1
+      ? `the value ${JSON.stringify(lits[0])}`
+      : `one of: ${lits.map((v) => (typeof v === 'string' ? v : JSON.stringify(v))).join(', ')}`;
   }
   const kind = kindOf(s);
   switch (kind) {

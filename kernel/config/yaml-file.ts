@@ -43,11 +43,7 @@ async function parse(text: string, path: string): Promise<Document.Parsed> {
     );
   }
   if (doc.contents !== null && !isMap(doc.contents)) {
-    throw new KeelError(
-      ErrorCodes.CONFIG_FILE_INVALID,
-      `${path} must be a mapping of "key: value" lines at the top level`,
-      { file: path },
-    );
+    throw new KeelError(ErrorCodes.CONFIG_FILE_INVALID, `${path} must be a mapping of "key: value" lines at the top level`, { file: path });
   }
   return doc;
 }

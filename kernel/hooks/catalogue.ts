@@ -9,13 +9,7 @@
  * - bail hooks: "no opinion", except security vetoes (`beforeSkill`), where a tap that cannot decide refuses
  *   the call (fails closed) with a message naming the plugin.
  */
-import {
-  AsyncParallelHook,
-  AsyncSeriesBailHook,
-  AsyncSeriesHook,
-  AsyncSeriesWaterfallHook,
-  SyncHook,
-} from 'tapable';
+import { AsyncParallelHook, AsyncSeriesBailHook, AsyncSeriesHook, AsyncSeriesWaterfallHook, SyncHook } from 'tapable';
 import type { HookArgs, HookCatalogue, HookName, SkillCall, SkillVeto } from '../../sdk/hooks.js';
 import { ErrorCodes, KeelError, errorMessage } from '../errors.js';
 
@@ -41,7 +35,17 @@ export function createHooks(): Readonly<HookCatalogue> {
   return Object.freeze(hooks);
 }
 
-const SYNC_HOOKS = new Set<HookName>(['thinking', 'observation', 'modelCall', 'messageDelivered', 'messageIgnored', 'configChanged', 'pluginLoaded', 'pluginUnloaded', 'pluginQuarantined']);
+const SYNC_HOOKS = new Set<HookName>([
+  'thinking',
+  'observation',
+  'modelCall',
+  'messageDelivered',
+  'messageIgnored',
+  'configChanged',
+  'pluginLoaded',
+  'pluginUnloaded',
+  'pluginQuarantined',
+]);
 const WATERFALL_HOOKS = new Set<HookName>(['messageIn', 'messageOut']);
 /** Bail hooks whose answer is a security decision: a tap that fails refuses instead of abstaining. */
 export const VETO_HOOKS = new Set<HookName>(['beforeSkill']);

@@ -43,7 +43,11 @@ export async function compileModule(source: string, cacheDir: string): Promise<C
               const file = sdkSubpathEntry(sub);
               if (file) return { path: pathToFileURL(file).href, external: true };
               return {
-                errors: [{ text: `"${args.path}" is not part of the Keel SDK; user code may import keel/sdk, keel/sdk/vendors/<name> and keel/sdk/testing.` }],
+                errors: [
+                  {
+                    text: `"${args.path}" is not part of the Keel SDK; user code may import keel/sdk, keel/sdk/vendors/<name> and keel/sdk/testing.`,
+                  },
+                ],
               };
             });
           },

@@ -83,7 +83,10 @@ export function createPluginContext(d: ContextDeps): { ctx: PluginContext; revok
     hooks: {
       tap: (name, fn, opts) => {
         guard();
-        tapHook(d.hooks, id, name, fn, { ...(opts?.stage !== undefined ? { stage: opts.stage } : {}), ...(d.onTapError ? { onError: d.onTapError } : {}) });
+        tapHook(d.hooks, id, name, fn, {
+          ...(opts?.stage !== undefined ? { stage: opts.stage } : {}),
+          ...(d.onTapError ? { onError: d.onTapError } : {}),
+        });
       },
     },
     skills: {
@@ -93,7 +96,9 @@ export function createPluginContext(d: ContextDeps): { ctx: PluginContext; revok
       },
       execute: (name, args, actor, opts) => d.dispatch(name, args, actor, opts),
       list: (opts) =>
-        [...d.registry.skills.values()].filter((e) => opts?.includeUnavailable || d.registry.isAvailable(e)).map((e) => ({ ...e.manifest, plugin: e.plugin })),
+        [...d.registry.skills.values()]
+          .filter((e) => opts?.includeUnavailable || d.registry.isAvailable(e))
+          .map((e) => ({ ...e.manifest, plugin: e.plugin })),
     },
     queue: d.queue,
     use: (cap) => d.registry.use(cap),
@@ -103,16 +108,28 @@ export function createPluginContext(d: ContextDeps): { ctx: PluginContext; revok
       if (name === 'messageIn' || name === 'messageOut') {
         return (d.hooks[name] as { promise(...a: unknown[]): Promise<unknown> }).promise(...args);
       }
-      if (name === 'thinking' || name === 'observation' || name === 'modelCall' || name === 'messageDelivered' || name === 'messageIgnored') {
+      if (
+        name === 'thinking' ||
+        name === 'observation' ||
+        name === 'modelCall' ||
+        name === 'messageDelivered' ||
+        name === 'messageIgnored'
+      ) {
         (d.hooks[name] as { call(...a: unknown[]): void }).call(...args);
         return undefined;
       }
-      throw new KeelError(ErrorCodes.HOOK_UNKNOWN, `Plugins may emit thinking, observation, modelCall, messageDelivered, messageIgnored, messageIn and messageOut; "${String(name)}" belongs to the kernel.`);
+      throw new KeelError(
+        ErrorCodes.HOOK_UNKNOWN,
+        `Plugins may emit thinking, observation, modelCall, messageDelivered, messageIgnored, messageIn and messageOut; "${String(name)}" belongs to the kernel.`,
+      );
     }) as PluginContext['emit'],
     provide: (cap, impl) => {
       guard();
       if (!provides.has(cap)) {
-        throw new KeelError(ErrorCodes.PLUGIN_NOT_PROVIDED, `Plugin ${id} provides "${cap}" but its manifest's provides list does not name it.`);
+        throw new KeelError(
+          ErrorCodes.PLUGIN_NOT_PROVIDED,
+          `Plugin ${id} provides "${cap}" but its manifest's provides list does not name it.`,
+        );
       }
       d.registry.provide(id, cap, impl);
     },

@@ -240,7 +240,13 @@ export class CustomSkills {
       const disabled = `${basename(file)}: ${gate.reason}; the file was not run`;
       this.current.delete(file);
       this.errs.delete(basename(file));
-      await this.o.host.load({ id, origin: 'custom-skill', dir: file, disabled, load: () => Promise.reject(new KeelError(ErrorCodes.PLUGIN_LOAD_FAILED, disabled)) });
+      await this.o.host.load({
+        id,
+        origin: 'custom-skill',
+        dir: file,
+        disabled,
+        load: () => Promise.reject(new KeelError(ErrorCodes.PLUGIN_LOAD_FAILED, disabled)),
+      });
       return;
     }
     let compiled: string;
@@ -260,7 +266,12 @@ export class CustomSkills {
       try {
         mod = (await import(out.url)) as { default?: unknown };
       } catch (e) {
-        throw new KeelError(ErrorCodes.PLUGIN_LOAD_FAILED, `Custom skill ${file} threw while loading: ${errorMessage(e)}`, { file }, { cause: e });
+        throw new KeelError(
+          ErrorCodes.PLUGIN_LOAD_FAILED,
+          `Custom skill ${file} threw while loading: ${errorMessage(e)}`,
+          { file },
+          { cause: e },
+        );
       }
       const { manifest, def } = manifestFor(file, mod.default);
       this.refuseTakenName(file, id, manifest.skills![0]!.name);

@@ -123,7 +123,13 @@ export async function discoverUserPlugins(home: string, lists: PluginLists = {})
     const gate = permittedByLists(d, lists.allow, lists.deny);
     if (!gate.ok) {
       const disabled = `folder ${d}: ${gate.reason}; none of its code was run`;
-      out.push({ id: d, origin: 'user', dir, disabled, load: () => Promise.reject(new KeelError(ErrorCodes.PLUGIN_LOAD_FAILED, disabled)) });
+      out.push({
+        id: d,
+        origin: 'user',
+        dir,
+        disabled,
+        load: () => Promise.reject(new KeelError(ErrorCodes.PLUGIN_LOAD_FAILED, disabled)),
+      });
       continue;
     }
     const manifestFile = firstExisting(dir, ['manifest.json', 'manifest.ts', 'manifest.js', 'manifest.mjs']);

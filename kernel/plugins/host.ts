@@ -112,7 +112,10 @@ export class PluginHost {
       const other = this.known.get(c.id)!;
       const reason = `duplicate plugin id "${c.id}": ${c.dir} and ${other.candidate.dir}; the first one (${other.candidate.origin}) is kept`;
       this.log.error(`${ErrorCodes.PLUGIN_DUPLICATE}: ${reason}`);
-      this.known.set(`${c.id}@${c.dir}`, { candidate: c, status: { ...base, id: `${c.id}@${c.dir}`, state: 'invalid', reason, code: ErrorCodes.PLUGIN_DUPLICATE } });
+      this.known.set(`${c.id}@${c.dir}`, {
+        candidate: c,
+        status: { ...base, id: `${c.id}@${c.dir}`, state: 'invalid', reason, code: ErrorCodes.PLUGIN_DUPLICATE },
+      });
       return undefined;
     }
     if (c.disabled) {
@@ -137,7 +140,14 @@ export class PluginHost {
     const k: Known = {
       candidate: c,
       manifest,
-      status: { ...base, state: 'stopped', version: manifest.version, kind: manifest.kind, description: manifest.description, skills: (manifest.skills ?? []).map((s) => s.name) },
+      status: {
+        ...base,
+        state: 'stopped',
+        version: manifest.version,
+        kind: manifest.kind,
+        description: manifest.description,
+        skills: (manifest.skills ?? []).map((s) => s.name),
+      },
     };
     this.known.set(c.id, k);
     // Keys of every valid manifest are known, so `keel config set` works even for a disabled plugin.
@@ -147,7 +157,11 @@ export class PluginHost {
       this.fail(k, e, ErrorCodes.CONFIG_DUPLICATE_KEY);
       return undefined;
     }
-    const lists = permittedByLists(manifest.id, this.o.config.get<string[]>('pluginAllowList'), this.o.config.get<string[]>('pluginDenyList'));
+    const lists = permittedByLists(
+      manifest.id,
+      this.o.config.get<string[]>('pluginAllowList'),
+      this.o.config.get<string[]>('pluginDenyList'),
+    );
     if (!lists.ok) {
       this.setState(c.id, 'disabled', lists.reason);
       this.log.info(`Plugin ${c.id} disabled: ${lists.reason}`);
@@ -187,11 +201,15 @@ export class PluginHost {
     try {
       const def: PluginDefinition = await withTimeout(k.candidate.load(), this.o.setupTimeoutMs ?? 10_000, `loading plugin ${id}`);
       if (def.manifest && def.manifest.id !== manifest.id) {
-        throw new KeelError(ErrorCodes.MANIFEST_INVALID, `Plugin entry of ${id} exports a manifest with id "${def.manifest.id}"; the manifest file says "${manifest.id}".`);
+        throw new KeelError(
+          ErrorCodes.MANIFEST_INVALID,
+          `Plugin entry of ${id} exports a manifest with id "${def.manifest.id}"; the manifest file says "${manifest.id}".`,
+        );
       }
       this.o.registry.addSkills(id, manifest.skills ?? [], compileArgs);
       ctx = createPluginContext({ ...this.o, manifest, abort, onTapError: (owner, hook, e) => this.tapFailed(owner, hook, e) });
-      const instance = (await withTimeout(Promise.resolve(def.setup(ctx.ctx)), this.o.setupTimeoutMs ?? 10_000, `setup of plugin ${id}`)) ?? {};
+      const instance =
+        (await withTimeout(Promise.resolve(def.setup(ctx.ctx)), this.o.setupTimeoutMs ?? 10_000, `setup of plugin ${id}`)) ?? {};
       this.running.set(id, { candidate: k.candidate, manifest, instance, ctx: ctx.ctx, abort, revoke: ctx.revoke });
       this.order.push(id);
       this.setState(id, 'loaded');
@@ -220,7 +238,9 @@ export class PluginHost {
    * the hook, so the action that fired it is neither delayed nor changed.
    */
   private tapFailed(id: string, hook: HookName, error: unknown): void {
-    this.log.error(`Plugin ${id}: its ${hook} hook tap failed: ${errorMessage(error)}. The ${hook} outcome is unchanged; the failure counts towards the plugin's health.`);
+    this.log.error(
+      `Plugin ${id}: its ${hook} hook tap failed: ${errorMessage(error)}. The ${hook} outcome is unchanged; the failure counts towards the plugin's health.`,
+    );
     const prev = this.tapChains.get(id) ?? Promise.resolve();
     const next = prev
       .then(async () => {

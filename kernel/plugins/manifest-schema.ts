@@ -94,8 +94,11 @@ function channelProblem(m: PluginManifest): string | undefined {
   } catch (e) {
     return `channel.userIdPattern is not a valid regular expression (${errorMessage(e)})`;
   }
-  if (!c.userIdPattern.startsWith('^') || !c.userIdPattern.endsWith('$')) return 'channel.userIdPattern must be anchored (start with ^ and end with $)';
-  if (!re.test(c.userIdExample)) return `channel.userIdExample "${c.userIdExample}" does not match channel.userIdPattern ${c.userIdPattern}`;
-  if (!(m.provides ?? []).includes(`channel:${c.name}`)) return `channel.name is "${c.name}" but provides does not list "channel:${c.name}"`;
+  if (!c.userIdPattern.startsWith('^') || !c.userIdPattern.endsWith('$'))
+    return 'channel.userIdPattern must be anchored (start with ^ and end with $)';
+  if (!re.test(c.userIdExample))
+    return `channel.userIdExample "${c.userIdExample}" does not match channel.userIdPattern ${c.userIdPattern}`;
+  if (!(m.provides ?? []).includes(`channel:${c.name}`))
+    return `channel.name is "${c.name}" but provides does not list "channel:${c.name}"`;
   return undefined;
 }

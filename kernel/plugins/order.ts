@@ -65,10 +65,16 @@ export function orderPlugins(
   };
   for (const m of manifests) visit(m.id, []);
   // A plugin ordered before a cycle member was refused still depends on it.
-  const final = ordered.filter((m) => !refused.has(m.id) && (m.requires ?? []).every((r) => satisfied(r) || (providers.get(r) ?? []).some((p) => !refused.has(p))));
+  const final = ordered.filter(
+    (m) => !refused.has(m.id) && (m.requires ?? []).every((r) => satisfied(r) || (providers.get(r) ?? []).some((p) => !refused.has(p))),
+  );
   for (const m of ordered) {
     if (!final.includes(m) && !refused.has(m.id)) {
-      refused.set(m.id, { id: m.id, code: ErrorCodes.PLUGIN_MISSING_REQUIREMENT, reason: `plugin "${m.id}" requires a plugin that was refused` });
+      refused.set(m.id, {
+        id: m.id,
+        code: ErrorCodes.PLUGIN_MISSING_REQUIREMENT,
+        reason: `plugin "${m.id}" requires a plugin that was refused`,
+      });
     }
   }
   return { ordered: final, refused: [...refused.values()] };

@@ -6,7 +6,15 @@
 import { closeSync, existsSync, fstatSync, mkdirSync } from 'node:fs';
 import type { Action, PushInput } from '../../sdk/types.js';
 import { createAction } from './action.js';
-import { appendDurableSync, copyFileAtomic, createJournal, cutTornTail, openJournalAppend, queuePaths, writeFileAtomic } from './journal-file.js';
+import {
+  appendDurableSync,
+  copyFileAtomic,
+  createJournal,
+  cutTornTail,
+  openJournalAppend,
+  queuePaths,
+  writeFileAtomic,
+} from './journal-file.js';
 import { acquireLock, type LockOptions } from './lock.js';
 import { encodeOp } from './ops.js';
 import { encodeSnapshot } from './snapshot-file.js';
@@ -31,7 +39,11 @@ export async function appendPush(home: string, input: PushInput, opts: LockOptio
       cutTornTail(fd);
       appendDurableSync(fd, line);
       if (journalId !== undefined) {
-        writeFileAtomic(paths.snapshot, paths.home, encodeSnapshot({ actions: [action], completed: [], failed: [] }, journalId, fstatSync(fd).size));
+        writeFileAtomic(
+          paths.snapshot,
+          paths.home,
+          encodeSnapshot({ actions: [action], completed: [], failed: [] }, journalId, fstatSync(fd).size),
+        );
         copyFileAtomic(paths.snapshot, paths.snapshotBak);
       }
     } finally {

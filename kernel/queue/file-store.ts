@@ -181,7 +181,9 @@ export class FileStore implements QueueStore {
 
   append(ops: QueueOp[]): Promise<void> {
     if (this.closed || this.o.readOnly) {
-      return Promise.reject(new KeelError(ErrorCodes.QUEUE_CLOSED, 'The queue is closed (or opened read-only); open it again to change it.'));
+      return Promise.reject(
+        new KeelError(ErrorCodes.QUEUE_CLOSED, 'The queue is closed (or opened read-only); open it again to change it.'),
+      );
     }
     if (!this.batch) {
       const b = newBatch();
@@ -231,7 +233,8 @@ export class FileStore implements QueueStore {
     const size = await this.readNew();
     if (size > this.offset) {
       const cut = cutTornTail(this.handle!.fd);
-      if (cut < size) this.log.warn(`Queue: cut ${size - cut} bytes of a write to actions.journal that a crash interrupted (never acknowledged).`);
+      if (cut < size)
+        this.log.warn(`Queue: cut ${size - cut} bytes of a write to actions.journal that a crash interrupted (never acknowledged).`);
       this.bytesSinceBase = cut;
     }
   }
@@ -248,7 +251,8 @@ export class FileStore implements QueueStore {
     this.opsSinceBase += p.ops.length + p.bad.length;
     this.bytesSinceBase = Math.max(this.bytesSinceBase, p.end);
     const problems = p.bad.map(
-      (b) => `actions.journal has a corrupt line (${b.reason}); skipped. It stays in the journal until compaction, then in actions.journal.bak.`,
+      (b) =>
+        `actions.journal has a corrupt line (${b.reason}); skipped. It stays in the journal until compaction, then in actions.journal.bak.`,
     );
     for (const m of problems) this.log.error(`Queue: ${m}`);
     if (problems.length) this.needsRepair = true;

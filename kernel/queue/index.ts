@@ -2,7 +2,16 @@
  * The action queue: durable priority queue with retries, backoff, TTL and bounded history (SPEC "Action").
  * `keel push` should import `./append.js` directly rather than this index, to stay light.
  */
-export { createAction, DEFAULT_MAX_RETRIES, DEFAULT_PRIORITY, DEFAULT_TTL_MS, expiresAt, newActionId, normalizePriority, truncateForLog } from './action.js';
+export {
+  createAction,
+  DEFAULT_MAX_RETRIES,
+  DEFAULT_PRIORITY,
+  DEFAULT_TTL_MS,
+  expiresAt,
+  newActionId,
+  normalizePriority,
+  truncateForLog,
+} from './action.js';
 export { appendPush } from './append.js';
 export { FileStore, type FileStoreOptions } from './file-store.js';
 export { queuePaths, type QueuePaths } from './journal-file.js';

@@ -3,17 +3,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { fsyncDir, writeFileAtomicSync } from '../util/atomic-write.js';
-import {
-  constants,
-  copyFileSync,
-  fdatasyncSync,
-  fstatSync,
-  ftruncateSync,
-  openSync,
-  readSync,
-  renameSync,
-  writeSync,
-} from 'node:fs';
+import { constants, copyFileSync, fdatasyncSync, fstatSync, ftruncateSync, openSync, readSync, renameSync, writeSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { encodeHeader } from './ops.js';
 

@@ -127,7 +127,9 @@ export class ActionQueue {
     // the action did not fail, its runner went away.
     const stuck = this.state.executingActions();
     if (stuck.length) {
-      this.log.warn(`Queue: ${stuck.length} action(s) were executing when the previous runner stopped; they are pending again: ${stuck.map((a) => a.id).join(', ')}`);
+      this.log.warn(
+        `Queue: ${stuck.length} action(s) were executing when the previous runner stopped; they are pending again: ${stuck.map((a) => a.id).join(', ')}`,
+      );
       await this.store.append(stuck.map((a) => ({ op: 'requeue', id: a.id })));
     }
     if (this.store.wantsCompaction(this.state.active.size)) await this.compact();
@@ -169,7 +171,10 @@ export class ActionQueue {
   private assertOwner(what: string): void {
     this.assertOpen();
     if (!this.owner) {
-      throw new KeelError(ErrorCodes.QUEUE_NOT_OWNER, `Only the queue owner (the runner, \`keel run\`) may ${what} actions; this process opened the queue without owning it.`);
+      throw new KeelError(
+        ErrorCodes.QUEUE_NOT_OWNER,
+        `Only the queue owner (the runner, \`keel run\`) may ${what} actions; this process opened the queue without owning it.`,
+      );
     }
   }
 
@@ -177,7 +182,11 @@ export class ActionQueue {
     const a = this.state.active.get(id);
     if (!a) throw new KeelError(ErrorCodes.ACTION_NOT_FOUND, `No pending or executing action has id ${id}.`, { id });
     if (a.status !== 'executing') {
-      throw new KeelError(ErrorCodes.ACTION_NOT_EXECUTING, `Action ${id} is ${a.status}, not executing: only a taken action can be settled.`, { id });
+      throw new KeelError(
+        ErrorCodes.ACTION_NOT_EXECUTING,
+        `Action ${id} is ${a.status}, not executing: only a taken action can be settled.`,
+        { id },
+      );
     }
     return a;
   }
@@ -214,7 +223,9 @@ export class ActionQueue {
         if (this.compacting) return arm(quiet);
         this.compacting = true;
         this.compact()
-          .catch((e) => this.log.error(`Queue: quiet-time compaction failed (actions.journal still holds every change): ${errorMessage(e)}`))
+          .catch((e) =>
+            this.log.error(`Queue: quiet-time compaction failed (actions.journal still holds every change): ${errorMessage(e)}`),
+          )
           .finally(() => {
             this.compacting = false;
           });

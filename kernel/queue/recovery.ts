@@ -73,7 +73,10 @@ export function recoverBase(ctx: RecoveryContext): { base: SnapshotFile | undefi
   ctx.needsRepair = true;
   if (main.kind === 'corrupt') {
     const kept = keepAside(ctx, ctx.paths.snapshot, 'move');
-    report(ctx, `actions.json is corrupt (${main.reason}); it is kept as ${basename(kept)} and the queue is rebuilt from actions.json.bak and the journals.`);
+    report(
+      ctx,
+      `actions.json is corrupt (${main.reason}); it is kept as ${basename(kept)} and the queue is rebuilt from actions.json.bak and the journals.`,
+    );
   } else {
     report(ctx, 'actions.json is missing; the queue is rebuilt from actions.json.bak and the journals.');
   }
@@ -99,11 +102,16 @@ export function journalOps(ctx: RecoveryContext, buf: Buffer, name: string, base
     const kept = keepAside(ctx, join(ctx.paths.home, name), 'copy');
     const what = p.bad.map((b) => `line ${b.line}: ${b.reason}`);
     if (!p.header) what.unshift('line 1: not a journal header');
-    report(ctx, `${name} has corrupt lines, skipped; its other ops were applied and the file is kept as ${basename(kept)}: ${what.slice(0, 5).join('; ')}`);
+    report(
+      ctx,
+      `${name} has corrupt lines, skipped; its other ops were applied and the file is kept as ${basename(kept)}: ${what.slice(0, 5).join('; ')}`,
+    );
     ctx.needsRepair = true;
   }
   if (p.partial) {
-    ctx.log.warn(`Queue: ignored the truncated last line of ${name} (${p.partial} bytes): a write cut short by a crash, never acknowledged.`);
+    ctx.log.warn(
+      `Queue: ignored the truncated last line of ${name} (${p.partial} bytes): a write cut short by a crash, never acknowledged.`,
+    );
   }
   return { ops: p.ops, journalId: p.header?.id ?? '', end: p.end };
 }

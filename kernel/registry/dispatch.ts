@@ -62,7 +62,11 @@ export function createDispatcher(deps: DispatchDeps) {
     const entry = registry.skills.get(name);
     if (!entry) {
       const near = nearestNames(name, [...registry.skills.keys()]);
-      return failure(ErrorCodes.SKILL_UNKNOWN, `Unknown skill "${name}".${near.length ? ` Did you mean ${near.join(', ')}?` : ''}`, started);
+      return failure(
+        ErrorCodes.SKILL_UNKNOWN,
+        `Unknown skill "${name}".${near.length ? ` Did you mean ${near.join(', ')}?` : ''}`,
+        started,
+      );
     }
     if (rawArgs === undefined || rawArgs === null) rawArgs = {};
     if (typeof rawArgs !== 'object' || Array.isArray(rawArgs)) {
@@ -79,7 +83,11 @@ export function createDispatcher(deps: DispatchDeps) {
       return failure(decision.code, decision.reason, started);
     }
     if (!entry.handler) {
-      return failure(ErrorCodes.SKILL_NO_HANDLER, `Skill "${name}" is declared by plugin "${entry.plugin}" but has no handler (the plugin is not running).`, started);
+      return failure(
+        ErrorCodes.SKILL_NO_HANDLER,
+        `Skill "${name}" is declared by plugin "${entry.plugin}" but has no handler (the plugin is not running).`,
+        started,
+      );
     }
 
     const call: SkillCall = { name, args, actor, ...(opts.action ? { actionId: opts.action.id } : {}) };

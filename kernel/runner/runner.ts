@@ -109,7 +109,9 @@ export class Runner {
           }
         }
         const agent = this.o.agent();
-        const readiness = agent ? agent.ready() : { ready: false, reason: 'no plugin provides the "agent" capability, so actions wait in the queue' };
+        const readiness = agent
+          ? agent.ready()
+          : { ready: false, reason: 'no plugin provides the "agent" capability, so actions wait in the queue' };
         if (!readiness.ready) {
           this.setReason(readiness.reason ?? 'the agent is not ready');
           await this.sleep(maxIdle);
@@ -174,7 +176,8 @@ export class Runner {
       this.o.log.info(`Completed ${action.id}.`);
       await this.o.hooks.actionSettled.promise(this.o.queue.get(action.id) ?? action, { status: 'completed', detail: result });
     } catch (e) {
-      const reason = abort.signal.aborted && !this.stopped && abort.signal.reason instanceof Error ? abort.signal.reason.message : errorMessage(e);
+      const reason =
+        abort.signal.aborted && !this.stopped && abort.signal.reason instanceof Error ? abort.signal.reason.message : errorMessage(e);
       if (this.stopped && abort.signal.aborted) {
         // Interrupted by shutdown: the queue returns executing actions to pending on the next start.
         this.o.log.warn(`Interrupted ${action.id} by shutdown; it will run again on the next start.`);
@@ -183,7 +186,9 @@ export class Runner {
       const outcome = await this.o.queue.fail(action.id, reason);
       const settled = this.o.queue.get(action.id) ?? action;
       if (outcome === 'retry') {
-        this.o.log.warn(`Action ${action.id} failed (${reason}); retry ${settled.metadata.retries} of ${settled.metadata.maxRetries} scheduled.`);
+        this.o.log.warn(
+          `Action ${action.id} failed (${reason}); retry ${settled.metadata.retries} of ${settled.metadata.maxRetries} scheduled.`,
+        );
       } else {
         this.o.log.error(`Action ${action.id} failed for good: ${reason}`);
       }

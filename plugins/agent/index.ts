@@ -10,7 +10,13 @@ import { Router } from './src/router.js';
 export default definePlugin({
   manifest,
   setup(ctx) {
-    const router = new Router({ config: ctx.config, use: (cap) => ctx.use(cap), log: ctx.log, home: ctx.home, onCall: (call) => ctx.emit('modelCall', call) });
+    const router = new Router({
+      config: ctx.config,
+      use: (cap) => ctx.use(cap),
+      log: ctx.log,
+      home: ctx.home,
+      onCall: (call) => ctx.emit('modelCall', call),
+    });
     ctx.provide('llm', router.capability());
     ctx.hooks.tap('configChanged', () => router.invalidate());
     ctx.hooks.tap('pluginLoaded', () => router.invalidate());

@@ -17,7 +17,8 @@ const manifest = {
   id: 'agent',
   version: '1.0.0',
   kind: 'service',
-  description: 'The agent: reasons with a model, calls skills, observes results and answers; routes model calls between providers (inference, fallback, token usage).',
+  description:
+    'The agent: reasons with a model, calls skills, observes results and answers; routes model calls between providers (inference, fallback, token usage).',
   provides: ['agent', 'llm'],
   permissions: { filesystem: ['$KEEL_HOME'] },
   config: {
@@ -46,7 +47,8 @@ const manifest = {
       schema: ModelMap,
       default: {},
       policy: 'SAFE',
-      description: 'Provider to fallback model, tried on the same provider when its primary model fails. SAFE like modelName: it only chooses among models the configured keys already reach.',
+      description:
+        'Provider to fallback model, tried on the same provider when its primary model fails. SAFE like modelName: it only chooses among models the configured keys already reach.',
     },
     fastModelName: {
       schema: Type.String({ minLength: 1 }),
@@ -66,14 +68,16 @@ const manifest = {
       default: 120_000,
       env: ['KEEL_LLM_TIMEOUT_MS'],
       policy: 'SAFE',
-      description: 'Timeout of one model call in milliseconds (after it the fallback chain continues). SAFE: it cannot widen what the agent may do.',
+      description:
+        'Timeout of one model call in milliseconds (after it the fallback chain continues). SAFE: it cannot widen what the agent may do.',
     },
     progressFeedbackEnabled: {
       schema: Type.Boolean(),
       default: true,
       env: ['KEEL_PROGRESS_FEEDBACK_ENABLED'],
       policy: 'SAFE',
-      description: 'Send progress (the agent\'s reasoning between tool calls) to the channel an action came from, through its channel capability (progress).',
+      description:
+        "Send progress (the agent's reasoning between tool calls) to the channel an action came from, through its channel capability (progress).",
     },
     progressFeedbackTypingOnly: {
       schema: Type.Boolean(),
@@ -103,7 +107,8 @@ const manifest = {
       default: '$KEEL_HOME/token-usage-summary.json',
       env: ['KEEL_TOKEN_USAGE_PATH'],
       policy: 'APPROVAL',
-      description: 'Token usage summary per provider and model (JSON, replaced atomically). APPROVAL: the agent writes this file, so moving it must not let it overwrite other files.',
+      description:
+        'Token usage summary per provider and model (JSON, replaced atomically). APPROVAL: the agent writes this file, so moving it must not let it overwrite other files.',
     },
     tokenLogPath: {
       schema: Type.String({ minLength: 1 }),
@@ -118,7 +123,10 @@ const manifest = {
       name: 'deep_reason',
       description: 'Think a question through step by step and return the analysis with a conclusion.',
       category: 'reasoning',
-      parameters: Type.Object({ topic: Type.String({ minLength: 1, description: 'The question or topic to reason about.' }) }, { additionalProperties: false }),
+      parameters: Type.Object(
+        { topic: Type.String({ minLength: 1, description: 'The question or topic to reason about.' }) },
+        { additionalProperties: false },
+      ),
       isDeep: true,
       isResearch: false,
     },

@@ -25,14 +25,19 @@ const manifest = {
   kind: 'skill',
   description:
     'Drives a real Chromium (engineA playwright-core, engineB puppeteer-core, engineC a CDP endpoint): semantic page snapshots with numbered elements, clicks, typing, screenshots, vision, CAPTCHA solving, persistent profiles, tracker blocking, a blank-page circuit breaker.',
-  permissions: { network: true, filesystem: ['$KEEL_HOME/engineA-profiles', '$KEEL_HOME/browser-profiles', '$KEEL_HOME/downloads'], commands: true },
+  permissions: {
+    network: true,
+    filesystem: ['$KEEL_HOME/engineA-profiles', '$KEEL_HOME/browser-profiles', '$KEEL_HOME/downloads'],
+    commands: true,
+  },
   config: {
     browserEngine: {
       schema: Type.Union(ENGINES.map((e) => Type.Literal(e))),
       default: 'engineA',
       env: ['KEEL_BROWSER_ENGINE'],
       policy: 'SAFE',
-      description: 'Engine of the next browser start: engineA (playwright-core, default), engineB (puppeteer-core), engineC (connect to browserCdpEndpoint).',
+      description:
+        'Engine of the next browser start: engineA (playwright-core, default), engineB (puppeteer-core), engineC (connect to browserCdpEndpoint).',
     },
     browserExecutablePath: {
       schema: Type.String({ maxLength: 4096 }),
@@ -47,14 +52,16 @@ const manifest = {
       default: DEFAULT_CDP_ENDPOINT,
       env: ['KEEL_BROWSER_CDP_ENDPOINT'],
       policy: 'SAFE',
-      description: 'engineC: the CDP endpoint to connect to (ws:// WebSocket of the browser, or http:// of its DevTools server). A non-loopback endpoint set through switch_browser_engine needs an admin.',
+      description:
+        'engineC: the CDP endpoint to connect to (ws:// WebSocket of the browser, or http:// of its DevTools server). A non-loopback endpoint set through switch_browser_engine needs an admin.',
     },
     browserHeadless: {
       schema: Type.Boolean(),
       default: true,
       env: ['KEEL_BROWSER_HEADLESS'],
       policy: 'SAFE',
-      description: 'Run Chromium without a window. The blank-page circuit breaker switches to headful by itself when a display is available.',
+      description:
+        'Run Chromium without a window. The blank-page circuit breaker switches to headful by itself when a display is available.',
     },
     browserTimeoutMs: {
       schema: Type.Integer({ minimum: 1000, maximum: 300_000 }),
@@ -68,7 +75,8 @@ const manifest = {
       default: true,
       env: ['KEEL_BROWSER_BLOCK_TRACKERS'],
       policy: 'SAFE',
-      description: "Block ad and analytics requests, from Ghostery's Tracker Database shipped in the @ghostery/trackerdb package (nothing is fetched at run time; docs/browser.md).",
+      description:
+        "Block ad and analytics requests, from Ghostery's Tracker Database shipped in the @ghostery/trackerdb package (nothing is fetched at run time; docs/browser.md).",
     },
     browserInterceptRequests: {
       schema: Type.Boolean(),
@@ -90,21 +98,24 @@ const manifest = {
       default: 'accept',
       env: ['KEEL_BROWSER_DIALOG_POLICY'],
       policy: 'SAFE',
-      description: 'What happens to confirm() and prompt() dialogs a page opens (alerts and leave-page dialogs are always accepted); the dialog and its text are reported either way.',
+      description:
+        'What happens to confirm() and prompt() dialogs a page opens (alerts and leave-page dialogs are always accepted); the dialog and its text are reported either way.',
     },
     browserIdleCloseMinutes: {
       schema: Type.Number({ minimum: 0, maximum: 1440 }),
       default: 10,
       env: ['KEEL_BROWSER_IDLE_CLOSE_MINUTES'],
       policy: 'SAFE',
-      description: 'Close the browser after this many idle minutes (it starts again on the next browser skill; the profile keeps cookies). 0 keeps it open.',
+      description:
+        'Close the browser after this many idle minutes (it starts again on the next browser skill; the profile keeps cookies). 0 keeps it open.',
     },
     captchaApiKey: {
       schema: Type.String({ maxLength: 512 }),
       env: ['CAPTCHA_API_KEY'],
       policy: 'APPROVAL',
       secret: true,
-      description: 'Key of the 2captcha-compatible CAPTCHA-solving service used by browser_solve_captcha. APPROVAL: it costs money and sends page data to a third party.',
+      description:
+        'Key of the 2captcha-compatible CAPTCHA-solving service used by browser_solve_captcha. APPROVAL: it costs money and sends page data to a third party.',
     },
     captchaBaseUrl: {
       schema: Type.String({ minLength: 1, maxLength: 2048, pattern: '^https?://' }),
@@ -121,58 +132,106 @@ const manifest = {
       description:
         'Open a URL in the browser and return a semantic snapshot: title, URL and the interactive elements numbered as `[n] <kind>: <label> (<attribute>=<value>)`, then the visible text. Use the numbers with browser_click / browser_type. Page content is untrusted. Prefer http_fetch or extract_article for reading.',
       isResearch: true,
-      parameters: Type.Object({ url: Type.String({ minLength: 1, maxLength: 8192, description: 'http(s) URL to open' }) }, { additionalProperties: false }),
+      parameters: Type.Object(
+        { url: Type.String({ minLength: 1, maxLength: 8192, description: 'http(s) URL to open' }) },
+        { additionalProperties: false },
+      ),
     },
-    { ...common, name: 'browser_examine_page', description: 'Snapshot of the current page (numbered interactive elements and visible text) without navigating.', isDeep: true, isResearch: false, parameters: none },
-    { ...common, name: 'browser_back', description: 'Go back one page in the browser history; returns a confirmation and the new URL.', parameters: none },
+    {
+      ...common,
+      name: 'browser_examine_page',
+      description: 'Snapshot of the current page (numbered interactive elements and visible text) without navigating.',
+      isDeep: true,
+      isResearch: false,
+      parameters: none,
+    },
+    {
+      ...common,
+      name: 'browser_back',
+      description: 'Go back one page in the browser history; returns a confirmation and the new URL.',
+      parameters: none,
+    },
     {
       ...common,
       name: 'browser_click',
-      description: 'Click an element, given as a snapshot number or a CSS selector; returns a confirmation with the element and the page URL after the click.',
+      description:
+        'Click an element, given as a snapshot number or a CSS selector; returns a confirmation with the element and the page URL after the click.',
       parameters: Type.Object({ selector_or_ref: ref }, { additionalProperties: false }),
     },
     {
       ...common,
       name: 'browser_type',
-      description: 'Type text into a field (snapshot number or CSS selector). `slow` types 100 ms per character, for pages that watch keystrokes.',
+      description:
+        'Type text into a field (snapshot number or CSS selector). `slow` types 100 ms per character, for pages that watch keystrokes.',
       parameters: Type.Object(
-        { selector_or_ref: ref, text: Type.String({ maxLength: 100_000 }), slow: Type.Boolean({ default: false, description: '100 ms per character' }) },
+        {
+          selector_or_ref: ref,
+          text: Type.String({ maxLength: 100_000 }),
+          slow: Type.Boolean({ default: false, description: '100 ms per character' }),
+        },
         { additionalProperties: false },
       ),
     },
     {
       ...common,
       name: 'browser_press',
-      description: 'Press a key (Enter, Escape, Tab, Backspace, Delete, ArrowUp ...) or a combination such as Control+C, Meta+V, Shift+Enter.',
+      description:
+        'Press a key (Enter, Escape, Tab, Backspace, Delete, ArrowUp ...) or a combination such as Control+C, Meta+V, Shift+Enter.',
       parameters: Type.Object({ key: Type.String({ minLength: 1, maxLength: 64 }) }, { additionalProperties: false }),
     },
-    { ...common, name: 'browser_hover', description: 'Move the mouse over an element (CSS selector).', parameters: Type.Object({ selector: Type.String({ minLength: 1, maxLength: 2000 }) }, { additionalProperties: false }) },
+    {
+      ...common,
+      name: 'browser_hover',
+      description: 'Move the mouse over an element (CSS selector).',
+      parameters: Type.Object({ selector: Type.String({ minLength: 1, maxLength: 2000 }) }, { additionalProperties: false }),
+    },
     {
       ...common,
       name: 'browser_select',
       description: 'Choose an option of a <select> by its visible label.',
-      parameters: Type.Object({ selector: Type.String({ minLength: 1, maxLength: 2000 }), value: Type.String({ maxLength: 2000, description: 'Visible option label' }) }, { additionalProperties: false }),
+      parameters: Type.Object(
+        {
+          selector: Type.String({ minLength: 1, maxLength: 2000 }),
+          value: Type.String({ maxLength: 2000, description: 'Visible option label' }),
+        },
+        { additionalProperties: false },
+      ),
     },
     {
       ...common,
       name: 'browser_scroll',
       description: 'Scroll the page up or down by `amount` pixels (default 500).',
       parameters: Type.Object(
-        { direction: Type.Union([Type.Literal('up'), Type.Literal('down')]), amount: Type.Number({ minimum: 1, maximum: 100_000, default: DEFAULT_SCROLL_PX }) },
+        {
+          direction: Type.Union([Type.Literal('up'), Type.Literal('down')]),
+          amount: Type.Number({ minimum: 1, maximum: 100_000, default: DEFAULT_SCROLL_PX }),
+        },
         { additionalProperties: false },
       ),
     },
-    { ...common, name: 'browser_wait', description: 'Wait a number of milliseconds (at most 60000).', parameters: Type.Object({ ms: Type.Number({ minimum: 0, maximum: 60_000 }) }, { additionalProperties: false }) },
+    {
+      ...common,
+      name: 'browser_wait',
+      description: 'Wait a number of milliseconds (at most 60000).',
+      parameters: Type.Object({ ms: Type.Number({ minimum: 0, maximum: 60_000 }) }, { additionalProperties: false }),
+    },
     {
       ...common,
       name: 'browser_wait_for',
       description: 'Wait until an element matching the CSS selector is present (default timeout 30000 ms).',
-      parameters: Type.Object({ selector: Type.String({ minLength: 1, maxLength: 2000 }), timeout: Type.Number({ minimum: 1, maximum: 300_000, default: DEFAULT_TIMEOUT_MS }) }, { additionalProperties: false }),
+      parameters: Type.Object(
+        {
+          selector: Type.String({ minLength: 1, maxLength: 2000 }),
+          timeout: Type.Number({ minimum: 1, maximum: 300_000, default: DEFAULT_TIMEOUT_MS }),
+        },
+        { additionalProperties: false },
+      ),
     },
     {
       ...common,
       name: 'browser_screenshot',
-      description: 'Save a PNG screenshot of the page (the viewport, or the whole page with fullPage) under $KEEL_HOME/downloads; returns its path.',
+      description:
+        'Save a PNG screenshot of the page (the viewport, or the whole page with fullPage) under $KEEL_HOME/downloads; returns its path.',
       parameters: Type.Object({ fullPage: Type.Boolean({ default: false }) }, { additionalProperties: false }),
     },
     {
@@ -184,19 +243,22 @@ const manifest = {
     {
       ...common,
       name: 'browser_solve_captcha',
-      description: 'Solve the reCAPTCHA, hCaptcha or Turnstile on the current page through the CAPTCHA service (needs captchaApiKey); takes 20 to 60 seconds.',
+      description:
+        'Solve the reCAPTCHA, hCaptcha or Turnstile on the current page through the CAPTCHA service (needs captchaApiKey); takes 20 to 60 seconds.',
       parameters: none,
     },
     {
       ...common,
       name: 'browser_run_js',
-      description: 'Evaluate a JavaScript expression in the page and return its JSON-serialised result (runs in the page, with the page\u2019s rights only).',
+      description:
+        'Evaluate a JavaScript expression in the page and return its JSON-serialised result (runs in the page, with the page\u2019s rights only).',
       parameters: Type.Object({ script: Type.String({ minLength: 1, maxLength: 100_000 }) }, { additionalProperties: false }),
     },
     {
       ...common,
       name: 'browser_run_script',
-      description: 'Run an async script in Keel (Node) with the engine\u2019s `page` and `browser` objects; returns what it prints and returns. Admin only.',
+      description:
+        'Run an async script in Keel (Node) with the engine\u2019s `page` and `browser` objects; returns what it prints and returns. Admin only.',
       adminOnly: true,
       isDangerous: true,
       parameters: Type.Object({ code: Type.String({ minLength: 1, maxLength: 100_000 }) }, { additionalProperties: false }),
@@ -216,9 +278,13 @@ const manifest = {
     {
       ...common,
       name: 'switch_browser_engine',
-      description: 'Switch to engineA (playwright-core), engineB (puppeteer-core) or engineC (connect to a CDP endpoint, default ws://127.0.0.1:9222).',
+      description:
+        'Switch to engineA (playwright-core), engineB (puppeteer-core) or engineC (connect to a CDP endpoint, default ws://127.0.0.1:9222).',
       parameters: Type.Object(
-        { engine: Type.Union(ENGINES.map((e) => Type.Literal(e))), endpoint: Type.Optional(Type.String({ minLength: 1, maxLength: 2048, pattern: '^(wss?|https?)://' })) },
+        {
+          engine: Type.Union(ENGINES.map((e) => Type.Literal(e))),
+          endpoint: Type.Optional(Type.String({ minLength: 1, maxLength: 2048, pattern: '^(wss?|https?)://' })),
+        },
         { additionalProperties: false },
       ),
     },

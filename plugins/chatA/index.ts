@@ -65,7 +65,8 @@ export default definePlugin({
       };
       ctx.provide('channel:chatA', off);
       ctx.skills.register('send_chatA', () => Promise.reject(notConfigured()));
-      for (const s of ['chatA_send_buttons', 'chatA_send_poll', 'chatA_edit_message', 'chatA_react', 'chatA_pin_message'] as const) ctx.skills.register(s, () => Promise.reject(notConfigured()));
+      for (const s of ['chatA_send_buttons', 'chatA_send_poll', 'chatA_edit_message', 'chatA_react', 'chatA_pin_message'] as const)
+        ctx.skills.register(s, () => Promise.reject(notConfigured()));
       return;
     }
     const apiRoot = ctx.config.get('chatAApiRoot');
@@ -169,7 +170,13 @@ export default definePlugin({
           idempotencyKey: `${action.id}:failed`,
           ...(t.messageId ? { replyToMessageId: t.messageId } : {}),
         });
-        ctx.emit('messageDelivered', { channel: 'chatA', actionId: action.id, to: t.chatId, messageId: sent.messageId, messageIds: sent.messageIds });
+        ctx.emit('messageDelivered', {
+          channel: 'chatA',
+          actionId: action.id,
+          to: t.chatId,
+          messageId: sent.messageId,
+          messageIds: sent.messageIds,
+        });
       } catch (e) {
         ctx.log.warn(`Could not tell chat about the failure of ${action.id}: ${errorMessage(e)}`);
       }
@@ -208,7 +215,8 @@ export default definePlugin({
           // Recorded (with the offset) before the next getUpdates tells Telegram they arrived.
           const fresh = new Set(ingress.record(items, { key: 'offset', value: String(next) }));
           // A redelivery never reaches receive(): say so for the action timelines.
-          for (const it of items) if (!fresh.has(it)) reportIgnored(ctx, { channel: 'chatA', messageId: it.messageId, chatId: it.chatId }, 'duplicate');
+          for (const it of items)
+            if (!fresh.has(it)) reportIgnored(ctx, { channel: 'chatA', messageId: it.messageId, chatId: it.chatId }, 'duplicate');
           supervisor.inbound();
         }
       },

@@ -34,16 +34,28 @@ const manifest = {
     {
       name: 'create_custom_skill',
       description:
-        'Create or update a custom skill written by the agent: `code` is the TypeScript body of `async function run(args)` (use `await import()` for modules, return a JSON value). It is saved as $KEEL_HOME/skills/<name>.ts, hot-loaded as plugin skill-<name>, and every call runs in the sandbox (no access to Keel\'s files, config or secrets). Needs enableSelfModification. Admin only.',
+        "Create or update a custom skill written by the agent: `code` is the TypeScript body of `async function run(args)` (use `await import()` for modules, return a JSON value). It is saved as $KEEL_HOME/skills/<name>.ts, hot-loaded as plugin skill-<name>, and every call runs in the sandbox (no access to Keel's files, config or secrets). Needs enableSelfModification. Admin only.",
       category: 'coding',
       parameters: Type.Object(
         {
           // The name rule ([a-z][a-z0-9_]{1,47}) is checked by the skill, so its refusal can say what is allowed.
-          name: Type.String({ minLength: 2, maxLength: 48, description: 'Skill name: lower-case letters, digits and _, starting with a letter; the file is <name>.ts' }),
+          name: Type.String({
+            minLength: 2,
+            maxLength: 48,
+            description: 'Skill name: lower-case letters, digits and _, starting with a letter; the file is <name>.ts',
+          }),
           description: Type.String({ minLength: 3, maxLength: 1000, description: 'What the skill does (shown to the model)' }),
-          code: Type.String({ minLength: 1, maxLength: 200_000, description: 'TypeScript body of async function run(args); its return value is the result' }),
-          parameters: Type.Optional(Type.Object({}, { additionalProperties: true, description: 'JSON Schema (type object) of the arguments; default: any object' })),
-          network: Type.Optional(Type.Boolean({ description: 'Let the skill use the network (default false; blocking is best effort, see docs/sandbox.md)' })),
+          code: Type.String({
+            minLength: 1,
+            maxLength: 200_000,
+            description: 'TypeScript body of async function run(args); its return value is the result',
+          }),
+          parameters: Type.Optional(
+            Type.Object({}, { additionalProperties: true, description: 'JSON Schema (type object) of the arguments; default: any object' }),
+          ),
+          network: Type.Optional(
+            Type.Boolean({ description: 'Let the skill use the network (default false; blocking is best effort, see docs/sandbox.md)' }),
+          ),
           adminOnly: Type.Optional(Type.Boolean({ description: 'Only admins may call the new skill (default false)' })),
           overwrite: Type.Optional(Type.Boolean({ description: 'Replace a skill file a person wrote (default false)' })),
         },
@@ -56,12 +68,18 @@ const manifest = {
     {
       name: 'execute_typescript',
       description:
-        'Run a TypeScript snippet in the sandbox: `code` is the body of an async function (use `await import()` for modules); returns stdout, stderr, exit code and the returned value as JSON. No access to Keel\'s files, config or secrets; killed at the timeout. Admin only.',
+        "Run a TypeScript snippet in the sandbox: `code` is the body of an async function (use `await import()` for modules); returns stdout, stderr, exit code and the returned value as JSON. No access to Keel's files, config or secrets; killed at the timeout. Admin only.",
       category: 'coding',
       parameters: Type.Object(
         {
-          code: Type.String({ minLength: 1, maxLength: 200_000, description: 'TypeScript body of an async function; its return value is the result' }),
-          timeoutMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 600_000, description: 'Kill after this many ms (default coderTimeoutMs, 10000)' })),
+          code: Type.String({
+            minLength: 1,
+            maxLength: 200_000,
+            description: 'TypeScript body of an async function; its return value is the result',
+          }),
+          timeoutMs: Type.Optional(
+            Type.Integer({ minimum: 100, maximum: 600_000, description: 'Kill after this many ms (default coderTimeoutMs, 10000)' }),
+          ),
           args: Type.Optional(Type.Unknown({ description: 'Value passed to the snippet as `args`' })),
         },
         { additionalProperties: false },
@@ -73,7 +91,7 @@ const manifest = {
     {
       name: 'self_repair_skill',
       description:
-        'Repair a broken or quarantined custom skill created by the agent (plugin skill-<name>) with the model\'s help: the fix replaces the file only if it compiles (a backup <name>.ts.bak is kept); otherwise the last good version stays. For other plugins it returns the source path, the failure and how to re-enable it. Needs enableSelfModification. Admin only.',
+        "Repair a broken or quarantined custom skill created by the agent (plugin skill-<name>) with the model's help: the fix replaces the file only if it compiles (a backup <name>.ts.bak is kept); otherwise the last good version stays. For other plugins it returns the source path, the failure and how to re-enable it. Needs enableSelfModification. Admin only.",
       category: 'coding',
       parameters: Type.Object(
         {

@@ -7,7 +7,6 @@ import { dirname, join } from 'node:path';
 import { definePlugin, environmentError } from '../../sdk/index.js';
 import manifest from './manifest.js';
 
-
 const TYPES: Record<string, string> = {
   html: 'text/html; charset=utf-8',
   js: 'text/javascript; charset=utf-8',
@@ -40,7 +39,9 @@ export default definePlugin({
   setup(ctx) {
     const dir = builtDir();
     if (!dir || !existsSync(join(dir, 'index.html'))) {
-      throw environmentError(`The dashboard is not built (no ${dir ?? 'dist/dashboard'}/index.html): run \`npm run build\` (npm install does it).`);
+      throw environmentError(
+        `The dashboard is not built (no ${dir ?? 'dist/dashboard'}/index.html): run \`npm run build\` (npm install does it).`,
+      );
     }
     const files: Record<string, string> = {};
     for (const f of readdirSync(dir)) {

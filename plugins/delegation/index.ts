@@ -12,7 +12,9 @@ const clamp = (v: number | undefined, def: number, min: number, max: number) =>
 /** What the calling model sees of a delegated task; a failed one is an error result. */
 function report(o: DelegateOutcome): DelegateOutcome {
   if (o.status === 'failed') {
-    throw new Error(`Sub-task ${o.taskId}${o.agent ? ` (agent ${o.agent})` : ''} failed after ${o.steps} of ${o.maxSteps} steps: ${o.error ?? 'unknown reason'}.`);
+    throw new Error(
+      `Sub-task ${o.taskId}${o.agent ? ` (agent ${o.agent})` : ''} failed after ${o.steps} of ${o.maxSteps} steps: ${o.error ?? 'unknown reason'}.`,
+    );
   }
   return o;
 }
@@ -51,7 +53,8 @@ export default definePlugin({
         const a = d.agents.find((x) => x.name === name);
         if (!a) return `No sub-agent is named "${name}" (create it with spawn_agent; see list_delegations).`;
         if (a.stoppedAt) return `Sub-agent "${name}" was stopped and takes no more tasks.`;
-        if (a.tasksRun >= a.maxTasks) return `Sub-agent "${name}" has used its task budget (${a.tasksRun} of ${a.maxTasks} tasks); it takes no more tasks. Spawn a new sub-agent or do the work yourself.`;
+        if (a.tasksRun >= a.maxTasks)
+          return `Sub-agent "${name}" has used its task budget (${a.tasksRun} of ${a.maxTasks} tasks); it takes no more tasks. Spawn a new sub-agent or do the work yourself.`;
         a.tasksRun++;
         return { ...a };
       });
@@ -78,7 +81,11 @@ export default definePlugin({
       if (args.agent) return report(await runAs(reserve(args.agent), args.task, call, depth, args));
       return report(
         await lanes.run(
-          { task: args.task, maxSteps: clamp(args.maxSteps, DEFAULT_MAX_STEPS, 1, MAX_STEPS_CAP), waitMs: clamp(args.waitMs, DEFAULT_WAIT_MS, 1000, MAX_WAIT_MS) },
+          {
+            task: args.task,
+            maxSteps: clamp(args.maxSteps, DEFAULT_MAX_STEPS, 1, MAX_STEPS_CAP),
+            waitMs: clamp(args.waitMs, DEFAULT_WAIT_MS, 1000, MAX_WAIT_MS),
+          },
           call,
           depth,
         ),
@@ -91,7 +98,8 @@ export default definePlugin({
       const tasks = args.tasks ?? [];
       const created = store.update((d) => {
         const existing = d.agents.find((x) => x.name === args.name);
-        if (existing && !existing.stoppedAt) return `A sub-agent named "${args.name}" exists already; give it tasks with delegate_task {agent: "${args.name}"}, or stop_agent it first.`;
+        if (existing && !existing.stoppedAt)
+          return `A sub-agent named "${args.name}" exists already; give it tasks with delegate_task {agent: "${args.name}"}, or stop_agent it first.`;
         const a: SubAgent = {
           name: args.name,
           instructions: args.instructions,

@@ -14,12 +14,25 @@ export const MAX_TASKS_CAP = 50;
 export const MAX_DEPTH = 2;
 
 const maxSteps = Type.Optional(
-  Type.Integer({ minimum: 1, maximum: MAX_STEPS_CAP, description: `Step budget of each sub-task run: model calls it may make (default ${DEFAULT_MAX_STEPS}, at most ${MAX_STEPS_CAP})` }),
+  Type.Integer({
+    minimum: 1,
+    maximum: MAX_STEPS_CAP,
+    description: `Step budget of each sub-task run: model calls it may make (default ${DEFAULT_MAX_STEPS}, at most ${MAX_STEPS_CAP})`,
+  }),
 );
 const waitMs = Type.Optional(
-  Type.Integer({ minimum: 1000, maximum: MAX_WAIT_MS, description: `How long to wait for the sub-task before it is cancelled (default ${DEFAULT_WAIT_MS} ms, at most ${MAX_WAIT_MS})` }),
+  Type.Integer({
+    minimum: 1000,
+    maximum: MAX_WAIT_MS,
+    description: `How long to wait for the sub-task before it is cancelled (default ${DEFAULT_WAIT_MS} ms, at most ${MAX_WAIT_MS})`,
+  }),
 );
-const agentName = Type.String({ minLength: 1, maxLength: 40, pattern: '^[A-Za-z0-9][A-Za-z0-9_-]*$', description: 'Sub-agent name: letters, digits, _ and -' });
+const agentName = Type.String({
+  minLength: 1,
+  maxLength: 40,
+  pattern: '^[A-Za-z0-9][A-Za-z0-9_-]*$',
+  description: 'Sub-agent name: letters, digits, _ and -',
+});
 
 const manifest = {
   id: 'delegation',
@@ -58,9 +71,21 @@ const manifest = {
       parameters: Type.Object(
         {
           name: agentName,
-          instructions: Type.String({ minLength: 1, maxLength: 4_000, description: 'Standing instructions prepended to every task of this sub-agent' }),
-          tasks: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 10_000 }), { maxItems: 10, description: 'Tasks to run now, in order' })),
-          maxTasks: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_TASKS_CAP, description: `Task budget (default ${DEFAULT_MAX_TASKS}, at most ${MAX_TASKS_CAP})` })),
+          instructions: Type.String({
+            minLength: 1,
+            maxLength: 4_000,
+            description: 'Standing instructions prepended to every task of this sub-agent',
+          }),
+          tasks: Type.Optional(
+            Type.Array(Type.String({ minLength: 1, maxLength: 10_000 }), { maxItems: 10, description: 'Tasks to run now, in order' }),
+          ),
+          maxTasks: Type.Optional(
+            Type.Integer({
+              minimum: 1,
+              maximum: MAX_TASKS_CAP,
+              description: `Task budget (default ${DEFAULT_MAX_TASKS}, at most ${MAX_TASKS_CAP})`,
+            }),
+          ),
           maxSteps,
           waitMs,
         },
@@ -69,7 +94,8 @@ const manifest = {
     },
     {
       name: 'list_delegations',
-      description: 'List delegated tasks (newest first) and sub-agents with their budgets. Filter by parentId (the action that delegated) or agent name.',
+      description:
+        'List delegated tasks (newest first) and sub-agents with their budgets. Filter by parentId (the action that delegated) or agent name.',
       category: 'agents',
       adminOnly: true,
       isParallelSafe: true,

@@ -8,7 +8,9 @@ import { cliSources, kernelSources } from './src/sources.js';
 
 async function doctorCommand(c: CommandContext): Promise<number> {
   // Probing connections and the gateway can take seconds: say so on a terminal (nothing in scripts or --json).
-  const report = await withProgress('Checking Keel', async () => buildReport(await cliSources(c, manifest.version)), { quiet: c.options.json === true });
+  const report = await withProgress('Checking Keel', async () => buildReport(await cliSources(c, manifest.version)), {
+    quiet: c.options.json === true,
+  });
   process.stdout.write(c.options.json ? `${JSON.stringify(report, null, 2)}\n` : `${renderText(report)}\n`);
   return report.ok ? 0 : 1;
 }

@@ -8,7 +8,8 @@ const manifest = {
   id: 'doctor',
   version: '1.0.0',
   kind: 'service',
-  description: 'Diagnostics: system_check and `keel doctor` report kernel, plugins, disk, config, connections, recent errors and risky settings with fixes.',
+  description:
+    'Diagnostics: system_check and `keel doctor` report kernel, plugins, disk, config, connections, recent errors and risky settings with fixes.',
   // gatewayApiKey is only checked for presence, never printed.
   permissions: { filesystem: ['$KEEL_HOME'], secrets: ['gatewayApiKey'] },
   skills: [

@@ -23,7 +23,17 @@ import { emailSettings } from './src/settings.js';
 import { EmailStore } from './src/store.js';
 
 /** Keys whose change restarts the inbound connection. */
-const RECEIVER_KEYS = new Set(['emailEnabled', 'imapHost', 'imapPort', 'imapSecure', 'imapUsername', 'imapPassword', 'emailCaFile', 'emailSocketTimeoutMs', 'emailSweepIntervalMs']);
+const RECEIVER_KEYS = new Set([
+  'emailEnabled',
+  'imapHost',
+  'imapPort',
+  'imapSecure',
+  'imapUsername',
+  'imapPassword',
+  'emailCaFile',
+  'emailSocketTimeoutMs',
+  'emailSweepIntervalMs',
+]);
 
 const reSubject = (s: string) => (/^re:/i.test(s.trim()) ? s.trim() : `Re: ${s.trim()}`);
 
@@ -45,7 +55,8 @@ export default definePlugin({
       const text = m.text ?? '';
       const body = format === 'plain' ? { text } : renderMarkdown(text);
       const attachments = (m.files ?? []).map((f) => ({ path: f.path }));
-      if (!text.trim() && !attachments.length) throw new EmailSendError('nothing to send: the message has no text and no files', 'KEEL_E_INVALID_ARGUMENT');
+      if (!text.trim() && !attachments.length)
+        throw new EmailSendError('nothing to send: the message has no text and no files', 'KEEL_E_INVALID_ARGUMENT');
       return { body, attachments };
     };
 
@@ -71,7 +82,11 @@ export default definePlugin({
       },
       async reply(action: Action, message): Promise<SentMessage> {
         const to = action.metadata.replyTo as { chatId?: string; messageId?: string; subject?: string; references?: string[] } | undefined;
-        if (!to?.chatId) throw new EmailSendError(`action ${action.id} did not come from an email: it has no address to reply to`, 'KEEL_E_INVALID_ARGUMENT');
+        if (!to?.chatId)
+          throw new EmailSendError(
+            `action ${action.id} did not come from an email: it has no address to reply to`,
+            'KEEL_E_INVALID_ARGUMENT',
+          );
         const { body, attachments } = outgoing(message, 'markdown');
         const n = replies.get(action.id) ?? 0;
         replies.set(action.id, n + 1);
@@ -102,7 +117,9 @@ export default definePlugin({
         const sender = (call.action.metadata.replyTo as { chatId?: string } | undefined)?.chatId?.toLowerCase();
         const others = to.filter((r) => r !== sender);
         if (others.length) {
-          throw forbiddenError(`send_email on behalf of a mail from a non-admin may only write to its sender (${sender ?? 'unknown'}), not to ${others.join(', ')}.`);
+          throw forbiddenError(
+            `send_email on behalf of a mail from a non-admin may only write to its sender (${sender ?? 'unknown'}), not to ${others.join(', ')}.`,
+          );
         }
       }
       const r = await sender.send({
@@ -120,9 +137,7 @@ export default definePlugin({
     ctx.skills.register('search_emails', (a) => searchEmails(ctx.config, a));
     ctx.skills.register('fetch_email', (a) => fetchEmail(ctx, Number(a.uid)));
     ctx.skills.register('index_emails_to_knowledge_base', (a, call) => indexEmails(ctx, a, call.signal));
-    ctx.skills.register('generate_email_report', (a, call) =>
-      emailReport(ctx, a, call.signal),
-    );
+    ctx.skills.register('generate_email_report', (a, call) => emailReport(ctx, a, call.signal));
 
     let restarting: Promise<void> = Promise.resolve();
     ctx.hooks.tap('configChanged', (e) => {
@@ -135,7 +150,9 @@ export default definePlugin({
     if (enabled()) {
       const admins = ctx.config.get<Record<string, unknown> | undefined>('adminUsers')?.email;
       if (Array.isArray(admins) && admins.length && !emailSettings(ctx.config).authServId) {
-        ctx.log.warn('email: adminUsers.email is set but emailAuthServId is not: no mail sender can be proven, so nobody is admin by mail (docs/email.md).');
+        ctx.log.warn(
+          'email: adminUsers.email is set but emailAuthServId is not: no mail sender can be proven, so nobody is admin by mail (docs/email.md).',
+        );
       }
       receiver.start();
     }
@@ -153,7 +170,10 @@ export default definePlugin({
         const s = receiver.status();
         // A refused login is a configuration problem shown in the channel status; quarantining the plugin for it
         // would also take send_email away.
-        return { ok: true, message: s.state === 'failed' ? `IMAP failed: ${s.lastError ?? 'unknown error'}` : `IMAP ${s.state ?? 'stopped'}` };
+        return {
+          ok: true,
+          message: s.state === 'failed' ? `IMAP failed: ${s.lastError ?? 'unknown error'}` : `IMAP ${s.state ?? 'stopped'}`,
+        };
       },
     };
   },

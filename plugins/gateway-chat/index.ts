@@ -61,13 +61,29 @@ export default definePlugin({
       return typeof to === 'string' ? to : undefined;
     };
 
-    const send = async (to: string, message: string | OutboundMessage, options: { idempotencyKey?: string; actionId?: string } = {}): Promise<SentMessage> => {
+    const send = async (
+      to: string,
+      message: string | OutboundMessage,
+      options: { idempotencyKey?: string; actionId?: string } = {},
+    ): Promise<SentMessage> => {
       const messageId = `gc_${randomUUID()}`;
       if (options.idempotencyKey && delivered.has(options.idempotencyKey)) return { messageId, messageIds: [] };
       if (options.idempotencyKey) delivered.add(options.idempotencyKey);
       const { text, files } = textOf(message);
-      conversations.add(to, { role: 'agent', text, at: new Date().toISOString(), messageId, ...(options.actionId ? { actionId: options.actionId } : {}) });
-      emit('chat.reply', { conversationId: to, messageId, text, ...(files.length ? { files } : {}), ...(options.actionId ? { actionId: options.actionId } : {}) });
+      conversations.add(to, {
+        role: 'agent',
+        text,
+        at: new Date().toISOString(),
+        messageId,
+        ...(options.actionId ? { actionId: options.actionId } : {}),
+      });
+      emit('chat.reply', {
+        conversationId: to,
+        messageId,
+        text,
+        ...(files.length ? { files } : {}),
+        ...(options.actionId ? { actionId: options.actionId } : {}),
+      });
       return { messageId, messageIds: [messageId] };
     };
 
@@ -75,7 +91,12 @@ export default definePlugin({
       name: CHANNEL,
       status: () => {
         const serving = events() !== undefined;
-        return { enabled: true, connected: serving, state: serving ? 'connected' : 'stopped', ...(serving ? {} : { lastError: 'the gateway is not serving in this process' }) };
+        return {
+          enabled: true,
+          connected: serving,
+          state: serving ? 'connected' : 'stopped',
+          ...(serving ? {} : { lastError: 'the gateway is not serving in this process' }),
+        };
       },
       send: (to, message, options) => send(to, message, options?.idempotencyKey ? { idempotencyKey: options.idempotencyKey } : {}),
       async reply(action, message) {
@@ -109,8 +130,20 @@ export default definePlugin({
         await send(to, o.detail ?? a.result ?? '', { actionId: a.id, idempotencyKey: `${a.id}:final` });
       } else if (o.status === 'failed' || o.status === 'removed') {
         replied.add(a.id);
-        const message = o.status === 'failed' ? 'Sorry, this failed: ' + String(o.detail ?? a.error ?? 'unknown error').split('\n')[0]!.slice(0, 300) : 'This message was cancelled.';
-        conversations.add(to, { role: 'error', text: message, at: new Date().toISOString(), messageId: `gc_${randomUUID()}`, actionId: a.id });
+        const message =
+          o.status === 'failed'
+            ? 'Sorry, this failed: ' +
+              String(o.detail ?? a.error ?? 'unknown error')
+                .split('\n')[0]!
+                .slice(0, 300)
+            : 'This message was cancelled.';
+        conversations.add(to, {
+          role: 'error',
+          text: message,
+          at: new Date().toISOString(),
+          messageId: `gc_${randomUUID()}`,
+          actionId: a.id,
+        });
         emit('chat.error', { conversationId: to, actionId: a.id, message });
       }
     });

@@ -26,20 +26,23 @@ const manifest = {
       default: '0.0.0.0',
       env: ['KEEL_GATEWAY_HOST'],
       policy: 'LOCKED',
-      description: 'Bind address. 127.0.0.1 allows local access only; 0.0.0.0 without gatewayApiKey exposes full control of the agent. LOCKED because it widens who can reach the agent.',
+      description:
+        'Bind address. 127.0.0.1 allows local access only; 0.0.0.0 without gatewayApiKey exposes full control of the agent. LOCKED because it widens who can reach the agent.',
     },
     gatewayApiKey: {
       schema: Type.String({ minLength: 1 }),
       env: ['KEEL_GATEWAY_API_KEY'],
       policy: 'LOCKED',
       secret: true,
-      description: 'When set, every REST request needs the header X-Api-Key and the WebSocket the query parameter apiKey. `keel gateway -k` overrides it.',
+      description:
+        'When set, every REST request needs the header X-Api-Key and the WebSocket the query parameter apiKey. `keel gateway -k` overrides it.',
     },
     gatewayStaticDir: {
       schema: Type.String({ minLength: 1 }),
       env: ['KEEL_GATEWAY_STATIC_DIR'],
       policy: 'APPROVAL',
-      description: 'Folder of static files served at / instead of the built-in dashboard; /api always takes precedence. `keel gateway -s` overrides it.',
+      description:
+        'Folder of static files served at / instead of the built-in dashboard; /api always takes precedence. `keel gateway -s` overrides it.',
     },
     gatewayAutoStart: {
       schema: Type.Boolean(),
@@ -53,7 +56,8 @@ const manifest = {
       default: ['*'],
       env: ['KEEL_GATEWAY_CORS_ORIGINS'],
       policy: 'LOCKED',
-      description: 'Origins allowed by CORS, and for the WebSocket upgrade when the list is not ["*"]. LOCKED because it widens who can drive the agent from a browser.',
+      description:
+        'Origins allowed by CORS, and for the WebSocket upgrade when the list is not ["*"]. LOCKED because it widens who can drive the agent from a browser.',
     },
     gatewayBodyLimit: {
       schema: Type.Integer({ minimum: 1024 }),

@@ -22,7 +22,8 @@ const manifest = {
       default: '',
       env: ['KEEL_IMAGE_PROVIDER'],
       policy: 'SAFE',
-      description: 'Provider of generate_image: providerA or providerB; empty picks llmProvider when it is one of them, else the first of A, B that is configured.',
+      description:
+        'Provider of generate_image: providerA or providerB; empty picks llmProvider when it is one of them, else the first of A, B that is configured.',
     },
     imageModelName: {
       schema: Type.String(),
@@ -42,9 +43,24 @@ const manifest = {
       parameters: Type.Object(
         {
           prompt: Type.String({ minLength: 1, maxLength: 4000, description: 'What the image shows' }),
-          size: Type.Optional(Type.Union(IMAGE_SIZES.map((s) => Type.Literal(s)), { description: 'Default 1024x1024' })),
-          quality: Type.Optional(Type.Union(IMAGE_QUALITIES.map((q) => Type.Literal(q)), { description: 'Default medium' })),
-          provider: Type.Optional(Type.Union(IMAGE_PROVIDERS.map((p) => Type.Literal(p)), { description: 'Default: imageProvider, then llmProvider, then the first configured' })),
+          size: Type.Optional(
+            Type.Union(
+              IMAGE_SIZES.map((s) => Type.Literal(s)),
+              { description: 'Default 1024x1024' },
+            ),
+          ),
+          quality: Type.Optional(
+            Type.Union(
+              IMAGE_QUALITIES.map((q) => Type.Literal(q)),
+              { description: 'Default medium' },
+            ),
+          ),
+          provider: Type.Optional(
+            Type.Union(
+              IMAGE_PROVIDERS.map((p) => Type.Literal(p)),
+              { description: 'Default: imageProvider, then llmProvider, then the first configured' },
+            ),
+          ),
         },
         { additionalProperties: false },
       ),

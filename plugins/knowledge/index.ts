@@ -47,7 +47,8 @@ export class Knowledge {
       const batch = texts.slice(i, i + EMBED_BATCH);
       const r = await llm.embed({ texts: batch, ...(signal ? { signal } : {}) });
       if (!r) throw new Error('no provider offers embeddings now');
-      if (r.vectors.length !== batch.length) throw new Error(`the embedding provider returned ${r.vectors.length} vectors for ${batch.length} texts`);
+      if (r.vectors.length !== batch.length)
+        throw new Error(`the embedding provider returned ${r.vectors.length} vectors for ${batch.length} texts`);
       if (model && r.model !== model) throw new Error(`the embedding model changed during the request (${model}, then ${r.model})`);
       model = r.model;
       vectors.push(...r.vectors);
@@ -75,7 +76,11 @@ export class Knowledge {
         this.ctx.log.warn(`rag: embedding "${a.source}" failed: ${message(e)}`);
       }
     }
-    const { document, replaced } = await this.store.upsert({ source: a.source, title, collection, tags: cleanTags(a.tags), format, metadata }, chunks, model);
+    const { document, replaced } = await this.store.upsert(
+      { source: a.source, title, collection, tags: cleanTags(a.tags), format, metadata },
+      chunks,
+      model,
+    );
     return {
       document_id: document.id,
       source: document.source,
@@ -99,28 +104,47 @@ export class Knowledge {
     if (info.isDirectory()) throw new Error(`${path} is a directory; give the path of one file`);
     if (!info.isFile()) throw new Error(`${path} is not a regular file`);
     const max = this.ctx.config.get('knowledgeMaxFileBytes');
-    if (info.size > max) throw new Error(`${path} is ${info.size} bytes, more than knowledgeMaxFileBytes (${max}); split it or raise the limit`);
+    if (info.size > max)
+      throw new Error(`${path} is ${info.size} bytes, more than knowledgeMaxFileBytes (${max}); split it or raise the limit`);
     const buf = await readFile(path);
     if (buf.subarray(0, 8192).includes(0)) throw new Error(`${path} looks like a binary file; only text files can be ingested`);
     const r = await this.ingest(
-      { content: buf.toString('utf8'), source: path, format: formatFromName(path) ?? 'text', ...(a.collection ? { collection: a.collection } : {}), ...(a.tags ? { tags: a.tags } : {}), ...(a.title ? { title: a.title } : {}) },
+      {
+        content: buf.toString('utf8'),
+        source: path,
+        format: formatFromName(path) ?? 'text',
+        ...(a.collection ? { collection: a.collection } : {}),
+        ...(a.tags ? { tags: a.tags } : {}),
+        ...(a.title ? { title: a.title } : {}),
+      },
       { path, bytes: info.size, modifiedAt: info.mtime.toISOString() },
     );
     return { ...r, bytes: info.size };
   }
 
-  async ingestUrl(a: { url: string; collection?: string; tags?: string[]; title?: string }, signal?: AbortSignal): Promise<Record<string, unknown>> {
+  async ingestUrl(
+    a: { url: string; collection?: string; tags?: string[]; title?: string },
+    signal?: AbortSignal,
+  ): Promise<Record<string, unknown>> {
     let url: URL;
     try {
       url = new URL(a.url.trim());
     } catch {
       throw new Error(`"${a.url}" is not a valid URL`);
     }
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error(`only http and https URLs can be ingested, not ${url.protocol}`);
+    if (url.protocol !== 'http:' && url.protocol !== 'https:')
+      throw new Error(`only http and https URLs can be ingested, not ${url.protocol}`);
     const web = this.ctx.use('web');
-    if (!web) throw new Error('rag_ingest_url needs the web plugin (capability "web"), which is not loaded; enable the plugin "web" (see `keel plugins`)');
+    if (!web)
+      throw new Error(
+        'rag_ingest_url needs the web plugin (capability "web"), which is not loaded; enable the plugin "web" (see `keel plugins`)',
+      );
     const max = this.ctx.config.get('knowledgeMaxFileBytes');
-    const res = await web.fetch(url.href, { maxBytes: max, accept: 'text/html, text/markdown, text/plain, application/json, */*;q=0.5', ...(signal ? { signal } : {}) });
+    const res = await web.fetch(url.href, {
+      maxBytes: max,
+      accept: 'text/html, text/markdown, text/plain, application/json, */*;q=0.5',
+      ...(signal ? { signal } : {}),
+    });
     if (res.status >= 400) throw new Error(`fetching ${url.href} failed with HTTP status ${res.status}`);
     const fetchedAt = new Date().toISOString();
     const type = res.contentType.split(';')[0]!.trim().toLowerCase();
@@ -139,14 +163,31 @@ export class Knowledge {
     else if (type.startsWith('text/') || !type) format = formatFromName(url.pathname) ?? 'text';
     else throw new Error(`${url.href} is ${type}, which cannot be ingested (HTML, text, markdown, CSV and JSON can)`);
     const r = await this.ingest(
-      { content, source: url.href, format, ...(a.collection ? { collection: a.collection } : {}), ...(a.tags ? { tags: a.tags } : {}), ...(title ? { title } : {}) },
-      { url: url.href, finalUrl: res.url, fetchedAt, contentType: res.contentType, status: res.status, ...(res.truncated ? { truncated: true } : {}) },
+      {
+        content,
+        source: url.href,
+        format,
+        ...(a.collection ? { collection: a.collection } : {}),
+        ...(a.tags ? { tags: a.tags } : {}),
+        ...(title ? { title } : {}),
+      },
+      {
+        url: url.href,
+        finalUrl: res.url,
+        fetchedAt,
+        contentType: res.contentType,
+        status: res.status,
+        ...(res.truncated ? { truncated: true } : {}),
+      },
       signal,
     );
     return { ...r, url: url.href, fetchedAt, ...(res.truncated ? { truncated: true } : {}) };
   }
 
-  async search(a: { query: string; limit?: number; collection?: string; tags?: string[] }, signal?: AbortSignal): Promise<Record<string, unknown>> {
+  async search(
+    a: { query: string; limit?: number; collection?: string; tags?: string[] },
+    signal?: AbortSignal,
+  ): Promise<Record<string, unknown>> {
     const limit = a.limit ?? 10;
     const filter = { ...(a.collection ? { collection: a.collection } : {}), ...(a.tags?.length ? { tags: cleanTags(a.tags) } : {}) };
     const llm = this.llm();
@@ -168,7 +209,13 @@ export class Knowledge {
         this.reembed(embedding.model);
       }
     }
-    return { query: a.query, mode: embedding ? 'hybrid' : 'keyword', ...(embedding ? { embeddingModel: embedding.model } : {}), results, ...(notice ? { notice } : {}) };
+    return {
+      query: a.query,
+      mode: embedding ? 'hybrid' : 'keyword',
+      ...(embedding ? { embeddingModel: embedding.model } : {}),
+      results,
+      ...(notice ? { notice } : {}),
+    };
   }
 
   /** Re-embeds stale chunks with `model` in the background, one at a time. */
@@ -180,9 +227,16 @@ export class Knowledge {
           if (!llm || this.abort.signal.aborted) return;
           const stale = await this.store.staleChunks(model, REEMBED_BATCH);
           if (!stale.length) return;
-          const r = await this.embed(llm, stale.map((s) => s.content), this.abort.signal);
+          const r = await this.embed(
+            llm,
+            stale.map((s) => s.content),
+            this.abort.signal,
+          );
           if (r.model !== model) return;
-          const stored = await this.store.setVectors(model, stale.map((s, i) => ({ chunkId: s.id, vector: r.vectors[i]! })));
+          const stored = await this.store.setVectors(
+            model,
+            stale.map((s, i) => ({ chunkId: s.id, vector: r.vectors[i]! })),
+          );
           if (!stored) return; // nothing usable came back (e.g. zero vectors): stop rather than loop
         }
       } catch (e) {
@@ -224,12 +278,20 @@ export default definePlugin({
     const store = new SqliteKnowledgeStore(join(ctx.home, 'knowledge', 'knowledge.db'));
     const k = new Knowledge(store, ctx);
     // Load the vector index in the background, so the first search after a start does not pay for it.
-    const warm = setTimeout(() => void store.warm?.().catch((e: unknown) => ctx.log.warn(`rag: loading the vector index failed: ${message(e)}`)), 0);
+    const warm = setTimeout(
+      () => void store.warm?.().catch((e: unknown) => ctx.log.warn(`rag: loading the vector index failed: ${message(e)}`)),
+      0,
+    );
     warm.unref();
     ctx.provide('knowledge', {
       ingest: async ({ metadata, ...doc }, opts = {}) => {
         const r = await k.ingest(doc, metadata ?? {}, opts.signal);
-        return { documentId: String(r.document_id), chunks: Number(r.chunks), replaced: r.replaced === true, embedded: r.embedded === true };
+        return {
+          documentId: String(r.document_id),
+          chunks: Number(r.chunks),
+          replaced: r.replaced === true,
+          embedded: r.embedded === true,
+        };
       },
     });
     ctx.skills.register('rag_ingest', (a, c) => k.ingest(a, {}, c.signal));

@@ -20,7 +20,8 @@ export default definePlugin({
     ctx.hooks.tap('messageIn', async (m: InboundMessage) => {
       if (m.channel === 'chatB' && m.userId) {
         const meta = m.metadata ?? {};
-        const name = typeof meta.pushName === 'string' ? meta.pushName : typeof meta.displayName === 'string' ? meta.displayName : undefined;
+        const name =
+          typeof meta.pushName === 'string' ? meta.pushName : typeof meta.displayName === 'string' ? meta.displayName : undefined;
         const language = typeof meta.language === 'string' ? meta.language : undefined;
         await updateContact(ctx.home, 'chatB', m.userId, (p) => {
           p.messageCount++;

@@ -53,9 +53,13 @@ const manifest = {
     },
     {
       name: 'update_user_profile',
-      description: 'Add a factual, concise item to the user profile (USER.md), under Core Identity, Preferences or Constraints. Never passwords or secrets.',
+      description:
+        'Add a factual, concise item to the user profile (USER.md), under Core Identity, Preferences or Constraints. Never passwords or secrets.',
       category: 'memory',
-      parameters: Type.Object({ info_text: Type.String({ minLength: 1, maxLength: 2000, description: 'A factual, concise statement about the user' }) }, { additionalProperties: false }),
+      parameters: Type.Object(
+        { info_text: Type.String({ minLength: 1, maxLength: 2000, description: 'A factual, concise statement about the user' }) },
+        { additionalProperties: false },
+      ),
       isDeep: false,
       isDangerous: false,
     },
@@ -78,7 +82,10 @@ const manifest = {
       name: 'update_journal',
       description: "Write an entry in the agent's journal (JOURNAL.md), under today's date.",
       category: 'memory',
-      parameters: Type.Object({ entry_text: Type.String({ minLength: 1, maxLength: 20_000, description: 'The journal entry' }) }, { additionalProperties: false }),
+      parameters: Type.Object(
+        { entry_text: Type.String({ minLength: 1, maxLength: 20_000, description: 'The journal entry' }) },
+        { additionalProperties: false },
+      ),
       isDeep: false,
     },
   ],
@@ -87,7 +94,10 @@ const manifest = {
       name: 'reset',
       description: 'Clear memory (keeps config, queue and knowledge)',
       options: [
-        { flags: '--memory', description: 'clear short and episodic memory, USER.md, LEARNING.md, JOURNAL.md, daily logs and contact profiles' },
+        {
+          flags: '--memory',
+          description: 'clear short and episodic memory, USER.md, LEARNING.md, JOURNAL.md, daily logs and contact profiles',
+        },
         { flags: '-y, --yes', description: 'do not ask for confirmation' },
       ],
     },

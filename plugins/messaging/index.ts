@@ -48,7 +48,13 @@ function keyOf(call: SkillCallContext, skill: string, args: unknown): SendOption
 /** Tells the `messageDelivered` hook (the action's timeline) what reached the platform. */
 function delivered(ctx: PluginContext, call: SkillCallContext, channel: string, to: string, sent: SentMessage): SentMessage {
   try {
-    ctx.emit('messageDelivered', { channel, to, messageId: sent.messageId, messageIds: sent.messageIds ?? [sent.messageId], ...(call.action ? { actionId: call.action.id } : {}) });
+    ctx.emit('messageDelivered', {
+      channel,
+      to,
+      messageId: sent.messageId,
+      messageIds: sent.messageIds ?? [sent.messageId],
+      ...(call.action ? { actionId: call.action.id } : {}),
+    });
   } catch {
     // A record of what happened never changes it.
   }
@@ -92,8 +98,18 @@ export default definePlugin({
       if (!st.isFile()) throw new Error(`${args.path} is not a file.`);
       const name = detectChannel(args.channel, call.action, args.jid);
       const ext = extname(args.path).toLowerCase();
-      const file: OutboundFile = { path: args.path, kind: IMAGE_EXT.has(ext) ? 'photo' : AUDIO_EXT.has(ext) ? 'audio' : 'document', ...(args.caption ? { caption: args.caption } : {}) };
-      const sent = delivered(ctx, call, name, args.jid, await channelFor(ctx, name).send(args.jid, { files: [file] }, keyOf(call, 'send_file', args)));
+      const file: OutboundFile = {
+        path: args.path,
+        kind: IMAGE_EXT.has(ext) ? 'photo' : AUDIO_EXT.has(ext) ? 'audio' : 'document',
+        ...(args.caption ? { caption: args.caption } : {}),
+      };
+      const sent = delivered(
+        ctx,
+        call,
+        name,
+        args.jid,
+        await channelFor(ctx, name).send(args.jid, { files: [file] }, keyOf(call, 'send_file', args)),
+      );
       return { channel: name, to: args.jid, messageId: sent.messageId };
     });
 
@@ -102,37 +118,45 @@ export default definePlugin({
       const name = detectChannel(args.channel, call.action, args.jid);
       const channel = channelFor(ctx, name);
       const p = provider(ctx, 'speak');
-      if (args.voice && p.voices?.length && !p.voices.includes(args.voice)) throw new Error(`Voice "${args.voice}" is not one of ${p.id}'s: ${p.voices.join(', ')}.`);
+      if (args.voice && p.voices?.length && !p.voices.includes(args.voice))
+        throw new Error(`Voice "${args.voice}" is not one of ${p.id}'s: ${p.voices.join(', ')}.`);
       const audio = await p.speak!({ text: args.text, ...(args.voice ? { voice: args.voice } : {}), signal: call.signal });
       const path = saveMedia(ctx, 'voice', audio.mimeType, audio.base64);
       const kind = VOICE_NOTE_CHANNELS.has(name) ? 'voice' : 'audio';
-      const sent = delivered(ctx, call, name, args.jid, await channel.send(args.jid, { files: [{ path, kind }] }, keyOf(call, 'send_voice_note', args)));
+      const sent = delivered(
+        ctx,
+        call,
+        name,
+        args.jid,
+        await channel.send(args.jid, { files: [{ path, kind }] }, keyOf(call, 'send_voice_note', args)),
+      );
       return { channel: name, to: args.jid, messageId: sent.messageId, provider: p.id, kind };
     });
 
-    ctx.skills.register(
-      'send_image',
-      async (args, call) => {
-        const name = detectChannel(args.channel, call.action, args.jid);
-        const channel = channelFor(ctx, name);
-        const p = provider(ctx, 'generateImage');
-        const image = await p.generateImage!({
-          prompt: args.prompt,
-          size: args.size ?? '1024x1024',
-          quality: args.quality ?? 'medium',
-          signal: call.signal,
-        });
-        const path = saveMedia(ctx, 'image', image.mimeType, image.base64);
-        const sent = delivered(
-          ctx,
-          call,
-          name,
+    ctx.skills.register('send_image', async (args, call) => {
+      const name = detectChannel(args.channel, call.action, args.jid);
+      const channel = channelFor(ctx, name);
+      const p = provider(ctx, 'generateImage');
+      const image = await p.generateImage!({
+        prompt: args.prompt,
+        size: args.size ?? '1024x1024',
+        quality: args.quality ?? 'medium',
+        signal: call.signal,
+      });
+      const path = saveMedia(ctx, 'image', image.mimeType, image.base64);
+      const sent = delivered(
+        ctx,
+        call,
+        name,
+        args.jid,
+        await channel.send(
           args.jid,
-          await channel.send(args.jid, { files: [{ path, kind: 'photo', ...(args.caption ? { caption: args.caption } : {}) }] }, keyOf(call, 'send_image', args)),
-        );
-        return { channel: name, to: args.jid, messageId: sent.messageId, provider: p.id, path };
-      },
-    );
+          { files: [{ path, kind: 'photo', ...(args.caption ? { caption: args.caption } : {}) }] },
+          keyOf(call, 'send_image', args),
+        ),
+      );
+      return { channel: name, to: args.jid, messageId: sent.messageId, provider: p.id, path };
+    });
 
     ctx.skills.register('react', async (args, call) => {
       const emoji = EMOJI[args.emoji.toLowerCase()] ?? args.emoji;
@@ -144,16 +168,40 @@ export default definePlugin({
       // A channel that reacts natively through its capability (chatD) keeps the platform's message id as a string.
       if (channel.react) {
         const r = await channel.react(chat, args.message_id, emoji);
-        if (r.native) return { channel: name, chatId: chat, messageId: args.message_id, reacted: emoji, native: true, ...(r.reaction ? { reaction: r.reaction } : {}) };
+        if (r.native)
+          return {
+            channel: name,
+            chatId: chat,
+            messageId: args.message_id,
+            reacted: emoji,
+            native: true,
+            ...(r.reaction ? { reaction: r.reaction } : {}),
+          };
       }
       // A channel with its own react skill (chatA_react: native reaction, else the emoji as a reply) does it best.
       if (ctx.skills.list().some((s) => s.name === `${name}_react`)) {
-        const r = await ctx.skills.execute(`${name}_react`, { chatId: chat, messageId: Number(args.message_id), emoji }, call.actor, { ...(call.action ? { action: call.action } : {}), signal: call.signal });
+        const r = await ctx.skills.execute(`${name}_react`, { chatId: chat, messageId: Number(args.message_id), emoji }, call.actor, {
+          ...(call.action ? { action: call.action } : {}),
+          signal: call.signal,
+        });
         if (!r.success) throw new Error(r.result);
         return JSON.parse(r.result) as unknown;
       }
-      const sent = delivered(ctx, call, name, chat, await channel.send(chat, emoji, { replyToMessageId: args.message_id, format: 'plain', ...keyOf(call, 'react', args) }));
-      return { channel: name, chatId: chat, messageId: sent.messageId, reacted: emoji, native: false, note: 'Native reactions are unavailable on this channel; the emoji was sent as a reply instead.' };
+      const sent = delivered(
+        ctx,
+        call,
+        name,
+        chat,
+        await channel.send(chat, emoji, { replyToMessageId: args.message_id, format: 'plain', ...keyOf(call, 'react', args) }),
+      );
+      return {
+        channel: name,
+        chatId: chat,
+        messageId: sent.messageId,
+        reacted: emoji,
+        native: false,
+        note: 'Native reactions are unavailable on this channel; the emoji was sent as a reply instead.',
+      };
     });
   },
 });

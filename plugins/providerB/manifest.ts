@@ -21,13 +21,15 @@ const manifest = {
       default: false,
       env: ['PROVIDERB_COMPUTER_USE_ENABLED'],
       policy: 'APPROVAL',
-      description: 'Experimental screen control with a Gemini computer-use model (default false). Read by the plugin that drives the screen; providerB itself only offers chat.',
+      description:
+        'Experimental screen control with a Gemini computer-use model (default false). Read by the plugin that drives the screen; providerB itself only offers chat.',
     },
     providerBComputerUseModel: {
       schema: Type.String({ minLength: 1 }),
       env: ['PROVIDERB_COMPUTER_USE_MODEL'],
       policy: 'APPROVAL',
-      description: 'Gemini model used for computer use when providerBComputerUseEnabled is true (no default: the identifier holds a vendor name).',
+      description:
+        'Gemini model used for computer use when providerBComputerUseEnabled is true (no default: the identifier holds a vendor name).',
     },
   },
 } as const satisfies PluginManifest;

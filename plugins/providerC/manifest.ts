@@ -17,7 +17,12 @@ const manifest = {
   config: {
     // providerCApiKey (PROVIDERC_API_KEY, APPROVAL, secret), providerCBaseUrl (PROVIDERC_BASE_URL, LOCKED),
     // providerCTimeoutSeconds (SAFE).
-    ...providerKeys({ id: 'providerC', vendor: 'Anthropic', baseUrl: DEFAULT_BASE_URL, keyNote: 'Keys start with sk-ant-. The SPEC classes it APPROVAL.' }),
+    ...providerKeys({
+      id: 'providerC',
+      vendor: 'Anthropic',
+      baseUrl: DEFAULT_BASE_URL,
+      keyNote: 'Keys start with sk-ant-. The SPEC classes it APPROVAL.',
+    }),
   },
 } as const satisfies PluginManifest;
 

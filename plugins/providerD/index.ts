@@ -28,7 +28,10 @@ export default definePlugin({
       if (!missing.length) return { ok: true };
       const names = missing.map(([k, env]) => `${k} (environment variable ${env})`);
       const list = names.length === 1 ? names[0] : `${names.slice(0, -1).join(', ')} and ${names[names.length - 1]}`;
-      return { ok: false, missing: `${list} ${names.length === 1 ? 'is' : 'are'} not set: set ${names.length === 1 ? 'it' : 'them'} in the configuration file or the environment.` };
+      return {
+        ok: false,
+        missing: `${list} ${names.length === 1 ? 'is' : 'are'} not set: set ${names.length === 1 ? 'it' : 'them'} in the configuration file or the environment.`,
+      };
     };
     const bedrock = createBedrockClient();
     const provider: ProviderCapability = {

@@ -26,7 +26,8 @@ const manifest = {
       env: ['PROVIDERD_ACCESS_KEY_ID', 'AWS_ACCESS_KEY_ID'],
       policy: 'LOCKED',
       secret: true,
-      description: 'AWS access key id used to SigV4-sign Bedrock requests; PROVIDERD_ACCESS_KEY_ID wins over AWS_ACCESS_KEY_ID. LOCKED (SPEC).',
+      description:
+        'AWS access key id used to SigV4-sign Bedrock requests; PROVIDERD_ACCESS_KEY_ID wins over AWS_ACCESS_KEY_ID. LOCKED (SPEC).',
     },
     providerDSecretAccessKey: {
       schema: Type.String({ minLength: 1 }),

@@ -18,7 +18,8 @@ export default definePlugin({
         ? { ok: true }
         : {
             ok: false,
-            missing: 'providerGEnabled is false: set it to true (or the environment variable PROVIDERG_ENABLED=true) to use the local Ollama server at providerGApiUrl.',
+            missing:
+              'providerGEnabled is false: set it to true (or the environment variable PROVIDERG_ENABLED=true) to use the local Ollama server at providerGApiUrl.',
           };
     const settings = (): OllamaSettings => {
       const c = configured();

@@ -15,7 +15,12 @@ const manifest = {
   provides: ['provider:providerH'],
   permissions: { network: true, secrets: ['providerHApiKey'] },
   config: {
-    ...providerKeys({ id: 'providerH', vendor: 'Mistral', baseUrl: DEFAULT_BASE_URL, keyNote: 'The SPEC gives it no class; APPROVAL like the other provider keys.' }),
+    ...providerKeys({
+      id: 'providerH',
+      vendor: 'Mistral',
+      baseUrl: DEFAULT_BASE_URL,
+      keyNote: 'The SPEC gives it no class; APPROVAL like the other provider keys.',
+    }),
   },
 } as const satisfies PluginManifest;
 

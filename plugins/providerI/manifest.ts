@@ -15,7 +15,12 @@ const manifest = {
   provides: ['provider:providerI'],
   permissions: { network: true, secrets: ['providerIApiKey'] },
   config: {
-    ...providerKeys({ id: 'providerI', vendor: 'Groq', baseUrl: DEFAULT_BASE_URL, keyNote: 'The SPEC gives it no class; APPROVAL like the other provider keys.' }),
+    ...providerKeys({
+      id: 'providerI',
+      vendor: 'Groq',
+      baseUrl: DEFAULT_BASE_URL,
+      keyNote: 'The SPEC gives it no class; APPROVAL like the other provider keys.',
+    }),
   },
 } as const satisfies PluginManifest;
 

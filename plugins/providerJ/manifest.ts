@@ -15,7 +15,12 @@ const manifest = {
   provides: ['provider:providerJ'],
   permissions: { network: true, secrets: ['providerJApiKey'] },
   config: {
-    ...providerKeys({ id: 'providerJ', vendor: 'xAI', baseUrl: DEFAULT_BASE_URL, keyNote: 'The SPEC gives it no class; APPROVAL like the other provider keys.' }),
+    ...providerKeys({
+      id: 'providerJ',
+      vendor: 'xAI',
+      baseUrl: DEFAULT_BASE_URL,
+      keyNote: 'The SPEC gives it no class; APPROVAL like the other provider keys.',
+    }),
   },
 } as const satisfies PluginManifest;
 

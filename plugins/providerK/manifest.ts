@@ -15,7 +15,12 @@ const manifest = {
   provides: ['provider:providerK'],
   permissions: { network: true, secrets: ['providerKApiKey'] },
   config: {
-    ...providerKeys({ id: 'providerK', vendor: 'Cerebras', baseUrl: DEFAULT_BASE_URL, keyNote: 'The SPEC gives it no class; APPROVAL like the other provider keys.' }),
+    ...providerKeys({
+      id: 'providerK',
+      vendor: 'Cerebras',
+      baseUrl: DEFAULT_BASE_URL,
+      keyNote: 'The SPEC gives it no class; APPROVAL like the other provider keys.',
+    }),
   },
 } as const satisfies PluginManifest;
 

@@ -59,7 +59,10 @@ export default definePlugin({
       store.update((items) => void items.push(s));
       engine.poke();
       const runner = engine.active() ? '' : ' It fires in the process that runs the agent (keel run); none runs in this process.';
-      return { scheduled: view(s), message: `Scheduled ${s.id}: ${s.kind === 'cron' ? `cron "${s.cron}"` : 'once'}, next run ${s.nextRunAt}.${runner}` };
+      return {
+        scheduled: view(s),
+        message: `Scheduled ${s.id}: ${s.kind === 'cron' ? `cron "${s.cron}"` : 'once'}, next run ${s.nextRunAt}.${runner}`,
+      };
     });
 
     ctx.skills.register('list_scheduled_tasks', (_args, call) => {
@@ -76,7 +79,8 @@ export default definePlugin({
         return items.splice(i, 1)[0]!;
       });
       if (removed === 'missing') throw new ScheduleError(`No scheduled task has id ${id} (see list_scheduled_tasks).`);
-      if (removed === 'forbidden') throw new ScheduleError(`Scheduled task ${id} belongs to someone else; only they or an admin can cancel it.`);
+      if (removed === 'forbidden')
+        throw new ScheduleError(`Scheduled task ${id} belongs to someone else; only they or an admin can cancel it.`);
       engine.poke();
       return { cancelled: view(removed) };
     });

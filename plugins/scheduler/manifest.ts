@@ -7,7 +7,8 @@ const manifest = {
   id: 'scheduler',
   version: '1.0.0',
   kind: 'service',
-  description: 'Scheduled tasks (one-shot and cron, persisted in $KEEL_HOME/schedules.json) and autonomy mode (the agent periodically reviews its goals, memory and schedule).',
+  description:
+    'Scheduled tasks (one-shot and cron, persisted in $KEEL_HOME/schedules.json) and autonomy mode (the agent periodically reviews its goals, memory and schedule).',
   permissions: { filesystem: ['$KEEL_HOME'] },
   config: {
     autonomyEnabled: {
@@ -15,7 +16,8 @@ const manifest = {
       default: false,
       env: ['KEEL_AUTONOMY_ENABLED'],
       policy: 'APPROVAL',
-      description: 'Autonomy mode: every autonomyInterval ms the agent reviews its goals, memory and schedule and may queue its own work. APPROVAL per SPEC.',
+      description:
+        'Autonomy mode: every autonomyInterval ms the agent reviews its goals, memory and schedule and may queue its own work. APPROVAL per SPEC.',
     },
     autonomyInterval: {
       schema: Type.Integer({ minimum: 1000 }),
@@ -47,7 +49,12 @@ const manifest = {
           at: Type.Optional(Type.String({ minLength: 1, description: 'ISO 8601 time, e.g. 2030-01-31T09:00:00Z' })),
           delayMs: Type.Optional(Type.Number({ minimum: 0, maximum: 315_576_000_000, description: 'Milliseconds from now' })),
           cron: Type.Optional(Type.String({ minLength: 1, description: 'Cron expression (croner syntax), 5 or 6 fields' })),
-          timezone: Type.Optional(Type.String({ minLength: 1, description: 'IANA timezone of the cron expression, e.g. Europe/Berlin (default: the machine\u2019s)' })),
+          timezone: Type.Optional(
+            Type.String({
+              minLength: 1,
+              description: 'IANA timezone of the cron expression, e.g. Europe/Berlin (default: the machine\u2019s)',
+            }),
+          ),
         },
         { additionalProperties: false },
       ),

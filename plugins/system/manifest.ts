@@ -8,7 +8,8 @@ const manifest = {
   id: 'system',
   version: '1.0.0',
   kind: 'skill',
-  description: 'System: run_command (no shell, allow/deny lists on every program it would start, human confirmation), approve_command, manage_config.',
+  description:
+    'System: run_command (no shell, allow/deny lists on every program it would start, human confirmation), approve_command, manage_config.',
   permissions: { commands: true, filesystem: ['$KEEL_HOME'] },
   config: {
     commandTimeoutMs: {
@@ -24,7 +25,8 @@ const manifest = {
       default: 1,
       env: ['KEEL_COMMAND_RETRIES'],
       policy: 'SAFE',
-      description: 'How many more times a command is tried when it could not be started for a passing reason (EAGAIN, EMFILE...). A command that ran is never re-run on its own.',
+      description:
+        'How many more times a command is tried when it could not be started for a passing reason (EAGAIN, EMFILE...). A command that ran is never re-run on its own.',
     },
     commandWorkingDir: {
       schema: Type.String({ minLength: 1 }),
@@ -33,7 +35,8 @@ const manifest = {
       env: ['KEEL_COMMAND_WORKING_DIR'],
       // LOCKED: a cwd given to run_command must stay inside it (unless sudoMode), so moving it widens what commands reach.
       policy: 'LOCKED',
-      description: 'Folder commands run in by default; when unset, the current directory of the Keel process. A `cwd` given to run_command must lie inside it unless sudoMode is on.',
+      description:
+        'Folder commands run in by default; when unset, the current directory of the Keel process. A `cwd` given to run_command must lie inside it unless sudoMode is on.',
     },
     autoExecuteCommands: {
       schema: Type.Boolean(),
@@ -41,14 +44,16 @@ const manifest = {
       env: ['KEEL_AUTO_EXECUTE_COMMANDS'],
       // LOCKED: turning it on removes the human from every command; only the operator may decide that.
       policy: 'LOCKED',
-      description: 'When false (the default), every run_command waits for a human to approve it (approve_command, or `keel commands approve <id>`). When true, permitted commands run at once.',
+      description:
+        'When false (the default), every run_command waits for a human to approve it (approve_command, or `keel commands approve <id>`). When true, permitted commands run at once.',
     },
     commandOutputMaxBytes: {
       schema: Type.Integer({ minimum: 1024, maximum: 16 * 1024 * 1024 }),
       default: 65_536,
       env: ['KEEL_COMMAND_OUTPUT_MAX_BYTES'],
       policy: 'SAFE',
-      description: 'Largest part of stdout and of stderr kept from a command (64 KiB by default); the rest is dropped and the result says "truncated".',
+      description:
+        'Largest part of stdout and of stderr kept from a command (64 KiB by default); the rest is dropped and the result says "truncated".',
     },
     commandIsolation: {
       schema: Type.Union([Type.Literal('auto'), Type.Literal('required'), Type.Literal('strict'), Type.Literal('off')]),
@@ -77,8 +82,12 @@ const manifest = {
       parameters: Type.Object(
         {
           command: Type.String({ minLength: 1, maxLength: 8192, description: 'The command line, or the program when args is given' }),
-          args: Type.Optional(Type.Array(Type.String({ maxLength: 8192 }), { maxItems: 256, description: 'Arguments, passed as they are' })),
-          cwd: Type.Optional(Type.String({ minLength: 1, description: 'Working folder, inside commandWorkingDir (default commandWorkingDir)' })),
+          args: Type.Optional(
+            Type.Array(Type.String({ maxLength: 8192 }), { maxItems: 256, description: 'Arguments, passed as they are' }),
+          ),
+          cwd: Type.Optional(
+            Type.String({ minLength: 1, description: 'Working folder, inside commandWorkingDir (default commandWorkingDir)' }),
+          ),
         },
         { additionalProperties: false },
       ),
@@ -112,8 +121,15 @@ const manifest = {
         {
           action: Type.Union([Type.Literal('show'), Type.Literal('set'), Type.Literal('pending'), Type.Literal('approve')]),
           detail: Type.Optional(Type.Literal('policy')),
-          key: Type.Optional(Type.String({ minLength: 1, description: 'Key to show or set; for approve, the pending change id (or pass it as value)' })),
-          value: Type.Optional(Type.Unknown({ description: 'New value (a string is parsed by the key type: JSON for lists and objects, true/false, numbers); for approve, the pending id' })),
+          key: Type.Optional(
+            Type.String({ minLength: 1, description: 'Key to show or set; for approve, the pending change id (or pass it as value)' }),
+          ),
+          value: Type.Optional(
+            Type.Unknown({
+              description:
+                'New value (a string is parsed by the key type: JSON for lists and objects, true/false, numbers); for approve, the pending id',
+            }),
+          ),
           reason: Type.Optional(Type.String({ maxLength: 1000, description: 'Why the change is wanted (kept with a pending change)' })),
         },
         { additionalProperties: false },

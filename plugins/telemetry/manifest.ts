@@ -16,7 +16,8 @@ const manifest = {
       default: true,
       env: ['KEEL_USAGE_PING_ENABLED'],
       policy: 'LOCKED',
-      description: 'Send the anonymous usage ping (see docs/telemetry.md for exactly what is sent). LOCKED: only a person decides what leaves the machine.',
+      description:
+        'Send the anonymous usage ping (see docs/telemetry.md for exactly what is sent). LOCKED: only a person decides what leaves the machine.',
     },
     usagePingUrl: {
       schema: Type.String(),

@@ -26,9 +26,7 @@ export default definePlugin({
       maxActions: bound(ctx, 'timelineMaxActions', DEFAULT_MAX_ACTIONS),
     }));
     let open = true;
-    const recorder = record(ctx, store, (e) =>
-      ctx.log.warn(`Could not write action timelines: ${errorMessage(e)}`),
-    );
+    const recorder = record(ctx, store, (e) => ctx.log.warn(`Could not write action timelines: ${errorMessage(e)}`));
     const current = () => {
       if (!open) return undefined;
       recorder.flush();

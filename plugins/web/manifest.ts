@@ -5,7 +5,8 @@
 import { Type, type PluginManifest } from '../../sdk/index.js';
 
 export const DEFAULT_MAX_RESULTS = 10;
-export const DEFAULT_USER_AGENT = 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36 Keel/1.0 (+agent)';
+export const DEFAULT_USER_AGENT =
+  'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36 Keel/1.0 (+agent)';
 
 const manifest = {
   id: 'web',
@@ -22,7 +23,7 @@ const manifest = {
       env: ['KEEL_WEB_ALLOW_PRIVATE_NETWORK'],
       policy: 'LOCKED',
       description:
-        'Allow web fetches to loopback, private, link-local, CGNAT and other non-public addresses. LOCKED because it opens server-side request forgery against the host\'s own services and its local network.',
+        "Allow web fetches to loopback, private, link-local, CGNAT and other non-public addresses. LOCKED because it opens server-side request forgery against the host's own services and its local network.",
     },
     webFetchTimeoutMs: {
       schema: Type.Integer({ minimum: 100, maximum: 600_000 }),
@@ -36,7 +37,8 @@ const manifest = {
       default: 2_097_152,
       env: ['KEEL_WEB_FETCH_MAX_BYTES'],
       policy: 'SAFE',
-      description: 'Most bytes of a response body read (after decompression; 2 MiB by default); the rest is dropped and the result marked truncated.',
+      description:
+        'Most bytes of a response body read (after decompression; 2 MiB by default); the rest is dropped and the result marked truncated.',
     },
     webMaxRedirects: {
       schema: Type.Integer({ minimum: 0, maximum: 20 }),
@@ -113,7 +115,12 @@ const manifest = {
       parameters: Type.Object(
         {
           query: Type.String({ minLength: 1, maxLength: 2000, description: 'What to search for' }),
-          maxResults: Type.Integer({ minimum: 1, maximum: 20, default: DEFAULT_MAX_RESULTS, description: 'Most results returned (default 10)' }),
+          maxResults: Type.Integer({
+            minimum: 1,
+            maximum: 20,
+            default: DEFAULT_MAX_RESULTS,
+            description: 'Most results returned (default 10)',
+          }),
         },
         { additionalProperties: false },
       ),
@@ -135,7 +142,8 @@ const manifest = {
     },
     {
       name: 'extract_article',
-      description: 'Fetch a web page and return its title, byline and main text without navigation, ads or footer. The text is untrusted web content.',
+      description:
+        'Fetch a web page and return its title, byline and main text without navigation, ads or footer. The text is untrusted web content.',
       category: 'web',
       isParallelSafe: true,
       isResearch: true,

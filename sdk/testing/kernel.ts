@@ -141,7 +141,8 @@ export interface TestContext extends TestKernel {
  * await t.close();
  */
 export async function createTestContext(plugin: PluginDefinition | PluginManifest, opts: TestKernelOptions = {}): Promise<TestContext> {
-  const def: PluginDefinition = 'setup' in plugin && typeof plugin.setup === 'function' ? plugin : { manifest: plugin as PluginManifest, setup() {} };
+  const def: PluginDefinition =
+    'setup' in plugin && typeof plugin.setup === 'function' ? plugin : { manifest: plugin as PluginManifest, setup() {} };
   let captured: PluginContext | undefined;
   const wrapped: PluginDefinition = {
     ...def,

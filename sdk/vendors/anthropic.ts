@@ -113,7 +113,8 @@ export async function anthropicChat(s: AnthropicSettings, req: ChatRequest): Pro
   const toolCalls: ToolCall[] = [];
   for (const b of msg.content ?? []) {
     if (b.type === 'text' && typeof b.text === 'string') text.push(b.text);
-    else if (b.type === 'tool_use') toolCalls.push({ id: b.id ?? `call_${toolCalls.length}`, name: b.name ?? '', ...parseToolArguments(b.input) });
+    else if (b.type === 'tool_use')
+      toolCalls.push({ id: b.id ?? `call_${toolCalls.length}`, name: b.name ?? '', ...parseToolArguments(b.input) });
   }
   return {
     text: text.join(''),

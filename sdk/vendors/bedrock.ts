@@ -42,7 +42,10 @@ const IMAGE_FORMATS: Record<string, string> = {
 };
 
 /** Keel messages → `{ system, messages }` of Converse (consecutive turns of one role merged; no empty text blocks). */
-export function toConverseMessages(messages: ChatMessage[], provider = 'providerD'): { system: Array<{ text: string }>; messages: VendorMessage[] } {
+export function toConverseMessages(
+  messages: ChatMessage[],
+  provider = 'providerD',
+): { system: Array<{ text: string }>; messages: VendorMessage[] } {
   const system: Array<{ text: string }> = [];
   const out: VendorMessage[] = [];
   const push = (role: VendorMessage['role'], blocks: Block[]) => {
@@ -80,7 +83,13 @@ let sdk: Promise<BedrockModule> | undefined;
 /** An AWS service error (status in `$metadata`, headers in `$response`) in the shape toProviderError reads. */
 function fromAwsError(provider: string, e: unknown, secrets: Array<string | undefined>): unknown {
   if (!e || typeof e !== 'object') return e;
-  const o = e as { name?: string; message?: string; code?: string; $metadata?: { httpStatusCode?: number }; $response?: { headers?: unknown } };
+  const o = e as {
+    name?: string;
+    message?: string;
+    code?: string;
+    $metadata?: { httpStatusCode?: number };
+    $response?: { headers?: unknown };
+  };
   const status = o.$metadata?.httpStatusCode;
   if (typeof status === 'number' && status >= 400) {
     const name = o.name && o.name !== 'Error' ? `${o.name}: ` : '';
@@ -155,10 +164,17 @@ export function createBedrockClient() {
     );
     const text: string[] = [];
     const toolCalls: ToolCall[] = [];
-    for (const b of (out.output?.message?.content ?? []) as Array<{ text?: string; toolUse?: { toolUseId?: string; name?: string; input?: unknown } }>) {
+    for (const b of (out.output?.message?.content ?? []) as Array<{
+      text?: string;
+      toolUse?: { toolUseId?: string; name?: string; input?: unknown };
+    }>) {
       if (typeof b.text === 'string') text.push(b.text);
       else if (b.toolUse) {
-        toolCalls.push({ id: b.toolUse.toolUseId ?? `call_${toolCalls.length}`, name: b.toolUse.name ?? '', ...parseToolArguments(b.toolUse.input) });
+        toolCalls.push({
+          id: b.toolUse.toolUseId ?? `call_${toolCalls.length}`,
+          name: b.toolUse.name ?? '',
+          ...parseToolArguments(b.toolUse.input),
+        });
       }
     }
     return {

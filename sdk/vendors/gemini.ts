@@ -26,10 +26,36 @@ import { badRequest, callWithRetry, missingKey, parseToolArguments, type Provide
 
 /** Prebuilt voices of the Gemini TTS models (lower-case; sent capitalised). */
 export const GEMINI_VOICES = [
-  'achernar', 'achird', 'algenib', 'algieba', 'alnilam', 'aoede', 'autonoe', 'callirrhoe', 'charon', 'despina',
-  'enceladus', 'erinome', 'fenrir', 'gacrux', 'iapetus', 'kore', 'laomedeia', 'leda', 'orus', 'puck',
-  'pulcherrima', 'rasalgethi', 'sadachbia', 'sadaltager', 'schedar', 'sulafat', 'umbriel', 'vindemiatrix',
-  'zephyr', 'zubenelgenubi',
+  'achernar',
+  'achird',
+  'algenib',
+  'algieba',
+  'alnilam',
+  'aoede',
+  'autonoe',
+  'callirrhoe',
+  'charon',
+  'despina',
+  'enceladus',
+  'erinome',
+  'fenrir',
+  'gacrux',
+  'iapetus',
+  'kore',
+  'laomedeia',
+  'leda',
+  'orus',
+  'puck',
+  'pulcherrima',
+  'rasalgethi',
+  'sadachbia',
+  'sadaltager',
+  'schedar',
+  'sulafat',
+  'umbriel',
+  'vindemiatrix',
+  'zephyr',
+  'zubenelgenubi',
 ];
 
 /** API version put in every path. */
@@ -118,12 +144,18 @@ export function createGeminiProvider(o: GeminiOptions): ProviderCapability {
   function ready(): ProviderSettings {
     const s = o.settings();
     if (!s.apiKey) {
-      throw new ProviderError(`${id}: ${missingKey(`${id}ApiKey`, `${id.toUpperCase()}_API_KEY`).missing}`, { provider: id, retryable: false });
+      throw new ProviderError(`${id}: ${missingKey(`${id}ApiKey`, `${id.toUpperCase()}_API_KEY`).missing}`, {
+        provider: id,
+        retryable: false,
+      });
     }
     return s;
   }
 
-  async function call<T>(fn: (c: GoogleGenAI, signal: AbortSignal) => Promise<T>, req: { signal?: AbortSignal; timeoutMs?: number }): Promise<T> {
+  async function call<T>(
+    fn: (c: GoogleGenAI, signal: AbortSignal) => Promise<T>,
+    req: { signal?: AbortSignal; timeoutMs?: number },
+  ): Promise<T> {
     const s = ready();
     const c = await client(s);
     return callWithRetry(id, (signal) => fn(c, signal), {
@@ -136,7 +168,10 @@ export function createGeminiProvider(o: GeminiOptions): ProviderCapability {
   }
 
   function toContents(messages: ChatMessage[]): { contents: Content[]; system?: string } {
-    const system = messages.filter((m) => m.role === 'system').map((m) => m.content).join('\n\n');
+    const system = messages
+      .filter((m) => m.role === 'system')
+      .map((m) => m.content)
+      .join('\n\n');
     const names = new Map<string, string>();
     const contents: Content[] = [];
     const push = (role: 'user' | 'model', parts: Part[]) => {
@@ -248,7 +283,10 @@ export function createGeminiProvider(o: GeminiOptions): ProviderCapability {
       const res = await call((c, signal) => c.models.embedContent({ model, contents: req.texts, config: { abortSignal: signal } }), req);
       const vectors = (res.embeddings ?? []).map((e) => e.values ?? []);
       if (vectors.length !== req.texts.length) {
-        throw new ProviderError(`${id}: asked for ${req.texts.length} embeddings, got ${vectors.length}`, { provider: id, retryable: false });
+        throw new ProviderError(`${id}: asked for ${req.texts.length} embeddings, got ${vectors.length}`, {
+          provider: id,
+          retryable: false,
+        });
       }
       return { vectors, model };
     },
@@ -306,4 +344,3 @@ export function createGeminiProvider(o: GeminiOptions): ProviderCapability {
     },
   };
 }
-

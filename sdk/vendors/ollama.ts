@@ -50,7 +50,12 @@ export function toOllamaMessages(messages: ChatMessage[]): VendorMessage[] {
 }
 
 /** Runs `fn` with an Ollama client bound to one attempt's signal, under the shared retry policy. */
-async function call<T>(s: OllamaSettings, signal: AbortSignal | undefined, timeoutMs: number | undefined, fn: (client: InstanceType<OllamaModule['Ollama']>) => Promise<T>): Promise<T> {
+async function call<T>(
+  s: OllamaSettings,
+  signal: AbortSignal | undefined,
+  timeoutMs: number | undefined,
+  fn: (client: InstanceType<OllamaModule['Ollama']>) => Promise<T>,
+): Promise<T> {
   const { Ollama } = await (sdk ??= import('ollama'));
   return callWithRetry(
     s.provider,
@@ -96,13 +101,19 @@ export async function ollamaChat(s: OllamaSettings, req: ChatRequest): Promise<C
       function: { name: t.name, description: t.description, parameters: { type: 'object', ...t.parameters } },
     }));
   }
-  const res = await call(s, req.signal, req.timeoutMs ?? s.timeoutMs, (c) => c.chat(body as never) as unknown as Promise<{
-    model?: string;
-    message?: { content?: string; tool_calls?: Array<{ id?: string; function?: { name?: string; arguments?: unknown } }> };
-    done_reason?: string;
-    prompt_eval_count?: number;
-    eval_count?: number;
-  }>);
+  const res = await call(
+    s,
+    req.signal,
+    req.timeoutMs ?? s.timeoutMs,
+    (c) =>
+      c.chat(body as never) as unknown as Promise<{
+        model?: string;
+        message?: { content?: string; tool_calls?: Array<{ id?: string; function?: { name?: string; arguments?: unknown } }> };
+        done_reason?: string;
+        prompt_eval_count?: number;
+        eval_count?: number;
+      }>,
+  );
   const toolCalls: ToolCall[] = (res.message?.tool_calls ?? []).map((c, i) => ({
     id: typeof c.id === 'string' && c.id ? c.id : `call_${i}`,
     name: c.function?.name ?? '',
@@ -118,7 +129,10 @@ export async function ollamaChat(s: OllamaSettings, req: ChatRequest): Promise<C
 }
 
 /** Embeddings through /api/embed (default model {@link DEFAULT_OLLAMA_EMBED_MODEL}). */
-export async function ollamaEmbed(s: OllamaSettings, req: EmbedRequest): Promise<{ vectors: number[][]; usage?: TokenUsage; model: string }> {
+export async function ollamaEmbed(
+  s: OllamaSettings,
+  req: EmbedRequest,
+): Promise<{ vectors: number[][]; usage?: TokenUsage; model: string }> {
   const model = req.model || DEFAULT_OLLAMA_EMBED_MODEL;
   const res = await call(s, req.signal, s.timeoutMs, (c) => c.embed({ model, input: req.texts }));
   return {

@@ -186,10 +186,7 @@ export function createOpenAICompatibleProvider(o: OpenAICompatibleOptions): Prov
     cap.embed = async (req: EmbedRequest) => {
       const model = req.model ?? def;
       if (req.texts.length === 0) return { vectors: [], model };
-      const res = await call(
-        (c, signal) => c.embeddings.create({ model, input: req.texts, encoding_format: 'float' }, { signal }),
-        req,
-      );
+      const res = await call((c, signal) => c.embeddings.create({ model, input: req.texts, encoding_format: 'float' }, { signal }), req);
       const data = [...res.data].sort((a, b) => a.index - b.index);
       return {
         vectors: data.map((d) => d.embedding as number[]),

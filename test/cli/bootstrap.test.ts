@@ -9,7 +9,11 @@ import { describe, expect, it } from 'vitest';
 import { rm, tmp } from '../helpers.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
-const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string; engines: { node: string }; devDependencies: Record<string, string> };
+const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+  version: string;
+  engines: { node: string };
+  devDependencies: Record<string, string>;
+};
 const SYSTEM_NPX = '/usr/bin/npx';
 
 describe('bootstrap Node requirement', () => {

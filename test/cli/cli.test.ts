@@ -18,10 +18,15 @@ interface Out {
 
 function keel(home: string, args: string[], env: Record<string, string> = {}): Promise<Out> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [CLI, ...args], { env: { ...process.env, KEEL_HOME: home, ...env }, timeout: 30_000 }, (err, stdout, stderr) => {
-      const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : 1) : 0;
-      resolve({ code, stdout, stderr });
-    });
+    execFile(
+      process.execPath,
+      [CLI, ...args],
+      { env: { ...process.env, KEEL_HOME: home, ...env }, timeout: 30_000 },
+      (err, stdout, stderr) => {
+        const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : 1) : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
   });
 }
 
@@ -42,7 +47,11 @@ function home(): string {
 async function tasks(h: string) {
   const out = await keel(h, ['tasks', '--json']);
   if (out.code !== 0) throw new Error(`keel tasks failed (${out.code}): ${out.stderr}`);
-  return JSON.parse(out.stdout) as { pending: Array<{ id: string }>; completed: Array<{ id: string; result: string }>; failed: Array<{ id: string }> };
+  return JSON.parse(out.stdout) as {
+    pending: Array<{ id: string }>;
+    completed: Array<{ id: string; result: string }>;
+    failed: Array<{ id: string }>;
+  };
 }
 
 describe('keel CLI', () => {
@@ -91,7 +100,13 @@ describe('keel CLI', () => {
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/"write the report" as act_\d+_[a-z0-9]+ with priority 10/);
     const low = await keel(h, ['push', 'tidy up', '--priority', '0', '--json']);
-    expect(JSON.parse(low.stdout)).toMatchObject({ task: 'tidy up', priority: 1, status: 'pending', source: 'cli', metadata: { retries: 0, maxRetries: 3, ttl: 3600000 } });
+    expect(JSON.parse(low.stdout)).toMatchObject({
+      task: 'tidy up',
+      priority: 1,
+      status: 'pending',
+      source: 'cli',
+      metadata: { retries: 0, maxRetries: 3, ttl: 3600000 },
+    });
     const bad = await keel(h, ['push', 'x', '-p', 'abc']);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/priority/i);
@@ -125,7 +140,10 @@ describe('keel CLI', () => {
     // The long-running process replaced itself (same pid) with a small V8 young generation (kernel/cli/tune.ts).
     expect(readFileSync(`/proc/${st.pid}/cmdline`, 'utf8').split('\0')).toContain('--max-semi-space-size=2');
     const pushed = JSON.parse((await keel(h, ['push', 'hello there', '--json'])).stdout) as { id: string };
-    const done = await waitFor(async () => (await tasks(h)).completed.find((a) => a.id === pushed.id), 'the daemon to complete the pushed task');
+    const done = await waitFor(
+      async () => (await tasks(h)).completed.find((a) => a.id === pushed.id),
+      'the daemon to complete the pushed task',
+    );
     expect(done.result).toBe('done: hello there');
     expect(existsSync(join(h, 'daemon.log'))).toBe(true);
     const stop = await keel(h, ['stop']);
@@ -154,7 +172,11 @@ describe('keel CLI', () => {
     expect(status.running).toBe(true);
     expect(status.version).toMatch(/^\d+\.\d+\.\d+/);
     const pushed = (await (
-      await fetch(`http://127.0.0.1:${port}/api/tasks`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ task: 'from REST' }) })
+      await fetch(`http://127.0.0.1:${port}/api/tasks`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ task: 'from REST' }),
+      })
     ).json()) as { taskId: string };
     const listed = await tasks(h);
     expect(listed.pending.map((a) => a.id)).toContain(pushed.taskId);
@@ -249,4 +271,3 @@ describe('keel CLI', () => {
     expect((await keel(h, ['plugins'])).stdout).toMatch(/fake-agent\s+disabled/);
   });
 });
-

@@ -117,7 +117,9 @@ describe('keel ingest', () => {
   it('ingests a URL through the web plugin and its SSRF guard (refused on loopback until webAllowPrivateNetwork)', async () => {
     const server = createServer((_req, res) => {
       res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
-      res.end('<!doctype html><html><head><title>Keel page</title></head><body><article><h1>Keel page</h1><p>The quokka paragraph is long enough to be the main content of this page, as readability wants.</p><p>Another paragraph of content.</p></article></body></html>');
+      res.end(
+        '<!doctype html><html><head><title>Keel page</title></head><body><article><h1>Keel page</h1><p>The quokka paragraph is long enough to be the main content of this page, as readability wants.</p><p>Another paragraph of content.</p></article></body></html>',
+      );
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     try {
@@ -125,7 +127,9 @@ describe('keel ingest', () => {
       const h = dir('keel-ingest-');
       const refused = await keel(h, ['ingest', url, '--json']);
       expect(refused.code).toBe(1);
-      expect((JSON.parse(refused.stdout) as { results: Array<{ error: string }> }).results[0]!.error).toMatch(/private|loopback|not allowed|refus/i);
+      expect((JSON.parse(refused.stdout) as { results: Array<{ error: string }> }).results[0]!.error).toMatch(
+        /private|loopback|not allowed|refus/i,
+      );
       writeFileSync(join(h, 'keel.config.yaml'), 'webAllowPrivateNetwork: true\n');
       const ok = await keel(h, ['ingest', url, '--tags', 'web', '--json']);
       expect(ok.code, ok.stdout + ok.stderr).toBe(0);

@@ -39,12 +39,19 @@ describe('keel status', () => {
     const started = await keel(h, ['run', '--daemon']);
     expect(started.code, started.stderr).toBe(0);
     const report = await waitFor(async () => {
-      const j = JSON.parse((await keel(h, ['status', '--json'])).stdout) as { running: boolean; channels: Array<{ name: string; plugin: string; status?: { connected: boolean } }> };
+      const j = JSON.parse((await keel(h, ['status', '--json'])).stdout) as {
+        running: boolean;
+        channels: Array<{ name: string; plugin: string; status?: { connected: boolean } }>;
+      };
       return j.channels.length > 0 ? j : undefined;
     }, 'the channel in keel status');
     expect(report.running).toBe(true);
     // Built-in channels that are not configured are listed too (enabled: false); the user's channel is among them.
-    expect(report.channels).toContainEqual({ name: 'echo', plugin: 'echo-channel', status: { enabled: true, connected: true, state: 'connected' } });
+    expect(report.channels).toContainEqual({
+      name: 'echo',
+      plugin: 'echo-channel',
+      status: { enabled: true, connected: true, state: 'connected' },
+    });
     const text = await keel(h, ['status']);
     expect(text.code).toBe(0);
     expect(text.stdout).toMatch(/Channels: .*echo connected/);

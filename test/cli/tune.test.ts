@@ -9,11 +9,19 @@ const argv = (...a: string[]) => ['/usr/bin/node', '/k/dist/cli.js', ...a];
 describe('tunedArgs', () => {
   it('adds --max-semi-space-size before the runtime flags and the script for run and gateway', () => {
     expect(tunedArgs(argv('run', '--daemon'), [], {})).toEqual(['--max-semi-space-size=2', '/k/dist/cli.js', 'run', '--daemon']);
-    expect(tunedArgs(argv('gateway', '-p', '9'), ['--enable-source-maps'], {})).toEqual(['--max-semi-space-size=2', '--enable-source-maps', '/k/dist/cli.js', 'gateway', '-p', '9']);
+    expect(tunedArgs(argv('gateway', '-p', '9'), ['--enable-source-maps'], {})).toEqual([
+      '--max-semi-space-size=2',
+      '--enable-source-maps',
+      '/k/dist/cli.js',
+      'gateway',
+      '-p',
+      '9',
+    ]);
   });
 
   it('leaves short-lived commands and --help alone', () => {
-    for (const a of [argv('push', 'x'), argv('status'), argv('config', 'get', 'x'), argv(), argv('gateway', '--help')]) expect(tunedArgs(a, [], {})).toBeUndefined();
+    for (const a of [argv('push', 'x'), argv('status'), argv('config', 'get', 'x'), argv(), argv('gateway', '--help')])
+      expect(tunedArgs(a, [], {})).toBeUndefined();
   });
 
   it('honours KEEL_SEMI_SPACE_MB, and 0 or nonsense turns it off', () => {

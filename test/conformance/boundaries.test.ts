@@ -93,7 +93,8 @@ describe('plugins import only the SDK, their own files and packages', () => {
       const own = join(base, relative(base, importer).split(sep)[0]!);
       const where = `${relative(ROOT, importer)} ${kind} "${spec}"`;
       if (spec.startsWith('.') || spec.startsWith('/')) {
-        if (!inside(resolve(dirname(importer), spec), own)) offences.push(`${where}: leaves the plugin folder (a user plugin imports keel/sdk)`);
+        if (!inside(resolve(dirname(importer), spec), own))
+          offences.push(`${where}: leaves the plugin folder (a user plugin imports keel/sdk)`);
       } else if (/^@?keel\//.test(spec) && !/^@?keel\/sdk(?:$|\/vendors\/[a-z][a-z0-9-]*$|\/testing$)/.test(spec)) {
         offences.push(`${where}: not a public SDK path`);
       }
@@ -106,7 +107,10 @@ describe('plugins import only the SDK, their own files and packages', () => {
     try {
       const { writeFileSync } = await import('node:fs');
       const f = join(home, 'x.ts');
-      writeFileSync(f, "import { ErrorCodes } from '../../kernel/errors.js';\nexport const c = await import('../agent/index.js');\nvoid ErrorCodes;\n");
+      writeFileSync(
+        f,
+        "import { ErrorCodes } from '../../kernel/errors.js';\nexport const c = await import('../agent/index.js');\nvoid ErrorCodes;\n",
+      );
       const specs = (await importsOf([f])).map((i) => i.spec);
       expect(specs).toEqual(expect.arrayContaining(['../../kernel/errors.js', '../agent/index.js']));
     } finally {
@@ -169,7 +173,8 @@ describe('built-in plugins leave nothing behind after unload, and stop twice wit
 
   // The examples, installed as a user installs them, are held to the same rules.
   const examplesHome = tmp('keel-examples-');
-  for (const d of readdirSync(join(ROOT, 'examples', 'plugins'))) cpSync(join(ROOT, 'examples', 'plugins', d), join(examplesHome, 'plugins', d), { recursive: true });
+  for (const d of readdirSync(join(ROOT, 'examples', 'plugins')))
+    cpSync(join(ROOT, 'examples', 'plugins', d), join(examplesHome, 'plugins', d), { recursive: true });
   const examples = await discoverUserPlugins(examplesHome);
 
   it('a route another plugin adds to the gateway is gone once that plugin unloads', async () => {
@@ -177,11 +182,31 @@ describe('built-in plugins leave nothing behind after unload, and stop twice wit
     expect((await kernel.host.load(gw)).state).toBe('loaded');
     try {
       const port = kernel.registry.use<{ port: number }>('gateway:address')!.port;
-      const manifest = { id: 'routey', version: '1.0.0', kind: 'service' as const, description: 'adds a gateway route', provides: ['gateway:routes:routey'] };
-      const routes: GatewayRoutesCapability = {
-        routes: [{ method: 'GET', url: '/api/routey', summary: 'test route', schema: { response: { 200: Type.Object({ ok: Type.Boolean() }) } }, handler: () => ({ body: { ok: true } }) }],
+      const manifest = {
+        id: 'routey',
+        version: '1.0.0',
+        kind: 'service' as const,
+        description: 'adds a gateway route',
+        provides: ['gateway:routes:routey'],
       };
-      const routey: PluginCandidate = { id: 'routey', origin: 'user', dir: '/test/routey', manifest, load: async () => ({ manifest, setup: (ctx) => ctx.provide('gateway:routes:routey', routes) }) };
+      const routes: GatewayRoutesCapability = {
+        routes: [
+          {
+            method: 'GET',
+            url: '/api/routey',
+            summary: 'test route',
+            schema: { response: { 200: Type.Object({ ok: Type.Boolean() }) } },
+            handler: () => ({ body: { ok: true } }),
+          },
+        ],
+      };
+      const routey: PluginCandidate = {
+        id: 'routey',
+        origin: 'user',
+        dir: '/test/routey',
+        manifest,
+        load: async () => ({ manifest, setup: (ctx) => ctx.provide('gateway:routes:routey', routes) }),
+      };
       expect((await kernel.host.load(routey)).state).toBe('loaded');
       const on = await fetch(`http://127.0.0.1:${port}/api/routey`);
       expect(on.status).toBe(200);
@@ -207,10 +232,11 @@ describe('built-in plugins leave nothing behind after unload, and stop twice wit
               const made = (await def.setup(ctx)) ?? {};
               instance = made;
               const stop = made.stop?.bind(made);
-              if (stop) made.stop = async () => {
-                stops++;
-                await stop();
-              };
+              if (stop)
+                made.stop = async () => {
+                  stops++;
+                  await stop();
+                };
               return made;
             },
           };
@@ -230,17 +256,31 @@ describe('built-in plugins leave nothing behind after unload, and stop twice wit
 
       await kernel.host.unload(c.id);
       expect(kernel.host.status(c.id)).toBeUndefined();
-      expect([...kernel.registry.skills.values()].filter((e) => e.plugin === c.id).map((e) => e.manifest.name), 'skills').toEqual([]);
+      expect(
+        [...kernel.registry.skills.values()].filter((e) => e.plugin === c.id).map((e) => e.manifest.name),
+        'skills',
+      ).toEqual([]);
       for (const s of manifest.skills ?? []) expect(kernel.registry.skills.has(s.name), `skill ${s.name}`).toBe(false);
-      expect(kernel.registry.withPrefix('').filter((e) => e.plugin === c.id).map((e) => e.name), 'capabilities').toEqual([]);
+      expect(
+        kernel.registry
+          .withPrefix('')
+          .filter((e) => e.plugin === c.id)
+          .map((e) => e.name),
+        'capabilities',
+      ).toEqual([]);
       for (const cap of manifest.provides ?? []) expect(kernel.registry.providerOf(cap), `capability ${cap}`).toBeUndefined();
       expect(tapOwners(kernel.hooks).get(c.id), 'hook taps').toBeUndefined();
-      expect(kernel.keys.keys().filter((k) => !keysBefore.has(k)), 'config keys').toEqual([]);
+      expect(
+        kernel.keys.keys().filter((k) => !keysBefore.has(k)),
+        'config keys',
+      ).toEqual([]);
       if (gateway) expect(await portOpen(gateway.port), 'the gateway port is closed').toBe(false);
       // Servers, sockets, watchers and ref'd timers a plugin started must be gone with it.
-      await waitFor(() => grown(before, handles()).length === 0 || undefined, `${c.id} to release its handles: ${grown(before, handles()).join(', ')}`, 3000).catch(
-        () => undefined,
-      );
+      await waitFor(
+        () => grown(before, handles()).length === 0 || undefined,
+        `${c.id} to release its handles: ${grown(before, handles()).join(', ')}`,
+        3000,
+      ).catch(() => undefined);
       expect(grown(before, handles()), 'handles still open after unload').toEqual([]);
 
       if (instance?.stop) {

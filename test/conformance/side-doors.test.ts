@@ -189,8 +189,14 @@ describe('user plugins reach the SDK subpaths the built-ins use', () => {
     const h = home();
     const dir = join(h, 'plugins', 'reaches-in');
     mkdirSync(dir, { recursive: true });
-    writeFileSync(join(dir, 'manifest.json'), JSON.stringify({ id: 'reaches-in', version: '1.0.0', kind: 'service', description: 'reaches into the kernel' }));
-    writeFileSync(join(dir, 'index.ts'), "import { ErrorCodes } from 'keel/sdk/../kernel/errors';\nexport default { manifest: { id: 'reaches-in' }, setup() { void ErrorCodes; } };\n");
+    writeFileSync(
+      join(dir, 'manifest.json'),
+      JSON.stringify({ id: 'reaches-in', version: '1.0.0', kind: 'service', description: 'reaches into the kernel' }),
+    );
+    writeFileSync(
+      join(dir, 'index.ts'),
+      "import { ErrorCodes } from 'keel/sdk/../kernel/errors';\nexport default { manifest: { id: 'reaches-in' }, setup() { void ErrorCodes; } };\n",
+    );
     const k = await boot(h);
     const status = k.host.status('reaches-in');
     expect(status?.state).toBe('failed');
@@ -200,9 +206,16 @@ describe('user plugins reach the SDK subpaths the built-ins use', () => {
 
 describe('agent-written skill files', () => {
   it('written with the old global slot are rewritten to use the coder:sandbox capability, spec and code kept', () => {
-    const spec = { name: 'adder', description: 'adds', parameters: { type: 'object', properties: {} }, code: 'return 1 + 1;', adminOnly: false, network: false };
+    const spec = {
+      name: 'adder',
+      description: 'adds',
+      parameters: { type: 'object', properties: {} },
+      code: 'return 1 + 1;',
+      adminOnly: false,
+      network: false,
+    };
     const current = renderSkillFile(spec);
-    expect(current).toContain("ctx.use<Runner>(\"coder:sandbox\")");
+    expect(current).toContain('ctx.use<Runner>("coder:sandbox")');
     expect(current).not.toContain('Symbol.for');
     expect(upgradeSkillFile(current)).toBeUndefined();
     const old = current.replace(

@@ -42,7 +42,12 @@ async function boot(overrides: Record<string, unknown> = {}): Promise<{ k: Kerne
   return { k: kernel, f: fake };
 }
 
-const settled = (k: Kernel, id: string) => waitFor(() => k.queue.list().completed.find((a) => a.id === id) ?? k.queue.list().failed.find((a) => a.id === id), `action ${id} to settle`, 20_000);
+const settled = (k: Kernel, id: string) =>
+  waitFor(
+    () => k.queue.list().completed.find((a) => a.id === id) ?? k.queue.list().failed.find((a) => a.id === id),
+    `action ${id} to settle`,
+    20_000,
+  );
 
 describe('the agent over the OpenAI wire', () => {
   it('completes a task needing two skill calls, in order', async () => {
@@ -73,7 +78,10 @@ describe('the agent over the OpenAI wire', () => {
     const a = await k.queue.push({ task: 'Try something odd' });
     expect(await settled(k, a.id)).toMatchObject({ status: 'completed', result: 'Gave up politely.' });
     const third = f.requests.filter((r) => r.url.endsWith('/chat/completions'))[2]!.body.messages;
-    const toolMsgs = third.filter((m: { role: string }) => m.role === 'tool').map((m: { content: string }) => m.content).join('\n');
+    const toolMsgs = third
+      .filter((m: { role: string }) => m.role === 'tool')
+      .map((m: { content: string }) => m.content)
+      .join('\n');
     expect(toolMsgs).toMatch(/Unknown skill "no_such_skill"/);
   });
 
@@ -107,7 +115,11 @@ describe('the agent over the OpenAI wire', () => {
 
   it('gives the knowledge store hybrid search through providerA embeddings over the wire', async () => {
     const { k, f } = await boot();
-    const ingest = await k.execute('rag_ingest', { content: '# Trips\n\nLisbon in May: book the tram tour.', source: 'notes/trips.md', format: 'markdown' }, k.operator);
+    const ingest = await k.execute(
+      'rag_ingest',
+      { content: '# Trips\n\nLisbon in May: book the tram tour.', source: 'notes/trips.md', format: 'markdown' },
+      k.operator,
+    );
     expect(ingest.success, ingest.result).toBe(true);
     const search = await k.execute('rag_search', { query: 'tram tour Lisbon' }, k.operator);
     expect(search.success, search.result).toBe(true);

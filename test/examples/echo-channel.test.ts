@@ -27,7 +27,14 @@ async function boot(): Promise<{ t: TestKernel; fake: FakeProviderControl; echo:
       cpSync(EXAMPLE, join(home, 'plugins', 'echo-channel'), { recursive: true });
       fake = installFakeProvider(home);
     },
-    config: { llmProvider: 'fake', modelName: 'fake-model', echoChannelPort: 0, gatewayAutoStart: true, gatewayPort: 0, gatewayHost: '127.0.0.1' },
+    config: {
+      llmProvider: 'fake',
+      modelName: 'fake-model',
+      echoChannelPort: 0,
+      gatewayAutoStart: true,
+      gatewayPort: 0,
+      gatewayHost: '127.0.0.1',
+    },
   });
   open.push(t);
   expect(t.kernel.host.status('echo-channel')).toMatchObject({ state: 'loaded', origin: 'user', kind: 'channel' });
@@ -48,13 +55,24 @@ describe('the echo channel example (a user channel plugin on the public SDK)', (
     expect(res.status).toBe(202);
     const { actionId } = (await res.json()) as { actionId: string };
     const action = t.kernel.queue.get(actionId)!;
-    expect(action).toMatchObject({ source: 'echo', task: 'hello keel', metadata: { replyTo: { chatId: 'room-1', messageId: 'p-1' }, actor: { kind: 'user', channel: 'echo', userId: 'alice', untrusted: true } } });
+    expect(action).toMatchObject({
+      source: 'echo',
+      task: 'hello keel',
+      metadata: {
+        replyTo: { chatId: 'room-1', messageId: 'p-1' },
+        actor: { kind: 'user', channel: 'echo', userId: 'alice', untrusted: true },
+      },
+    });
 
     const messages = await waitFor(async () => {
-      const body = (await (await fetch(`${echo}/messages?chatId=room-1`)).json()) as { messages: Array<{ text: string; replyToMessageId?: string }> };
+      const body = (await (await fetch(`${echo}/messages?chatId=room-1`)).json()) as {
+        messages: Array<{ text: string; replyToMessageId?: string }>;
+      };
       return body.messages.length > 0 ? body.messages : undefined;
     }, 'the answer on room-1');
-    expect(messages).toEqual([{ messageId: 'echo-1', chatId: 'room-1', text: 'Hello Alice, you said: hello keel', replyToMessageId: 'p-1' }]);
+    expect(messages).toEqual([
+      { messageId: 'echo-1', chatId: 'room-1', text: 'Hello Alice, you said: hello keel', replyToMessageId: 'p-1' },
+    ]);
     expect(fake.calls[0]!.messages.at(-1)!.content).toContain('hello keel');
     await waitFor(() => t.kernel.queue.get(actionId)?.status === 'completed', 'the action to complete');
 

@@ -19,7 +19,10 @@ afterEach(async () => {
 async function kernelWithExamples(env: NodeJS.ProcessEnv): Promise<Kernel> {
   const home = await mkdtemp(join(tmpdir(), 'keel-examples-home-'));
   const builtinDir = await mkdtemp(join(tmpdir(), 'keel-examples-builtin-'));
-  cleanup.push(() => rm(home, { recursive: true, force: true }), () => rm(builtinDir, { recursive: true, force: true }));
+  cleanup.push(
+    () => rm(home, { recursive: true, force: true }),
+    () => rm(builtinDir, { recursive: true, force: true }),
+  );
   await cp(join(examples, 'skills', 'word-count.ts'), join(home, 'skills', 'word-count.ts'));
   await cp(join(examples, 'plugins', 'greeter'), join(home, 'plugins', 'greeter'), { recursive: true });
   const kernel = await startKernel({ home, builtinDir, watchSkills: true, env, logs: new LogSink({ quiet: true }) });

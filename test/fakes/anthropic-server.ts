@@ -42,7 +42,9 @@ type AnyReq = IncomingMessage | Http2ServerRequest;
 type AnyRes = ServerResponse | Http2ServerResponse;
 
 /** A scripted JSON server on 127.0.0.1, port 0. `http2` serves cleartext HTTP/2 (what the AWS client speaks). */
-export async function startScriptedServer(opts: { http2?: boolean; unscripted?: (req: RecordedRequest) => Scripted } = {}): Promise<ScriptedServer> {
+export async function startScriptedServer(
+  opts: { http2?: boolean; unscripted?: (req: RecordedRequest) => Scripted } = {},
+): Promise<ScriptedServer> {
   const queue: Scripted[] = [];
   const requests: RecordedRequest[] = [];
   const hanging = new Set<AnyRes>();

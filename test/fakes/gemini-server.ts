@@ -40,7 +40,13 @@ export function geminiReply(o: {
 
 /** An error body as Google APIs send it. */
 export function geminiError(status: number, message = `fake error ${status}`, headers: Record<string, string> = {}): FakeReply {
-  const names: Record<number, string> = { 400: 'INVALID_ARGUMENT', 403: 'PERMISSION_DENIED', 429: 'RESOURCE_EXHAUSTED', 500: 'INTERNAL', 503: 'UNAVAILABLE' };
+  const names: Record<number, string> = {
+    400: 'INVALID_ARGUMENT',
+    403: 'PERMISSION_DENIED',
+    429: 'RESOURCE_EXHAUSTED',
+    500: 'INTERNAL',
+    503: 'UNAVAILABLE',
+  };
   return { status, headers, json: { error: { code: status, message, status: names[status] ?? 'UNKNOWN' } } };
 }
 
@@ -67,7 +73,9 @@ function geminiDefaults(req: RecordedRequest): FakeReply {
       return geminiReply({ parts: [{ inlineData: { mimeType: 'audio/L16;codec=pcm;rate=24000', data: FAKE_PCM.toString('base64') } }] });
     }
     if (modalities.includes('IMAGE')) {
-      return geminiReply({ parts: [{ text: 'here it is' }, { inlineData: { mimeType: 'image/png', data: GEMINI_PNG.toString('base64') } }] });
+      return geminiReply({
+        parts: [{ text: 'here it is' }, { inlineData: { mimeType: 'image/png', data: GEMINI_PNG.toString('base64') } }],
+      });
     }
     return geminiReply({ text: 'hello from the gemini fake', ...(model !== undefined ? { modelVersion: model } : {}) });
   }

@@ -40,10 +40,7 @@ export interface ScriptedServer {
   close(): Promise<void>;
 }
 
-export async function startScriptedServer(
-  prefix: string,
-  defaults: (req: RecordedRequest) => FakeReply,
-): Promise<ScriptedServer> {
+export async function startScriptedServer(prefix: string, defaults: (req: RecordedRequest) => FakeReply): Promise<ScriptedServer> {
   const queue: FakeReply[] = [];
   const requests: RecordedRequest[] = [];
   const send = (res: ServerResponse, r: FakeReply) => {

@@ -27,7 +27,14 @@ describe('manifestFor', () => {
     const { manifest } = manifestFor('/h/skills/shout.ts', { ...good, isDangerous: true, adminOnly: true, version: '2.0.1' });
     expect(manifest).toMatchObject({ id: 'skill-shout', version: '2.0.1', kind: 'skill', description: 'Upper-cases text' });
     expect(manifest.skills).toEqual([
-      { name: 'shout', description: 'Upper-cases text', category: 'custom', parameters: good.parameters, isDangerous: true, adminOnly: true },
+      {
+        name: 'shout',
+        description: 'Upper-cases text',
+        category: 'custom',
+        parameters: good.parameters,
+        isDangerous: true,
+        adminOnly: true,
+      },
     ]);
     expect(manifestFor('/h/skills/shout.ts', { ...good, category: 'text' }).manifest.skills![0]!.category).toBe('text');
   });

@@ -104,7 +104,10 @@ export default defineSkill({ name: 'yaml_dump', description: 'YAML of a value', 
       `import { Type } from 'keel/sdk';\nexport default { name: 'twice', description: 'doubles', version: '2.1.0', isParallelSafe: true,\n` +
         `  parameters: Type.Object({ n: Type.Number() }), run: ({ n }) => n * 2 };\n`,
     );
-    const r = await until(() => k.run('twice', { n: 21 }), (r) => r.success);
+    const r = await until(
+      () => k.run('twice', { n: 21 }),
+      (r) => r.success,
+    );
     expect(r.result).toBe('42');
     expect(k.kernel.host.status('skill-twice')?.version).toBe('2.1.0');
     expect(k.kernel.registry.skills.get('twice')?.manifest.isParallelSafe).toBe(true);
@@ -115,7 +118,10 @@ export default defineSkill({ name: 'yaml_dump', description: 'YAML of a value', 
     expect((await k.run('echo', { text: 'x' })).result).toBe('v1');
     for (const v of ['v2', 'v3', 'v4']) {
       await k.write('echo.ts', skill('echo', `'${v}'`));
-      await until(() => k.run('echo', { text: 'x' }), (r) => r.result === v);
+      await until(
+        () => k.run('echo', { text: 'x' }),
+        (r) => r.result === v,
+      );
     }
     expect(k.kernel.host.status('skill-echo')?.state).toBe('loaded');
     await k.kernel.customSkills!.whenIdle();
@@ -126,7 +132,10 @@ export default defineSkill({ name: 'yaml_dump', description: 'YAML of a value', 
   it('ends on the last of a burst of saves', async () => {
     const k = await boot({ 'echo.ts': skill('echo', "'v0'") });
     for (let v = 1; v <= 8; v++) await k.write('echo.ts', skill('echo', `'burst${v}'`));
-    await until(() => k.run('echo', { text: 'x' }), (r) => r.result === 'burst8');
+    await until(
+      () => k.run('echo', { text: 'x' }),
+      (r) => r.result === 'burst8',
+    );
     await k.kernel.customSkills!.whenIdle();
     expect((await k.run('echo', { text: 'x' })).result).toBe('burst8');
     expect(k.kernel.customSkills!.errors()).toEqual({});
@@ -135,7 +144,10 @@ export default defineSkill({ name: 'yaml_dump', description: 'YAML of a value', 
   it('keeps the last good version when a save does not compile, and reports file:line', async () => {
     const k = await boot({ 'echo.ts': skill('echo', "'good'") });
     await k.write('echo.ts', `import { defineSkill } from 'keel/sdk';\nexport default defineSkill({ name: 'echo',\n  run: ( => 1 });\n`);
-    const errors = await until(() => k.kernel.customSkills!.errors(), (e) => e['echo.ts']);
+    const errors = await until(
+      () => k.kernel.customSkills!.errors(),
+      (e) => e['echo.ts'],
+    );
     expect(errors['echo.ts']).toMatch(/echo\.ts:3:\d+/);
     expect(errors['echo.ts']).toContain('Cannot compile');
     expect(await k.run('echo', { text: 'x' })).toMatchObject({ success: true, result: 'good' });
@@ -143,7 +155,10 @@ export default defineSkill({ name: 'yaml_dump', description: 'YAML of a value', 
 
     // Fixing the file loads the fix and clears the error.
     await k.write('echo.ts', skill('echo', "'fixed'"));
-    await until(() => k.run('echo', { text: 'x' }), (r) => r.result === 'fixed');
+    await until(
+      () => k.run('echo', { text: 'x' }),
+      (r) => r.result === 'fixed',
+    );
     await k.kernel.customSkills!.whenIdle();
     expect(k.kernel.customSkills!.errors()).toEqual({});
   });
@@ -151,17 +166,26 @@ export default defineSkill({ name: 'yaml_dump', description: 'YAML of a value', 
   it('keeps the last good version when the new module throws or exports the wrong shape', async () => {
     const k = await boot({ 'echo.ts': skill('echo', "'good'") });
     await k.write('echo.ts', `throw new Error('boom at load');\nexport default {};\n`);
-    let errors = await until(() => k.kernel.customSkills!.errors(), (e) => e['echo.ts']?.includes('boom at load'));
+    let errors = await until(
+      () => k.kernel.customSkills!.errors(),
+      (e) => e['echo.ts']?.includes('boom at load'),
+    );
     expect(errors['echo.ts']).toContain('echo.ts');
     expect((await k.run('echo', { text: 'x' })).result).toBe('good');
 
     await k.write('echo.ts', `export default { name: 'echo', description: 'no run', parameters: { type: 'object', properties: {} } };\n`);
-    errors = await until(() => k.kernel.customSkills!.errors(), (e) => e['echo.ts']?.includes('"run"'));
+    errors = await until(
+      () => k.kernel.customSkills!.errors(),
+      (e) => e['echo.ts']?.includes('"run"'),
+    );
     expect(errors['echo.ts']).toMatch(/Custom skill .*echo\.ts: "run" must be a function/);
     expect((await k.run('echo', { text: 'x' })).result).toBe('good');
 
     await k.write('echo.ts', skill('Bad name!', "'x'"));
-    errors = await until(() => k.kernel.customSkills!.errors(), (e) => e['echo.ts']?.includes('manifest'));
+    errors = await until(
+      () => k.kernel.customSkills!.errors(),
+      (e) => e['echo.ts']?.includes('manifest'),
+    );
     expect((await k.run('echo', { text: 'x' })).result).toBe('good');
   });
 
@@ -169,7 +193,10 @@ export default defineSkill({ name: 'yaml_dump', description: 'YAML of a value', 
     const k = await boot({ 'greet.ts': skill('hello_one', "'one'") });
     expect((await k.run('hello_one', { text: '' })).success).toBe(true);
     await k.write('greet.ts', skill('hello_two', "'two'"));
-    await until(() => k.run('hello_two', { text: '' }), (r) => r.success && r.result === 'two');
+    await until(
+      () => k.run('hello_two', { text: '' }),
+      (r) => r.success && r.result === 'two',
+    );
     const old = await k.run('hello_one', { text: '' });
     expect(old).toMatchObject({ success: false, code: 'KEEL_E_SKILL_UNKNOWN' });
     expect(k.kernel.host.status('skill-greet')?.skills).toEqual(['hello_two']);
@@ -178,7 +205,10 @@ export default defineSkill({ name: 'yaml_dump', description: 'YAML of a value', 
   it('refuses a rename onto a skill name another plugin owns and keeps the running version', async () => {
     const k = await boot({ 'a.ts': skill('alpha', "'a'"), 'b.ts': skill('beta', "'b'") });
     await k.write('b.ts', skill('alpha', "'stolen'"));
-    const errors = await until(() => k.kernel.customSkills!.errors(), (e) => e['b.ts']);
+    const errors = await until(
+      () => k.kernel.customSkills!.errors(),
+      (e) => e['b.ts'],
+    );
     expect(errors['b.ts']).toMatch(/already provided by plugin "skill-a"/);
     expect((await k.run('alpha', { text: '' })).result).toBe('a');
     expect((await k.run('beta', { text: '' })).result).toBe('b');
@@ -188,7 +218,10 @@ export default defineSkill({ name: 'yaml_dump', description: 'YAML of a value', 
     const k = await boot({ 'echo.ts': skill('echo', "'here'") });
     expect((await k.run('echo', { text: '' })).success).toBe(true);
     await unlink(join(k.home, 'skills', 'echo.ts'));
-    const r = await until(() => k.run('echo', { text: '' }), (r) => !r.success);
+    const r = await until(
+      () => k.run('echo', { text: '' }),
+      (r) => !r.success,
+    );
     expect(r.code).toBe('KEEL_E_SKILL_UNKNOWN');
     expect(k.kernel.host.status('skill-echo')).toBeUndefined();
     await k.kernel.customSkills!.whenIdle();
@@ -197,7 +230,11 @@ export default defineSkill({ name: 'yaml_dump', description: 'YAML of a value', 
 
   it("validates arguments against the skill's schema before it runs", async () => {
     const k = await boot({
-      'count.ts': skill('count', 'args.text.length', 'Type.Object({ text: Type.String(), max: Type.Optional(Type.Integer({ minimum: 1 })) })'),
+      'count.ts': skill(
+        'count',
+        'args.text.length',
+        'Type.Object({ text: Type.String(), max: Type.Optional(Type.Integer({ minimum: 1 })) })',
+      ),
     });
     expect(await k.run('count', { text: 'abc' })).toMatchObject({ success: true, result: '3' });
     expect(await k.run('count', { text: 5 })).toMatchObject({ success: false, code: 'KEEL_E_SKILL_INVALID_ARGS' });
@@ -218,19 +255,25 @@ export default defineSkill({ name: 'yaml_dump', description: 'YAML of a value', 
     // A save of a denied skill still does not load it.
     await k.write('secret.ts', skill('secret_skill', "'leak2'"));
     await k.write('open.ts', skill('open_skill', "'ok2'"));
-    await until(() => k.run('open_skill', { text: '' }), (r) => r.result === 'ok2');
+    await until(
+      () => k.run('open_skill', { text: '' }),
+      (r) => r.result === 'ok2',
+    );
     await k.kernel.customSkills!.whenIdle();
     expect((await k.run('secret_skill', { text: '' })).success).toBe(false);
   });
 
   it('lists a skill that does not compile at start as failed, and after repeated health rounds quarantines it and queues its repair', async () => {
-    const k = await boot({ 'broken.ts': `import { defineSkill } from 'keel/sdk';\nexport default defineSkill({ name: 'broken',\n  run: ( => 1 });\n` });
+    const k = await boot({
+      'broken.ts': `import { defineSkill } from 'keel/sdk';\nexport default defineSkill({ name: 'broken',\n  run: ( => 1 });\n`,
+    });
     const host = k.kernel.host;
     expect(host.status('skill-broken')).toMatchObject({ state: 'failed', failures: 1, code: 'KEEL_E_PLUGIN_LOAD_FAILED' });
     expect(host.status('skill-broken')!.reason).toMatch(/broken\.ts:3:\d+/);
     await host.checkHealth();
     expect(host.status('skill-broken')).toMatchObject({ state: 'failed', failures: 2 });
-    const repairs = () => k.kernel.queue.list().pending.filter((a) => (a.metadata.repair as { plugin?: string } | undefined)?.plugin === 'skill-broken');
+    const repairs = () =>
+      k.kernel.queue.list().pending.filter((a) => (a.metadata.repair as { plugin?: string } | undefined)?.plugin === 'skill-broken');
     expect(repairs()).toEqual([]);
     await host.checkHealth();
     expect(host.status('skill-broken')!.state).toBe('quarantined');
@@ -245,7 +288,10 @@ export default defineSkill({ name: 'yaml_dump', description: 'YAML of a value', 
     expect((await k.run('broken', { text: '' })).success).toBe(false);
     await host.enable('skill-broken');
     await k.write('broken.ts', skill('broken', "'mended again'"));
-    await until(() => k.run('broken', { text: '' }), (r) => r.result === 'mended again');
+    await until(
+      () => k.run('broken', { text: '' }),
+      (r) => r.result === 'mended again',
+    );
     expect(host.status('skill-broken')).toMatchObject({ state: 'loaded', failures: 0 });
   });
 
@@ -253,11 +299,19 @@ export default defineSkill({ name: 'yaml_dump', description: 'YAML of a value', 
     const k = await boot({ 'bad.ts': 'export default 42;\n' });
     expect(k.kernel.host.status('skill-bad')).toMatchObject({ state: 'failed', failures: 1 });
     await k.kernel.stop();
-    const again = await startKernel({ home: k.home, builtinDir: await tempDir('keel-cs-builtin-'), watchSkills: true, env: {}, logs: new LogSink({ quiet: true }) });
+    const again = await startKernel({
+      home: k.home,
+      builtinDir: await tempDir('keel-cs-builtin-'),
+      watchSkills: true,
+      env: {},
+      logs: new LogSink({ quiet: true }),
+    });
     cleanup.push(() => again.stop());
     expect(again.host.status('skill-bad')).toMatchObject({ state: 'failed', failures: 2 });
     await unlink(join(k.home, 'skills', 'bad.ts'));
-    await until(() => again.host.status('skill-bad'), (s) => s === undefined);
+    await until(
+      () => again.host.status('skill-bad'),
+      (s) => s === undefined,
+    );
   });
 });
-

@@ -40,7 +40,14 @@ function driver(d: Driver): PluginCandidate {
     kind: 'service',
     description: 'drives every hook',
     provides: ['agent'],
-    skills: [{ name: 'probe', description: 'answers ok', category: 'test', parameters: { type: 'object', properties: {}, additionalProperties: false } as never }],
+    skills: [
+      {
+        name: 'probe',
+        description: 'answers ok',
+        category: 'test',
+        parameters: { type: 'object', properties: {}, additionalProperties: false } as never,
+      },
+    ],
   };
   return candidate(manifest, (ctx) => {
     d.ctx = ctx;
@@ -53,7 +60,16 @@ function driver(d: Driver): PluginCandidate {
         ctx.emit('thinking', { actionId: action.id, thought: 'thinking about it' });
         d.skill = await ctx.skills.execute('probe', {}, OPERATOR, { action });
         ctx.emit('observation', { actionId: action.id, skill: 'probe', result: d.skill.result });
-        ctx.emit('modelCall', { actionId: action.id, provider: 'fake', model: 'm', purpose: 'main', ok: true, inputTokens: 1, outputTokens: 1, durationMs: 1 });
+        ctx.emit('modelCall', {
+          actionId: action.id,
+          provider: 'fake',
+          model: 'm',
+          purpose: 'main',
+          ok: true,
+          inputTokens: 1,
+          outputTokens: 1,
+          durationMs: 1,
+        });
         ctx.emit('messageDelivered', { channel: 'fake', actionId: action.id, messageId: 'out-1', messageIds: ['out-1'] });
         ctx.emit('messageIgnored', { channel: 'fake', messageId: 'm0', reason: 'duplicate' });
         d.messageIn = await ctx.emit('messageIn', { ...INBOUND });
@@ -106,7 +122,9 @@ async function boot(extra: PluginCandidate[], quarantineAfter: number): Promise<
 }
 
 const tapErrors = (k: Kernel, hook: HookName) =>
-  k.logs.recent({ level: 'error', limit: 1000 }).filter((e) => e.message.includes('Plugin thrower') && e.message.includes(`${hook} hook tap failed`));
+  k.logs
+    .recent({ level: 'error', limit: 1000 })
+    .filter((e) => e.message.includes('Plugin thrower') && e.message.includes(`${hook} hook tap failed`));
 
 async function runOne(k: Kernel, d: Driver, task: string, maxRetries?: number): Promise<Action> {
   const pushed = await d.ctx!.queue.push({ task, source: 'test', actor: OPERATOR, ...(maxRetries !== undefined ? { maxRetries } : {}) });

@@ -20,7 +20,15 @@ async function boot(withAgent: boolean): Promise<Kernel> {
   const builtins = tmp('keel-builtins-');
   dirs.push(home, builtins);
   if (withAgent) installFakeAgent(home);
-  kernel = await startKernel({ home, builtinDir: builtins, env: {}, watchSkills: false, runAgent: true, logs: new LogSink({ quiet: true }), runner: { maxIdleMs: 100 } });
+  kernel = await startKernel({
+    home,
+    builtinDir: builtins,
+    env: {},
+    watchSkills: false,
+    runAgent: true,
+    logs: new LogSink({ quiet: true }),
+    runner: { maxIdleMs: 100 },
+  });
   return kernel;
 }
 
@@ -76,7 +84,10 @@ describe('running kernel configuration', () => {
     writeFileSync(join(k.home, 'keel.config.yaml'), 'safeMode: true\n');
     await waitFor(() => k.config.get('safeMode') === true, 'safeMode to be picked up');
     writeFileSync(join(k.home, 'keel.config.yaml'), 'safeMode: [unclosed\n');
-    await waitFor(() => k.logs.recent({ level: 'error' }).some((e) => /last good configuration/.test(e.message)), 'the broken edit to be reported');
+    await waitFor(
+      () => k.logs.recent({ level: 'error' }).some((e) => /last good configuration/.test(e.message)),
+      'the broken edit to be reported',
+    );
     expect(k.config.get('safeMode')).toBe(true);
   });
 
@@ -110,7 +121,10 @@ describe('running kernel configuration', () => {
     expect(await k.cancel(waiting.id, 'not needed')).toBe('removed');
     expect(k.queue.get(waiting.id)).toBeUndefined();
     expect(await k.cancel(running.id, 'stopped by the test')).toBe('stopping');
-    const failed = await waitFor(() => (k.queue.get(running.id)?.status === 'failed' ? k.queue.get(running.id) : undefined), 'the long action to fail');
+    const failed = await waitFor(
+      () => (k.queue.get(running.id)?.status === 'failed' ? k.queue.get(running.id) : undefined),
+      'the long action to fail',
+    );
     expect(failed.error).toBe('stopped by the test');
     expect(settled).toEqual([
       [waiting.id, 'removed', 'not needed'],
@@ -120,4 +134,3 @@ describe('running kernel configuration', () => {
     expect(await k.cancel('act_0_nope', 'x')).toBe('unknown');
   });
 });
-

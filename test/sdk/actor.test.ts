@@ -17,7 +17,12 @@ import {
 
 const alice: Actor = { kind: 'user', channel: 'chatA', userId: '42' };
 const operator: Actor = { kind: 'operator', channel: 'cli' };
-const agentFor = (who: Actor | undefined, extra: Partial<Actor> = {}): Actor => ({ kind: 'agent', channel: 'chatA', ...(who ? { onBehalfOf: who } : {}), ...extra });
+const agentFor = (who: Actor | undefined, extra: Partial<Actor> = {}): Actor => ({
+  kind: 'agent',
+  channel: 'chatA',
+  ...(who ? { onBehalfOf: who } : {}),
+  ...extra,
+});
 /** An agent chain of `agents` agents working for `who`. */
 function nest(agents: number, who?: Actor): Actor {
   let a = who;
@@ -130,7 +135,7 @@ describe('one walker of onBehalfOf', () => {
     expect(WALK.test('for (let d = 0; cur && d < 8; d++, cur = cur.onBehalfOf) if (cur.untrusted) return true;')).toBe(true);
     expect(WALK.test('for (let d = 0; who?.kind === "agent" && d < 5; d++) who = who.onBehalfOf;')).toBe(true);
     expect(WALK.test('while (a) a = a?.onBehalfOf;')).toBe(true);
-    expect(WALK.test("return actor.onBehalfOf !== undefined && check(actor.onBehalfOf, config, depth + 1);")).toBe(true);
+    expect(WALK.test('return actor.onBehalfOf !== undefined && check(actor.onBehalfOf, config, depth + 1);')).toBe(true);
     expect(WALK.test('...(action.metadata.actor ? { onBehalfOf: action.metadata.actor } : {}),')).toBe(false);
   });
 

@@ -5,7 +5,15 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { receive, type InboundMessage, type PluginContext } from '../../sdk/index.js';
-import { bootKernel, createTestContext, fakeChannel, installFakeProvider, removeHome, tempHome, type TestKernel } from '../../sdk/testing/index.js';
+import {
+  bootKernel,
+  createTestContext,
+  fakeChannel,
+  installFakeProvider,
+  removeHome,
+  tempHome,
+  type TestKernel,
+} from '../../sdk/testing/index.js';
 
 const open: TestKernel[] = [];
 afterEach(async () => {
@@ -22,7 +30,14 @@ describe('receive', () => {
   it('queues a non-admin message as untrusted work with its reply address, session and inbound record', async () => {
     const chat = fakeChannel('chat');
     const t = await boot('', chat);
-    const out = await chat.inbound({ text: ' hello ', chatId: 'room-9', userId: 'ann', threadId: 't1', replyTo: { guild: 'g1' }, userName: 'Ann' });
+    const out = await chat.inbound({
+      text: ' hello ',
+      chatId: 'room-9',
+      userId: 'ann',
+      threadId: 't1',
+      replyTo: { guild: 'g1' },
+      userName: 'Ann',
+    });
     expect(out.kind).toBe('queued');
     const a = out.kind === 'queued' ? out.action : undefined;
     const stored = t.kernel.queue.get(a!.id)!;
@@ -36,7 +51,10 @@ describe('receive', () => {
 
   it('asks kernel:policy who is admin: adminUsers of the channel, or a linked identity; notAdmin and forceUntrusted win', async () => {
     const chat = fakeChannel('chat');
-    await boot('adminUsers:\n  chat: ["boss"]\n  chatA: ["111"]\nidentityLinks:\n  "chat:alias": "chatA:111"\nsessionScope: per-peer\n', chat);
+    await boot(
+      'adminUsers:\n  chat: ["boss"]\n  chatA: ["111"]\nidentityLinks:\n  "chat:alias": "chatA:111"\nsessionScope: per-peer\n',
+      chat,
+    );
     const actorOf = async (m: Partial<InboundMessage> & { text: string }) => {
       const out = await chat.inbound(m);
       if (out.kind !== 'queued') throw new Error(`not queued: ${JSON.stringify(out)}`);
@@ -74,7 +92,9 @@ describe('receive', () => {
           tapped++;
           return m;
         });
-        ctx.hooks.tap('messageIn', (m) => (m.text === 'drop me' ? { ...m, dropped: true } : { ...m, text: m.text.toUpperCase(), userId: 'mallory', chatId: 'elsewhere' }));
+        ctx.hooks.tap('messageIn', (m) =>
+          m.text === 'drop me' ? { ...m, dropped: true } : { ...m, text: m.text.toUpperCase(), userId: 'mallory', chatId: 'elsewhere' },
+        );
         ctx.hooks.tap('messageIn', (m) => (m.text.toLowerCase() === 'null me' ? null : m));
       },
     };
@@ -82,7 +102,10 @@ describe('receive', () => {
     const t = await bootKernel({ plugins: [chat, rewriter] });
     open.push(t);
     const out = await chat.inbound({ text: 'quiet please', userId: 'ann' });
-    expect(out.kind === 'queued' && out.action).toMatchObject({ task: 'QUIET PLEASE', metadata: { actor: { userId: 'ann' }, replyTo: { chatId: 'chat-1' } } });
+    expect(out.kind === 'queued' && out.action).toMatchObject({
+      task: 'QUIET PLEASE',
+      metadata: { actor: { userId: 'ann' }, replyTo: { chatId: 'chat-1' } },
+    });
     expect(await chat.inbound({ text: 'drop me' })).toEqual({ kind: 'ignored', reason: 'dropped-by-hook' });
     expect(await chat.inbound({ text: 'null me' })).toEqual({ kind: 'ignored', reason: 'dropped-by-hook' });
     // A redelivery is refused before the taps run: they see each platform message once.
@@ -131,12 +154,25 @@ describe('receive', () => {
     const ctx = {
       use: () => undefined,
       emit: async (_hook: string, m: unknown) => m,
-      queue: { list: () => ({ pending: [], completed: [], failed: [] }), push: async (p: unknown) => (pushed.push(p), { id: 'act_1', metadata: {} }) },
+      queue: {
+        list: () => ({ pending: [], completed: [], failed: [] }),
+        push: async (p: unknown) => (pushed.push(p), { id: 'act_1', metadata: {} }),
+      },
     } as unknown as PluginContext;
     const out = await receive(ctx, { channel: 'chatA', messageId: '1', chatId: '1', userId: '111', text: 'hi' }, { autoReply: true });
     expect(out.kind).toBe('queued');
-    expect(pushed[0]).toMatchObject({ source: 'chatA', actor: { kind: 'user', untrusted: true }, metadata: { untrusted: true, session: 'chatA:111' } });
-    expect(await receive(ctx, { channel: 'chatA', messageId: '2', chatId: '1', userId: '111', text: 'hi' }, { autoReply: true, requireAdmin: true })).toEqual({
+    expect(pushed[0]).toMatchObject({
+      source: 'chatA',
+      actor: { kind: 'user', untrusted: true },
+      metadata: { untrusted: true, session: 'chatA:111' },
+    });
+    expect(
+      await receive(
+        ctx,
+        { channel: 'chatA', messageId: '2', chatId: '1', userId: '111', text: 'hi' },
+        { autoReply: true, requireAdmin: true },
+      ),
+    ).toEqual({
       kind: 'ignored',
       reason: 'not-admin',
     });
@@ -157,7 +193,13 @@ describe('ctx.capabilities and the test helpers', () => {
 
   it('createTestContext runs a plugin in a real kernel and hands back its context', async () => {
     const t = await createTestContext(
-      { id: 'probe', version: '1.0.0', kind: 'service', description: 'probe', config: { probeWord: { schema: { type: 'string' } as never, default: 'hi', policy: 'SAFE', description: 'w' } } },
+      {
+        id: 'probe',
+        version: '1.0.0',
+        kind: 'service',
+        description: 'probe',
+        config: { probeWord: { schema: { type: 'string' } as never, default: 'hi', policy: 'SAFE', description: 'w' } },
+      },
       { config: { probeWord: 'ahoy' } },
     );
     open.push(t);

@@ -47,7 +47,8 @@ describe('channel contract types', () => {
 
   it('listing and the manifest channel field', () => {
     // Compiled, never run: the listing is typed by the capability map (sdk/capabilities.ts).
-    void ((ctx: PluginContext) => expectTypeOf(ctx.capabilities('channel:')).toEqualTypeOf<Array<{ name: string; plugin: string; impl: ChannelCapability }>>());
+    void ((ctx: PluginContext) =>
+      expectTypeOf(ctx.capabilities('channel:')).toEqualTypeOf<Array<{ name: string; plugin: string; impl: ChannelCapability }>>());
     expectTypeOf(listChannels).returns.toEqualTypeOf<ChannelListing[]>();
     expectTypeOf<NonNullable<PluginManifest['channel']>>().toEqualTypeOf<{ name: string; userIdPattern: string; userIdExample: string }>();
     expectTypeOf(SPEC_CHANNELS.chatA).toExtend<NonNullable<PluginManifest['channel']>>();

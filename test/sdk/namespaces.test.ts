@@ -30,7 +30,10 @@ describe('namespaceSupport', () => {
       writeFileSync(fake, '#!/bin/sh\necho "unshare: unshare failed: Operation not permitted" >&2\nexit 1\n');
       chmodSync(fake, 0o755);
       const no = await namespaceSupport(['net'], { unshare: fake });
-      expect(no).toEqual({ available: false, reason: expect.stringMatching(/Operation not permitted.*user namespace.*Operation not permitted/) });
+      expect(no).toEqual({
+        available: false,
+        reason: expect.stringMatching(/Operation not permitted.*user namespace.*Operation not permitted/),
+      });
       const missing = await namespaceSupport(['net'], { unshare: join(dir, 'nope') });
       expect(missing).toEqual({ available: false, reason: expect.stringContaining('is not installed') });
     } finally {

@@ -146,7 +146,7 @@ describe('ctx.config.get', () => {
     });
   });
 
-  it('still reads kernel and other plugins\' keys, as the type given or unknown', () => {
+  it("still reads kernel and other plugins' keys, as the type given or unknown", () => {
     // Compiled, never run: only the types are under test.
     void ((ctx: Ctx) => {
       expectTypeOf(ctx.config.get<boolean>('safeMode')).toEqualTypeOf<boolean>();

@@ -11,7 +11,16 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { definePlugin, errorMessage, receive, type Action, type ChannelCapability, type ChannelStatus, type OutboundMessage, type SentMessage } from 'keel/sdk';
+import {
+  definePlugin,
+  errorMessage,
+  receive,
+  type Action,
+  type ChannelCapability,
+  type ChannelStatus,
+  type OutboundMessage,
+  type SentMessage,
+} from 'keel/sdk';
 import manifest from './manifest.js';
 
 interface Outgoing {
@@ -108,7 +117,12 @@ export default definePlugin({
     const channel: ChannelCapability & { url: string } = {
       name: 'echo',
       url: `http://127.0.0.1:${address.port}`,
-      status: (): ChannelStatus => ({ enabled: true, connected: server.listening, state: server.listening ? 'connected' : 'stopped', ...(lastInboundAt ? { lastInboundAt } : {}) }),
+      status: (): ChannelStatus => ({
+        enabled: true,
+        connected: server.listening,
+        state: server.listening ? 'connected' : 'stopped',
+        ...(lastInboundAt ? { lastInboundAt } : {}),
+      }),
       send: async (to, message, options) => deliver(to, message, options?.replyToMessageId),
       reply: async (action: Action, message) => {
         const replyTo = action.metadata.replyTo ?? {};

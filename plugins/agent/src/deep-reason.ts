@@ -13,7 +13,14 @@ export const REASONING_PROMPT = [
 
 export async function deepReason(router: Router, topic: string, signal: AbortSignal, actionId?: string): Promise<{ analysis: string }> {
   const res = await router.chat(
-    { messages: [{ role: 'system', content: REASONING_PROMPT }, { role: 'user', content: `Topic:\n${topic}` }], signal, purpose: 'main' },
+    {
+      messages: [
+        { role: 'system', content: REASONING_PROMPT },
+        { role: 'user', content: `Topic:\n${topic}` },
+      ],
+      signal,
+      purpose: 'main',
+    },
     actionId ? { actionId } : {},
   );
   let analysis = res.text.trim();

@@ -31,10 +31,7 @@ export const PROVIDER_IDS = [
 ] as const;
 export type ProviderId = (typeof PROVIDER_IDS)[number];
 
-export type Inference =
-  | { kind: 'match'; provider: ProviderId }
-  | { kind: 'ambiguous'; candidates: ProviderId[] }
-  | { kind: 'unknown' };
+export type Inference = { kind: 'match'; provider: ProviderId } | { kind: 'ambiguous'; candidates: ProviderId[] } | { kind: 'unknown' };
 
 const D_REGION = '(?:us|eu|apac|global|us-gov|ca|jp|au)\\.';
 /** `<family>.<model>-<version>`: family and model start with a letter; the version starts with a digit or `v<digit>`. */
@@ -49,7 +46,10 @@ const ROWS: Array<{ providers: ProviderId[]; test(name: string): boolean }> = [
   { providers: ['providerD'], test: (n) => !n.includes('/') && D_FORM.test(n) },
   { providers: ['providerE', 'providerF'], test: (n) => E_FORM.test(n) },
   { providers: ['providerG'], test: (n) => !n.includes('/') && G_FORM.test(n) && !D_FORM.test(n) },
-  { providers: ['providerH'], test: (n) => /^(?:mistral-|codestral-|pixtral-|ministral-|magistral-|devstral-|open-mistral-|open-mixtral-)/i.test(n) },
+  {
+    providers: ['providerH'],
+    test: (n) => /^(?:mistral-|codestral-|pixtral-|ministral-|magistral-|devstral-|open-mistral-|open-mixtral-)/i.test(n),
+  },
   { providers: ['providerJ'], test: (n) => /^grok-/i.test(n) },
 ];
 

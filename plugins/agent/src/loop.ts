@@ -10,15 +10,7 @@
  *   announced in the text); the `observation` hook carries the whole result, which is the action's record
  *   (the memory plugin and the gateway's stream read it there).
  */
-import type {
-  Action,
-  Actor,
-  ChannelCapability,
-  ChatMessage,
-  PluginContext,
-  SkillResult,
-  ToolCall,
-} from '../../../sdk/index.js';
+import type { Action, Actor, ChannelCapability, ChatMessage, PluginContext, SkillResult, ToolCall } from '../../../sdk/index.js';
 import type { Router } from './router.js';
 import { selectSkills, toToolSpec, type CatalogueSkill, type RoutingRule } from './tools.js';
 import { bringsOutsideContent, startsUntrusted } from './trust.js';
@@ -93,9 +85,16 @@ export async function runAction(d: LoopDeps, action: Action, signal: AbortSignal
   const memory = ctx.use('memory');
   if (typeof memory?.context === 'function') {
     try {
-      const text = await memory.context({ task: action.task, actionId: action.id, ...(action.metadata.actor ? { actor: action.metadata.actor } : {}) });
+      const text = await memory.context({
+        task: action.task,
+        actionId: action.id,
+        ...(action.metadata.actor ? { actor: action.metadata.actor } : {}),
+      });
       if (typeof text === 'string' && text.trim()) {
-        messages.push({ role: 'system', content: `<memory_context untrusted="true">\n${text.replace(/<\/?memory_context/gi, (m) => m.replace('<', '&lt;'))}\n</memory_context>` });
+        messages.push({
+          role: 'system',
+          content: `<memory_context untrusted="true">\n${text.replace(/<\/?memory_context/gi, (m) => m.replace('<', '&lt;'))}\n</memory_context>`,
+        });
       }
     } catch (e) {
       ctx.log.warn(`Memory context unavailable for ${action.id}: ${errorMessage(e)}`);
@@ -169,7 +168,9 @@ export async function runAction(d: LoopDeps, action: Action, signal: AbortSignal
     }
   }
   throw new Error(
-    budgeted ? `step budget of ${maxSteps} used up without a final answer` : `step limit of ${maxSteps} reached without a final answer (maxStepsPerAction)`,
+    budgeted
+      ? `step budget of ${maxSteps} used up without a final answer`
+      : `step limit of ${maxSteps} reached without a final answer (maxStepsPerAction)`,
   );
 }
 

@@ -27,7 +27,6 @@ import { UsageLog } from './usage.js';
 import { errorMessage } from '../../../sdk/errors.js';
 import type manifest from '../manifest.js';
 
-
 export interface RouterDeps {
   config: ConfigApi<typeof manifest>;
   use: PluginContext['use'];
@@ -237,7 +236,10 @@ export class Router {
       const r = await attempt(alt);
       if (r) return r;
     }
-    const hint = fb || alt ? '' : ` (no fallback: set fallbackModelNames.${primary.id}, or configure another provider and its model in providerModelNames)`;
+    const hint =
+      fb || alt
+        ? ''
+        : ` (no fallback: set fallbackModelNames.${primary.id}, or configure another provider and its model in providerModelNames)`;
     const message = `the model call failed: ${failures.join('; then ')}${hint}`;
     this.d.log.error(message);
     throw new Error(message);
@@ -262,12 +264,23 @@ export class Router {
         timeoutMs,
       };
       const res = await untilAborted(route.provider.chat(chatReq), signal);
-      const used = { ok: true, inputTokens: res.usage?.inputTokens ?? 0, outputTokens: res.usage?.outputTokens ?? 0, durationMs: Math.round(performance.now() - started) };
+      const used = {
+        ok: true,
+        inputTokens: res.usage?.inputTokens ?? 0,
+        outputTokens: res.usage?.outputTokens ?? 0,
+        durationMs: Math.round(performance.now() - started),
+      };
       void this.usage.record({ timestamp: new Date().toISOString(), ...base, ...used });
       this.told({ ...base, ...used });
       return { ...res, text: res.text ?? '', toolCalls: res.toolCalls ?? [], provider: route.id };
     } catch (e) {
-      const failed = { ok: false, inputTokens: 0, outputTokens: 0, durationMs: Math.round(performance.now() - started), error: errorText(e).slice(0, 300) };
+      const failed = {
+        ok: false,
+        inputTokens: 0,
+        outputTokens: 0,
+        durationMs: Math.round(performance.now() - started),
+        error: errorText(e).slice(0, 300),
+      };
       void this.usage.record({ timestamp: new Date().toISOString(), ...base, ...failed });
       this.told({ ...base, ...failed });
       throw e;
@@ -293,7 +306,11 @@ export class Router {
     const map = this.remembered();
     if (map[route.id] === route.model) return;
     this.d.config
-      .set('providerModelNames', { ...map, [route.id]: route.model }, { kind: 'agent', reason: 'remember the last model used with this provider' })
+      .set(
+        'providerModelNames',
+        { ...map, [route.id]: route.model },
+        { kind: 'agent', reason: 'remember the last model used with this provider' },
+      )
       .catch((e: unknown) => this.d.log.warn(`Could not remember the model of ${route.id}: ${errorText(e)}`));
   }
 

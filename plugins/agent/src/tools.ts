@@ -75,7 +75,12 @@ function ruleMatches(rule: RoutingRule, task: string): boolean {
 }
 
 /** The skills to offer for a task (see the module comment). */
-export function selectSkills(task: string, skills: CatalogueSkill[], rules: RoutingRule[] = [], threshold = TOOL_THRESHOLD): CatalogueSkill[] {
+export function selectSkills(
+  task: string,
+  skills: CatalogueSkill[],
+  rules: RoutingRule[] = [],
+  threshold = TOOL_THRESHOLD,
+): CatalogueSkill[] {
   const usable = skills.filter((s) => VALID_TOOL_NAME.test(s.name));
   const include = new Set<string>();
   const exclude = new Set<string>();

@@ -48,7 +48,10 @@ export class UsageLog {
   private running: Promise<void> | undefined;
   private tmpSeq = 0;
 
-  constructor(private readonly paths: () => { log: string; summary: string }, private readonly onError: (e: unknown) => void) {}
+  constructor(
+    private readonly paths: () => { log: string; summary: string },
+    private readonly onError: (e: unknown) => void,
+  ) {}
 
   /**
    * Queue one record; resolves when it is written (errors are reported, never thrown). Records that arrive

@@ -252,12 +252,12 @@ const ADVICE: Record<string, string> = {
   ERROR_WRONG_GOOGLEKEY: 'the service rejected the site key found on the page: the page may use a widget the detector misread',
   ERROR_SITEKEY: 'the service rejected the site key found on the page: the page may use a widget the detector misread',
   ERROR_PAGEURL: 'the service rejected the page URL',
-  ERROR_IP_NOT_ALLOWED: 'the service does not accept requests from this IP address: check the account\'s allowed IPs',
+  ERROR_IP_NOT_ALLOWED: "the service does not accept requests from this IP address: check the account's allowed IPs",
   IP_BANNED: 'the service has banned this IP address for too many bad requests: wait, then check captchaApiKey',
   ERROR_IP_BANNED: 'the service has banned this IP address for too many bad requests: wait, then check captchaApiKey',
   ERROR_WRONG_CAPTCHA_ID: 'the service lost the task: try again',
   ERROR_EMPTY_ACTION: 'the service rejected the request: try again',
-  ERROR_BAD_DUPLICATES: 'the service\'s workers disagreed on the answer: try again',
+  ERROR_BAD_DUPLICATES: "the service's workers disagreed on the answer: try again",
   ERROR_METHOD_CALL: 'the service rejected the request: check captchaBaseUrl',
   ERROR_BAD_PARAMETERS: 'the service rejected the request parameters',
   MAX_USER_TURN: 'too many requests to the service: wait a few seconds, then try again',
@@ -289,14 +289,16 @@ export async function solveCaptcha(found: CaptchaFound, opts: SolveOptions): Pro
   if (base.protocol !== 'http:' && base.protocol !== 'https:') {
     throw fail(`captchaBaseUrl must be http(s), not ${base.protocol}: set it to the base URL of a 2captcha-compatible service.`);
   }
-  if (base.username || base.password) throw fail('captchaBaseUrl must not carry a user name or password: the service is authenticated by captchaApiKey.');
+  if (base.username || base.password)
+    throw fail('captchaBaseUrl must not carry a user name or password: the service is authenticated by captchaApiKey.');
   base.hash = '';
   base.search = '';
   const root = base.href.replace(/\/+$/, '');
   // the service as messages name it: no credentials, no path details
   const where = `${base.protocol}//${base.host}`;
 
-  if (!found || typeof found !== 'object' || !KINDS.has(found.kind)) throw fail(`Unknown CAPTCHA kind: ${String(found?.kind).slice(0, 40)}.`);
+  if (!found || typeof found !== 'object' || !KINDS.has(found.kind))
+    throw fail(`Unknown CAPTCHA kind: ${String(found?.kind).slice(0, 40)}.`);
   if (typeof found.sitekey !== 'string' || !found.sitekey.trim()) throw fail('The CAPTCHA has no site key.');
   if (typeof found.pageUrl !== 'string' || !found.pageUrl) throw fail('The CAPTCHA has no page URL.');
 
@@ -306,7 +308,10 @@ export async function solveCaptcha(found: CaptchaFound, opts: SolveOptions): Pro
   const userSignal = opts.signal;
   const deadline = Date.now() + timeoutMs;
   const timedOut = (): CaptchaError =>
-    fail(`The CAPTCHA service (${where}) gave no answer within ${timeoutMs >= 1000 ? `${Math.round(timeoutMs / 1000)} s` : `${timeoutMs} ms`}: try again later, or with a fresh profile.`, 'TimeoutError');
+    fail(
+      `The CAPTCHA service (${where}) gave no answer within ${timeoutMs >= 1000 ? `${Math.round(timeoutMs / 1000)} s` : `${timeoutMs} ms`}: try again later, or with a fresh profile.`,
+      'TimeoutError',
+    );
   const aborted = (): CaptchaError => fail('CAPTCHA solving was aborted.', 'AbortError');
   const check = (): void => {
     if (userSignal?.aborted) throw aborted();
@@ -323,14 +328,18 @@ export async function solveCaptcha(found: CaptchaFound, opts: SolveOptions): Pro
     try {
       const res = await doFetch(url, { ...init, signal: ctl.signal, redirect: 'follow' });
       const text = await res.text();
-      if (!res.ok) throw fail(`The CAPTCHA service (${where}) answered ${what} with HTTP ${res.status}: check captchaBaseUrl, or try again later.`);
+      if (!res.ok)
+        throw fail(`The CAPTCHA service (${where}) answered ${what} with HTTP ${res.status}: check captchaBaseUrl, or try again later.`);
       return parseAnswer(text);
     } catch (e) {
       if (userSignal?.aborted) throw aborted();
       if (Date.now() >= deadline || ctl.signal.aborted) throw timedOut();
       if (e instanceof CaptchaError) throw e;
       const cause = e instanceof Error ? ((e.cause as { code?: string } | undefined)?.code ?? e.message) : String(e);
-      throw fail(`The CAPTCHA service (${where}) could not be reached (${redact(String(cause)).slice(0, 120)}): check captchaBaseUrl and the network.`, 'NetworkError');
+      throw fail(
+        `The CAPTCHA service (${where}) could not be reached (${redact(String(cause)).slice(0, 120)}): check captchaBaseUrl and the network.`,
+        'NetworkError',
+      );
     } finally {
       clearTimeout(timer);
       userSignal?.removeEventListener('abort', onAbort);
@@ -339,8 +348,11 @@ export async function solveCaptcha(found: CaptchaFound, opts: SolveOptions): Pro
 
   const serviceError = (answer: ServiceAnswer, stage: string): CaptchaError => {
     // redacted before anything is cut, so no part of the key can survive a truncation
-    const code = redact(String(answer.request ?? 'no answer')).replace(/[^\w.-]/g, '').slice(0, 60) || 'unknown error';
-    const advice = ADVICE[code] ?? 'see the service\'s documentation of this code';
+    const code =
+      redact(String(answer.request ?? 'no answer'))
+        .replace(/[^\w.-]/g, '')
+        .slice(0, 60) || 'unknown error';
+    const advice = ADVICE[code] ?? "see the service's documentation of this code";
     const detail = answer.error_text ? ` (${redact(String(answer.error_text)).replace(/\s+/g, ' ').slice(0, 160)})` : '';
     return fail(`The CAPTCHA service refused ${stage}: ${code}${detail}: ${advice}.`);
   };
@@ -368,11 +380,15 @@ export async function solveCaptcha(found: CaptchaFound, opts: SolveOptions): Pro
     if (found.action) form.set('action', found.action);
     if (found.data) form.set('data', found.data);
   }
-  const submitted = await request(`${root}/in.php`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    body: form.toString(),
-  }, 'the submission');
+  const submitted = await request(
+    `${root}/in.php`,
+    {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: form.toString(),
+    },
+    'the submission',
+  );
   if (submitted.status !== 1 || !submitted.request) throw serviceError(submitted, 'the CAPTCHA');
   const id = String(submitted.request);
 

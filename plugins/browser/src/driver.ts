@@ -130,7 +130,11 @@ export async function downloadPath(dir: string, suggested: string): Promise<stri
   const { mkdir, stat } = await import('node:fs/promises');
   const { basename, extname, join } = await import('node:path');
   await mkdir(dir, { recursive: true });
-  const clean = basename(suggested || 'download').replace(/[^\w.\- ]+/g, '_').replace(/^\.+/, '').slice(0, 120) || 'download';
+  const clean =
+    basename(suggested || 'download')
+      .replace(/[^\w.\- ]+/g, '_')
+      .replace(/^\.+/, '')
+      .slice(0, 120) || 'download';
   const ext = extname(clean);
   const stem = clean.slice(0, clean.length - ext.length);
   for (let i = 1; ; i++) {

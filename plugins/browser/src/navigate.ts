@@ -21,9 +21,14 @@ export async function navigate(svc: BrowserService, url: string): Promise<{ text
   } catch {
     throw new BrowserError(`Not a valid URL: ${url.slice(0, 200)}. Give an absolute http(s) URL.`, 'KEEL_E_BROWSER_BAD_URL');
   }
-  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new BrowserError(`Only http and https URLs can be opened; got ${u.protocol}`, 'KEEL_E_BROWSER_BAD_URL');
+  if (u.protocol !== 'http:' && u.protocol !== 'https:')
+    throw new BrowserError(`Only http and https URLs can be opened; got ${u.protocol}`, 'KEEL_E_BROWSER_BAD_URL');
   const why = await svc.refusal(u.href, 'document');
-  if (why) throw new BrowserError(`Refused to open ${u.href}: ${why === 'tracker' ? 'it is a known ad/tracker host (browserBlockTrackers)' : why}.`, 'KEEL_E_BROWSER_REFUSED');
+  if (why)
+    throw new BrowserError(
+      `Refused to open ${u.href}: ${why === 'tracker' ? 'it is a known ad/tracker host (browserBlockTrackers)' : why}.`,
+      'KEEL_E_BROWSER_REFUSED',
+    );
   const d = await svc.page();
   svc.effects.length = 0;
   let status: number | undefined;
@@ -42,7 +47,9 @@ export async function navigate(svc: BrowserService, url: string): Promise<{ text
   if (downloads.length) {
     const dl = downloads[0]!;
     svc.lastUrl = d.url();
-    return { text: `State: download\nURL: ${u.href}\nThe URL is a file: saved to ${dl.path} (${dl.size} bytes). The page stays at ${d.url()}.` };
+    return {
+      text: `State: download\nURL: ${u.href}\nThe URL is a file: saved to ${dl.path} (${dl.size} bytes). The page stays at ${d.url()}.`,
+    };
   }
   if (failure) {
     if (svc.dead()) throw new BrowserError(CRASH_MESSAGE, 'KEEL_E_BROWSER_CRASHED');
@@ -71,7 +78,9 @@ export async function navigate(svc: BrowserService, url: string): Promise<{ text
       const domain = BlankPageBreaker.domainOf(svc.lastUrl);
       if (displayAvailable()) {
         await svc.goHeadful();
-        notes.push(`${domain} gave ${svc.breaker.count(svc.lastUrl)} blank pages in a row: the browser now runs headful (with a window); navigate again. A fresh profile (switch_browser_profile) also helps.`);
+        notes.push(
+          `${domain} gave ${svc.breaker.count(svc.lastUrl)} blank pages in a row: the browser now runs headful (with a window); navigate again. A fresh profile (switch_browser_profile) also helps.`,
+        );
       } else {
         notes.push(
           `${domain} gave ${svc.breaker.count(svc.lastUrl)} blank pages in a row: headful mode is next, but it needs a display and there is none (DISPLAY is not set and Xvfb is not installed: apt-get install xvfb). Try a fresh profile (switch_browser_profile).`,
@@ -80,7 +89,11 @@ export async function navigate(svc: BrowserService, url: string): Promise<{ text
     } else notes.push('Retry headful or use a fresh profile (switch_browser_profile).');
   } else svc.breaker.success(svc.lastUrl);
   // 200 goes without saying; any other status is part of the state
-  const header = [`State: ${state}${status !== undefined && status !== 200 ? ` (HTTP ${status})` : ''}`, ...notes.map((n) => `Note: ${n}`), ...stateAdvice(state)];
+  const header = [
+    `State: ${state}${status !== undefined && status !== 200 ? ` (HTTP ${status})` : ''}`,
+    ...notes.map((n) => `Note: ${n}`),
+    ...stateAdvice(state),
+  ];
   return { text: `[untrusted page content from ${snap.url}]\n${svc.render(snap, header)}` };
 }
 
@@ -95,14 +108,18 @@ async function classify(d: BrowserDriver, snap: PageSnapshot, status: number | u
     )
     .catch(() => false);
   if (challenge) return 'bot challenge or CAPTCHA';
-  const login = snap.hasPassword && (/log\s?in|sign\s?in|anmelden|connexion/i.test(`${snap.title} ${snap.url}`) || status === 401 || status === 403);
+  const login =
+    snap.hasPassword && (/log\s?in|sign\s?in|anmelden|connexion/i.test(`${snap.title} ${snap.url}`) || status === 401 || status === 403);
   if (login) return 'login wall';
   if (status !== undefined && status >= 400) return 'HTTP error';
   return 'ok';
 }
 
 function stateAdvice(state: string): string[] {
-  if (state === 'bot challenge or CAPTCHA') return ['Note: CAPTCHA blocked navigation: call browser_solve_captcha (needs captchaApiKey), or use a clean profile (switch_browser_profile).'];
+  if (state === 'bot challenge or CAPTCHA')
+    return [
+      'Note: CAPTCHA blocked navigation: call browser_solve_captcha (needs captchaApiKey), or use a clean profile (switch_browser_profile).',
+    ];
   if (state === 'login wall') return ['Note: the page asks to sign in; the content behind it is not shown.'];
   if (state === 'HTTP error') return ['Note: the server answered with an error status; the page shown is its error page.'];
   return [];

@@ -47,8 +47,10 @@ export const RESOLVE_SCRIPT = String.raw`(fp) => {
 /** The sentence that says what changed, for the error. */
 export function describeMismatch(fp: Fingerprint, r: Exclude<Resolution, { ok: true }>): string {
   const was = `[${fp.ref}] ${fp.kind}: ${fp.label || '(no label)'}`;
-  if (r.why === 'ambiguous') return `${was} is no longer one element: the page now has ${r.count} ${fp.kind} elements labelled "${fp.label}" and none of them is where [${fp.ref}] was, so Keel will not guess.`;
-  if (r.why === 'changed') return `${was} changed: that element is now ${r.now!.kind} "${r.now!.label}", and no ${fp.kind} labelled "${fp.label}" is on the page.`;
+  if (r.why === 'ambiguous')
+    return `${was} is no longer one element: the page now has ${r.count} ${fp.kind} elements labelled "${fp.label}" and none of them is where [${fp.ref}] was, so Keel will not guess.`;
+  if (r.why === 'changed')
+    return `${was} changed: that element is now ${r.now!.kind} "${r.now!.label}", and no ${fp.kind} labelled "${fp.label}" is on the page.`;
   return `${was} is gone: the page changed since the snapshot and no ${fp.kind} labelled "${fp.label}" is on it now.`;
 }
 

@@ -19,11 +19,18 @@ import { trackerOf } from './trackers.js';
 import { Xvfb } from './xvfb.js';
 import { errorMessage } from '../../../sdk/errors.js';
 
-export const EXECUTABLE_CANDIDATES = ['/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome-stable', '/usr/bin/google-chrome', '/snap/bin/chromium'];
+export const EXECUTABLE_CANDIDATES = [
+  '/usr/bin/chromium',
+  '/usr/bin/chromium-browser',
+  '/usr/bin/google-chrome-stable',
+  '/usr/bin/google-chrome',
+  '/snap/bin/chromium',
+];
 const RING = 50;
 const HOST_CACHE_MS = 60_000;
 /** SPEC "Errors": the cause and next step of a crash. */
-export const CRASH_MESSAGE = 'Browser crashed. Cause: memory or GPU problems. The next browser skill starts a fresh browser (the profile keeps cookies).';
+export const CRASH_MESSAGE =
+  'Browser crashed. Cause: memory or GPU problems. The next browser skill starts a fresh browser (the profile keeps cookies).';
 
 export class BrowserError extends Error {
   constructor(
@@ -192,7 +199,12 @@ export class BrowserService {
       },
       onConsole: (m: { type: string; text: string; url?: string }) => {
         if (m.type !== 'error' && m.type !== 'warning' && m.type !== 'warn') return;
-        this.console.push({ type: m.type === 'warn' ? 'warning' : m.type, text: m.text.slice(0, 1000), ...(m.url ? { url: m.url } : {}), at: new Date().toISOString() });
+        this.console.push({
+          type: m.type === 'warn' ? 'warning' : m.type,
+          text: m.text.slice(0, 1000),
+          ...(m.url ? { url: m.url } : {}),
+          at: new Date().toISOString(),
+        });
         if (this.console.length > RING) this.console.splice(0, this.console.length - RING);
       },
       onXhr: (r: { method: string; url: string; status?: number; resourceType: string }) => {
@@ -239,7 +251,9 @@ export class BrowserService {
         );
       });
     }
-    this.ctx.log.info(`Browser started: ${engine}${engine === 'engineC' ? ` at ${this.endpoint()}` : `, profile ${this.profile.name}`}, ${headless ? 'headless' : 'with a window'}.`);
+    this.ctx.log.info(
+      `Browser started: ${engine}${engine === 'engineC' ? ` at ${this.endpoint()}` : `, profile ${this.profile.name}`}, ${headless ? 'headless' : 'with a window'}.`,
+    );
     this.driver = driver;
     return driver;
   }
@@ -288,7 +302,11 @@ export class BrowserService {
     if (this.dead()) return { ok: true, message: 'the browser stopped; it starts again on the next browser skill' };
     const engine = this.engine();
     if (engine !== 'engineC' && !this.executablePath()) {
-      return { ok: true, message: 'no Chromium found: browser skills will fail until it is installed (apt-get install chromium) or browserExecutablePath is set' };
+      return {
+        ok: true,
+        message:
+          'no Chromium found: browser skills will fail until it is installed (apt-get install chromium) or browserExecutablePath is set',
+      };
     }
     return { ok: true, message: this.driver ? `${engine} running` : `${engine} idle (starts on demand)` };
   }
@@ -332,7 +350,9 @@ export class BrowserService {
     const driver = d ?? (await this.page());
     const snap = await driver.evaluate<PageSnapshot>(SNAPSHOT_SCRIPT, { maxElements: MAX_ELEMENTS, maxOutline: MAX_OUTLINE });
     await this.crossOriginFrames(driver, snap);
-    this.refs = new Map(snap.elements.map((e) => [e.ref, { ref: e.ref, kind: e.kind, label: e.label, frames: e.frames, path: e.path, root: e.root ?? [] }]));
+    this.refs = new Map(
+      snap.elements.map((e) => [e.ref, { ref: e.ref, kind: e.kind, label: e.label, frames: e.frames, path: e.path, root: e.root ?? [] }]),
+    );
     return snap;
   }
 
@@ -346,12 +366,24 @@ export class BrowserService {
     for (let done = 0; queue.length && done < 20; done++) {
       const f = queue.shift()!;
       const sub = await d
-        .evaluateIn<PageSnapshot>(f.frames, SNAPSHOT_SCRIPT, { maxElements: Math.max(0, MAX_ELEMENTS - snap.elements.length), maxOutline: MAX_OUTLINE, startRef: lastRef, offY: f.offY, viewH: snap.viewH })
+        .evaluateIn<PageSnapshot>(f.frames, SNAPSHOT_SCRIPT, {
+          maxElements: Math.max(0, MAX_ELEMENTS - snap.elements.length),
+          maxOutline: MAX_OUTLINE,
+          startRef: lastRef,
+          offY: f.offY,
+          viewH: snap.viewH,
+        })
         .catch(() => undefined);
       // sub-items keep the frame's place in the document order
       const at = (o: number) => f.base + (o + 1) / 1e6;
       if (!sub) {
-        snap.outline.push({ text: `[frame: ${f.url} (another origin; it could not be read)]`, level: 0, inView: f.inView, distance: 0, order: f.base });
+        snap.outline.push({
+          text: `[frame: ${f.url} (another origin; it could not be read)]`,
+          level: 0,
+          inView: f.inView,
+          distance: 0,
+          order: f.base,
+        });
         continue;
       }
       for (const e of sub.elements) snap.elements.push({ ...e, frames: [...f.frames, ...e.frames], root: f.frames, order: at(e.order) });
@@ -398,7 +430,9 @@ export class BrowserService {
     }
     // in the document the snapshot ran in (a cross-origin frame's own), with the frame path relative to it
     const root = fp.root ?? [];
-    const r = root.length ? await d.evaluateIn<Resolution>(root, RESOLVE_SCRIPT, { ...fp, frames: fp.frames.slice(root.length) }) : await d.evaluate<Resolution>(RESOLVE_SCRIPT, fp);
+    const r = root.length
+      ? await d.evaluateIn<Resolution>(root, RESOLVE_SCRIPT, { ...fp, frames: fp.frames.slice(root.length) })
+      : await d.evaluate<Resolution>(RESOLVE_SCRIPT, fp);
     if (r.ok) return { fp, moved: r.moved };
     const what = describeMismatch(fp, r);
     const fresh = await this.snapshot(d).catch(() => undefined);
@@ -427,8 +461,12 @@ export class BrowserService {
       if (e.kind === 'popup') lines.push(`A new tab opened and is now the current page: ${e.url}`);
       else if (e.kind === 'download') lines.push(`Downloaded ${e.url} to ${e.path} (${e.size} bytes).`);
       else if (e.kind === 'download-failed') lines.push(`A download of ${e.url} failed: ${e.reason}.`);
-      else if (e.kind === 'dialog') lines.push(`A ${e.type} dialog said ${JSON.stringify(e.message.slice(0, 500))}; it was ${e.action} (browserDialogPolicy).`);
-      else lines.push(`A file chooser opened (${e.multiple ? 'several files' : 'one file'}); it was dismissed: files cannot be chosen through these skills.`);
+      else if (e.kind === 'dialog')
+        lines.push(`A ${e.type} dialog said ${JSON.stringify(e.message.slice(0, 500))}; it was ${e.action} (browserDialogPolicy).`);
+      else
+        lines.push(
+          `A file chooser opened (${e.multiple ? 'several files' : 'one file'}); it was dismissed: files cannot be chosen through these skills.`,
+        );
     }
     const now = d.url();
     if (now !== before && !lines.some((l) => l.startsWith('A new tab'))) lines.push(`The page navigated to ${now}.`);

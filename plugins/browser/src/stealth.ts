@@ -8,7 +8,14 @@ const CHROME = '150.0.0.0';
 export const DESKTOP_UA = `Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/${CHROME} Safari/537.36`;
 export const MOBILE_UA = `Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/${CHROME} Mobile Safari/537.36`;
 
-export const DESKTOP: Viewport = { width: 1366, height: 768, deviceScaleFactor: 1, isMobile: false, hasTouch: false, userAgent: DESKTOP_UA };
+export const DESKTOP: Viewport = {
+  width: 1366,
+  height: 768,
+  deviceScaleFactor: 1,
+  isMobile: false,
+  hasTouch: false,
+  userAgent: DESKTOP_UA,
+};
 /** SPEC: 375x812, mobile user agent, device scale factor 2, touch events on. */
 export const MOBILE: Viewport = { width: 375, height: 812, deviceScaleFactor: 2, isMobile: true, hasTouch: true, userAgent: MOBILE_UA };
 

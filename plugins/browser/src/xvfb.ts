@@ -28,7 +28,9 @@ export class Xvfb {
     if (this.display && this.proc && this.proc.exitCode === null) return this.display;
     const bin = findXvfb();
     if (!bin) return Promise.reject(new Error('Xvfb is not installed'));
-    const proc = spawn(bin, ['-displayfd', '3', '-nolisten', 'tcp', '-screen', '0', '1366x768x24'], { stdio: ['ignore', 'ignore', 'pipe', 'pipe'] });
+    const proc = spawn(bin, ['-displayfd', '3', '-nolisten', 'tcp', '-screen', '0', '1366x768x24'], {
+      stdio: ['ignore', 'ignore', 'pipe', 'pipe'],
+    });
     this.proc = proc;
     this.display = new Promise<string>((resolve, reject) => {
       let out = '';

@@ -67,29 +67,30 @@ export function registerSkills(ctx: PluginContext<typeof manifest>, d: SkillDeps
   ctx.skills.register('chatA_send_buttons', async (args, call) => {
     const chat = resolveChat(args.chatId, call);
     const buttons = normaliseButtons(args.buttons);
-    const sent = await d.send(chat, { text: args.message, buttons }, withKey(call, 'chatA_send_buttons', { chat, m: args.message, buttons }));
+    const sent = await d.send(
+      chat,
+      { text: args.message, buttons },
+      withKey(call, 'chatA_send_buttons', { chat, m: args.message, buttons }),
+    );
     return { chatId: chat, messageId: Number(sent.messageId), messageIds: sent.messageIds.map(Number) };
   });
 
-  ctx.skills.register(
-    'chatA_send_poll',
-    async (args, call) => {
-      const chat = resolveChat(args.chatId, call);
-      if (args.options.length < 2 || args.options.length > 10) throw new Error('A poll needs 2 to 10 options.');
-      const m = await d.limited(chat, () =>
-        d.api().sendPoll(
-          chat,
-          args.question,
-          args.options.map((text) => ({ text })),
-          {
-            is_anonymous: args.isAnonymous ?? true,
-            allows_multiple_answers: args.allowsMultipleAnswers ?? false,
-          },
-        ),
-      );
-      return { chatId: chat, messageId: m.message_id };
-    },
-  );
+  ctx.skills.register('chatA_send_poll', async (args, call) => {
+    const chat = resolveChat(args.chatId, call);
+    if (args.options.length < 2 || args.options.length > 10) throw new Error('A poll needs 2 to 10 options.');
+    const m = await d.limited(chat, () =>
+      d.api().sendPoll(
+        chat,
+        args.question,
+        args.options.map((text) => ({ text })),
+        {
+          is_anonymous: args.isAnonymous ?? true,
+          allows_multiple_answers: args.allowsMultipleAnswers ?? false,
+        },
+      ),
+    );
+    return { chatId: chat, messageId: m.message_id };
+  });
 
   ctx.skills.register('chatA_edit_message', async (args, call) => {
     const chat = resolveChat(args.chatId, call);

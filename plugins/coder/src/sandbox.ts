@@ -203,12 +203,17 @@ export async function runSandboxed(req: SandboxRequest): Promise<SandboxResult> 
     let parsed: { ok: boolean; result?: unknown; error?: string } | undefined;
     try {
       const raw = await readFile(join(dir, 'result.json'), 'utf8');
-      parsed = raw.length > req.maxOutputBytes ? { ok: false, error: `The result is larger than ${req.maxOutputBytes} bytes.` } : (JSON.parse(raw) as typeof parsed);
+      parsed =
+        raw.length > req.maxOutputBytes
+          ? { ok: false, error: `The result is larger than ${req.maxOutputBytes} bytes.` }
+          : (JSON.parse(raw) as typeof parsed);
     } catch {
       parsed = undefined;
     }
     if (!parsed) return { ...base, ok: false, error: `The snippet exited (code ${exitCode ?? signal}) without returning a result.` };
-    return parsed.ok ? { ...base, ok: exitCode === 0, result: parsed.result } : { ...base, ok: false, error: parsed.error ?? 'run() failed' };
+    return parsed.ok
+      ? { ...base, ok: exitCode === 0, result: parsed.result }
+      : { ...base, ok: false, error: parsed.error ?? 'run() failed' };
   } finally {
     await rm(dir, { recursive: true, force: true }).catch(() => undefined);
   }

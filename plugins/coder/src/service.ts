@@ -18,11 +18,18 @@ export type CreateArgs = SkillArgs<typeof manifest, 'create_custom_skill'>;
 export type ExecuteArgs = SkillArgs<typeof manifest, 'execute_typescript'>;
 export type RepairArgs = SkillArgs<typeof manifest, 'self_repair_skill'>;
 
-type ReloadOutcome = { state: 'loaded' } | { state: 'failed'; reason: string } | { state: 'disabled'; reason: string } | { state: 'pending' };
+type ReloadOutcome =
+  | { state: 'loaded' }
+  | { state: 'failed'; reason: string }
+  | { state: 'disabled'; reason: string }
+  | { state: 'pending' };
 
 /** Same mapping as the kernel's custom skills: file base, lower-cased, fitted to the id pattern. */
 function skillPluginId(file: string): string {
-  const base = file.replace(/\.[^.]+$/, '').toLowerCase().replace(/[^a-z0-9_.:-]+/g, '-');
+  const base = file
+    .replace(/\.[^.]+$/, '')
+    .toLowerCase()
+    .replace(/[^a-z0-9_.:-]+/g, '-');
   return `skill-${base}`.slice(0, 64);
 }
 
@@ -76,7 +83,13 @@ export class CoderService {
 
   async execute(args: ExecuteArgs, signal: AbortSignal): Promise<SandboxResult> {
     try {
-      return await runSandboxed({ body: args.code, args: args.args ?? {}, timeoutMs: args.timeoutMs ?? this.timeoutMs(), maxOutputBytes: this.maxBytes(), signal });
+      return await runSandboxed({
+        body: args.code,
+        args: args.args ?? {},
+        timeoutMs: args.timeoutMs ?? this.timeoutMs(),
+        maxOutputBytes: this.maxBytes(),
+        signal,
+      });
     } catch (e) {
       if (e instanceof CompileError) throw new Error(e.message);
       throw e;
@@ -85,7 +98,14 @@ export class CoderService {
 
   /** What a generated skill's run() calls: the result, or an error carrying the snippet's failure. */
   async runSkill(req: { skill: string; body: string; args: unknown; network: boolean; signal: AbortSignal }): Promise<unknown> {
-    const r = await runSandboxed({ body: req.body, args: req.args, network: req.network, timeoutMs: this.timeoutMs(), maxOutputBytes: this.maxBytes(), signal: req.signal });
+    const r = await runSandboxed({
+      body: req.body,
+      args: req.args,
+      network: req.network,
+      timeoutMs: this.timeoutMs(),
+      maxOutputBytes: this.maxBytes(),
+      signal: req.signal,
+    });
     if (r.ok) return r.result;
     const tail = r.stderr.trim().split('\n').slice(-5).join('\n');
     throw new Error(`Skill ${req.skill} failed in the sandbox: ${r.error ?? `exit ${r.exitCode}`}${tail ? `\n${tail}` : ''}`);
@@ -95,26 +115,39 @@ export class CoderService {
 
   async create(args: CreateArgs, signal: AbortSignal): Promise<Record<string, unknown>> {
     this.requireSelfModification('create_custom_skill');
-    if (!SKILL_NAME.test(args.name)) throw new Error(`Invalid skill name "${args.name}": use 2-48 lower-case letters, digits or _, starting with a letter.`);
+    if (!SKILL_NAME.test(args.name))
+      throw new Error(`Invalid skill name "${args.name}": use 2-48 lower-case letters, digits or _, starting with a letter.`);
     // The schema admits any object here; whether it is a JSON Schema of type object is checked next.
-    const parameters = (args.parameters as Record<string, unknown> | undefined) ?? { type: 'object', properties: {}, additionalProperties: true };
+    const parameters = (args.parameters as Record<string, unknown> | undefined) ?? {
+      type: 'object',
+      properties: {},
+      additionalProperties: true,
+    };
     if (parameters.type !== 'object') throw new Error('"parameters" must be a JSON Schema of type "object".');
     const plugin = `skill-${args.name}`;
     const owner = this.ctx.skills.list().find((s) => s.name === args.name);
-    if (owner && owner.plugin !== plugin) throw new Error(`Skill "${args.name}" is already provided by plugin "${owner.plugin}"; choose another name.`);
+    if (owner && owner.plugin !== plugin)
+      throw new Error(`Skill "${args.name}" is already provided by plugin "${owner.plugin}"; choose another name.`);
     // Refuse code that does not compile before anything is written.
     await compileBody(args.code).catch((e: unknown) => {
       throw new Error(errorMessage(e));
     });
     await mkdir(this.skillsDir, { recursive: true });
     const file = join(this.skillsDir, `${args.name}.ts`);
-    const others = (await readdir(this.skillsDir)).filter((f) => SKILL_FILE.test(f) && f !== `${args.name}.ts` && skillPluginId(f) === plugin);
-    if (others.length > 0) throw new Error(`Plugin id ${plugin} is already taken by ${others.join(', ')} in ${this.skillsDir}; choose another name.`);
+    const others = (await readdir(this.skillsDir)).filter(
+      (f) => SKILL_FILE.test(f) && f !== `${args.name}.ts` && skillPluginId(f) === plugin,
+    );
+    if (others.length > 0)
+      throw new Error(`Plugin id ${plugin} is already taken by ${others.join(', ')} in ${this.skillsDir}; choose another name.`);
     const previous = existsSync(file) ? await readFile(file, 'utf8') : undefined;
     if (previous !== undefined && !parseSkillFile(previous) && !args.overwrite) {
       throw forbiddenError(`${file} was written by a person, not by create_custom_skill; pass overwrite: true to replace it.`);
     }
-    const spec: AgentSkillSpec = { name: args.name, description: args.description, parameters, code: args.code,
+    const spec: AgentSkillSpec = {
+      name: args.name,
+      description: args.description,
+      parameters,
+      code: args.code,
       ...(args.adminOnly !== undefined ? { adminOnly: args.adminOnly } : {}),
       ...(args.network !== undefined ? { network: args.network } : {}),
     };
@@ -129,9 +162,17 @@ export class CoderService {
       else await unlink(file).catch(() => undefined);
       throw new Error(`Skill ${args.name} did not load: ${outcome.reason}`);
     }
-    const result: Record<string, unknown> = { skill: args.name, plugin, file, state: outcome.state, created: previous === undefined, sandboxed: true };
+    const result: Record<string, unknown> = {
+      skill: args.name,
+      plugin,
+      file,
+      state: outcome.state,
+      created: previous === undefined,
+      sandboxed: true,
+    };
     if (outcome.state === 'disabled') result.note = `Written, but not loaded: ${outcome.reason}`;
-    if (outcome.state === 'pending') result.note = `Written; the hot reload did not report within ${RELOAD_WAIT_MS / 1000} s (is the skills folder watched?).`;
+    if (outcome.state === 'pending')
+      result.note = `Written; the hot reload did not report within ${RELOAD_WAIT_MS / 1000} s (is the skills folder watched?).`;
     return result;
   }
 
@@ -176,7 +217,9 @@ export class CoderService {
     this.requireSelfModification('self_repair_skill');
     const info = this.info();
     const status = info.plugins().find((p) => p.id === args.plugin);
-    const files = existsSync(this.skillsDir) ? (await readdir(this.skillsDir)).filter((f) => SKILL_FILE.test(f) && !f.startsWith('.') && skillPluginId(f) === args.plugin) : [];
+    const files = existsSync(this.skillsDir)
+      ? (await readdir(this.skillsDir)).filter((f) => SKILL_FILE.test(f) && !f.startsWith('.') && skillPluginId(f) === args.plugin)
+      : [];
     const base = files[0];
     if (!base) {
       if (!status) throw new Error(`Unknown plugin "${args.plugin}".`);
@@ -198,11 +241,20 @@ export class CoderService {
     const llm = this.ctx.use('llm');
     const current = llm?.current();
     if (!llm || !current || 'missing' in current) {
-      throw new Error(`No model is available to repair ${base}${current && 'missing' in current ? ` (${current.missing})` : ''}; the file was left as it is.`);
+      throw new Error(
+        `No model is available to repair ${base}${current && 'missing' in current ? ` (${current.missing})` : ''}; the file was left as it is.`,
+      );
     }
     const ask = async (system: string, body: string): Promise<string> => {
       const user = [`Failure: ${reason}`, args.hint ? `Hint from the admin: ${args.hint}` : '', body].filter(Boolean).join('\n\n');
-      const reply = await llm.chat({ purpose: 'main', signal, messages: [{ role: 'system', content: system }, { role: 'user', content: user }] });
+      const reply = await llm.chat({
+        purpose: 'main',
+        signal,
+        messages: [
+          { role: 'system', content: system },
+          { role: 'user', content: user },
+        ],
+      });
       return extractCode(reply.text);
     };
 
@@ -239,7 +291,15 @@ export class CoderService {
     const quarantined = status?.state === 'quarantined';
     if (outcome.state === 'failed' && quarantined && /quarantin/i.test(outcome.reason)) {
       // The fix compiled and is on disk; the host keeps a quarantined plugin down until a person lifts it.
-      return { repaired: true, plugin: args.plugin, file, backup, state: 'quarantined', reason, next: `Run \`keel plugins enable ${args.plugin}\` to lift the quarantine and load the fix.` };
+      return {
+        repaired: true,
+        plugin: args.plugin,
+        file,
+        backup,
+        state: 'quarantined',
+        reason,
+        next: `Run \`keel plugins enable ${args.plugin}\` to lift the quarantine and load the fix.`,
+      };
     }
     if (outcome.state === 'failed') {
       await writeAtomic(file, source);
@@ -279,7 +339,16 @@ export class CoderService {
       const tmp = join(dir, 'candidate.ts');
       await writeFile(tmp, fileSource);
       const { build } = await import('esbuild');
-      await build({ entryPoints: [tmp], bundle: true, write: false, format: 'esm', platform: 'node', logLevel: 'silent', external: ['keel/sdk', '@keel/sdk'], packages: 'external' });
+      await build({
+        entryPoints: [tmp],
+        bundle: true,
+        write: false,
+        format: 'esm',
+        platform: 'node',
+        logLevel: 'silent',
+        external: ['keel/sdk', '@keel/sdk'],
+        packages: 'external',
+      });
       return undefined;
     } catch (e) {
       const first = (e as { errors?: Array<{ text: string; location?: { line: number; column: number } }> }).errors?.[0];

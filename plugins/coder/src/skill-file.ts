@@ -24,11 +24,15 @@ export interface AgentSkillSpec {
 export const SKILL_NAME = /^[a-z][a-z0-9_]{1,47}$/;
 
 export function renderSkillFile(s: AgentSkillSpec): string {
-  const spec = JSON.stringify({ name: s.name, description: s.description, parameters: s.parameters, adminOnly: s.adminOnly ?? false, network: s.network ?? false }, null, 2);
+  const spec = JSON.stringify(
+    { name: s.name, description: s.description, parameters: s.parameters, adminOnly: s.adminOnly ?? false, network: s.network ?? false },
+    null,
+    2,
+  );
   return [
     MARKER,
     '// Written by create_custom_skill (or self_repair_skill). The agent-written code below is a string: it runs',
-    '// only in the coder plugin\'s sandbox (a separate Node process under the permission model), never inside Keel.',
+    "// only in the coder plugin's sandbox (a separate Node process under the permission model), never inside Keel.",
     "import { defineSkill } from 'keel/sdk';",
     '',
     `const SPEC = ${spec} as const;`,

@@ -27,7 +27,11 @@ export async function api<T = any>(path: string, init: { method?: string; body?:
   const key = apiKey();
   if (key) headers['x-api-key'] = key;
   if (init.body !== undefined) headers['content-type'] = 'application/json';
-  const res = await fetch(path, { method: init.method ?? 'GET', headers, ...(init.body !== undefined ? { body: JSON.stringify(init.body) } : {}) });
+  const res = await fetch(path, {
+    method: init.method ?? 'GET',
+    headers,
+    ...(init.body !== undefined ? { body: JSON.stringify(init.body) } : {}),
+  });
   const text = await res.text();
   let data: any = undefined;
   try {
@@ -41,7 +45,10 @@ export async function api<T = any>(path: string, init: { method?: string; body?:
 
 /** Runs a skill and returns its result text (throws on failure). */
 export async function runSkill(name: string, parameters: Record<string, unknown>): Promise<string> {
-  const r = await api<{ success: boolean; result: string }>(`/api/skills/${encodeURIComponent(name)}/execute`, { method: 'POST', body: { parameters } });
+  const r = await api<{ success: boolean; result: string }>(`/api/skills/${encodeURIComponent(name)}/execute`, {
+    method: 'POST',
+    body: { parameters },
+  });
   if (!r.success) throw new ApiError(200, r.result);
   return r.result;
 }
@@ -89,7 +96,8 @@ export class Stream {
       } catch {
         return;
       }
-      if (typeof m.seq === 'number' && (m.type === 'event' || m.type === 'status' || m.type === 'gap')) this.last = m.type === 'gap' ? m.seq : Math.max(this.last ?? 0, m.seq);
+      if (typeof m.seq === 'number' && (m.type === 'event' || m.type === 'status' || m.type === 'gap'))
+        this.last = m.type === 'gap' ? m.seq : Math.max(this.last ?? 0, m.seq);
       if (m.type === 'reply' && typeof m.id === 'string') {
         const done = this.pending.get(m.id);
         this.pending.delete(m.id);

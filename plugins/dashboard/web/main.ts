@@ -86,9 +86,11 @@ function App() {
   if (auth === 'need' || auth === 'wrong') return html`<${KeyPrompt} wrong=${auth === 'wrong'} onKey=${check} />`;
   const Page = (PAGES.find((p) => p[0] === page) ?? PAGES[0]!)[2] as () => unknown;
   return html`<div class="shell">
-    ${exposed
-      ? html`<div class="banner" role="alert" data-testid="exposed-warning">WARNING: this gateway has no API key and can be reached beyond this machine. Anyone who can reach it controls the agent: they can queue tasks, run skills (including commands) and read its memory and configuration. Set gatewayApiKey, or bind to 127.0.0.1.</div>`
-      : null}
+    ${
+      exposed
+        ? html`<div class="banner" role="alert" data-testid="exposed-warning">WARNING: this gateway has no API key and can be reached beyond this machine. Anyone who can reach it controls the agent: they can queue tasks, run skills (including commands) and read its memory and configuration. Set gatewayApiKey, or bind to 127.0.0.1.</div>`
+        : null
+    }
     <header><strong>Keel</strong><span class=${`dot ${conn}`} title=${`live stream: ${conn}`}></span>
       <nav>${PAGES.map(([id, label]) => html`<a href=${`#/${id}`} class=${id === page ? 'on' : ''}>${label}</a>`)}</nav></header>
     <main data-page=${page}><${Page} /></main>

@@ -48,7 +48,6 @@ function laneChain(action: Action | undefined): string[] {
   return Array.isArray(chain) ? chain.filter((l): l is string => typeof l === 'string') : [];
 }
 
-
 export function childTaskText(req: DelegateRequest, parentId: string | undefined, depth: number): string {
   const lines = [
     `You are a sub-agent at delegation depth ${depth}${parentId ? `, working for action ${parentId}` : ''}. ` +
@@ -98,7 +97,11 @@ export class LaneDelegator {
         settledAt: new Date().toISOString(),
         ...(failed ? { error: o.detail ?? o.status } : { result: o.detail ?? a.result ?? '' }),
       });
-      this.waiters.get(a.id)?.settle({ ...a, status: failed ? 'failed' : 'completed', ...(failed ? { error: o.detail ?? o.status } : { result: o.detail ?? a.result ?? '' }) });
+      this.waiters.get(a.id)?.settle({
+        ...a,
+        status: failed ? 'failed' : 'completed',
+        ...(failed ? { error: o.detail ?? o.status } : { result: o.detail ?? a.result ?? '' }),
+      });
     });
   }
 
@@ -127,12 +130,16 @@ export class LaneDelegator {
       const own = typeof call.action?.metadata?.lane === 'string' ? call.action.metadata.lane : undefined;
       if (own === lane || laneChain(call.action).includes(lane)) {
         // Its lane runs one task at a time and is busy with the caller (or an ancestor): waiting would never end.
-        throw forbiddenError(`Delegation refused: sub-agent "${agent}" is already working on this chain of tasks (its lane runs one task at a time). Do the work yourself or use another sub-agent.`);
+        throw forbiddenError(
+          `Delegation refused: sub-agent "${agent}" is already working on this chain of tasks (its lane runs one task at a time). Do the work yourself or use another sub-agent.`,
+        );
       }
     }
     const info = this.ctx.use('kernel:info');
     if (info && !info.agentRunning()) {
-      throw new Error('No agent runner is running on this Keel home (start it with `keel run`), so a sub-task would only wait in the queue.');
+      throw new Error(
+        'No agent runner is running on this Keel home (start it with `keel run`), so a sub-task would only wait in the queue.',
+      );
     }
     return { depth };
   }
@@ -159,7 +166,13 @@ export class LaneDelegator {
       metadata: {
         lane,
         budget: { maxSteps: req.maxSteps },
-        delegation: { depth, lanes: chain, ...(parent ? { parentId: parent.id } : {}), ...(req.agent ? { agent: req.agent.name } : {}), waiterPid: process.pid } as Json,
+        delegation: {
+          depth,
+          lanes: chain,
+          ...(parent ? { parentId: parent.id } : {}),
+          ...(req.agent ? { agent: req.agent.name } : {}),
+          waiterPid: process.pid,
+        } as Json,
         ...(parent ? { parentId: parent.id } : {}),
         ...(untrusted ? { untrusted: true } : {}),
       },
@@ -205,7 +218,11 @@ export class LaneDelegator {
     const rec = this.store.read().tasks.find((t) => t.id === id);
     outcome.steps = rec?.steps ?? 0;
     if (rec && (rec.status === 'queued' || rec.status === 'running')) {
-      this.patch(id, { status: outcome.status, settledAt: new Date().toISOString(), ...(outcome.error ? { error: outcome.error } : { result: outcome.result ?? '' }) });
+      this.patch(id, {
+        status: outcome.status,
+        settledAt: new Date().toISOString(),
+        ...(outcome.error ? { error: outcome.error } : { result: outcome.result ?? '' }),
+      });
     }
     return outcome;
   }
@@ -253,7 +270,8 @@ export class LaneDelegator {
       if (t.agent !== name || (t.status !== 'queued' && t.status !== 'running')) continue;
       const how = await this.ctx.queue.cancel(t.id, `sub-agent ${name} was stopped`);
       if (how === 'removed' || how === 'stopping') n++;
-      if (how === 'removed') this.patch(t.id, { status: 'failed', error: `sub-agent ${name} was stopped`, settledAt: new Date().toISOString() });
+      if (how === 'removed')
+        this.patch(t.id, { status: 'failed', error: `sub-agent ${name} was stopped`, settledAt: new Date().toISOString() });
     }
     return n;
   }
@@ -282,7 +300,12 @@ export class LaneDelegator {
       this.patch(
         t.id,
         a
-          ? { status: a.status as 'completed' | 'failed', ...(a.result !== undefined ? { result: a.result } : {}), ...(a.error !== undefined ? { error: a.error } : {}), settledAt: a.settledAt ?? new Date().toISOString() }
+          ? {
+              status: a.status as 'completed' | 'failed',
+              ...(a.result !== undefined ? { result: a.result } : {}),
+              ...(a.error !== undefined ? { error: a.error } : {}),
+              settledAt: a.settledAt ?? new Date().toISOString(),
+            }
           : { status: 'failed', error: 'interrupted: the process that waited for it stopped', settledAt: new Date().toISOString() },
       );
     }

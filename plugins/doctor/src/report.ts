@@ -50,9 +50,35 @@ export interface DoctorSources {
   limits?: string[];
 }
 
-export const INTERPRETERS = ['bash', 'sh', 'zsh', 'dash', 'ksh', 'fish', 'python', 'python3', 'node', 'nodejs', 'npx', 'deno', 'bun', 'pwsh', 'powershell', 'perl', 'ruby', 'php', 'lua'] as const;
+export const INTERPRETERS = [
+  'bash',
+  'sh',
+  'zsh',
+  'dash',
+  'ksh',
+  'fish',
+  'python',
+  'python3',
+  'node',
+  'nodejs',
+  'npx',
+  'deno',
+  'bun',
+  'pwsh',
+  'powershell',
+  'perl',
+  'ruby',
+  'php',
+  'lua',
+] as const;
 /** Where the browser plugin looks for Chromium when browserExecutablePath is empty (plugins/browser/src/service.ts). */
-export const BROWSER_CANDIDATES = ['/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome-stable', '/usr/bin/google-chrome', '/snap/bin/chromium'];
+export const BROWSER_CANDIDATES = [
+  '/usr/bin/chromium',
+  '/usr/bin/chromium-browser',
+  '/usr/bin/google-chrome-stable',
+  '/usr/bin/google-chrome',
+  '/snap/bin/chromium',
+];
 export const LOW_DISK_WARN = 1024 ** 3;
 export const LOW_DISK_ERROR = 100 * 1024 ** 2;
 
@@ -92,7 +118,8 @@ export async function buildReport(src: DoctorSources, now = new Date()): Promise
   if (src.startedAt) parts.push(`up ${humanDuration(Math.max(0, Math.floor((now.getTime() - Date.parse(src.startedAt)) / 1000)))}`);
   if (src.processes?.length) parts.push(`running processes: ${src.processes.join(', ')}`);
   add('kernel', 'ok', `${parts.join(', ')}.`);
-  if (src.agentRunning === false) add('kernel', 'warn', 'No agent is running on this home: queued actions and scheduled tasks wait.', 'keel run');
+  if (src.agentRunning === false)
+    add('kernel', 'warn', 'No agent is running on this home: queued actions and scheduled tasks wait.', 'keel run');
 
   // ---------------------------------------------------------------- plugins
   if (src.plugins) {
@@ -102,20 +129,35 @@ export async function buildReport(src: DoctorSources, now = new Date()): Promise
         'plugins',
         p.state === 'failed' ? 'error' : p.state === 'quarantined' ? 'error' : 'warn',
         `Plugin ${p.id} is ${p.state}${p.reason ? `: ${p.reason}` : ''}.`,
-        p.state === 'quarantined' ? `fix the cause, then ask the agent to run self_repair_skill for ${p.id} (or reinstall it) and restart Keel` : `fix the cause above, then restart Keel (keel stop && keel run); see keel plugins`,
+        p.state === 'quarantined'
+          ? `fix the cause, then ask the agent to run self_repair_skill for ${p.id} (or reinstall it) and restart Keel`
+          : `fix the cause above, then restart Keel (keel stop && keel run); see keel plugins`,
       );
     }
     const loaded = src.plugins.filter((p) => p.state === 'loaded').length;
     const disabled = src.plugins.filter((p) => p.state === 'disabled').length;
-    if (bad.length === 0) add('plugins', 'ok', `${loaded} plugin(s) loaded${disabled ? `, ${disabled} disabled by the plugin lists` : ''}, none failed.`);
+    if (bad.length === 0)
+      add('plugins', 'ok', `${loaded} plugin(s) loaded${disabled ? `, ${disabled} disabled by the plugin lists` : ''}, none failed.`);
   }
 
   // ---------------------------------------------------------------- disk
   try {
     const s = await statfs(src.home);
     const free = Number(s.bavail) * Number(s.bsize);
-    if (free < LOW_DISK_ERROR) add('disk', 'error', `Only ${humanBytes(free)} free where $KEEL_HOME lives (${src.home}): queue, memory and config writes may fail.`, 'free disk space, or move KEEL_HOME to a larger disk');
-    else if (free < LOW_DISK_WARN) add('disk', 'warn', `${humanBytes(free)} free where $KEEL_HOME lives (${src.home}); below 1 GiB.`, 'free disk space, or move KEEL_HOME to a larger disk');
+    if (free < LOW_DISK_ERROR)
+      add(
+        'disk',
+        'error',
+        `Only ${humanBytes(free)} free where $KEEL_HOME lives (${src.home}): queue, memory and config writes may fail.`,
+        'free disk space, or move KEEL_HOME to a larger disk',
+      );
+    else if (free < LOW_DISK_WARN)
+      add(
+        'disk',
+        'warn',
+        `${humanBytes(free)} free where $KEEL_HOME lives (${src.home}); below 1 GiB.`,
+        'free disk space, or move KEEL_HOME to a larger disk',
+      );
     else add('disk', 'ok', `${humanBytes(free)} free where $KEEL_HOME lives.`);
   } catch (e) {
     add('disk', 'warn', `Free space of ${src.home} is unknown: ${errorMessage(e)}.`);
@@ -130,14 +172,17 @@ export async function buildReport(src: DoctorSources, now = new Date()): Promise
       add(
         'plugins',
         'warn',
-        set ? `browserExecutablePath is ${set}, which does not exist: the browser skills fail.` : `No Chromium or Chrome found (looked for ${BROWSER_CANDIDATES.join(', ')}): the browser skills fail. Keel never downloads a browser.`,
+        set
+          ? `browserExecutablePath is ${set}, which does not exist: the browser skills fail.`
+          : `No Chromium or Chrome found (looked for ${BROWSER_CANDIDATES.join(', ')}): the browser skills fail. Keel never downloads a browser.`,
         'install one (Debian/Ubuntu: sudo apt-get install chromium; Fedora: sudo dnf install chromium; macOS: install Google Chrome), or keel config set browserExecutablePath <path>',
       );
   }
 
   // ---------------------------------------------------------------- config
   if (src.configProblems) {
-    for (const p of src.configProblems) add('config', 'warn', p, 'correct the value with keel config set <key> <value> (see keel config get <key>)');
+    for (const p of src.configProblems)
+      add('config', 'warn', p, 'correct the value with keel config set <key> <value> (see keel config get <key>)');
     if (src.configProblems.length === 0) add('config', 'ok', 'No configuration problems reported.');
   }
 
@@ -148,7 +193,10 @@ export async function buildReport(src: DoctorSources, now = new Date()): Promise
     const provider = src.get('llmProvider');
     const remembered = src.get('providerModelNames');
     const fromProvider =
-      typeof provider === 'string' && remembered && typeof remembered === 'object' && typeof (remembered as Record<string, unknown>)[provider] === 'string';
+      typeof provider === 'string' &&
+      remembered &&
+      typeof remembered === 'object' &&
+      typeof (remembered as Record<string, unknown>)[provider] === 'string';
     if ((typeof model !== 'string' || model === '') && !fromProvider) {
       add(
         'config',
@@ -168,8 +216,15 @@ export async function buildReport(src: DoctorSources, now = new Date()): Promise
     const present = src.channels.filter((c) => c.status || c.error);
     for (const c of present) {
       if (c.error) add('connections', 'warn', `Channel ${c.name}: status unavailable (${c.error}).`);
-      else if (c.status!.enabled && !c.status!.connected) add('connections', 'warn', `Channel ${c.name} is enabled but not connected.`, `check its credentials and network, then keel plugins (state of ${c.name})`);
-      else if (c.status!.enabled) add('connections', 'ok', `Channel ${c.name} is connected${c.status!.botUsername ? ` as ${c.status!.botUsername}` : ''}.`);
+      else if (c.status!.enabled && !c.status!.connected)
+        add(
+          'connections',
+          'warn',
+          `Channel ${c.name} is enabled but not connected.`,
+          `check its credentials and network, then keel plugins (state of ${c.name})`,
+        );
+      else if (c.status!.enabled)
+        add('connections', 'ok', `Channel ${c.name} is connected${c.status!.botUsername ? ` as ${c.status!.botUsername}` : ''}.`);
     }
     if (!present.some((c) => c.status?.enabled)) add('connections', 'ok', 'No chat channel is enabled.');
   }
@@ -179,7 +234,12 @@ export async function buildReport(src: DoctorSources, now = new Date()): Promise
     if (src.recentErrors.length === 0) add('errors', 'ok', 'No errors logged recently.');
     else {
       const lines = src.recentErrors.map((e) => `${e.timestamp} ${e.tag ? `[${e.tag}] ` : ''}${e.message.slice(0, 300)}`);
-      add('errors', 'warn', `${src.recentErrors.length} recent error(s), newest last:\n${lines.join('\n')}`, 'see the messages above; keel status shows the processes, the logs hold the rest');
+      add(
+        'errors',
+        'warn',
+        `${src.recentErrors.length} recent error(s), newest last:\n${lines.join('\n')}`,
+        'see the messages above; keel status shows the processes, the logs hold the rest',
+      );
     }
   }
 
@@ -195,17 +255,40 @@ export async function buildReport(src: DoctorSources, now = new Date()): Promise
         'security',
         live ? 'error' : 'warn',
         `The gateway binds to ${host} (beyond loopback) without gatewayApiKey: anyone who can reach this machine gets full control of the agent` +
-          (live ? (src.gatewayServing ? ' - and it is listening now.' : ' - and gatewayAutoStart starts it with the agent.') : ' whenever the gateway runs (keel gateway, keel run --with-gateway).'),
+          (live
+            ? src.gatewayServing
+              ? ' - and it is listening now.'
+              : ' - and gatewayAutoStart starts it with the agent.'
+            : ' whenever the gateway runs (keel gateway, keel run --with-gateway).'),
         'keel config set gatewayHost 127.0.0.1   (or set a long random key: keel config set gatewayApiKey <key>)',
       );
     }
   }
-  if (src.get('sudoMode') === true) add('security', 'warn', 'sudoMode is on: the command allow list is bypassed (only the deny list still applies).', 'keel config set sudoMode false');
-  if (src.get('overrideMode') === true) add('security', 'warn', 'overrideMode is on: persona behavioural boundaries are bypassed (experimental).', 'keel config set overrideMode false');
+  if (src.get('sudoMode') === true)
+    add(
+      'security',
+      'warn',
+      'sudoMode is on: the command allow list is bypassed (only the deny list still applies).',
+      'keel config set sudoMode false',
+    );
+  if (src.get('overrideMode') === true)
+    add(
+      'security',
+      'warn',
+      'overrideMode is on: persona behavioural boundaries are bypassed (experimental).',
+      'keel config set overrideMode false',
+    );
   const allow = src.get('commandAllowList');
   if (Array.isArray(allow)) {
     const names = allow.filter((x): x is string => typeof x === 'string');
-    const found = names.filter((n) => (INTERPRETERS as readonly string[]).includes(n.trim().toLowerCase().replace(/\.exe$/, '')));
+    const found = names.filter((n) =>
+      (INTERPRETERS as readonly string[]).includes(
+        n
+          .trim()
+          .toLowerCase()
+          .replace(/\.exe$/, ''),
+      ),
+    );
     if (found.length) {
       const rest = names.filter((n) => !found.includes(n));
       add(
@@ -218,10 +301,20 @@ export async function buildReport(src: DoctorSources, now = new Date()): Promise
     }
   }
   if (src.declared('autoExecuteCommands') && src.get('autoExecuteCommands') === true && src.get('safeMode') !== true) {
-    add('security', 'warn', 'autoExecuteCommands is on with safeMode off: commands run without a human confirming them.', 'keel config set autoExecuteCommands false');
+    add(
+      'security',
+      'warn',
+      'autoExecuteCommands is on with safeMode off: commands run without a human confirming them.',
+      'keel config set autoExecuteCommands false',
+    );
   }
   if (src.declared('webAllowPrivateNetwork') && src.get('webAllowPrivateNetwork') === true) {
-    add('security', 'warn', 'webAllowPrivateNetwork is on: web fetches may reach this machine and its local network (server-side request forgery).', 'keel config set webAllowPrivateNetwork false');
+    add(
+      'security',
+      'warn',
+      'webAllowPrivateNetwork is on: web fetches may reach this machine and its local network (server-side request forgery).',
+      'keel config set webAllowPrivateNetwork false',
+    );
   }
   if (f.length === risky) add('security', 'ok', 'No risky settings found.');
   if (src.declared('commandIsolation')) await isolationFinding(src, add);
@@ -238,14 +331,28 @@ async function isolationFinding(src: DoctorSources, add: (area: Area, level: Lev
   const mode = src.get('commandIsolation');
   const limit = 'Only the argv check applies: a script or an interpreter a command runs can start programs on commandDenyList.';
   if (mode === 'off') {
-    add('security', 'warn', `commandIsolation is off: the operating system does not enforce commandDenyList. ${limit}`, 'keel config set commandIsolation auto');
+    add(
+      'security',
+      'warn',
+      `commandIsolation is off: the operating system does not enforce commandDenyList. ${limit}`,
+      'keel config set commandIsolation auto',
+    );
     return;
   }
   const ns = await namespaceSupport(['mount', 'pid']);
   if (ns.available) {
-    add('security', 'ok', `Commands run in a private mount and pid namespace${ns.userNamespace ? ' (user namespace)' : ''} where the programs on commandDenyList are replaced by stubs.`);
+    add(
+      'security',
+      'ok',
+      `Commands run in a private mount and pid namespace${ns.userNamespace ? ' (user namespace)' : ''} where the programs on commandDenyList are replaced by stubs.`,
+    );
   } else if (mode === 'required' || mode === 'strict') {
-    add('security', 'error', `commandIsolation is ${mode} but this system cannot isolate commands (${ns.reason}): every run_command is refused.`, 'run Keel on Linux with util-linux and user namespaces enabled (or as root), or keel config set commandIsolation auto');
+    add(
+      'security',
+      'error',
+      `commandIsolation is ${mode} but this system cannot isolate commands (${ns.reason}): every run_command is refused.`,
+      'run Keel on Linux with util-linux and user namespaces enabled (or as root), or keel config set commandIsolation auto',
+    );
   } else {
     add(
       'security',

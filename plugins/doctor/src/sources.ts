@@ -22,8 +22,15 @@ export function kernelSources(ctx: PluginContext): DoctorSources {
     ...(info ? { plugins: info.plugins() } : {}),
     get: (k) => (declared.size === 0 || declared.has(k) ? ctx.config.get(k) : undefined),
     declared: (k) => declared.has(k),
-    configProblems: logs.filter((e) => e.tag === 'config' && (e.level === 'warn' || e.level === 'error')).slice(-10).map((e) => e.message),
-    recentErrors: info?.logs({ level: 'error', limit: 10 }).filter((e) => e.level === 'error').slice(-10) ?? [],
+    configProblems: logs
+      .filter((e) => e.tag === 'config' && (e.level === 'warn' || e.level === 'error'))
+      .slice(-10)
+      .map((e) => e.message),
+    recentErrors:
+      info
+        ?.logs({ level: 'error', limit: 10 })
+        .filter((e) => e.level === 'error')
+        .slice(-10) ?? [],
     channels: listChannels(ctx).map((c) => ({ name: c.name, status: c.status, ...(c.error !== undefined ? { error: c.error } : {}) })),
     gatewayServing: ctx.use('gateway:address') !== undefined,
   };
@@ -53,7 +60,41 @@ const KNOWN: Record<string, { default?: unknown; env?: string; type: 'boolean' |
   overrideMode: { default: false, env: 'KEEL_OVERRIDE_MODE', type: 'boolean' },
   safeMode: { default: false, env: 'KEEL_SAFE_MODE', type: 'boolean' },
   commandAllowList: {
-    default: ['npm', 'node', 'npx', 'git', 'python', 'pip', 'pip3', 'curl', 'wget', 'powershell', 'pwsh', 'bash', 'apt', 'apt-get', 'yum', 'brew', 'systemctl', 'service', 'cat', 'ls', 'dir', 'echo', 'mkdir', 'touch', 'cp', 'mv', 'grep', 'find', 'which', 'whoami', 'uname', 'hostname', 'keel'],
+    default: [
+      'npm',
+      'node',
+      'npx',
+      'git',
+      'python',
+      'pip',
+      'pip3',
+      'curl',
+      'wget',
+      'powershell',
+      'pwsh',
+      'bash',
+      'apt',
+      'apt-get',
+      'yum',
+      'brew',
+      'systemctl',
+      'service',
+      'cat',
+      'ls',
+      'dir',
+      'echo',
+      'mkdir',
+      'touch',
+      'cp',
+      'mv',
+      'grep',
+      'find',
+      'which',
+      'whoami',
+      'uname',
+      'hostname',
+      'keel',
+    ],
     type: 'list',
   },
   autoExecuteCommands: { type: 'boolean' },
@@ -64,7 +105,12 @@ const KNOWN: Record<string, { default?: unknown; env?: string; type: 'boolean' |
 
 function fromEnv(raw: string, type: 'boolean' | 'string' | 'list'): unknown {
   const t = raw.trim();
-  if (type === 'boolean') return ['true', '1', 'yes', 'on'].includes(t.toLowerCase()) ? true : ['false', '0', 'no', 'off'].includes(t.toLowerCase()) ? false : undefined;
+  if (type === 'boolean')
+    return ['true', '1', 'yes', 'on'].includes(t.toLowerCase())
+      ? true
+      : ['false', '0', 'no', 'off'].includes(t.toLowerCase())
+        ? false
+        : undefined;
   if (type === 'list') {
     if (t.startsWith('[')) {
       try {
@@ -73,7 +119,12 @@ function fromEnv(raw: string, type: 'boolean' | 'string' | 'list'): unknown {
         return undefined;
       }
     }
-    return t === '' ? [] : t.split(',').map((p) => p.trim()).filter(Boolean);
+    return t === ''
+      ? []
+      : t
+          .split(',')
+          .map((p) => p.trim())
+          .filter(Boolean);
   }
   return t;
 }
@@ -123,7 +174,9 @@ export async function cliSources(c: CommandContext, ownVersion: string): Promise
     get,
     declared: (k) => k !== 'autoExecuteCommands' || Object.hasOwn(doc, k),
     configProblems: problems,
-    limits: ['keel doctor read the configuration file, environment and defaults only; plugin states, channel connections and recent errors need a running Keel (ask the agent for system_check).'],
+    limits: [
+      'keel doctor read the configuration file, environment and defaults only; plugin states, channel connections and recent errors need a running Keel (ask the agent for system_check).',
+    ],
   };
 }
 

@@ -38,7 +38,10 @@ function stripComments(s: string): string {
 
 /** The authserv-id and the method results of one header value. */
 export function parseAuthResults(value: string): { servId: string; results: MethodResult[] } {
-  const parts = stripComments(value).split(';').map((p) => p.trim()).filter(Boolean);
+  const parts = stripComments(value)
+    .split(';')
+    .map((p) => p.trim())
+    .filter(Boolean);
   const servId = (parts.shift() ?? '').split(/\s+/)[0]!.toLowerCase();
   const results: MethodResult[] = [];
   for (const p of parts) {
@@ -84,9 +87,12 @@ export function authVerdict(values: string[], from: string, servId: string | und
   for (const h of trusted) {
     for (const r of h.results) {
       if (r.result !== 'pass') continue;
-      if (r.method === 'dmarc' && (r.props['header.from'] === undefined || r.props['header.from'] === fromDomain)) return { proven: true, detail: 'dmarc=pass' };
-      if (r.method === 'dkim' && aligned(domainOf(r.props['header.d'] ?? r.props['header.i']), fromDomain)) return { proven: true, detail: 'dkim=pass (aligned)' };
-      if (r.method === 'spf' && aligned(domainOf(r.props['smtp.mailfrom']), fromDomain)) return { proven: true, detail: 'spf=pass (aligned)' };
+      if (r.method === 'dmarc' && (r.props['header.from'] === undefined || r.props['header.from'] === fromDomain))
+        return { proven: true, detail: 'dmarc=pass' };
+      if (r.method === 'dkim' && aligned(domainOf(r.props['header.d'] ?? r.props['header.i']), fromDomain))
+        return { proven: true, detail: 'dkim=pass (aligned)' };
+      if (r.method === 'spf' && aligned(domainOf(r.props['smtp.mailfrom']), fromDomain))
+        return { proven: true, detail: 'spf=pass (aligned)' };
     }
   }
   return { proven: false, detail: 'no DMARC, aligned DKIM or aligned SPF pass' };

@@ -38,20 +38,44 @@ export async function imapClient(config: ConfigView, opts: { idle: boolean }): P
 export function describeImapError(e: unknown, server: string, user: string): { message: string; fatal: boolean; code: string } {
   const err = e as { authenticationFailed?: boolean; code?: string; message?: string; responseText?: string };
   if (err.authenticationFailed) {
-    return { message: `IMAP login refused for ${user} at ${server}: check imapUsername and imapPassword.`, fatal: true, code: 'KEEL_E_EMAIL_AUTH' };
+    return {
+      message: `IMAP login refused for ${user} at ${server}: check imapUsername and imapPassword.`,
+      fatal: true,
+      code: 'KEEL_E_EMAIL_AUTH',
+    };
   }
   const text = err.message ?? String(e);
   if (/certificate|self[- ]signed|unable to verify|altnames/i.test(text)) {
-    return { message: `TLS with ${server} failed: ${text}. A private CA goes in emailCaFile; verification is never turned off.`, fatal: true, code: 'KEEL_E_EMAIL_TLS' };
+    return {
+      message: `TLS with ${server} failed: ${text}. A private CA goes in emailCaFile; verification is never turned off.`,
+      fatal: true,
+      code: 'KEEL_E_EMAIL_TLS',
+    };
   }
-  if (err.code === 'ECONNREFUSED' || err.code === 'ENOTFOUND' || err.code === 'ETIMEOUT' || err.code === 'CONNECT_TIMEOUT' || err.code === 'ECONNRESET' || err.code === 'NoConnection' || err.code === 'GREETING_TIMEOUT') {
-    return { message: `IMAP server ${server} cannot be reached or stopped answering (${err.code}).`, fatal: false, code: 'KEEL_E_EMAIL_NETWORK' };
+  if (
+    err.code === 'ECONNREFUSED' ||
+    err.code === 'ENOTFOUND' ||
+    err.code === 'ETIMEOUT' ||
+    err.code === 'CONNECT_TIMEOUT' ||
+    err.code === 'ECONNRESET' ||
+    err.code === 'NoConnection' ||
+    err.code === 'GREETING_TIMEOUT'
+  ) {
+    return {
+      message: `IMAP server ${server} cannot be reached or stopped answering (${err.code}).`,
+      fatal: false,
+      code: 'KEEL_E_EMAIL_NETWORK',
+    };
   }
   return { message: `IMAP with ${server} failed: ${err.responseText ?? text}`, fatal: false, code: 'KEEL_E_EMAIL_IMAP' };
 }
 
 /** Runs `fn` on a fresh connection with INBOX open, and always logs out. */
-export async function withMailbox<T>(config: ConfigView, fn: (client: ImapFlow) => Promise<T>, opts: { readOnly?: boolean } = {}): Promise<T> {
+export async function withMailbox<T>(
+  config: ConfigView,
+  fn: (client: ImapFlow) => Promise<T>,
+  opts: { readOnly?: boolean } = {},
+): Promise<T> {
   const { client, server, user } = await imapClient(config, { idle: false });
   client.on('error', () => undefined);
   try {

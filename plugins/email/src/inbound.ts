@@ -79,7 +79,9 @@ export class Inbound {
       value: JSON.stringify(cursor),
     });
     if (!fresh.length) {
-      this.ctx.log.info(`email: not answering UID ${f.uid} from ${mail.from}: duplicate (Message-ID ${payload.inbound.messageId} seen before).`);
+      this.ctx.log.info(
+        `email: not answering UID ${f.uid} from ${mail.from}: duplicate (Message-ID ${payload.inbound.messageId} seen before).`,
+      );
       reportIgnored(this.ctx, payload.inbound, 'duplicate');
     }
   };
@@ -94,7 +96,11 @@ export class Inbound {
       isOwnMessageId: (id) => this.store.isOwnMessageId(id),
     });
     if (loop) return loop;
-    const thread = threadOf({ references: mail.references, inReplyTo: mail.inReplyTo, messageId: mail.messageId ?? `${uidValidity}:${mail.uid}` });
+    const thread = threadOf({
+      references: mail.references,
+      inReplyTo: mail.inReplyTo,
+      messageId: mail.messageId ?? `${uidValidity}:${mail.uid}`,
+    });
     if (this.store.autoRepliesSince(thread, Date.now() - 3_600_000) >= s.maxRepliesPerThreadPerHour) return 'thread-limit';
     return undefined;
   }
@@ -102,7 +108,10 @@ export class Inbound {
   private async prepare(mail: Mail, uidValidity: string): Promise<InboundPayload> {
     const s = emailSettings(this.ctx.config);
     const files = await saveAttachments(this.ctx.home, `${uidValidity}-${mail.uid}`, mail);
-    const verdict = mail.fromCount === 1 ? authVerdict(mail.header('authentication-results'), mail.from!, s.authServId) : { proven: false, detail: 'several From addresses' };
+    const verdict =
+      mail.fromCount === 1
+        ? authVerdict(mail.header('authentication-results'), mail.from!, s.authServId)
+        : { proven: false, detail: 'several From addresses' };
     let body = trimQuoted(mail.text);
     if (body.length > MAX_TEXT) body = `${body.slice(0, MAX_TEXT)}\n[... ${body.length - MAX_TEXT} more characters not shown]`;
     const command = COMMAND.exec(mail.subject)?.[1] ?? COMMAND.exec(body)?.[1];

@@ -30,7 +30,8 @@ export type LoopReason =
   | 'no-sender';
 
 /** Local parts of senders that never read replies, or whose mail is generated (bounces, notifications). */
-const NOREPLY_LOCAL = /^(?:no[-_.]?reply|do[-_.]?not[-_.]?reply|mailer[-_.]?daemon|postmaster|bounces?|notifications?|auto[-_.]?(?:reply|responder))(?:[+-].*)?$|no[-_.]?reply/i;
+const NOREPLY_LOCAL =
+  /^(?:no[-_.]?reply|do[-_.]?not[-_.]?reply|mailer[-_.]?daemon|postmaster|bounces?|notifications?|auto[-_.]?(?:reply|responder))(?:[+-].*)?$|no[-_.]?reply/i;
 
 const first = (h: HeaderLookup, name: string) => h(name)[0]?.trim();
 

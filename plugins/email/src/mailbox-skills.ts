@@ -59,7 +59,13 @@ export async function searchEmails(config: ConfigView, f: Filters): Promise<stri
     const mails = await fetchMails(client, await searchUids(client, f, limit));
     if (!mails.length) return 'No email matches.';
     const items = mails.map((m) =>
-      [`UID: ${m.uid}`, `From: ${fromOf(m)}`, `Subject: ${m.subject || '(none)'}`, ...(m.date ? [`Date: ${m.date.toISOString()}`] : []), `Preview: ${oneLine(trimQuoted(m.text), 160) || '(empty)'}`].join('\n'),
+      [
+        `UID: ${m.uid}`,
+        `From: ${fromOf(m)}`,
+        `Subject: ${m.subject || '(none)'}`,
+        ...(m.date ? [`Date: ${m.date.toISOString()}`] : []),
+        `Preview: ${oneLine(trimQuoted(m.text), 160) || '(empty)'}`,
+      ].join('\n'),
     );
     return [`${mails.length} email${mails.length === 1 ? '' : 's'}, newest first. ${UNTRUSTED}`, ...items].join('\n\n');
   });
@@ -68,7 +74,8 @@ export async function searchEmails(config: ConfigView, f: Filters): Promise<stri
 export async function fetchEmail(ctx: Pick<PluginContext, 'config' | 'home'>, uid: number): Promise<string> {
   return withMailbox(ctx.config, async (client) => {
     const [m] = await fetchMails(client, [uid]);
-    if (!m || m.uid !== uid) throw Object.assign(new Error(`No email with UID ${uid} in INBOX (UIDs come from search_emails).`), { code: 'KEEL_E_NOT_FOUND' });
+    if (!m || m.uid !== uid)
+      throw Object.assign(new Error(`No email with UID ${uid} in INBOX (UIDs come from search_emails).`), { code: 'KEEL_E_NOT_FOUND' });
     const files = await saveAttachments(ctx.home, `${client.mailbox ? client.mailbox.uidValidity : 'x'}-${uid}`, m);
     return [
       UNTRUSTED,
@@ -82,14 +89,23 @@ export async function fetchEmail(ctx: Pick<PluginContext, 'config' | 'home'>, ui
       ...(m.references.length ? [`References: ${m.references.join(' ')}`] : []),
       '',
       m.text || '(empty body)',
-      ...(files.length ? ['', `Attachments (${files.length}):`, ...files.map((a) => `- ${a.name} (${a.mime}, ${a.size} bytes) saved at ${a.path}`)] : []),
+      ...(files.length
+        ? ['', `Attachments (${files.length}):`, ...files.map((a) => `- ${a.name} (${a.mime}, ${a.size} bytes) saved at ${a.path}`)]
+        : []),
     ].join('\n');
   });
 }
 
-export async function indexEmails(ctx: Pick<PluginContext, 'config' | 'use'>, f: Filters & { collection?: string }, signal?: AbortSignal): Promise<string> {
+export async function indexEmails(
+  ctx: Pick<PluginContext, 'config' | 'use'>,
+  f: Filters & { collection?: string },
+  signal?: AbortSignal,
+): Promise<string> {
   const knowledge = ctx.use('knowledge');
-  if (!knowledge) throw new Error('index_emails_to_knowledge_base needs the knowledge plugin (capability "knowledge"), which is not loaded; enable the plugin "knowledge".');
+  if (!knowledge)
+    throw new Error(
+      'index_emails_to_knowledge_base needs the knowledge plugin (capability "knowledge"), which is not loaded; enable the plugin "knowledge".',
+    );
   const collection = f.collection?.trim() || 'email';
   const mails = await withMailbox(ctx.config, async (client) => fetchMails(client, await searchUids(client, f, f.limit ?? 10)));
   if (!mails.length) return 'No email matches: nothing indexed.';
@@ -104,13 +120,26 @@ export async function indexEmails(ctx: Pick<PluginContext, 'config' | 'use'>, f:
       messageId: m.messageId ?? null,
       untrusted: true,
     };
-    const content = [`From: ${fromOf(m)}`, `Subject: ${m.subject || '(none)'}`, ...(m.date ? [`Date: ${m.date.toISOString()}`] : []), '', m.text || '(empty body)'].join('\n');
+    const content = [
+      `From: ${fromOf(m)}`,
+      `Subject: ${m.subject || '(none)'}`,
+      ...(m.date ? [`Date: ${m.date.toISOString()}`] : []),
+      '',
+      m.text || '(empty body)',
+    ].join('\n');
     // Keyed by Message-ID, so indexing the same mail again replaces its document (UIDs change when a mailbox is rebuilt).
     const source = `email:${m.messageId ?? `uid-${m.uid}`}`;
-    const r = await knowledge.ingest({ content, source, collection, title: m.subject || `(no subject) from ${m.from ?? '?'}`, format: 'text', tags: ['email'], metadata }, signal ? { signal } : {});
-    lines.push(`- UID ${m.uid}: ${oneLine(m.subject || '(none)', 80)} (${r.replaced ? 'replaced' : 'new'}, ${r.chunks} chunk${r.chunks === 1 ? '' : 's'})`);
+    const r = await knowledge.ingest(
+      { content, source, collection, title: m.subject || `(no subject) from ${m.from ?? '?'}`, format: 'text', tags: ['email'], metadata },
+      signal ? { signal } : {},
+    );
+    lines.push(
+      `- UID ${m.uid}: ${oneLine(m.subject || '(none)', 80)} (${r.replaced ? 'replaced' : 'new'}, ${r.chunks} chunk${r.chunks === 1 ? '' : 's'})`,
+    );
   }
-  return [`Indexed ${mails.length} email${mails.length === 1 ? '' : 's'} into the knowledge collection "${collection}":`, ...lines].join('\n');
+  return [`Indexed ${mails.length} email${mails.length === 1 ? '' : 's'} into the knowledge collection "${collection}":`, ...lines].join(
+    '\n',
+  );
 }
 
 /** Characters of one mail's body given to the report model, and of all of them together. */
@@ -125,18 +154,33 @@ export async function emailReport(
   const llm = ctx.use('llm');
   if (!llm) throw new Error('generate_email_report needs a model (capability "llm" from the agent plugin), which is not available.');
   const mails = await withMailbox(ctx.config, async (client) => {
-    if (a.emails?.length) return fetchMails(client, [...new Set(a.emails.map(Number))].sort((x, y) => y - x));
+    if (a.emails?.length)
+      return fetchMails(
+        client,
+        [...new Set(a.emails.map(Number))].sort((x, y) => y - x),
+      );
     const f: Filters = { daysAgo: a.daysAgo ?? 7, ...(a.sender ? { sender: a.sender } : {}), ...(a.subject ? { subject: a.subject } : {}) };
     return fetchMails(client, await searchUids(client, f, 50));
   });
-  if (!mails.length) return `No email found for a report on "${a.topic}" (last ${a.daysAgo ?? 7} days${a.sender ? `, from ${a.sender}` : ''}${a.subject ? `, subject ${a.subject}` : ''}).`;
+  if (!mails.length)
+    return `No email found for a report on "${a.topic}" (last ${a.daysAgo ?? 7} days${a.sender ? `, from ${a.sender}` : ''}${a.subject ? `, subject ${a.subject}` : ''}).`;
   let budget = TOTAL;
   const blocks: string[] = [];
   for (const m of mails) {
     if (budget <= 0) break;
     const body = trimQuoted(m.text).slice(0, Math.min(PER_MAIL, budget));
     budget -= body.length;
-    blocks.push([`<email uid="${m.uid}">`, `From: ${fromOf(m)}`, `Date: ${m.date?.toISOString() ?? '?'}`, `Subject: ${m.subject || '(none)'}`, '', body, '</email>'].join('\n'));
+    blocks.push(
+      [
+        `<email uid="${m.uid}">`,
+        `From: ${fromOf(m)}`,
+        `Date: ${m.date?.toISOString() ?? '?'}`,
+        `Subject: ${m.subject || '(none)'}`,
+        '',
+        body,
+        '</email>',
+      ].join('\n'),
+    );
   }
   const used = mails.slice(0, blocks.length).map((m) => m.uid);
   const r = await llm.chat({

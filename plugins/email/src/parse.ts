@@ -35,7 +35,8 @@ export interface Mail {
 const addresses = (a: AddressObject | AddressObject[] | undefined) =>
   (Array.isArray(a) ? a : a ? [a] : []).flatMap((o) => o.value).filter((v) => v.address);
 
-const ids = (v: string | string[] | undefined): string[] => (Array.isArray(v) ? v : v ? v.split(/\s+/) : []).map((s) => s.trim()).filter(Boolean);
+const ids = (v: string | string[] | undefined): string[] =>
+  (Array.isArray(v) ? v : v ? v.split(/\s+/) : []).map((s) => s.trim()).filter(Boolean);
 
 function headerLookup(p: ParsedMail): HeaderLookup {
   const byName = new Map<string, string[]>();
@@ -115,7 +116,10 @@ export function trimQuoted(text: string): string {
 /** A file name that cannot leave its folder or hide its type. */
 export function safeName(name: string): string {
   const base = name.split(/[\\/]/).pop() ?? '';
-  const clean = base.replace(/[^\w.@+-]+/g, '_').replace(/^\.+/, '').slice(-120);
+  const clean = base
+    .replace(/[^\w.@+-]+/g, '_')
+    .replace(/^\.+/, '')
+    .slice(-120);
   return clean || 'attachment';
 }
 

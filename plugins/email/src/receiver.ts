@@ -80,7 +80,9 @@ export class Receiver {
       lock: new OwnerLock(this.home, 'email', `${server}:${imap.user}`),
       fatal: (e) => {
         const d = describeImapError(e, server, imap.user);
-        return d.fatal ? `${d.message} Receiving mail stopped; fix the configuration (a change of an imap* key starts it again).` : undefined;
+        return d.fatal
+          ? `${d.message} Receiving mail stopped; fix the configuration (a change of an imap* key starts it again).`
+          : undefined;
       },
       connect: (signal, hooks) => this.connection(signal, hooks),
     });
@@ -134,8 +136,14 @@ export class Receiver {
     const c = this.cursors.get();
     if (c && c.uidValidity === uidValidity) return;
     this.cursors.set({ uidValidity, lastUid: Math.max(0, uidNext - 1) });
-    if (!c) this.log.info(`email: first start on this mailbox: the ${exists} mails already in ${MAILBOX} are not answered; new mail from now on is.`);
-    else this.log.warn(`email: ${MAILBOX} was recreated on the server (UIDVALIDITY ${c.uidValidity} -> ${uidValidity}); starting after its newest mail.`);
+    if (!c)
+      this.log.info(
+        `email: first start on this mailbox: the ${exists} mails already in ${MAILBOX} are not answered; new mail from now on is.`,
+      );
+    else
+      this.log.warn(
+        `email: ${MAILBOX} was recreated on the server (UIDVALIDITY ${c.uidValidity} -> ${uidValidity}); starting after its newest mail.`,
+      );
   }
 
   /** Looks for mail after the cursor; one sweep at a time, and one more when asked during a sweep. */

@@ -10,7 +10,8 @@ export interface Body {
   html?: string;
 }
 
-const HTML_TAG = /<(?:!doctype\s+html|html|body|head|p|div|br|table|tr|td|a\s|b|i|u|strong|em|ul|ol|li|h[1-6]|span|img|blockquote|pre|code|hr)\b[^>]*>/i;
+const HTML_TAG =
+  /<(?:!doctype\s+html|html|body|head|p|div|br|table|tr|td|a\s|b|i|u|strong|em|ul|ol|li|h[1-6]|span|img|blockquote|pre|code|hr)\b[^>]*>/i;
 
 /** Whether a send_email message is HTML rather than plain text. */
 export function looksLikeHtml(message: string): boolean {

@@ -45,7 +45,10 @@ const ADDRESS = /^[^\s@<>,;"]+@[^\s@<>,;"]+\.[^\s@<>,;"]+$/;
 /** Recipients of a `to` string: comma or semicolon separated, `Name <addr>` allowed; each must be an address. */
 export function parseRecipients(to: string): string[] {
   const out: string[] = [];
-  for (const part of to.split(/[,;]/).map((s) => s.trim()).filter(Boolean)) {
+  for (const part of to
+    .split(/[,;]/)
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     const addr = (/<([^>]+)>\s*$/.exec(part)?.[1] ?? part).trim();
     if (!ADDRESS.test(addr)) throw new EmailSendError(`"${part}" is not an email address`, 'KEEL_E_INVALID_ARGUMENT');
     out.push(addr.toLowerCase());
@@ -69,12 +72,19 @@ const isLoopback = (host: string) => host === 'localhost' || (isIP(host) === 4 &
 
 function describe(e: unknown, server: string, user: string): EmailSendError {
   const err = e as { code?: string; responseCode?: number; response?: string; message?: string };
-  if (err.code === 'EAUTH') return new EmailSendError(`SMTP login refused for ${user} at ${server}: check smtpUsername and smtpPassword.`, 'KEEL_E_EMAIL_AUTH');
+  if (err.code === 'EAUTH')
+    return new EmailSendError(`SMTP login refused for ${user} at ${server}: check smtpUsername and smtpPassword.`, 'KEEL_E_EMAIL_AUTH');
   if (err.code === 'ETLS' || /certificate|self[- ]signed|unable to verify/i.test(err.message ?? '')) {
-    return new EmailSendError(`TLS with ${server} failed: ${err.message}. A private CA goes in emailCaFile; verification is never turned off.`, 'KEEL_E_EMAIL_TLS');
+    return new EmailSendError(
+      `TLS with ${server} failed: ${err.message}. A private CA goes in emailCaFile; verification is never turned off.`,
+      'KEEL_E_EMAIL_TLS',
+    );
   }
   if (err.code === 'ETIMEDOUT' || err.code === 'ESOCKET' || err.code === 'ECONNECTION' || err.code === 'EDNS') {
-    return new EmailSendError(`SMTP server ${server} cannot be reached or stopped answering (${err.code}: ${err.message ?? ''}).`, 'KEEL_E_EMAIL_NETWORK');
+    return new EmailSendError(
+      `SMTP server ${server} cannot be reached or stopped answering (${err.code}: ${err.message ?? ''}).`,
+      'KEEL_E_EMAIL_NETWORK',
+    );
   }
   if (err.responseCode) return new EmailSendError(`SMTP server ${server} refused the mail: ${err.response ?? err.responseCode}`);
   return new EmailSendError(`sending mail through ${server} failed: ${err.message ?? String(e)}`);
@@ -90,7 +100,9 @@ export class Sender {
     const s = emailSettings(this.config);
     const smtp = smtpSettings(this.config);
     if (!smtp.secure && !smtp.startTls && !isLoopback(smtp.host)) {
-      throw new EmailConfigError(`smtpStartTls is false and smtpSecure is false: the SMTP password would cross the network to ${smtp.host} in clear. Enable one of them.`);
+      throw new EmailConfigError(
+        `smtpStartTls is false and smtpSecure is false: the SMTP password would cross the network to ${smtp.host} in clear. Enable one of them.`,
+      );
     }
     const previous = m.deliveryKey ? this.store.byDeliveryKey(m.deliveryKey) : undefined;
     if (previous?.state === 'sent') return { messageId: previous.messageId, duplicate: true };
@@ -103,10 +115,19 @@ export class Sender {
     if (m.auto) {
       const sent = this.store.autoRepliesSince(thread, Date.now() - 3_600_000);
       if (sent >= s.maxRepliesPerThreadPerHour) {
-        throw new EmailSendError(`not sent: ${sent} automatic replies already went to this thread in the last hour (emailMaxRepliesPerThreadPerHour = ${s.maxRepliesPerThreadPerHour}).`, 'KEEL_E_EMAIL_THREAD_LIMIT');
+        throw new EmailSendError(
+          `not sent: ${sent} automatic replies already went to this thread in the last hour (emailMaxRepliesPerThreadPerHour = ${s.maxRepliesPerThreadPerHour}).`,
+          'KEEL_E_EMAIL_THREAD_LIMIT',
+        );
       }
     }
-    this.store.recordSending({ messageId, thread, recipients: m.to.join(', '), auto: m.auto, ...(m.deliveryKey ? { deliveryKey: m.deliveryKey } : {}) });
+    this.store.recordSending({
+      messageId,
+      thread,
+      recipients: m.to.join(', '),
+      auto: m.auto,
+      ...(m.deliveryKey ? { deliveryKey: m.deliveryKey } : {}),
+    });
     const server = `${smtp.host}:${smtp.port}`;
     // Loaded on first send: nodemailer is not needed by Keel processes that never send mail.
     const { createTransport } = await import('nodemailer');

@@ -47,19 +47,25 @@ export class EmailStore {
 
   /** Automatic replies sent into this thread since `sinceMs`. */
   autoRepliesSince(thread: string, sinceMs: number): number {
-    const r = this.db.prepare('SELECT count(*) AS n FROM sent WHERE thread = ? AND auto = 1 AND at >= ?').get(thread, sinceMs) as { n: number };
+    const r = this.db.prepare('SELECT count(*) AS n FROM sent WHERE thread = ? AND auto = 1 AND at >= ?').get(thread, sinceMs) as {
+      n: number;
+    };
     return Number(r.n);
   }
 
   byDeliveryKey(key: string): SentRow | undefined {
-    const r = this.db.prepare('SELECT message_id, thread, state FROM sent WHERE delivery_key = ?').get(key) as { message_id: string; thread: string; state: SentRow['state'] } | undefined;
+    const r = this.db.prepare('SELECT message_id, thread, state FROM sent WHERE delivery_key = ?').get(key) as
+      | { message_id: string; thread: string; state: SentRow['state'] }
+      | undefined;
     return r ? { messageId: r.message_id, thread: r.thread, state: r.state } : undefined;
   }
 
   /** Written before the message goes to SMTP: its Message-ID is known as Keel's own from then on. */
   recordSending(row: { messageId: string; thread: string; recipients: string; auto: boolean; deliveryKey?: string }): void {
     this.db
-      .prepare("INSERT INTO sent (message_id, thread, recipients, auto, delivery_key, state, at) VALUES (?, ?, ?, ?, ?, 'sending', ?) ON CONFLICT (message_id) DO UPDATE SET at = excluded.at")
+      .prepare(
+        "INSERT INTO sent (message_id, thread, recipients, auto, delivery_key, state, at) VALUES (?, ?, ?, ?, ?, 'sending', ?) ON CONFLICT (message_id) DO UPDATE SET at = excluded.at",
+      )
       .run(row.messageId, row.thread, row.recipients, row.auto ? 1 : 0, row.deliveryKey ?? null, Date.now());
   }
 

@@ -5,20 +5,29 @@
 import { Type, type GatewayCaller, type GatewayRoutesCapability } from '../../../sdk/index.js';
 import type { ChatMessage } from './conversations.js';
 
-export const ConversationId = Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$', description: 'Letters, digits, _ and -, at most 64; a new one is made when absent.' });
+export const ConversationId = Type.String({
+  pattern: '^[A-Za-z0-9_-]{1,64}$',
+  description: 'Letters, digits, _ and -, at most 64; a new one is made when absent.',
+});
 const MessageId = Type.String({
   pattern: '^[A-Za-z0-9_.:-]{1,100}$',
   description: 'Your id for this message: sending the same id again is answered as a duplicate and queues nothing.',
 });
 export const ChatBody = Type.Object(
-  { text: Type.String({ minLength: 1, maxLength: 20_000 }), conversationId: Type.Optional(ConversationId), messageId: Type.Optional(MessageId) },
+  {
+    text: Type.String({ minLength: 1, maxLength: 20_000 }),
+    conversationId: Type.Optional(ConversationId),
+    messageId: Type.Optional(MessageId),
+  },
   { additionalProperties: false },
 );
 const Accepted = Type.Object({
   conversationId: Type.String(),
   messageId: Type.String(),
   status: Type.Union([Type.Literal('queued'), Type.Literal('ignored')]),
-  actionId: Type.Optional(Type.String({ description: 'The queued action: its events (thinking, action, observation, action.*) carry this actionId.' })),
+  actionId: Type.Optional(
+    Type.String({ description: 'The queued action: its events (thinking, action, observation, action.*) carry this actionId.' }),
+  ),
   reason: Type.Optional(Type.String({ description: 'Why nothing was queued: duplicate, empty, dropped-by-hook, ...' })),
 });
 const History = Type.Object({
@@ -42,7 +51,10 @@ export interface ChatInput {
 }
 export type ChatOutcome = { conversationId: string; messageId: string; status: 'queued' | 'ignored'; actionId?: string; reason?: string };
 
-export function chatRoutes(o: { chat(input: ChatInput, caller: GatewayCaller): Promise<ChatOutcome>; history(id: string): ChatMessage[] }): GatewayRoutesCapability {
+export function chatRoutes(o: {
+  chat(input: ChatInput, caller: GatewayCaller): Promise<ChatOutcome>;
+  history(id: string): ChatMessage[];
+}): GatewayRoutesCapability {
   return {
     routes: [
       {

@@ -28,7 +28,10 @@ export function keyMatches(provided: unknown, expected: string): boolean {
 }
 
 /** The 401 body of SPEC: `{error: 'Unauthorized', message}` saying whether the key is missing or invalid. */
-export function unauthorized(provided: unknown, where: 'header X-Api-Key' | 'query parameter apiKey'): { error: 'Unauthorized'; message: string } {
+export function unauthorized(
+  provided: unknown,
+  where: 'header X-Api-Key' | 'query parameter apiKey',
+): { error: 'Unauthorized'; message: string } {
   const missing = typeof provided !== 'string' || provided.length === 0;
   return {
     error: 'Unauthorized',

@@ -18,7 +18,10 @@ export function errorBody(status: number, message: string, code?: string): Error
 }
 
 export function sendError(reply: FastifyReply, status: number, message: string, code?: string): FastifyReply {
-  return reply.code(status).type('application/json; charset=utf-8').send(errorBody(status, message, code));
+  return reply
+    .code(status)
+    .type('application/json; charset=utf-8')
+    .send(errorBody(status, message, code));
 }
 
 /** HTTP status for a Keel error code (KEEL_E_*) raised while serving a request. */
@@ -76,7 +79,8 @@ function describe(err: AnyError, bodyLimit: number): { status: number; message: 
   const keel = statusForCode(typeof err.code === 'string' ? err.code : undefined);
   if (keel) return { status: keel, message: err.message };
   const status = err.statusCode ?? err.status;
-  if (typeof status === 'number' && status >= 400 && status < 500) return { status, message: err.message || STATUS_CODES[status] || 'Bad request' };
+  if (typeof status === 'number' && status >= 400 && status < 500)
+    return { status, message: err.message || STATUS_CODES[status] || 'Bad request' };
   return undefined;
 }
 

@@ -97,7 +97,10 @@ export function createExtensions(ctx: PluginContext, builtinPaths: ReadonlySet<s
       const cache = part === 'body' ? compiled : compiledText;
       let v = cache.get(schema);
       if (!v) {
-        const ajv = part === 'body' ? (body ??= new Ajv.default({ ...opts, coerceTypes: false })) : (text ??= new Ajv.default({ ...opts, coerceTypes: 'array' }));
+        const ajv =
+          part === 'body'
+            ? (body ??= new Ajv.default({ ...opts, coerceTypes: false }))
+            : (text ??= new Ajv.default({ ...opts, coerceTypes: 'array' }));
         v = ajv.compile(schema);
         cache.set(schema, v);
       }

@@ -68,7 +68,8 @@ export function openApiDocument(routes: RouteDef[], version: string, apiKey: boo
           type: 'apiKey',
           in: 'header',
           name: 'X-Api-Key',
-          description: 'The gateway key. Enforced only when a key is configured (gatewayApiKey, `keel gateway -k`); without one every request is accepted.',
+          description:
+            'The gateway key. Enforced only when a key is configured (gatewayApiKey, `keel gateway -k`); without one every request is accepted.',
         },
       },
     },

@@ -95,7 +95,9 @@ export async function buildServer(deps: GatewayDeps, opts: BuildOptions = {}): P
       if (!socket.writable) return socket.destroy();
       const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
       const body = JSON.stringify(errorBody(status, status === 431 ? 'Request headers too large.' : 'Malformed HTTP request.'));
-      socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+      socket.end(
+        `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      );
     },
     frameworkErrors: (err, req, reply) => {
       const path = String(req.url ?? '').split('?')[0] ?? '';
@@ -205,7 +207,6 @@ export async function startServer(
   };
 }
 
-
 /** Who is calling: the operator when the key authenticated the request, or without a key over loopback. */
 export function callerOf(env: Pick<RouteEnv, 'settings'>, loopback: boolean): GatewayCaller {
   return { operator: Boolean(env.settings.apiKey) || loopback, loopback, actor: { kind: 'operator', channel: 'gateway', loopback } };
@@ -236,7 +237,9 @@ function extensionHandler(env: RouteEnv, extensions: Extensions) {
     const query = { ...(req.query as Record<string, unknown>) };
     const body = route.schema.body ? (req.body ?? {}) : undefined;
     const problem =
-      check(route.schema.params, params, 'text', 'params') ?? check(route.schema.querystring, query, 'text', 'querystring') ?? check(route.schema.body, body, 'body', 'body');
+      check(route.schema.params, params, 'text', 'params') ??
+      check(route.schema.querystring, query, 'text', 'querystring') ??
+      check(route.schema.body, body, 'body', 'body');
     if (problem) return sendError(reply, 400, `Invalid request: ${problem}.`);
     try {
       const out = await route.handler({ params, query, body, caller: callerOf(env, env.isLoopback(req)) });

@@ -35,7 +35,8 @@ export type DashboardFiles = DashboardCapability;
 
 /** The page's rules: its own scripts, styles and API only; no framing; no referrer. */
 const PAGE_HEADERS: Record<string, string> = {
-  'content-security-policy': "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self' ws: wss:; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+  'content-security-policy':
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self' ws: wss:; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
   'x-content-type-options': 'nosniff',
   'referrer-policy': 'no-referrer',
   'cache-control': 'no-cache',
@@ -66,7 +67,13 @@ export function rootHandler(staticDir: string | undefined, dashboard: () => Dash
       const sent = sendDashboardFile(req, reply, d, 'index.html');
       if (sent) return sent;
     }
-    return sendError(reply, 404, staticDir ? `No index.html in ${staticDir}.` : 'No static folder is configured (keel gateway -s <dir>) and the dashboard plugin is not running. The API is under /api; see /api/openapi.json.');
+    return sendError(
+      reply,
+      404,
+      staticDir
+        ? `No index.html in ${staticDir}.`
+        : 'No static folder is configured (keel gateway -s <dir>) and the dashboard plugin is not running. The API is under /api; see /api/openapi.json.',
+    );
   };
 }
 

@@ -67,7 +67,8 @@ export function createEventStream(bus: EventBus, opts: { size?: number; start?: 
             since,
             seq,
             oldest,
-            message: 'Events after your seq are no longer buffered: refetch state over REST (GET /api/status, /api/tasks), then continue from seq.',
+            message:
+              'Events after your seq are no longer buffered: refetch state over REST (GET /api/status, /api/tasks), then continue from seq.',
           }),
         };
       }

@@ -16,15 +16,7 @@ import websocket from '@fastify/websocket';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Compile } from 'typebox/compile';
 import type { WebSocket } from 'ws';
-import {
-  Type,
-  type Actor,
-  type GatewayCaller,
-  type TSchema,
-  errorCodeOf,
-  errorMessage,
-  pluginError,
-} from '../../../sdk/index.js';
+import { Type, type Actor, type GatewayCaller, type TSchema, errorCodeOf, errorMessage, pluginError } from '../../../sdk/index.js';
 import type { GatewayDeps } from './deps.js';
 import { isLoopback } from './deps.js';
 import { createEventBus } from './events.js';
@@ -61,10 +53,7 @@ const Envelope = Type.Object({
 });
 
 const ActionSchemas = {
-  pushTask: Type.Object(
-    { task: Type.String({ minLength: 1 }), priority: Type.Optional(Type.Integer()) },
-    { additionalProperties: false },
-  ),
+  pushTask: Type.Object({ task: Type.String({ minLength: 1 }), priority: Type.Optional(Type.Integer()) }, { additionalProperties: false }),
   executeSkill: Type.Object(
     { skill: Type.String({ minLength: 1 }), parameters: Type.Optional(Type.Record(Type.String(), Type.Unknown())) },
     { additionalProperties: false },
@@ -82,7 +71,10 @@ interface Checker {
 }
 // Compiled once, at module load.
 const checkEnvelope = Compile(Envelope) as unknown as Checker;
-const checkers = Object.fromEntries(ACTIONS.map((a) => [a, Compile(ActionSchemas[a]) as unknown as Checker])) as Record<ActionName, Checker>;
+const checkers = Object.fromEntries(ACTIONS.map((a) => [a, Compile(ActionSchemas[a]) as unknown as Checker])) as Record<
+  ActionName,
+  Checker
+>;
 
 /** The first schema error as a sentence naming the field. */
 function describeErrors(c: Checker, value: unknown, where: string): string {
@@ -234,7 +226,11 @@ export async function registerWebSocket(
     let id: string | number | undefined;
     try {
       if (isBinary) throw pluginError(WsErrorCodes.BINARY, 'Binary frames are not supported: send JSON text frames {action, data}.');
-      const text = Buffer.isBuffer(raw) ? raw.toString('utf8') : Array.isArray(raw) ? Buffer.concat(raw as Buffer[]).toString('utf8') : Buffer.from(raw as ArrayBuffer).toString('utf8');
+      const text = Buffer.isBuffer(raw)
+        ? raw.toString('utf8')
+        : Array.isArray(raw)
+          ? Buffer.concat(raw as Buffer[]).toString('utf8')
+          : Buffer.from(raw as ArrayBuffer).toString('utf8');
       let msg: unknown;
       try {
         msg = JSON.parse(text);
@@ -247,7 +243,8 @@ export async function registerWebSocket(
       const m = msg as Record<string, unknown>;
       if (typeof m.action === 'string') action = m.action.slice(0, 64);
       if ((typeof m.id === 'string' && m.id.length <= 200) || (typeof m.id === 'number' && Number.isFinite(m.id))) id = m.id;
-      if (!checkEnvelope.Check(m)) throw pluginError(WsErrorCodes.BAD_MESSAGE, `Invalid message: ${describeErrors(checkEnvelope, m, 'message')}.`);
+      if (!checkEnvelope.Check(m))
+        throw pluginError(WsErrorCodes.BAD_MESSAGE, `Invalid message: ${describeErrors(checkEnvelope, m, 'message')}.`);
       if (!(ACTIONS as string[]).includes(m.action as string)) {
         const ext = opts.extensions?.wsAction(m.action as string);
         if (!ext) {
@@ -258,7 +255,9 @@ export async function registerWebSocket(
         if (!v(m.data)) {
           const e = v.errors?.[0];
           const missing = (e?.params as { missingProperty?: string } | undefined)?.missingProperty;
-          const where = missing ? `data.${missing} is required` : `data${e?.instancePath?.replace(/\//g, '.') ?? ''} ${e?.message ?? 'is invalid'}`;
+          const where = missing
+            ? `data.${missing} is required`
+            : `data${e?.instancePath?.replace(/\//g, '.') ?? ''} ${e?.message ?? 'is invalid'}`;
           throw pluginError(WsErrorCodes.INVALID_DATA, `Invalid data for ${m.action}: ${where}.`);
         }
         const result = await ext.handler(m.data, c.caller);
@@ -268,7 +267,8 @@ export async function registerWebSocket(
       const name = m.action as ActionName;
       const checker = checkers[name];
       const absentOk = name === 'getStatus' && m.data === undefined;
-      if (!absentOk && !checker.Check(m.data)) throw pluginError(WsErrorCodes.INVALID_DATA, `Invalid data for ${name}: ${describeErrors(checker, m.data, 'data')}.`);
+      if (!absentOk && !checker.Check(m.data))
+        throw pluginError(WsErrorCodes.INVALID_DATA, `Invalid data for ${name}: ${describeErrors(checker, m.data, 'data')}.`);
       const result = await run(c, name, m.data);
       send(c, JSON.stringify({ type: 'reply', action: name, ...(id !== undefined ? { id } : {}), ok: true, result }));
     } catch (e) {
@@ -283,7 +283,12 @@ export async function registerWebSocket(
     switch (name) {
       case 'pushTask': {
         const d = data as { task: string; priority?: number };
-        const a = await deps.ctx.queue.push({ task: d.task, ...(d.priority !== undefined ? { priority: d.priority } : {}), source: 'ws', actor: c.actor });
+        const a = await deps.ctx.queue.push({
+          task: d.task,
+          ...(d.priority !== undefined ? { priority: d.priority } : {}),
+          source: 'ws',
+          actor: c.actor,
+        });
         return { taskId: a.id, priority: a.priority, status: a.status, message: `Task queued with priority ${a.priority}.` };
       }
       case 'executeSkill': {
@@ -303,7 +308,11 @@ export async function registerWebSocket(
             `${d.key} is LOCKED: without gatewayApiKey, LOCKED keys can be changed only from the gateway's own machine (loopback). Set gatewayApiKey or change it with \`keel config set\`.`,
           );
         }
-        const outcome = await deps.ctx.config.set(d.key, d.value, { kind: 'operator', actor: c.actor, reason: 'gateway WebSocket setConfig' });
+        const outcome = await deps.ctx.config.set(d.key, d.value, {
+          kind: 'operator',
+          actor: c.actor,
+          reason: 'gateway WebSocket setConfig',
+        });
         if (outcome.status === 'pending') return { status: 'pending', key: outcome.key, id: outcome.id, message: outcome.message };
         const value = deps.ctx.config.all({ masked: true })[d.key];
         return { status: 'applied', key: d.key, value, message: `${d.key} set.` };

@@ -32,7 +32,9 @@ function cfg<T>(ctx: PluginContext, key: string): T | undefined {
 export function pickProvider(ctx: PluginContext<typeof manifest>, asked?: string): { id: string; cap: ProviderCapability } {
   const preferred = asked || ctx.config.get('imageProvider');
   const llm = cfg<string>(ctx, 'llmProvider') ?? '';
-  const order = preferred ? [preferred] : [...(IMAGE_PROVIDERS as readonly string[]).filter((p) => p === llm), ...IMAGE_PROVIDERS.filter((p) => p !== llm)];
+  const order = preferred
+    ? [preferred]
+    : [...(IMAGE_PROVIDERS as readonly string[]).filter((p) => p === llm), ...IMAGE_PROVIDERS.filter((p) => p !== llm)];
   const problems: string[] = [];
   for (const id of order) {
     const cap = ctx.use(`provider:${id}`);

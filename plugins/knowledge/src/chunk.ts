@@ -71,7 +71,10 @@ export function pack(units: string[], sep: string, prefix = '', overlapLong = tr
 }
 
 function paragraphs(text: string): string[] {
-  return text.split(/\n[ \t]*\n+/).map((p) => p.trim()).filter(Boolean);
+  return text
+    .split(/\n[ \t]*\n+/)
+    .map((p) => p.trim())
+    .filter(Boolean);
 }
 
 function chunkText(text: string): string[] {
@@ -79,7 +82,10 @@ function chunkText(text: string): string[] {
 }
 
 function chunkMarkdown(text: string): string[] {
-  interface Section { path: string; body: string[] }
+  interface Section {
+    path: string;
+    body: string[];
+  }
   const sections: Section[] = [];
   const stack: Array<{ level: number; title: string }> = [];
   let cur: Section = { path: '', body: [] };
@@ -151,7 +157,15 @@ function chunkCsv(text: string): string[] {
 }
 
 function chunkJsonl(text: string): string[] {
-  return pack(text.split(/\r?\n/).map((l) => l.trim()).filter(Boolean), '\n', '', false);
+  return pack(
+    text
+      .split(/\r?\n/)
+      .map((l) => l.trim())
+      .filter(Boolean),
+    '\n',
+    '',
+    false,
+  );
 }
 
 function chunkJson(text: string): string[] {
@@ -206,7 +220,55 @@ export function chunk(content: string, format: KnowledgeFormat): string[] {
   }
 }
 
-const CODE_EXT = new Set(['ts', 'tsx', 'mts', 'cts', 'js', 'jsx', 'mjs', 'cjs', 'py', 'go', 'rs', 'java', 'kt', 'kts', 'scala', 'c', 'h', 'cc', 'cpp', 'cxx', 'hpp', 'cs', 'rb', 'php', 'swift', 'm', 'sh', 'bash', 'zsh', 'ps1', 'lua', 'pl', 'r', 'sql', 'dart', 'ex', 'exs', 'erl', 'hs', 'clj', 'vue', 'svelte', 'css', 'scss', 'yaml', 'yml', 'toml']);
+const CODE_EXT = new Set([
+  'ts',
+  'tsx',
+  'mts',
+  'cts',
+  'js',
+  'jsx',
+  'mjs',
+  'cjs',
+  'py',
+  'go',
+  'rs',
+  'java',
+  'kt',
+  'kts',
+  'scala',
+  'c',
+  'h',
+  'cc',
+  'cpp',
+  'cxx',
+  'hpp',
+  'cs',
+  'rb',
+  'php',
+  'swift',
+  'm',
+  'sh',
+  'bash',
+  'zsh',
+  'ps1',
+  'lua',
+  'pl',
+  'r',
+  'sql',
+  'dart',
+  'ex',
+  'exs',
+  'erl',
+  'hs',
+  'clj',
+  'vue',
+  'svelte',
+  'css',
+  'scss',
+  'yaml',
+  'yml',
+  'toml',
+]);
 
 /** Format from a file name or URL path; undefined when the extension says nothing. */
 export function formatFromName(name: string): KnowledgeFormat | undefined {

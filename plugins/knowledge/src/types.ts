@@ -70,7 +70,12 @@ export interface KnowledgeStore {
   deleteCollection(collection: string): Promise<{ documents: number; chunks: number }>;
   keywordSearch(query: string, k: number, filter: SearchFilter): Promise<KeywordHit[]>;
   /** Cosine of the k nearest chunks embedded with `model`. */
-  vectorSearch(vector: ArrayLike<number>, model: string, k: number, filter: SearchFilter): Promise<Array<{ chunkId: number; cosine: number }>>;
+  vectorSearch(
+    vector: ArrayLike<number>,
+    model: string,
+    k: number,
+    filter: SearchFilter,
+  ): Promise<Array<{ chunkId: number; cosine: number }>>;
   /** Cosine between `vector` and the given chunks' vectors (model `model`), where they have one. */
   cosines(vector: ArrayLike<number>, model: string, chunkIds: number[]): Promise<Map<number, number>>;
   chunks(ids: number[]): Promise<ChunkRecord[]>;

@@ -60,7 +60,16 @@ let chain: Promise<unknown> = Promise.resolve();
 export function updateContact(home: string, channel: string, userId: string, change: (p: ContactProfile) => void): Promise<ContactProfile> {
   const next = chain.then(() => {
     const now = new Date().toISOString();
-    const p: ContactProfile = readContact(home, channel, userId) ?? { jid: userId, channel, firstSeen: now, lastSeen: now, messageCount: 0, relationship: '', facts: [], lastTopics: [] };
+    const p: ContactProfile = readContact(home, channel, userId) ?? {
+      jid: userId,
+      channel,
+      firstSeen: now,
+      lastSeen: now,
+      messageCount: 0,
+      relationship: '',
+      facts: [],
+      lastTopics: [],
+    };
     change(p);
     if (p.facts.length > MAX_FACTS) p.facts = p.facts.slice(-MAX_FACTS);
     if (p.lastTopics.length > 5) p.lastTopics = p.lastTopics.slice(-5);
@@ -73,7 +82,9 @@ export function updateContact(home: string, channel: string, userId: string, cha
 }
 
 export function describeContact(p: ContactProfile): string {
-  const lines = [`Contact ${p.displayName ? `${p.displayName} ` : ''}(${p.channel} ${p.jid}): ${p.messageCount} messages since ${p.firstSeen.slice(0, 10)}, last ${p.lastSeen}.`];
+  const lines = [
+    `Contact ${p.displayName ? `${p.displayName} ` : ''}(${p.channel} ${p.jid}): ${p.messageCount} messages since ${p.firstSeen.slice(0, 10)}, last ${p.lastSeen}.`,
+  ];
   if (p.relationship) lines.push(`Relationship: ${p.relationship}`);
   if (p.language) lines.push(`Language: ${p.language}`);
   for (const f of p.facts.slice(-20)) lines.push(`- ${f.text}`);

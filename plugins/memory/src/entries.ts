@@ -50,12 +50,22 @@ export function unit(v: number[]): Float32Array {
 }
 
 export function hitOf(e: MemoryEntry, score: number): RecallHit {
-  return { id: e.id, kind: e.type, timestamp: e.timestamp, channel: String(e.metadata.channel ?? e.metadata.file ?? '-'), score, content: e.content };
+  return {
+    id: e.id,
+    kind: e.type,
+    timestamp: e.timestamp,
+    channel: String(e.metadata.channel ?? e.metadata.file ?? '-'),
+    score,
+    content: e.content,
+  };
 }
 
 /** A `## ` section of a long-memory file as a memory entry (type 'long'). */
 export function longEntry(s: Section): MemoryEntry {
-  const slug = s.heading.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '');
+  const slug = s.heading
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-|-$/g, '');
   return {
     id: `long:${s.file}#${slug}`,
     type: 'long',
@@ -70,7 +80,10 @@ export function extractiveSummary(entries: MemoryEntry[]): string {
   const seen = new Set<string>();
   const bits: string[] = [];
   for (const e of entries) {
-    const first = e.content.split(/(?<=[.!?])\s|\n/)[0]!.trim().slice(0, 80);
+    const first = e.content
+      .split(/(?<=[.!?])\s|\n/)[0]!
+      .trim()
+      .slice(0, 80);
     const key = first.toLowerCase();
     if (!first || seen.has(key)) continue;
     seen.add(key);

@@ -64,7 +64,14 @@ function read(home: string, file: LongFile): string {
 /** Index of the line `## <heading>` (case-insensitive, trimmed), or -1. */
 function findHeading(lines: string[], heading: string): number {
   const want = heading.trim().toLowerCase();
-  return lines.findIndex((l) => /^##\s+/.test(l) && l.replace(/^##\s+/, '').trim().toLowerCase() === want);
+  return lines.findIndex(
+    (l) =>
+      /^##\s+/.test(l) &&
+      l
+        .replace(/^##\s+/, '')
+        .trim()
+        .toLowerCase() === want,
+  );
 }
 
 /** Index just after the last non-blank line of the section starting at `h` (before the next `#`/`##` heading). */
@@ -114,7 +121,10 @@ export function appendUserFact(home: string, section: UserSection, fact: string)
 export function appendLearning(home: string, topic: string, content: string): Promise<void> {
   return serial(() => {
     const text = read(home, 'LEARNING.md');
-    writeFileAtomicSync(join(home, 'LEARNING.md'), insertInSection(text, topic.replace(/\s*\n\s*/g, ' ').trim(), content.trim().split('\n'), true));
+    writeFileAtomicSync(
+      join(home, 'LEARNING.md'),
+      insertInSection(text, topic.replace(/\s*\n\s*/g, ' ').trim(), content.trim().split('\n'), true),
+    );
   });
 }
 
@@ -154,7 +164,10 @@ export function readSections(home: string, files: readonly LongFile[] = LONG_FIL
       if (!/^##\s+/.test(lines[i]!)) continue;
       const heading = lines[i]!.replace(/^##\s+/, '').trim();
       const end = sectionEnd(lines, i);
-      const body = lines.slice(i + 1, end).join('\n').trim();
+      const body = lines
+        .slice(i + 1, end)
+        .join('\n')
+        .trim();
       out.push({ file, heading, body, mtime });
     }
     parsed.set(p, { key, sections: out.slice(start) });

@@ -48,7 +48,6 @@ export class MemoryRecall {
     this.longVectors.clear();
   }
 
-
   /** What an actor may search: admins everything; others their own session's entries and no long files. */
   visible(actor: Actor | undefined): { entries: (e: MemoryEntry) => boolean; long: readonly LongFile[] } {
     if (actor === undefined || isAdmin(this.d.ctx, actor)) return { entries: () => true, long: LONG_FILES };
@@ -56,7 +55,12 @@ export class MemoryRecall {
     return { entries: (e) => e.metadata.session === session, long: [] };
   }
 
-  async recall(query: string, limit: number, actor: Actor | undefined, signal?: AbortSignal): Promise<{ mode: 'vector' | 'keyword'; hits: RecallHit[]; note?: string }> {
+  async recall(
+    query: string,
+    limit: number,
+    actor: Actor | undefined,
+    signal?: AbortSignal,
+  ): Promise<{ mode: 'vector' | 'keyword'; hits: RecallHit[]; note?: string }> {
     this.d.store.refresh();
     const scope = this.visible(actor);
     const sections = readSections(this.d.ctx.home, scope.long);
@@ -69,7 +73,11 @@ export class MemoryRecall {
         return { mode: 'keyword', hits: this.keywordRecall(query, limit, scope.entries, sections), note };
       }
     }
-    return { mode: 'keyword', hits: this.keywordRecall(query, limit, scope.entries, sections), note: 'no embedding provider is configured (provider A or B key, or provider G), so this is keyword search ranked by recency' };
+    return {
+      mode: 'keyword',
+      hits: this.keywordRecall(query, limit, scope.entries, sections),
+      note: 'no embedding provider is configured (provider A or B key, or provider G), so this is keyword search ranked by recency',
+    };
   }
 
   keywordRecall(query: string, limit: number, allowed: (e: MemoryEntry) => boolean, sections: Section[]): RecallHit[] {

@@ -89,7 +89,9 @@ export async function resetCommand(c: CommandContext): Promise<number> {
       return 2;
     }
     const rl = createInterface({ input: process.stdin, output: process.stdout });
-    const answer = await rl.question(`Clear all memory in ${c.home} (short, episodic, USER.md, LEARNING.md, JOURNAL.md, daily logs, contacts)? [y/N] `);
+    const answer = await rl.question(
+      `Clear all memory in ${c.home} (short, episodic, USER.md, LEARNING.md, JOURNAL.md, daily logs, contacts)? [y/N] `,
+    );
     rl.close();
     if (!/^y(es)?$/i.test(answer.trim())) {
       out('Nothing was removed.');
@@ -97,7 +99,11 @@ export async function resetCommand(c: CommandContext): Promise<number> {
     }
   }
   const removed = removeMemoryFiles(c.home);
-  out(removed.length ? `Memory cleared in ${c.home}. Removed: ${removed.join(', ')}.` : `Memory was already empty in ${c.home}; nothing to remove.`);
+  out(
+    removed.length
+      ? `Memory cleared in ${c.home}. Removed: ${removed.join(', ')}.`
+      : `Memory was already empty in ${c.home}; nothing to remove.`,
+  );
   out('Configuration, the queue and the knowledge store were kept.');
   return 0;
 }

@@ -64,7 +64,6 @@ export class MemoryService implements Required<MemoryCapability> {
     for (const e of this.store.episodic) this.index.add(e);
   }
 
-
   /** The model, when one is configured (the agent plugin provides `llm`; absent or unconfigured: none). */
   llm(): LlmCapability | undefined {
     const l = this.ctx.use('llm');
@@ -115,7 +114,9 @@ export class MemoryService implements Required<MemoryCapability> {
     this.countsCache = { at: now, version: this.store.version, longWrites: longFileWrites(), value };
     return { ...value };
   }
-  private countsCache: { at: number; version: number; longWrites: number; value: { short: number; episodic: number; long: number } } | undefined;
+  private countsCache:
+    | { at: number; version: number; longWrites: number; value: { short: number; episodic: number; long: number } }
+    | undefined;
 
   list(opts: { type?: MemoryEntry['type']; limit: number; search?: string }): { memories: MemoryEntry[]; total: number } {
     this.store.refresh();
@@ -130,7 +131,14 @@ export class MemoryService implements Required<MemoryCapability> {
     return { memories: all.slice(0, limit), total: all.length };
   }
 
-  async record(input: { content: string; actionId?: string; step?: number; actor?: Actor; channel?: string; kind?: string }): Promise<MemoryEntry> {
+  async record(input: {
+    content: string;
+    actionId?: string;
+    step?: number;
+    actor?: Actor;
+    channel?: string;
+    kind?: string;
+  }): Promise<MemoryEntry> {
     if (typeof input?.content !== 'string' || !input.content.trim()) throw new Error('A memory needs non-empty content.');
     this.store.refresh(); // another Keel process on this home may have written since
     const known = input.actionId ? this.actions.get(input.actionId) : undefined;
@@ -198,19 +206,35 @@ export class MemoryService implements Required<MemoryCapability> {
     const h = this.ctx.hooks;
     h.tap('actionStarted', (action: Action) => {
       this.actions.set(action.id, { actor: actorOfAction(action), step: 0 });
-      return this.track(this.record({ content: `Task: ${action.task}`, actionId: action.id, step: 0, kind: 'task' }).catch((e) => this.warn(e))).then(() => undefined);
+      return this.track(
+        this.record({ content: `Task: ${action.task}`, actionId: action.id, step: 0, kind: 'task' }).catch((e) => this.warn(e)),
+      ).then(() => undefined);
     });
     h.tap('observation', (ev) => {
       if (!ev.actionId) return;
       const a = this.actions.get(ev.actionId) ?? this.fromQueue(ev.actionId);
       if (!a) return;
       a.step++;
-      void this.track(this.record({ content: `${ev.skill ?? 'observation'}: ${ev.result}`, actionId: ev.actionId, step: a.step, actor: a.actor, kind: 'observation' }).catch((e) => this.warn(e)));
+      void this.track(
+        this.record({
+          content: `${ev.skill ?? 'observation'}: ${ev.result}`,
+          actionId: ev.actionId,
+          step: a.step,
+          actor: a.actor,
+          kind: 'observation',
+        }).catch((e) => this.warn(e)),
+      );
     });
     h.tap('actionSettled', async (action, outcome) => {
       if (outcome.status === 'completed' || outcome.status === 'failed') {
         const a = this.actions.get(action.id) ?? { actor: actorOfAction(action), step: 0 };
-        await this.record({ content: `Result (${outcome.status}): ${outcome.detail ?? ''}`, actionId: action.id, step: a.step + 1, actor: a.actor, kind: 'result' }).catch((e) => this.warn(e));
+        await this.record({
+          content: `Result (${outcome.status}): ${outcome.detail ?? ''}`,
+          actionId: action.id,
+          step: a.step + 1,
+          actor: a.actor,
+          kind: 'result',
+        }).catch((e) => this.warn(e));
       }
       if (outcome.status !== 'retry') this.actions.delete(action.id);
     });

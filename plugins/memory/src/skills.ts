@@ -25,7 +25,10 @@ export function registerSkills(svc: MemoryService): void {
     const { mode, hits, note } = await svc.recall(args.query, limit, call.actor, call.signal);
     const how = mode === 'vector' ? 'vector similarity, ranked by relevance' : 'keyword search, ranked by recency';
     const head = `${hits.length} memor${hits.length === 1 ? 'y' : 'ies'} for "${args.query}" (${how}${note ? `; ${note}` : ''})`;
-    const lines = hits.map((h, i) => `${i + 1}. [${h.timestamp}] ${h.kind} | ${h.channel} | score ${h.score.toFixed(3)} | ${h.content.replace(/\s*\n\s*/g, ' ')}`);
+    const lines = hits.map(
+      (h, i) =>
+        `${i + 1}. [${h.timestamp}] ${h.kind} | ${h.channel} | score ${h.score.toFixed(3)} | ${h.content.replace(/\s*\n\s*/g, ' ')}`,
+    );
     return { results: [head, ...lines].join('\n') };
   });
 
@@ -33,7 +36,9 @@ export function registerSkills(svc: MemoryService): void {
     const text = args.info_text.trim();
     const why = secretReason(text);
     if (why) {
-      throw new Error(`Not stored: ${why}. Passwords, API keys and tokens must never be kept in memory; keep them in a password manager or in Keel's configuration (secret keys are masked).`);
+      throw new Error(
+        `Not stored: ${why}. Passwords, API keys and tokens must never be kept in memory; keep them in a password manager or in Keel's configuration (secret keys are masked).`,
+      );
     }
     const section = classifyFact(text);
     const who = principal(call.actor);
@@ -57,14 +62,19 @@ export function registerSkills(svc: MemoryService): void {
     if (!source) {
       const hasSearch = ctx.skills.list().some((s) => s.name === 'web_search');
       if (hasSearch) {
-        const r = await ctx.skills.execute('web_search', { query: topic }, call.actor, { signal: call.signal, ...(call.action ? { action: call.action } : {}) });
+        const r = await ctx.skills.execute('web_search', { query: topic }, call.actor, {
+          signal: call.signal,
+          ...(call.action ? { action: call.action } : {}),
+        });
         if (r.success && r.result.trim()) {
           source = r.result;
           origin = 'web search';
         }
       }
       if (!source && !llm) {
-        throw new Error(`Nothing to learn about "${topic}": no knowledge_content was given, ${hasSearch ? 'web search found nothing' : 'no web search skill is available'} and no model is configured to research it. Give knowledge_content, or configure a provider.`);
+        throw new Error(
+          `Nothing to learn about "${topic}": no knowledge_content was given, ${hasSearch ? 'web search found nothing' : 'no web search skill is available'} and no model is configured to research it. Give knowledge_content, or configure a provider.`,
+        );
       }
     }
     const input = source.slice(0, LEARNING_INPUT_CAP);
@@ -99,7 +109,9 @@ export function registerSkills(svc: MemoryService): void {
     facts ??= source; // stored as given: the cap below marks a cut
     const entry = cap(facts, LEARNING_ENTRY_CAP);
     await appendLearning(ctx.home, topic, entry);
-    void appendDaily(ctx.home, 'learning', principal(call.actor)?.channel ?? 'cli', `${topic}: ${entry.slice(0, 200)}`).catch(() => undefined);
+    void appendDaily(ctx.home, 'learning', principal(call.actor)?.channel ?? 'cli', `${topic}: ${entry.slice(0, 200)}`).catch(
+      () => undefined,
+    );
     return { result: `Learned about "${topic}" from ${origin}, distilled by ${distiller}; saved to LEARNING.md:\n${entry}` };
   });
 

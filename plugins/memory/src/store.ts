@@ -12,7 +12,20 @@
  * - Another Keel process on the same home (a background gateway) sees changes: reads re-load when the files
  *   changed under them. Only the agent's process writes in practice; two writers are not coordinated.
  */
-import { copyFileSync, existsSync, openSync, closeSync, fsyncSync, readFileSync, renameSync, statSync, writeFileSync, mkdirSync, ftruncateSync, writeSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  openSync,
+  closeSync,
+  fsyncSync,
+  readFileSync,
+  renameSync,
+  statSync,
+  writeFileSync,
+  mkdirSync,
+  ftruncateSync,
+  writeSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import type { MemoryEntry } from '../../../sdk/index.js';
 import { writeFileAtomicSync } from './atomic.js';
@@ -88,12 +101,15 @@ export class MemoryStore {
     if (existsSync(this.file)) {
       try {
         const raw = JSON.parse(readFileSync(this.file, 'utf8')) as Snapshot;
-        if (!raw || !Array.isArray(raw.short) || !Array.isArray(raw.episodic) || typeof raw.seq !== 'number') throw new Error('not a memory snapshot');
+        if (!raw || !Array.isArray(raw.short) || !Array.isArray(raw.episodic) || typeof raw.seq !== 'number')
+          throw new Error('not a memory snapshot');
         snap = raw;
       } catch (e) {
         const aside = `${this.file}.corrupt-${Date.now()}`;
         if (report) renameSync(this.file, aside);
-        problems.push(`memory.json could not be read (${(e as Error).message}); it was kept aside as ${aside} and memory starts from the journal.`);
+        problems.push(
+          `memory.json could not be read (${(e as Error).message}); it was kept aside as ${aside} and memory starts from the journal.`,
+        );
       }
     }
     const short = new Map(snap.short.map((e) => [e.id, e]));
@@ -235,7 +251,8 @@ export class MemoryStore {
     const vectors: Snapshot['vectors'] = {};
     const live = new Set([...this.short, ...this.episodic].map((e) => e.id));
     for (const [id, v] of this.vectors) {
-      if (live.has(id)) vectors[id] = { model: v.model, b64: Buffer.from(v.vec.buffer, v.vec.byteOffset, v.vec.byteLength).toString('base64') };
+      if (live.has(id))
+        vectors[id] = { model: v.model, b64: Buffer.from(v.vec.buffer, v.vec.byteOffset, v.vec.byteLength).toString('base64') };
     }
     const snap: Snapshot = { version: 1, seq: this.seq, short: this.short, episodic: this.episodic, vectors };
     writeFileAtomicSync(this.file, JSON.stringify(snap));

@@ -26,7 +26,6 @@ export function identityKey(actor: Actor): string {
   return `${p.kind}:${p.channel}:${p.userId ?? ''}`;
 }
 
-
 /** Admin is the kernel's decision (capability `kernel:policy`); without the capability nobody is (fail closed). */
 export function isAdmin(ctx: Pick<PluginContext, 'use'>, actor: Actor | undefined): boolean {
   return ctx.use('kernel:policy')?.isAdmin(actor) === true;

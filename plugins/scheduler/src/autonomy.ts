@@ -69,7 +69,13 @@ export class Autonomy {
         this.log.info(`Autonomy: ${waiting.id} is still ${waiting.status}; this review is skipped (one autonomy action at a time).`);
         return;
       }
-      const a = await this.ctx.queue.push({ task: this.reviewTask(), priority: 3, source: 'autonomy', actor: AUTONOMY_ACTOR, metadata: { autonomy: true } });
+      const a = await this.ctx.queue.push({
+        task: this.reviewTask(),
+        priority: 3,
+        source: 'autonomy',
+        actor: AUTONOMY_ACTOR,
+        metadata: { autonomy: true },
+      });
       this.lastId = a.id;
       this.log.info(`Autonomy: review queued as ${a.id}.`);
     } catch (e) {
@@ -90,7 +96,9 @@ export class Autonomy {
     if (memory) {
       try {
         const c = memory.counts();
-        lines.push(`Memory: ${c.short} short, ${c.episodic} episodic, ${c.long} long-term entries (search them with your memory skills for goals and open promises).`);
+        lines.push(
+          `Memory: ${c.short} short, ${c.episodic} episodic, ${c.long} long-term entries (search them with your memory skills for goals and open promises).`,
+        );
       } catch {
         lines.push('Memory: not readable right now.');
       }
@@ -101,7 +109,8 @@ export class Autonomy {
     if (schedules.length === 0) lines.push('Schedule: nothing scheduled.');
     else {
       lines.push(`Schedule (${schedules.length}):`);
-      for (const s of schedules.slice(0, 20)) lines.push(`- ${s.id} ${s.kind === 'cron' ? `cron "${s.cron}"` : 'once'}, next ${s.nextRunAt}: ${s.task.slice(0, 200)}`);
+      for (const s of schedules.slice(0, 20))
+        lines.push(`- ${s.id} ${s.kind === 'cron' ? `cron "${s.cron}"` : 'once'}, next ${s.nextRunAt}: ${s.task.slice(0, 200)}`);
       if (schedules.length > 20) lines.push(`- ... and ${schedules.length - 20} more (list_scheduled_tasks).`);
     }
     const counts = this.ctx.queue.counts();

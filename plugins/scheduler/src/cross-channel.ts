@@ -16,7 +16,11 @@ export const EXEMPT_SKILLS: ReadonlySet<string> = new Set(['send_email']);
  * Whether the skill sends a message, and to which channel (undefined channel: cannot be told). `running` adds the
  * names of running channel plugins (a user's own channel) to SPEC's.
  */
-export function messagingTarget(name: string, args: Record<string, unknown>, running: readonly string[] = []): { channel: string | undefined } | undefined {
+export function messagingTarget(
+  name: string,
+  args: Record<string, unknown>,
+  running: readonly string[] = [],
+): { channel: string | undefined } | undefined {
   const fromArgs = typeof args.channel === 'string' && args.channel.trim() ? args.channel.trim() : undefined;
   // Longest names first, so a channel whose name extends another's is not mistaken for it.
   const names = [...new Set<string>([...CHANNEL_NAMES, ...running])].sort((a, b) => b.length - a.length);
@@ -34,7 +38,11 @@ export function messagingTarget(name: string, args: Record<string, unknown>, run
 export function crossChannelVeto(call: SkillCall, ctx: Pick<PluginContext, 'config' | 'use' | 'capabilities'>): SkillVeto | undefined {
   if (EXEMPT_SKILLS.has(call.name)) return undefined;
   if (!call.actor || !isAutonomous(call.actor)) return undefined;
-  const target = messagingTarget(call.name, call.args ?? {}, listChannels(ctx).map((c) => c.name));
+  const target = messagingTarget(
+    call.name,
+    call.args ?? {},
+    listChannels(ctx).map((c) => c.name),
+  );
   if (!target) return undefined;
   if (isAdmin(ctx, call.actor)) return undefined;
   const allowed = ctx.config.get<unknown>('autonomyAllowedChannels');
@@ -46,6 +54,8 @@ export function crossChannelVeto(call: SkillCall, ctx: Pick<PluginContext, 'conf
     reason:
       `${call.name} is refused: in autonomy mode the agent may send on its own only to autonomyAllowedChannels ` +
       `(${list.length ? list.join(', ') : 'none'}; send_email is exempt), and this targets ${where}. ` +
-      (target.channel ? `An operator can allow it with: keel config set autonomyAllowedChannels '${JSON.stringify([...list, target.channel])}'` : ''),
+      (target.channel
+        ? `An operator can allow it with: keel config set autonomyAllowedChannels '${JSON.stringify([...list, target.channel])}'`
+        : ''),
   };
 }

@@ -29,7 +29,10 @@ export function nextCronRun(expr: string, timezone: string | undefined, after: D
 
 export function plan(args: ScheduleArgs, now: Date): Plan {
   const given = (['at', 'delayMs', 'cron'] as const).filter((k) => args[k] !== undefined);
-  if (given.length === 0) throw new ScheduleError('Say when: give exactly one of at (ISO 8601 time), delayMs (milliseconds from now) or cron (a cron expression).');
+  if (given.length === 0)
+    throw new ScheduleError(
+      'Say when: give exactly one of at (ISO 8601 time), delayMs (milliseconds from now) or cron (a cron expression).',
+    );
   if (given.length > 1) throw new ScheduleError(`Give exactly one of at, delayMs or cron; got ${given.join(' and ')}.`);
   if (args.timezone !== undefined && args.cron === undefined) {
     throw new ScheduleError('timezone applies only to cron; for a one-shot, put the offset into at (e.g. 2030-01-31T09:00:00+01:00).');
@@ -37,7 +40,8 @@ export function plan(args: ScheduleArgs, now: Date): Plan {
   if (args.at !== undefined) {
     const t = Date.parse(args.at);
     if (Number.isNaN(t)) throw new ScheduleError(`at "${args.at}" is not a valid ISO 8601 time (e.g. 2030-01-31T09:00:00Z).`);
-    if (t <= now.getTime()) throw new ScheduleError(`at ${new Date(t).toISOString()} is in the past (now is ${now.toISOString()}); give a future time.`);
+    if (t <= now.getTime())
+      throw new ScheduleError(`at ${new Date(t).toISOString()} is in the past (now is ${now.toISOString()}); give a future time.`);
     return { kind: 'once', runAt: new Date(t) };
   }
   if (args.delayMs !== undefined) {
@@ -50,8 +54,11 @@ export function plan(args: ScheduleArgs, now: Date): Plan {
     next = nextCronRun(expr, args.timezone, now);
   } catch (e) {
     const why = errorMessage(e);
-    if (args.timezone && /timezone/i.test(why)) throw new ScheduleError(`timezone "${args.timezone}" is not a valid IANA timezone (e.g. Europe/Berlin, America/New_York).`);
-    throw new ScheduleError(`cron "${args.cron}" is not a valid cron expression: ${why} Use 5 fields (minute hour day month weekday) or 6 (seconds first).`);
+    if (args.timezone && /timezone/i.test(why))
+      throw new ScheduleError(`timezone "${args.timezone}" is not a valid IANA timezone (e.g. Europe/Berlin, America/New_York).`);
+    throw new ScheduleError(
+      `cron "${args.cron}" is not a valid cron expression: ${why} Use 5 fields (minute hour day month weekday) or 6 (seconds first).`,
+    );
   }
   if (!next) throw new ScheduleError(`cron "${args.cron}" never runs (no future time matches it).`);
   return { kind: 'cron', cron: expr, ...(args.timezone ? { timezone: args.timezone } : {}), runAt: next };

@@ -13,11 +13,15 @@ export type Approver = { ok: true; human: Actor } | { ok: false; reason: string 
 /** May this actor confirm on a human's behalf? */
 export function approverOf(actor: Actor, ctx: Pick<PluginContext, 'use'>): Approver {
   if (actor.kind === 'agent' && !actor.onBehalfOf) {
-    return { ok: false, reason: 'the agent cannot approve on its own (self-approval): a human (the operator or a channel admin) must approve' };
+    return {
+      ok: false,
+      reason: 'the agent cannot approve on its own (self-approval): a human (the operator or a channel admin) must approve',
+    };
   }
   const human = humanBehind(actor);
   if (!human) return { ok: false, reason: 'no human is behind this request, so it cannot approve' };
   if (isUntrusted(actor)) return { ok: false, reason: 'this request was started by untrusted content, so it cannot approve' };
-  if (ctx.use('kernel:policy')?.isAdmin(human) !== true) return { ok: false, reason: `${describeActor(human)} is not an admin, so it cannot approve` };
+  if (ctx.use('kernel:policy')?.isAdmin(human) !== true)
+    return { ok: false, reason: `${describeActor(human)} is not an admin, so it cannot approve` };
   return { ok: true, human };
 }

@@ -20,8 +20,12 @@ export async function commandsCommand(c: CommandContext): Promise<number> {
     else if (items.length === 0) process.stdout.write('No commands are waiting for confirmation.\n');
     else {
       for (const i of items) {
-        const who = i.requestedBy ? `${i.requestedBy.kind}${i.requestedBy.userId ? ` ${i.requestedBy.userId}` : ''} on ${i.requestedBy.channel}` : 'unknown';
-        process.stdout.write(`${i.id}  ${i.argv.join(' ')}\n    in ${i.cwd}, requested by ${who} at ${i.requestedAt}, expires ${i.expiresAt}\n`);
+        const who = i.requestedBy
+          ? `${i.requestedBy.kind}${i.requestedBy.userId ? ` ${i.requestedBy.userId}` : ''} on ${i.requestedBy.channel}`
+          : 'unknown';
+        process.stdout.write(
+          `${i.id}  ${i.argv.join(' ')}\n    in ${i.cwd}, requested by ${who} at ${i.requestedAt}, expires ${i.expiresAt}\n`,
+        );
       }
     }
     return 0;
@@ -47,7 +51,9 @@ export async function commandsCommand(c: CommandContext): Promise<number> {
   const running = await c.startKernel({ processName: 'commands' });
   try {
     if (running.pluginStatus('system')?.state !== 'loaded') {
-      process.stderr.write(`keel: the system plugin is not running (${running.pluginStatus('system')?.reason ?? 'see keel plugins'}), so the command cannot run\n`);
+      process.stderr.write(
+        `keel: the system plugin is not running (${running.pluginStatus('system')?.reason ?? 'see keel plugins'}), so the command cannot run\n`,
+      );
       return 1;
     }
     // The same path as the approve_command skill (dispatch, policy checked again), with the operator as approver.

@@ -33,13 +33,60 @@ export interface PolicyDecision {
 
 /** Builtins of a shell that start no program: checked against the deny list only. */
 const SHELL_BUILTINS = new Set([
-  'cd', 'export', 'true', 'false', ':', 'test', '[', 'pwd', 'set', 'unset', 'shift', 'exit', 'return', 'local',
-  'declare', 'typeset', 'readonly', 'read', 'printf', 'echo', 'wait', 'umask', 'break', 'continue', 'alias', 'shopt',
-  'pushd', 'popd', 'dirs', 'let', 'type', 'ulimit', 'getopts', 'exec', 'command', 'builtin',
+  'cd',
+  'export',
+  'true',
+  'false',
+  ':',
+  'test',
+  '[',
+  'pwd',
+  'set',
+  'unset',
+  'shift',
+  'exit',
+  'return',
+  'local',
+  'declare',
+  'typeset',
+  'readonly',
+  'read',
+  'printf',
+  'echo',
+  'wait',
+  'umask',
+  'break',
+  'continue',
+  'alias',
+  'shopt',
+  'pushd',
+  'popd',
+  'dirs',
+  'let',
+  'type',
+  'ulimit',
+  'getopts',
+  'exec',
+  'command',
+  'builtin',
 ]);
 
 /** Builtins that run code we cannot see. */
-const UNPROVABLE_BUILTINS = new Set(['eval', 'source', '.', 'trap', 'alias', 'enable', 'bind', 'fc', 'mapfile', 'readarray', 'hash', 'complete', 'compgen']);
+const UNPROVABLE_BUILTINS = new Set([
+  'eval',
+  'source',
+  '.',
+  'trap',
+  'alias',
+  'enable',
+  'bind',
+  'fc',
+  'mapfile',
+  'readarray',
+  'hash',
+  'complete',
+  'compgen',
+]);
 
 const MAX_DEPTH = 8;
 
@@ -56,10 +103,19 @@ export function analyze(argv: readonly string[], lists: PolicyLists): PolicyDeci
       throw new Refusal('the command is empty');
     }
     if (argv.some((a) => typeof a !== 'string' || a.includes('\0'))) throw new Refusal('an argument is not a plain string');
-    visitArgv(argv.map((value) => ({ value, dynamic: false })), walk, 0, true);
+    visitArgv(
+      argv.map((value) => ({ value, dynamic: false })),
+      walk,
+      0,
+      true,
+    );
   } catch (e) {
     if (e instanceof Refusal) return { allowed: false, programs: [...walk.programs], reason: e.message };
-    return { allowed: false, programs: [...walk.programs], reason: `the command could not be checked (${errorMessage(e)}), so it cannot be proven safe` };
+    return {
+      allowed: false,
+      programs: [...walk.programs],
+      reason: `the command could not be checked (${errorMessage(e)}), so it cannot be proven safe`,
+    };
   }
   const programs = [...walk.programs, ...[...walk.builtins].filter((b) => !walk.programs.has(b))];
   const deny = new Set(lists.deny.map(programName).filter(Boolean));

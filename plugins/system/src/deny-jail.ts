@@ -84,7 +84,12 @@ export class DenyJail {
    * The jail for these lists, or why there is none. `mode` and `unshare` (a path, for tests that simulate a
    * system that refuses namespaces) come from the configuration and the caller.
    */
-  async prepare(lists: { deny: readonly string[]; allow: readonly string[] }, mode: IsolationMode, env: NodeJS.ProcessEnv, opts: { unshare?: string } = {}): Promise<Jail> {
+  async prepare(
+    lists: { deny: readonly string[]; allow: readonly string[] },
+    mode: IsolationMode,
+    env: NodeJS.ProcessEnv,
+    opts: { unshare?: string } = {},
+  ): Promise<Jail> {
     if (mode === 'off') return { isolated: false, reason: 'commandIsolation is off' };
     const ns = await namespaceSupport(['mount', 'pid'], opts.unshare ? { unshare: opts.unshare } : {});
     if (!ns.available) return { isolated: false, reason: ns.reason };
@@ -102,10 +107,9 @@ export class DenyJail {
     const b = this.build(lists, env, realRoot, strict);
     const uid = process.getuid?.() ?? 0;
     const gid = process.getgid?.() ?? 0;
-    const drop =
-      ns.userNamespace
-        ? `exec ${helpers.unshare} --user --map-user=${uid} --map-group=${gid} -- "$@"`
-        : `exec ${helpers.setpriv} --bounding-set=-sys_admin,-sys_module,-sys_boot -- "$@"`;
+    const drop = ns.userNamespace
+      ? `exec ${helpers.unshare} --user --map-user=${uid} --map-group=${gid} -- "$@"`
+      : `exec ${helpers.setpriv} --bounding-set=-sys_admin,-sys_module,-sys_boot -- "$@"`;
     const fail = `{ echo "${SETUP_TEXT}" >&2; exit ${SETUP_EXIT}; }`;
     const steps = [`${helpers.mount} -a -T "$1"`];
     if (strict) {
@@ -128,7 +132,12 @@ export class DenyJail {
   }
 
   /** Scan, write the stubs and the fstab; again only when the lists, PATH or a searched folder changed. */
-  private build(lists: { deny: readonly string[]; allow: readonly string[] }, env: NodeJS.ProcessEnv, realRoot: boolean, strict: boolean): Built {
+  private build(
+    lists: { deny: readonly string[]; allow: readonly string[] },
+    env: NodeJS.ProcessEnv,
+    realRoot: boolean,
+    strict: boolean,
+  ): Built {
     const dirs = searchDirs(env.PATH);
     const key = JSON.stringify([lists.deny, lists.allow, dirs, realRoot, strict]);
     const stamp = dirs.map((d) => statSync(d, { throwIfNoEntry: false })?.mtimeMs ?? 0).join(',');

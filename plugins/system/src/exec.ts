@@ -71,7 +71,19 @@ export function startable(program: string, cwd: string, env: NodeJS.ProcessEnv):
 
 /** The result of a program that could not be found, without starting anything. */
 export function notFound(program: string): RunResult {
-  return { started: false, exitCode: null, signal: null, timedOut: false, stdout: '', stderr: '', stdoutTruncated: false, stderrTruncated: false, durationMs: 0, attempts: 1, error: `ENOENT: ${program} was not found (or is not executable)` };
+  return {
+    started: false,
+    exitCode: null,
+    signal: null,
+    timedOut: false,
+    stdout: '',
+    stderr: '',
+    stdoutTruncated: false,
+    stderrTruncated: false,
+    durationMs: 0,
+    attempts: 1,
+    error: `ENOENT: ${program} was not found (or is not executable)`,
+  };
 }
 
 export async function runArgv(argv: string[], opts: RunOptions): Promise<RunResult> {
@@ -178,12 +190,20 @@ export function formatResult(argv: string[], r: RunResult, maxBytes: number, tim
   const lines: string[] = [];
   const cmd = argv.map((a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : JSON.stringify(a))).join(' ');
   if (!r.started) {
-    lines.push(`Command: ${cmd}`, `Could not start: ${r.error ?? 'unknown error'} (after ${r.attempts} attempt${r.attempts === 1 ? '' : 's'})`, ...notes);
+    lines.push(
+      `Command: ${cmd}`,
+      `Could not start: ${r.error ?? 'unknown error'} (after ${r.attempts} attempt${r.attempts === 1 ? '' : 's'})`,
+      ...notes,
+    );
     return lines.join('\n');
   }
   lines.push(`Command: ${cmd}`);
   if (r.timedOut) lines.push(`Timed out after ${timeoutMs} ms: the process group was killed`);
-  lines.push(`Exit code: ${r.exitCode === null ? 'none' : r.exitCode}${r.signal ? `, signal ${r.signal}` : ''}`, `Duration: ${r.durationMs} ms`, ...notes);
+  lines.push(
+    `Exit code: ${r.exitCode === null ? 'none' : r.exitCode}${r.signal ? `, signal ${r.signal}` : ''}`,
+    `Duration: ${r.durationMs} ms`,
+    ...notes,
+  );
   lines.push('--- stdout ---', r.stdout.replace(/\n$/, ''));
   if (r.stdoutTruncated) lines.push(`[stdout truncated at ${maxBytes} bytes]`);
   if (r.stderr || r.stderrTruncated) {

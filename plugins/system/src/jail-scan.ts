@@ -11,7 +11,19 @@ import { basename, delimiter, isAbsolute, join, relative, sep } from 'node:path'
 import { deniedBy, programName } from './command-policy.js';
 
 /** Folders searched besides PATH (programs that are not on PATH are still started by absolute path). */
-export const SYSTEM_DIRS = ['/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin', '/sbin', '/bin', '/usr/games', '/usr/local/games', '/usr/libexec', '/snap/bin', '/opt/bin'];
+export const SYSTEM_DIRS = [
+  '/usr/local/sbin',
+  '/usr/local/bin',
+  '/usr/sbin',
+  '/usr/bin',
+  '/sbin',
+  '/bin',
+  '/usr/games',
+  '/usr/local/games',
+  '/usr/libexec',
+  '/snap/bin',
+  '/opt/bin',
+];
 
 export interface JailTarget {
   /** The file to bind the stub over (a real path, not a symlink). */
@@ -51,7 +63,9 @@ function applets(path: string, st: Stats): string[] {
   let list: string[] = [];
   try {
     const args = /toybox/.test(basename(path)) ? [] : ['--list'];
-    list = execFileSync(path, args, { encoding: 'utf8', timeout: 3000, stdio: ['ignore', 'pipe', 'ignore'] }).split(/\s+/).filter(Boolean);
+    list = execFileSync(path, args, { encoding: 'utf8', timeout: 3000, stdio: ['ignore', 'pipe', 'ignore'] })
+      .split(/\s+/)
+      .filter(Boolean);
   } catch {
     list = [];
   }
@@ -93,7 +107,13 @@ export function mounts(): Mount[] {
       .split('\n')
       .filter(Boolean)
       .map((l) => l.split(' '))
-      .map((f) => ({ dev: f[2] ?? '', root: unescapeMount(f[3] ?? ''), point: unescapeMount(f[4] ?? ''), options: f[5] ?? '', type: f[f.indexOf('-') + 1] ?? '' }));
+      .map((f) => ({
+        dev: f[2] ?? '',
+        root: unescapeMount(f[3] ?? ''),
+        point: unescapeMount(f[4] ?? ''),
+        options: f[5] ?? '',
+        type: f[f.indexOf('-') + 1] ?? '',
+      }));
   } catch {
     return [];
   }
@@ -172,7 +192,9 @@ export function scanDenied(denyList: readonly string[], allowList: readonly stri
       const realName = programName(basename(real));
       if (hit !== undefined) {
         if (!deniedBy(realName, deny) && allow.has(realName)) {
-          notes.push(`${name} leads to ${real}, and "${realName}" is on commandAllowList: it is not replaced (a denied name of an allowed program; the argv check still refuses "${prog}")`);
+          notes.push(
+            `${name} leads to ${real}, and "${realName}" is on commandAllowList: it is not replaced (a denied name of an allowed program; the argv check still refuses "${prog}")`,
+          );
           continue;
         }
         if (!chosen.has(f.id)) chosen.set(f.id, { f, program: hit, why: 'name' });
@@ -181,7 +203,8 @@ export function scanDenied(denyList: readonly string[], allowList: readonly stri
       if (MULTI_CALL.test(realName) || MULTI_CALL.test(prog)) {
         const st = statSync(real);
         const denied = applets(real, st).filter((a) => deniedBy(programName(a), deny) !== undefined);
-        if (denied.length && !chosen.has(f.id)) chosen.set(f.id, { f, program: `${realName} (it carries ${denied.slice(0, 4).join(', ')})`, why: 'applet' });
+        if (denied.length && !chosen.has(f.id))
+          chosen.set(f.id, { f, program: `${realName} (it carries ${denied.slice(0, 4).join(', ')})`, why: 'applet' });
       }
     }
   }
@@ -217,7 +240,9 @@ export function scanDenied(denyList: readonly string[], allowList: readonly stri
     const reals = [...f.reals];
     reals.forEach((r, i) => push(r, program, i === 0 ? why : 'hard link'));
     if (f.nlink > reals.length) {
-      notes.push(`${reals[0]} (${program}) has ${f.nlink} names on disk and only ${reals.length} ${reals.length === 1 ? 'is' : 'are'} in the folders searched: a hard link elsewhere is not replaced`);
+      notes.push(
+        `${reals[0]} (${program}) has ${f.nlink} names on disk and only ${reals.length} ${reals.length === 1 ? 'is' : 'are'} in the folders searched: a hard link elsewhere is not replaced`,
+      );
     }
     const st = statSync(reals[0] as string);
     for (const r of reals) for (const v of otherViews(r, all)) if (sameFile(v, st)) push(v, program, 'mount view');

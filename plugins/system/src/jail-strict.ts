@@ -14,7 +14,26 @@ import { type Mount, mounts, under } from './jail-scan.js';
 const SYSTEM_EXEC = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32', '/opt', '/snap'];
 
 /** Filesystems that hold no files a command could create and run. */
-const NO_FILES = new Set(['proc', 'sysfs', 'cgroup', 'cgroup2', 'devpts', 'mqueue', 'debugfs', 'tracefs', 'securityfs', 'pstore', 'bpf', 'configfs', 'fusectl', 'binfmt_misc', 'autofs', 'efivarfs', 'nsfs', 'rpc_pipefs']);
+const NO_FILES = new Set([
+  'proc',
+  'sysfs',
+  'cgroup',
+  'cgroup2',
+  'devpts',
+  'mqueue',
+  'debugfs',
+  'tracefs',
+  'securityfs',
+  'pstore',
+  'bpf',
+  'configfs',
+  'fusectl',
+  'binfmt_misc',
+  'autofs',
+  'efivarfs',
+  'nsfs',
+  'rpc_pipefs',
+]);
 
 function realDir(p: string): string | undefined {
   try {
@@ -70,7 +89,15 @@ export function writableMounts(all: Mount[] = mounts()): Array<{ point: string; 
     const opts = m.options.split(',');
     if (NO_FILES.has(m.type) || !opts.includes('rw') || opts.includes('noexec')) continue;
     if (under(m.point, '/proc') || under(m.point, '/sys')) continue;
-    out.push({ point: m.point, options: ['remount', 'bind', 'noexec', ...opts.filter((o) => /^(rw|nosuid|nodev|noatime|nodiratime|relatime|strictatime)$/.test(o))].join(',') });
+    out.push({
+      point: m.point,
+      options: [
+        'remount',
+        'bind',
+        'noexec',
+        ...opts.filter((o) => /^(rw|nosuid|nodev|noatime|nodiratime|relatime|strictatime)$/.test(o)),
+      ].join(','),
+    });
   }
   return out;
 }
@@ -83,4 +110,3 @@ export function memfdNoexecKnown(): boolean {
     return false;
   }
 }
-

@@ -23,7 +23,12 @@ export function parseValue(raw: unknown, current: unknown): unknown {
     try {
       return JSON.parse(t);
     } catch {
-      return Array.isArray(current) ? t.split(',').map((s) => s.trim()).filter(Boolean) : raw;
+      return Array.isArray(current)
+        ? t
+            .split(',')
+            .map((s) => s.trim())
+            .filter(Boolean)
+        : raw;
     }
   }
   if (typeof current === 'boolean') return t === 'true' ? true : t === 'false' ? false : raw;

@@ -68,7 +68,10 @@ export class PendingCommands {
         break;
       } catch (e) {
         if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
-        const age = await stat(lock).then((s) => Date.now() - s.mtimeMs, () => 0);
+        const age = await stat(lock).then(
+          (s) => Date.now() - s.mtimeMs,
+          () => 0,
+        );
         if (age > LOCK_STALE_MS) {
           await rmdir(lock).catch(() => {});
           continue;
@@ -82,7 +85,8 @@ export class PendingCommands {
       const now = this.now();
       const live = all.filter((c) => {
         const expired = Date.parse(c.expiresAt) <= now;
-        if (expired) this.log.info(`commands: pending command ${c.id} (${c.argv.join(' ')}) expired unconfirmed at ${c.expiresAt} and was dropped`);
+        if (expired)
+          this.log.info(`commands: pending command ${c.id} (${c.argv.join(' ')}) expired unconfirmed at ${c.expiresAt} and was dropped`);
         return !expired;
       });
       const { items, value } = await fn(live);
@@ -107,8 +111,13 @@ export class PendingCommands {
       if (!Array.isArray(list)) return [];
       return list.filter(
         (c): c is PendingCommand =>
-          c !== null && typeof c === 'object' && typeof c.id === 'string' && Array.isArray(c.argv) && c.argv.every((a: unknown) => typeof a === 'string') &&
-          typeof c.cwd === 'string' && typeof c.expiresAt === 'string',
+          c !== null &&
+          typeof c === 'object' &&
+          typeof c.id === 'string' &&
+          Array.isArray(c.argv) &&
+          c.argv.every((a: unknown) => typeof a === 'string') &&
+          typeof c.cwd === 'string' &&
+          typeof c.expiresAt === 'string',
       );
     } catch {
       this.log.error(`commands: ${this.path} is not valid JSON; treating it as empty (nothing from it will run)`);

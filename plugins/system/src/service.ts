@@ -45,8 +45,10 @@ function isolationLines(jail: Jail, r: RunResult): string[] {
   const lines = [
     `Isolation: on${jail.strict ? ', strict' : ''} (private mount and pid namespace${jail.userNamespace ? ' in a user namespace' : ''}; ${jail.targets.length} path${jail.targets.length === 1 ? '' : 's'} of denied programs replaced by stubs${jail.strict ? '; nothing runs from a writable place' : ''}${jail.notes.length ? `; ${jail.notes.length} not replaced (listed in Keel's log; docs/security.md)` : ''})`,
   ];
-  if (r.exitCode === SETUP_EXIT && r.stderr.includes(SETUP_TEXT)) lines.push('The isolation could not be set up, so the command did not run.');
-  else if (r.stderr.includes(DENIED_TEXT)) lines.push(`A program on commandDenyList was refused inside the command (its stub exits with ${DENIED_EXIT}).`);
+  if (r.exitCode === SETUP_EXIT && r.stderr.includes(SETUP_TEXT))
+    lines.push('The isolation could not be set up, so the command did not run.');
+  else if (r.stderr.includes(DENIED_TEXT))
+    lines.push(`A program on commandDenyList was refused inside the command (its stub exits with ${DENIED_EXIT}).`);
   return lines;
 }
 
@@ -131,7 +133,9 @@ export class CommandService {
     if (!this.ctx.config.get('autoExecuteCommands')) {
       const ttl = this.ctx.config.get('commandConfirmationTtlMinutes');
       const item = await this.pending.add({ argv, cwd, requestedBy: actor }, ttl);
-      this.ctx.log.info(`commands: ${item.id} ${JSON.stringify(argv)} waits for confirmation (requested by ${describeActor(actor)}, expires ${item.expiresAt})`);
+      this.ctx.log.info(
+        `commands: ${item.id} ${JSON.stringify(argv)} waits for confirmation (requested by ${describeActor(actor)}, expires ${item.expiresAt})`,
+      );
       return (
         `Command ${item.id} is waiting for a human to confirm it (autoExecuteCommands is off): ${argv.join(' ')} in ${cwd}. ` +
         `An admin can approve it with approve_command {"id":"${item.id}","decision":"approve"} (or refuse it), ` +
@@ -151,7 +155,9 @@ export class CommandService {
     if (!jail.isolated && (mode === 'required' || mode === 'strict')) {
       this.refuse(argv, actor, `commandIsolation is ${mode} and the operating system cannot enforce commandDenyList here: ${jail.reason}`);
     }
-    this.ctx.log.info(`commands: running ${JSON.stringify(argv)} in ${cwd} for ${describeActor(actor)} (${jail.isolated ? 'isolated' : `not isolated: ${jail.reason}`})`);
+    this.ctx.log.info(
+      `commands: running ${JSON.stringify(argv)} in ${cwd} for ${describeActor(actor)} (${jail.isolated ? 'isolated' : `not isolated: ${jail.reason}`})`,
+    );
     const r =
       jail.isolated && !startable(argv[0] as string, cwd, env)
         ? notFound(argv[0] as string)

@@ -149,7 +149,8 @@ export function parseShellScript(text: string, depth = 0): ShellScript {
     // at text[i] === '$'
     const n = text[i + 1];
     if (n === '(') {
-      if (text[i + 2] === '(') throw new Refusal('the shell code uses arithmetic expansion $(( )), which is not analysed, so it cannot be proven safe');
+      if (text[i + 2] === '(')
+        throw new Refusal('the shell code uses arithmetic expansion $(( )), which is not analysed, so it cannot be proven safe');
       const end = closeParen(i + 1);
       substitutions.push(text.slice(i + 2, end - 1));
       i = end;
@@ -323,7 +324,8 @@ export function parseShellScript(text: string, depth = 0): ShellScript {
   end();
   for (const cmd of commands) {
     // `name() { ...; }` function definitions can shadow any program name.
-    if (cmd.some((w) => /\(\)$/.test(w.value))) throw new Refusal('the shell code defines a function, which is not analysed, so it cannot be proven safe');
+    if (cmd.some((w) => /\(\)$/.test(w.value)))
+      throw new Refusal('the shell code defines a function, which is not analysed, so it cannot be proven safe');
   }
   return { commands, substitutions, assignments };
 }

@@ -182,7 +182,11 @@ function App({ o }: { o: UiOptions }) {
   const startAgent = () => {
     const cli = process.argv[1];
     if (!cli) return;
-    const child = spawn(process.execPath, [cli, 'run', '--daemon', '--with-gateway'], { stdio: 'ignore', detached: true, env: process.env });
+    const child = spawn(process.execPath, [cli, 'run', '--daemon', '--with-gateway'], {
+      stdio: 'ignore',
+      detached: true,
+      env: process.env,
+    });
     child.unref();
     setNotice('Starting the agent with its gateway in the background...');
     setTimeout(() => client.kick(onMessage, onState), 1500);
@@ -254,7 +258,12 @@ function App({ o }: { o: UiOptions }) {
       body =
         link.state === 'connected'
           ? ['Loading...']
-          : ['No Keel gateway answers at ' + o.base + '.', '', 'Press s to start the agent with its gateway in the background', '(keel run --daemon --with-gateway), or run `npm start` elsewhere.'];
+          : [
+              'No Keel gateway answers at ' + o.base + '.',
+              '',
+              'Press s to start the agent with its gateway in the background',
+              '(keel run --daemon --with-gateway), or run `npm start` elsewhere.',
+            ];
     } else {
       body = [
         `Agent      ${status.running ? 'running' : 'stopped'}${status.safeMode ? '  (safe mode)' : ''}`,
@@ -265,7 +274,9 @@ function App({ o }: { o: UiOptions }) {
         '',
         'Connections',
         ...(Object.keys(connections).length
-          ? Object.entries(connections).map(([name, c]) => `  ${name.padEnd(14)} ${c.connected ? 'connected' : c.enabled ? 'not connected' : 'off'}`)
+          ? Object.entries(connections).map(
+              ([name, c]) => `  ${name.padEnd(14)} ${c.connected ? 'connected' : c.enabled ? 'not connected' : 'off'}`,
+            )
           : ['  (no channel configured)']),
       ];
     }
@@ -291,14 +302,28 @@ function App({ o }: { o: UiOptions }) {
     body = !m
       ? ['Asking the local runner...']
       : !m.reachable
-        ? [`The local model runner does not answer at ${o.runnerUrl}`, `(${m.error ?? 'no answer'}).`, '', 'Install and start Ollama, or set providerGApiUrl; then press r.']
+        ? [
+            `The local model runner does not answer at ${o.runnerUrl}`,
+            `(${m.error ?? 'no answer'}).`,
+            '',
+            'Install and start Ollama, or set providerGApiUrl; then press r.',
+          ]
         : [
             `Runner ${o.runnerUrl}  version ${m.version ?? '?'}`,
             '',
             ...(m.models.length
-              ? m.models.map((x, i) => `${i === pick ? '>' : ' '} ${x.name.padEnd(32)} ${(x.size / 1e9).toFixed(1)} GB${status?.model === x.name ? '  (in use)' : ''}`)
+              ? m.models.map(
+                  (x, i) =>
+                    `${i === pick ? '>' : ' '} ${x.name.padEnd(32)} ${(x.size / 1e9).toFixed(1)} GB${status?.model === x.name ? '  (in use)' : ''}`,
+                )
               : ['  No models installed: press p to pull one.']),
-            ...(pull ? ['', `Pulling ${pull.model}: ${pull.p?.status ?? 'starting'}`, pull.p?.total ? bar(pull.p.completed ?? 0, pull.p.total) : ''] : []),
+            ...(pull
+              ? [
+                  '',
+                  `Pulling ${pull.model}: ${pull.p?.status ?? 'starting'}`,
+                  pull.p?.total ? bar(pull.p.completed ?? 0, pull.p.total) : '',
+                ]
+              : []),
           ];
   }
   const visible = body.slice(0, bodyRows);

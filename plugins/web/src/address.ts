@@ -36,7 +36,7 @@ const V4_TABLE = V4_BLOCKED.map(([net, len, kind]) => {
 function classifyV4(ip: string): string | undefined {
   const n = v4ToInt(ip);
   if (n === 0xffffffff) return 'broadcast';
-  for (const r of V4_TABLE) if (((n & r.mask) >>> 0) === r.base) return r.kind;
+  for (const r of V4_TABLE) if ((n & r.mask) >>> 0 === r.base) return r.kind;
   return undefined;
 }
 

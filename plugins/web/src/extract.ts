@@ -51,8 +51,37 @@ function load(): Libs {
 
 const SKIP = new Set(['SCRIPT', 'STYLE', 'NOSCRIPT', 'TEMPLATE', 'SVG', 'CANVAS', 'IFRAME', 'OBJECT', 'HEAD']);
 const BLOCK = new Set([
-  'P', 'DIV', 'SECTION', 'ARTICLE', 'MAIN', 'HEADER', 'FOOTER', 'ASIDE', 'NAV', 'BLOCKQUOTE', 'PRE', 'TABLE', 'TR', 'UL', 'OL', 'DL', 'DT', 'DD',
-  'H1', 'H2', 'H3', 'H4', 'H5', 'H6', 'FIGURE', 'FIGCAPTION', 'FORM', 'HR', 'ADDRESS', 'DETAILS', 'SUMMARY',
+  'P',
+  'DIV',
+  'SECTION',
+  'ARTICLE',
+  'MAIN',
+  'HEADER',
+  'FOOTER',
+  'ASIDE',
+  'NAV',
+  'BLOCKQUOTE',
+  'PRE',
+  'TABLE',
+  'TR',
+  'UL',
+  'OL',
+  'DL',
+  'DT',
+  'DD',
+  'H1',
+  'H2',
+  'H3',
+  'H4',
+  'H5',
+  'H6',
+  'FIGURE',
+  'FIGCAPTION',
+  'FORM',
+  'HR',
+  'ADDRESS',
+  'DETAILS',
+  'SUMMARY',
 ]);
 
 /** Readable text of a node: blocks on their own lines, list items bulleted, whitespace collapsed. */
@@ -92,7 +121,19 @@ function meta(doc: DomDocument, selector: string): string | undefined {
 }
 
 /** Site furniture that is never the main content. A header inside an article or main element is kept (it often holds the headline). */
-const FURNITURE = ['nav', 'aside', 'footer', 'form', 'dialog', '[role="navigation"]', '[role="banner"]', '[role="contentinfo"]', '[role="complementary"]', '[aria-hidden="true"]', '[hidden]'];
+const FURNITURE = [
+  'nav',
+  'aside',
+  'footer',
+  'form',
+  'dialog',
+  '[role="navigation"]',
+  '[role="banner"]',
+  '[role="contentinfo"]',
+  '[role="complementary"]',
+  '[aria-hidden="true"]',
+  '[hidden]',
+];
 
 function dropFurniture(doc: DomDocument): DomDocument {
   for (const sel of [...FURNITURE, 'header']) {

@@ -47,7 +47,13 @@ export interface FetchResult {
   truncated: boolean;
 }
 
-export type WebErrorCode = 'KEEL_E_WEB_REFUSED' | 'KEEL_E_WEB_BAD_URL' | 'KEEL_E_WEB_TIMEOUT' | 'KEEL_E_WEB_REDIRECTS' | 'KEEL_E_WEB_ABORTED' | 'KEEL_E_WEB_NETWORK';
+export type WebErrorCode =
+  | 'KEEL_E_WEB_REFUSED'
+  | 'KEEL_E_WEB_BAD_URL'
+  | 'KEEL_E_WEB_TIMEOUT'
+  | 'KEEL_E_WEB_REDIRECTS'
+  | 'KEEL_E_WEB_ABORTED'
+  | 'KEEL_E_WEB_NETWORK';
 
 /** Every failure of a web fetch; `code` tells the kind. */
 export class WebFetchError extends PluginError<WebErrorCode> {
@@ -76,20 +82,25 @@ function vettedLookup(url: string, settings: FetchSettings): LookupFunction {
     const resolved = settings.resolve
       ? settings.resolve(hostname, family)
       : new Promise<LookupAddress[]>((resolve, reject) =>
-          dnsLookup(hostname, { all: true, family, ...(options.hints ? { hints: options.hints } : {}) }, (err, a) => (err ? reject(err) : resolve(a))),
+          dnsLookup(hostname, { all: true, family, ...(options.hints ? { hints: options.hints } : {}) }, (err, a) =>
+            err ? reject(err) : resolve(a),
+          ),
         );
-    resolved.then((addresses) => {
-      if (!addresses.length) return callback(Object.assign(new Error(`no address for ${hostname}`), { code: 'ENOTFOUND' }), '', 0);
-      if (!settings.allowPrivate) {
-        for (const a of addresses) {
-          const reason = check(a.address);
-          if (reason) return callback(refusal(url, hostname, a.address, reason), '', 0);
+    resolved.then(
+      (addresses) => {
+        if (!addresses.length) return callback(Object.assign(new Error(`no address for ${hostname}`), { code: 'ENOTFOUND' }), '', 0);
+        if (!settings.allowPrivate) {
+          for (const a of addresses) {
+            const reason = check(a.address);
+            if (reason) return callback(refusal(url, hostname, a.address, reason), '', 0);
+          }
         }
-      }
-      if (options.all) return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, addresses);
-      const first = addresses[0]!;
-      return callback(null, first.address, first.family);
-    }, (err: NodeJS.ErrnoException) => callback(err, '', 0));
+        if (options.all) return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, addresses);
+        const first = addresses[0]!;
+        return callback(null, first.address, first.family);
+      },
+      (err: NodeJS.ErrnoException) => callback(err, '', 0),
+    );
   };
 }
 
@@ -102,7 +113,10 @@ function checkUrl(raw: string, settings: FetchSettings): URL {
     throw new WebFetchError('KEEL_E_WEB_BAD_URL', `Not a valid URL: ${JSON.stringify(raw.slice(0, 200))}.`);
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new WebFetchError('KEEL_E_WEB_BAD_URL', `Refused to fetch ${url.href.slice(0, 200)}: only http and https URLs can be fetched, not ${url.protocol.replace(/:$/, '')}.`);
+    throw new WebFetchError(
+      'KEEL_E_WEB_BAD_URL',
+      `Refused to fetch ${url.href.slice(0, 200)}: only http and https URLs can be fetched, not ${url.protocol.replace(/:$/, '')}.`,
+    );
   }
   const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
   if (!host) throw new WebFetchError('KEEL_E_WEB_BAD_URL', `Refused to fetch ${url.href}: the URL has no host.`);
@@ -119,7 +133,12 @@ function header(res: IncomingMessage, name: string): string {
 }
 
 /** Sends one GET and resolves with the response head. */
-function requestOnce(url: URL, settings: FetchSettings, accept: string, signal: AbortSignal): Promise<{ req: ClientRequest; res: IncomingMessage }> {
+function requestOnce(
+  url: URL,
+  settings: FetchSettings,
+  accept: string,
+  signal: AbortSignal,
+): Promise<{ req: ClientRequest; res: IncomingMessage }> {
   return new Promise((resolve, reject) => {
     const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
     const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
@@ -210,8 +229,10 @@ export function decodeBody(bytes: Buffer, contentType: string): string {
 }
 
 // prettier-ignore
-const CP1252_HIGH = [0x20ac, 0x81, 0x201a, 0x192, 0x201e, 0x2026, 0x2020, 0x2021, 0x2c6, 0x2030, 0x160, 0x2039, 0x152, 0x8d, 0x17d, 0x8f,
-  0x90, 0x2018, 0x2019, 0x201c, 0x201d, 0x2022, 0x2013, 0x2014, 0x2dc, 0x2122, 0x161, 0x203a, 0x153, 0x9d, 0x17e, 0x178];
+const CP1252_HIGH = [
+  0x20ac, 0x81, 0x201a, 0x192, 0x201e, 0x2026, 0x2020, 0x2021, 0x2c6, 0x2030, 0x160, 0x2039, 0x152, 0x8d, 0x17d, 0x8f, 0x90, 0x2018, 0x2019,
+  0x201c, 0x201d, 0x2022, 0x2013, 0x2014, 0x2dc, 0x2122, 0x161, 0x203a, 0x153, 0x9d, 0x17e, 0x178,
+];
 
 function decodeWindows1252(bytes: Buffer): string {
   const s = bytes.toString('latin1');
@@ -229,7 +250,8 @@ export async function guardedFetch(raw: string, settings: FetchSettings, opts: F
   let redirects = 0;
   const failed = (e: unknown): WebFetchError => {
     if (e instanceof WebFetchError) return e;
-    if (deadline.aborted) return new WebFetchError('KEEL_E_WEB_TIMEOUT', `Fetching ${url.href} timed out after ${settings.timeoutMs} ms (webFetchTimeoutMs).`);
+    if (deadline.aborted)
+      return new WebFetchError('KEEL_E_WEB_TIMEOUT', `Fetching ${url.href} timed out after ${settings.timeoutMs} ms (webFetchTimeoutMs).`);
     if (opts.signal?.aborted) return new WebFetchError('KEEL_E_WEB_ABORTED', `Fetching ${url.href} was cancelled.`);
     const err = e as NodeJS.ErrnoException;
     const code = err?.code ? `${err.code}: ` : '';
@@ -251,13 +273,19 @@ export async function guardedFetch(raw: string, settings: FetchSettings, opts: F
       req.destroy();
       redirects += 1;
       if (redirects > settings.maxRedirects) {
-        throw new WebFetchError('KEEL_E_WEB_REDIRECTS', `Too many redirects fetching ${start}: more than ${settings.maxRedirects} (webMaxRedirects); the last one pointed to ${location.slice(0, 200)}.`);
+        throw new WebFetchError(
+          'KEEL_E_WEB_REDIRECTS',
+          `Too many redirects fetching ${start}: more than ${settings.maxRedirects} (webMaxRedirects); the last one pointed to ${location.slice(0, 200)}.`,
+        );
       }
       let next: string;
       try {
         next = new URL(location, url).href;
       } catch {
-        throw new WebFetchError('KEEL_E_WEB_BAD_URL', `${url.href} redirected to an invalid URL: ${JSON.stringify(location.slice(0, 200))}.`);
+        throw new WebFetchError(
+          'KEEL_E_WEB_BAD_URL',
+          `${url.href} redirected to an invalid URL: ${JSON.stringify(location.slice(0, 200))}.`,
+        );
       }
       url = checkUrl(next, settings);
       continue;

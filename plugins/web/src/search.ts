@@ -73,7 +73,13 @@ function scrub(text: string, key: string): string {
   return key ? text.split(key).join('***') : text;
 }
 
-async function callProvider(p: SearchProvider, query: string, count: number, s: SearchSettings, signal: AbortSignal): Promise<Array<Omit<SearchHit, 'providers'>>> {
+async function callProvider(
+  p: SearchProvider,
+  query: string,
+  count: number,
+  s: SearchSettings,
+  signal: AbortSignal,
+): Promise<Array<Omit<SearchHit, 'providers'>>> {
   const key = s.keys[p]!;
   const base = s.baseUrls[p].replace(/\/+$/, '');
   let res: Response;
@@ -106,16 +112,30 @@ async function callProvider(p: SearchProvider, query: string, count: number, s: 
   }
   const rows =
     p === 'searchA'
-      ? ((json as { organic?: Array<{ title?: string; link?: string; snippet?: string }> }).organic ?? []).map((r) => ({ title: r.title, url: r.link, snippet: r.snippet }))
-      : ((json as { web?: { results?: Array<{ title?: string; url?: string; description?: string }> } }).web?.results ?? []).map((r) => ({ title: r.title, url: r.url, snippet: r.description }));
+      ? ((json as { organic?: Array<{ title?: string; link?: string; snippet?: string }> }).organic ?? []).map((r) => ({
+          title: r.title,
+          url: r.link,
+          snippet: r.snippet,
+        }))
+      : ((json as { web?: { results?: Array<{ title?: string; url?: string; description?: string }> } }).web?.results ?? []).map((r) => ({
+          title: r.title,
+          url: r.url,
+          snippet: r.description,
+        }));
   return rows
-    .filter((r): r is { title: string | undefined; url: string; snippet: string | undefined } => typeof r.url === 'string' && /^https?:\/\//i.test(r.url))
+    .filter(
+      (r): r is { title: string | undefined; url: string; snippet: string | undefined } =>
+        typeof r.url === 'string' && /^https?:\/\//i.test(r.url),
+    )
     .map((r) => ({ title: stripTags(r.title ?? r.url), url: r.url, snippet: stripTags(r.snippet ?? '') }));
 }
 
 /** Brave marks query words with <strong>; the model reads plain text. */
 function stripTags(s: string): string {
-  return s.replace(/<\/?[a-z][^>]*>/gi, '').replace(/\s+/g, ' ').trim();
+  return s
+    .replace(/<\/?[a-z][^>]*>/gi, '')
+    .replace(/\s+/g, ' ')
+    .trim();
 }
 
 /**
@@ -138,7 +158,10 @@ export async function search(query: string, maxResults: number, s: SearchSetting
   const failed = settled.flatMap((r) => ('error' in r ? [{ provider: r.p, reason: r.error }] : []));
   const lists = settled.flatMap((r) => ('rows' in r ? [{ p: r.p, rows: r.rows }] : []));
   if (lists.length === 0) {
-    throw new SearchError('KEEL_E_WEB_NETWORK', `No search provider answered: ${failed.map((f) => `${f.provider}: ${f.reason}`).join('; ')}.`);
+    throw new SearchError(
+      'KEEL_E_WEB_NETWORK',
+      `No search provider answered: ${failed.map((f) => `${f.provider}: ${f.reason}`).join('; ')}.`,
+    );
   }
   const byCanon = new Map<string, SearchHit>();
   const hits: SearchHit[] = [];

@@ -16,10 +16,14 @@ const REGISTRY = Symbol.for('keel.fakeProvider');
 function sleep(ms, signal) {
   return new Promise((resolve, reject) => {
     const t = setTimeout(resolve, ms);
-    signal?.addEventListener('abort', () => {
-      clearTimeout(t);
-      reject(signal.reason ?? new Error('aborted'));
-    }, { once: true });
+    signal?.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(t);
+        reject(signal.reason ?? new Error('aborted'));
+      },
+      { once: true },
+    );
   });
 }
 
@@ -49,7 +53,12 @@ export default {
       },
       async chat(req) {
         const c = control();
-        const record = { model: req.model, messages: req.messages.map((m) => ({ ...m })), tools: req.tools ?? [], timeoutMs: req.timeoutMs };
+        const record = {
+          model: req.model,
+          messages: req.messages.map((m) => ({ ...m })),
+          tools: req.tools ?? [],
+          timeoutMs: req.timeoutMs,
+        };
         c?.calls.push(record);
         let reply = c ? (c.replies.length ? c.replies.shift() : c.defaultReply) : nextFromFile();
         if (typeof reply === 'function') reply = await reply(req);

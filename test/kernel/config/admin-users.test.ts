@@ -55,8 +55,12 @@ describe('adminUsers validation', () => {
     f.registry.register('echo-plugin', {}, ECHO);
     const c = await f.load();
     await expect(c.set('adminUsers', { echo: ['e-42'] }, OPERATOR)).resolves.toMatchObject({ status: 'applied' });
-    await expect(c.set('adminUsers', { echo: ['42'] }, OPERATOR)).rejects.toThrow(/adminUsers\.echo: "42" is not a echo user id .*\^e-\[0-9\]\+\$.*"e-1"/);
-    expect(() => f.registry.register('other-plugin', {}, ECHO)).toThrow(/Channel "echo" is declared by both "echo-plugin" and "other-plugin"/);
+    await expect(c.set('adminUsers', { echo: ['42'] }, OPERATOR)).rejects.toThrow(
+      /adminUsers\.echo: "42" is not a echo user id .*\^e-\[0-9\]\+\$.*"e-1"/,
+    );
+    expect(() => f.registry.register('other-plugin', {}, ECHO)).toThrow(
+      /Channel "echo" is declared by both "echo-plugin" and "other-plugin"/,
+    );
     f.registry.unregister('echo-plugin');
     await expect(c.set('adminUsers', { echo: ['e-43'] }, OPERATOR)).rejects.toThrow(/unknown channel "echo".*known channels: chatA/);
   });

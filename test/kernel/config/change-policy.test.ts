@@ -41,7 +41,13 @@ describe('configuration change policy (SAFE / APPROVAL / LOCKED)', () => {
 
     const listed = c.pending();
     expect(listed).toHaveLength(1);
-    expect(listed[0]).toMatchObject({ id: out.id, key: 'testApiKey', value: 'sk-p****', reason: 'faster model', requestedAt: '2023-11-14T22:13:20.000Z' });
+    expect(listed[0]).toMatchObject({
+      id: out.id,
+      key: 'testApiKey',
+      value: 'sk-p****',
+      reason: 'faster model',
+      requestedAt: '2023-11-14T22:13:20.000Z',
+    });
     expect(listed[0]?.requestedBy).toEqual(AGENT.actor);
 
     // The same request again does not pile up a second copy.

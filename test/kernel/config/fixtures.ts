@@ -42,7 +42,14 @@ export function recordingLogger(): Logger & { lines: LogLine[]; text(): string }
     (level: LogLine['level']) =>
     (message: string, ...rest: unknown[]) =>
       lines.push({ level, text: [message, ...rest.map((r) => JSON.stringify(r))].join(' ') });
-  return { lines, debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error'), text: () => lines.map((l) => l.text).join('\n') };
+  return {
+    lines,
+    debug: at('debug'),
+    info: at('info'),
+    warn: at('warn'),
+    error: at('error'),
+    text: () => lines.map((l) => l.text).join('\n'),
+  };
 }
 
 export interface Fixture {

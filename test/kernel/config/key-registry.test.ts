@@ -1,11 +1,6 @@
 import Type from 'typebox';
 import { describe, expect, it } from 'vitest';
-import {
-  DEFAULT_COMMAND_ALLOW_LIST,
-  DEFAULT_COMMAND_DENY_LIST,
-  KERNEL_KEYS,
-  KeyRegistry,
-} from '../../../kernel/config/index.js';
+import { DEFAULT_COMMAND_ALLOW_LIST, DEFAULT_COMMAND_DENY_LIST, KERNEL_KEYS, KeyRegistry } from '../../../kernel/config/index.js';
 import { ErrorCodes, KeelError } from '../../../kernel/errors.js';
 import type { ConfigKeySpec } from '../../../sdk/types.js';
 
@@ -80,7 +75,21 @@ describe('KeyRegistry', () => {
 
 describe('kernel keys', () => {
   it('carry the spec defaults and policy classes', () => {
-    expect(DEFAULT_COMMAND_DENY_LIST).toEqual(['rm', 'rmdir', 'del', 'erase', 'format', 'mkfs', 'dd', 'shutdown', 'reboot', 'poweroff', 'reg', 'diskpart', 'netsh']);
+    expect(DEFAULT_COMMAND_DENY_LIST).toEqual([
+      'rm',
+      'rmdir',
+      'del',
+      'erase',
+      'format',
+      'mkfs',
+      'dd',
+      'shutdown',
+      'reboot',
+      'poweroff',
+      'reg',
+      'diskpart',
+      'netsh',
+    ]);
     expect(DEFAULT_COMMAND_ALLOW_LIST).toHaveLength(33);
     expect(DEFAULT_COMMAND_ALLOW_LIST).toContain('keel');
     expect(DEFAULT_COMMAND_ALLOW_LIST).not.toContain('<cli>');

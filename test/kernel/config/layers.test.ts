@@ -43,7 +43,14 @@ describe('configuration layers: defaults < file < environment < command line', (
 
   it('parses environment strings by the key type: booleans, lists, JSON objects', async () => {
     const f = fixture();
-    for (const [raw, want] of [['yes', true], ['1', true], ['TRUE', true], ['no', false], ['0', false], ['false', false]] as const) {
+    for (const [raw, want] of [
+      ['yes', true],
+      ['1', true],
+      ['TRUE', true],
+      ['no', false],
+      ['0', false],
+      ['false', false],
+    ] as const) {
       expect((await f.load({ env: { TEST_ENABLED: raw } })).get('testEnabled')).toBe(want);
     }
     expect((await f.load({ env: { TEST_ORIGINS: 'https://a.test, https://b.test' } })).get('testOrigins')).toEqual([
@@ -86,7 +93,9 @@ describe('configuration layers: defaults < file < environment < command line', (
     writeFileSync(f.file, 'testPort: 4000\n');
     const c = await f.load({ env: { TEST_PORT: 'abc' } });
     expect(c.get('testPort')).toBe(4000);
-    expect(c.problems()).toEqual([expect.objectContaining({ key: 'testPort', layer: 'env', source: 'TEST_PORT', code: ErrorCodes.CONFIG_INVALID_VALUE })]);
+    expect(c.problems()).toEqual([
+      expect.objectContaining({ key: 'testPort', layer: 'env', source: 'TEST_PORT', code: ErrorCodes.CONFIG_INVALID_VALUE }),
+    ]);
   });
 
   it('treats a blank `key:` in the file as unset', async () => {

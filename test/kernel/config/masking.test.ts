@@ -55,7 +55,8 @@ describe('all({ masked: true }) as GET /api/config shows it', () => {
     expect(shown['commandDenyList']).toContain('rm');
     expect('adminUsers' in shown).toBe(false);
     const json = JSON.stringify(shown);
-    for (const s of ['tok-file-abcdefghijkl', 'sk-env-abcdefghijkl', 'ok-file-abcdefghijkl', 'pw-nested-abcdefgh']) expect(json).not.toContain(s);
+    for (const s of ['tok-file-abcdefghijkl', 'sk-env-abcdefghijkl', 'ok-file-abcdefghijkl', 'pw-nested-abcdefgh'])
+      expect(json).not.toContain(s);
 
     const raw = c.all();
     expect(raw['testToken']).toBe('tok-file-abcdefghijkl');

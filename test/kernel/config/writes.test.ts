@@ -122,7 +122,12 @@ describe('saving configuration changes', () => {
       c.set('queueFailedLimit', 7, OPERATOR),
     ]);
     const again = await f.load();
-    expect([again.get('testPort'), again.get('testRegion'), again.get('testEnabled'), again.get('queueFailedLimit')]).toEqual([1, 'r', true, 7]);
+    expect([again.get('testPort'), again.get('testRegion'), again.get('testEnabled'), again.get('queueFailedLimit')]).toEqual([
+      1,
+      'r',
+      true,
+      7,
+    ]);
   });
 
   it('announces changes (secrets masked) and reloads hand edits as origin "file"', async () => {

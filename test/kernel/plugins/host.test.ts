@@ -10,7 +10,12 @@ afterEach(async () => {
   while (cleanups.length) await cleanups.pop()!();
 });
 
-async function boot(opts: { plugins: Parameters<typeof writePlugin>[1][]; config?: string; quarantineAfter?: number; setupTimeoutMs?: number }) {
+async function boot(opts: {
+  plugins: Parameters<typeof writePlugin>[1][];
+  config?: string;
+  quarantineAfter?: number;
+  setupTimeoutMs?: number;
+}) {
   const home = tmp();
   const builtins = tmp('keel-builtins-');
   for (const p of opts.plugins) writePlugin(builtins, p);
@@ -21,7 +26,12 @@ async function boot(opts: { plugins: Parameters<typeof writePlugin>[1][]; config
     env: {},
     watchSkills: false,
     logs: new LogSink({ quiet: true }),
-    host: { quarantineAfter: opts.quarantineAfter ?? 3, setupTimeoutMs: opts.setupTimeoutMs ?? 2000, stopTimeoutMs: 1000, healthTimeoutMs: 500 },
+    host: {
+      quarantineAfter: opts.quarantineAfter ?? 3,
+      setupTimeoutMs: opts.setupTimeoutMs ?? 2000,
+      stopTimeoutMs: 1000,
+      healthTimeoutMs: 500,
+    },
   });
   cleanups.push(async () => {
     await kernel.stop();
@@ -36,7 +46,13 @@ const state = (k: Kernel, id: string) => k.host.status(id)?.state;
 describe('plugin host', () => {
   it('loads built-ins, registers their skills and runs them through dispatch', async () => {
     const k = await boot({
-      plugins: [{ id: 'alpha', manifest: { skills: [skillEntry('shout')] }, setup: `ctx.skills.register('shout', ({ text }) => text.toUpperCase());` }],
+      plugins: [
+        {
+          id: 'alpha',
+          manifest: { skills: [skillEntry('shout')] },
+          setup: `ctx.skills.register('shout', ({ text }) => text.toUpperCase());`,
+        },
+      ],
     });
     expect(state(k, 'alpha')).toBe('loaded');
     const r = await k.execute('shout', { text: 'hi' }, k.operator);
@@ -45,7 +61,11 @@ describe('plugin host', () => {
   });
 
   it('applies pluginDenyList and pluginAllowList to built-ins (deny wins)', async () => {
-    const plugins = ['a', 'b', 'c'].map((id) => ({ id, manifest: { skills: [skillEntry(`s_${id}`)] }, setup: `ctx.skills.register('s_${id}', () => '${id}');` }));
+    const plugins = ['a', 'b', 'c'].map((id) => ({
+      id,
+      manifest: { skills: [skillEntry(`s_${id}`)] },
+      setup: `ctx.skills.register('s_${id}', () => '${id}');`,
+    }));
     const k = await boot({ plugins, config: 'pluginAllowList: [a, b]\npluginDenyList: [b]\n' });
     expect(state(k, 'a')).toBe('loaded');
     expect(state(k, 'b')).toBe('disabled');
@@ -175,8 +195,16 @@ describe('plugin host', () => {
   it('starts plugins in requires order and stops them in reverse', async () => {
     const k = await boot({
       plugins: [
-        { id: 'zz-consumer', manifest: { requires: ['store'] }, setup: `(globalThis.__order ??= []).push('start consumer'); return { stop() { globalThis.__order.push('stop consumer'); } };` },
-        { id: 'aa-provider', manifest: { provides: ['store'] }, setup: `(globalThis.__order ??= []).push('start provider'); return { stop() { globalThis.__order.push('stop provider'); } };` },
+        {
+          id: 'zz-consumer',
+          manifest: { requires: ['store'] },
+          setup: `(globalThis.__order ??= []).push('start consumer'); return { stop() { globalThis.__order.push('stop consumer'); } };`,
+        },
+        {
+          id: 'aa-provider',
+          manifest: { provides: ['store'] },
+          setup: `(globalThis.__order ??= []).push('start provider'); return { stop() { globalThis.__order.push('stop provider'); } };`,
+        },
       ],
     });
     await k.stop();

@@ -31,9 +31,17 @@ const admins = { adminUsers: { chatA: ['111'], chatC: ['99999999999999999'], ema
 
 describe('authorize', () => {
   it('needs an admin for every spec admin-only skill', () => {
-    expect([...ADMIN_ONLY_SKILLS].sort()).toEqual(
-      ['browser_run_script', 'create_custom_skill', 'delegate_task', 'execute_typescript', 'manage_config', 'run_command', 'self_repair_skill', 'spawn_agent', 'system_check'],
-    );
+    expect([...ADMIN_ONLY_SKILLS].sort()).toEqual([
+      'browser_run_script',
+      'create_custom_skill',
+      'delegate_task',
+      'execute_typescript',
+      'manage_config',
+      'run_command',
+      'self_repair_skill',
+      'spawn_agent',
+      'system_check',
+    ]);
     for (const name of ADMIN_ONLY_SKILLS) {
       const denied = authorize({ actor: userA('222'), skill: skill(name), config: view(admins) });
       expect(denied, name).toMatchObject({ allowed: false, code: ErrorCodes.FORBIDDEN });
@@ -50,7 +58,9 @@ describe('authorize', () => {
     expect(authorize({ actor: userA('222'), skill: skill('plugin_admin', { adminOnly: true }), config: cfg }).allowed).toBe(false);
     expect(authorize({ actor: userA('111'), skill: skill('wipe_disk', { isDangerous: true }), config: cfg }).allowed).toBe(true);
     // A manifest cannot make a spec admin-only skill ordinary by leaving the flag off.
-    expect(authorize({ actor: userA('222'), skill: skill('run_command', { adminOnly: false, isDangerous: false }), config: cfg }).allowed).toBe(false);
+    expect(
+      authorize({ actor: userA('222'), skill: skill('run_command', { adminOnly: false, isDangerous: false }), config: cfg }).allowed,
+    ).toBe(false);
   });
 
   it('checks admin status per channel', () => {
@@ -91,9 +101,18 @@ describe('authorize', () => {
     expect(isAdmin({ kind: 'user', channel: 'chatA', userId: '' }, view(admins))).toBe(false);
     expect(isAdmin({ kind: 'stranger' } as unknown as Actor, view(admins))).toBe(false);
     expect(isAdmin(undefined, view(admins))).toBe(false);
-    const throwing: ConfigView = { get: () => { throw new Error('boom'); }, has: () => false, all: () => ({}) };
+    const throwing: ConfigView = {
+      get: () => {
+        throw new Error('boom');
+      },
+      has: () => false,
+      all: () => ({}),
+    };
     expect(isAdmin(userA('111'), throwing)).toBe(false);
-    expect(authorize({ actor: userA('111'), skill: skill('run_command'), config: throwing })).toMatchObject({ allowed: false, code: ErrorCodes.FORBIDDEN });
+    expect(authorize({ actor: userA('111'), skill: skill('run_command'), config: throwing })).toMatchObject({
+      allowed: false,
+      code: ErrorCodes.FORBIDDEN,
+    });
     expect(authorize({ actor: undefined as unknown as Actor, skill: skill('web_search'), config: view(admins) }).allowed).toBe(false);
     expect(authorize({ actor: operator, skill: undefined as unknown as SkillManifest, config: view(admins) }).allowed).toBe(false);
   });
@@ -110,7 +129,10 @@ describe('authorize', () => {
     const cfg = view({ ...admins, safeMode: true });
     for (const name of ['run_command', 'create_custom_skill']) {
       expect(authorize({ actor: operator, skill: skill(name), config: cfg })).toMatchObject({ allowed: false, code: ErrorCodes.SAFE_MODE });
-      expect(authorize({ actor: userA('111'), skill: skill(name), config: cfg })).toMatchObject({ allowed: false, code: ErrorCodes.SAFE_MODE });
+      expect(authorize({ actor: userA('111'), skill: skill(name), config: cfg })).toMatchObject({
+        allowed: false,
+        code: ErrorCodes.SAFE_MODE,
+      });
     }
     expect(authorize({ actor: operator, skill: skill('manage_config'), config: cfg })).toEqual({ allowed: true });
     // A setting that is not plainly "off" counts as on.

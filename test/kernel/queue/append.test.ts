@@ -25,7 +25,9 @@ describe('appendPush (the `keel push` fast path)', () => {
   it('writes one durable push op, and the next owner finds the action', async () => {
     const a = await appendPush(join(home, 'fresh'), { task: 'hello', priority: '8' });
     expect(a).toMatchObject({ task: 'hello', priority: 8, status: 'pending' });
-    const lines = readFileSync(join(home, 'fresh', 'actions.journal'), 'utf8').trim().split('\n');
+    const lines = readFileSync(join(home, 'fresh', 'actions.journal'), 'utf8')
+      .trim()
+      .split('\n');
     expect(lines).toHaveLength(2);
     expect(JSON.parse(lines[1]!)).toMatchObject({ op: 'push', action: { id: a.id } });
     expect(existsSync(join(home, 'fresh', 'actions.lock'))).toBe(false);

@@ -37,7 +37,11 @@ export function captureLog(): CapturedLog {
     info: at('info'),
     warn: at('warn'),
     error: at('error'),
-    text: (level) => lines.filter((l) => !level || l.level === level).map((l) => l.message).join('\n'),
+    text: (level) =>
+      lines
+        .filter((l) => !level || l.level === level)
+        .map((l) => l.message)
+        .join('\n'),
   };
 }
 

@@ -35,7 +35,14 @@ async function takeAll(q: ActionQueue): Promise<string[]> {
 describe('ActionQueue order', () => {
   it('runs the highest priority first, first-in first-out within a priority', async () => {
     const q = await openQueue();
-    for (const [task, priority] of [['a', 5], ['b', 10], ['c', 5], ['d', 1], ['e', 10], ['f', 5]] as const) {
+    for (const [task, priority] of [
+      ['a', 5],
+      ['b', 10],
+      ['c', 5],
+      ['d', 1],
+      ['e', 10],
+      ['f', 5],
+    ] as const) {
       await q.push({ task, priority });
     }
     expect(q.list().pending.map((a) => a.task)).toEqual(['b', 'e', 'a', 'c', 'f', 'd']);
@@ -189,7 +196,13 @@ describe('ActionQueue history and persistence', () => {
 
   it('keeps pending order, retries and results across close and reopen', async () => {
     const q = await openQueue();
-    for (const [task, priority] of [['a', 3], ['b', 8], ['c', 3], ['d', 8]] as const) await q.push({ task, priority });
+    for (const [task, priority] of [
+      ['a', 3],
+      ['b', 8],
+      ['c', 3],
+      ['d', 8],
+    ] as const)
+      await q.push({ task, priority });
     const b = await q.take();
     await q.complete(b!.id, 'done b');
     const d = await q.take();

@@ -16,7 +16,11 @@ beforeEach(() => {
 });
 afterEach(() => cleanup());
 
-const snapshot = () => JSON.parse(readFileSync(join(home, 'actions.json'), 'utf8')) as { actions: Array<{ id: string; status: string }>; completed: Array<{ id: string }> };
+const snapshot = () =>
+  JSON.parse(readFileSync(join(home, 'actions.json'), 'utf8')) as {
+    actions: Array<{ id: string; status: string }>;
+    completed: Array<{ id: string }>;
+  };
 
 describe('actions.json from the first change on', () => {
   it('the first `keel push` of a home writes actions.json with the action, and the next owner reads it once', async () => {
@@ -55,7 +59,11 @@ describe('actions.json from the first change on', () => {
     const q = await ActionQueue.open({ home, owner: true, log: captureLog(), quietCompactMs: 300, fileStore: { pollMs: 50 } });
     try {
       const a = await appendPush(home, { task: 'from the CLI' });
-      await waitFor(() => existsSync(join(home, 'actions.json')) && snapshot().actions.some((x) => x.id === a.id), 'the CLI push in actions.json', 5000);
+      await waitFor(
+        () => existsSync(join(home, 'actions.json')) && snapshot().actions.some((x) => x.id === a.id),
+        'the CLI push in actions.json',
+        5000,
+      );
     } finally {
       await q.close();
     }

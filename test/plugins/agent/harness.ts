@@ -71,18 +71,41 @@ export async function cleanup(): Promise<void> {
   for (const d of dirs.splice(0)) rm(d);
 }
 
-const obj = (properties: Record<string, unknown>, required: string[]) => ({ type: 'object', required, properties, additionalProperties: false });
+const obj = (properties: Record<string, unknown>, required: string[]) => ({
+  type: 'object',
+  required,
+  properties,
+  additionalProperties: false,
+});
 
 /** Test skills: lookup (parallel-safe), write_note, change_setting (sets a key as the agent), fetch_page (web content), run_command (admin-only). */
 export const TOOLS: PluginSpec = {
   id: 'tools',
   manifest: {
     skills: [
-      { name: 'lookup', description: 'Looks a word up', category: 'test', isParallelSafe: true, parameters: obj({ text: { type: 'string' } }, ['text']) },
+      {
+        name: 'lookup',
+        description: 'Looks a word up',
+        category: 'test',
+        isParallelSafe: true,
+        parameters: obj({ text: { type: 'string' } }, ['text']),
+      },
       { name: 'write_note', description: 'Writes a note', category: 'test', parameters: obj({ text: { type: 'string' } }, ['text']) },
-      { name: 'change_setting', description: 'Changes a configuration key as the agent', category: 'system', parameters: obj({ key: { type: 'string' }, value: {} }, ['key', 'value']) },
+      {
+        name: 'change_setting',
+        description: 'Changes a configuration key as the agent',
+        category: 'system',
+        parameters: obj({ key: { type: 'string' }, value: {} }, ['key', 'value']),
+      },
       { name: 'fetch_page', description: 'Fetches a web page', category: 'web', parameters: obj({ url: { type: 'string' } }, ['url']) },
-      { name: 'run_command', description: 'Runs a command', category: 'system', adminOnly: true, isDangerous: true, parameters: obj({ command: { type: 'string' }, args: { type: 'array', items: { type: 'string' } } }, ['command']) },
+      {
+        name: 'run_command',
+        description: 'Runs a command',
+        category: 'system',
+        adminOnly: true,
+        isDangerous: true,
+        parameters: obj({ command: { type: 'string' }, args: { type: 'array', items: { type: 'string' } } }, ['command']),
+      },
     ],
   },
   setup: `

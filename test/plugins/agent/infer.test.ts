@@ -46,12 +46,17 @@ describe('provider inference from the model name', () => {
   it.each(ambiguous)('%s is ambiguous between %j', (model, candidates) => {
     const inf = inferProvider(model);
     expect(inf).toEqual({ kind: 'ambiguous', candidates });
-    expect(inferenceError(model, inf as Exclude<typeof inf, { kind: 'match' }>)).toMatch(new RegExp(`could belong to ${candidates.join(' or ')}.*set llmProvider`));
+    expect(inferenceError(model, inf as Exclude<typeof inf, { kind: 'match' }>)).toMatch(
+      new RegExp(`could belong to ${candidates.join(' or ')}.*set llmProvider`),
+    );
   });
 
-  it.each(['llama-3.3-70b-versatile', 'deepseek-chat', 'my-model', 'omni', 'o2-mini', ''])('"%s" is unknown and the error says to set llmProvider', (model) => {
-    const inf = inferProvider(model);
-    expect(inf).toEqual({ kind: 'unknown' });
-    expect(inferenceError(model, { kind: 'unknown' })).toMatch(/set llmProvider/);
-  });
+  it.each(['llama-3.3-70b-versatile', 'deepseek-chat', 'my-model', 'omni', 'o2-mini', ''])(
+    '"%s" is unknown and the error says to set llmProvider',
+    (model) => {
+      const inf = inferProvider(model);
+      expect(inf).toEqual({ kind: 'unknown' });
+      expect(inferenceError(model, { kind: 'unknown' })).toMatch(/set llmProvider/);
+    },
+  );
 });

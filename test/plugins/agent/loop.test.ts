@@ -18,7 +18,8 @@ const toolsLog = (home: string): Array<{ name: string }> =>
         .split('\n')
         .map((l) => JSON.parse(l) as { name: string })
     : [];
-const toolMessages = (call: { messages: Array<{ role: string; content: string }> }) => call.messages.filter((m) => m.role === 'tool').map((m) => m.content);
+const toolMessages = (call: { messages: Array<{ role: string; content: string }> }) =>
+  call.messages.filter((m) => m.role === 'tool').map((m) => m.content);
 
 describe('agent loop', () => {
   it('completes a task that needs two skill calls, with thinking, action and observation events in order', async () => {
@@ -55,7 +56,9 @@ describe('agent loop', () => {
     expect(lookup.description).toMatch(/Looks a word up \[category: test; parallel-safe\]/);
     expect(lookup.parameters).toMatchObject({ type: 'object', required: ['text'] });
     expect(first.tools.map((t) => t.name)).toContain('deep_reason');
-    expect(toolMessages(fake.calls[1]!)[0]).toMatch(/^<tool_result skill="lookup" status="ok" untrusted="true">\nvalue of alpha\n<\/tool_result>$/);
+    expect(toolMessages(fake.calls[1]!)[0]).toMatch(
+      /^<tool_result skill="lookup" status="ok" untrusted="true">\nvalue of alpha\n<\/tool_result>$/,
+    );
     expect(fake.calls).toHaveLength(3);
   });
 
@@ -84,7 +87,10 @@ describe('agent loop', () => {
   });
 
   it('fails the action with a clear reason at the step limit', async () => {
-    const { kernel: k, fake } = await boot({ plugins: [TOOLS], config: { llmProvider: 'fake', modelName: 'fake-model', maxStepsPerAction: 2 } });
+    const { kernel: k, fake } = await boot({
+      plugins: [TOOLS],
+      config: { llmProvider: 'fake', modelName: 'fake-model', maxStepsPerAction: 2 },
+    });
     fake.defaultReply = { toolCalls: [{ name: 'lookup', arguments: { text: 'again' } }] };
     const a = await k.queue.push({ task: 'loop forever', maxRetries: 0 });
     const done = await waitFor(() => settled(k, a.id), 'the action to settle');
@@ -95,7 +101,10 @@ describe('agent loop', () => {
 
   it('a provider failure fails the attempt with the reason, and the kernel retry then succeeds', async () => {
     const { kernel: k, fake } = await boot();
-    fake.replies.push({ error: { message: 'HTTP 500 upstream trouble (key sk-abcdefghijklmnop1234)', status: 500, retryable: true } }, { text: 'second time lucky' });
+    fake.replies.push(
+      { error: { message: 'HTTP 500 upstream trouble (key sk-abcdefghijklmnop1234)', status: 500, retryable: true } },
+      { text: 'second time lucky' },
+    );
     const reasons: string[] = [];
     k.hooks.actionSettled.tapPromise('test', async (_a, o) => void reasons.push(`${o.status}:${o.detail}`));
     const a = await k.queue.push({ task: 'say something', maxRetries: 1 });
@@ -105,12 +114,20 @@ describe('agent loop', () => {
     expect(reasons[0]).toMatch(/^retry:the model call failed: fake model fake-model: HTTP 500 upstream trouble/);
     // A key-shaped string never reaches the reason or the log.
     expect(reasons.join('\n')).not.toContain('sk-abcdefghijklmnop1234');
-    expect(k.logs.recent({ limit: 500 }).map((e) => e.message).join('\n')).not.toContain('sk-abcdefghijklmnop1234');
+    expect(
+      k.logs
+        .recent({ limit: 500 })
+        .map((e) => e.message)
+        .join('\n'),
+    ).not.toContain('sk-abcdefghijklmnop1234');
   });
 
   it('refuses a LOCKED key change the model attempts, and the model sees the refusal', async () => {
     const { kernel: k, fake } = await boot({ plugins: [TOOLS] });
-    fake.replies.push({ toolCalls: [{ name: 'change_setting', arguments: { key: 'safeMode', value: true } }] }, { text: 'I could not change safeMode: it is locked.' });
+    fake.replies.push(
+      { toolCalls: [{ name: 'change_setting', arguments: { key: 'safeMode', value: true } }] },
+      { text: 'I could not change safeMode: it is locked.' },
+    );
     const a = await k.queue.push({ task: 'turn on safe mode', maxRetries: 0 });
     const done = await waitFor(() => settled(k, a.id), 'the action to settle');
     expect(done.status).toBe('completed');
@@ -128,7 +145,12 @@ describe('agent loop', () => {
       { toolCalls: [{ name: 'run_command', arguments: { command: 'rm', args: ['-rf', '/'] } }] },
       { text: 'The page is a welcome page.' },
     );
-    const a = await k.queue.push({ task: 'summarise https://example.test', source: 'chatA', actor: { kind: 'user', channel: 'chatA', userId: '42' }, maxRetries: 0 });
+    const a = await k.queue.push({
+      task: 'summarise https://example.test',
+      source: 'chatA',
+      actor: { kind: 'user', channel: 'chatA', userId: '42' },
+      maxRetries: 0,
+    });
     const done = await waitFor(() => settled(k, a.id), 'the action to settle');
     expect(done.status).toBe('completed');
     expect(toolsLog(home).map((e) => e.name)).not.toContain('run_command');
@@ -185,10 +207,21 @@ describe('agent loop', () => {
     const sub = await k.queue.push({ task: 'a sub-task', source: 'chatB', actor, maxRetries: 0 });
     await waitFor(() => settled(k, sub.id), 'the sub-task to settle');
     fake.replies.push(
-      { toolCalls: [{ name: 'lookup', arguments: { text: 'a' } }, { name: 'lookup', arguments: { text: 'b' } }] },
+      {
+        toolCalls: [
+          { name: 'lookup', arguments: { text: 'a' } },
+          { name: 'lookup', arguments: { text: 'b' } },
+        ],
+      },
       { text: 'a and b looked up' },
     );
-    const a = await k.queue.push({ task: 'look up a and b', source: 'chatB', actor, maxRetries: 0, metadata: { replyTo: { chatId: 'x@s' } } });
+    const a = await k.queue.push({
+      task: 'look up a and b',
+      source: 'chatB',
+      actor,
+      maxRetries: 0,
+      metadata: { replyTo: { chatId: 'x@s' } },
+    });
     await waitFor(() => settled(k, a.id), 'the action to settle');
     expect(toolMessages(fake.calls[2]!)).toHaveLength(2);
     const log = join(home, 'channel.log');
@@ -204,7 +237,9 @@ describe('agent loop', () => {
     fake.replies.push({ text: '1. Cats sleep a lot.\n2. Sleep saves energy.\nConclusion: cats nap to save energy.' });
     const r = await k.execute('deep_reason', { topic: 'why do cats nap?' }, k.operator);
     expect(r.success).toBe(true);
-    expect(JSON.parse(r.result)).toEqual({ analysis: '1. Cats sleep a lot.\n2. Sleep saves energy.\nConclusion: cats nap to save energy.' });
+    expect(JSON.parse(r.result)).toEqual({
+      analysis: '1. Cats sleep a lot.\n2. Sleep saves energy.\nConclusion: cats nap to save energy.',
+    });
     expect(fake.calls[0]!.messages[0]!.content).toMatch(/step by step[\s\S]*Conclusion:/);
     expect(fake.calls[0]!.tools).toEqual([]);
     const manifest = k.registry.skills.get('deep_reason')!.manifest;
@@ -225,7 +260,9 @@ describe('agent loop', () => {
     const a = await k.queue.push({ task: 'greet me', maxRetries: 0 });
     await waitFor(() => settled(k, a.id), 'the action to settle');
     const mem = fake.calls[0]!.messages.find((m) => m.content.startsWith('<memory_context'));
-    expect(mem?.content).toMatch(/^<memory_context untrusted="true">\nThe user likes short answers\. \(context for: greet me\)\n<\/memory_context>$/);
+    expect(mem?.content).toMatch(
+      /^<memory_context untrusted="true">\nThe user likes short answers\. \(context for: greet me\)\n<\/memory_context>$/,
+    );
   });
 
   it('stopping the kernel cancels a model call in flight', async () => {
@@ -238,7 +275,7 @@ describe('agent loop', () => {
     expect(k.queue.get(a.id)?.status).not.toBe('completed');
   });
 
-  it('keeps the persona\'s behavioural boundaries in the system prompt; overrideMode lifts them and nothing else', async () => {
+  it("keeps the persona's behavioural boundaries in the system prompt; overrideMode lifts them and nothing else", async () => {
     const { kernel: k, fake } = await boot({ config: { llmProvider: 'fake', modelName: 'fake-model' } });
     fake.replies.push({ text: 'one' }, { text: 'two' });
     const a = await k.queue.push({ task: 'first', maxRetries: 0 });

@@ -22,8 +22,13 @@ const logText = (k: Kernel) =>
 
 describe('model router', () => {
   it('tries the fallback model of the provider when the primary model fails', async () => {
-    const { kernel: k, fake } = await boot({ config: { llmProvider: 'fake', modelName: 'fake-model', fallbackModelNames: { fake: 'fake-backup' } } });
-    fake.defaultReply = (req) => (req.model === 'fake-model' ? { error: { message: 'HTTP 503 overloaded', status: 503, retryable: true } } : { text: `answered by ${req.model}` });
+    const { kernel: k, fake } = await boot({
+      config: { llmProvider: 'fake', modelName: 'fake-model', fallbackModelNames: { fake: 'fake-backup' } },
+    });
+    fake.defaultReply = (req) =>
+      req.model === 'fake-model'
+        ? { error: { message: 'HTTP 503 overloaded', status: 503, retryable: true } }
+        : { text: `answered by ${req.model}` };
     const a = await k.queue.push({ task: 'hello', maxRetries: 0 });
     const done = await waitFor(() => settled(k, a.id), 'the action to settle');
     expect(done).toMatchObject({ status: 'completed', result: 'answered by fake-backup' });
@@ -32,7 +37,12 @@ describe('model router', () => {
   });
 
   it('then tries an alternative configured provider with its model from providerModelNames', async () => {
-    const config = { llmProvider: 'fake', modelName: 'fake-model', fallbackModelNames: { fake: 'fake-backup' }, providerModelNames: { alt: 'alt-model' } };
+    const config = {
+      llmProvider: 'fake',
+      modelName: 'fake-model',
+      fallbackModelNames: { fake: 'fake-backup' },
+      providerModelNames: { alt: 'alt-model' },
+    };
     const { kernel: k, fake, extra } = await boot({ config, providers: ['alt'] });
     fake.defaultReply = { error: { message: 'HTTP 500 down', status: 500 } };
     extra.alt!.defaultReply = (req) => ({ text: `alt answered with ${req.model}` });
@@ -76,14 +86,30 @@ describe('model router', () => {
     }, 'the summary to count two calls');
     expect(summary.total).toMatchObject({ calls: 2, failures: 0, inputTokens: 110, outputTokens: 12 });
     expect(summary.providers.fake.models['fake-model']).toMatchObject({ calls: 2, inputTokens: 110, outputTokens: 12 });
-    const lines = readFileSync(join(home, 'token-usage.log'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    const lines = readFileSync(join(home, 'token-usage.log'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(lines).toHaveLength(2);
-    expect(lines[0]).toMatchObject({ provider: 'fake', model: 'fake-model', purpose: 'main', ok: true, inputTokens: 100, outputTokens: 7, actionId: a.id });
+    expect(lines[0]).toMatchObject({
+      provider: 'fake',
+      model: 'fake-model',
+      purpose: 'main',
+      ok: true,
+      inputTokens: 100,
+      outputTokens: 7,
+      actionId: a.id,
+    });
   });
 
   it('honours tokenUsagePath and tokenLogPath', async () => {
     const { kernel: k, home } = await boot({
-      config: { llmProvider: 'fake', modelName: 'fake-model', tokenUsagePath: '$KEEL_HOME/usage/summary.json', tokenLogPath: '$KEEL_HOME/usage/calls.log' },
+      config: {
+        llmProvider: 'fake',
+        modelName: 'fake-model',
+        tokenUsagePath: '$KEEL_HOME/usage/summary.json',
+        tokenLogPath: '$KEEL_HOME/usage/calls.log',
+      },
     });
     await k.execute('deep_reason', { topic: 'x' }, k.operator);
     await waitFor(() => existsSync(join(home, 'usage', 'summary.json')) && existsSync(join(home, 'usage', 'calls.log')), 'the usage files');
@@ -93,7 +119,10 @@ describe('model router', () => {
   it('remembers the model used with a provider and restores it when the provider is switched back', async () => {
     const { kernel: k, extra } = await boot({ config: { llmProvider: 'fake', modelName: 'fake-model' }, providers: ['alt'] });
     await k.execute('deep_reason', { topic: 'x' }, k.operator);
-    await waitFor(() => (k.config.get<Record<string, string>>('providerModelNames') ?? {})['fake'] === 'fake-model', 'providerModelNames.fake');
+    await waitFor(
+      () => (k.config.get<Record<string, string>>('providerModelNames') ?? {})['fake'] === 'fake-model',
+      'providerModelNames.fake',
+    );
     // Switch provider and model by hand, then back to a provider that modelName does not belong to.
     await k.config.set('providerModelNames', { fake: 'fake-model', alt: 'alt-model' }, { kind: 'operator' });
     await k.config.set('llmProvider', 'alt', { kind: 'operator' });
@@ -116,7 +145,10 @@ describe('model router', () => {
 describe('agent readiness', () => {
   it('says exactly what is missing', async () => {
     const { kernel: k, fake } = await boot({ config: {} });
-    expect(agent(k).ready()).toEqual({ ready: false, reason: expect.stringMatching(/^no model configured: set modelName \(and llmProvider or a provider key\)/) });
+    expect(agent(k).ready()).toEqual({
+      ready: false,
+      reason: expect.stringMatching(/^no model configured: set modelName \(and llmProvider or a provider key\)/),
+    });
     await waitFor(() => k.runner!.status().state === 'waiting', 'the runner to wait');
     expect(k.runner!.status().reason).toMatch(/no model configured/);
 
@@ -133,7 +165,11 @@ describe('agent readiness', () => {
     await k.config.set('modelName', 'fake-model', { kind: 'operator' });
     fake.configured = { ok: false, missing: 'set fakeApiKey (env FAKE_API_KEY)' };
     expect(agent(k).ready()).toEqual({ ready: false, reason: 'fake is not configured: set fakeApiKey (env FAKE_API_KEY)' });
-    expect(llm(k).current()).toMatchObject({ provider: 'fake', model: 'fake-model', missing: 'fake is not configured: set fakeApiKey (env FAKE_API_KEY)' });
+    expect(llm(k).current()).toMatchObject({
+      provider: 'fake',
+      model: 'fake-model',
+      missing: 'fake is not configured: set fakeApiKey (env FAKE_API_KEY)',
+    });
 
     delete fake.configured;
     expect(agent(k).ready()).toEqual({ ready: true });

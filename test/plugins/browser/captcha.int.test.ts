@@ -67,7 +67,12 @@ async function handleService(req: IncomingMessage, res: ServerResponse): Promise
     if (mode === 'wrongkey') return json(res, { status: 0, request: 'ERROR_WRONG_USER_KEY' });
     if (mode === 'nokey') return json(res, { status: 0, request: 'ERROR_KEY_DOES_NOT_EXIST' });
     if (mode === 'zero') return json(res, { status: 0, request: 'ERROR_ZERO_BALANCE' });
-    if (mode === 'echo') return json(res, { status: 0, request: `ERROR_WRONG_USER_KEY ${fields.key}`, error_text: `The key ${fields.key} is not valid, key=${encodeURIComponent(fields.key ?? '')}` });
+    if (mode === 'echo')
+      return json(res, {
+        status: 0,
+        request: `ERROR_WRONG_USER_KEY ${fields.key}`,
+        error_text: `The key ${fields.key} is not valid, key=${encodeURIComponent(fields.key ?? '')}`,
+      });
     // the checks a real service makes
     const keyField = REQUIRED_KEY[fields.method ?? ''];
     if (fields.key !== KEY) return json(res, { status: 0, request: 'ERROR_KEY_DOES_NOT_EXIST' });
@@ -129,7 +134,13 @@ afterAll(async () => {
 });
 
 const V2: CaptchaFound = { kind: 'recaptcha_v2', sitekey: '6Lc-v2-sitekey', pageUrl: 'https://shop.example/login' };
-const opts = (mode: string, extra: Partial<SolveOptions> = {}): SolveOptions => ({ apiKey: KEY, baseUrl: `${svcBase}/${mode}`, pollMs: 40, timeoutMs: 5000, ...extra });
+const opts = (mode: string, extra: Partial<SolveOptions> = {}): SolveOptions => ({
+  apiKey: KEY,
+  baseUrl: `${svcBase}/${mode}`,
+  pollMs: 40,
+  timeoutMs: 5000,
+  ...extra,
+});
 
 /** The rejection of `p`, checked to be an Error that does not carry the key anywhere. */
 async function rejection(p: Promise<unknown>): Promise<Error> {
@@ -169,11 +180,26 @@ describe('solveCaptcha against a fake 2captcha-compatible service', () => {
 
   it('sends the fields of each kind (v2 invisible, v3 with version and action, hCaptcha, Turnstile)', async () => {
     const cases: [CaptchaFound, Record<string, string>][] = [
-      [{ ...V2, invisible: true }, { method: 'userrecaptcha', googlekey: V2.sitekey, invisible: '1' }],
-      [{ kind: 'recaptcha_v3', sitekey: '6Lc-v3', pageUrl: 'https://a.example/', action: 'login' }, { method: 'userrecaptcha', googlekey: '6Lc-v3', version: 'v3', action: 'login' }],
-      [{ kind: 'recaptcha_v3', sitekey: '6Lc-v3', pageUrl: 'https://a.example/' }, { method: 'userrecaptcha', googlekey: '6Lc-v3', version: 'v3', action: 'verify' }],
-      [{ kind: 'hcaptcha', sitekey: 'hc-key', pageUrl: 'https://b.example/' }, { method: 'hcaptcha', sitekey: 'hc-key' }],
-      [{ kind: 'turnstile', sitekey: '0x4AAAAAAAtest', pageUrl: 'https://c.example/', action: 'signin' }, { method: 'turnstile', sitekey: '0x4AAAAAAAtest', action: 'signin' }],
+      [
+        { ...V2, invisible: true },
+        { method: 'userrecaptcha', googlekey: V2.sitekey, invisible: '1' },
+      ],
+      [
+        { kind: 'recaptcha_v3', sitekey: '6Lc-v3', pageUrl: 'https://a.example/', action: 'login' },
+        { method: 'userrecaptcha', googlekey: '6Lc-v3', version: 'v3', action: 'login' },
+      ],
+      [
+        { kind: 'recaptcha_v3', sitekey: '6Lc-v3', pageUrl: 'https://a.example/' },
+        { method: 'userrecaptcha', googlekey: '6Lc-v3', version: 'v3', action: 'verify' },
+      ],
+      [
+        { kind: 'hcaptcha', sitekey: 'hc-key', pageUrl: 'https://b.example/' },
+        { method: 'hcaptcha', sitekey: 'hc-key' },
+      ],
+      [
+        { kind: 'turnstile', sitekey: '0x4AAAAAAAtest', pageUrl: 'https://c.example/', action: 'signin' },
+        { method: 'turnstile', sitekey: '0x4AAAAAAAtest', action: 'signin' },
+      ],
     ];
     for (const [found, want] of cases) {
       const before = submissions.length;
@@ -250,7 +276,11 @@ describe('solveCaptcha against a fake 2captcha-compatible service', () => {
     expect((await rejection(solveCaptcha(V2, opts('ok', { signal: pre.signal })))).name).toBe('AbortError');
     expect(submissions.length).toBe(before);
 
-    for (const [mode, pollMs] of [['hang-in', 40], ['hang-res', 40], ['slow', 10_000]] as const) {
+    for (const [mode, pollMs] of [
+      ['hang-in', 40],
+      ['hang-res', 40],
+      ['slow', 10_000],
+    ] as const) {
       const ctl = new AbortController();
       const started = Date.now();
       setTimeout(() => ctl.abort(), 150);
@@ -263,7 +293,9 @@ describe('solveCaptcha against a fake 2captcha-compatible service', () => {
   it('validates its inputs', async () => {
     expect((await rejection(solveCaptcha(V2, { apiKey: KEY, baseUrl: 'ftp://127.0.0.1/' }))).message).toMatch(/http\(s\)/);
     expect((await rejection(solveCaptcha(V2, { apiKey: KEY, baseUrl: 'not a url' }))).message).toMatch(/not a URL/);
-    expect((await rejection(solveCaptcha(V2, { apiKey: KEY, baseUrl: 'https://u:p@127.0.0.1/' }))).message).toMatch(/user name or password/);
+    expect((await rejection(solveCaptcha(V2, { apiKey: KEY, baseUrl: 'https://u:p@127.0.0.1/' }))).message).toMatch(
+      /user name or password/,
+    );
     expect((await rejection(solveCaptcha(V2, { apiKey: '', baseUrl: svcBase }))).message).toMatch(/captchaApiKey/);
     expect((await rejection(solveCaptcha({ ...V2, sitekey: '' }, opts('ok')))).message).toMatch(/site key/);
     expect((await rejection(solveCaptcha({ ...V2, kind: 'funcaptcha' as never }, opts('ok')))).message).toMatch(/Unknown CAPTCHA kind/);
@@ -362,14 +394,24 @@ describe.skipIf(!have)('DETECT_CAPTCHA and INJECT_TOKEN in Chromium', () => {
     await open('/recaptcha');
     expect(await run(DETECT_CAPTCHA)).toEqual({ kind: 'recaptcha_v2', sitekey: '6Lc-v2-page', pageUrl: `${origin}/recaptcha` });
     await open('/recaptcha-invisible');
-    expect(await run(DETECT_CAPTCHA)).toEqual({ kind: 'recaptcha_v2', sitekey: '6Lc-v2-inv', pageUrl: `${origin}/recaptcha-invisible`, invisible: true });
+    expect(await run(DETECT_CAPTCHA)).toEqual({
+      kind: 'recaptcha_v2',
+      sitekey: '6Lc-v2-inv',
+      pageUrl: `${origin}/recaptcha-invisible`,
+      invisible: true,
+    });
   });
 
   it('detects reCAPTCHA v2 from its iframe (k=), and v3 from api.js?render= (its badge frame is not a v2 widget)', async () => {
     await open('/recaptcha-frame');
     expect(await run(DETECT_CAPTCHA)).toEqual({ kind: 'recaptcha_v2', sitekey: '6Lc-frame-key', pageUrl: `${origin}/recaptcha-frame` });
     await open('/recaptcha-v3');
-    expect(await run(DETECT_CAPTCHA)).toEqual({ kind: 'recaptcha_v3', sitekey: '6Lc-v3-key', pageUrl: `${origin}/recaptcha-v3`, action: 'submit_form' });
+    expect(await run(DETECT_CAPTCHA)).toEqual({
+      kind: 'recaptcha_v3',
+      sitekey: '6Lc-v3-key',
+      pageUrl: `${origin}/recaptcha-v3`,
+      action: 'submit_form',
+    });
     await open('/recaptcha-explicit');
     expect(await run(DETECT_CAPTCHA)).toBeNull();
   });
@@ -380,7 +422,13 @@ describe.skipIf(!have)('DETECT_CAPTCHA and INJECT_TOKEN in Chromium', () => {
     await open('/hcaptcha-frame');
     expect(await run(DETECT_CAPTCHA)).toEqual({ kind: 'hcaptcha', sitekey: 'hc-frame-key', pageUrl: `${origin}/hcaptcha-frame` });
     await open('/turnstile');
-    expect(await run(DETECT_CAPTCHA)).toEqual({ kind: 'turnstile', sitekey: '0x4AAAAAAAts-page', pageUrl: `${origin}/turnstile`, action: 'login', data: 'sess-1' });
+    expect(await run(DETECT_CAPTCHA)).toEqual({
+      kind: 'turnstile',
+      sitekey: '0x4AAAAAAAts-page',
+      pageUrl: `${origin}/turnstile`,
+      action: 'login',
+      data: 'sess-1',
+    });
     await open('/turnstile-frame');
     expect(await run(DETECT_CAPTCHA)).toEqual({ kind: 'turnstile', sitekey: '0x4AAAAAAAframe-key', pageUrl: `${origin}/turnstile-frame` });
   });
@@ -401,21 +449,25 @@ describe.skipIf(!have)('DETECT_CAPTCHA and INJECT_TOKEN in Chromium', () => {
     await open('/hcaptcha');
     const r = await run<InjectResult>(INJECT_TOKEN, { kind: 'hcaptcha', token: 'tok-hc' });
     expect(r).toEqual({ filled: 2, callback: 'hc.done' });
-    expect(await js(`({
+    expect(
+      await js(`({
       solved: window.hSolved,
       h: document.querySelector('.h-captcha textarea[name="h-captcha-response"]')?.value,
       g: document.querySelector('.h-captcha textarea[name="g-recaptcha-response"]')?.value,
-    })`)).toEqual({ solved: 'tok-hc', h: 'tok-hc', g: 'tok-hc' });
+    })`),
+    ).toEqual({ solved: 'tok-hc', h: 'tok-hc', g: 'tok-hc' });
   });
 
   it('Turnstile: fills cf-turnstile-response (or the field the widget names) and calls data-callback', async () => {
     await open('/turnstile');
     expect(await run<InjectResult>(INJECT_TOKEN, { kind: 'turnstile', token: 'tok-ts' })).toEqual({ filled: 1, callback: 'tsDone' });
-    expect(await js(`({
+    expect(
+      await js(`({
       solved: window.tSolved,
       v: document.querySelector('form input[name="cf-turnstile-response"]')?.value,
       form: new FormData(document.querySelector('form')).get('cf-turnstile-response'),
-    })`)).toEqual({ solved: 'tok-ts', v: 'tok-ts', form: 'tok-ts' });
+    })`),
+    ).toEqual({ solved: 'tok-ts', v: 'tok-ts', form: 'tok-ts' });
 
     await open('/turnstile-named');
     expect(await run<InjectResult>(INJECT_TOKEN, { kind: 'turnstile', token: 'tok-named' })).toEqual({ filled: 1, callback: null });
@@ -425,10 +477,16 @@ describe.skipIf(!have)('DETECT_CAPTCHA and INJECT_TOKEN in Chromium', () => {
   it('reCAPTCHA rendered by script: the callback kept in ___grecaptcha_cfg; a throwing callback is reported', async () => {
     await open('/recaptcha-cfg');
     expect(await run<InjectResult>(INJECT_TOKEN, { kind: 'recaptcha_v2', token: 'tok-cfg' })).toEqual({ filled: 1, callback: 'viaCfg' });
-    expect(await js(`({ solved: window.cfgSolved, form: new FormData(document.querySelector('form')).get('g-recaptcha-response') })`)).toEqual({ solved: 'tok-cfg', form: 'tok-cfg' });
+    expect(
+      await js(`({ solved: window.cfgSolved, form: new FormData(document.querySelector('form')).get('g-recaptcha-response') })`),
+    ).toEqual({ solved: 'tok-cfg', form: 'tok-cfg' });
 
     await open('/throwing-callback');
-    expect(await run<InjectResult>(INJECT_TOKEN, { kind: 'recaptcha_v2', token: 't' })).toEqual({ filled: 1, callback: 'bad', callbackError: 'page bug' });
+    expect(await run<InjectResult>(INJECT_TOKEN, { kind: 'recaptcha_v2', token: 't' })).toEqual({
+      filled: 1,
+      callback: 'bad',
+      callbackError: 'page bug',
+    });
   });
 
   it('full flow: detect → solve with the fake service → inject; the page callback and the form get the token', async () => {
@@ -437,7 +495,11 @@ describe.skipIf(!have)('DETECT_CAPTCHA and INJECT_TOKEN in Chromium', () => {
     expect(found).not.toBeNull();
     const before = submissions.length;
     const token = await solveCaptcha(found!, opts('ok', { pollMs: 30 }));
-    expect(submissions[before]!.fields).toMatchObject({ method: 'userrecaptcha', googlekey: '6Lc-v2-page', pageurl: `${origin}/recaptcha` });
+    expect(submissions[before]!.fields).toMatchObject({
+      method: 'userrecaptcha',
+      googlekey: '6Lc-v2-page',
+      pageurl: `${origin}/recaptcha`,
+    });
     const r = await run<InjectResult>(INJECT_TOKEN, { kind: found!.kind, token });
     expect(r).toEqual({ filled: 1, callback: 'onSolved' });
     const state = await js(`({

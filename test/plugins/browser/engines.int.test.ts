@@ -10,15 +10,36 @@ import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launch, type BrowserDriver, type EngineId, type LaunchOptions, type SideEffect, type Viewport } from '../../../plugins/browser/src/driver.js';
+import {
+  launch,
+  type BrowserDriver,
+  type EngineId,
+  type LaunchOptions,
+  type SideEffect,
+  type Viewport,
+} from '../../../plugins/browser/src/driver.js';
 import { rm, tmp, waitFor } from '../../helpers.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const have = existsSync(CHROMIUM);
 if (!have) console.warn(`browser engine tests skipped: ${CHROMIUM} is missing (apt-get install chromium)`);
 
-const DESKTOP: Viewport = { width: 1280, height: 800, deviceScaleFactor: 1, isMobile: false, hasTouch: false, userAgent: 'Mozilla/5.0 (X11; Linux x86_64) KeelTest/1.0 Chrome/150.0.0.0 Safari/537.36' };
-const MOBILE: Viewport = { width: 375, height: 812, deviceScaleFactor: 2, isMobile: true, hasTouch: true, userAgent: 'Mozilla/5.0 (Linux; Android 14; Pixel 8) KeelTest/1.0 Chrome/150.0.0.0 Mobile Safari/537.36' };
+const DESKTOP: Viewport = {
+  width: 1280,
+  height: 800,
+  deviceScaleFactor: 1,
+  isMobile: false,
+  hasTouch: false,
+  userAgent: 'Mozilla/5.0 (X11; Linux x86_64) KeelTest/1.0 Chrome/150.0.0.0 Safari/537.36',
+};
+const MOBILE: Viewport = {
+  width: 375,
+  height: 812,
+  deviceScaleFactor: 2,
+  isMobile: true,
+  hasTouch: true,
+  userAgent: 'Mozilla/5.0 (Linux; Android 14; Pixel 8) KeelTest/1.0 Chrome/150.0.0.0 Mobile Safari/537.36',
+};
 const RESOLVER = '--host-resolver-rules=MAP *.test 127.0.0.1';
 const INIT = `Object.defineProperty(window, '__keelInit', { value: 42 }); Object.defineProperty(Navigator.prototype, 'webdriver', { get: () => undefined, configurable: true });`;
 
@@ -35,8 +56,10 @@ const PAGES: Record<string, (port: number) => string> = {
     <textarea id="ta"></textarea>
     <input id="pre" value="pre"><input id="mail" type="email" value="a@b"><div id="ce" contenteditable="true">ce</div>
     <label id="wrap">Wrapped <span><input id="inner"></span></label>`,
-  '/submitted': () => `<!doctype html><title>Submitted</title><p id="q"></p><script>document.getElementById('q').textContent = location.search;</script>`,
-  '/late': () => `<!doctype html><title>Late</title><script>setTimeout(() => { const b = document.createElement('b'); b.id = 'late'; b.textContent = 'late'; document.body.append(b); }, 400);</script>`,
+  '/submitted': () =>
+    `<!doctype html><title>Submitted</title><p id="q"></p><script>document.getElementById('q').textContent = location.search;</script>`,
+  '/late': () =>
+    `<!doctype html><title>Late</title><script>setTimeout(() => { const b = document.createElement('b'); b.id = 'late'; b.textContent = 'late'; document.body.append(b); }, 400);</script>`,
   '/api-page': () => `<!doctype html><title>API</title><script>
     console.error('boom');
     fetch('/api/x').then((r) => r.json()).then((j) => { window.api = j; });
@@ -47,13 +70,16 @@ const PAGES: Record<string, (port: number) => string> = {
     <img src="http://cdn.test:${port}/ok.gif">
     <img src="/redir">
     <script>fetch('http://tracker.test:${port}/beacon', { mode: 'no-cors' }).catch(() => {});</script>`,
-  '/popup': (port) => `<!doctype html><title>Popup</title><a id="pop" target="_blank" href="http://tracker.test:${port}/popup-target">open</a>
+  '/popup': (
+    port,
+  ) => `<!doctype html><title>Popup</title><a id="pop" target="_blank" href="http://tracker.test:${port}/popup-target">open</a>
     <a id="pop-redir" target="_blank" href="/redir-popup">open via a redirect</a>`,
   '/deep': (port) => `<!doctype html><title>Deep</title>
     <iframe src="http://cdn.test:${port}/frame"></iframe>
     <script>new Worker('/worker.js');</script>`,
   '/frame': (port) => `<!doctype html><img src="http://tracker.test:${port}/from-frame.gif">`,
-  '/init': () => `<!doctype html><title>Init</title><script>window.seenInit = typeof window.__keelInit === 'number' ? window.__keelInit : null;</script>`,
+  '/init': () =>
+    `<!doctype html><title>Init</title><script>window.seenInit = typeof window.__keelInit === 'number' ? window.__keelInit : null;</script>`,
   '/vp': () => `<!doctype html><meta name="viewport" content="width=device-width, initial-scale=1"><title>Viewport</title><p>viewport</p>`,
   '/csp': () => `<!doctype html><title>CSP</title><p>csp</p>`,
   '/sw': () => `<!doctype html><title>SW</title><script>
@@ -111,9 +137,23 @@ function options(engine: EngineId, rec: Recorded, extra: Partial<LaunchOptions> 
 
 /** A Chromium with its CDP server, for engineC. */
 async function startCdpBrowser(dir: string): Promise<{ proc: ChildProcess; endpoint: string }> {
-  const proc = spawn(CHROMIUM, ['--remote-debugging-port=0', '--headless=new', '--no-sandbox', `--user-data-dir=${dir}`, '--no-first-run', '--disable-gpu', '--disable-dev-shm-usage', RESOLVER, 'about:blank'], {
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
+  const proc = spawn(
+    CHROMIUM,
+    [
+      '--remote-debugging-port=0',
+      '--headless=new',
+      '--no-sandbox',
+      `--user-data-dir=${dir}`,
+      '--no-first-run',
+      '--disable-gpu',
+      '--disable-dev-shm-usage',
+      RESOLVER,
+      'about:blank',
+    ],
+    {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    },
+  );
   const endpoint = await new Promise<string>((resolve, reject) => {
     let err = '';
     const timer = setTimeout(() => reject(new Error(`no DevTools endpoint from chromium:\n${err}`)), 15_000);
@@ -143,7 +183,10 @@ async function stopProcess(proc: ChildProcess | undefined): Promise<void> {
   clearTimeout(timer);
 }
 
-const isPng = (path: string) => readFileSync(path).subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]));
+const isPng = (path: string) =>
+  readFileSync(path)
+    .subarray(0, 8)
+    .equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]));
 
 describe.skipIf(!have)('browser engine drivers', () => {
   beforeAll(async () => {
@@ -241,12 +284,11 @@ describe.skipIf(!have)('browser engine drivers', () => {
       await d.type('#mail', '.c');
       await d.type('#ce', '!');
       await d.type('#wrap', 'in');
-      expect(await d.evaluate('() => [document.querySelector("#pre").value, document.querySelector("#mail").value, document.querySelector("#ce").textContent, document.querySelector("#inner").value]')).toEqual([
-        'preX',
-        'a@b.c',
-        'ce!',
-        'in',
-      ]);
+      expect(
+        await d.evaluate(
+          '() => [document.querySelector("#pre").value, document.querySelector("#mail").value, document.querySelector("#ce").textContent, document.querySelector("#inner").value]',
+        ),
+      ).toEqual(['preX', 'a@b.c', 'ce!', 'in']);
       await d.type('#name', 'Ada', 0);
       await d.type('#name', ' L', 20);
       expect(await d.evaluate('() => document.querySelector("#name").value')).toBe('Ada L');
@@ -258,11 +300,11 @@ describe.skipIf(!have)('browser engine drivers', () => {
       expect(await d.evaluate('() => document.querySelector("#color").value')).toBe('g');
 
       await d.hover('#hov');
-      expect(await d.evaluate('() => [window.hovered === true, document.querySelector("#hov").matches(":hover"), getComputedStyle(document.querySelector("#hov")).color]')).toEqual([
-        true,
-        true,
-        'rgb(255, 0, 0)',
-      ]);
+      expect(
+        await d.evaluate(
+          '() => [window.hovered === true, document.querySelector("#hov").matches(":hover"), getComputedStyle(document.querySelector("#hov")).color]',
+        ),
+      ).toEqual([true, true, 'rgb(255, 0, 0)']);
     });
 
     it('presses keys and combinations; Enter submits the form', async () => {
@@ -271,14 +313,19 @@ describe.skipIf(!have)('browser engine drivers', () => {
       await d.press('Shift+Enter');
       await d.type('#ta', 'two');
       await d.press('Control+A');
-      expect(await d.evaluate('() => { const t = document.querySelector("#ta"); return [t.value, t.selectionStart, t.selectionEnd]; }')).toEqual(['one\ntwo', 0, 7]);
+      expect(
+        await d.evaluate('() => { const t = document.querySelector("#ta"); return [t.value, t.selectionStart, t.selectionEnd]; }'),
+      ).toEqual(['one\ntwo', 0, 7]);
       await d.press('Backspace');
       expect(await d.evaluate('() => document.querySelector("#ta").value')).toBe('');
 
       await d.type('#name', 'Grace');
       await d.press('Enter');
       await waitFor(() => d.url().includes('/submitted'), 'the form submission');
-      await waitFor(async () => (await d.evaluate<string>('() => document.querySelector("#q")?.textContent ?? ""')).includes('name=Grace'), 'the submitted page');
+      await waitFor(
+        async () => (await d.evaluate<string>('() => document.querySelector("#q")?.textContent ?? ""')).includes('name=Grace'),
+        'the submitted page',
+      );
       await expect(d.press('NoSuchKey')).rejects.toThrow();
     });
 
@@ -295,7 +342,9 @@ describe.skipIf(!have)('browser engine drivers', () => {
     it('evaluates function sources with an argument, awaiting promises, also under a strict CSP', async () => {
       await d.goto(`${base}/`);
       expect(await d.evaluate('(a) => a.x + a.y', { x: 2, y: 3 })).toBe(5);
-      expect(await d.evaluate('async (n) => { await new Promise((r) => setTimeout(r, 10)); return { n, t: document.title }; }', 7)).toEqual({ n: 7, t: 'Home' });
+      expect(await d.evaluate('async (n) => { await new Promise((r) => setTimeout(r, 10)); return { n, t: document.title }; }', 7)).toEqual(
+        { n: 7, t: 'Home' },
+      );
       expect(await d.evaluate('() => 1 // a trailing comment')).toBe(1);
       expect(await d.evaluate('function (s) { return s.toUpperCase(); }', 'a\u2028"b"')).toBe('A\u2028"B"');
       await expect(d.evaluate('() => { throw new Error("nope"); }')).rejects.toThrow(/nope/);
@@ -378,7 +427,12 @@ describe.skipIf(!have)('browser engine drivers', () => {
       await d.goto(`${base}/api-page`);
       await waitFor(() => rec.xhr.find((x) => x.url === `${base}/api/x`), 'the fetch');
       await waitFor(() => rec.console.find((m) => m.text === 'boom'), 'the console error');
-      expect(rec.xhr.find((x) => x.url === `${base}/api/x`)).toEqual({ method: 'GET', url: `${base}/api/x`, status: 200, resourceType: 'fetch' });
+      expect(rec.xhr.find((x) => x.url === `${base}/api/x`)).toEqual({
+        method: 'GET',
+        url: `${base}/api/x`,
+        status: 200,
+        resourceType: 'fetch',
+      });
       const boom = rec.console.find((m) => m.text === 'boom')!;
       expect(boom.type).toBe('error');
       expect(boom.url).toContain('/api-page');
@@ -401,7 +455,9 @@ describe.skipIf(!have)('browser engine drivers', () => {
       await d.goto(`${base}/vp`);
       await d.setViewport(MOBILE);
       expect(d.url()).toBe(`${base}/vp`);
-      const m = await d.evaluate<{ w: number; ua: string; touch: number; dpr: number }>('() => ({ w: window.innerWidth, ua: navigator.userAgent, touch: navigator.maxTouchPoints, dpr: window.devicePixelRatio })');
+      const m = await d.evaluate<{ w: number; ua: string; touch: number; dpr: number }>(
+        '() => ({ w: window.innerWidth, ua: navigator.userAgent, touch: navigator.maxTouchPoints, dpr: window.devicePixelRatio })',
+      );
       expect(m).toEqual({ w: 375, ua: MOBILE.userAgent, touch: expect.any(Number), dpr: 2 });
       expect(m.touch).toBeGreaterThan(0);
       expect(d.connected()).toBe(true);
@@ -414,7 +470,11 @@ describe.skipIf(!have)('browser engine drivers', () => {
 
       await d.goto(`${base}/vp`);
       await d.setViewport({ ...DESKTOP, width: 1024 });
-      expect(await d.evaluate('() => [window.innerWidth, navigator.userAgent, window.devicePixelRatio]')).toEqual([1024, DESKTOP.userAgent, 1]);
+      expect(await d.evaluate('() => [window.innerWidth, navigator.userAgent, window.devicePixelRatio]')).toEqual([
+        1024,
+        DESKTOP.userAgent,
+        1,
+      ]);
       await d.setViewport(DESKTOP);
       expect(await d.evaluate('() => window.innerWidth')).toBe(1280);
     });
@@ -480,7 +540,9 @@ describe.skipIf(!have)('browser engine drivers', () => {
     });
 
     it('refuses to start without an executable, naming the setting', async () => {
-      await expect(launch(options(engine, { console: [], xhr: [] }, { executablePath: undefined }))).rejects.toThrow(/browserExecutablePath/);
+      await expect(launch(options(engine, { console: [], xhr: [] }, { executablePath: undefined }))).rejects.toThrow(
+        /browserExecutablePath/,
+      );
     });
 
     it('notices a browser that died', async () => {
@@ -519,8 +581,12 @@ describe.skipIf(!have)('browser engine drivers', () => {
   });
 
   it('engineC needs a usable endpoint', async () => {
-    await expect(launch(options('engineC', { console: [], xhr: [] }, { executablePath: undefined, endpoint: undefined }))).rejects.toThrow(/browserCdpEndpoint/);
-    await expect(launch(options('engineC', { console: [], xhr: [] }, { executablePath: undefined, endpoint: 'localhost:9222' }))).rejects.toThrow(/CDP endpoint/);
+    await expect(launch(options('engineC', { console: [], xhr: [] }, { executablePath: undefined, endpoint: undefined }))).rejects.toThrow(
+      /browserCdpEndpoint/,
+    );
+    await expect(
+      launch(options('engineC', { console: [], xhr: [] }, { executablePath: undefined, endpoint: 'localhost:9222' })),
+    ).rejects.toThrow(/CDP endpoint/);
   });
 });
 

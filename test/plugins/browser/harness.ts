@@ -25,7 +25,10 @@ export const DOWNLOAD_BYTES = Buffer.from('keel download fixture\n'.repeat(100))
 
 /** About 70,000 tokens of page: 1,500 paragraphs and 1,200 links. */
 function bigPage(): string {
-  const words = 'alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa quebec romeo sierra tango'.split(' ');
+  const words =
+    'alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa quebec romeo sierra tango'.split(
+      ' ',
+    );
   const para = (i: number) => Array.from({ length: 30 }, (_, j) => words[(i * 7 + j * 3) % words.length]).join(' ');
   const parts: string[] = ['<!doctype html><title>Big</title><h1>Big page</h1><button id="top">Top button</button>'];
   for (let i = 0; i < 1500; i++) parts.push(`<p>Paragraph ${i}: ${para(i)}.</p>${i < 1200 ? `<a href="/item/${i}">Item ${i}</a>` : ''}`);
@@ -103,11 +106,16 @@ export async function startFixtures(): Promise<Fixture> {
   const server: Server = createServer((req, res) => {
     const u = new URL(req.url ?? '/', 'http://x');
     if (u.pathname === '/file.bin') {
-      res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-disposition': 'attachment; filename="report.bin"', 'content-length': DOWNLOAD_BYTES.length });
+      res.writeHead(200, {
+        'content-type': 'application/octet-stream',
+        'content-disposition': 'attachment; filename="report.bin"',
+        'content-length': DOWNLOAD_BYTES.length,
+      });
       return void res.end(DOWNLOAD_BYTES);
     }
     if (u.pathname === '/api/ping') return void res.writeHead(200, { 'content-type': 'application/json' }).end('{"pong":true}');
-    if (u.pathname === '/missing') return void res.writeHead(404, { 'content-type': 'text/html' }).end('<!doctype html><title>Not found</title><h1>404 Not Found</h1>');
+    if (u.pathname === '/missing')
+      return void res.writeHead(404, { 'content-type': 'text/html' }).end('<!doctype html><title>Not found</title><h1>404 Not Found</h1>');
     const page = PAGES[u.pathname];
     const headers: Record<string, string> = { 'content-type': 'text/html; charset=utf-8' };
     if (u.pathname === '/set-cookie') headers['set-cookie'] = 'keel=kept; Max-Age=86400; Path=/';
@@ -166,7 +174,10 @@ export async function bootBrowser(config: Record<string, unknown>): Promise<Boot
   process.env.TMPDIR = tmpdir;
   delete process.env.DISPLAY;
   const fake = installFakeProvider(home);
-  writeFileSync(join(home, 'keel.config.yaml'), `${JSON.stringify({ llmProvider: 'fake', modelName: 'fake-model', webAllowPrivateNetwork: true, browserTimeoutMs: 5000, adminUsers: { chatA: ['1'] }, ...config }, null, 2)}\n`);
+  writeFileSync(
+    join(home, 'keel.config.yaml'),
+    `${JSON.stringify({ llmProvider: 'fake', modelName: 'fake-model', webAllowPrivateNetwork: true, browserTimeoutMs: 5000, adminUsers: { chatA: ['1'] }, ...config }, null, 2)}\n`,
+  );
   const all = await discoverBuiltins(join(ROOT, 'plugins'));
   const pick = (id: string) => all.find((c) => c.id === id)!;
   const kernel = await startKernel({
@@ -206,7 +217,19 @@ export async function startCdpChromium(): Promise<{ endpoint: string; proc: Chil
   const profile = mkdtempSync('/tmp/kc-');
   const proc = spawn(
     CHROMIUM,
-    ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--hide-scrollbars', '--remote-debugging-port=0', `--user-data-dir=${profile}`, 'about:blank'],
+    [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--hide-scrollbars',
+      '--remote-debugging-port=0',
+      `--user-data-dir=${profile}`,
+      'about:blank',
+    ],
     { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, TMPDIR: profile } },
   );
   const endpoint = await new Promise<string>((resolve, reject) => {
@@ -234,6 +257,7 @@ export async function startCdpChromium(): Promise<{ endpoint: string; proc: Chil
 
 /** Width and height from a PNG's IHDR chunk (throws when it is not a PNG). */
 export function pngSize(buf: Buffer): { width: number; height: number } {
-  if (buf.subarray(0, 8).toString('hex') !== '89504e470d0a1a0a' || buf.subarray(12, 16).toString('ascii') !== 'IHDR') throw new Error('not a PNG');
+  if (buf.subarray(0, 8).toString('hex') !== '89504e470d0a1a0a' || buf.subarray(12, 16).toString('ascii') !== 'IHDR')
+    throw new Error('not a PNG');
   return { width: buf.readUInt32BE(16), height: buf.readUInt32BE(20) };
 }

@@ -8,7 +8,17 @@ import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { encode } from 'gpt-tokenizer';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bootBrowser, DOWNLOAD_BYTES, haveChromium, pngSize, startCdpChromium, startFixtures, stranger, type Booted, type Fixture } from './harness.js';
+import {
+  bootBrowser,
+  DOWNLOAD_BYTES,
+  haveChromium,
+  pngSize,
+  startCdpChromium,
+  startFixtures,
+  stranger,
+  type Booted,
+  type Fixture,
+} from './harness.js';
 
 if (!haveChromium) console.warn('browser parity suite skipped: /usr/bin/chromium is missing (apt-get install chromium)');
 
@@ -33,9 +43,21 @@ describe.skipIf(!haveChromium).each(['engineA', 'engineB', 'engineC'] as const)(
 
   it('navigates: state, title, URL and the numbered elements of SPEC, passwords masked, outline, untrusted', async () => {
     const out = await ok('browser_navigate', { url: `${fx.base}/form` });
-    expect(out.split('\n').slice(0, 4)).toEqual([`[untrusted page content from ${fx.base}/form]`, 'Page: Form', `URL: ${fx.base}/form`, 'State: ok']);
+    expect(out.split('\n').slice(0, 4)).toEqual([
+      `[untrusted page content from ${fx.base}/form]`,
+      'Page: Form',
+      `URL: ${fx.base}/form`,
+      'State: ok',
+    ]);
     expect(out).toContain(
-      ['Interactive elements:', '[1] textbox: Email', '[2] input password: Secret (value=***)', '[3] select: Country (selected=France)',  '[4] checkbox: News', '[5] button: Send'].join('\n'),
+      [
+        'Interactive elements:',
+        '[1] textbox: Email',
+        '[2] input password: Secret (value=***)',
+        '[3] select: Country (selected=France)',
+        '[4] checkbox: News',
+        '[5] button: Send',
+      ].join('\n'),
     );
     expect(out).toMatch(/Outline:\n# Contact\nHover target/); // the <label> text is [1]'s label, not repeated
     expect(out).not.toContain('hunter2');
@@ -45,7 +67,9 @@ describe.skipIf(!haveChromium).each(['engineA', 'engineB', 'engineC'] as const)(
     await ok('browser_navigate', { url: `${fx.base}/form` });
     expect(await ok('browser_type', { selector_or_ref: 1, text: 'a@b.c' })).toMatch(/^Typed 5 character\(s\) into \[1\] textbox "Email"\./);
     expect(await ok('browser_type', { selector_or_ref: '#email', text: 'd', slow: true })).toContain('(slowly, 100 ms per character)');
-    expect(await ok('browser_select', { selector: 'select[name=country]', value: 'Germany' })).toMatch(/^Selected "Germany" in select .* \(value de\)\./);
+    expect(await ok('browser_select', { selector: 'select[name=country]', value: 'Germany' })).toMatch(
+      /^Selected "Germany" in select .* \(value de\)\./,
+    );
     const click = await ok('browser_click', { selector_or_ref: '[5]' });
     expect(click).toMatch(/^Clicked \[5\] button "Send"\.\nThe page navigated to .*\/done\?email=a%40b\.cd&pw=hunter2&country=de/);
     expect(await ok('browser_back')).toBe(`Went back. Now at ${fx.base}/form.`);
@@ -81,14 +105,18 @@ describe.skipIf(!haveChromium).each(['engineA', 'engineB', 'engineC'] as const)(
     // [1] Refresh re-renders the app: new nodes, another order
     await ok('browser_click', { selector_or_ref: 1 });
     expect(await js('window.refreshed')).toBe(1);
-    expect(await ok('browser_click', { selector_or_ref: 2 })).toMatch(/^Clicked \[2\] button "Save" \(found again after the page re-rendered\)\./);
+    expect(await ok('browser_click', { selector_or_ref: 2 })).toMatch(
+      /^Clicked \[2\] button "Save" \(found again after the page re-rendered\)\./,
+    );
     expect(await js('window.saved')).toBe(1);
 
     expect(await ok('browser_examine_page')).toContain('[1] button: Intro\n[2] button: Refresh\n[3] button: Save');
     await js('(render(["Save", "Save"]), 0)');
     const ambiguous = await b.run('browser_click', { selector_or_ref: 3 });
     expect(ambiguous).toMatchObject({ success: false });
-    expect(ambiguous.result).toMatch(/\[3\] button: Save is no longer one element: the page now has 2 button elements labelled "Save".*Nothing was done\./s);
+    expect(ambiguous.result).toMatch(
+      /\[3\] button: Save is no longer one element: the page now has 2 button elements labelled "Save".*Nothing was done\./s,
+    );
     expect(ambiguous.result).toContain('Fresh snapshot (the numbers below replace the old ones):');
     expect(ambiguous.result).toContain('[1] button: Save\n[2] button: Save');
     expect(await js('window.saved')).toBe(1);
@@ -119,7 +147,9 @@ describe.skipIf(!haveChromium).each(['engineA', 'engineB', 'engineC'] as const)(
 
   it('reports a new tab (adopted as the page), a download, a dialog and a file chooser', async () => {
     await ok('browser_navigate', { url: `${fx.base}/popup` });
-    expect(await ok('browser_click', { selector_or_ref: 1 })).toContain(`A new tab opened and is now the current page: ${fx.base}/popup-target`);
+    expect(await ok('browser_click', { selector_or_ref: 1 })).toContain(
+      `A new tab opened and is now the current page: ${fx.base}/popup-target`,
+    );
     expect(await ok('browser_examine_page')).toContain('Page: New tab');
 
     await ok('browser_navigate', { url: `${fx.base}/download` });
@@ -134,7 +164,9 @@ describe.skipIf(!haveChromium).each(['engineA', 'engineB', 'engineC'] as const)(
     expect(direct).toMatch(new RegExp(`saved to ${join(b.home, 'downloads')}/report(-\\d+)?\\.bin \\(${DOWNLOAD_BYTES.length} bytes\\)`));
 
     await ok('browser_navigate', { url: `${fx.base}/dialog` });
-    expect(await ok('browser_click', { selector_or_ref: 1 })).toContain('A confirm dialog said "Really delete?"; it was accepted (browserDialogPolicy).');
+    expect(await ok('browser_click', { selector_or_ref: 1 })).toContain(
+      'A confirm dialog said "Really delete?"; it was accepted (browserDialogPolicy).',
+    );
     expect(await js('window.answer')).toBe(true);
 
     const file = await ok('browser_navigate', { url: `${fx.base}/file` });
@@ -150,9 +182,13 @@ describe.skipIf(!haveChromium).each(['engineA', 'engineB', 'engineC'] as const)(
     await new Promise((r) => closed.close(r));
     const refused = await b.run('browser_navigate', { url: `http://127.0.0.1:${port}/` });
     expect(refused, refused.result).toMatchObject({ success: false });
-    expect(refused.result, refused.result).toMatch(new RegExp(`State: network error\nCould not open http://127\\.0\\.0\\.1:${port}/: .*ERR_CONNECTION_REFUSED`));
+    expect(refused.result, refused.result).toMatch(
+      new RegExp(`State: network error\nCould not open http://127\\.0\\.0\\.1:${port}/: .*ERR_CONNECTION_REFUSED`),
+    );
     expect(await ok('browser_navigate', { url: `${fx.base}/login` })).toContain('State: login wall');
-    expect(await ok('browser_navigate', { url: `${fx.base}/captcha` })).toMatch(/State: bot challenge or CAPTCHA\nNote: CAPTCHA blocked navigation: call browser_solve_captcha/);
+    expect(await ok('browser_navigate', { url: `${fx.base}/captcha` })).toMatch(
+      /State: bot challenge or CAPTCHA\nNote: CAPTCHA blocked navigation: call browser_solve_captcha/,
+    );
   });
 
   it('keeps a 70,000-token page within the budget, viewport first, with a marker and the rest on the next examine', async () => {
@@ -161,7 +197,9 @@ describe.skipIf(!haveChromium).each(['engineA', 'engineB', 'engineC'] as const)(
     expect(out.length).toBeLessThanOrEqual(4000); // the agent's cut of a tool result: the marker survives it
     expect(out).toContain('[1] button: Top button');
     expect(out).toContain('# Big page');
-    expect(out).toMatch(/\[truncated: \d+ more interactive element\(s\) and \d+ more line\(s\) of text .* Call browser_examine_page again for the rest/);
+    expect(out).toMatch(
+      /\[truncated: \d+ more interactive element\(s\) and \d+ more line\(s\) of text .* Call browser_examine_page again for the rest/,
+    );
     expect(out).not.toContain('Bottom button');
     const part2 = await ok('browser_examine_page');
     expect(part2).toContain('(part 2: what the previous snapshot left out comes first)');
@@ -182,7 +220,9 @@ describe.skipIf(!haveChromium).each(['engineA', 'engineB', 'engineC'] as const)(
   it('runs JavaScript (JSON result) and, for an admin only, a script with page and browser', async () => {
     await ok('browser_navigate', { url: `${fx.base}/` });
     expect(await ok('browser_run_js', { script: '({ a: 1 + 1, t: document.title })' })).toBe('{"a":2,"t":"Home"}');
-    expect(await ok('browser_run_script', { code: 'console.log("hi"); return (await page.title()) + (browser ? "+browser" : "");' })).toBe('Output:\nhi\nResult: "Home+browser"');
+    expect(await ok('browser_run_script', { code: 'console.log("hi"); return (await page.title()) + (browser ? "+browser" : "");' })).toBe(
+      'Output:\nhi\nResult: "Home+browser"',
+    );
     expect(await b.run('browser_run_script', { code: 'return 1' }, stranger)).toMatchObject({ success: false, code: 'KEEL_E_FORBIDDEN' });
   });
 
@@ -198,7 +238,11 @@ describe.skipIf(!haveChromium).each(['engineA', 'engineB', 'engineC'] as const)(
   it('switches to the mobile viewport of SPEC and back to desktop', async () => {
     expect(await ok('set_viewport_mode', { mode: 'mobile' })).toMatch(/^Viewport mobile: 375x812, scale 2, touch on/);
     await ok('browser_navigate', { url: `${fx.base}/vp` });
-    expect(await js('({ w: innerWidth, dpr: devicePixelRatio, mobile: /Mobile/.test(navigator.userAgent), touch: navigator.maxTouchPoints > 0 })')).toEqual({ w: 375, dpr: 2, mobile: true, touch: true });
+    expect(
+      await js(
+        '({ w: innerWidth, dpr: devicePixelRatio, mobile: /Mobile/.test(navigator.userAgent), touch: navigator.maxTouchPoints > 0 })',
+      ),
+    ).toEqual({ w: 375, dpr: 2, mobile: true, touch: true });
     await ok('set_viewport_mode', { mode: 'desktop' });
     await ok('browser_navigate', { url: `${fx.base}/vp` });
     expect(await js('innerWidth')).toBe(1366);
@@ -223,18 +267,24 @@ describe.skipIf(!haveChromium).each(['engineA', 'engineB', 'engineC'] as const)(
 
   it('reports a crash with its cause and starts a fresh browser on the next call', async () => {
     await ok('browser_navigate', { url: `${fx.base}/` });
-    await ok('browser_run_script', { code: 'await page.goto("chrome://crash").catch(() => undefined); await new Promise((r) => setTimeout(r, 1000)); return "crashed"' });
+    await ok('browser_run_script', {
+      code: 'await page.goto("chrome://crash").catch(() => undefined); await new Promise((r) => setTimeout(r, 1000)); return "crashed"',
+    });
     const next = await ok('browser_navigate', { url: `${fx.base}/` });
     expect(next).toMatch(/^\(Browser crashed\. Cause: memory or GPU problems\. Keel started a fresh browser/);
     expect(next).toContain('Welcome home');
   }, 60_000);
 
-  it.skipIf(engine === 'engineC')('keeps a cookie in the profile across a browser restart; profiles are separate', async () => {
-    await ok('browser_navigate', { url: `${fx.base}/set-cookie` });
-    await ok('switch_browser_profile', { profileName: 'other' });
-    expect(await ok('browser_navigate', { url: `${fx.base}/echo-cookie` })).toMatch(/^cookie=$/m);
-    await ok('switch_browser_profile', { profileName: 'default' });
-    expect(await ok('browser_navigate', { url: `${fx.base}/echo-cookie` })).toContain('cookie=keel=kept');
-    expect(statSync(join(b.home, engine === 'engineA' ? 'engineA-profiles' : 'browser-profiles', 'other')).isDirectory()).toBe(true);
-  }, 60_000);
+  it.skipIf(engine === 'engineC')(
+    'keeps a cookie in the profile across a browser restart; profiles are separate',
+    async () => {
+      await ok('browser_navigate', { url: `${fx.base}/set-cookie` });
+      await ok('switch_browser_profile', { profileName: 'other' });
+      expect(await ok('browser_navigate', { url: `${fx.base}/echo-cookie` })).toMatch(/^cookie=$/m);
+      await ok('switch_browser_profile', { profileName: 'default' });
+      expect(await ok('browser_navigate', { url: `${fx.base}/echo-cookie` })).toContain('cookie=keel=kept');
+      expect(statSync(join(b.home, engine === 'engineA' ? 'engineA-profiles' : 'browser-profiles', 'other')).isDirectory()).toBe(true);
+    },
+    60_000,
+  );
 });

@@ -13,7 +13,9 @@ import { bootBrowser, haveChromium, startCdpChromium, startFixtures, stranger, t
 describe('tracker blocking from @ghostery/trackerdb', () => {
   it('blocks advertising and analytics requests and lets ordinary ones through', async () => {
     expect(await trackerOf('https://www.google-analytics.com/collect?v=1', 'xhr', 'https://news.example.org/')).toMatch(/site_analytics/);
-    expect(await trackerOf('https://securepubads.g.doubleclick.net/gampad/ads', 'script', 'https://news.example.org/')).toMatch(/advertising/);
+    expect(await trackerOf('https://securepubads.g.doubleclick.net/gampad/ads', 'script', 'https://news.example.org/')).toMatch(
+      /advertising/,
+    );
     expect(await trackerOf('https://example.org/app.js', 'script', 'https://example.org/')).toBeUndefined();
     expect(await trackerOf('http://127.0.0.1:8080/', 'document')).toBeUndefined();
   });
@@ -47,7 +49,10 @@ describe.skipIf(!haveChromium)('browser plugin (engineA)', () => {
       expect(out).toContain('The page stayed blank after 3 recovery attempts. Cause: blocked automation or a failed render.');
       if (i < 3) expect(out).toContain('Retry headful or use a fresh profile');
       else if (displayAvailable()) expect(out).toMatch(/127\.0\.0\.1 gave 3 blank pages in a row: the browser now runs headful/);
-      else expect(out).toMatch(/127\.0\.0\.1 gave 3 blank pages in a row: headful mode is next, but it needs a display and there is none \(DISPLAY is not set and Xvfb is not installed/);
+      else
+        expect(out).toMatch(
+          /127\.0\.0\.1 gave 3 blank pages in a row: headful mode is next, but it needs a display and there is none \(DISPLAY is not set and Xvfb is not installed/,
+        );
     }
     await ok('browser_navigate', { url: `${fx.base}/` });
     const again = await ok('browser_navigate', { url: `${fx.base}/blank` });
@@ -77,7 +82,9 @@ describe.skipIf(!haveChromium)('browser plugin (engineA)', () => {
     const cdp = await startCdpChromium();
     try {
       const port = new URL(cdp.endpoint).port;
-      expect(await ok('switch_browser_engine', { engine: 'engineC', endpoint: `ws://127.0.0.1:${port}` })).toBe(`Switched to engineC (CDP endpoint ws://127.0.0.1:${port}); it starts with the next browser skill.`);
+      expect(await ok('switch_browser_engine', { engine: 'engineC', endpoint: `ws://127.0.0.1:${port}` })).toBe(
+        `Switched to engineC (CDP endpoint ws://127.0.0.1:${port}); it starts with the next browser skill.`,
+      );
       expect(await ok('browser_navigate', { url: `${fx.base}/` })).toContain('Welcome home');
     } finally {
       cdp.close();

@@ -36,8 +36,13 @@ afterEach(async () => {
 async function boot(opts: { config?: string; llm?: Script; files?: Record<string, string> } = {}): Promise<Booted> {
   const home = tmp('keel-coder-');
   const empty = tmp('keel-coder-builtins-');
-  cleanup.push(() => rm(home), () => rm(empty));
-  writeFileSync(join(home, 'keel.config.yaml'), opts.config ?? `enableSelfModification: true\nproviderAApiKey: ${SECRET}\n`, { mode: 0o600 });
+  cleanup.push(
+    () => rm(home),
+    () => rm(empty),
+  );
+  writeFileSync(join(home, 'keel.config.yaml'), opts.config ?? `enableSelfModification: true\nproviderAApiKey: ${SECRET}\n`, {
+    mode: 0o600,
+  });
   mkdirSync(join(home, 'skills'), { recursive: true });
   for (const [f, src] of Object.entries(opts.files ?? {})) writeFileSync(join(home, 'skills', f), src);
   if (opts.llm) {
@@ -48,7 +53,14 @@ async function boot(opts: { config?: string; llm?: Script; files?: Record<string
     cleanup.push(() => void g[LLM_REGISTRY]?.delete(home));
   }
   const coder = (await discoverBuiltins(join(ROOT, 'plugins'))).filter((c) => c.id === 'coder');
-  const kernel = await startKernel({ home, builtinDir: empty, extraPlugins: coder, env: {}, watchSkills: true, logs: new LogSink({ quiet: true }) });
+  const kernel = await startKernel({
+    home,
+    builtinDir: empty,
+    extraPlugins: coder,
+    env: {},
+    watchSkills: true,
+    logs: new LogSink({ quiet: true }),
+  });
   cleanup.push(() => kernel.stop());
   return { home, kernel, run: (skill, args, actor) => kernel.execute(skill, args, actor ?? kernel.operator) };
 }
@@ -87,7 +99,12 @@ describe('coder: execute_typescript', () => {
   it('is refused for a non-admin', async () => {
     const k = await boot();
     for (const skill of ['execute_typescript', 'create_custom_skill', 'self_repair_skill']) {
-      const args = skill === 'execute_typescript' ? { code: 'return 1' } : skill === 'self_repair_skill' ? { plugin: 'skill-x' } : { name: 'x_y', description: 'abc', code: 'return 1' };
+      const args =
+        skill === 'execute_typescript'
+          ? { code: 'return 1' }
+          : skill === 'self_repair_skill'
+            ? { plugin: 'skill-x' }
+            : { name: 'x_y', description: 'abc', code: 'return 1' };
       const r = await k.run(skill, args, stranger);
       expect(r.success, skill).toBe(false);
       expect(r.code, skill).toBe('KEEL_E_FORBIDDEN');
@@ -164,7 +181,9 @@ describe('coder: create_custom_skill', () => {
       const bad = await k.run('create_custom_skill', { name, description: 'x y z', code: 'return 1' });
       expect(bad.success, name).toBe(false);
     }
-    expect((await k.run('create_custom_skill', { name: '../escape', description: 'x y z', code: 'return 1' })).result).toContain('Invalid skill name');
+    expect((await k.run('create_custom_skill', { name: '../escape', description: 'x y z', code: 'return 1' })).result).toContain(
+      'Invalid skill name',
+    );
     const taken = await k.run('create_custom_skill', { name: 'execute_typescript', description: 'steal', code: 'return 1' });
     expect(taken.success).toBe(false);
     expect(taken.result).toContain('already provided by plugin "coder"');
@@ -249,20 +268,44 @@ describe('coder: self_repair_skill', () => {
   it('repairs a quarantined agent skill and leaves lifting the quarantine to a person', async () => {
     const k = await boot({
       llm: { chat: () => "```ts\nreturn 'healed';\n```" },
-      files: { 'q_skill.ts': renderSkillFile({ name: 'q_skill', description: 'was quarantined', parameters: { type: 'object' }, code: "throw new Error('x');" }) },
+      files: {
+        'q_skill.ts': renderSkillFile({
+          name: 'q_skill',
+          description: 'was quarantined',
+          parameters: { type: 'object' },
+          code: "throw new Error('x');",
+        }),
+      },
       config: 'enableSelfModification: true\n',
     });
     await k.kernel.stop();
-    writeFileSync(join(k.home, 'plugins-state.json'), JSON.stringify({ failures: {}, quarantined: { 'skill-q_skill': { since: new Date().toISOString(), reason: 'health failed 3 times' } } }));
+    writeFileSync(
+      join(k.home, 'plugins-state.json'),
+      JSON.stringify({
+        failures: {},
+        quarantined: { 'skill-q_skill': { since: new Date().toISOString(), reason: 'health failed 3 times' } },
+      }),
+    );
     const coder = (await discoverBuiltins(join(ROOT, 'plugins'))).filter((c) => c.id === 'coder');
     const empty = tmp('keel-coder-b2-');
     cleanup.push(() => rm(empty));
-    const kernel = await startKernel({ home: k.home, builtinDir: empty, extraPlugins: coder, env: {}, watchSkills: true, logs: new LogSink({ quiet: true }) });
+    const kernel = await startKernel({
+      home: k.home,
+      builtinDir: empty,
+      extraPlugins: coder,
+      env: {},
+      watchSkills: true,
+      logs: new LogSink({ quiet: true }),
+    });
     cleanup.push(() => kernel.stop());
     expect(kernel.host.status('skill-q_skill')?.state).toBe('quarantined');
     const r = await kernel.execute('self_repair_skill', { plugin: 'skill-q_skill' }, kernel.operator);
     expect(r.success, r.result).toBe(true);
-    expect(JSON.parse(r.result)).toMatchObject({ repaired: true, state: 'quarantined', reason: expect.stringContaining('health failed 3 times') });
+    expect(JSON.parse(r.result)).toMatchObject({
+      repaired: true,
+      state: 'quarantined',
+      reason: expect.stringContaining('health failed 3 times'),
+    });
     expect(r.result).toContain('keel plugins enable skill-q_skill');
     expect(parseSkillFile(readFileSync(join(k.home, 'skills', 'q_skill.ts'), 'utf8'))?.code).toBe("return 'healed';");
     await kernel.host.enable('skill-q_skill');

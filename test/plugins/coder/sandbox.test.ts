@@ -23,7 +23,8 @@ afterAll(() => {
   rmSync(home, { recursive: true, force: true });
 });
 
-const run = (body: string, extra: Partial<SandboxRequest> = {}) => runSandboxed({ body, timeoutMs: 10_000, maxOutputBytes: 65_536, ...extra });
+const run = (body: string, extra: Partial<SandboxRequest> = {}) =>
+  runSandboxed({ body, timeoutMs: 10_000, maxOutputBytes: 65_536, ...extra });
 
 describe('sandbox: legitimate code', () => {
   it('prints, returns JSON, gets its args and may use its own temp folder', async () => {
@@ -111,7 +112,14 @@ describe('sandbox: escape attempts fail', () => {
       for (const m of ['node:net', 'node:http', 'node:https', 'node:dgram']) { try { await import(m); out.push(m + ':ok'); } catch (e: any) { out.push(m + ':' + e.code); } }
       try { process.getBuiltinModule('node:net'); out.push('gbm:ok'); } catch (e: any) { out.push('gbm:' + e.code); }
       return out;`);
-    expect(r.result).toEqual(['undefined', 'node:net:ERR_ACCESS_DENIED', 'node:http:ERR_ACCESS_DENIED', 'node:https:ERR_ACCESS_DENIED', 'node:dgram:ERR_ACCESS_DENIED', 'gbm:ERR_ACCESS_DENIED']);
+    expect(r.result).toEqual([
+      'undefined',
+      'node:net:ERR_ACCESS_DENIED',
+      'node:http:ERR_ACCESS_DENIED',
+      'node:https:ERR_ACCESS_DENIED',
+      'node:dgram:ERR_ACCESS_DENIED',
+      'gbm:ERR_ACCESS_DENIED',
+    ]);
     const allowed = await run(`return typeof fetch;`, { network: true });
     expect(allowed.result).toBe('function');
   });
@@ -164,4 +172,3 @@ describe.skipIf(!netns)('sandbox: network namespace', () => {
     expect(slow).toMatchObject({ ok: false, timedOut: true, networkBlock: 'namespace' });
   });
 });
-

@@ -8,7 +8,15 @@ import { chromium, type BrowserContext } from 'playwright-core';
 import { rm, tmp } from '../../helpers.js';
 
 export const CHROMIUM = '/usr/bin/chromium';
-const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const FLAGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 
 export async function openBrowser(viewport = { width: 390, height: 844 }): Promise<{ context: BrowserContext; close(): Promise<void> }> {
   const root = tmp('keel-chromium-');

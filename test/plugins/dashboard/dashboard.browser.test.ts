@@ -19,7 +19,20 @@ import { CHROMIUM, openBrowser } from './browser.js';
 
 const ROOT = join(import.meta.dirname, '..', '..', '..');
 const SHOTS = join(ROOT, 'test-artifacts', 'dashboard');
-const PAGES = ['overview', 'tasks', 'live', 'chat', 'skills', 'memory', 'knowledge', 'config', 'security', 'connections', 'logs', 'plugins'];
+const PAGES = [
+  'overview',
+  'tasks',
+  'live',
+  'chat',
+  'skills',
+  'memory',
+  'knowledge',
+  'config',
+  'security',
+  'connections',
+  'logs',
+  'plugins',
+];
 const IP = Object.values(networkInterfaces())
   .flat()
   .find((i) => i && i.family === 'IPv4' && !i.internal)?.address;
@@ -95,7 +108,10 @@ describe.skipIf(!existsSync(CHROMIUM) || !IP)('dashboard in chromium', () => {
   }, 120_000);
 
   it('pushes a task from the tasks page and watches it to completion in the live view', async () => {
-    open!.fake.replies.push({ text: 'Let me list the knowledge first.', toolCalls: [{ name: 'rag_list', arguments: {} }] }, { text: 'Done: the store is empty.' });
+    open!.fake.replies.push(
+      { text: 'Let me list the knowledge first.', toolCalls: [{ name: 'rag_list', arguments: {} }] },
+      { text: 'Done: the store is empty.' },
+    );
     await show(page, 'tasks');
     await page.locator('textarea[name="task"]').fill('List what you know');
     await page.locator('input[name="priority"]').fill('7');
@@ -160,7 +176,10 @@ describe.skipIf(!existsSync(CHROMIUM) || !IP)('dashboard in chromium', () => {
     await p2.goto(`${open!.base}/#/live`);
     await p2.locator('.dot.open').waitFor({ timeout: 15_000 });
     await drop!();
-    await p2.locator('.dot.closed').waitFor({ timeout: 10_000 }).catch(() => undefined);
+    await p2
+      .locator('.dot.closed')
+      .waitFor({ timeout: 10_000 })
+      .catch(() => undefined);
     // While the page is cut off, a task runs to completion.
     open!.fake.replies.push({ text: 'done while you were away' });
     const a = await open!.kernel.queue.push({ task: 'work during the drop', source: 'cli' });

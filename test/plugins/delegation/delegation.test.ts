@@ -15,10 +15,15 @@ interface Stored {
   agents: Array<Record<string, unknown> & { name: string; tasksRun: number }>;
 }
 const store = (home: string): Stored =>
-  existsSync(join(home, 'delegations.json')) ? (JSON.parse(readFileSync(join(home, 'delegations.json'), 'utf8')) as Stored) : { tasks: [], agents: [] };
+  existsSync(join(home, 'delegations.json'))
+    ? (JSON.parse(readFileSync(join(home, 'delegations.json'), 'utf8')) as Stored)
+    : { tasks: [], agents: [] };
 const toolsLog = (home: string): string[] =>
   existsSync(join(home, 'tools.log'))
-    ? readFileSync(join(home, 'tools.log'), 'utf8').trim().split('\n').map((l) => (JSON.parse(l) as { name: string }).name)
+    ? readFileSync(join(home, 'tools.log'), 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => (JSON.parse(l) as { name: string }).name)
     : [];
 
 describe('delegation', () => {
@@ -48,20 +53,42 @@ describe('delegation', () => {
     const seen = toolMessages(fake.calls[3]!)[0]!;
     expect(seen).toMatch(/<tool_result skill="delegate_task" status="ok"/);
     const body = JSON.parse(seen.split('\n').slice(1, -1).join('\n')) as Record<string, unknown>;
-    expect(body).toMatchObject({ status: 'completed', result: 'alpha is "value of alpha"', steps: 2, maxSteps: 3, depth: 1, parentId: a.id });
+    expect(body).toMatchObject({
+      status: 'completed',
+      result: 'alpha is "value of alpha"',
+      steps: 2,
+      maxSteps: 3,
+      depth: 1,
+      parentId: a.id,
+    });
     expect(body.taskId).toMatch(/^act_\d+_/);
     expect(body.lane).toBe('delegate:1');
 
     // The child is an ordinary durable action of the queue, in lane delegate:1, without retries, with its budget.
     const child = k.queue.get(body.taskId as string)!;
     expect(child).toMatchObject({ status: 'completed', result: 'alpha is "value of alpha"', priority: a.priority });
-    expect(child.metadata).toMatchObject({ lane: 'delegate:1', maxRetries: 0, budget: { maxSteps: 3 }, parentId: a.id, delegation: { depth: 1, parentId: a.id, lanes: ['main'] } });
+    expect(child.metadata).toMatchObject({
+      lane: 'delegate:1',
+      maxRetries: 0,
+      budget: { maxSteps: 3 },
+      parentId: a.id,
+      delegation: { depth: 1, parentId: a.id, lanes: ['main'] },
+    });
     expect(k.queue.list().completed.map((x) => x.id)).toEqual([a.id, child.id]);
 
     // Events of the child's run carry its own id; the record is in the store.
     expect(thoughts).toEqual([a.id, body.taskId]);
     const rec = store(home).tasks.find((t) => t.id === body.taskId)!;
-    expect(rec).toMatchObject({ parentId: a.id, depth: 1, lane: 'delegate:1', status: 'completed', result: 'alpha is "value of alpha"', steps: 2, maxSteps: 3, requestedBy: 'operator' });
+    expect(rec).toMatchObject({
+      parentId: a.id,
+      depth: 1,
+      lane: 'delegate:1',
+      status: 'completed',
+      result: 'alpha is "value of alpha"',
+      steps: 2,
+      maxSteps: 3,
+      requestedBy: 'operator',
+    });
     expect(typeof rec.startedAt).toBe('string');
     const listed = await k.execute('list_delegations', { parentId: a.id }, k.operator);
     expect(listed.success).toBe(true);
@@ -83,7 +110,12 @@ describe('delegation', () => {
     const seen = toolMessages(fake.calls[3]!)[0]!;
     expect(seen).toMatch(/status="error"/);
     expect(seen).toMatch(/failed after 2 of 2 steps: step budget of 2 used up without a final answer/);
-    expect(store(home).tasks[0]).toMatchObject({ status: 'failed', steps: 2, maxSteps: 2, error: 'step budget of 2 used up without a final answer' });
+    expect(store(home).tasks[0]).toMatchObject({
+      status: 'failed',
+      steps: 2,
+      maxSteps: 2,
+      error: 'step budget of 2 used up without a final answer',
+    });
   });
 
   it('refuses nesting deeper than two levels', async () => {
@@ -102,8 +134,15 @@ describe('delegation', () => {
     const refusal = toolMessages(fake.calls[3]!)[0]!;
     expect(refusal).toMatch(/status="error" code="KEEL_E_FORBIDDEN"/);
     expect(refusal).toMatch(/sub-tasks may nest at most 2 levels deep/);
-    expect(JSON.parse(toolMessages(fake.calls[4]!)[0]!.split('\n').slice(1, -1).join('\n'))).toMatchObject({ result: 'grandchild answer', depth: 2 });
-    expect(JSON.parse(toolMessages(fake.calls[5]!)[0]!.split('\n').slice(1, -1).join('\n'))).toMatchObject({ result: 'child answer', depth: 1, parentId: a.id });
+    expect(JSON.parse(toolMessages(fake.calls[4]!)[0]!.split('\n').slice(1, -1).join('\n'))).toMatchObject({
+      result: 'grandchild answer',
+      depth: 2,
+    });
+    expect(JSON.parse(toolMessages(fake.calls[5]!)[0]!.split('\n').slice(1, -1).join('\n'))).toMatchObject({
+      result: 'child answer',
+      depth: 1,
+      parentId: a.id,
+    });
     const tasks = store(home).tasks;
     expect(tasks.map((t) => [t.depth, t.status])).toEqual([
       [1, 'completed'],
@@ -115,7 +154,14 @@ describe('delegation', () => {
   it('runs a spawned sub-agent with its instructions and refuses tasks beyond its budget', async () => {
     const { kernel: k, fake, home } = await boot();
     fake.replies.push(
-      { toolCalls: [{ name: 'spawn_agent', arguments: { name: 'researcher', instructions: 'Answer in one word.', maxTasks: 2, tasks: ['first', 'second', 'third'] } }] },
+      {
+        toolCalls: [
+          {
+            name: 'spawn_agent',
+            arguments: { name: 'researcher', instructions: 'Answer in one word.', maxTasks: 2, tasks: ['first', 'second', 'third'] },
+          },
+        ],
+      },
       { text: 'One' },
       { text: 'Two' },
       { toolCalls: [{ name: 'delegate_task', arguments: { agent: 'researcher', task: 'fourth' } }] },
@@ -124,7 +170,9 @@ describe('delegation', () => {
     const a = await k.queue.push({ task: 'use a researcher', maxRetries: 0, actor: operator });
     expect(await settle(k, a.id)).toMatchObject({ status: 'completed', result: 'The researcher is out of budget.' });
     expect(fake.calls).toHaveLength(5);
-    expect(taskOf(fake.calls[1]!)).toMatch(/Your name is researcher\. Your standing instructions:\nAnswer in one word\.[\s\S]*Task:\nfirst/);
+    expect(taskOf(fake.calls[1]!)).toMatch(
+      /Your name is researcher\. Your standing instructions:\nAnswer in one word\.[\s\S]*Task:\nfirst/,
+    );
 
     const spawned = JSON.parse(toolMessages(fake.calls[3]!)[0]!.split('\n').slice(1, -1).join('\n')) as {
       agent: Record<string, unknown>;
@@ -178,7 +226,12 @@ describe('delegation', () => {
   it('is refused for a non-admin by the kernel, and nothing is recorded', async () => {
     const { kernel: k, fake, home } = await boot({ adminUsers: { chatA: ['1'] } });
     fake.replies.push({ toolCalls: [{ name: 'delegate_task', arguments: { task: 'anything' } }] }, { text: 'not allowed' });
-    const a = await k.queue.push({ task: 'delegate please', source: 'chatA', maxRetries: 0, actor: { kind: 'user', channel: 'chatA', userId: '99' } });
+    const a = await k.queue.push({
+      task: 'delegate please',
+      source: 'chatA',
+      maxRetries: 0,
+      actor: { kind: 'user', channel: 'chatA', userId: '99' },
+    });
     expect(await settle(k, a.id)).toMatchObject({ status: 'completed' });
     expect(toolMessages(fake.calls[1]!)[0]).toMatch(/status="error" code="KEEL_E_FORBIDDEN"/);
     expect(store(home).tasks).toEqual([]);
@@ -240,7 +293,10 @@ describe('delegation', () => {
   it('cancels sub-tasks left behind by a process that stopped while waiting', async () => {
     const first = await boot();
     const { kernel: k1, home } = first;
-    first.fake.replies.push({ toolCalls: [{ name: 'delegate_task', arguments: { task: 'slow child' } }] }, { delayMs: 30_000, text: 'never' });
+    first.fake.replies.push(
+      { toolCalls: [{ name: 'delegate_task', arguments: { task: 'slow child' } }] },
+      { delayMs: 30_000, text: 'never' },
+    );
     const a = await k1.queue.push({ task: 'parent', maxRetries: 0, actor: operator });
     const rec = await waitFor(() => store(home).tasks.find((t) => t.status === 'running'), 'the child to run');
     await cleanupKernelOnly(k1);
@@ -269,4 +325,3 @@ describe('delegation', () => {
     expect(store(home).tasks).toEqual([]);
   });
 });
-

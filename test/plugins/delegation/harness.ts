@@ -24,7 +24,10 @@ export async function boot(config: Record<string, unknown> = {}, opts: { runAgen
   const home = tmp('keel-delegation-');
   dirs.push(home);
   writePlugin(join(home, 'plugins'), TOOLS);
-  writeFileSync(join(home, 'keel.config.yaml'), `${JSON.stringify({ llmProvider: 'fake', modelName: 'fake-model', ...config }, null, 2)}\n`);
+  writeFileSync(
+    join(home, 'keel.config.yaml'),
+    `${JSON.stringify({ llmProvider: 'fake', modelName: 'fake-model', ...config }, null, 2)}\n`,
+  );
   return bootAt(home, opts);
 }
 
@@ -67,6 +70,8 @@ export async function settle(k: Kernel, id: string): Promise<Action> {
 }
 
 /** The tool results (role tool) a model call saw. */
-export const toolMessages = (call: { messages: Array<{ role: string; content: string }> }) => call.messages.filter((m) => m.role === 'tool').map((m) => m.content);
+export const toolMessages = (call: { messages: Array<{ role: string; content: string }> }) =>
+  call.messages.filter((m) => m.role === 'tool').map((m) => m.content);
 /** The task message (last user message before any tool traffic) of a model call. */
-export const taskOf = (call: { messages: Array<{ role: string; content: string }> }) => call.messages.find((m) => m.role === 'user')?.content ?? '';
+export const taskOf = (call: { messages: Array<{ role: string; content: string }> }) =>
+  call.messages.find((m) => m.role === 'user')?.content ?? '';

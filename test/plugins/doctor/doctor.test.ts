@@ -35,7 +35,15 @@ async function kernel(overrides: Record<string, unknown>): Promise<Kernel> {
   const home = tmp('keel-doctor-');
   const empty = tmp('keel-doctor-builtins-');
   const extra = (await discoverBuiltins(join(ROOT, 'plugins'))).filter((c) => c.id === 'doctor' || c.id === 'gateway');
-  const k = await startKernel({ home, builtinDir: empty, extraPlugins: extra, env: {}, watchSkills: false, logs: new LogSink({ quiet: true }), overrides });
+  const k = await startKernel({
+    home,
+    builtinDir: empty,
+    extraPlugins: extra,
+    env: {},
+    watchSkills: false,
+    logs: new LogSink({ quiet: true }),
+    overrides,
+  });
   cleanups.push(async () => {
     await k.stop();
     rm(empty);
@@ -48,7 +56,12 @@ const security = (r: Report) => r.findings.filter((f) => f.area === 'security' &
 
 describe('system_check', () => {
   it('reports risky settings, each with the command that fixes it', async () => {
-    const k = await kernel({ sudoMode: true, overrideMode: true, commandAllowList: ['git', 'bash', 'python3', 'ls'], gatewayHost: '0.0.0.0' });
+    const k = await kernel({
+      sudoMode: true,
+      overrideMode: true,
+      commandAllowList: ['git', 'bash', 'python3', 'ls'],
+      gatewayHost: '0.0.0.0',
+    });
     const r = await k.execute('system_check', {}, k.operator);
     expect(r.success, r.result).toBe(true);
     const report = JSON.parse(r.result) as Report;
@@ -62,7 +75,11 @@ describe('system_check', () => {
     expect(gw?.level).toBe('warn');
     expect(gw?.fix).toMatch(/^keel config set gatewayHost 127\.0\.0\.1/);
     // The rest of the report is there too.
-    for (const area of ['kernel', 'plugins', 'disk', 'errors']) expect(report.findings.some((f) => f.area === area), area).toBe(true);
+    for (const area of ['kernel', 'plugins', 'disk', 'errors'])
+      expect(
+        report.findings.some((f) => f.area === area),
+        area,
+      ).toBe(true);
     expect(report.findings.find((f) => f.area === 'kernel')?.message).toContain(`Keel ${k.version}`);
     expect(report.text).toMatch(/WARN {2}sudoMode is on/);
   });
@@ -75,10 +92,25 @@ describe('system_check', () => {
     const key = (type: string, policy: string) => ({ schema: { type }, policy, description: `stand-in for the gateway key (${type})` });
     writePlugin(join(home, 'plugins'), {
       id: 'fakegw',
-      manifest: { kind: 'service', config: { gatewayHost: { ...key('string', 'LOCKED'), default: '0.0.0.0' }, gatewayApiKey: { ...key('string', 'LOCKED'), secret: true }, gatewayAutoStart: { ...key('boolean', 'APPROVAL'), default: false } } },
+      manifest: {
+        kind: 'service',
+        config: {
+          gatewayHost: { ...key('string', 'LOCKED'), default: '0.0.0.0' },
+          gatewayApiKey: { ...key('string', 'LOCKED'), secret: true },
+          gatewayAutoStart: { ...key('boolean', 'APPROVAL'), default: false },
+        },
+      },
     });
     const extra = (await discoverBuiltins(join(ROOT, 'plugins'))).filter((c) => c.id === 'doctor');
-    const exposed = await startKernel({ home, builtinDir: empty, extraPlugins: extra, env: {}, watchSkills: false, logs: new LogSink({ quiet: true }), overrides: { gatewayAutoStart: true } });
+    const exposed = await startKernel({
+      home,
+      builtinDir: empty,
+      extraPlugins: extra,
+      env: {},
+      watchSkills: false,
+      logs: new LogSink({ quiet: true }),
+      overrides: { gatewayAutoStart: true },
+    });
     cleanups.push(async () => {
       await exposed.stop();
       rm(empty);
@@ -105,7 +137,15 @@ describe('system_check', () => {
     const { writePlugin } = await import('../../helpers.js');
     writePlugin(join(home, 'plugins'), { id: 'broken', setup: `throw new Error('cannot reach the frobnicator');` });
     const extra = (await discoverBuiltins(join(ROOT, 'plugins'))).filter((c) => c.id === 'doctor');
-    const k = await startKernel({ home, builtinDir: empty, extraPlugins: extra, env: {}, watchSkills: false, logs: new LogSink({ quiet: true }), overrides: { commandAllowList: [] } });
+    const k = await startKernel({
+      home,
+      builtinDir: empty,
+      extraPlugins: extra,
+      env: {},
+      watchSkills: false,
+      logs: new LogSink({ quiet: true }),
+      overrides: { commandAllowList: [] },
+    });
     cleanups.push(async () => {
       await k.stop();
       rm(empty);
@@ -135,7 +175,9 @@ describe('keel doctor', () => {
   it('prints the report as JSON and exits 1 when a finding is an error', async () => {
     const home = tmp('keel-doctor-cli-');
     cleanups.push(() => rm(home));
-    writeFileSync(join(home, 'keel.config.yaml'), 'sudoMode: true\ngatewayAutoStart: true\ncommandAllowList:\n  - git\n  - bash\n', { mode: 0o600 });
+    writeFileSync(join(home, 'keel.config.yaml'), 'sudoMode: true\ngatewayAutoStart: true\ncommandAllowList:\n  - git\n  - bash\n', {
+      mode: 0o600,
+    });
     const out = await keel(home, ['doctor', '--json']);
     expect(out.code, out.stderr).toBe(1);
     const report = JSON.parse(out.stdout) as Report;
@@ -154,7 +196,9 @@ describe('keel doctor', () => {
   it('exits 0 on a safe configuration', async () => {
     const home = tmp('keel-doctor-cli-');
     cleanups.push(() => rm(home));
-    writeFileSync(join(home, 'keel.config.yaml'), 'gatewayHost: 127.0.0.1\nmodelName: gpt-4o-mini\ncommandAllowList:\n  - git\n  - ls\n', { mode: 0o600 });
+    writeFileSync(join(home, 'keel.config.yaml'), 'gatewayHost: 127.0.0.1\nmodelName: gpt-4o-mini\ncommandAllowList:\n  - git\n  - ls\n', {
+      mode: 0o600,
+    });
     const out = await keel(home, ['doctor', '--json']);
     expect(out.code, out.stdout + out.stderr).toBe(0);
     const report = JSON.parse(out.stdout) as Report;

@@ -55,10 +55,24 @@ describe.skipIf(problem)('email end to end', () => {
         modelName: 'gpt-4o-mini',
       },
     });
-    await waitFor(() => kernel!.registry.use<{ status(): { state?: string } }>('channel:email')?.status().state === 'connected', 'IMAP connected');
+    await waitFor(
+      () => kernel!.registry.use<{ status(): { state?: string } }>('channel:email')?.status().state === 'connected',
+      'IMAP connected',
+    );
     fake.script(chatReply({ text: 'The offsite is on **14 March** in Porto.' }));
-    await imap.append(rawMail({ from: 'Ada <ada@example.org>', subject: 'Offsite date?', messageId: '<offsite-q@example.org>', body: 'When and where is the offsite?' }));
-    const reply = await waitFor(() => smtp.mails.find((m) => m.parsed.inReplyTo === '<offsite-q@example.org>'), 'the reply by mail', 20_000);
+    await imap.append(
+      rawMail({
+        from: 'Ada <ada@example.org>',
+        subject: 'Offsite date?',
+        messageId: '<offsite-q@example.org>',
+        body: 'When and where is the offsite?',
+      }),
+    );
+    const reply = await waitFor(
+      () => smtp.mails.find((m) => m.parsed.inReplyTo === '<offsite-q@example.org>'),
+      'the reply by mail',
+      20_000,
+    );
     expect(reply.rcpt).toEqual(['ada@example.org']);
     expect(reply.parsed.subject).toBe('Re: Offsite date?');
     expect(reply.parsed.headers.get('auto-submitted')).toBe('auto-replied');

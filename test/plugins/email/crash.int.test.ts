@@ -30,8 +30,16 @@ afterAll(async () => {
   for (const d of dirs) rm(d);
 });
 
-function child(home: string, config: Record<string, unknown>, builtins: string): { proc: ChildProcess; wait(test: (line: string) => boolean, what: string, ms?: number): Promise<string> } {
-  const proc = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, 'crash-child.ts'), home, JSON.stringify(config), builtins], { stdio: ['ignore', 'pipe', 'pipe'] });
+function child(
+  home: string,
+  config: Record<string, unknown>,
+  builtins: string,
+): { proc: ChildProcess; wait(test: (line: string) => boolean, what: string, ms?: number): Promise<string> } {
+  const proc = spawn(
+    process.execPath,
+    ['--import', 'tsx', join(import.meta.dirname, 'crash-child.ts'), home, JSON.stringify(config), builtins],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   children.push(proc);
   const lines: string[] = [];
   const waiters: Array<() => void> = [];

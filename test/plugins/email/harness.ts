@@ -18,7 +18,13 @@ async function candidate(id: 'email' | 'knowledge'): Promise<PluginCandidate> {
     id === 'email'
       ? { manifest: () => import('../../../plugins/email/manifest.js'), index: () => import('../../../plugins/email/index.js') }
       : { manifest: () => import('../../../plugins/knowledge/manifest.js'), index: () => import('../../../plugins/knowledge/index.js') };
-  return { id, origin: 'builtin', dir: join(ROOT, 'plugins', id), manifest: (await mods.manifest()).default, load: async () => (await mods.index()).default };
+  return {
+    id,
+    origin: 'builtin',
+    dir: join(ROOT, 'plugins', id),
+    manifest: (await mods.manifest()).default,
+    load: async () => (await mods.index()).default,
+  };
 }
 
 /** The fake model: answers with the UIDs it saw and writes each request to $home/llm.log (JSON lines). */
@@ -50,22 +56,49 @@ export interface EmailKernel {
   stop(): Promise<void>;
 }
 
-export function emailConfig(o: { ca: TestCa; smtp?: TestSmtp; smtpImplicit?: boolean; imap?: TestImap; imapPort?: number }): Record<string, unknown> {
+export function emailConfig(o: {
+  ca: TestCa;
+  smtp?: TestSmtp;
+  smtpImplicit?: boolean;
+  imap?: TestImap;
+  imapPort?: number;
+}): Record<string, unknown> {
   return {
     emailAddress: 'keel@example.org',
     emailFromName: 'Keel',
     emailCaFile: o.ca.caFile,
     ...(o.smtp
-      ? { smtpHost: '127.0.0.1', smtpPort: o.smtp.port, smtpSecure: o.smtpImplicit === true, smtpStartTls: true, smtpUsername: o.smtp.user, smtpPassword: o.smtp.pass }
+      ? {
+          smtpHost: '127.0.0.1',
+          smtpPort: o.smtp.port,
+          smtpSecure: o.smtpImplicit === true,
+          smtpStartTls: true,
+          smtpUsername: o.smtp.user,
+          smtpPassword: o.smtp.pass,
+        }
       : {}),
-    ...(o.imap ? { imapHost: '127.0.0.1', imapPort: o.imapPort ?? o.imap.port, imapSecure: true, imapUsername: o.imap.user, imapPassword: o.imap.pass } : {}),
+    ...(o.imap
+      ? {
+          imapHost: '127.0.0.1',
+          imapPort: o.imapPort ?? o.imap.port,
+          imapSecure: true,
+          imapUsername: o.imap.user,
+          imapPassword: o.imap.pass,
+        }
+      : {}),
   };
 }
 
 const homes: string[] = [];
 const running: EmailKernel[] = [];
 
-export async function bootEmail(o: { config: Record<string, unknown>; home?: string; knowledge?: boolean; llm?: boolean; configYaml?: string }): Promise<EmailKernel> {
+export async function bootEmail(o: {
+  config: Record<string, unknown>;
+  home?: string;
+  knowledge?: boolean;
+  llm?: boolean;
+  configYaml?: string;
+}): Promise<EmailKernel> {
   const home = o.home ?? tmp('keel-email-');
   if (!o.home) homes.push(home);
   const builtins = tmp('keel-builtins-');
@@ -90,7 +123,9 @@ export async function bootEmail(o: { config: Record<string, unknown>; home?: str
     channel: () => kernel.registry.use<ChannelCapability>('channel:email')!,
     actions: () => {
       const l = kernel.queue.list();
-      return [...l.pending, ...l.completed, ...l.failed].filter((a) => a.source === 'email').sort((a, b) => a.createdAt.localeCompare(b.createdAt));
+      return [...l.pending, ...l.completed, ...l.failed]
+        .filter((a) => a.source === 'email')
+        .sort((a, b) => a.createdAt.localeCompare(b.createdAt));
     },
     async call(name, args) {
       const r = await kernel.execute(name, args, kernel.operator);
@@ -118,7 +153,10 @@ export async function waitForActions(k: EmailKernel, n: number, what = `${n} ema
 }
 
 export function llmLog(home: string): Array<{ purpose?: string; messages: Array<{ role: string; content: string }> }> {
-  return readFileSync(join(home, 'llm.log'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  return readFileSync(join(home, 'llm.log'), 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
 }
 
 export async function cleanup(): Promise<void> {

@@ -11,7 +11,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../../helpers.js';
 import { startGateway } from '../gateway/harness.js';
 import { bootEmail, cleanup, emailConfig, waitForActions, type EmailKernel } from './harness.js';
-import { dovecotProblem, makeCa, rawMail, startDovecot, startProxy, startSmtp, type TestCa, type TestImap, type TestSmtp } from './servers.js';
+import {
+  dovecotProblem,
+  makeCa,
+  rawMail,
+  startDovecot,
+  startProxy,
+  startSmtp,
+  type TestCa,
+  type TestImap,
+  type TestSmtp,
+} from './servers.js';
 
 const problem = dovecotProblem();
 if (problem) console.warn(`email IMAP tests skipped: ${problem}`);
@@ -43,7 +53,10 @@ async function connected(k: EmailKernel): Promise<void> {
 }
 
 const ADA = 'Ada Lovelace <ada@example.org>';
-const PROVEN = { 'Authentication-Results': 'mx.example.org; dkim=pass header.d=example.org; spf=pass smtp.mailfrom=example.org; dmarc=pass header.from=example.org' };
+const PROVEN = {
+  'Authentication-Results':
+    'mx.example.org; dkim=pass header.d=example.org; spf=pass smtp.mailfrom=example.org; dmarc=pass header.from=example.org',
+};
 
 describe.skipIf(problem)('email receiving (dovecot)', () => {
   it('a first start leaves the backlog alone; new mail arrives through IDLE as an untrusted action with its reply address', async () => {
@@ -52,7 +65,9 @@ describe.skipIf(problem)('email receiving (dovecot)', () => {
     const k = await bootEmail({ config: receiving() });
     await connected(k);
     expect(k.logs().join('\n')).toMatch(/first start on this mailbox: the \d+ mails already in INBOX are not answered/);
-    const uid = await imap.append(rawMail({ from: ADA, subject: 'Budget question', messageId: '<budget-1@example.org>', body: 'Can you send the Q3 budget?' }));
+    const uid = await imap.append(
+      rawMail({ from: ADA, subject: 'Budget question', messageId: '<budget-1@example.org>', body: 'Can you send the Q3 budget?' }),
+    );
     const [a] = await waitForActions(k, 1);
     expect(k.actions()).toHaveLength(1);
     expect(a!.task).toContain('Subject: Budget question');
@@ -61,7 +76,12 @@ describe.skipIf(problem)('email receiving (dovecot)', () => {
     expect(a!.task).toMatch(/untrusted content/);
     // No Authentication-Results: the sender is not proven, so not the identity it claims.
     expect(a!.metadata.actor).toMatchObject({ kind: 'user', channel: 'email', userId: 'unverified:ada@example.org', untrusted: true });
-    expect(a!.metadata.replyTo).toMatchObject({ chatId: 'ada@example.org', messageId: '<budget-1@example.org>', subject: 'Budget question', threadId: '<budget-1@example.org>' });
+    expect(a!.metadata.replyTo).toMatchObject({
+      chatId: 'ada@example.org',
+      messageId: '<budget-1@example.org>',
+      subject: 'Budget question',
+      threadId: '<budget-1@example.org>',
+    });
     expect(k.channel().status()).toMatchObject({ enabled: true, connected: true, state: 'connected' });
     expect(k.channel().status().lastInboundAt).toBeTruthy();
 
@@ -105,8 +125,15 @@ describe.skipIf(problem)('email receiving (dovecot)', () => {
     // Its payload is a real one (the mail above) under a new Message-ID and subject.
     const db = new DatabaseSync(join(k1.home, 'channels', 'email', 'kit.db'));
     const row = db.prepare("SELECT payload FROM inbound WHERE message_id = '<normal@example.org>'").get() as { payload: string };
-    const payload = JSON.parse(row.payload.replaceAll('handled normally', 'crash window').replaceAll('<normal@example.org>', '<crash@example.org>'));
-    db.prepare('INSERT INTO inbound (message_id, chat_id, payload, recorded_at) VALUES (?, ?, ?, ?)').run('<crash@example.org>', 'ada@example.org', JSON.stringify(payload), Date.now());
+    const payload = JSON.parse(
+      row.payload.replaceAll('handled normally', 'crash window').replaceAll('<normal@example.org>', '<crash@example.org>'),
+    );
+    db.prepare('INSERT INTO inbound (message_id, chat_id, payload, recorded_at) VALUES (?, ?, ?, ?)').run(
+      '<crash@example.org>',
+      'ada@example.org',
+      JSON.stringify(payload),
+      Date.now(),
+    );
     db.close();
     const k2 = await bootEmail({ config: receiving(), home: k1.home });
     await waitForActions(k2, 2);
@@ -129,7 +156,10 @@ describe.skipIf(problem)('email receiving (dovecot)', () => {
     // The parent of this test process is alive and is not this process.
     writeFileSync(join(lockDir, name), JSON.stringify({ pid: process.ppid }));
     const k2 = await bootEmail({ config: receiving(), home: k1.home });
-    await waitFor(() => /Another Keel process \(pid \d+\) is connected with the same credentials/.test(k2.channel().status().lastError ?? ''), 'the wait');
+    await waitFor(
+      () => /Another Keel process \(pid \d+\) is connected with the same credentials/.test(k2.channel().status().lastError ?? ''),
+      'the wait',
+    );
     await imap.append(rawMail({ from: ADA, subject: 'held by the other' }));
     await new Promise((r) => setTimeout(r, 500));
     expect(k2.actions()).toHaveLength(0);
@@ -170,7 +200,15 @@ describe.skipIf(problem)('email receiving (dovecot)', () => {
       ['precedence', { from: ADA, subject: 'junk', headers: { Precedence: 'junk' } }],
       ['mailing-list', { from: ADA, subject: 'list id', headers: { 'List-Id': '<dev.lists.example.org>' } }],
       ['mailing-list', { from: ADA, subject: 'unsubscribe', headers: { 'List-Unsubscribe': '<mailto:leave@lists.example.org>' } }],
-      ['delivery-report', { from: 'Mail Delivery System <mailer-daemon@example.org>', subject: 'Undelivered', headers: { 'Content-Type': 'multipart/report; report-type=delivery-status; boundary="b1"' }, body: '--b1\r\nContent-Type: text/plain\r\n\r\nfailed\r\n--b1--' }],
+      [
+        'delivery-report',
+        {
+          from: 'Mail Delivery System <mailer-daemon@example.org>',
+          subject: 'Undelivered',
+          headers: { 'Content-Type': 'multipart/report; report-type=delivery-status; boundary="b1"' },
+          body: '--b1\r\nContent-Type: text/plain\r\n\r\nfailed\r\n--b1--',
+        },
+      ],
       ['noreply-sender', { from: 'Shop <no-reply@shop.example.com>', subject: 'Your order' }],
       ['noreply-sender', { from: 'donotreply@bank.example.com', subject: 'Statement' }],
       ['null-sender', { from: ADA, subject: 'bounce', headers: { 'Return-Path': '<>' } }],
@@ -194,7 +232,14 @@ describe.skipIf(problem)('email receiving (dovecot)', () => {
     const [a] = await waitForActions(k, 1);
     await k.channel().reply(a!, 'pong');
     const pong = smtp.mails.at(-1)!.parsed.messageId!;
-    await imap.append(rawMail({ from: ADA, subject: 'Re: ping', messageId: '<t-2@example.org>', headers: { 'In-Reply-To': pong, References: `<t-root@example.org> ${pong}` } }));
+    await imap.append(
+      rawMail({
+        from: ADA,
+        subject: 'Re: ping',
+        messageId: '<t-2@example.org>',
+        headers: { 'In-Reply-To': pong, References: `<t-root@example.org> ${pong}` },
+      }),
+    );
     await imap.append(rawMail({ from: ADA, subject: 'other thread' }));
     await waitFor(() => k.actions().some((x) => x.task.includes('Subject: other thread')), 'other thread');
     expect(k.actions().map((x) => /Subject: (.*)/.exec(x.task)![1])).toEqual(['ping', 'other thread']);
@@ -206,11 +251,35 @@ describe.skipIf(problem)('email receiving (dovecot)', () => {
     const k = await bootEmail({ config: receiving({ adminUsers: { email: ['ada@example.org'] }, emailAuthServId: 'mx.example.org' }) });
     await connected(k);
     await imap.append(rawMail({ from: ADA, subject: 'spoofed, no header' }));
-    await imap.append(rawMail({ from: ADA, subject: 'spoofed, dmarc fail', headers: { 'Authentication-Results': 'mx.example.org; dkim=fail header.d=example.org; spf=softfail smtp.mailfrom=evil.test; dmarc=fail header.from=example.org' } }));
+    await imap.append(
+      rawMail({
+        from: ADA,
+        subject: 'spoofed, dmarc fail',
+        headers: {
+          'Authentication-Results':
+            'mx.example.org; dkim=fail header.d=example.org; spf=softfail smtp.mailfrom=evil.test; dmarc=fail header.from=example.org',
+        },
+      }),
+    );
     // A pass for another domain (the attacker's own DKIM) proves nothing about example.org.
-    await imap.append(rawMail({ from: ADA, subject: 'spoofed, unaligned dkim', headers: { 'Authentication-Results': 'mx.example.org; dkim=pass header.d=evil.test; spf=pass smtp.mailfrom=evil.test; dmarc=fail header.from=example.org' } }));
+    await imap.append(
+      rawMail({
+        from: ADA,
+        subject: 'spoofed, unaligned dkim',
+        headers: {
+          'Authentication-Results':
+            'mx.example.org; dkim=pass header.d=evil.test; spf=pass smtp.mailfrom=evil.test; dmarc=fail header.from=example.org',
+        },
+      }),
+    );
     // A header with another authserv-id (written by the sender) proves nothing.
-    await imap.append(rawMail({ from: ADA, subject: 'spoofed, foreign authserv-id', headers: { 'Authentication-Results': 'attacker.test; dmarc=pass header.from=example.org' } }));
+    await imap.append(
+      rawMail({
+        from: ADA,
+        subject: 'spoofed, foreign authserv-id',
+        headers: { 'Authentication-Results': 'attacker.test; dmarc=pass header.from=example.org' },
+      }),
+    );
     await imap.append(rawMail({ from: ADA, subject: 'proven', headers: PROVEN }));
     const acts = await waitForActions(k, 5);
     const bySubject = new Map(acts.map((a) => [/Subject: (.*)/.exec(a.task)![1], a]));
@@ -233,7 +302,13 @@ describe.skipIf(problem)('email receiving (dovecot)', () => {
   it('HTML mail is reduced to text, quoted history trimmed, attachments saved under downloads/ and listed', async () => {
     const k = await bootEmail({ config: receiving() });
     await connected(k);
-    await imap.append(rawMail({ from: ADA, subject: 'html', html: '<html><body><p>Please <b>review</b> the draft.</p><script>alert(1)</script></body></html>' }));
+    await imap.append(
+      rawMail({
+        from: ADA,
+        subject: 'html',
+        html: '<html><body><p>Please <b>review</b> the draft.</p><script>alert(1)</script></body></html>',
+      }),
+    );
     await imap.append(
       rawMail({
         from: ADA,

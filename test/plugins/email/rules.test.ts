@@ -36,7 +36,15 @@ describe('loopReason', () => {
     expect(loopReason(input(headers))).toBe(reason);
   });
   it('refuses no-reply style senders, its own address and its own Message-IDs', () => {
-    for (const from of ['noreply@x.test', 'no-reply+abc@x.test', 'do_not_reply@x.test', 'MAILER-DAEMON@x.test', 'postmaster@x.test', 'bounces@x.test', 'shop-noreply@x.test']) {
+    for (const from of [
+      'noreply@x.test',
+      'no-reply+abc@x.test',
+      'do_not_reply@x.test',
+      'MAILER-DAEMON@x.test',
+      'postmaster@x.test',
+      'bounces@x.test',
+      'shop-noreply@x.test',
+    ]) {
       expect(loopReason(input({}, from.toLowerCase())), from).toBe('noreply-sender');
     }
     expect(loopReason(input({}, 'keel@example.org'))).toBe('own-address');
@@ -55,7 +63,9 @@ describe('authVerdict', () => {
   it('aligned DKIM or SPF proves it; unaligned does not', () => {
     expect(authVerdict(['mx.example.org; dkim=pass header.d=mail.example.org header.s=s1'], 'ada@example.org', MX).proven).toBe(true);
     expect(authVerdict(['mx.example.org; spf=pass smtp.mailfrom=bounce@example.org'], 'ada@example.org', MX).proven).toBe(true);
-    expect(authVerdict(['mx.example.org; dkim=pass header.d=evil.test; spf=pass smtp.mailfrom=evil.test'], 'ada@example.org', MX).proven).toBe(false);
+    expect(
+      authVerdict(['mx.example.org; dkim=pass header.d=evil.test; spf=pass smtp.mailfrom=evil.test'], 'ada@example.org', MX).proven,
+    ).toBe(false);
     expect(authVerdict(['mx.example.org; dmarc=pass header.from=evil.test'], 'ada@example.org', MX).proven).toBe(false);
     expect(authVerdict(['mx.example.org; dmarc=fail header.from=example.org; dkim=none'], 'ada@example.org', MX).proven).toBe(false);
   });
@@ -71,7 +81,9 @@ describe('authVerdict', () => {
     expect(authVerdict([], 'ada@example.org', MX)).toEqual({ proven: false, detail: 'no Authentication-Results from mx.example.org' });
   });
   it('parses comments, versions and quoted values', () => {
-    const p = parseAuthResults('mx.google.com 1; (a comment; with ;) dkim=pass (good) header.i="@example.org"; spf/1=neutral smtp.mailfrom=x@y');
+    const p = parseAuthResults(
+      'mx.google.com 1; (a comment; with ;) dkim=pass (good) header.i="@example.org"; spf/1=neutral smtp.mailfrom=x@y',
+    );
     expect(p.servId).toBe('mx.google.com');
     expect(p.results).toEqual([
       { method: 'dkim', result: 'pass', props: { 'header.i': '@example.org' } },
@@ -90,7 +102,9 @@ describe('trimQuoted', () => {
     expect(trimQuoted('Le lun. 3 nov. 2026, Ada a écrit :\n> x')).toBe('Le lun. 3 nov. 2026, Ada a écrit :\n> x');
   });
   it('keeps interleaved answers and a mail that is only a quote', () => {
-    expect(trimQuoted('> question one\nanswer one\n> question two\nanswer two')).toBe('> question one\nanswer one\n> question two\nanswer two');
+    expect(trimQuoted('> question one\nanswer one\n> question two\nanswer two')).toBe(
+      '> question one\nanswer one\n> question two\nanswer two',
+    );
     expect(trimQuoted('> only quoted')).toBe('> only quoted');
   });
 });
@@ -109,7 +123,8 @@ describe('recipients, threads, names', () => {
   it('the user-id form of adminUsers.email takes addresses, never the unverified: identity of an unproven sender', () => {
     const re = new RegExp(ADDRESS_PATTERN);
     for (const ok of ['ada@example.org', 'Ada.Lovelace+keel@mail.example.co.uk']) expect(re.test(ok), ok).toBe(true);
-    for (const bad of ['unverified:ada@example.org', 'ada', 'ada@localhost', '<ada@example.org>', 'ada @example.org']) expect(re.test(bad), bad).toBe(false);
+    for (const bad of ['unverified:ada@example.org', 'ada', 'ada@localhost', '<ada@example.org>', 'ada @example.org'])
+      expect(re.test(bad), bad).toBe(false);
   });
   it('attachment names cannot leave their folder', () => {
     expect(safeName('../../etc/passwd')).toBe('passwd');

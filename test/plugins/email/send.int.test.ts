@@ -64,7 +64,13 @@ describe('send_email', () => {
 
   it('threads with In-Reply-To and References (brackets added when missing)', async () => {
     const k = await bootEmail({ config: emailConfig({ ca, smtp: starttls }) });
-    await k.call('send_email', { to: 'ada@example.org', subject: 'Re: plan', message: 'Agreed.', inReplyTo: 'b2@ada.test', references: '<a1@ada.test> <b2@ada.test>' });
+    await k.call('send_email', {
+      to: 'ada@example.org',
+      subject: 'Re: plan',
+      message: 'Agreed.',
+      inReplyTo: 'b2@ada.test',
+      references: '<a1@ada.test> <b2@ada.test>',
+    });
     const mail = starttls.mails.at(-1)!;
     expect(mail.parsed.inReplyTo).toBe('<b2@ada.test>');
     expect(mail.parsed.references).toEqual(['<a1@ada.test>', '<b2@ada.test>']);
@@ -74,7 +80,12 @@ describe('send_email', () => {
   it('work started by a mail from a non-admin may mail only that sender (no open relay); an admin may mail anyone', async () => {
     const k = await bootEmail({ config: { ...emailConfig({ ca, smtp: starttls }), adminUsers: { email: ['boss@example.org'] } } });
     const stranger = { kind: 'user' as const, channel: 'email', userId: 'unverified:eve@evil.test', untrusted: true };
-    const action = await k.kernel.queue.push({ task: 'x', source: 'email', actor: stranger, metadata: { replyTo: { chatId: 'eve@evil.test' } } });
+    const action = await k.kernel.queue.push({
+      task: 'x',
+      source: 'email',
+      actor: stranger,
+      metadata: { replyTo: { chatId: 'eve@evil.test' } },
+    });
     const before = starttls.mails.length;
     const refused = await k.kernel.execute('send_email', { to: 'victim@example.com', message: 'spam' }, stranger, { action });
     expect(refused.success).toBe(false);
@@ -84,7 +95,12 @@ describe('send_email', () => {
     const ok = await k.kernel.execute('send_email', { to: 'eve@evil.test', message: 'answer' }, stranger, { action });
     expect(ok.success, ok.result).toBe(true);
     const boss = { kind: 'user' as const, channel: 'email', userId: 'boss@example.org', untrusted: true };
-    const bossAction = await k.kernel.queue.push({ task: 'x', source: 'email', actor: boss, metadata: { replyTo: { chatId: 'boss@example.org' } } });
+    const bossAction = await k.kernel.queue.push({
+      task: 'x',
+      source: 'email',
+      actor: boss,
+      metadata: { replyTo: { chatId: 'boss@example.org' } },
+    });
     const forward = await k.kernel.execute('send_email', { to: 'team@example.org', message: 'fwd' }, boss, { action: bossAction });
     expect(forward.success, forward.result).toBe(true);
     // Sent within work a mail started: an automatic reply.
@@ -147,7 +163,14 @@ describe('channel:email reply', () => {
     const action = await k.kernel.queue.push({
       task: 'x',
       source: 'email',
-      metadata: { replyTo: { chatId: 'ada@example.org', messageId: '<q1@ada.test>', subject: 'Lunch?', references: ['<q0@ada.test>', '<q1@ada.test>'] } },
+      metadata: {
+        replyTo: {
+          chatId: 'ada@example.org',
+          messageId: '<q1@ada.test>',
+          subject: 'Lunch?',
+          references: ['<q0@ada.test>', '<q1@ada.test>'],
+        },
+      },
     });
     const before = starttls.mails.length;
     const sent = await k.channel().reply(action, 'Yes, **noon** works.\n\n| a | b |\n|---|---|\n| 1 | 2 |');
@@ -177,7 +200,11 @@ describe('channel:email reply', () => {
 
   it('escapes raw HTML in the Markdown (it may echo untrusted mail)', async () => {
     const k = await bootEmail({ config: emailConfig({ ca, smtp: starttls }) });
-    const action = await k.kernel.queue.push({ task: 'x', source: 'email', metadata: { replyTo: { chatId: 'ada@example.org', subject: 's' } } });
+    const action = await k.kernel.queue.push({
+      task: 'x',
+      source: 'email',
+      metadata: { replyTo: { chatId: 'ada@example.org', subject: 's' } },
+    });
     await k.channel().reply(action, 'Look: <img src="http://evil.test/track.png"> done');
     const mail = starttls.mails.at(-1)!;
     expect(mail.parsed.html).not.toContain('<img');
@@ -188,7 +215,12 @@ describe('channel:email reply', () => {
   it('stops at emailMaxRepliesPerThreadPerHour automatic replies in one thread', async () => {
     const k = await bootEmail({ config: { ...emailConfig({ ca, smtp: starttls }), emailMaxRepliesPerThreadPerHour: 2 } });
     const before = starttls.mails.length;
-    const replyTo = { chatId: 'ada@example.org', messageId: '<loop1@ada.test>', subject: 'ping', references: ['<root@ada.test>', '<loop1@ada.test>'] };
+    const replyTo = {
+      chatId: 'ada@example.org',
+      messageId: '<loop1@ada.test>',
+      subject: 'ping',
+      references: ['<root@ada.test>', '<loop1@ada.test>'],
+    };
     for (let i = 0; i < 2; i++) {
       const a = await k.kernel.queue.push({ task: 'x', source: 'email', metadata: { replyTo } });
       await k.channel().reply(a, `pong ${i}`);

@@ -34,11 +34,36 @@ function openssl(args: string[], cwd: string): void {
 export function makeCa(): TestCa {
   const dir = tmp('keel-mail-ca-');
   chmodSync(dir, 0o755);
-  openssl(['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '2', '-subj', '/CN=Keel Test CA'], dir);
+  openssl(
+    ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '2', '-subj', '/CN=Keel Test CA'],
+    dir,
+  );
   openssl(['req', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'server.key', '-out', 'server.csr', '-subj', '/CN=localhost'], dir);
   writeFileSync(join(dir, 'ext.cnf'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\n');
-  openssl(['x509', '-req', '-in', 'server.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'server.crt', '-days', '2', '-extfile', 'ext.cnf'], dir);
-  openssl(['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'other.key', '-out', 'other.crt', '-days', '2', '-subj', '/CN=Other CA'], dir);
+  openssl(
+    [
+      'x509',
+      '-req',
+      '-in',
+      'server.csr',
+      '-CA',
+      'ca.crt',
+      '-CAkey',
+      'ca.key',
+      '-CAcreateserial',
+      '-out',
+      'server.crt',
+      '-days',
+      '2',
+      '-extfile',
+      'ext.cnf',
+    ],
+    dir,
+  );
+  openssl(
+    ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'other.key', '-out', 'other.crt', '-days', '2', '-subj', '/CN=Other CA'],
+    dir,
+  );
   chmodSync(join(dir, 'server.key'), 0o644);
   return {
     dir,
@@ -93,7 +118,13 @@ export async function startSmtp(ca: TestCa, opts: { implicitTls: boolean }): Pro
       stream.on('end', () => {
         const raw = Buffer.concat(chunks).toString('utf8');
         void simpleParser(raw).then((parsed) => {
-          mails.push({ raw, parsed, rcpt: session.envelope.rcptTo.map((r) => r.address), user: session.user as string | undefined, secure: session.secure });
+          mails.push({
+            raw,
+            parsed,
+            rcpt: session.envelope.rcptTo.map((r) => r.address),
+            user: session.user as string | undefined,
+            secure: session.secure,
+          });
           cb();
         }, cb);
       });
@@ -136,7 +167,11 @@ export function dovecotProblem(): string | undefined {
       r = spawnSync('apt-get', ['install', '-y', 'dovecot-imapd'], { stdio: 'pipe', env, timeout: 300_000 });
     }
     // The package starts a system-wide dovecot on 143/993; the tests run their own instance.
-    spawnSync('sh', ['-c', 'command -v systemctl >/dev/null && systemctl stop dovecot; command -v service >/dev/null && service dovecot stop'], { stdio: 'pipe' });
+    spawnSync(
+      'sh',
+      ['-c', 'command -v systemctl >/dev/null && systemctl stop dovecot; command -v service >/dev/null && service dovecot stop'],
+      { stdio: 'pipe' },
+    );
     if (findDovecot()) return undefined;
     return `dovecot-imapd could not be installed (apt-get install -y dovecot-imapd exited ${r.status}): ${r.stderr?.toString().trim().split('\n').pop() ?? ''}`;
   }
@@ -156,7 +191,8 @@ export async function freePort(): Promise<number> {
 async function waitForPort(port: number, child: ChildProcess, log: string, timeoutMs = 15_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    if (child.exitCode !== null) throw new Error(`dovecot exited with ${child.exitCode}: ${existsSync(log) ? readFileSync(log, 'utf8') : ''}`);
+    if (child.exitCode !== null)
+      throw new Error(`dovecot exited with ${child.exitCode}: ${existsSync(log) ? readFileSync(log, 'utf8') : ''}`);
     const ok = await new Promise<boolean>((resolve) => {
       const s = createConnection({ port, host: '127.0.0.1' }, () => {
         s.destroy();
@@ -198,7 +234,8 @@ export async function startDovecot(ca: TestCa): Promise<TestImap> {
   const maildir = join(dir, 'Maildir');
   for (const d of ['run', 'state', 'home', maildir]) mkdirSync(join(dir, d), { recursive: true });
   for (const d of ['cur', 'new', 'tmp']) mkdirSync(join(maildir, d), { recursive: true });
-  if (root) for (const d of [maildir, join(maildir, 'cur'), join(maildir, 'new'), join(maildir, 'tmp'), join(dir, 'home')]) chownSync(d, uid, gid);
+  if (root)
+    for (const d of [maildir, join(maildir, 'cur'), join(maildir, 'new'), join(maildir, 'tmp'), join(dir, 'home')]) chownSync(d, uid, gid);
   const user = 'keel@example.org';
   const pass = 'imap-secret';
   writeFileSync(join(dir, 'passwd'), `${user}:{PLAIN}${pass}:${uid}:${gid}::${join(dir, 'home')}::\n`);
@@ -351,6 +388,7 @@ export function rawMail(o: {
     ...Object.entries(o.headers ?? {}).map(([k, v]) => `${k}: ${v}`),
   ];
   if (o.html) return [...head, 'Content-Type: text/html; charset=utf-8', '', o.html, ''].join('\r\n');
-  if (!o.headers || !Object.keys(o.headers).some((k) => k.toLowerCase() === 'content-type')) head.push('Content-Type: text/plain; charset=utf-8');
+  if (!o.headers || !Object.keys(o.headers).some((k) => k.toLowerCase() === 'content-type'))
+    head.push('Content-Type: text/plain; charset=utf-8');
   return [...head, '', o.body ?? 'Hello Keel.', ''].join('\r\n');
 }

@@ -55,7 +55,11 @@ async function socket(): Promise<Client> {
 }
 
 const post = (body: unknown, key: string | null = KEY) =>
-  fetch(`${base}/api/chat`, { method: 'POST', headers: { 'content-type': 'application/json', ...(key ? { 'x-api-key': key } : {}) }, body: JSON.stringify(body) });
+  fetch(`${base}/api/chat`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...(key ? { 'x-api-key': key } : {}) },
+    body: JSON.stringify(body),
+  });
 
 const event = (name: string, pred: (d: any) => boolean) => (m: Msg) => m.type === 'event' && m.event === name && pred(m.data);
 
@@ -66,11 +70,17 @@ describe('gateway chat', () => {
     const r = await c.request('chat', { text: 'hi there', conversationId: 'conv-ws' });
     expect(r).toMatchObject({ ok: true, result: { conversationId: 'conv-ws', status: 'queued' } });
     const actionId = r.result.actionId as string;
-    const reply = await c.next(event('chat.reply', (d) => d.conversationId === 'conv-ws'), 'the chat reply');
+    const reply = await c.next(
+      event('chat.reply', (d) => d.conversationId === 'conv-ws'),
+      'the chat reply',
+    );
     expect(reply.data).toMatchObject({ conversationId: 'conv-ws', actionId, text: 'Hello, operator.' });
     expect(typeof reply.seq).toBe('number');
     // The agent's own events for this conversation's action arrive on the same stream.
-    await c.next(event('action.completed', (d) => d.actionId === actionId), 'the action completion');
+    await c.next(
+      event('action.completed', (d) => d.actionId === actionId),
+      'the action completion',
+    );
     expect(c.messages.some(event('chat.message', (d) => d.actionId === actionId && d.text === 'hi there'))).toBe(true);
     const a = kernel.queue.get(actionId)!;
     expect(a.source).toBe('gateway-chat');
@@ -89,7 +99,10 @@ describe('gateway chat', () => {
     expect(res.status).toBe(202);
     const out = (await res.json()) as { conversationId: string; actionId: string; status: string; messageId: string };
     expect(out).toMatchObject({ conversationId: 'conv-rest', status: 'queued', messageId: 'client-1' });
-    const reply = await c.next(event('chat.reply', (d) => d.conversationId === 'conv-rest'), 'the REST chat reply');
+    const reply = await c.next(
+      event('chat.reply', (d) => d.conversationId === 'conv-rest'),
+      'the REST chat reply',
+    );
     expect(reply.data.text).toBe('Answer over REST.');
     expect(reply.data.actionId).toBe(out.actionId);
 
@@ -98,7 +111,9 @@ describe('gateway chat', () => {
     expect(again.status).toBe(200);
     expect(await again.json()).toMatchObject({ status: 'ignored', reason: 'duplicate' });
 
-    const hist = (await (await fetch(`${base}/api/chat/conv-rest`, { headers: { 'x-api-key': KEY } })).json()) as { messages: Array<{ role: string; text: string }> };
+    const hist = (await (await fetch(`${base}/api/chat/conv-rest`, { headers: { 'x-api-key': KEY } })).json()) as {
+      messages: Array<{ role: string; text: string }>;
+    };
     expect(hist.messages.map((m) => [m.role, m.text])).toEqual([
       ['user', 'rest question'],
       ['agent', 'Answer over REST.'],
@@ -113,7 +128,11 @@ describe('gateway chat', () => {
     try {
       const r = await c.request('chat', { text: 'this will fail', conversationId: 'conv-fail' });
       const actionId = r.result.actionId as string;
-      const err = await c.next(event('chat.error', (d) => d.conversationId === 'conv-fail'), 'the chat error', 30_000);
+      const err = await c.next(
+        event('chat.error', (d) => d.conversationId === 'conv-fail'),
+        'the chat error',
+        30_000,
+      );
       expect(err.data.actionId).toBe(actionId);
       expect(err.data.message).toMatch(/^Sorry, this failed: .*model exploded/);
       expect(err.data.message).not.toMatch(/stack line/);
@@ -122,9 +141,15 @@ describe('gateway chat', () => {
       // A message removed while it waits for a retry is answered once too.
       const r2 = await c.request('chat', { text: 'this will be removed', conversationId: 'conv-removed' });
       const id2 = r2.result.actionId as string;
-      await c.next(event('action.retry', (d) => d.actionId === id2), 'the first retry');
+      await c.next(
+        event('action.retry', (d) => d.actionId === id2),
+        'the first retry',
+      );
       await kernel.cancel(id2, 'removed by the operator');
-      const removed = await c.next(event('chat.error', (d) => d.conversationId === 'conv-removed'), 'the removal notice');
+      const removed = await c.next(
+        event('chat.error', (d) => d.conversationId === 'conv-removed'),
+        'the removal notice',
+      );
       expect(removed.data).toMatchObject({ actionId: id2, message: 'This message was cancelled.' });
     } finally {
       delete fake.defaultReply;
@@ -154,7 +179,9 @@ describe('gateway chat', () => {
   it('is listed as a connection and documented in the OpenAPI document', async () => {
     const conns = (await (await fetch(`${base}/api/connections`, { headers: { 'x-api-key': KEY } })).json()) as Record<string, unknown>;
     expect(conns['gateway-chat']).toMatchObject({ enabled: true, connected: true });
-    const doc = (await (await fetch(`${base}/api/openapi.json`, { headers: { 'x-api-key': KEY } })).json()) as { paths: Record<string, Record<string, unknown>> };
+    const doc = (await (await fetch(`${base}/api/openapi.json`, { headers: { 'x-api-key': KEY } })).json()) as {
+      paths: Record<string, Record<string, unknown>>;
+    };
     expect(Object.keys(doc.paths['/api/chat']!)).toEqual(['post']);
     expect(Object.keys(doc.paths['/api/chat/{conversationId}']!)).toEqual(['get']);
     await waitFor(() => true, 'nothing');

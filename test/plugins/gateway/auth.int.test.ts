@@ -88,7 +88,11 @@ describe('gateway with an API key', () => {
     const pre = await g.req('/api/config/fakeAgentGreeting', {
       method: 'OPTIONS',
       key: null,
-      headers: { origin: 'https://dash.example', 'access-control-request-method': 'PUT', 'access-control-request-headers': 'x-api-key,content-type' },
+      headers: {
+        origin: 'https://dash.example',
+        'access-control-request-method': 'PUT',
+        'access-control-request-headers': 'x-api-key,content-type',
+      },
     });
     expect(pre.status).toBe(204);
     expect(pre.headers.get('content-length')).toBe('0');

@@ -77,14 +77,18 @@ describe('keel gateway', () => {
     expect(start.code, start.stderr).toBe(0);
     expect(start.stdout).toMatch(/background \(pid \d+\)/);
     const url = `http://127.0.0.1:${port}/api/status`;
-    const res = await waitFor(async () => {
-      try {
-        const r = await fetch(url, { headers: { 'x-api-key': 'bg-key' } });
-        return r.status === 200 ? r : undefined;
-      } catch {
-        return undefined;
-      }
-    }, 'the background gateway to answer', 20_000);
+    const res = await waitFor(
+      async () => {
+        try {
+          const r = await fetch(url, { headers: { 'x-api-key': 'bg-key' } });
+          return r.status === 200 ? r : undefined;
+        } catch {
+          return undefined;
+        }
+      },
+      'the background gateway to answer',
+      20_000,
+    );
     expect(await res.json()).toHaveProperty('version');
     expect((await fetch(url)).status).toBe(401);
 

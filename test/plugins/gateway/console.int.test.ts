@@ -60,7 +60,12 @@ describe('console endpoints', () => {
 
   it('GET /api/skills/:name has the schema and the flags; GET /api/plugins lists states; enable an unknown plugin is 404', async () => {
     const s = await json(g.req('/api/skills/echo'));
-    expect(s).toMatchObject({ name: 'echo', isDangerous: false, adminOnly: false, parameters: { type: 'object', properties: { text: { type: 'string' } } } });
+    expect(s).toMatchObject({
+      name: 'echo',
+      isDangerous: false,
+      adminOnly: false,
+      parameters: { type: 'object', properties: { text: { type: 'string' } } },
+    });
     expect((await g.req('/api/skills/nope')).status).toBe(404);
     const { plugins } = await json(g.req('/api/plugins'));
     expect(plugins.find((p: any) => p.id === 'gateway')).toMatchObject({ state: 'loaded' });

@@ -80,15 +80,12 @@ export function raw(
   return new Promise((resolve, reject) => {
     const headers = { ...o.headers };
     if (o.body !== undefined) headers['content-length'] = String(Buffer.byteLength(o.body));
-    const r = request(
-      { host: o.host ?? '127.0.0.1', port, method: o.method ?? 'GET', path: o.path, headers, agent: false },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
-        res.on('error', reject);
-      },
-    );
+    const r = request({ host: o.host ?? '127.0.0.1', port, method: o.method ?? 'GET', path: o.path, headers, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
+      res.on('error', reject);
+    });
     r.on('error', reject);
     if (o.body !== undefined) r.write(o.body);
     r.end();

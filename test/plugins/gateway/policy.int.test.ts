@@ -33,10 +33,18 @@ describe.skipIf(!external)('policy for clients beyond loopback', () => {
   });
 
   it('warns loudly at start when listening beyond loopback without a key, and not with a key', () => {
-    const errors = open.kernel.logs.recent({ level: 'error' }).map((e) => e.message).join('\n');
+    const errors = open.kernel.logs
+      .recent({ level: 'error' })
+      .map((e) => e.message)
+      .join('\n');
     expect(errors).toMatch(/WITHOUT an API key/);
     expect(errors).toMatch(/controls the agent/);
-    expect(keyed.kernel.logs.recent({ level: 'error' }).map((e) => e.message).join('\n')).not.toMatch(/WITHOUT an API key/);
+    expect(
+      keyed.kernel.logs
+        .recent({ level: 'error' })
+        .map((e) => e.message)
+        .join('\n'),
+    ).not.toMatch(/WITHOUT an API key/);
   });
 
   it('refuses security settings and LOCKED keys from a remote client without a key (403), allows other keys', async () => {

@@ -67,7 +67,12 @@ describe('gateway REST', () => {
   it('GET /api/skills lists descriptors with parameter names and flags in the description', async () => {
     const { skills } = await json(await g.req('/api/skills'));
     const flagged = skills.find((s: any) => s.name === 'flagged');
-    expect(flagged).toEqual({ name: 'flagged', description: 'test skill flagged [isDeep: true, isResearch: false, isParallelSafe: true, isDangerous: false]', category: 'test', parameters: ['a', 'b'] });
+    expect(flagged).toEqual({
+      name: 'flagged',
+      description: 'test skill flagged [isDeep: true, isResearch: false, isParallelSafe: true, isDangerous: false]',
+      category: 'test',
+      parameters: ['a', 'b'],
+    });
     // All four flags with their values (SPEC), false ones too; adminOnly appears when set.
     expect(skills.find((s: any) => s.name === 'echo')).toEqual({
       name: 'echo',
@@ -99,7 +104,12 @@ describe('gateway REST', () => {
 
     const failed = await g.req('/api/skills/boom/execute', { method: 'POST', json: { parameters: { text: 'x' } } });
     expect(failed.status).toBe(200);
-    expect(await json(failed)).toEqual({ success: false, result: expect.stringContaining('kaboom'), executionTime: expect.any(Number), code: 'KEEL_E_SKILL_FAILED' });
+    expect(await json(failed)).toEqual({
+      success: false,
+      result: expect.stringContaining('kaboom'),
+      executionTime: expect.any(Number),
+      code: 'KEEL_E_SKILL_FAILED',
+    });
 
     const unknown = await g.req('/api/skills/nope/execute', { method: 'POST', json: { parameters: {} } });
     expect(unknown.status).toBe(404);
@@ -145,7 +155,16 @@ describe('gateway REST', () => {
 
   it('POST /api/tasks refuses a blank task, a non-number priority and unknown fields with 400', async () => {
     const before = (await readQueueList(g.home)).pending.length;
-    for (const b of [{ task: '   ' }, { task: '' }, { task: 'x', priority: '5' }, { task: 'x', priority: null }, { priority: 3 }, { task: 'x', extra: 1 }, [], 'task']) {
+    for (const b of [
+      { task: '   ' },
+      { task: '' },
+      { task: 'x', priority: '5' },
+      { task: 'x', priority: null },
+      { priority: 3 },
+      { task: 'x', extra: 1 },
+      [],
+      'task',
+    ]) {
       const r = await g.req('/api/tasks', { method: 'POST', json: b });
       expect(r.status, JSON.stringify(b)).toBe(400);
       expect(Object.keys(await json(r)).sort()).toEqual(['error', 'message']);
@@ -198,7 +217,13 @@ describe('gateway REST', () => {
   it('GET /api/memory filters by type, search and limit (default 50)', async () => {
     const all = await json(await g.req('/api/memory'));
     expect(all.total).toBe(3);
-    expect(all.memories[0]).toEqual({ id: 'm1', type: 'short', content: 'saw the weather page', timestamp: '2026-01-01T00:00:00.000Z', metadata: { actionId: 'act_1_a', step: 1 } });
+    expect(all.memories[0]).toEqual({
+      id: 'm1',
+      type: 'short',
+      content: 'saw the weather page',
+      timestamp: '2026-01-01T00:00:00.000Z',
+      metadata: { actionId: 'act_1_a', step: 1 },
+    });
     expect((await json(await g.req('/api/memory?type=long'))).memories.map((m: any) => m.id)).toEqual(['m3']);
     expect((await json(await g.req('/api/memory?search=weather&limit=1'))).memories.map((m: any) => m.id)).toEqual(['m1']);
     expect((await json(await g.req('/api/memory?search=weather&limit=1'))).total).toBe(2);
@@ -233,17 +258,38 @@ describe('gateway REST', () => {
 
   it('GET and PUT /api/security', async () => {
     const s = await json(await g.req('/api/security'));
-    expect(s).toEqual({ safeMode: false, apiKeySet: false, adminUsers: [], pluginAllowList: [], pluginDenyList: ['agent', 'memory', 'system', 'chatA'] });
-    const put = await g.req('/api/security', { method: 'PUT', json: { safeMode: true, adminUsers: { chatA: ['111'] }, pluginDenyList: ['agent', 'memory', 'system', 'chatA', 'evil'] } });
+    expect(s).toEqual({
+      safeMode: false,
+      apiKeySet: false,
+      adminUsers: [],
+      pluginAllowList: [],
+      pluginDenyList: ['agent', 'memory', 'system', 'chatA'],
+    });
+    const put = await g.req('/api/security', {
+      method: 'PUT',
+      json: { safeMode: true, adminUsers: { chatA: ['111'] }, pluginDenyList: ['agent', 'memory', 'system', 'chatA', 'evil'] },
+    });
     expect(put.status).toBe(200);
     expect(await json(put)).toEqual({ success: true, message: expect.stringContaining('safeMode') });
-    expect(await json(await g.req('/api/security'))).toEqual({ safeMode: true, apiKeySet: false, adminUsers: ['chatA:111'], pluginAllowList: [], pluginDenyList: ['agent', 'memory', 'system', 'chatA', 'evil'] });
+    expect(await json(await g.req('/api/security'))).toEqual({
+      safeMode: true,
+      apiKeySet: false,
+      adminUsers: ['chatA:111'],
+      pluginAllowList: [],
+      pluginDenyList: ['agent', 'memory', 'system', 'chatA', 'evil'],
+    });
     // The flat form GET returns is accepted back.
     expect((await g.req('/api/security', { method: 'PUT', json: { adminUsers: ['chatA:111', 'email:me@example.com'] } })).status).toBe(200);
     expect((await json(await g.req('/api/security'))).adminUsers).toEqual(['chatA:111', 'email:me@example.com']);
 
     const before = await json(await g.req('/api/security'));
-    for (const b of [{ bogus: true }, { safeMode: 'yes' }, {}, { pluginAllowList: 'x' }, { adminUsers: { chatZ: ['1'] }, safeMode: false }]) {
+    for (const b of [
+      { bogus: true },
+      { safeMode: 'yes' },
+      {},
+      { pluginAllowList: 'x' },
+      { adminUsers: { chatZ: ['1'] }, safeMode: false },
+    ]) {
       const r = await g.req('/api/security', { method: 'PUT', json: b });
       expect(r.status, JSON.stringify(b)).toBe(400);
       expect(Object.keys(await json(r)).sort()).toEqual(['error', 'message']);
@@ -256,29 +302,56 @@ describe('gateway REST', () => {
   it('serves an OpenAPI 3.1 document built from the route schemas', async () => {
     const doc = await json(await g.req('/api/openapi.json'));
     expect(doc.openapi).toBe('3.1.0');
-    const ops = Object.entries(doc.paths as Record<string, Record<string, unknown>>).flatMap(([p, m]) => Object.keys(m).map((x) => `${x.toUpperCase()} ${p}`));
+    const ops = Object.entries(doc.paths as Record<string, Record<string, unknown>>).flatMap(([p, m]) =>
+      Object.keys(m).map((x) => `${x.toUpperCase()} ${p}`),
+    );
     expect(ops.sort()).toEqual(
       [
-        'GET /api/status', 'GET /api/skills', 'POST /api/skills/{name}/execute', 'POST /api/tasks', 'GET /api/tasks', 'GET /api/config',
-        'PUT /api/config/{key}', 'GET /api/memory', 'GET /api/connections', 'GET /api/logs', 'GET /api/security', 'PUT /api/security', 'GET /api/openapi.json',
+        'GET /api/status',
+        'GET /api/skills',
+        'POST /api/skills/{name}/execute',
+        'POST /api/tasks',
+        'GET /api/tasks',
+        'GET /api/config',
+        'PUT /api/config/{key}',
+        'GET /api/memory',
+        'GET /api/connections',
+        'GET /api/logs',
+        'GET /api/security',
+        'PUT /api/security',
+        'GET /api/openapi.json',
         // The console endpoints (docs/api.md "Console endpoints").
-        'GET /api/config/keys', 'GET /api/config/pending', 'POST /api/config/pending/{id}/approve', 'POST /api/config/pending/{id}/reject',
-        'POST /api/tasks/{id}/cancel', 'GET /api/skills/{name}', 'GET /api/plugins', 'POST /api/plugins/{id}/enable', 'GET /api/agent/readiness',
+        'GET /api/config/keys',
+        'GET /api/config/pending',
+        'POST /api/config/pending/{id}/approve',
+        'POST /api/config/pending/{id}/reject',
+        'POST /api/tasks/{id}/cancel',
+        'GET /api/skills/{name}',
+        'GET /api/plugins',
+        'POST /api/plugins/{id}/enable',
+        'GET /api/agent/readiness',
         // Added by the gateway-chat plugin through gateway:routes:gateway-chat.
-        'POST /api/chat', 'GET /api/chat/{conversationId}',
+        'POST /api/chat',
+        'GET /api/chat/{conversationId}',
         // Added by the timeline plugin through gateway:routes:timeline.
         'GET /api/tasks/{id}',
       ].sort(),
     );
     const task = doc.paths['/api/tasks'].post;
     expect(task.requestBody.content['application/json'].schema.required).toEqual(['task']);
-    expect(Object.keys(task.responses['201'].content['application/json'].schema.properties).sort()).toEqual(['message', 'success', 'taskId']);
+    expect(Object.keys(task.responses['201'].content['application/json'].schema.properties).sort()).toEqual([
+      'message',
+      'success',
+      'taskId',
+    ]);
     expect(doc.paths['/api/memory'].get.parameters.map((p: any) => p.name).sort()).toEqual(['limit', 'search', 'type']);
 
     // docs/api.md documents exactly the operations the document lists.
     const md = readFileSync(join(import.meta.dirname, '..', '..', '..', 'docs', 'api.md'), 'utf8');
     const table = md.slice(md.indexOf('| Method and path |'), md.indexOf('### GET /api/status'));
-    const documented = [...table.matchAll(/^\| `(GET|POST|PUT) (\/api\/[^`]*)`/gm)].map((m) => `${m[1]} ${m[2]!.replace(/:([A-Za-z]+)/g, '{$1}')}`);
+    const documented = [...table.matchAll(/^\| `(GET|POST|PUT) (\/api\/[^`]*)`/gm)].map(
+      (m) => `${m[1]} ${m[2]!.replace(/:([A-Za-z]+)/g, '{$1}')}`,
+    );
     expect(documented.sort()).toEqual(ops.sort());
     for (const op of ops) expect(md, op).toContain(`### ${op.replace(/\{([A-Za-z]+)\}/g, ':$1')}`);
   });

@@ -98,7 +98,8 @@ describe('without a static folder', () => {
       const css = await raw(g.port, { path: '/assets/app.css' });
       expect(css.status).toBe(200);
       expect(css.headers['content-encoding']).toBeUndefined();
-      for (const p of ['/assets/nope.js', '/assets/..%2fpackage.json', '/assets/index.html.gz', '/../etc/passwd']) expect((await raw(g.port, { path: p })).status, p).toBe(404);
+      for (const p of ['/assets/nope.js', '/assets/..%2fpackage.json', '/assets/index.html.gz', '/../etc/passwd'])
+        expect((await raw(g.port, { path: p })).status, p).toBe(404);
     } finally {
       await g.close();
     }

@@ -42,7 +42,7 @@ export async function startGateway(overrides: Record<string, unknown> = {}, host
     home,
     kernel,
     port,
-    url(path = '/', query = {}, ) {
+    url(path = '/', query = {}) {
       const q = new URLSearchParams(query).toString();
       return `ws://127.0.0.1:${port}${path}${q ? `?${q}` : ''}`;
     },

@@ -46,7 +46,10 @@ describe('gateway WebSocket resume', () => {
     const status = await a.next((m) => m.type === 'status', 'status');
     expect(Number.isInteger(status.seq)).toBe(true);
     const first = await a.request('pushTask', { task: 'before the drop' });
-    const done = await a.next((m) => m.type === 'event' && m.event === 'action.completed' && m.data.actionId === first.result.taskId, 'first completion');
+    const done = await a.next(
+      (m) => m.type === 'event' && m.event === 'action.completed' && m.data.actionId === first.result.taskId,
+      'first completion',
+    );
     expect(done.seq).toBeGreaterThan(status.seq);
     const seqs = a.messages.filter((m) => m.type === 'event').map((m) => m.seq as number);
     for (let i = 1; i < seqs.length; i++) expect(seqs[i]).toBeGreaterThan(seqs[i - 1]!);
@@ -56,7 +59,10 @@ describe('gateway WebSocket resume', () => {
     // While disconnected, another task runs to completion.
     const b = await open(g.url());
     const missedTask = await b.request('pushTask', { task: 'while the first client was away' });
-    await b.next((m) => m.type === 'event' && m.event === 'action.completed' && m.data.actionId === missedTask.result.taskId, 'second completion');
+    await b.next(
+      (m) => m.type === 'event' && m.event === 'action.completed' && m.data.actionId === missedTask.result.taskId,
+      'second completion',
+    );
     b.close();
 
     const again = await open(g.url('/', { since: String(lastSeen) }));

@@ -20,7 +20,10 @@ afterEach(() => {
   for (const c of clients.splice(0)) c.close();
 });
 
-const isEvent = (name: string, pred: (d: any) => boolean = () => true) => (m: Msg) => m.type === 'event' && m.event === name && pred(m.data);
+const isEvent =
+  (name: string, pred: (d: any) => boolean = () => true) =>
+  (m: Msg) =>
+    m.type === 'event' && m.event === name && pred(m.data);
 
 describe('gateway WebSocket (no key)', () => {
   let g: Gateway;
@@ -54,7 +57,10 @@ describe('gateway WebSocket (no key)', () => {
     expect(reply.result.message).toContain('7');
     expect(g.kernel.queue.get(id)?.source).toBe('ws');
 
-    await c.next(isEvent('action.completed', (d) => d.actionId === id), 'action.completed');
+    await c.next(
+      isEvent('action.completed', (d) => d.actionId === id),
+      'action.completed',
+    );
     const mine = (m: Msg) =>
       m.type === 'event' &&
       (m.data.actionId === id || (m.data.skill === 'echo' && (m.data.parameters?.text === task || m.data.result === task)));
@@ -73,10 +79,16 @@ describe('gateway WebSocket (no key)', () => {
     expect(reply.ok).toBe(true);
     expect(reply.result.priority).toBe(10);
     const id = reply.result.taskId;
-    const retry = await c.next(isEvent('action.retry', (d) => d.actionId === id), 'action.retry');
+    const retry = await c.next(
+      isEvent('action.retry', (d) => d.actionId === id),
+      'action.retry',
+    );
     expect(retry.data.error).toContain('fake failure');
     expect(retry.data.retries).toBe(1);
-    const log = await c.next(isEvent('log', (d) => d.level === 'warn' && d.message.includes(id)), 'a warn log event');
+    const log = await c.next(
+      isEvent('log', (d) => d.level === 'warn' && d.message.includes(id)),
+      'a warn log event',
+    );
     expect(typeof log.data.timestamp).toBe('string');
   });
 
@@ -97,9 +109,15 @@ describe('gateway WebSocket (no key)', () => {
     const big = 'x'.repeat(EVENT_TEXT_CAP * 3);
     const r = await c.request('executeSkill', { skill: 'echo', parameters: { text: big } });
     expect(r.result.result).toBe(big);
-    const action = await c.next(isEvent('action', (d) => d.skill === 'echo' && d.truncated === true), 'the capped action event');
+    const action = await c.next(
+      isEvent('action', (d) => d.skill === 'echo' && d.truncated === true),
+      'the capped action event',
+    );
     expect(action.data.parameters.text.length).toBeLessThanOrEqual(EVENT_TEXT_CAP + 1);
-    const obs = await c.next(isEvent('observation', (d) => d.skill === 'echo' && d.truncated === true), 'the capped observation');
+    const obs = await c.next(
+      isEvent('observation', (d) => d.skill === 'echo' && d.truncated === true),
+      'the capped observation',
+    );
     expect(obs.data.result.length).toBeLessThanOrEqual(EVENT_TEXT_CAP + 1);
   });
 
@@ -116,7 +134,10 @@ describe('gateway WebSocket (no key)', () => {
     const r = await c.request('setConfig', { key: 'fakeAgentGreeting', value: 'hey' });
     expect(r).toMatchObject({ ok: true, result: { status: 'applied', key: 'fakeAgentGreeting', value: 'hey' } });
     expect(g.kernel.config.get('fakeAgentGreeting')).toBe('hey');
-    const ev = await c.next(isEvent('config.changed', (d) => d.key === 'fakeAgentGreeting'), 'config.changed');
+    const ev = await c.next(
+      isEvent('config.changed', (d) => d.key === 'fakeAgentGreeting'),
+      'config.changed',
+    );
     expect(ev.data).toMatchObject({ value: 'hey', origin: 'operator' });
 
     const invalid = await c.request('setConfig', { key: 'fakeAgentGreeting', value: 42 });
@@ -132,7 +153,10 @@ describe('gateway WebSocket (no key)', () => {
     const r = await c.request('setConfig', { key: 'fakeAgentApiKey', value: secret });
     expect(r.ok).toBe(true);
     expect(JSON.stringify(r)).not.toContain(secret);
-    const ev = await c.next(isEvent('config.changed', (d) => d.key === 'fakeAgentApiKey'), 'config.changed of the secret');
+    const ev = await c.next(
+      isEvent('config.changed', (d) => d.key === 'fakeAgentApiKey'),
+      'config.changed of the secret',
+    );
     expect(JSON.stringify(ev)).not.toContain(secret);
   });
 
@@ -286,8 +310,14 @@ describe('gateway WebSocket auth and Origin', () => {
     const c = await client(g, '/', { apiKey: key });
     const r = await c.request('executeSkill', { skill: 'echo', parameters: { text: `leak ${key}` } });
     expect(r.ok).toBe(true);
-    const action = await c.next(isEvent('action', (d) => String(d.parameters?.text).startsWith('leak ')), 'the action event');
-    const obs = await c.next(isEvent('observation', (d) => typeof d.result === 'string' && d.result.startsWith('leak ')), 'the observation');
+    const action = await c.next(
+      isEvent('action', (d) => String(d.parameters?.text).startsWith('leak ')),
+      'the action event',
+    );
+    const obs = await c.next(
+      isEvent('observation', (d) => typeof d.result === 'string' && d.result.startsWith('leak ')),
+      'the observation',
+    );
     expect(JSON.stringify(action)).not.toContain(key);
     expect(JSON.stringify(obs)).not.toContain(key);
     expect(obs.data.result).toContain(key.slice(0, 3));

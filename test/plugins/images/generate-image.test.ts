@@ -42,7 +42,12 @@ describe('generate_image', () => {
     try {
       const r = await k.kernel.execute('generate_image', { prompt: 'a tall tower', size: '1024x1792' }, k.kernel.operator);
       expect(r.success, r.result).toBe(true);
-      expect(fake.requests.at(-1)!.body).toMatchObject({ model: 'dall-e-3', size: '1024x1792', quality: 'standard', response_format: 'b64_json' });
+      expect(fake.requests.at(-1)!.body).toMatchObject({
+        model: 'dall-e-3',
+        size: '1024x1792',
+        quality: 'standard',
+        response_format: 'b64_json',
+      });
     } finally {
       await k.kernel.config.set('imageModelName', '', { kind: 'operator' });
     }

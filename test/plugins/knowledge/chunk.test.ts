@@ -82,7 +82,8 @@ describe('chunking', () => {
   });
 
   it('code: functions are not cut in the middle', () => {
-    const fn = (i: number) => `export function f${i}(x: number): number {\n  const y = x * ${i};\n\n  // blank line inside\n  return y + ${i}; ${'// padding '.repeat(8)}\n}`;
+    const fn = (i: number) =>
+      `export function f${i}(x: number): number {\n  const y = x * ${i};\n\n  // blank line inside\n  return y + ${i}; ${'// padding '.repeat(8)}\n}`;
     const src = Array.from({ length: 20 }, (_, i) => fn(i)).join('\n\n');
     const parts = chunk(src, 'code');
     expect(parts.length).toBeGreaterThan(1);

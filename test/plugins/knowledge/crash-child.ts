@@ -7,7 +7,10 @@ import { SqliteKnowledgeStore } from '../../../plugins/knowledge/src/sqlite-stor
 const store = new SqliteKnowledgeStore(process.argv[2]!);
 const vec = () => Float32Array.from({ length: 384 }, () => Math.random() - 0.5);
 for (let n = 1; ; n++) {
-  const chunks = Array.from({ length: 400 }, (_, i) => ({ content: `document ${n} chunk ${i} about crash safety and write-ahead logs`, vector: vec() }));
+  const chunks = Array.from({ length: 400 }, (_, i) => ({
+    content: `document ${n} chunk ${i} about crash safety and write-ahead logs`,
+    vector: vec(),
+  }));
   // Every other round replaces an earlier document, so a kill can land in a delete-and-insert transaction too.
   const source = n % 2 ? `doc-${n}` : `doc-${n - 1}`;
   await store.upsert({ source, title: source, collection: 'crash', tags: ['t'], format: 'text', metadata: { n } }, chunks, 'rand-384');

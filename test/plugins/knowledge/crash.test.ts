@@ -15,7 +15,9 @@ describe('knowledge crash safety', () => {
   it('SIGKILL during ingest leaves the last committed state', async () => {
     const home = tmp();
     const db = join(home, 'knowledge', 'knowledge.db');
-    const child = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, 'crash-child.ts'), db], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, 'crash-child.ts'), db], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     const acknowledged: string[] = [];
     let err = '';
     child.stderr.on('data', (d: Buffer) => (err += d.toString()));
@@ -27,7 +29,11 @@ describe('knowledge crash safety', () => {
         buf = lines.pop()!;
         for (const l of lines) acknowledged.push(l.split(' ')[2]!);
         // Kill shortly after a commit, while the next (400-chunk) transaction is being written.
-        if (acknowledged.length >= 6) setTimeout(() => { child.kill('SIGKILL'); resolve(); }, 15);
+        if (acknowledged.length >= 6)
+          setTimeout(() => {
+            child.kill('SIGKILL');
+            resolve();
+          }, 15);
       });
       child.on('exit', (code) => (acknowledged.length >= 6 ? resolve() : reject(new Error(`child exited ${code}: ${err}`))));
     });

@@ -52,7 +52,10 @@ export const PAGES: Record<string, { status?: number; contentType: string; body:
     contentType: 'text/html; charset=utf-8',
     body: '<!doctype html><html><head><title>Otters</title></head><body><nav>Home | Login | Cookie banner</nav><article><h1>Sea otters</h1><p>Sea otters hold hands while sleeping so they do not drift apart.</p><p>They use stones as tools to open shellfish.</p></article><footer>Copyright footer</footer></body></html>',
   },
-  'http://site.test/notes.md': { contentType: 'text/markdown', body: '# Notes\n\nThe quarterly review is on Friday.\n\n## Budget\n\nThe budget grows by ten percent.' },
+  'http://site.test/notes.md': {
+    contentType: 'text/markdown',
+    body: '# Notes\n\nThe quarterly review is on Friday.\n\n## Budget\n\nThe budget grows by ten percent.',
+  },
   'http://site.test/data.json': { contentType: 'application/json', body: JSON.stringify({ planet: 'Mars', moons: ['Phobos', 'Deimos'] }) },
   'http://site.test/missing': { status: 404, contentType: 'text/html', body: 'not found' },
   'http://site.test/image.png': { contentType: 'image/png', body: '\u0089PNG' },

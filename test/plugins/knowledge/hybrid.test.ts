@@ -11,7 +11,8 @@ import { boot, cleanup } from './harness.js';
 
 afterEach(cleanup);
 
-const embedCalls = (home: string) => (existsSync(join(home, 'embed.log')) ? readFileSync(join(home, 'embed.log'), 'utf8').trim().split('\n').map(Number) : []);
+const embedCalls = (home: string) =>
+  existsSync(join(home, 'embed.log')) ? readFileSync(join(home, 'embed.log'), 'utf8').trim().split('\n').map(Number) : [];
 
 describe('knowledge hybrid search', () => {
   it('keyword alone misses a synonym that hybrid search finds', async () => {
@@ -62,7 +63,8 @@ describe('knowledge hybrid search', () => {
     const k = await boot({ llm: true });
     await k.call('rag_ingest', { content: 'The car is red.', source: 'a', collection: 'x', tags: ['t1'] });
     await k.call('rag_ingest', { content: 'The car is blue.', source: 'b', collection: 'y', tags: ['t2'] });
-    const src = async (args: Record<string, unknown>) => (await k.call('rag_search', { query: 'automobile', ...args })).results.map((h: any) => h.source).sort();
+    const src = async (args: Record<string, unknown>) =>
+      (await k.call('rag_search', { query: 'automobile', ...args })).results.map((h: any) => h.source).sort();
     expect(await src({})).toEqual(['a', 'b']);
     expect(await src({ collection: 'y' })).toEqual(['b']);
     expect(await src({ tags: ['t1'] })).toEqual(['a']);

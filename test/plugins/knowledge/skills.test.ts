@@ -79,7 +79,8 @@ describe('knowledge skills (keyword mode)', () => {
     await k.call('rag_ingest', { content: 'Tomato soup recipe.', source: 'a', collection: 'recipes', tags: ['soup', 'veg'] });
     await k.call('rag_ingest', { content: 'Tomato plant care.', source: 'b', collection: 'garden', tags: ['veg'] });
     await k.call('rag_ingest', { content: 'Tomato bisque, a soup.', source: 'c', collection: 'recipes', tags: ['soup'] });
-    const src = async (args: Record<string, unknown>) => (await k.call('rag_search', { query: 'tomato', ...args })).results.map((h: any) => h.source).sort();
+    const src = async (args: Record<string, unknown>) =>
+      (await k.call('rag_search', { query: 'tomato', ...args })).results.map((h: any) => h.source).sort();
     expect(await src({})).toEqual(['a', 'b', 'c']);
     expect(await src({ collection: 'recipes' })).toEqual(['a', 'c']);
     expect(await src({ collection: 'garden' })).toEqual(['b']);
@@ -96,7 +97,15 @@ describe('knowledge skills (keyword mode)', () => {
     await k.call('rag_ingest', { content: 'Third.', source: 's3', collection: 'c2' });
     const l = await k.call('rag_list', { collection: 'c1' });
     expect(l.total).toBe(2);
-    expect(l.documents[0]).toMatchObject({ id: one.document_id, source: 's1', title: 'One', collection: 'c1', tags: ['t'], format: 'text', chunks: 1 });
+    expect(l.documents[0]).toMatchObject({
+      id: one.document_id,
+      source: 's1',
+      title: 'One',
+      collection: 'c1',
+      tags: ['t'],
+      format: 'text',
+      chunks: 1,
+    });
     expect(Date.parse(l.documents[0].createdAt)).not.toBeNaN();
     expect((await k.call('rag_list', {})).total).toBe(3);
 
@@ -151,13 +160,22 @@ describe('knowledge skills (keyword mode)', () => {
   it('rag_ingest_url: HTML reduced to main content, markdown and JSON as is, URL and fetch date kept', async () => {
     const k = await boot({ web: true });
     const r = await k.call('rag_ingest_url', { url: 'http://site.test/article.html', tags: ['animals'] });
-    expect(r).toMatchObject({ source: 'http://site.test/article.html', title: 'Otters', format: 'text', url: 'http://site.test/article.html' });
+    expect(r).toMatchObject({
+      source: 'http://site.test/article.html',
+      title: 'Otters',
+      format: 'text',
+      url: 'http://site.test/article.html',
+    });
     expect(Date.parse(r.fetchedAt)).not.toBeNaN();
     const hit = (await k.call('rag_search', { query: 'otters sleeping' })).results[0];
     expect(hit.content).toContain('hold hands');
     expect(hit.content).not.toMatch(/Cookie banner|<p>|Copyright/);
     const doc = (await k.call('rag_list', {})).documents[0];
-    expect(doc.metadata).toMatchObject({ url: 'http://site.test/article.html', fetchedAt: r.fetchedAt, contentType: 'text/html; charset=utf-8' });
+    expect(doc.metadata).toMatchObject({
+      url: 'http://site.test/article.html',
+      fetchedAt: r.fetchedAt,
+      contentType: 'text/html; charset=utf-8',
+    });
 
     const md = await k.call('rag_ingest_url', { url: 'http://site.test/notes.md', collection: 'work' });
     expect(md.format).toBe('markdown');

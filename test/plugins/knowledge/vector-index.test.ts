@@ -17,8 +17,14 @@ function rng(seed: number): () => number {
 const r = rng(1);
 const rand = () => Float32Array.from({ length: 384 }, () => r() * 2 - 1);
 const cos = (a: Float32Array, b: Float32Array) => {
-  let d = 0, na = 0, nb = 0;
-  for (let i = 0; i < a.length; i++) { d += a[i]! * b[i]!; na += a[i]! ** 2; nb += b[i]! ** 2; }
+  let d = 0,
+    na = 0,
+    nb = 0;
+  for (let i = 0; i < a.length; i++) {
+    d += a[i]! * b[i]!;
+    na += a[i]! ** 2;
+    nb += b[i]! ** 2;
+  }
   return d / Math.sqrt(na * nb);
 };
 const noisy = (v: Float32Array, amp: number) => v.map((x) => x + (r() * 2 - 1) * amp);
@@ -46,7 +52,12 @@ describe('vector index', () => {
       for (const h of f) expect((h.chunkId - 1) % 3).toBe(1);
       // replacement moves a chunk to a new vector
       idx.add(6, 0, vs[100]!);
-      expect(idx.search(vs[100]!, 2).map((h) => h.chunkId).sort((a, b) => a - b)).toEqual([6, 101]);
+      expect(
+        idx
+          .search(vs[100]!, 2)
+          .map((h) => h.chunkId)
+          .sort((a, b) => a - b),
+      ).toEqual([6, 101]);
       // removal (and compaction past half removed)
       for (let i = 1; i <= 2000; i++) idx.remove(i);
       expect(idx.count).toBe(1000);

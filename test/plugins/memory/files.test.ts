@@ -16,7 +16,13 @@ describe('USER.md', () => {
   it('is created on first use with the SPEC shape and each fact lands in its section', async () => {
     h = await startMemory();
     expect(existsSync(join(h.home, 'USER.md'))).toBe(false);
-    for (const info_text of ['Name is Ada Lovelace', 'Prefers short answers', 'Is allergic to peanuts', 'Works as a nurse in Oslo', 'Likes jazz']) {
+    for (const info_text of [
+      'Name is Ada Lovelace',
+      'Prefers short answers',
+      'Is allergic to peanuts',
+      'Works as a nurse in Oslo',
+      'Likes jazz',
+    ]) {
       const r = await h.run('update_user_profile', { info_text });
       expect(r.success, r.result).toBe(true);
     }

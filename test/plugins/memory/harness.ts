@@ -27,7 +27,9 @@ export interface MemoryHarness {
   close(): Promise<void>;
 }
 
-export async function startMemory(opts: { config?: string; llm?: LlmScript; home?: string; withAgent?: boolean } = {}): Promise<MemoryHarness> {
+export async function startMemory(
+  opts: { config?: string; llm?: LlmScript; home?: string; withAgent?: boolean } = {},
+): Promise<MemoryHarness> {
   const home = opts.home ?? tmp('keel-memory-');
   const empty = tmp('keel-memory-builtins-');
   if (opts.config !== undefined) writeFileSync(join(home, 'keel.config.yaml'), opts.config, { mode: 0o600 });
@@ -39,7 +41,8 @@ export async function startMemory(opts: { config?: string; llm?: LlmScript; home
   }
   const builtins = await discoverBuiltins(join(ROOT, 'plugins'));
   const extra = builtins.filter((c) => c.id === 'memory' || (opts.withAgent && c.id === 'agent'));
-  const start = () => startKernel({ home, builtinDir: empty, extraPlugins: extra, env: {}, watchSkills: false, logs: new LogSink({ quiet: true }) });
+  const start = () =>
+    startKernel({ home, builtinDir: empty, extraPlugins: extra, env: {}, watchSkills: false, logs: new LogSink({ quiet: true }) });
   const h: MemoryHarness = {
     home,
     kernel: await start(),

@@ -36,7 +36,9 @@ describe('two Keel processes on one home', () => {
       await writer.memory.record({ content: 'second from writer' });
       await reader.close();
       // The acknowledged record must still be on disk now, whatever happens to the writer next (a crash).
-      const onDisk = ['memory.json', 'memory.journal'].map((f) => (existsSync(join(home, f)) ? readFileSync(join(home, f), 'utf8') : '')).join('');
+      const onDisk = ['memory.json', 'memory.journal']
+        .map((f) => (existsSync(join(home, f)) ? readFileSync(join(home, f), 'utf8') : ''))
+        .join('');
       expect(onDisk).toContain('second from writer');
       await writer.close();
       const again = await startMemory({ home });

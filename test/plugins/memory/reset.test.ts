@@ -10,15 +10,21 @@ let home: string;
 
 function keel(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = execFile(process.execPath, [CLI, ...args], { env: { ...process.env, KEEL_HOME: home }, timeout: 30_000 }, (err, stdout, stderr) => {
-      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
-    });
+    const child = execFile(
+      process.execPath,
+      [CLI, ...args],
+      { env: { ...process.env, KEEL_HOME: home }, timeout: 30_000 },
+      (err, stdout, stderr) => {
+        resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
+      },
+    );
     child.stdin?.end();
   });
 }
 
 function fill(): void {
-  for (const f of ['memory.json', 'memory.journal', 'USER.md', 'LEARNING.md', 'JOURNAL.md', 'actions.json']) writeFileSync(join(home, f), 'x');
+  for (const f of ['memory.json', 'memory.journal', 'USER.md', 'LEARNING.md', 'JOURNAL.md', 'actions.json'])
+    writeFileSync(join(home, f), 'x');
   // A valid config file: plugin commands read it (pluginAllowList/pluginDenyList) before any plugin code runs.
   writeFileSync(join(home, 'keel.config.yaml'), 'modelName: gpt-4o-mini\n');
   mkdirSync(join(home, 'daily'));
@@ -39,7 +45,9 @@ describe('keel reset --memory', () => {
     fill();
     const r = await keel('reset', '--memory', '--yes');
     expect(r.code, r.stderr).toBe(0);
-    expect(r.stdout).toMatch(/Memory cleared .*Removed: memory\.json, memory\.journal, USER\.md, LEARNING\.md, JOURNAL\.md, daily\/ \(1 file\), contacts\/ \(1 file\)/);
+    expect(r.stdout).toMatch(
+      /Memory cleared .*Removed: memory\.json, memory\.journal, USER\.md, LEARNING\.md, JOURNAL\.md, daily\/ \(1 file\), contacts\/ \(1 file\)/,
+    );
     expect(readdirSync(home).sort()).toEqual(['actions.json', 'keel.config.yaml', 'knowledge']);
     const again = await keel('reset', '--memory', '-y');
     expect(again.code).toBe(0);
@@ -61,7 +69,10 @@ describe('keel reset --memory', () => {
     fill();
     mkdirSync(join(home, 'run'));
     // This test process stands in for a running agent: its pid is alive.
-    writeFileSync(join(home, 'run', 'agent.pid'), JSON.stringify({ pid: process.pid, name: 'agent', mode: 'foreground', startedAt: new Date().toISOString(), version: '0' }));
+    writeFileSync(
+      join(home, 'run', 'agent.pid'),
+      JSON.stringify({ pid: process.pid, name: 'agent', mode: 'foreground', startedAt: new Date().toISOString(), version: '0' }),
+    );
     const r = await keel('reset', '--memory', '--yes');
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/Keel is running .*agent, pid \d+.*keel stop/);

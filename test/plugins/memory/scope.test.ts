@@ -55,7 +55,17 @@ describe('recall_memory without embeddings', () => {
 
 describe('recall_memory with embeddings', () => {
   // A tiny "semantic" embedding: words map to concepts, so "car" finds "automobile" with no shared keyword.
-  const CONCEPTS: Record<string, number> = { car: 0, automobile: 0, vehicle: 0, drive: 0, pasta: 1, cooking: 1, spaghetti: 1, rain: 2, weather: 2 };
+  const CONCEPTS: Record<string, number> = {
+    car: 0,
+    automobile: 0,
+    vehicle: 0,
+    drive: 0,
+    pasta: 1,
+    cooking: 1,
+    spaghetti: 1,
+    rain: 2,
+    weather: 2,
+  };
   const embed = (text: string): number[] => {
     const v = [0.01, 0.01, 0.01, 0.01];
     for (const w of text.toLowerCase().match(/[a-z]+/g) ?? []) {
@@ -98,7 +108,15 @@ describe('scoping', () => {
     expect(viaAgent).not.toMatch(/operator planned|journal|Rockets need fuel/);
     // An admin on chatA sees everything.
     const admin = JSON.parse((await h.run('recall_memory', { query: 'rocket', limit: 20 }, ADMIN)).result).results as string;
-    for (const s of ['operator planned', 'stranger asked', 'other person', 'Secret rocket journal', 'Rockets need fuel', 'Owner likes rocket']) expect(admin).toContain(s);
+    for (const s of [
+      'operator planned',
+      'stranger asked',
+      'other person',
+      'Secret rocket journal',
+      'Rockets need fuel',
+      'Owner likes rocket',
+    ])
+      expect(admin).toContain(s);
     // The same id on another channel is not an admin there.
     expect(JSON.parse((await h.run('recall_memory', { query: 'journal' }, user('chatC', '111'))).result).results).not.toContain('Secret');
   });
@@ -127,7 +145,14 @@ describe('scoping', () => {
     expect(op).not.toContain('stranger asked');
     expect(op).toContain('Owner likes rocket models');
     const jid = '4917@s.whatsapp.net';
-    await h.kernel.hooks.messageIn.promise({ channel: 'chatB', messageId: 'm1', chatId: jid, userId: jid, text: 'hello there', metadata: { pushName: 'Ann' } });
+    await h.kernel.hooks.messageIn.promise({
+      channel: 'chatB',
+      messageId: 'm1',
+      chatId: jid,
+      userId: jid,
+      text: 'hello there',
+      metadata: { pushName: 'Ann' },
+    });
     const ann = await h.memory.context({ task: 't', actor: user('chatB', jid) });
     expect(ann).toMatch(/Contact Ann \(chatB 4917@s\.whatsapp\.net\): 1 messages/);
     expect(ann).toContain('"hello there"');
@@ -144,7 +169,8 @@ describe('scoping', () => {
     h = await startMemory({ config: CONFIG });
     await seed();
     const use = h.kernel.registry.use.bind(h.kernel.registry);
-    vi.spyOn(h.kernel.registry, 'use').mockImplementation(((cap: string) => (cap === 'kernel:policy' ? undefined : use(cap))) as typeof use);
+    vi.spyOn(h.kernel.registry, 'use').mockImplementation(((cap: string) =>
+      cap === 'kernel:policy' ? undefined : use(cap)) as typeof use);
     // Not an admin, and no session to narrow the search to: the recall is refused rather than widened.
     const admin = await h.run('recall_memory', { query: 'rocket', limit: 20 }, ADMIN);
     expect(admin.success).toBe(false);
@@ -182,7 +208,9 @@ describe('memory capability', () => {
     h.kernel.hooks.observation.call({ actionId: action.id, skill: 'http_fetch', result: 'soil is dry' });
     await h.kernel.hooks.actionSettled.promise(action, { status: 'completed', detail: 'watered' });
     await waitFor(() => h!.memory.counts().short === 3, 'three short memories');
-    const items = h.memory.list({ type: 'short', limit: 10 }).memories.sort((a, b) => (a.metadata.step as number) - (b.metadata.step as number));
+    const items = h.memory
+      .list({ type: 'short', limit: 10 })
+      .memories.sort((a, b) => (a.metadata.step as number) - (b.metadata.step as number));
     expect(items.map((m) => [m.content, m.metadata.step, m.metadata.actionId])).toEqual([
       ['Task: water the plants', 0, action.id],
       ['http_fetch: soil is dry', 1, action.id],

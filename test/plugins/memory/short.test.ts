@@ -66,7 +66,10 @@ describe('short memory', () => {
       return h!.memory.counts().short < 2;
     }, 'consolidation to finish');
     expect(h.memory.counts().episodic).toBe(200);
-    const contents = h.memory.list({ type: 'episodic', limit: 500 }).memories.map((m) => m.content).join('\n');
+    const contents = h.memory
+      .list({ type: 'episodic', limit: 500 })
+      .memories.map((m) => m.content)
+      .join('\n');
     expect(contents).toContain('event 419');
     expect(contents).not.toMatch(/event 0[;\n]|event 1;/);
   });
@@ -102,7 +105,17 @@ describe('persistence', () => {
       await recordN(4);
       await h.kernel.stop();
       // Simulate a crash mid-append after a clean stop: the stop wrote the snapshot; add a journal and a torn tail.
-      const good = { seq: 999, op: 'add', entry: { id: 'mem_s_x', type: 'short', content: 'journaled', timestamp: new Date().toISOString(), metadata: { actionId: '', step: 0, session: 'operator', channel: 'cli' } } };
+      const good = {
+        seq: 999,
+        op: 'add',
+        entry: {
+          id: 'mem_s_x',
+          type: 'short',
+          content: 'journaled',
+          timestamp: new Date().toISOString(),
+          metadata: { actionId: '', step: 0, session: 'operator', channel: 'cli' },
+        },
+      };
       appendFileSync(join(home, 'memory.journal'), `${JSON.stringify(good)}\n{"seq":1000,"op":"add","entry":{"id":"torn`);
       await h.restart();
       expect(h.memory.counts().short).toBe(5);
@@ -113,7 +126,10 @@ describe('persistence', () => {
       const aside = readdirSync(home).filter((f) => f.startsWith('memory.json.corrupt-'));
       expect(aside).toHaveLength(1);
       expect(readFileSync(join(home, aside[0]!), 'utf8')).toBe('{"version":1,"seq":');
-      const errors = h.kernel.logs.recent({ level: 'error' }).map((e) => e.message).join('\n');
+      const errors = h.kernel.logs
+        .recent({ level: 'error' })
+        .map((e) => e.message)
+        .join('\n');
       expect(errors).toMatch(/memory\.json could not be read .* kept aside as .*memory\.json\.corrupt-/);
       // What the journal held since the last snapshot is still there.
       expect(h.memory.counts().short).toBeGreaterThanOrEqual(0);
@@ -127,7 +143,9 @@ describe('persistence', () => {
   it('a process killed while writing leaves a readable store holding every acknowledged record', async () => {
     const home = tmp('keel-memory-crash-');
     try {
-      const child = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, 'crash-child.ts'), home], { stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, 'crash-child.ts'), home], {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       const acked: string[] = [];
       let buf = '';
       let err = '';

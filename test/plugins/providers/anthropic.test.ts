@@ -67,7 +67,13 @@ describe('providerC (Anthropic)', () => {
       ],
       temperature: 0.2,
     });
-    expect(res).toMatchObject({ text: 'Hello there.', toolCalls: [], usage: { inputTokens: 21, outputTokens: 4 }, model: 'claude-test-1', finishReason: 'end_turn' });
+    expect(res).toMatchObject({
+      text: 'Hello there.',
+      toolCalls: [],
+      usage: { inputTokens: 21, outputTokens: 4 },
+      model: 'claude-test-1',
+      finishReason: 'end_turn',
+    });
     expect(server.requests).toHaveLength(1);
     const r = server.requests[0]!;
     expect(r.method).toBe('POST');
@@ -154,7 +160,11 @@ describe('providerC (Anthropic)', () => {
   });
 
   it('retries a 500 and a dropped connection, then succeeds', async () => {
-    server.script(anthropicError(500, 'api_error', 'boom', { 'retry-after': '0' }), { reset: true }, anthropicMessage({ text: 'recovered' }));
+    server.script(
+      anthropicError(500, 'api_error', 'boom', { 'retry-after': '0' }),
+      { reset: true },
+      anthropicMessage({ text: 'recovered' }),
+    );
     const res = await provider.chat({ model: 'claude-test-1', messages: [{ role: 'user', content: 'hi' }] });
     expect(res.text).toBe('recovered');
     expect(server.requests).toHaveLength(3);

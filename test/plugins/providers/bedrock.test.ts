@@ -34,7 +34,11 @@ function noSecretIn(e: ProviderError): void {
 }
 
 const TOOLS: ChatRequest['tools'] = [
-  { name: 'get_weather', description: 'Weather for a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } },
+  {
+    name: 'get_weather',
+    description: 'Weather for a city',
+    parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+  },
 ];
 const hi: ChatRequest = { model: MODEL, messages: [{ role: 'user', content: 'hi' }] };
 
@@ -78,7 +82,13 @@ describe('providerD (Bedrock Converse)', () => {
       maxTokens: 256,
       temperature: 0.1,
     });
-    expect(res).toMatchObject({ text: 'Hello from Bedrock.', toolCalls: [], usage: { inputTokens: 31, outputTokens: 6 }, model: MODEL, finishReason: 'end_turn' });
+    expect(res).toMatchObject({
+      text: 'Hello from Bedrock.',
+      toolCalls: [],
+      usage: { inputTokens: 31, outputTokens: 6 },
+      model: MODEL,
+      finishReason: 'end_turn',
+    });
     expect(server.requests).toHaveLength(1);
     const r = server.requests[0]!;
     expect(r.method).toBe('POST');
@@ -100,7 +110,9 @@ describe('providerD (Bedrock Converse)', () => {
   });
 
   it('offers tools in toolConfig and returns toolUse blocks as tool calls', async () => {
-    server.script(converseReply({ text: 'Checking.', toolUses: [{ toolUseId: 'tooluse_1', name: 'get_weather', input: { city: 'Oslo' } }] }));
+    server.script(
+      converseReply({ text: 'Checking.', toolUses: [{ toolUseId: 'tooluse_1', name: 'get_weather', input: { city: 'Oslo' } }] }),
+    );
     const res = await provider.chat({ model: MODEL, messages: [{ role: 'user', content: 'Weather in Oslo?' }], tools: TOOLS });
     expect(res.toolCalls).toEqual([{ id: 'tooluse_1', name: 'get_weather', arguments: { city: 'Oslo' } }]);
     expect(res.text).toBe('Checking.');
@@ -151,7 +163,10 @@ describe('providerD (Bedrock Converse)', () => {
 
   it('sends images as image blocks (format + bytes)', async () => {
     server.script(converseReply({ text: 'A cat.' }));
-    await provider.chat({ model: MODEL, messages: [{ role: 'user', content: 'What is it?', images: [{ mimeType: 'image/jpeg', base64: '/9j/4AAQSkZJRg==' }] }] });
+    await provider.chat({
+      model: MODEL,
+      messages: [{ role: 'user', content: 'What is it?', images: [{ mimeType: 'image/jpeg', base64: '/9j/4AAQSkZJRg==' }] }],
+    });
     expect(server.requests[0]!.body.messages[0].content).toEqual([
       { image: { format: 'jpeg', source: { bytes: '/9j/4AAQSkZJRg==' } } },
       { text: 'What is it?' },
@@ -159,7 +174,9 @@ describe('providerD (Bedrock Converse)', () => {
   });
 
   it('refuses an image type Bedrock does not take, without calling', async () => {
-    const e = await rejection(provider.chat({ model: MODEL, messages: [{ role: 'user', content: 'x', images: [{ mimeType: 'image/tiff', base64: 'AAAA' }] }] }));
+    const e = await rejection(
+      provider.chat({ model: MODEL, messages: [{ role: 'user', content: 'x', images: [{ mimeType: 'image/tiff', base64: 'AAAA' }] }] }),
+    );
     expect(e.info).toMatchObject({ status: 400, retryable: false });
     expect(server.requests).toHaveLength(0);
   });
@@ -171,7 +188,11 @@ describe('providerD (Bedrock Converse)', () => {
   });
 
   it('retries a 500 and a reset stream, then succeeds', async () => {
-    server.script(awsError(500, 'InternalServerException', 'boom', { 'retry-after': '0' }), { reset: true }, converseReply({ text: 'recovered' }));
+    server.script(
+      awsError(500, 'InternalServerException', 'boom', { 'retry-after': '0' }),
+      { reset: true },
+      converseReply({ text: 'recovered' }),
+    );
     expect((await provider.chat(hi)).text).toBe('recovered');
     expect(server.requests).toHaveLength(3);
   });
@@ -226,7 +247,14 @@ describe('providerD configuration', () => {
       const c = k.provider.configured();
       expect(c.ok).toBe(false);
       const missing = c.ok ? '' : c.missing;
-      for (const s of ['providerDRegion', 'AWS_REGION', 'providerDAccessKeyId', 'AWS_ACCESS_KEY_ID', 'providerDSecretAccessKey', 'AWS_SECRET_ACCESS_KEY']) {
+      for (const s of [
+        'providerDRegion',
+        'AWS_REGION',
+        'providerDAccessKeyId',
+        'AWS_ACCESS_KEY_ID',
+        'providerDSecretAccessKey',
+        'AWS_SECRET_ACCESS_KEY',
+      ]) {
         expect(missing).toContain(s);
       }
       expect(missing).not.toContain('providerDSessionToken');

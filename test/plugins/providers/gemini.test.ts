@@ -59,7 +59,13 @@ describe('providerB (Gemini) through the kernel', () => {
       temperature: 0.1,
       maxTokens: 64,
     });
-    expect(res).toMatchObject({ text: 'Bonjour.', toolCalls: [], usage: { inputTokens: 30, outputTokens: 12 }, model: 'gemini-2.5-flash-001', finishReason: 'STOP' });
+    expect(res).toMatchObject({
+      text: 'Bonjour.',
+      toolCalls: [],
+      usage: { inputTokens: 30, outputTokens: 12 },
+      model: 'gemini-2.5-flash-001',
+      finishReason: 'STOP',
+    });
     const req = fake.requests[0]!;
     expect(req.url).toBe('/v1beta/models/gemini-2.5-flash:generateContent');
     expect(req.body.systemInstruction).toMatchObject({ parts: [{ text: 'answer in French' }] });
@@ -119,7 +125,10 @@ describe('providerB (Gemini) through the kernel', () => {
       { role: 'user', parts: [{ text: 'weather in Oslo?' }] },
       {
         role: 'model',
-        parts: [{ functionCall: { name: 'get_weather', args: { city: 'Oslo' } }, thoughtSignature: 'sig-1' }, { functionCall: { name: 'get_time', args: {} } }],
+        parts: [
+          { functionCall: { name: 'get_weather', args: { city: 'Oslo' } }, thoughtSignature: 'sig-1' },
+          { functionCall: { name: 'get_time', args: {} } },
+        ],
       },
       {
         role: 'user',
@@ -187,7 +196,13 @@ describe('providerB (Gemini) through the kernel', () => {
 
   it('embeds several texts in one batchEmbedContents call with gemini-embedding-001 by default', async () => {
     const res = await b.embed!({ texts: ['one', 'three'] });
-    expect(res).toEqual({ vectors: [[3, 0, 0.25], [5, 1, 0.25]], model: 'gemini-embedding-001' });
+    expect(res).toEqual({
+      vectors: [
+        [3, 0, 0.25],
+        [5, 1, 0.25],
+      ],
+      model: 'gemini-embedding-001',
+    });
     expect(fake.requests).toHaveLength(1);
     expect(fake.requests[0]!.url).toBe('/v1beta/models/gemini-embedding-001:batchEmbedContents');
     expect(fake.requests[0]!.body.requests).toHaveLength(2);

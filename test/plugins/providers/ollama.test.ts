@@ -25,7 +25,11 @@ async function rejection(p: Promise<unknown>): Promise<ProviderError> {
 }
 
 const TOOLS: ChatRequest['tools'] = [
-  { name: 'add', description: 'Adds two numbers', parameters: { type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } }, required: ['a', 'b'] } },
+  {
+    name: 'add',
+    description: 'Adds two numbers',
+    parameters: { type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } }, required: ['a', 'b'] },
+  },
 ];
 const hi: ChatRequest = { model: MODEL, messages: [{ role: 'user', content: 'hi' }] };
 
@@ -62,7 +66,13 @@ describe('providerG (Ollama)', () => {
       temperature: 0,
       maxTokens: 64,
     });
-    expect(res).toMatchObject({ text: 'Hi!', toolCalls: [], usage: { inputTokens: 26, outputTokens: 3 }, model: 'llama3:8b', finishReason: 'stop' });
+    expect(res).toMatchObject({
+      text: 'Hi!',
+      toolCalls: [],
+      usage: { inputTokens: 26, outputTokens: 3 },
+      model: 'llama3:8b',
+      finishReason: 'stop',
+    });
     const r = server.requests[0]!;
     expect(r.method).toBe('POST');
     expect(r.path).toBe('/api/chat');
@@ -82,7 +92,9 @@ describe('providerG (Ollama)', () => {
     server.script(ollamaChatReply({ toolCalls: [{ name: 'add', arguments: { a: 2, b: 3 } }] }));
     const res = await provider.chat({ model: MODEL, messages: [{ role: 'user', content: '2+3?' }], tools: TOOLS });
     expect(res.toolCalls).toEqual([{ id: 'call_0', name: 'add', arguments: { a: 2, b: 3 } }]);
-    expect(server.requests[0]!.body.tools).toEqual([{ type: 'function', function: { name: 'add', description: 'Adds two numbers', parameters: TOOLS![0]!.parameters } }]);
+    expect(server.requests[0]!.body.tools).toEqual([
+      { type: 'function', function: { name: 'add', description: 'Adds two numbers', parameters: TOOLS![0]!.parameters } },
+    ]);
   });
 
   it('sends tool calls back with object arguments and results as role "tool" with tool_name', async () => {
@@ -105,14 +117,33 @@ describe('providerG (Ollama)', () => {
 
   it('sends images as base64 for vision models', async () => {
     server.script(ollamaChatReply({ text: 'A dot.' }));
-    await provider.chat({ model: 'llava:7b', messages: [{ role: 'user', content: 'What?', images: [{ mimeType: 'image/png', base64: 'iVBORw0KGgo=' }] }] });
+    await provider.chat({
+      model: 'llava:7b',
+      messages: [{ role: 'user', content: 'What?', images: [{ mimeType: 'image/png', base64: 'iVBORw0KGgo=' }] }],
+    });
     expect(server.requests[0]!.body.messages[0]).toEqual({ role: 'user', content: 'What?', images: ['iVBORw0KGgo='] });
   });
 
   it('embeds through /api/embed', async () => {
-    server.script(ollamaEmbedReply([[0.1, 0.2], [0.3, 0.4]], 'nomic-embed-text', 9));
+    server.script(
+      ollamaEmbedReply(
+        [
+          [0.1, 0.2],
+          [0.3, 0.4],
+        ],
+        'nomic-embed-text',
+        9,
+      ),
+    );
     const res = await provider.embed!({ texts: ['a', 'b'] });
-    expect(res).toEqual({ vectors: [[0.1, 0.2], [0.3, 0.4]], usage: { inputTokens: 9, outputTokens: 0 }, model: 'nomic-embed-text' });
+    expect(res).toEqual({
+      vectors: [
+        [0.1, 0.2],
+        [0.3, 0.4],
+      ],
+      usage: { inputTokens: 9, outputTokens: 0 },
+      model: 'nomic-embed-text',
+    });
     expect(server.requests[0]!.path).toBe('/api/embed');
     expect(server.requests[0]!.body).toEqual({ model: 'nomic-embed-text', input: ['a', 'b'] });
   });
@@ -138,7 +169,11 @@ describe('providerG (Ollama)', () => {
   });
 
   it('retries a 500 and a dropped connection, then succeeds', async () => {
-    server.script(ollamaError(500, 'model runner crashed', { 'retry-after': '0' }), { reset: true }, ollamaChatReply({ text: 'recovered' }));
+    server.script(
+      ollamaError(500, 'model runner crashed', { 'retry-after': '0' }),
+      { reset: true },
+      ollamaChatReply({ text: 'recovered' }),
+    );
     expect((await provider.chat(hi)).text).toBe('recovered');
     expect(server.requests).toHaveLength(3);
   });

@@ -8,7 +8,12 @@ import { callWithRetry, parseToolArguments, redact, registerSecret, toProviderEr
 describe('toProviderError', () => {
   it('classifies statuses and reads Retry-After (seconds, HTTP date, retry-after-ms)', () => {
     const h = (o: Record<string, string>) => new Headers(o);
-    expect(toProviderError('p', { status: 429, headers: h({ 'retry-after': '7' }), message: 'x' }).info).toEqual({ provider: 'p', status: 429, retryable: true, retryAfterMs: 7000 });
+    expect(toProviderError('p', { status: 429, headers: h({ 'retry-after': '7' }), message: 'x' }).info).toEqual({
+      provider: 'p',
+      status: 429,
+      retryable: true,
+      retryAfterMs: 7000,
+    });
     expect(toProviderError('p', { status: 503, headers: h({ 'retry-after-ms': '250' }) }).info.retryAfterMs).toBe(250);
     const date = new Date(Date.now() + 60_000).toUTCString();
     expect(toProviderError('p', { status: 503, headers: { 'Retry-After': date } }).info.retryAfterMs).toBeGreaterThan(50_000);
@@ -55,10 +60,24 @@ describe('callWithRetry', () => {
 
   it('gives up after the retries with a ProviderError, and does not retry a 400', async () => {
     let n = 0;
-    await expect(callWithRetry('p', async () => { n++; throw { status: 500, headers: new Headers({ 'retry-after': '0' }) }; }, { retries: 2 })).rejects.toBeInstanceOf(ProviderError);
+    await expect(
+      callWithRetry(
+        'p',
+        async () => {
+          n++;
+          throw { status: 500, headers: new Headers({ 'retry-after': '0' }) };
+        },
+        { retries: 2 },
+      ),
+    ).rejects.toBeInstanceOf(ProviderError);
     expect(n).toBe(3);
     n = 0;
-    await expect(callWithRetry('p', async () => { n++; throw { status: 400 }; })).rejects.toMatchObject({ info: { status: 400, retryable: false } });
+    await expect(
+      callWithRetry('p', async () => {
+        n++;
+        throw { status: 400 };
+      }),
+    ).rejects.toMatchObject({ info: { status: 400, retryable: false } });
     expect(n).toBe(1);
   });
 
@@ -66,7 +85,13 @@ describe('callWithRetry', () => {
     const hang = (signal: AbortSignal) => new Promise<never>((_, rej) => signal.addEventListener('abort', () => rej(signal.reason)));
     await expect(callWithRetry('p', hang, { timeoutMs: 30 })).rejects.toThrow(/timeout/);
     const ac = new AbortController();
-    const p = callWithRetry('p', async () => { throw { status: 503, headers: new Headers({ 'retry-after': '30' }) }; }, { signal: ac.signal });
+    const p = callWithRetry(
+      'p',
+      async () => {
+        throw { status: 503, headers: new Headers({ 'retry-after': '30' }) };
+      },
+      { signal: ac.signal },
+    );
     setTimeout(() => ac.abort(), 20);
     await expect(p).rejects.toThrow(/cancelled/);
   });

@@ -13,7 +13,11 @@ export interface ProviderKernel {
   stop(): Promise<void>;
 }
 
-export async function startProviders(ids: string[], overrides: Record<string, unknown>, env: Record<string, string> = {}): Promise<ProviderKernel> {
+export async function startProviders(
+  ids: string[],
+  overrides: Record<string, unknown>,
+  env: Record<string, string> = {},
+): Promise<ProviderKernel> {
   const t = await bootKernel({ builtins: ids, userPlugins: false, env, config: overrides });
   return {
     kernel: t.kernel,

@@ -54,7 +54,13 @@ describe('providerA (OpenAI) through the kernel', () => {
       temperature: 0.2,
       maxTokens: 50,
     });
-    expect(res).toMatchObject({ text: 'Paris.', toolCalls: [], usage: { inputTokens: 21, outputTokens: 3 }, model: 'gpt-4o-2024', finishReason: 'stop' });
+    expect(res).toMatchObject({
+      text: 'Paris.',
+      toolCalls: [],
+      usage: { inputTokens: 21, outputTokens: 3 },
+      model: 'gpt-4o-2024',
+      finishReason: 'stop',
+    });
     expect(fake.requests).toHaveLength(1);
     const req = fake.requests[0]!;
     expect(req.url).toBe('/v1/chat/completions');
@@ -82,7 +88,11 @@ describe('providerA (OpenAI) through the kernel', () => {
       }),
     );
     const tools = [
-      { name: 'get_weather', description: 'Weather for a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } },
+      {
+        name: 'get_weather',
+        description: 'Weather for a city',
+        parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+      },
       { name: 'get_time', description: 'Time in a zone', parameters: { type: 'object', properties: { zone: { type: 'string' } } } },
     ];
     const res = await a.chat({ model: 'gpt-4o', messages: [{ role: 'user', content: 'weather and time in Oslo' }], tools });
@@ -196,7 +206,14 @@ describe('providerA (OpenAI) through the kernel', () => {
       },
     });
     const res = await a.embed!({ texts: ['first', 'second'] });
-    expect(res).toEqual({ vectors: [[1, 0], [0, 1]], usage: { inputTokens: 4, outputTokens: 0 }, model: 'text-embedding-3-small' });
+    expect(res).toEqual({
+      vectors: [
+        [1, 0],
+        [0, 1],
+      ],
+      usage: { inputTokens: 4, outputTokens: 0 },
+      model: 'text-embedding-3-small',
+    });
     expect(fake.requests[0]!.url).toBe('/v1/embeddings');
     expect(fake.requests[0]!.body).toMatchObject({ model: 'text-embedding-3-small', input: ['first', 'second'], encoding_format: 'float' });
   });

@@ -34,7 +34,9 @@ const AUTONOMY_AT_WORK: Actor = { kind: 'agent', channel: 'autonomy', onBehalfOf
 describe('autonomy', () => {
   it('queues one review per interval that lists the schedule, and never a second while one waits', async () => {
     const h = await start({ overrides: { autonomyEnabled: true, autonomyInterval: 1000 } });
-    const s = JSON.parse((await h.kernel.execute('schedule_task', { task: 'the weekly report', cron: '0 9 * * 1' }, h.kernel.operator)).result).scheduled;
+    const s = JSON.parse(
+      (await h.kernel.execute('schedule_task', { task: 'the weekly report', cron: '0 9 * * 1' }, h.kernel.operator)).result,
+    ).scheduled;
     const review = await waitFor(() => h.actions().find((a) => a.source === 'autonomy'), 'the first autonomy review');
     expect(review.metadata.actor).toEqual(AUTONOMY);
     expect(review.task).toMatch(/review your goals, your memory and your schedule/i);
@@ -50,8 +52,15 @@ describe('autonomy', () => {
     const d = home();
     installFakeAgent(d);
     const h = await start({ home: d, overrides: { autonomyEnabled: true, autonomyInterval: 1000 } });
-    await waitFor(() => h.kernel.queue.list().completed.filter((a) => a.source === 'autonomy').length >= 2, 'two completed reviews', 15_000);
-    const ran = readFileSync(join(d, 'fake-agent.log'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { id: string });
+    await waitFor(
+      () => h.kernel.queue.list().completed.filter((a) => a.source === 'autonomy').length >= 2,
+      'two completed reviews',
+      15_000,
+    );
+    const ran = readFileSync(join(d, 'fake-agent.log'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { id: string });
     expect(new Set(ran.map((r) => r.id)).size).toBe(ran.length);
     expect(h.kernel.queue.list().pending.filter((a) => a.source === 'autonomy').length).toBeLessThanOrEqual(1);
   });
@@ -70,7 +79,22 @@ describe('autonomy cross-channel rule', () => {
   function withSenders(d: string): void {
     writePlugin(join(d, 'plugins'), {
       id: 'senders',
-      manifest: { skills: [skillEntry('send_chatA'), skillEntry('send_chatB'), skillEntry('send_email'), skillEntry('chatC_send_photo'), skillEntry('send_message', { parameters: { type: 'object', properties: { text: { type: 'string' }, channel: { type: 'string' } }, required: ['text'], additionalProperties: false } })] },
+      manifest: {
+        skills: [
+          skillEntry('send_chatA'),
+          skillEntry('send_chatB'),
+          skillEntry('send_email'),
+          skillEntry('chatC_send_photo'),
+          skillEntry('send_message', {
+            parameters: {
+              type: 'object',
+              properties: { text: { type: 'string' }, channel: { type: 'string' } },
+              required: ['text'],
+              additionalProperties: false,
+            },
+          }),
+        ],
+      },
       setup: `
         const calls = (globalThis.__senderCalls ??= []);
         for (const n of ['send_chatA', 'send_chatB', 'send_email', 'chatC_send_photo', 'send_message']) ctx.skills.register(n, (a) => { calls.push(n); return 'sent ' + a.text; });
@@ -84,7 +108,8 @@ describe('autonomy cross-channel rule', () => {
     withSenders(d);
     const h = await start({ home: d, overrides: { autonomyAllowedChannels: ['chatB'], adminUsers: { chatA: ['1'] } } });
     calls().length = 0;
-    const run = (skill: string, actor: Actor, extra: Record<string, unknown> = {}) => h.kernel.execute(skill, { text: 'hi', ...extra }, actor);
+    const run = (skill: string, actor: Actor, extra: Record<string, unknown> = {}) =>
+      h.kernel.execute(skill, { text: 'hi', ...extra }, actor);
 
     for (const actor of [AUTONOMY, AUTONOMY_AT_WORK]) {
       const r = await run('send_chatA', actor);
@@ -100,11 +125,19 @@ describe('autonomy cross-channel rule', () => {
       expect((await run('send_email', actor)).success).toBe(true);
     }
     // An admin behind the autonomy work may send anywhere.
-    expect((await run('send_chatA', { kind: 'agent', channel: 'autonomy', onBehalfOf: { kind: 'user', channel: 'chatA', userId: '1' } })).success).toBe(true);
+    expect(
+      (await run('send_chatA', { kind: 'agent', channel: 'autonomy', onBehalfOf: { kind: 'user', channel: 'chatA', userId: '1' } }))
+        .success,
+    ).toBe(true);
     // A non-admin behind it may not.
-    expect((await run('send_chatA', { kind: 'agent', channel: 'autonomy', onBehalfOf: { kind: 'user', channel: 'chatA', userId: '2' } })).success).toBe(false);
+    expect(
+      (await run('send_chatA', { kind: 'agent', channel: 'autonomy', onBehalfOf: { kind: 'user', channel: 'chatA', userId: '2' } }))
+        .success,
+    ).toBe(false);
     // Work someone asked for is not autonomy: the rule does not apply.
-    expect((await run('send_chatA', { kind: 'agent', channel: 'chatC', onBehalfOf: { kind: 'user', channel: 'chatC', userId: '9' } })).success).toBe(true);
+    expect(
+      (await run('send_chatA', { kind: 'agent', channel: 'chatC', onBehalfOf: { kind: 'user', channel: 'chatC', userId: '9' } })).success,
+    ).toBe(true);
     expect((await run('send_chatA', h.kernel.operator)).success).toBe(true);
     expect(calls().filter((c) => c === 'send_chatA')).toHaveLength(3);
     expect(calls().filter((c) => c === 'chatC_send_photo')).toHaveLength(0);

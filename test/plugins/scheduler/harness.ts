@@ -18,7 +18,9 @@ export interface Harness {
   actions(): Action[];
 }
 
-export async function harness(opts: { runAgent?: boolean; overrides?: Record<string, unknown>; home?: string; plugins?: string[] } = {}): Promise<Harness> {
+export async function harness(
+  opts: { runAgent?: boolean; overrides?: Record<string, unknown>; home?: string; plugins?: string[] } = {},
+): Promise<Harness> {
   const home = opts.home ?? tmp('keel-scheduler-');
   const empty = tmp('keel-scheduler-builtins-');
   const builtins = await discoverBuiltins(join(ROOT, 'plugins'));

@@ -65,7 +65,10 @@ describe('firing', () => {
     expect(action.priority).toBe(7);
     // The person behind the call (so admin rights carry), not the agent that relayed it.
     expect(action.metadata.actor).toEqual(admin);
-    await waitFor(async () => json(await h.kernel.execute('list_scheduled_tasks', {}, h.kernel.operator)).count === 0, 'the one-shot to be gone');
+    await waitFor(
+      async () => json(await h.kernel.execute('list_scheduled_tasks', {}, h.kernel.operator)).count === 0,
+      'the one-shot to be gone',
+    );
     expect(h.actions().filter((a) => a.metadata.scheduleId === id)).toHaveLength(1);
   });
 
@@ -87,10 +90,14 @@ describe('firing', () => {
     expect(s.kind).toBe('cron');
     const expected = new Cron('*/1 * * * * *', { paused: true }).nextRun(before)!;
     expect(Date.parse(s.nextRunAt)).toBeGreaterThanOrEqual(expected.getTime());
-    const weekly = json(await h.kernel.execute('schedule_task', { task: 'weekly', cron: '0 9 * * 1', timezone: 'Europe/Berlin' }, h.kernel.operator)).scheduled;
+    const weekly = json(
+      await h.kernel.execute('schedule_task', { task: 'weekly', cron: '0 9 * * 1', timezone: 'Europe/Berlin' }, h.kernel.operator),
+    ).scheduled;
     expect(weekly.nextRunAt).toBe(new Cron('0 9 * * 1', { paused: true, timezone: 'Europe/Berlin' }).nextRun()!.toISOString());
     await waitFor(() => h.actions().filter((a) => a.metadata.scheduleId === s.id).length >= 2, 'two runs of the cron schedule');
-    const listed = json(await h.kernel.execute('list_scheduled_tasks', {}, h.kernel.operator)).schedules.find((x: { id: string }) => x.id === s.id);
+    const listed = json(await h.kernel.execute('list_scheduled_tasks', {}, h.kernel.operator)).schedules.find(
+      (x: { id: string }) => x.id === s.id,
+    );
     expect(listed.runs).toBeGreaterThanOrEqual(2);
     expect(Date.parse(listed.lastRunAt)).toBeLessThanOrEqual(Date.parse(listed.nextRunAt));
   });
@@ -128,7 +135,9 @@ describe('persistence', () => {
     // And a restart after that fires nothing again.
     await h.stop();
     await h.start({ runAgent: true });
-    expect(json(await h.kernel.execute('list_scheduled_tasks', {}, h.kernel.operator)).schedules.map((s: { id: string }) => s.id)).toEqual([cron.id]);
+    expect(json(await h.kernel.execute('list_scheduled_tasks', {}, h.kernel.operator)).schedules.map((s: { id: string }) => s.id)).toEqual([
+      cron.id,
+    ]);
     expect(h.actions().filter((a) => a.metadata.scheduleId === once.id)).toHaveLength(1);
   });
 
@@ -136,7 +145,9 @@ describe('persistence', () => {
     const h = await start();
     const other = await harness({ home: h.home, runAgent: false });
     try {
-      const s = json(await other.kernel.execute('schedule_task', { task: 'from the gateway', delayMs: 0 }, other.kernel.operator)).scheduled;
+      const s = json(
+        await other.kernel.execute('schedule_task', { task: 'from the gateway', delayMs: 0 }, other.kernel.operator),
+      ).scheduled;
       await waitFor(() => h.actions().find((a) => a.metadata.scheduleId === s.id), 'the agent process to fire it');
     } finally {
       await other.stop();
@@ -170,7 +181,9 @@ describe('list and cancel', () => {
     const theirs = json(await h.kernel.execute('schedule_task', { task: 'user task', delayMs: 3_600_000 }, user('7'))).scheduled;
     const linked: Actor = { kind: 'user', channel: 'chatD', userId: 'U9' };
     const viaAgent: Actor = { kind: 'agent', channel: 'autonomy', onBehalfOf: linked };
-    expect(json(await h.kernel.execute('list_scheduled_tasks', {}, viaAgent)).schedules.map((s: { id: string }) => s.id)).toEqual([theirs.id]);
+    expect(json(await h.kernel.execute('list_scheduled_tasks', {}, viaAgent)).schedules.map((s: { id: string }) => s.id)).toEqual([
+      theirs.id,
+    ]);
     // The same id on a channel nobody linked is nobody's admin.
     expect(json(await h.kernel.execute('list_scheduled_tasks', {}, { kind: 'user', channel: 'chatC', userId: 'U9' })).count).toBe(0);
     const ok = await h.kernel.execute('cancel_scheduled_task', { id: theirs.id }, linked);

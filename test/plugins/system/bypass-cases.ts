@@ -5,7 +5,25 @@
  */
 import { DEFAULT_COMMAND_ALLOW_LIST, DEFAULT_COMMAND_DENY_LIST } from '../../../kernel/config/kernel-keys.js';
 
-export const lists = { allow: [...DEFAULT_COMMAND_ALLOW_LIST, 'env', 'nice', 'nohup', 'timeout', 'xargs', 'sudo', 'python3', 'perl', 'ruby', 'watch', 'stdbuf', 'sh'], deny: [...DEFAULT_COMMAND_DENY_LIST], sudo: false };
+export const lists = {
+  allow: [
+    ...DEFAULT_COMMAND_ALLOW_LIST,
+    'env',
+    'nice',
+    'nohup',
+    'timeout',
+    'xargs',
+    'sudo',
+    'python3',
+    'perl',
+    'ruby',
+    'watch',
+    'stdbuf',
+    'sh',
+  ],
+  deny: [...DEFAULT_COMMAND_DENY_LIST],
+  sudo: false,
+};
 
 /** [description, argv, allowed, reason fragment] */
 export const CASES: Array<[string, string[], boolean, string?]> = [
@@ -76,8 +94,18 @@ export const CASES: Array<[string, string[], boolean, string?]> = [
   ['node --eval=', ['node', '--eval=require("child_process").spawnSync("rm",["x"])'], false, '"rm"'],
   ['node -e fs.rmSync', ['node', '-e', "require('fs').rmSync('x',{recursive:true})"], false, '"rm"'],
   ['node -e building the name', ['node', '-e', "require('child_process').execSync('r'+'m x')"], false, 'cannot be proven safe'],
-  ['node -e fromCharCode', ['node', '-e', 'require("child_process").execSync(String.fromCharCode(114,109))'], false, 'cannot be proven safe'],
-  ['node -e spawning a variable', ['node', '-e', "const c=process.argv[1];require('child_process').execSync(c)"], false, 'cannot be proven safe'],
+  [
+    'node -e fromCharCode',
+    ['node', '-e', 'require("child_process").execSync(String.fromCharCode(114,109))'],
+    false,
+    'cannot be proven safe',
+  ],
+  [
+    'node -e spawning a variable',
+    ['node', '-e', "const c=process.argv[1];require('child_process').execSync(c)"],
+    false,
+    'cannot be proven safe',
+  ],
   ['node -p', ['node', '-p', "require('child_process').execSync('shutdown now')"], false, '"shutdown"'],
   ['python -c os.system', ['python', '-c', "import os; os.system('rm -rf x')"], false, '"rm"'],
   ['python3 -c subprocess', ['python3', '-c', "import subprocess; subprocess.run(['dd','if=/dev/zero'])"], false, '"dd"'],
@@ -121,4 +149,3 @@ export const CASES: Array<[string, string[], boolean, string?]> = [
   ['allowed wrapper around a program not on the allow list', ['env', 'vim', 'x'], false, '"vim" is not on commandAllowList'],
   ['bash -c with a program not on the allow list', ['bash', '-c', 'echo a; vim x'], false, '"vim" is not on commandAllowList'],
 ];
-

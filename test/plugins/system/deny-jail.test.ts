@@ -39,10 +39,15 @@ function hasBusybox(): boolean {
 }
 // As the README's CI does (.ci/run): root installs busybox when it is missing; otherwise the case says why it skips.
 if (!hasBusybox() && IS_ROOT && spawnSync('sh', ['-c', 'command -v apt-get'], { stdio: 'ignore' }).status === 0) {
-  spawnSync('apt-get', ['install', '-y', '-qq', 'busybox'], { stdio: 'ignore', timeout: 120_000, env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
+  spawnSync('apt-get', ['install', '-y', '-qq', 'busybox'], {
+    stdio: 'ignore',
+    timeout: 120_000,
+    env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+  });
 }
 const BUSYBOX = hasBusybox();
-if (!BUSYBOX) console.warn('deny-jail.test: busybox is not installed (and could not be: not root, or no apt-get): the busybox case is skipped');
+if (!BUSYBOX)
+  console.warn('deny-jail.test: busybox is not installed (and could not be: not root, or no apt-get): the busybox case is skipped');
 
 /** Script files that exist before the command runs (the command only names the interpreter and the file). */
 const SCRIPTS: Record<string, string> = {
@@ -58,7 +63,7 @@ const SCRIPTS: Record<string, string> = {
   'busybox.sh': 'busybox rm sentinel\n',
   'umount.sh': 'umount "$(command -v rm)"; umount -l "$(command -v rm)"; rm sentinel\n',
   'proc.sh': 'for p in /proc/[0-9]*/root/usr/bin/rm; do "$p" sentinel; done\n',
-  'userns.sh': 'unshare -rm sh -c \'umount /usr/bin/rm; rm sentinel\'\n',
+  'userns.sh': "unshare -rm sh -c 'umount /usr/bin/rm; rm sentinel'\n",
 };
 
 /** [what, argv, the stub's message is expected] — every one passes the argv check (the OS must stop it). */
@@ -93,14 +98,23 @@ async function start(overrides: Record<string, unknown>): Promise<Started> {
   const work = join(home, 'work');
   mkdirSync(work);
   const empty = tmp('keel-empty-');
-  cleanup.push(() => rm(home), () => rm(empty));
+  cleanup.push(
+    () => rm(home),
+    () => rm(empty),
+  );
   const system = (await discoverBuiltins(join(ROOT, 'plugins'))).find((c) => c.dir === join(ROOT, 'plugins', 'system'));
   const kernel = await startKernel({
     home,
     env: {},
     watchSkills: false,
     logs: new LogSink({ quiet: true }),
-    overrides: { commandWorkingDir: work, autoExecuteCommands: true, commandAllowList: lists.allow, commandTimeoutMs: 20_000, ...overrides },
+    overrides: {
+      commandWorkingDir: work,
+      autoExecuteCommands: true,
+      commandAllowList: lists.allow,
+      commandTimeoutMs: 20_000,
+      ...overrides,
+    },
     builtinDir: empty,
     builtinOnly: true,
     extraPlugins: [system!],
@@ -178,7 +192,11 @@ describe('the controls: without the jail the same commands get through', () => {
   it('commandIsolation off: a script deletes its sentinel, and the result says there was no isolation', async () => {
     const s = await start({ commandIsolation: 'off' });
     plant(s.work);
-    const r = await s.kernel.execute('run_command', { command: 'bash', args: ['-c', "echo 'rm sentinel' > made.sh; bash made.sh"] }, OPERATOR);
+    const r = await s.kernel.execute(
+      'run_command',
+      { command: 'bash', args: ['-c', "echo 'rm sentinel' > made.sh; bash made.sh"] },
+      OPERATOR,
+    );
     expect(r.success, r.result).toBe(true);
     expect(r.result).toContain('Isolation: none (commandIsolation is off)');
     expect(existsSync(join(s.work, 'sentinel'))).toBe(false);
@@ -188,26 +206,32 @@ describe('the controls: without the jail the same commands get through', () => {
     expect(existsSync(join(s.work, 'x'))).toBe(true);
   });
 
-  it.skipIf(!JAIL)('commandIsolation off: every case the jail stops deletes its sentinel (the argv check alone lets them through)', async () => {
-    const s = await start({ commandIsolation: 'off' });
-    for (const [what, argv] of OS_CASES) {
-      if ((what.startsWith('busybox') && !BUSYBOX) || MISSING.includes(argv[0] as string)) continue;
-      plant(s.work);
-      const r = await s.kernel.execute('run_command', { command: argv[0], args: argv.slice(1) }, OPERATOR);
-      expect(r.result, what).toContain('Isolation: none');
-      expect(existsSync(join(s.work, 'sentinel')), `${what} without the jail: ${r.result}`).toBe(false);
-      for (const junk of ['myrm', 'lrm', 'lrm2', 'srm', 'made.sh']) rm(join(s.work, junk));
-    }
-  });
+  it.skipIf(!JAIL)(
+    'commandIsolation off: every case the jail stops deletes its sentinel (the argv check alone lets them through)',
+    async () => {
+      const s = await start({ commandIsolation: 'off' });
+      for (const [what, argv] of OS_CASES) {
+        if ((what.startsWith('busybox') && !BUSYBOX) || MISSING.includes(argv[0] as string)) continue;
+        plant(s.work);
+        const r = await s.kernel.execute('run_command', { command: argv[0], args: argv.slice(1) }, OPERATOR);
+        expect(r.result, what).toContain('Isolation: none');
+        expect(existsSync(join(s.work, 'sentinel')), `${what} without the jail: ${r.result}`).toBe(false);
+        for (const junk of ['myrm', 'lrm', 'lrm2', 'srm', 'made.sh']) rm(join(s.work, junk));
+      }
+    },
+  );
 
-  it.skipIf(MISSING.includes('python3'))('the documented limit: an allowed interpreter deleting a file through its own library is not a program start', async () => {
-    const s = await start({});
-    plant(s.work);
-    writeFileSync(join(s.work, 'unlink.py'), "import os\nos.remove('sentinel')\n");
-    const r = await s.kernel.execute('run_command', { command: 'python3', args: ['unlink.py'] }, OPERATOR);
-    expect(r.result).toContain('Exit code: 0');
-    expect(existsSync(join(s.work, 'sentinel'))).toBe(false);
-  });
+  it.skipIf(MISSING.includes('python3'))(
+    'the documented limit: an allowed interpreter deleting a file through its own library is not a program start',
+    async () => {
+      const s = await start({});
+      plant(s.work);
+      writeFileSync(join(s.work, 'unlink.py'), "import os\nos.remove('sentinel')\n");
+      const r = await s.kernel.execute('run_command', { command: 'python3', args: ['unlink.py'] }, OPERATOR);
+      expect(r.result).toContain('Exit code: 0');
+      expect(existsSync(join(s.work, 'sentinel'))).toBe(false);
+    },
+  );
 
   it('safe mode still blocks run_command outright', async () => {
     const s = await start({ safeMode: true });
@@ -300,20 +324,41 @@ describe.skipIf(!JAIL || !IS_ROOT || !SETPRIV)('a user without privileges (nobod
   it('the same cases fail for nobody, and the stubs cannot be unmounted', async () => {
     const dir = mkdtempSync('/tmp/keel-nobody-');
     cleanup.push(() => rm(dir));
-    await build({ entryPoints: [join(import.meta.dirname, 'fixtures', 'jail-runner.ts')], bundle: true, platform: 'node', format: 'esm', target: 'node22', outfile: join(dir, 'runner.mjs'), logLevel: 'silent' });
+    await build({
+      entryPoints: [join(import.meta.dirname, 'fixtures', 'jail-runner.ts')],
+      bundle: true,
+      platform: 'node',
+      format: 'esm',
+      target: 'node22',
+      outfile: join(dir, 'runner.mjs'),
+      logLevel: 'silent',
+    });
     const work = join(dir, 'work');
     mkdirSync(work);
     for (const [name, text] of Object.entries(SCRIPTS)) writeFileSync(join(work, name), text);
     plant(work);
     for (const p of [dir, work, ...[...Object.keys(SCRIPTS), ...SENTINELS].map((n) => join(work, n))]) chownSync(p, 65534, 65534);
     chmodSync(dir, 0o755);
-    const cases = [['id', '-u'], ...OS_CASES.filter(([what, argv]) => (BUSYBOX || !what.startsWith('busybox')) && !MISSING.includes(argv[0] as string)).map(([, argv]) => argv)];
-    const out = execFileSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', '--', process.execPath, join(dir, 'runner.mjs'), work, JSON.stringify(cases)], {
-      encoding: 'utf8',
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir, TMPDIR: dir, LANG: 'C.UTF-8' },
-      timeout: 120_000,
-    });
-    const report = JSON.parse(out) as { uid: number; jail: { userNamespace?: boolean; reason?: string }; out: Array<{ exitCode: number; stdout: string; stderr: string }> };
+    const cases = [
+      ['id', '-u'],
+      ...OS_CASES.filter(([what, argv]) => (BUSYBOX || !what.startsWith('busybox')) && !MISSING.includes(argv[0] as string)).map(
+        ([, argv]) => argv,
+      ),
+    ];
+    const out = execFileSync(
+      'setpriv',
+      ['--reuid=65534', '--regid=65534', '--clear-groups', '--', process.execPath, join(dir, 'runner.mjs'), work, JSON.stringify(cases)],
+      {
+        encoding: 'utf8',
+        env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir, TMPDIR: dir, LANG: 'C.UTF-8' },
+        timeout: 120_000,
+      },
+    );
+    const report = JSON.parse(out) as {
+      uid: number;
+      jail: { userNamespace?: boolean; reason?: string };
+      out: Array<{ exitCode: number; stdout: string; stderr: string }>;
+    };
     expect(report.uid).toBe(65534);
     expect(report.jail, JSON.stringify(report.jail)).toMatchObject({ userNamespace: true });
     expect(report.out[0]?.stdout.trim()).toBe('65534'); // the command runs as the user again, not as a mapped root
@@ -324,7 +369,15 @@ describe.skipIf(!JAIL || !IS_ROOT || !SETPRIV)('a user without privileges (nobod
   it('strict holds for nobody too: a copy kept in a writable folder cannot run', async () => {
     const dir = mkdtempSync('/tmp/keel-nobody-');
     cleanup.push(() => rm(dir));
-    await build({ entryPoints: [join(import.meta.dirname, 'fixtures', 'jail-runner.ts')], bundle: true, platform: 'node', format: 'esm', target: 'node22', outfile: join(dir, 'runner.mjs'), logLevel: 'silent' });
+    await build({
+      entryPoints: [join(import.meta.dirname, 'fixtures', 'jail-runner.ts')],
+      bundle: true,
+      platform: 'node',
+      format: 'esm',
+      target: 'node22',
+      outfile: join(dir, 'runner.mjs'),
+      logLevel: 'silent',
+    });
     const work = join(dir, 'work');
     mkdirSync(join(work, 'tools'), { recursive: true });
     execFileSync('cp', [execFileSync('sh', ['-c', 'readlink -f "$(which rm)"'], { encoding: 'utf8' }).trim(), join(work, 'tools', 'x')]);
@@ -333,11 +386,28 @@ describe.skipIf(!JAIL || !IS_ROOT || !SETPRIV)('a user without privileges (nobod
     execFileSync('chown', ['-R', '65534:65534', dir]);
     const run = (mode: string) =>
       JSON.parse(
-        execFileSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', '--', process.execPath, join(dir, 'runner.mjs'), work, JSON.stringify([['bash', 'run-copy.sh'], ['bash', 'ld.sh']]), mode], {
-          encoding: 'utf8',
-          env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir, TMPDIR: dir, LANG: 'C.UTF-8' },
-          timeout: 120_000,
-        }),
+        execFileSync(
+          'setpriv',
+          [
+            '--reuid=65534',
+            '--regid=65534',
+            '--clear-groups',
+            '--',
+            process.execPath,
+            join(dir, 'runner.mjs'),
+            work,
+            JSON.stringify([
+              ['bash', 'run-copy.sh'],
+              ['bash', 'ld.sh'],
+            ]),
+            mode,
+          ],
+          {
+            encoding: 'utf8',
+            env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir, TMPDIR: dir, LANG: 'C.UTF-8' },
+            timeout: 120_000,
+          },
+        ),
       ) as { jail: { strict?: boolean }; out: Array<{ stderr: string }> };
     const strict = run('strict');
     expect(strict.jail).toMatchObject({ strict: true });

@@ -35,7 +35,15 @@ async function kernel(overrides: Record<string, unknown>): Promise<Kernel> {
   const home = tmp('keel-iso-');
   const empty = tmp('keel-iso-builtins-');
   const extra = (await discoverBuiltins(join(ROOT, 'plugins'))).filter((c) => c.id === 'doctor' || c.id === 'system');
-  const k = await startKernel({ home, builtinDir: empty, extraPlugins: extra, env: {}, watchSkills: false, logs: new LogSink({ quiet: true }), overrides });
+  const k = await startKernel({
+    home,
+    builtinDir: empty,
+    extraPlugins: extra,
+    env: {},
+    watchSkills: false,
+    logs: new LogSink({ quiet: true }),
+    overrides,
+  });
   cleanups.push(async () => {
     await k.stop();
     rm(empty);
@@ -94,7 +102,12 @@ describe('keel doctor (configuration only)', () => {
     const env: Record<string, string> = {};
     for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('KEEL_')) env[k] = v;
     const stdout = await new Promise<string>((resolve) => {
-      execFile(process.execPath, [CLI, 'doctor', '--json'], { env: { ...env, KEEL_HOME: home, KEEL_COMMAND_ISOLATION: 'off' }, timeout: 30_000 }, (_e, out) => resolve(out));
+      execFile(
+        process.execPath,
+        [CLI, 'doctor', '--json'],
+        { env: { ...env, KEEL_HOME: home, KEEL_COMMAND_ISOLATION: 'off' }, timeout: 30_000 },
+        (_e, out) => resolve(out),
+      );
     });
     const f = isolation(JSON.parse(stdout) as Report);
     expect(f?.level).toBe('warn');

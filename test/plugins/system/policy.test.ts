@@ -47,7 +47,17 @@ describe('toArgv', () => {
   it('splits with quotes and escapes', () => {
     expect(toArgv(`echo 'a b' "c \\"d\\"" e\\ f`)).toEqual(['echo', 'a b', 'c "d"', 'e f']);
   });
-  for (const bad of ['ls | grep x', 'ls; rm x', 'ls && rm x', 'ls || rm x', 'echo x > f', 'cat < f', 'echo `id`', 'echo $(id)', 'sleep 1 &']) {
+  for (const bad of [
+    'ls | grep x',
+    'ls; rm x',
+    'ls && rm x',
+    'ls || rm x',
+    'echo x > f',
+    'cat < f',
+    'echo `id`',
+    'echo $(id)',
+    'sleep 1 &',
+  ]) {
     it(`refuses "${bad}" (needs a shell)`, () => {
       expect(() => toArgv(bad)).toThrow(/needs a shell/);
     });

@@ -40,7 +40,10 @@ async function start(overrides: Record<string, unknown> = {}, opts: { file?: str
   const work = join(home, 'work');
   mkdirSync(work);
   const empty = tmp('keel-empty-');
-  cleanup.push(() => rm(home), () => rm(empty));
+  cleanup.push(
+    () => rm(home),
+    () => rm(empty),
+  );
   if (opts.file) writeFileSync(join(home, 'keel.config.yaml'), opts.file, { mode: 0o600 });
   const logs = new LogSink({ quiet: true });
   const system = (await discoverBuiltins(join(ROOT, 'plugins'))).find((c) => c.dir === join(ROOT, 'plugins', 'system'));
@@ -225,7 +228,11 @@ describe('confirmation flow (autoExecuteCommands off, the default)', () => {
   it('refuses approval by a non-admin user and by the agent on its own; an admin through the agent may', async () => {
     const { kernel, work, logs } = await start({ adminUsers: { chatA: ['1001'] } });
     const id = await request(kernel, 'f1');
-    const stranger = await kernel.execute('approve_command', { id, decision: 'approve' }, { kind: 'user', channel: 'chatA', userId: '999' });
+    const stranger = await kernel.execute(
+      'approve_command',
+      { id, decision: 'approve' },
+      { kind: 'user', channel: 'chatA', userId: '999' },
+    );
     expect(stranger.success).toBe(false);
     expect(stranger.code).toBe('KEEL_E_FORBIDDEN');
     const agent = await kernel.execute('approve_command', { id, decision: 'approve' }, { kind: 'agent', channel: 'autonomy' });
@@ -286,10 +293,24 @@ describe('confirmation flow (autoExecuteCommands off, the default)', () => {
 
 describe('admin-only skills on every channel', () => {
   it('refuses every admin-only skill to a non-admin and lets an admin through, on every channel', async () => {
-    const admins = Object.entries(ADMIN_IDS).map(([c, id]) => `  ${c}: ["${id}"]`).join('\n');
+    const admins = Object.entries(ADMIN_IDS)
+      .map(([c, id]) => `  ${c}: ["${id}"]`)
+      .join('\n');
     const { kernel } = await start({}, { all: true, file: `adminUsers:\n${admins}\n` });
-    const SPEC_ADMIN = ['run_command', 'create_custom_skill', 'manage_config', 'spawn_agent', 'delegate_task', 'system_check', 'self_repair_skill', 'execute_typescript', 'browser_run_script'];
-    const adminSkills = [...kernel.registry.skills.entries()].filter(([name, e]) => e.manifest.adminOnly === true || SPEC_ADMIN.includes(name)).map(([name]) => name);
+    const SPEC_ADMIN = [
+      'run_command',
+      'create_custom_skill',
+      'manage_config',
+      'spawn_agent',
+      'delegate_task',
+      'system_check',
+      'self_repair_skill',
+      'execute_typescript',
+      'browser_run_script',
+    ];
+    const adminSkills = [...kernel.registry.skills.entries()]
+      .filter(([name, e]) => e.manifest.adminOnly === true || SPEC_ADMIN.includes(name))
+      .map(([name]) => name);
     expect(adminSkills).toEqual(expect.arrayContaining(['run_command', 'manage_config', 'approve_command']));
     for (const channel of CHANNELS) {
       const stranger: Actor = { kind: 'user', channel, userId: channel === 'email' ? 'nobody@example.com' : 'stranger' };
@@ -300,7 +321,10 @@ describe('admin-only skills on every channel', () => {
         const no = await kernel.execute(skill, args, stranger);
         expect(no.code, `${skill} for a stranger on ${channel}: ${no.result}`).toBe('KEEL_E_FORBIDDEN');
         // Others' skills are not run for the admin (side effects); the kernel's decision is checked instead.
-        expect(authorize({ actor: admin, skill: { ...entry.manifest, plugin: entry.plugin }, config: kernel.config }).allowed, `${skill} for the admin on ${channel}`).toBe(true);
+        expect(
+          authorize({ actor: admin, skill: { ...entry.manifest, plugin: entry.plugin }, config: kernel.config }).allowed,
+          `${skill} for the admin on ${channel}`,
+        ).toBe(true);
       }
       // With valid arguments: refused for the stranger, allowed for the admin.
       const cases: Array<[string, Record<string, unknown>]> = [
@@ -343,9 +367,17 @@ describe('manage_config and the policy classes', () => {
     const show = await kernel.execute('manage_config', { action: 'show' }, OPERATOR);
     expect(show.success).toBe(true);
     expect(JSON.parse(show.result).config.commandTimeoutMs).toBe(120000);
-    const policy = JSON.parse((await kernel.execute('manage_config', { action: 'show', detail: 'policy' }, OPERATOR)).result) as { keys: Array<{ key: string; policy: string }> };
+    const policy = JSON.parse((await kernel.execute('manage_config', { action: 'show', detail: 'policy' }, OPERATOR)).result) as {
+      keys: Array<{ key: string; policy: string }>;
+    };
     const cls = Object.fromEntries(policy.keys.map((k) => [k.key, k.policy]));
-    expect(cls).toMatchObject({ safeMode: 'LOCKED', commandDenyList: 'LOCKED', autoExecuteCommands: 'LOCKED', commandTimeoutMs: 'SAFE', sessionScope: 'APPROVAL' });
+    expect(cls).toMatchObject({
+      safeMode: 'LOCKED',
+      commandDenyList: 'LOCKED',
+      autoExecuteCommands: 'LOCKED',
+      commandTimeoutMs: 'SAFE',
+      sessionScope: 'APPROVAL',
+    });
   });
 
   it('SAFE applies, APPROVAL waits for a human, LOCKED is refused and logged', async () => {
@@ -356,15 +388,25 @@ describe('manage_config and the policy classes', () => {
     expect(JSON.parse(safe.result)).toMatchObject({ status: 'applied', value: 5000 });
     expect(kernel.config.get('commandTimeoutMs')).toBe(5000);
 
-    const approval = await kernel.execute('manage_config', { action: 'set', key: 'sessionScope', value: 'per-peer', reason: 'share' }, agent);
+    const approval = await kernel.execute(
+      'manage_config',
+      { action: 'set', key: 'sessionScope', value: 'per-peer', reason: 'share' },
+      agent,
+    );
     const pendingOutcome = JSON.parse(approval.result) as { status: string; id: string };
     expect(pendingOutcome.status).toBe('pending');
     expect(kernel.config.get('sessionScope')).toBe('per-channel-peer');
-    const list = JSON.parse((await kernel.execute('manage_config', { action: 'pending' }, agent)).result) as { pending: Array<{ id: string }> };
+    const list = JSON.parse((await kernel.execute('manage_config', { action: 'pending' }, agent)).result) as {
+      pending: Array<{ id: string }>;
+    };
     expect(list.pending.map((p) => p.id)).toContain(pendingOutcome.id);
 
     // The agent on its own cannot approve (self-approval), and it is logged.
-    const self = await kernel.execute('manage_config', { action: 'approve', key: pendingOutcome.id }, { kind: 'agent', channel: 'autonomy' });
+    const self = await kernel.execute(
+      'manage_config',
+      { action: 'approve', key: pendingOutcome.id },
+      { kind: 'agent', channel: 'autonomy' },
+    );
     expect(self.success).toBe(false);
     expect(self.code).toMatch(/KEEL_E_(APPROVAL_FORBIDDEN|FORBIDDEN)/);
     expect(kernel.config.get('sessionScope')).toBe('per-channel-peer');
@@ -372,7 +414,12 @@ describe('manage_config and the policy classes', () => {
     // Defence in depth: even reaching the handler past dispatch, the plugin refuses (and the kernel too).
     const handler = kernel.registry.skills.get('manage_config')!.handler!;
     await expect(
-      Promise.resolve(handler({ action: 'approve', key: pendingOutcome.id }, { actor: { kind: 'agent', channel: 'autonomy' }, signal: new AbortController().signal, log: kernel.log, use: () => undefined })),
+      Promise.resolve(
+        handler(
+          { action: 'approve', key: pendingOutcome.id },
+          { actor: { kind: 'agent', channel: 'autonomy' }, signal: new AbortController().signal, log: kernel.log, use: () => undefined },
+        ),
+      ),
     ).rejects.toMatchObject({ code: 'KEEL_E_APPROVAL_FORBIDDEN' });
     expect(logged(logs, /self-approval attempt refused/)).toBe(true);
     expect(kernel.config.get('sessionScope')).toBe('per-channel-peer');
@@ -394,11 +441,15 @@ describe('manage_config and the policy classes', () => {
 
   it('the operator can approve; so can an admin user directly', async () => {
     const { kernel } = await start({ adminUsers: { chatA: ['1001'] } });
-    const a = JSON.parse((await kernel.execute('manage_config', { action: 'set', key: 'commandConfirmationTtlMinutes', value: 60 }, OPERATOR)).result) as { id: string; status: string };
+    const a = JSON.parse(
+      (await kernel.execute('manage_config', { action: 'set', key: 'commandConfirmationTtlMinutes', value: 60 }, OPERATOR)).result,
+    ) as { id: string; status: string };
     expect(a.status).toBe('pending');
     expect((await kernel.execute('manage_config', { action: 'approve', key: a.id }, OPERATOR)).success).toBe(true);
     expect(kernel.config.get('commandConfirmationTtlMinutes')).toBe(60);
-    const b = JSON.parse((await kernel.execute('manage_config', { action: 'set', key: 'commandConfirmationTtlMinutes', value: 90 }, OPERATOR)).result) as { id: string };
+    const b = JSON.parse(
+      (await kernel.execute('manage_config', { action: 'set', key: 'commandConfirmationTtlMinutes', value: 90 }, OPERATOR)).result,
+    ) as { id: string };
     const r = await kernel.execute('manage_config', { action: 'approve', key: b.id }, adminUser);
     expect(r.success, r.result).toBe(true);
     expect(kernel.config.get('commandConfirmationTtlMinutes')).toBe(90);

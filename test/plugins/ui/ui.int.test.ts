@@ -40,10 +40,14 @@ async function typeLine(text: string): Promise<void> {
 async function see(re: RegExp, what: string): Promise<string> {
   let last = '';
   try {
-    return await waitFor(() => {
-      last = screen();
-      return re.test(last) ? last : undefined;
-    }, what, 15_000);
+    return await waitFor(
+      () => {
+        last = screen();
+        return re.test(last) ? last : undefined;
+      },
+      what,
+      15_000,
+    );
   } catch (e) {
     throw new Error(`${(e as Error).message}; the screen was:\n${last}`);
   }
@@ -51,7 +55,9 @@ async function see(re: RegExp, what: string): Promise<string> {
 
 /** A local model runner speaking the parts of Ollama's REST API `keel ui` uses. */
 function startRunner(): Promise<string> {
-  const models = [{ name: 'llama3:8b', model: 'llama3:8b', size: 4_700_000_000, digest: 'a', modified_at: new Date(0).toISOString(), details: {} }];
+  const models = [
+    { name: 'llama3:8b', model: 'llama3:8b', size: 4_700_000_000, digest: 'a', modified_at: new Date(0).toISOString(), details: {} },
+  ];
   runner = createServer((req, res) => {
     let body = '';
     req.on('data', (c) => (body += c));
@@ -63,7 +69,12 @@ function startRunner(): Promise<string> {
         const model = String(req.model ?? req.name);
         pulled.push(model);
         res.writeHead(200, { 'content-type': 'application/x-ndjson' });
-        const steps = [{ status: 'pulling manifest' }, { status: 'pulling abc', total: 1000, completed: 400 }, { status: 'pulling abc', total: 1000, completed: 1000 }, { status: 'success' }];
+        const steps = [
+          { status: 'pulling manifest' },
+          { status: 'pulling abc', total: 1000, completed: 400 },
+          { status: 'pulling abc', total: 1000, completed: 1000 },
+          { status: 'success' },
+        ];
         let i = 0;
         const next = () => {
           if (i === steps.length) return void res.end();

@@ -39,10 +39,19 @@ describe('web address check', () => {
     expect(reason).toContain(why);
   });
 
-  it.each(['8.8.8.8', '1.1.1.1', '93.184.216.34', '172.32.0.1', '100.128.0.1', '192.169.0.1', '2606:4700:4700::1111', '2a00:1450:4001:81c::200e', '::ffff:8.8.8.8', '2002:0808:0808::1', '64:ff9b::808:808'])(
-    'allows the public address %s',
-    (ip) => {
-      expect(blockedReason(ip)).toBeUndefined();
-    },
-  );
+  it.each([
+    '8.8.8.8',
+    '1.1.1.1',
+    '93.184.216.34',
+    '172.32.0.1',
+    '100.128.0.1',
+    '192.169.0.1',
+    '2606:4700:4700::1111',
+    '2a00:1450:4001:81c::200e',
+    '::ffff:8.8.8.8',
+    '2002:0808:0808::1',
+    '64:ff9b::808:808',
+  ])('allows the public address %s', (ip) => {
+    expect(blockedReason(ip)).toBeUndefined();
+  });
 });

@@ -69,14 +69,20 @@ export async function startServer(): Promise<TestServer> {
     if (p === '/redirect') return send(301, 'text/plain', '', { location: url.searchParams.get('to') ?? '/' });
     if (p === '/big') return send(200, 'text/plain', 'x'.repeat(100_000));
     if (p === '/big-gzip') return send(200, 'text/plain', gzipSync(Buffer.from('y'.repeat(5_000_000))), { 'content-encoding': 'gzip' });
-    if (p === '/gzip') return send(200, 'text/plain; charset=utf-8', gzipSync(Buffer.from('compressed hello ünïcode')), { 'content-encoding': 'gzip' });
+    if (p === '/gzip')
+      return send(200, 'text/plain; charset=utf-8', gzipSync(Buffer.from('compressed hello ünïcode')), { 'content-encoding': 'gzip' });
     if (p === '/slow') {
       res.writeHead(200, { 'content-type': 'text/plain' });
       res.write('first part');
       return; // never ends
     }
     if (p === '/hang') return; // never answers
-    if (p === '/latin1') return send(200, 'text/plain; charset=iso-8859-1', Buffer.from([0x63, 0x61, 0x66, 0xe9, 0x20, 0xe0, 0x20, 0x4e, 0xee, 0x6d, 0x65, 0x73]));
+    if (p === '/latin1')
+      return send(
+        200,
+        'text/plain; charset=iso-8859-1',
+        Buffer.from([0x63, 0x61, 0x66, 0xe9, 0x20, 0xe0, 0x20, 0x4e, 0xee, 0x6d, 0x65, 0x73]),
+      );
     if (p === '/sjis') return send(200, 'text/plain; charset=Shift_JIS', Buffer.from([0x93, 0xfa, 0x96, 0x7b]));
     if (p === '/meta-charset') {
       const head = Buffer.from('<html><head><meta charset="windows-1252"><title>Quotes</title></head><body><p>');

@@ -26,22 +26,32 @@ async function fake(kind: 'serper' | 'brave'): Promise<Fake> {
     req.on('end', () => {
       f.calls.push({ method: req.method ?? '', path: req.url ?? '', headers: req.headers, body });
       if (f.mode === 'hang') return; // never answers
-      if (f.mode === 'fail') return void res.writeHead(500, { 'content-type': 'application/json' }).end(`{"message":"upstream broke","key":"${kind === 'serper' ? A_KEY : B_KEY}"}`);
+      if (f.mode === 'fail')
+        return void res
+          .writeHead(500, { 'content-type': 'application/json' })
+          .end(`{"message":"upstream broke","key":"${kind === 'serper' ? A_KEY : B_KEY}"}`);
       if (kind === 'serper') {
-        if (req.method !== 'POST' || req.url !== '/search' || req.headers['x-api-key'] !== A_KEY) return void res.writeHead(403).end('{"message":"Unauthorized."}');
+        if (req.method !== 'POST' || req.url !== '/search' || req.headers['x-api-key'] !== A_KEY)
+          return void res.writeHead(403).end('{"message":"Unauthorized."}');
         const q = JSON.parse(body) as { q: string; num: number };
         return void res.writeHead(200, { 'content-type': 'application/json' }).end(
           JSON.stringify({
             searchParameters: { q: q.q, num: q.num },
             organic: [
-              { title: 'Shared result', link: 'https://www.example.com/shared/?utm_source=serper#top', snippet: 'from serper', position: 1 },
+              {
+                title: 'Shared result',
+                link: 'https://www.example.com/shared/?utm_source=serper#top',
+                snippet: 'from serper',
+                position: 1,
+              },
               { title: `Serper only about ${q.q}`, link: 'https://serper-only.example/a', snippet: 'serper snippet', position: 2 },
             ],
           }),
         );
       }
       const u = new URL(req.url ?? '/', 'http://x');
-      if (req.method !== 'GET' || u.pathname !== '/res/v1/web/search' || req.headers['x-subscription-token'] !== B_KEY) return void res.writeHead(401).end('{}');
+      if (req.method !== 'GET' || u.pathname !== '/res/v1/web/search' || req.headers['x-subscription-token'] !== B_KEY)
+        return void res.writeHead(401).end('{}');
       return void res.writeHead(200, { 'content-type': 'application/json' }).end(
         JSON.stringify({
           type: 'search',
@@ -82,7 +92,13 @@ afterEach(async () => {
   await cleanup();
 });
 
-const both = () => ({ searchAApiKey: A_KEY, searchBApiKey: B_KEY, searchABaseUrl: serper.base, searchBBaseUrl: brave.base, searchTimeoutMs: 1500 });
+const both = () => ({
+  searchAApiKey: A_KEY,
+  searchBApiKey: B_KEY,
+  searchABaseUrl: serper.base,
+  searchBBaseUrl: brave.base,
+  searchTimeoutMs: 1500,
+});
 
 describe('web_search', () => {
   it('queries both providers at once with their own protocols, merges and deduplicates by canonical URL, noting providers', async () => {
@@ -96,7 +112,11 @@ describe('web_search', () => {
     expect(r.result).toMatch(/^\[untrusted search results for "keel agents" from searchA and searchB\]/);
     // order: rank 1 of searchA, rank 1 of searchB, rank 2 of searchA (rank 2 of searchB is the duplicate)
     const urls = [...r.result.matchAll(/^ {3}(https?:\/\/\S+)$/gm)].map((m) => m[1]);
-    expect(urls).toEqual(['https://www.example.com/shared/?utm_source=serper#top', 'https://brave-only.example/b', 'https://serper-only.example/a']);
+    expect(urls).toEqual([
+      'https://www.example.com/shared/?utm_source=serper#top',
+      'https://brave-only.example/b',
+      'https://serper-only.example/a',
+    ]);
     expect(r.result).toContain('1. Shared result\n');
     expect(r.result).toMatch(/from serper\n {3}\(from searchA, searchB\)/);
     expect(r.result).toContain('a brave snippet'); // tags stripped
@@ -165,7 +185,8 @@ describe('web_search', () => {
     expect(r.success).toBe(false);
     expect(r.result).toMatch(/searchAApiKey.*SEARCHA_API_KEY.*searchBApiKey.*SEARCHB_API_KEY/);
     // what ctx.skills.list() (the agent's catalogue, the gateway's skill list) keeps
-    const listed = (k: typeof kernel) => [...k.registry.skills.values()].filter((e) => k.registry.isAvailable(e)).map((e) => e.manifest.name);
+    const listed = (k: typeof kernel) =>
+      [...k.registry.skills.values()].filter((e) => k.registry.isAvailable(e)).map((e) => e.manifest.name);
     expect(listed(kernel)).not.toContain('web_search');
     expect(listed(kernel)).toContain('http_fetch');
     expect(kernel.registry.skills.has('web_search')).toBe(true);

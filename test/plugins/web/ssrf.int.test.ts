@@ -83,7 +83,13 @@ describe('web SSRF guard (webAllowPrivateNetwork false)', () => {
 
   it('refuses non-http schemes', async () => {
     const { run } = await boot();
-    for (const url of ['file:///etc/passwd', 'ftp://example.com/file', `gopher://127.0.0.1:${srv.port}/`, 'data:text/plain,hello', 'javascript:alert(1)']) {
+    for (const url of [
+      'file:///etc/passwd',
+      'ftp://example.com/file',
+      `gopher://127.0.0.1:${srv.port}/`,
+      'data:text/plain,hello',
+      'javascript:alert(1)',
+    ]) {
       const r = await run('http_fetch', { url });
       expect(r.success, url).toBe(false);
       expect(r.result, url).toMatch(/only http and https URLs can be fetched/);
@@ -137,10 +143,12 @@ describe('web SSRF guard across redirects and DNS', () => {
               { address: '192.168.0.1', family: 4 },
             ]
           : [{ address: '127.0.0.1', family: 4 }];
-    await expect(guardedFetch(`${srv.base}/redirect?to=${encodeURIComponent(`http://internal.test:${srv.port}/plain`)}`, base({ resolve }))).rejects.toThrow(
-      /internal\.test resolves to 10\.0\.0\.5, a private address/,
+    await expect(
+      guardedFetch(`${srv.base}/redirect?to=${encodeURIComponent(`http://internal.test:${srv.port}/plain`)}`, base({ resolve })),
+    ).rejects.toThrow(/internal\.test resolves to 10\.0\.0\.5, a private address/);
+    await expect(guardedFetch(`http://mixed.test:${srv.port}/plain`, base({ resolve }))).rejects.toThrow(
+      /mixed\.test resolves to 192\.168\.0\.1/,
     );
-    await expect(guardedFetch(`http://mixed.test:${srv.port}/plain`, base({ resolve }))).rejects.toThrow(/mixed\.test resolves to 192\.168\.0\.1/);
   });
 
   it('connects to the address it checked: one resolution per hop, so a rebinding answer is never used', async () => {
@@ -154,7 +162,9 @@ describe('web SSRF guard across redirects and DNS', () => {
     let second = 0;
     const rebound = async (): Promise<LookupAddress[]> => [{ address: second++ === 0 ? '127.0.0.2' : '127.0.0.1', family: 4 }];
     const before = srv.seen.length;
-    await expect(guardedFetch(`http://rebind.test:${srv.port}/plain`, base({ resolve: rebound }))).rejects.toThrow(/rebind\.test resolves to 127\.0\.0\.2/);
+    await expect(guardedFetch(`http://rebind.test:${srv.port}/plain`, base({ resolve: rebound }))).rejects.toThrow(
+      /rebind\.test resolves to 127\.0\.0\.2/,
+    );
     expect(srv.seen.length).toBe(before);
   });
 });

@@ -32,11 +32,27 @@ import {
   type Response,
 } from 'playwright-core';
 import { stat } from 'node:fs/promises';
-import { BASE_ARGS, downloadPath, type BrowserDriver, type LaunchOptions, type NavigationResult, type Target, type Viewport } from '../driver.js';
+import {
+  BASE_ARGS,
+  downloadPath,
+  type BrowserDriver,
+  type LaunchOptions,
+  type NavigationResult,
+  type Target,
+  type Viewport,
+} from '../driver.js';
 import { refSelector } from '../refs.js';
-import { FOCUS_END, guardRequests, safely, settleAfterFailedNavigation, splitKey, XHR_TYPES, type FetchSession, type PageElement } from './shared.js';
+import {
+  FOCUS_END,
+  guardRequests,
+  safely,
+  settleAfterFailedNavigation,
+  splitKey,
+  XHR_TYPES,
+  type FetchSession,
+  type PageElement,
+} from './shared.js';
 import { errorMessage } from '../../../../sdk/errors.js';
-
 
 /** The index of the option labelled `label` in a <select> (-1 when none). */
 const FIND_OPTION = (el: PageElement, label: string): number => {
@@ -63,7 +79,9 @@ function contextOptions(v: Viewport): BrowserContextOptions {
 
 /** Whether two viewports differ only in size (which a live page can take). */
 function sameEmulation(a: Viewport, b: Viewport): boolean {
-  return a.deviceScaleFactor === b.deviceScaleFactor && a.isMobile === b.isMobile && a.hasTouch === b.hasTouch && a.userAgent === b.userAgent;
+  return (
+    a.deviceScaleFactor === b.deviceScaleFactor && a.isMobile === b.isMobile && a.hasTouch === b.hasTouch && a.userAgent === b.userAgent
+  );
 }
 
 export async function launchPlaywright(opts: LaunchOptions): Promise<BrowserDriver> {
@@ -160,7 +178,7 @@ export async function launchPlaywright(opts: LaunchOptions): Promise<BrowserDriv
           await d.saveAs(path);
           effect({ kind: 'download', url: d.url(), path, size: (await stat(path)).size });
         } catch (e) {
-          effect({ kind: 'download-failed', url: d.url(), reason: (await d.failure().catch(() => null)) ?? (errorMessage(e)) });
+          effect({ kind: 'download-failed', url: d.url(), reason: (await d.failure().catch(() => null)) ?? errorMessage(e) });
         } finally {
           downloads--;
         }
@@ -172,14 +190,16 @@ export async function launchPlaywright(opts: LaunchOptions): Promise<BrowserDriv
   let adopting: Promise<void> = Promise.resolve();
   const adopt = (p: Page) => {
     if (p === page || swapping) return;
-    adopting = adopting.then(async () => {
-      const opener = await p.opener().catch(() => null);
-      if (opener !== page) return;
-      page = p;
-      setupPage(p);
-      await p.waitForLoadState('domcontentloaded', { timeout: opts.timeoutMs }).catch(() => undefined);
-      effect({ kind: 'popup', url: p.url() });
-    }).catch(() => undefined);
+    adopting = adopting
+      .then(async () => {
+        const opener = await p.opener().catch(() => null);
+        if (opener !== page) return;
+        page = p;
+        setupPage(p);
+        await p.waitForLoadState('domcontentloaded', { timeout: opts.timeoutMs }).catch(() => undefined);
+        effect({ kind: 'popup', url: p.url() });
+      })
+      .catch(() => undefined);
   };
 
   /** Creates the context (and, the first time without a profile, the browser) and takes its first page. */

@@ -29,9 +29,27 @@ import puppeteer, {
   type Target,
   type Viewport as PuppeteerViewport,
 } from 'puppeteer-core';
-import { BASE_ARGS, downloadPath, type BrowserDriver, type LaunchOptions, type NavigationResult, type SideEffect, type Target as DriverTarget, type Viewport } from '../driver.js';
+import {
+  BASE_ARGS,
+  downloadPath,
+  type BrowserDriver,
+  type LaunchOptions,
+  type NavigationResult,
+  type SideEffect,
+  type Target as DriverTarget,
+  type Viewport,
+} from '../driver.js';
 import { refSelector } from '../refs.js';
-import { FOCUS_END, guardRequests, safely, settleAfterFailedNavigation, splitKey, XHR_TYPES, type FetchSession, type PageElement } from './shared.js';
+import {
+  FOCUS_END,
+  guardRequests,
+  safely,
+  settleAfterFailedNavigation,
+  splitKey,
+  XHR_TYPES,
+  type FetchSession,
+  type PageElement,
+} from './shared.js';
 import { errorMessage } from '../../../../sdk/errors.js';
 
 /** Runs before the page's scripts: no new service worker registrations (they would fetch outside the interception). */
@@ -44,7 +62,6 @@ const NO_SERVICE_WORKERS = `(() => {
     }
   } catch {}
 })();`;
-
 
 /** The value of the option labelled `label` in a <select> (null when none). */
 const FIND_OPTION = (el: PageElement, label: string): string | null => {
@@ -65,7 +82,10 @@ function puppeteerViewport(v: Viewport): PuppeteerViewport {
 /** puppeteer.connect options of a CDP endpoint: a browser WebSocket endpoint or the DevTools HTTP server. */
 function connectTarget(endpoint: string | undefined): Pick<ConnectOptions, 'browserWSEndpoint' | 'browserURL'> {
   const ep = endpoint?.trim();
-  if (!ep) throw new Error('engineC needs a CDP endpoint: set browserCdpEndpoint (e.g. http://127.0.0.1:9222 or ws://127.0.0.1:9222/devtools/browser/<id>).');
+  if (!ep)
+    throw new Error(
+      'engineC needs a CDP endpoint: set browserCdpEndpoint (e.g. http://127.0.0.1:9222 or ws://127.0.0.1:9222/devtools/browser/<id>).',
+    );
   if (/^wss?:\/\//i.test(ep)) return { browserWSEndpoint: ep };
   if (/^https?:\/\//i.test(ep)) return { browserURL: ep };
   throw new Error(`Not a CDP endpoint: ${ep.slice(0, 200)} (give ws://, wss://, http:// or https://).`);
@@ -111,7 +131,8 @@ export async function launchPuppeteer(opts: LaunchOptions): Promise<BrowserDrive
     browser = await puppeteer.launch(launchOptions).catch((e: unknown) => {
       const msg = errorMessage(e);
       // the same wording as Chromium's own (and engineA's) error, so callers recognise a profile in use
-      if (/already running for/i.test(msg)) throw new Error(`Failed to create a ProcessSingleton: the profile ${opts.profileDir} is in use by another browser. ${msg}`);
+      if (/already running for/i.test(msg))
+        throw new Error(`Failed to create a ProcessSingleton: the profile ${opts.profileDir} is in use by another browser. ${msg}`);
       throw e;
     });
     if (opts.filter) {
@@ -224,19 +245,21 @@ export async function launchPuppeteer(opts: LaunchOptions): Promise<BrowserDrive
   let adopting: Promise<void> = Promise.resolve();
   browser.on('targetcreated', (target: Target) => {
     if (target.type() !== 'page' || target.opener() !== page.target()) return;
-    adopting = adopting.then(async () => {
-      const from = page;
-      const p = await target.page();
-      if (!p) return;
-      // its interception (engineC), the stealth script and the service-worker block, for its next documents
-      await prepare(p).catch(() => undefined);
-      await watch(p).catch(() => undefined);
-      opener.set(p, from);
-      page = p;
-      await p.bringToFront().catch(() => undefined);
-      await p.waitForFunction('document.readyState !== "loading"', { timeout: opts.timeoutMs }).catch(() => undefined);
-      effect({ kind: 'popup', url: p.url() });
-    }).catch(() => undefined);
+    adopting = adopting
+      .then(async () => {
+        const from = page;
+        const p = await target.page();
+        if (!p) return;
+        // its interception (engineC), the stealth script and the service-worker block, for its next documents
+        await prepare(p).catch(() => undefined);
+        await watch(p).catch(() => undefined);
+        opener.set(p, from);
+        page = p;
+        await p.bringToFront().catch(() => undefined);
+        await p.waitForFunction('document.readyState !== "loading"', { timeout: opts.timeoutMs }).catch(() => undefined);
+        effect({ kind: 'popup', url: p.url() });
+      })
+      .catch(() => undefined);
   });
 
   // Downloads: saved by Chromium under a temporary name in the downloads folder, renamed to the suggested name.

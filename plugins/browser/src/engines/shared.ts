@@ -59,12 +59,37 @@ const MODIFIERS: Record<string, string> = {
 };
 const KEY_NAMES: Record<string, string> = Object.fromEntries(
   [
-    'Enter', 'Escape', 'Tab', 'Backspace', 'Delete', 'Insert', 'Home', 'End', 'PageUp', 'PageDown',
-    'ArrowUp', 'ArrowDown', 'ArrowLeft', 'ArrowRight', 'Space', 'CapsLock', 'ContextMenu',
+    'Enter',
+    'Escape',
+    'Tab',
+    'Backspace',
+    'Delete',
+    'Insert',
+    'Home',
+    'End',
+    'PageUp',
+    'PageDown',
+    'ArrowUp',
+    'ArrowDown',
+    'ArrowLeft',
+    'ArrowRight',
+    'Space',
+    'CapsLock',
+    'ContextMenu',
     ...Array.from({ length: 12 }, (_, i) => `F${i + 1}`),
   ].map((k) => [k.toLowerCase(), k]),
 );
-Object.assign(KEY_NAMES, { esc: 'Escape', return: 'Enter', del: 'Delete', up: 'ArrowUp', down: 'ArrowDown', left: 'ArrowLeft', right: 'ArrowRight', pgup: 'PageUp', pgdn: 'PageDown' });
+Object.assign(KEY_NAMES, {
+  esc: 'Escape',
+  return: 'Enter',
+  del: 'Delete',
+  up: 'ArrowUp',
+  down: 'ArrowDown',
+  left: 'ArrowLeft',
+  right: 'ArrowRight',
+  pgup: 'PageUp',
+  pgdn: 'PageDown',
+});
 
 /** `ctrl+shift+enter` → [Control, Shift] and Enter; a lone `+` (or a trailing `++`) is the plus key. */
 export function splitKey(key: string): { modifiers: string[]; key: string } {

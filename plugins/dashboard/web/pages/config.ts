@@ -36,9 +36,11 @@ function KeyRow({ k, onDone }: { k: any; onDone: () => void }) {
     <td><span class=${`badge policy-${k.policy}`}>${k.policy}</span>${k.secret ? html` <span class="badge">secret</span>` : null}</td>
     <td class="small"><code>${show(k.value)}</code><div class="muted">default ${k.secret ? '—' : show(k.default) || '—'} · ${k.source}</div></td>
     <td>
-      ${edit
-        ? html`<form class="row" onSubmit=${save}><input name="value" value=${text} onInput=${(e: any) => setText(e.currentTarget.value)} /><button type="submit">Save</button></form>`
-        : html`<button class="small" onClick=${() => setEdit(true)}>Edit</button>`}
+      ${
+        edit
+          ? html`<form class="row" onSubmit=${save}><input name="value" value=${text} onInput=${(e: any) => setText(e.currentTarget.value)} /><button type="submit">Save</button></form>`
+          : html`<button class="small" onClick=${() => setEdit(true)}>Edit</button>`
+      }
       ${out ? html`<div class=${out.ok ? 'ok' : 'error'} role="alert">${out.text}</div>` : null}
     </td>
   </tr>`;
@@ -58,7 +60,9 @@ function Pending() {
   if (!data?.pending?.length) return html`<p class="muted">No pending approvals.</p>`;
   return html`<${Err} error=${err} /><ul class="list">
     ${data.pending.map(
-      (p: any) => html`<li class="card"><code>${p.key}</code> → <code>${show(p.value)}</code> <span class="muted small">${p.reason ?? ''}</span>
+      (
+        p: any,
+      ) => html`<li class="card"><code>${p.key}</code> → <code>${show(p.value)}</code> <span class="muted small">${p.reason ?? ''}</span>
         <button class="small" onClick=${() => act(p.id, 'approve')}>Approve</button> <button class="small" onClick=${() => act(p.id, 'reject')}>Reject</button></li>`,
     )}
   </ul>`;

@@ -36,7 +36,13 @@ export function Knowledge() {
     const f = e.currentTarget as HTMLFormElement;
     const val = (n: string) => (f.elements.namedItem(n) as HTMLInputElement).value;
     try {
-      setMsg(await runSkill('rag_ingest', { content: val('content'), source: val('source'), ...(val('collection') ? { collection: val('collection') } : {}) }));
+      setMsg(
+        await runSkill('rag_ingest', {
+          content: val('content'),
+          source: val('source'),
+          ...(val('collection') ? { collection: val('collection') } : {}),
+        }),
+      );
       list();
     } catch (x) {
       setErr((x as Error).message);

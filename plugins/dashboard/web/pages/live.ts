@@ -46,8 +46,12 @@ export function Live() {
       ${seen
         .slice()
         .reverse()
-        .map((m) => html`<li class=${`ev ev-${String(m.event).replace(/\./g, '-')}`} data-event=${m.event} data-action=${m.data?.actionId ?? ''}>
-          <span class="badge">${m.event}</span> <span class="text">${line(m)}</span></li>`)}
+        .map(
+          (
+            m,
+          ) => html`<li class=${`ev ev-${String(m.event).replace(/\./g, '-')}`} data-event=${m.event} data-action=${m.data?.actionId ?? ''}>
+          <span class="badge">${m.event}</span> <span class="text">${line(m)}</span></li>`,
+        )}
     </ul>
   </section>`;
 }

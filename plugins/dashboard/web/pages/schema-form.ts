@@ -1,7 +1,16 @@
 /** A form generated from a skill's JSON schema: strings, numbers, booleans, choices; anything else as JSON. */
 import { html } from '../ui.js';
 
-type Schema = { type?: string | string[]; description?: string; enum?: unknown[]; anyOf?: Schema[]; const?: unknown; default?: unknown; properties?: Record<string, Schema>; required?: string[] };
+type Schema = {
+  type?: string | string[];
+  description?: string;
+  enum?: unknown[];
+  anyOf?: Schema[];
+  const?: unknown;
+  default?: unknown;
+  properties?: Record<string, Schema>;
+  required?: string[];
+};
 
 function choices(s: Schema): unknown[] | null {
   if (Array.isArray(s.enum)) return s.enum;
@@ -47,8 +56,10 @@ export function SchemaFields({ schema }: { schema: Schema }) {
     if (opts)
       return html`<label>${label}<select name=${name}>${req.has(name) ? null : html`<option value="">(default)</option>`}${opts.map((o) => html`<option value=${String(o)}>${String(o)}</option>`)}</select>${help}</label>`;
     if (t === 'boolean') return html`<label class="check"><input type="checkbox" name=${name} /> ${label}${help}</label>`;
-    if (t === 'integer' || t === 'number') return html`<label>${label}<input type="number" name=${name} required=${req.has(name)} />${help}</label>`;
-    if (t === 'string' || t === undefined) return html`<label>${label}<textarea rows="2" name=${name} required=${req.has(name)}></textarea>${help}</label>`;
+    if (t === 'integer' || t === 'number')
+      return html`<label>${label}<input type="number" name=${name} required=${req.has(name)} />${help}</label>`;
+    if (t === 'string' || t === undefined)
+      return html`<label>${label}<textarea rows="2" name=${name} required=${req.has(name)}></textarea>${help}</label>`;
     return html`<label>${label} (JSON)<textarea rows="2" name=${name} required=${req.has(name)}></textarea>${help}</label>`;
   })}`;
 }

@@ -3,7 +3,11 @@ import { useState } from 'preact/hooks';
 import { api } from '../api.js';
 import { html, useApi, Err, Loading } from '../ui.js';
 
-const lines = (s: string) => s.split('\n').map((x) => x.trim()).filter(Boolean);
+const lines = (s: string) =>
+  s
+    .split('\n')
+    .map((x) => x.trim())
+    .filter(Boolean);
 
 export function Security() {
   const { data, error, reload } = useApi<any>('/api/security');
@@ -16,7 +20,12 @@ export function Security() {
     try {
       const r = await api('/api/security', {
         method: 'PUT',
-        body: { safeMode: (f.elements.namedItem('safeMode') as HTMLInputElement).checked, adminUsers: lines(v('adminUsers')), pluginAllowList: lines(v('pluginAllowList')), pluginDenyList: lines(v('pluginDenyList')) },
+        body: {
+          safeMode: (f.elements.namedItem('safeMode') as HTMLInputElement).checked,
+          adminUsers: lines(v('adminUsers')),
+          pluginAllowList: lines(v('pluginAllowList')),
+          pluginDenyList: lines(v('pluginDenyList')),
+        },
       });
       setOut({ ok: true, text: r.message });
       reload();

@@ -55,8 +55,14 @@ export function Tasks() {
     <h2>Pending (run order)</h2>
     <ul class="list">${(data?.pending ?? []).map((a: any) => html`<${Row} a=${a} onCancel=${cancel} />`)}</ul>
     <h2>Completed</h2>
-    <ul class="list">${(data?.completed ?? []).slice().reverse().map((a: any) => html`<${Row} a=${a} />`)}</ul>
+    <ul class="list">${(data?.completed ?? [])
+      .slice()
+      .reverse()
+      .map((a: any) => html`<${Row} a=${a} />`)}</ul>
     <h2>Failed</h2>
-    <ul class="list">${(data?.failed ?? []).slice().reverse().map((a: any) => html`<${Row} a=${a} />`)}</ul>
+    <ul class="list">${(data?.failed ?? [])
+      .slice()
+      .reverse()
+      .map((a: any) => html`<${Row} a=${a} />`)}</ul>
   </section>`;
 }

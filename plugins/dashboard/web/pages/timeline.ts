@@ -37,7 +37,8 @@ function summary(type: string, d: Record<string, unknown>): string {
 
 export function Timeline({ id }: { id: string }) {
   const { data, error } = useApi<TaskWithTimeline>(`/api/tasks/${encodeURIComponent(id)}`, { refreshOn: isActionEvent });
-  if (error) return html`<${Err} error=${error.includes('404') || /No action/.test(error) ? 'No timeline for this action (is the timeline plugin running?)' : error} />`;
+  if (error)
+    return html`<${Err} error=${error.includes('404') || /No action/.test(error) ? 'No timeline for this action (is the timeline plugin running?)' : error} />`;
   const events = data?.timeline?.events ?? [];
   return html`<ol class="list small" data-testid="timeline">
     ${events.map((e) => html`<li data-type=${e.type}><span class="muted">${fmtTime(e.at)}</span> <strong>${e.type}</strong> ${summary(e.type, e.data)}</li>`)}

@@ -52,7 +52,11 @@ export function agentRoutes(env: RouteEnv): RouteDef[] {
         '200 with success true, or success false when the skill itself failed (its message in result, its KEEL_E_* code in code). 404 unknown skill, 400 arguments ' +
         'that fail the skill schema, 403 refused by policy (safe mode, admin rule, a hook), 503 skill declared but its plugin is not running. ' +
         'executionTime is a whole number of milliseconds.',
-      schema: { params: S.SkillName, body: S.ExecuteBody, response: { 200: S.ExecuteResult, ...S.errors(400, 401, 403, 404, 413, 415, 503) } },
+      schema: {
+        params: S.SkillName,
+        body: S.ExecuteBody,
+        response: { 200: S.ExecuteResult, ...S.errors(400, 401, 403, 404, 413, 415, 503) },
+      },
       handler: async (req, reply) => {
         const { name } = req.params as { name: string };
         const { parameters } = (req.body ?? {}) as { parameters?: Record<string, unknown> };

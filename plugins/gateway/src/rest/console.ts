@@ -43,14 +43,20 @@ const SkillDetail = Type.Object(
   { additionalProperties: false },
 );
 const PluginList = Type.Object({
-  plugins: Type.Array(Type.Object({ id: Type.String(), state: Type.String(), reason: Type.Optional(Type.String()), kind: Type.Optional(Type.String()) })),
+  plugins: Type.Array(
+    Type.Object({ id: Type.String(), state: Type.String(), reason: Type.Optional(Type.String()), kind: Type.Optional(Type.String()) }),
+  ),
 });
 
 export function consoleRoutes(env: RouteEnv): RouteDef[] {
   const { ctx, info, settings } = env;
   const refusedRemote = (req: FastifyRequest, reply: FastifyReply, what: string): boolean => {
     if (settings.apiKey || env.isLoopback(req)) return false;
-    sendError(reply, 403, `${what} only from this machine (loopback) while the gateway has no API key. Set gatewayApiKey to do it remotely.`);
+    sendError(
+      reply,
+      403,
+      `${what} only from this machine (loopback) while the gateway has no API key. Set gatewayApiKey to do it remotely.`,
+    );
     return true;
   };
   const origin = { kind: 'operator' as const, reason: 'via the gateway' };
@@ -113,13 +119,22 @@ export function consoleRoutes(env: RouteEnv): RouteDef[] {
       url: '/api/tasks/:id/cancel',
       summary: 'Cancel a task: a pending one is removed, a running one is stopped',
       description: 'outcome: removed, stopping, elsewhere (running in another process), settled (already done) or unknown (404).',
-      schema: { params: Id, response: { 200: Type.Object({ success: Type.Boolean(), outcome: Type.String(), message: Type.String() }), ...S.errors(401, 404) } },
+      schema: {
+        params: Id,
+        response: { 200: Type.Object({ success: Type.Boolean(), outcome: Type.String(), message: Type.String() }), ...S.errors(401, 404) },
+      },
       handler: async (req, reply) => {
         const { id } = req.params as { id: string };
         const outcome = await ctx.queue.cancel(id, 'cancelled by the operator (gateway)');
         if (outcome === 'unknown') return sendError(reply, 404, `No action has id ${id}.`);
         const message =
-          outcome === 'removed' ? 'Removed from the queue.' : outcome === 'stopping' ? 'Stopping the running action.' : outcome === 'elsewhere' ? 'It runs in another Keel process; stop it there.' : 'It has already settled.';
+          outcome === 'removed'
+            ? 'Removed from the queue.'
+            : outcome === 'stopping'
+              ? 'Stopping the running action.'
+              : outcome === 'elsewhere'
+                ? 'It runs in another Keel process; stop it there.'
+                : 'It has already settled.';
         return { success: outcome === 'removed' || outcome === 'stopping', outcome, message };
       },
     },
@@ -152,7 +167,12 @@ export function consoleRoutes(env: RouteEnv): RouteDef[] {
       summary: 'Whether the agent can take work now, and if not why (the reason queued actions wait)',
       schema: {
         response: {
-          200: Type.Object({ running: Type.Boolean(), ready: Type.Boolean(), reason: Type.Optional(Type.String()), current: Type.Optional(Type.String()) }),
+          200: Type.Object({
+            running: Type.Boolean(),
+            ready: Type.Boolean(),
+            reason: Type.Optional(Type.String()),
+            current: Type.Optional(Type.String()),
+          }),
           ...S.errors(401),
         },
       },
@@ -182,14 +202,25 @@ export function consoleRoutes(env: RouteEnv): RouteDef[] {
       url: '/api/plugins/:id/enable',
       summary: "Lift a plugin's quarantine and start it again",
       description: '404 unknown plugin. 403 from a non-loopback client while the gateway has no API key.',
-      schema: { params: Id, response: { 200: Type.Object({ success: Type.Boolean(), state: Type.String(), message: Type.String() }), ...S.errors(401, 403, 404, 503) } },
+      schema: {
+        params: Id,
+        response: {
+          200: Type.Object({ success: Type.Boolean(), state: Type.String(), message: Type.String() }),
+          ...S.errors(401, 403, 404, 503),
+        },
+      },
       handler: async (req, reply) => {
         if (refusedRemote(req, reply, 'Plugins can be enabled')) return reply;
         const { id } = req.params as { id: string };
-        if (!info.enablePlugin) return sendError(reply, 503, 'This kernel cannot enable plugins while it runs; use `keel plugins enable` and restart.');
+        if (!info.enablePlugin)
+          return sendError(reply, 503, 'This kernel cannot enable plugins while it runs; use `keel plugins enable` and restart.');
         const st = await info.enablePlugin(id);
         if (!st) return sendError(reply, 404, `Unknown plugin "${id}".`);
-        return { success: st.state === 'loaded', state: st.state, message: st.state === 'loaded' ? `${id} is loaded.` : `${id} is ${st.state}${st.reason ? `: ${st.reason}` : ''}.` };
+        return {
+          success: st.state === 'loaded',
+          state: st.state,
+          message: st.state === 'loaded' ? `${id} is loaded.` : `${id} is ${st.state}${st.reason ? `: ${st.reason}` : ''}.`,
+        };
       },
     },
   ];

@@ -30,7 +30,10 @@ export const AgentStatus = Type.Object(
 
 export const SkillDescriptor = Type.Object({
   name: Type.String(),
-  description: Type.String({ description: 'Text, then the four skill flags with their values, e.g. "[isDeep: true, isResearch: false, isParallelSafe: true, isDangerous: false]", and "adminOnly: true" when set.' }),
+  description: Type.String({
+    description:
+      'Text, then the four skill flags with their values, e.g. "[isDeep: true, isResearch: false, isParallelSafe: true, isDangerous: false]", and "adminOnly: true" when set.',
+  }),
   category: Type.String(),
   parameters: Type.Array(Type.String(), { description: 'Parameter names.' }),
 });
@@ -46,7 +49,9 @@ export const ExecuteResult = Type.Object({
   result: Type.String({ description: 'The skill result as text (objects JSON-serialised), or the failure message.' }),
   executionTime: Type.Integer({ minimum: 0, description: 'Whole milliseconds (SPEC).' }),
   code: Type.Optional(
-    Type.String({ description: 'When success is false: the error code, KEEL_E_SKILL_FAILED or the code the skill raised (e.g. KEEL_E_WEB_BLOCKED).' }),
+    Type.String({
+      description: 'When success is false: the error code, KEEL_E_SKILL_FAILED or the code the skill raised (e.g. KEEL_E_WEB_BLOCKED).',
+    }),
   ),
 });
 
@@ -91,7 +96,10 @@ export const TaskLists = Type.Object({
 
 export const ConfigMap = Type.Object({}, { additionalProperties: true, description: 'Flat key -> effective value; secret values masked.' });
 export const ConfigKey = Type.Object({ key: Type.String({ minLength: 1, maxLength: 200 }) });
-export const ConfigBody = Type.Object({ value: Type.Unknown({ description: 'Any JSON value; checked against the key schema.' }) }, { additionalProperties: false });
+export const ConfigBody = Type.Object(
+  { value: Type.Unknown({ description: 'Any JSON value; checked against the key schema.' }) },
+  { additionalProperties: false },
+);
 export const ConfigChanged = Type.Object({
   success: Type.Boolean(),
   key: Type.String(),
@@ -123,15 +131,26 @@ export const ConnectionStatus = Type.Object({
   botId: Type.Optional(Type.Integer({ description: 'chatA only' })),
   guilds: Type.Optional(Type.Integer({ description: 'chatC only' })),
   state: Type.Optional(
-    Type.Union([Type.Literal('connecting'), Type.Literal('connected'), Type.Literal('reconnecting'), Type.Literal('stopped'), Type.Literal('failed')], {
-      description: 'Keel extra: the connection supervisor state',
-    }),
+    Type.Union(
+      [
+        Type.Literal('connecting'),
+        Type.Literal('connected'),
+        Type.Literal('reconnecting'),
+        Type.Literal('stopped'),
+        Type.Literal('failed'),
+      ],
+      {
+        description: 'Keel extra: the connection supervisor state',
+      },
+    ),
   ),
   lastInboundAt: Type.Optional(Type.String({ description: 'Keel extra: ISO time of the last inbound message' })),
   reconnects: Type.Optional(Type.Integer({ description: 'Keel extra: reconnections since start' })),
   lastError: Type.Optional(Type.String({ description: 'Keel extra: the last connection error' })),
 });
-export const Connections = Type.Record(Type.String(), ConnectionStatus, { description: 'Keyed by channel name; every running channel plugin (built-in or a user plugin providing channel:<name>).' });
+export const Connections = Type.Record(Type.String(), ConnectionStatus, {
+  description: 'Keyed by channel name; every running channel plugin (built-in or a user plugin providing channel:<name>).',
+});
 
 const Level = Type.Union([Type.Literal('info'), Type.Literal('warn'), Type.Literal('error')]);
 export const LogQuery = Type.Object(

@@ -10,7 +10,12 @@ import type { RouteDef, RouteEnv } from './route.js';
 import * as S from './schemas.js';
 
 const SECURITY_KEYS = ['safeMode', 'adminUsers', 'pluginAllowList', 'pluginDenyList'] as const;
-type SecurityChange = { safeMode?: boolean; adminUsers?: Record<string, string[]> | string[]; pluginAllowList?: string[]; pluginDenyList?: string[] };
+type SecurityChange = {
+  safeMode?: boolean;
+  adminUsers?: Record<string, string[]> | string[];
+  pluginAllowList?: string[];
+  pluginDenyList?: string[];
+};
 
 /** `{chatA: ['1', '2']}` -> `['chatA:1', 'chatA:2']`. */
 export function flattenAdmins(v: unknown): string[] {
@@ -69,7 +74,7 @@ export function settingsRoutes(env: RouteEnv): RouteDef[] {
         const spec = policyOf(key);
         if (!spec) return sendError(reply, 404, `Unknown configuration key "${key}". GET /api/config lists the keys.`);
         if (spec.policy === 'LOCKED' && refusedRemote(req, reply, `${key} is LOCKED: it`)) return reply;
-        if (value === undefined) return sendError(reply, 400, 'Invalid request: body must have required property \'value\'.');
+        if (value === undefined) return sendError(reply, 400, "Invalid request: body must have required property 'value'.");
         const outcome = await ctx.config.set(key, value, { kind: 'operator', reason: 'PUT /api/config via the gateway' });
         const shown = ctx.config.all({ masked: true })[key];
         const message = outcome.status === 'applied' ? `${key} updated.` : outcome.message;
@@ -95,7 +100,7 @@ export function settingsRoutes(env: RouteEnv): RouteDef[] {
       summary: 'Change security settings',
       description:
         'Any of safeMode, adminUsers (object channel -> ids, or "channel:id" strings), pluginAllowList, pluginDenyList. An unknown field, a ' +
-        'value of the wrong type, an unknown channel or a user id not of its channel\'s declared form is 400 and nothing changes. 403 from a non-loopback client while the gateway has no API key. ' +
+        "value of the wrong type, an unknown channel or a user id not of its channel's declared form is 400 and nothing changes. 403 from a non-loopback client while the gateway has no API key. " +
         'Plugin list changes take effect at the next start.',
       schema: { body: S.SecurityBody, response: { 200: S.Done, ...S.errors(400, 401, 403, 413, 415) } },
       handler: async (req, reply) => {

@@ -7,7 +7,8 @@ const GIT_PROGRAM_CONFIG =
   /^(alias\..+|core\.(sshcommand|editor|pager|askpass|fsmonitor|hookspath|gitproxy|sshcommand)|.*\.(cmd|command|program|tool|path)|sequence\.editor|diff\.external|diff\..+\.textconv|filter\..+|credential\..*helper|credential\.helper|gpg\..*|ssh\.variant|uploadpack\..*|receivepack\..*|remote\..+\.(uploadpack|receivepack|vcs)|protocol\..*|include\.path|includeif\..*|init\.templatedir|http\..*proxy.*|pager\..+|interactive\.difffilter|web\.browser|browser\..+|man\..+|merge\..+\.driver|mergetool\..*|difftool\..*|url\..+)$/i;
 
 export const gitRule: ProgramRule = (_name, rest, v) => {
-  if (rest.some((w) => w.dynamic)) throw new Refusal('the arguments of "git" are only known when a shell expands them, so the command cannot be proven safe');
+  if (rest.some((w) => w.dynamic))
+    throw new Refusal('the arguments of "git" are only known when a shell expands them, so the command cannot be proven safe');
   const args = plain(rest);
   let i = 0;
   for (; i < args.length; i++) {
@@ -15,7 +16,8 @@ export const gitRule: ProgramRule = (_name, rest, v) => {
     if (a === '-c') {
       const kv = args[i + 1] ?? '';
       const key = kv.split('=')[0] ?? '';
-      if (GIT_PROGRAM_CONFIG.test(key)) throw new Refusal(`"git -c ${key}=..." makes git run a program or alias, so the command cannot be proven safe`);
+      if (GIT_PROGRAM_CONFIG.test(key))
+        throw new Refusal(`"git -c ${key}=..." makes git run a program or alias, so the command cannot be proven safe`);
       i++;
       continue;
     }
@@ -32,11 +34,17 @@ export const gitRule: ProgramRule = (_name, rest, v) => {
   const tail = args.slice(i + 1);
   if (sub === undefined) return;
   if (sub === 'submodule' && tail.includes('foreach')) {
-    const code = tail.slice(tail.indexOf('foreach') + 1).filter((a) => !a.startsWith('--')).join(' ');
+    const code = tail
+      .slice(tail.indexOf('foreach') + 1)
+      .filter((a) => !a.startsWith('--'))
+      .join(' ');
     return v.script(code, v.depth + 1);
   }
   if (sub === 'bisect' && tail[0] === 'run') {
-    return v.argv(tail.slice(1).map((value) => ({ value, dynamic: false })), v.depth + 1);
+    return v.argv(
+      tail.slice(1).map((value) => ({ value, dynamic: false })),
+      v.depth + 1,
+    );
   }
   if (sub === 'rebase' || sub === 'filter-branch' || sub === 'difftool' || sub === 'mergetool' || sub === 'config') {
     for (let j = 0; j < tail.length; j++) {
@@ -45,13 +53,16 @@ export const gitRule: ProgramRule = (_name, rest, v) => {
         v.script(tail[j + 1] ?? '', v.depth + 1);
         j++;
       } else if (a.startsWith('--exec=')) v.script(a.slice(7), v.depth + 1);
-      else if (sub === 'filter-branch' && /^--.*-filter$/.test(a)) throw new Refusal('"git filter-branch" runs shell filters, which are not analysed, so the command cannot be proven safe');
-      else if ((sub === 'difftool' || sub === 'mergetool') && (a === '-x' || a.startsWith('--extcmd') || a.startsWith('--tool'))) throw new Refusal(`"git ${sub} ${a}" runs a program, so the command cannot be proven safe`);
+      else if (sub === 'filter-branch' && /^--.*-filter$/.test(a))
+        throw new Refusal('"git filter-branch" runs shell filters, which are not analysed, so the command cannot be proven safe');
+      else if ((sub === 'difftool' || sub === 'mergetool') && (a === '-x' || a.startsWith('--extcmd') || a.startsWith('--tool')))
+        throw new Refusal(`"git ${sub} ${a}" runs a program, so the command cannot be proven safe`);
     }
     if (sub === 'config') {
       const key = tail.find((a) => !a.startsWith('-'));
       const setting = tail.filter((a) => !a.startsWith('-')).length >= 2;
-      if (key && setting && GIT_PROGRAM_CONFIG.test(key)) throw new Refusal(`"git config ${key}" would make git run a program later, so the command cannot be proven safe`);
+      if (key && setting && GIT_PROGRAM_CONFIG.test(key))
+        throw new Refusal(`"git config ${key}" would make git run a program later, so the command cannot be proven safe`);
     }
   }
 };

@@ -7,10 +7,12 @@
 import { Refusal } from '../tokenize.js';
 import { plain, type ProgramRule, programName, skipOptions, type Walk } from './walk.js';
 
-export const INTERPRETER = /^(python[0-9.]*|pypy[0-9.]*|node|nodejs|deno|bun|perl[0-9.]*|ruby[0-9.]*|php[0-9.]*|lua[0-9.]*|pwsh|powershell|osascript|tclsh|wish|Rscript|awk|gawk|mawk|nawk)$/i;
+export const INTERPRETER =
+  /^(python[0-9.]*|pypy[0-9.]*|node|nodejs|deno|bun|perl[0-9.]*|ruby[0-9.]*|php[0-9.]*|lua[0-9.]*|pwsh|powershell|osascript|tclsh|wish|Rscript|awk|gawk|mawk|nawk)$/i;
 
 /** String literals in inline code that are module names or options, not commands. */
-const NOT_COMMANDS = /^(node:)?(child_process|subprocess|os|sys|shutil|fs|path|util|open3|utf-?8|ascii|latin1|inherit|pipe|ignore|shell|r|w|a|rb|wb)$/i;
+const NOT_COMMANDS =
+  /^(node:)?(child_process|subprocess|os|sys|shutil|fs|path|util|open3|utf-?8|ascii|latin1|inherit|pipe|ignore|shell|r|w|a|rb|wb)$/i;
 
 /** Inline code that builds what it runs at run time: nothing about it can be proven. */
 const DYNAMIC_CODE =
@@ -26,17 +28,25 @@ const DELETES =
 
 function inlineCode(name: string, args: string[]): string[] | undefined {
   const out: string[] = [];
-  const flags =
-    /^(node|nodejs|bun)$/.test(name) ? ['-e', '--eval', '-p', '--print', '-pe', '-ep']
-    : /^deno$/.test(name) ? ['eval']
-    : /^(python|pypy)/.test(name) ? ['-c']
-    : /^(perl|ruby)/.test(name) ? ['-e', '-E']
-    : /^php/.test(name) ? ['-r', '-B', '-R', '-E']
-    : /^lua/.test(name) ? ['-e']
-    : /^(pwsh|powershell)$/.test(name) ? ['-c', '-command', '-com', '-comm', '-comma', '-comman', '-cmd']
-    : /^osascript$/.test(name) ? ['-e']
-    : /^(awk|gawk|mawk|nawk)$/.test(name) ? []
-    : ['-e', '-c'];
+  const flags = /^(node|nodejs|bun)$/.test(name)
+    ? ['-e', '--eval', '-p', '--print', '-pe', '-ep']
+    : /^deno$/.test(name)
+      ? ['eval']
+      : /^(python|pypy)/.test(name)
+        ? ['-c']
+        : /^(perl|ruby)/.test(name)
+          ? ['-e', '-E']
+          : /^php/.test(name)
+            ? ['-r', '-B', '-R', '-E']
+            : /^lua/.test(name)
+              ? ['-e']
+              : /^(pwsh|powershell)$/.test(name)
+                ? ['-c', '-command', '-com', '-comm', '-comma', '-comman', '-cmd']
+                : /^osascript$/.test(name)
+                  ? ['-e']
+                  : /^(awk|gawk|mawk|nawk)$/.test(name)
+                    ? []
+                    : ['-e', '-c'];
   for (let i = 0; i < args.length; i++) {
     const a = args[i] as string;
     const lower = a.toLowerCase();
@@ -49,7 +59,10 @@ function inlineCode(name: string, args: string[]): string[] | undefined {
       out.push(a.slice(eq + 1));
       continue;
     }
-    if (flags.includes(lower) || (/^-[a-zA-Z]+$/.test(a) && flags.some((f) => f.length === 2 && a.endsWith(f[1] as string) && /^(python|pypy|perl|ruby)/.test(name)))) {
+    if (
+      flags.includes(lower) ||
+      (/^-[a-zA-Z]+$/.test(a) && flags.some((f) => f.length === 2 && a.endsWith(f[1] as string) && /^(python|pypy|perl|ruby)/.test(name)))
+    ) {
       out.push(args[i + 1] ?? '');
       i++;
       if (/^(pwsh|powershell)$/.test(name)) {
@@ -98,7 +111,9 @@ export const interpreterRule: ProgramRule = (name, rest, v) => {
     }
     if (SPAWNS.test(code)) {
       const lits = literals(code).filter((l) => l.trim() !== '' && !NOT_COMMANDS.test(l.trim()));
-      const perlTicks = /^(perl|ruby)/.test(name) ? [...code.matchAll(/`([^`]*)`|qx\s*[{(/]([^})/]*)[})/]|%x[{(]([^})]*)[})]/g)].map((m) => m[1] ?? m[2] ?? m[3] ?? '') : [];
+      const perlTicks = /^(perl|ruby)/.test(name)
+        ? [...code.matchAll(/`([^`]*)`|qx\s*[{(/]([^})/]*)[})/]|%x[{(]([^})]*)[})]/g)].map((m) => m[1] ?? m[2] ?? m[3] ?? '')
+        : [];
       if (lits.length === 0 && perlTicks.length === 0) {
         throw new Refusal(`the inline ${name} code starts programs whose names are not written in it, so it cannot be proven safe`);
       }

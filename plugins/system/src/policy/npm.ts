@@ -22,7 +22,8 @@ function visitPackage(spec: string, v: Visitor): void {
 }
 
 export const npxRule: ProgramRule = (name, rest, v) => {
-  if (rest.some((w) => w.dynamic)) throw new Refusal(`the arguments of "${name}" are only known when a shell expands them, so the command cannot be proven safe`);
+  if (rest.some((w) => w.dynamic))
+    throw new Refusal(`the arguments of "${name}" are only known when a shell expands them, so the command cannot be proven safe`);
   const args = plain(rest);
   const packages: string[] = [];
   let i = 0;

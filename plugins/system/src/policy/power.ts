@@ -4,7 +4,15 @@
  */
 import { plain, type ProgramRule } from './walk.js';
 
-const VERBS: Record<string, string> = { reboot: 'reboot', 'soft-reboot': 'reboot', kexec: 'reboot', poweroff: 'poweroff', halt: 'halt', emergency: 'shutdown', rescue: 'shutdown' };
+const VERBS: Record<string, string> = {
+  reboot: 'reboot',
+  'soft-reboot': 'reboot',
+  kexec: 'reboot',
+  poweroff: 'poweroff',
+  halt: 'halt',
+  emergency: 'shutdown',
+  rescue: 'shutdown',
+};
 
 export const powerRule: ProgramRule = (_name, rest, v) => {
   const args = plain(rest);

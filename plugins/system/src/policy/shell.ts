@@ -16,7 +16,8 @@ export const shellRule: ProgramRule = (name, rest, v) => {
     if (/^-[a-zA-Z]*c[a-zA-Z]*$/.test(a)) {
       const code = rest[i + 1];
       if (!code) throw new Refusal(`"${name} -c" without code`);
-      if (code.dynamic) throw new Refusal(`the code given to "${name} -c" is only known when a shell expands it, so the command cannot be proven safe`);
+      if (code.dynamic)
+        throw new Refusal(`the code given to "${name} -c" is only known when a shell expands it, so the command cannot be proven safe`);
       return v.script(code.value, v.depth + 1);
     }
   }

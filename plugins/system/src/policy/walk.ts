@@ -66,7 +66,8 @@ export function optionValue(args: string[], names: string[]): string | undefined
 }
 
 /** Environment variables that make an allowed program run another one (or load code). */
-const DANGEROUS_ENV = /^(LD_PRELOAD|LD_LIBRARY_PATH|LD_AUDIT|DYLD_[A-Z_]+|BASH_ENV|ENV|SHELLOPTS|BASHOPTS|PS4|PROMPT_COMMAND|GIT_[A-Z_]*(SSH|EDITOR|PAGER|ASKPASS|EXTERNAL_DIFF|EXEC_PATH|PROXY|CONFIG|TEMPLATE_DIR|DIR)[A-Z_]*|SSH_ASKPASS|EDITOR|VISUAL|PAGER|MANPAGER|NODE_OPTIONS|NODE_PATH|PYTHONSTARTUP|PYTHONPATH|PYTHONHOME|PERL5OPT|PERL5LIB|PERLLIB|RUBYOPT|RUBYLIB|NPM_CONFIG_[A-Z_]*|npm_config_[a-z_]*|PATH|IFS|CDPATH)$/;
+const DANGEROUS_ENV =
+  /^(LD_PRELOAD|LD_LIBRARY_PATH|LD_AUDIT|DYLD_[A-Z_]+|BASH_ENV|ENV|SHELLOPTS|BASHOPTS|PS4|PROMPT_COMMAND|GIT_[A-Z_]*(SSH|EDITOR|PAGER|ASKPASS|EXTERNAL_DIFF|EXEC_PATH|PROXY|CONFIG|TEMPLATE_DIR|DIR)[A-Z_]*|SSH_ASKPASS|EDITOR|VISUAL|PAGER|MANPAGER|NODE_OPTIONS|NODE_PATH|PYTHONSTARTUP|PYTHONPATH|PYTHONHOME|PERL5OPT|PERL5LIB|PERLLIB|RUBYOPT|RUBYLIB|NPM_CONFIG_[A-Z_]*|npm_config_[a-z_]*|PATH|IFS|CDPATH)$/;
 
 export function checkEnvName(name: string): void {
   if (DANGEROUS_ENV.test(name)) {
@@ -77,7 +78,9 @@ export function checkEnvName(name: string): void {
 /** Refuses when a program that runs its arguments gets arguments only a shell would know. */
 export function staticArgs(name: string, rest: Word[]): void {
   if (rest.some((w) => w.dynamic)) {
-    throw new Refusal(`the arguments of "${name}" are only known when a shell expands them, and ${name} runs its arguments, so the command cannot be proven safe`);
+    throw new Refusal(
+      `the arguments of "${name}" are only known when a shell expands them, and ${name} runs its arguments, so the command cannot be proven safe`,
+    );
   }
 }
 

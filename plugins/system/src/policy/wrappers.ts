@@ -15,9 +15,16 @@ function skipEnv(args: string[], v: Visitor): number {
       continue;
     }
     if (a === '-S' || a === '--split-string' || a.startsWith('--split-string=') || /^-[a-zA-Z]*S/.test(a)) {
-      const s = a.startsWith('--split-string=') ? a.slice(15) : a === '-S' || a === '--split-string' ? (args[i + 1] ?? '') : a.slice(a.indexOf('S') + 1) || (args[i + 1] ?? '');
+      const s = a.startsWith('--split-string=')
+        ? a.slice(15)
+        : a === '-S' || a === '--split-string'
+          ? (args[i + 1] ?? '')
+          : a.slice(a.indexOf('S') + 1) || (args[i + 1] ?? '');
       const inner = [...toArgv(s), ...args.slice(i + (a === '-S' || a === '--split-string' || a.endsWith('S') ? 2 : 1))];
-      v.argv(inner.map((value) => ({ value, dynamic: false })), v.depth + 1);
+      v.argv(
+        inner.map((value) => ({ value, dynamic: false })),
+        v.depth + 1,
+      );
       return args.length;
     }
     if (['-u', '--unset', '-C', '--chdir', '-P'].includes(a)) {
@@ -75,7 +82,32 @@ const sudo: ProgramRule = (name, rest, v) => {
     if (!hasCommandAfterOptions(args)) throw new Refusal(`"${name} -s/-i" opens a shell, which cannot be proven safe`);
   }
   if (args.includes('-e') || args.includes('--edit')) return;
-  runsFrom(rest, skipOptions(args, ['-u', '--user', '-g', '--group', '-C', '--close-from', '-D', '--chdir', '-p', '--prompt', '-r', '--role', '-t', '--type', '-U', '--other-user', '-T', '--command-timeout', '-h', '--host']), v);
+  runsFrom(
+    rest,
+    skipOptions(args, [
+      '-u',
+      '--user',
+      '-g',
+      '--group',
+      '-C',
+      '--close-from',
+      '-D',
+      '--chdir',
+      '-p',
+      '--prompt',
+      '-r',
+      '--role',
+      '-t',
+      '--type',
+      '-U',
+      '--other-user',
+      '-T',
+      '--command-timeout',
+      '-h',
+      '--host',
+    ]),
+    v,
+  );
 };
 
 const namespaces = afterOptions(['-t', '--target', '-g', '-m', '-p', '-N', '-C', '-S', '-G']);
@@ -126,7 +158,28 @@ export const WRAPPER_RULES: Record<string, ProgramRule> = {
     if (at + 1 >= args.length) throw new Refusal('"chroot" without a command opens a shell, which cannot be proven safe');
     runsFrom(rest, at + 1, v);
   },
-  xargs: afterOptions(['-a', '--arg-file', '-d', '--delimiter', '-E', '-e', '--eof', '-I', '-i', '--replace', '-L', '-l', '--max-lines', '-n', '--max-args', '-P', '--max-procs', '-s', '--max-chars', '--process-slot-var']),
+  xargs: afterOptions([
+    '-a',
+    '--arg-file',
+    '-d',
+    '--delimiter',
+    '-E',
+    '-e',
+    '--eof',
+    '-I',
+    '-i',
+    '--replace',
+    '-L',
+    '-l',
+    '--max-lines',
+    '-n',
+    '--max-args',
+    '-P',
+    '--max-procs',
+    '-s',
+    '--max-chars',
+    '--process-slot-var',
+  ]),
   parallel() {
     throw new Refusal('"parallel" builds its commands from its input, so the command cannot be proven safe');
   },
