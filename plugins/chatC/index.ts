@@ -8,6 +8,7 @@
 import type { REST } from 'discord.js';
 import {
   definePlugin,
+  errorMessage,
   receive,
   type Action,
   type ChannelCapability,
@@ -158,7 +159,7 @@ export default definePlugin({
           ...(t.messageId ? { replyToMessageId: t.messageId } : {}),
         });
       } catch (e) {
-        ctx.log.warn(`Could not tell the channel about the failure of ${action.id}: ${e instanceof Error ? e.message : String(e)}`);
+        ctx.log.warn(`Could not tell the channel about the failure of ${action.id}: ${errorMessage(e)}`);
       }
     });
 
@@ -203,7 +204,7 @@ export default definePlugin({
               const body = BUILTIN_COMMANDS.map((c) => ({ name: c.command, description: c.description, type: 1 }));
               await rest
                 .put(`/applications/${bot.applicationId}/commands`, { body })
-                .catch((e) => ctx.log.warn(`Registering the slash commands failed: ${e instanceof Error ? e.message : String(e)}`));
+                .catch((e) => ctx.log.warn(`Registering the slash commands failed: ${errorMessage(e)}`));
             }
             void outbox.resumeAll(sendOne);
             // A new session does not replay what was said while Keel was away: read it from the history. Live
@@ -255,7 +256,7 @@ export default definePlugin({
             });
           } catch (e) {
             // Answered before a crash (or the 15-minute token expired): the user already has it, or cannot get it.
-            ctx.log.warn(`Slash command /${inbound.command}: ${e instanceof Error ? e.message : String(e)}`);
+            ctx.log.warn(`Slash command /${inbound.command}: ${errorMessage(e)}`);
             return `command:${inbound.command}:unanswered`;
           }
           if (rest2.length) await send(inbound.chatId, rest2.join('\n\n'), { idempotencyKey: `cmd:${inbound.messageId}` });

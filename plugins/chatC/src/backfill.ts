@@ -6,7 +6,7 @@
  * recorded like gateway messages; the ingress drops what it already has.
  */
 import type { REST } from 'discord.js';
-import type { Logger } from '../../../sdk/index.js';
+import { errorMessage, type Logger } from '../../../sdk/index.js';
 import type { ChannelStore } from '../../../sdk/channel-kit/index.js';
 import type { DcInboundMessage } from './inbound.js';
 
@@ -47,10 +47,7 @@ export async function backfill(
         if (page.length < 100) break;
       }
     } catch (e) {
-      if (!signal.aborted)
-        log.warn(
-          `chatC: could not read the history of channel ${channelId} after a new session: ${e instanceof Error ? e.message : String(e)}`,
-        );
+      if (!signal.aborted) log.warn(`chatC: could not read the history of channel ${channelId} after a new session: ${errorMessage(e)}`);
     }
   }
   return total;
