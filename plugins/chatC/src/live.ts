@@ -1,0 +1,298 @@
+/**
+ * chatC (Discord) on the channel kit: gateway messages recorded durably before anything acts on them (and messages
+ * missed while Keel was down fetched from the channel history on the next READY), replies rendered once as
+ * Discord Markdown, cut to 2,000 characters, threaded to the message and delivered through the ledger with an
+ * enforced nonce per chunk, slash commands answered by the kit's command logic, a supervised connection.
+ * See docs/discord.md and docs/channels-kit.md.
+ */
+import type { REST } from 'discord.js';
+import {
+  errorMessage,
+  receive,
+  type Action,
+  type ChannelCapability,
+  type ChannelStatus,
+  type OutboundMessage,
+  type PluginContext,
+  type SendOptions,
+  type SentMessage,
+} from '../../../sdk/index.js';
+import {
+  BUILTIN_COMMANDS,
+  ChannelStore,
+  ConnectionSupervisor,
+  DeliveryLedger,
+  failureNotice,
+  Ingress,
+  isBuiltin,
+  Outbox,
+  OwnerLock,
+  ProgressFeedback,
+  RATE_POLICIES,
+  RateLimiter,
+  renderChunks,
+  runCommand,
+} from '../../../sdk/channel-kit/index.js';
+import manifest from '../manifest.js';
+import { backfill, cursorKey, newer } from './backfill.js';
+import { classifyDiscord, type DcChunk, fatalMessage, makeRest, nonceOf, sendChunkTo, SNOWFLAKE } from './discord.js';
+import { gatewayConnector, type GatewayInfo } from './gateway.js';
+import { type DcInboundMessage, type DcPayload, interactionToInbound, isUserMessage, messageToInbound } from './inbound.js';
+import { registerSkills } from './skills.js';
+
+function get<T>(ctx: PluginContext, key: string, fallback: T): T {
+  try {
+    const v = ctx.config.get<T>(key);
+    return v === undefined || v === null ? fallback : v;
+  } catch {
+    return fallback;
+  }
+}
+
+const LIMIT = 2000;
+
+/** The running channel (only once it is configured: its platform library loads with this module). */
+export async function startChatC(ctx: PluginContext<typeof manifest>) {
+  const token = get<string>(ctx, 'chatCToken', '');
+  const apiUrl = get(ctx, 'chatCApiUrl', 'https://discord.com/api');
+  const rest: REST = makeRest(token, apiUrl);
+  const bot: { id?: string; username?: string; applicationId?: string; guilds?: number } = {};
+  const store = ChannelStore.open(ctx.home, 'chatC');
+  const stopping = new AbortController();
+  const outbox = new Outbox({
+    ledger: new DeliveryLedger(store),
+    limiter: new RateLimiter(RATE_POLICIES.discord),
+    classify: classifyDiscord,
+    log: ctx.log,
+    signal: stopping.signal,
+  });
+  const dms = new Map<string, string>();
+  const sendOne = (c: DcChunk, _i: number, target: string) => sendChunkTo(rest, target, c, dms);
+
+  // ---------------------------------------------------------------- outbound
+  const send = async (to: string, message: string | OutboundMessage, options: SendOptions = {}): Promise<SentMessage> => {
+    if (!SNOWFLAKE.test(to)) throw new Error(`"${to}" is not a Discord channel id (a snowflake of 17 to 20 digits).`);
+    const m: OutboundMessage = typeof message === 'string' ? { text: message } : message;
+    const replyTo = options.replyToMessageId && SNOWFLAKE.test(options.replyToMessageId) ? options.replyToMessageId : undefined;
+    const text = m.text ?? '';
+    const parts: Array<Omit<DcChunk, 'nonce'>> = [
+      ...renderChunks(text, options.format === 'plain' ? 'plain' : 'discord', { limit: LIMIT }).map((content) => ({
+        kind: 'text' as const,
+        content,
+      })),
+      ...(m.files ?? []).map((f) => ({ kind: 'file' as const, path: f.path, ...(f.caption ? { caption: f.caption } : {}) })),
+    ];
+    if (!parts.length) throw new Error('Nothing to send: the message has no text and no files.');
+    const out = await ctx.emit('messageOut', { channel: 'chatC', to, text });
+    if (out === null) throw new Error('A messageOut hook dropped the message.');
+    const key = options.idempotencyKey ?? DeliveryLedger.freshKey();
+    // The nonce is part of the stored chunk: a resumed chunk carries the nonce of its first attempt.
+    const chunks = parts.map((p, i) => ({ ...p, nonce: nonceOf(key, i), ...(i === 0 && replyTo ? { replyTo } : {}) }) as DcChunk);
+    const ids = await outbox.deliver(key, to, chunks, sendOne);
+    return { messageId: ids[0]!, messageIds: ids };
+  };
+
+  const replyCounters = new Map<string, number>();
+  const replyTarget = (action: Action) => {
+    const r = action.metadata.replyTo ?? {};
+    const chatId = r.chatId !== undefined && r.chatId !== null ? String(r.chatId) : '';
+    if (!SNOWFLAKE.test(chatId)) throw new Error(`Action ${action.id} has no chatC channel to answer (metadata.replyTo.chatId).`);
+    const messageId = r.messageId != null && SNOWFLAKE.test(String(r.messageId)) ? String(r.messageId) : undefined;
+    return { chatId, messageId };
+  };
+
+  // ---------------------------------------------------------------- progress
+  const feedbackOn = () => get<boolean>(ctx, 'progressFeedbackEnabled', true) !== false;
+  const typingOnly = () => get<boolean>(ctx, 'progressFeedbackTypingOnly', false) === true;
+  const progress = new ProgressFeedback({
+    log: ctx.log,
+    // Discord shows "typing" for 10 s after each call.
+    refreshMs: 8000,
+    transport: {
+      typing: async (channelId) => void (await rest.post(`/channels/${channelId}/typing`)),
+      status: async (channelId, text, id) => {
+        const content = renderChunks(text, 'discord', { limit: LIMIT })[0] ?? text.slice(0, LIMIT);
+        if (id) {
+          await outbox.edit(channelId, () => rest.patch(`/channels/${channelId}/messages/${id}`, { body: { content } }));
+          return id;
+        }
+        return outbox.edit(
+          channelId,
+          async () => ((await rest.post(`/channels/${channelId}/messages`, { body: { content, flags: 1 << 12 } })) as { id: string }).id,
+        );
+      },
+      finish: async (channelId, id) => void (await rest.delete(`/channels/${channelId}/messages/${id}`).catch(() => undefined)),
+    },
+  });
+
+  ctx.hooks.tap('actionStarted', (action: Action) => {
+    if (action.source !== 'chatC' || !feedbackOn()) return;
+    try {
+      progress.update(action.id, replyTarget(action).chatId, { typingOnly: true });
+    } catch {
+      // no channel to show it in
+    }
+  });
+  ctx.hooks.tap('actionSettled', async (action: Action, outcome: { status: string; detail?: string }) => {
+    if (action.source !== 'chatC') return;
+    replyCounters.delete(action.id);
+    await progress.stop(action.id);
+    if (outcome.status !== 'failed') return;
+    try {
+      const t = replyTarget(action);
+      await send(t.chatId, failureNotice(outcome.detail ?? action.error), {
+        format: 'plain',
+        idempotencyKey: `${action.id}:failed`,
+        ...(t.messageId ? { replyToMessageId: t.messageId } : {}),
+      });
+    } catch (e) {
+      ctx.log.warn(`Could not tell the channel about the failure of ${action.id}: ${errorMessage(e)}`);
+    }
+  });
+
+  // ---------------------------------------------------------------- inbound
+  /** Messages of one channel, recorded with that channel's history cursor in one transaction. */
+  const recordMessages = (messages: DcInboundMessage[]) => {
+    const fresh = messages.filter((m) => isUserMessage(m, bot.id));
+    if (!fresh.length) return;
+    const channelId = fresh[0]!.channel_id;
+    const last = fresh.reduce<string | undefined>((a, m) => newer(a, m.id), store.getValue(cursorKey(channelId)));
+    ingress.record(
+      fresh.map((message) => ({ messageId: message.id, chatId: message.channel_id, payload: { message } })),
+      last ? { key: cursorKey(channelId), value: last } : undefined,
+      // Discord is never acknowledged (a new session replays nothing); a power cut that undoes this commit undoes
+      // the cursor with it, and the history after the cursor is read again at the next READY. So no fsync here.
+      { durability: 'NORMAL' },
+    );
+    supervisor.inbound();
+  };
+
+  /** Live messages that arrived while the history catch-up of a new session runs. */
+  let held: DcInboundMessage[] | undefined;
+  const info: GatewayInfo = {};
+  const supervisor = new ConnectionSupervisor({
+    name: 'chatC',
+    log: ctx.log,
+    // Three heartbeat intervals without a dispatch or a heartbeat ACK (discord.js itself acts after one).
+    stallMs: () => (info.heartbeatMs ? info.heartbeatMs * 3 + 5000 : 90_000),
+    lock: new OwnerLock(ctx.home, 'chatC', token),
+    fatal: fatalMessage,
+    connect: gatewayConnector({
+      token,
+      apiUrl,
+      log: ctx.log,
+      info,
+      on: {
+        ready: async (me) => {
+          bot.id = me.botId;
+          bot.username = me.username;
+          if (me.applicationId) bot.applicationId = me.applicationId;
+          if (bot.applicationId) {
+            const body = BUILTIN_COMMANDS.map((c) => ({ name: c.command, description: c.description, type: 1 }));
+            await rest
+              .put(`/applications/${bot.applicationId}/commands`, { body })
+              .catch((e) => ctx.log.warn(`Registering the slash commands failed: ${errorMessage(e)}`));
+          }
+          void outbox.resumeAll(sendOne);
+          // A new session does not replay what was said while Keel was away: read it from the history. Live
+          // messages wait until then, so that a channel's messages are still recorded (and handled) in order.
+          held = [];
+          void backfill(rest, store, ctx.log, recordMessages, stopping.signal).finally(() => {
+            const live = held ?? [];
+            held = undefined;
+            for (const m of live) recordMessages([m]);
+          });
+        },
+        message: (m) => (held ? held.push(m) : recordMessages([m])),
+        interaction: (i) => {
+          ingress.record([{ messageId: `i:${i.id}`, chatId: i.channel_id ?? 'dm', payload: { interaction: i } }]);
+          supervisor.inbound();
+        },
+        guilds: (n) => {
+          bot.guilds = n;
+        },
+      },
+    }),
+  });
+
+  const status = (): ChannelStatus => ({
+    enabled: true,
+    ...supervisor.status(),
+    ...(bot.username ? { botUsername: bot.username } : {}),
+    ...(bot.guilds !== undefined ? { guilds: bot.guilds } : {}),
+  });
+
+  const ingress: Ingress<DcPayload> = new Ingress<DcPayload>(store, {
+    log: ctx.log,
+    handle: async ({ payload }) => {
+      if ('interaction' in payload) {
+        const i = payload.interaction;
+        const inbound = interactionToInbound(i);
+        if (!inbound) return 'skipped';
+        const text = isBuiltin(inbound.command)
+          ? await runCommand(ctx, inbound, BUILTIN_COMMANDS, () => {
+              const s = status();
+              return `Discord: ${s.state}${s.botUsername ? ` as ${s.botUsername}` : ''}, ${s.guilds ?? 0} server(s).`;
+            })
+          : 'Unknown command.';
+        const [first, ...rest2] = renderChunks(text, 'discord', { limit: LIMIT });
+        try {
+          await rest.post(`/interactions/${i.id}/${i.token}/callback`, {
+            body: { type: 4, data: { content: first ?? '…', allowed_mentions: { parse: [] } } },
+            auth: false,
+          });
+        } catch (e) {
+          // Answered before a crash (or the 15-minute token expired): the user already has it, or cannot get it.
+          ctx.log.warn(`Slash command /${inbound.command}: ${errorMessage(e)}`);
+          return `command:${inbound.command}:unanswered`;
+        }
+        if (rest2.length) await send(inbound.chatId, rest2.join('\n\n'), { idempotencyKey: `cmd:${inbound.messageId}` });
+        return `command:${inbound.command}`;
+      }
+      const inbound = await messageToInbound(payload.message, { home: ctx.home, botId: bot.id, signal: stopping.signal });
+      const out = await receive(ctx, inbound, { autoReply: get<boolean>(ctx, 'chatCAutoReplyEnabled', false) === true });
+      return out.kind === 'ignored' ? `ignored:${out.reason}` : out.kind;
+    },
+  });
+
+  const capability: ChannelCapability = {
+    name: 'chatC',
+    status,
+    send,
+    async reply(action, message) {
+      const t = replyTarget(action);
+      const n = replyCounters.get(action.id) ?? 0;
+      replyCounters.set(action.id, n + 1);
+      // The same action's n-th reply has the same key (and nonces) in every run of it.
+      return send(t.chatId, message, { idempotencyKey: `${action.id}:r${n}`, ...(t.messageId ? { replyToMessageId: t.messageId } : {}) });
+    },
+    async progress(action, update) {
+      if (!feedbackOn()) return;
+      progress.update(action.id, replyTarget(action).chatId, { ...update, typingOnly: update.typingOnly || typingOnly() });
+    },
+    async react(chatId, messageId, emoji) {
+      if (!SNOWFLAKE.test(chatId) || !SNOWFLAKE.test(messageId))
+        throw new Error(`react on Discord needs a channel id and a message id of 17 to 20 digits (got "${chatId}", "${messageId}").`);
+      await outbox.edit(chatId, () => rest.put(`/channels/${chatId}/messages/${messageId}/reactions/${encodeURIComponent(emoji)}/@me`));
+      return { native: true };
+    },
+  };
+  ctx.provide('channel:chatC', capability);
+  registerSkills(ctx, { send });
+
+  ingress.recover();
+  supervisor.start();
+  return {
+    async stop() {
+      stopping.abort(new Error('stopping'));
+      await supervisor.stop();
+      await progress.stopAll();
+      await ingress.close();
+      store.close();
+    },
+    health: () => {
+      const s = status();
+      return s.state === 'failed' ? { ok: false, message: s.lastError ?? 'failed' } : { ok: true, message: `chatC ${s.state}` };
+    },
+  };
+}
