@@ -30,14 +30,32 @@ export function platformNonce(key: string, index: number): string {
 export class DeliveryLedger {
   private readonly inFlight = new Map<string, Promise<string[]>>();
   private readonly select;
-  private readonly insert;
   private readonly mark;
+  private readonly inserts = new Map<number, ReturnType<ChannelStore['db']['prepare']>>();
 
   constructor(private readonly store: ChannelStore) {
-    // Prepared once: a message's bookkeeping is three statements, not three compilations.
+    // Prepared once: a message's bookkeeping is two statements (write its chunks, mark each sent), not compilations.
     this.select = store.db.prepare('SELECT chunk, chat_id, body, state, platform_id FROM delivery WHERE key = ? ORDER BY chunk');
-    this.insert = store.db.prepare('INSERT INTO delivery(key, chunk, chat_id, body, created_at) VALUES(?, ?, ?, ?, ?)');
     this.mark = store.db.prepare("UPDATE delivery SET state = 'sent', platform_id = ?, sent_at = ? WHERE key = ? AND chunk = ?");
+  }
+
+  /**
+   * One statement writing all `n` chunks of a key, and nothing if the key is already there (first call wins):
+   * atomic without an explicit transaction, and one round into SQLite instead of four.
+   */
+  private insertOf(n: number) {
+    let s = this.inserts.get(n);
+    if (!s) {
+      const rows = Array.from({ length: n }, () => '(?, ?, ?, ?, ?)').join(', ');
+      // One chunk: the primary key alone says whether the key was there. More: the whole set or nothing.
+      s = this.store.db.prepare(
+        n === 1
+          ? 'INSERT INTO delivery(key, chunk, chat_id, body, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING'
+          : `INSERT INTO delivery(key, chunk, chat_id, body, created_at) SELECT * FROM (VALUES ${rows}) WHERE NOT EXISTS (SELECT 1 FROM delivery WHERE key = ?)`,
+      );
+      if (n <= 16) this.inserts.set(n, s);
+    }
+    return s;
   }
 
   /** A fresh key for a send nobody gave a key to (still ledgered, so a crash resumes it). */
@@ -81,16 +99,30 @@ export class DeliveryLedger {
 
   private async run<C extends Json>(key: string, chatId: string, chunks: C[], send: ChunkSender<C>): Promise<string[]> {
     type Row = { chunk: number; chat_id: string; body: string | C; state: string; platform_id: string | null };
-    const rows = this.store.tx(() => {
-      const existing = this.select.all(key) as Row[];
-      if (existing.length || !chunks.length) return existing;
+    // NORMAL (WAL): durable across a process crash. A power cut can lose these rows only for a reply whose action
+    // has not completed yet (a reply is awaited before completion), so the re-run sends it: a repeat, never a loss.
+    this.store.durability('NORMAL');
+    let rows: Row[];
+    if (chunks.length && chunks.length <= MAX_ROWS_PER_INSERT) {
       const now = Date.now();
-      chunks.forEach((c, i) => this.insert.run(key, i, chatId, JSON.stringify(c), now));
+      const args: Array<string | number> = [];
+      for (let i = 0; i < chunks.length; i++) args.push(key, i, chatId, JSON.stringify(chunks[i]), now);
+      if (chunks.length > 1) args.push(key);
+      const written = Number(this.insertOf(chunks.length).run(...args).changes);
       // Fresh key: what was just written is what is sent (no need to read it back).
-      return chunks.map((c, i): Row => ({ chunk: i, chat_id: chatId, body: c, state: 'pending', platform_id: null }));
-      // NORMAL (WAL): durable across a process crash. A power cut can lose these rows only for a reply whose action
-      // has not completed yet (a reply is awaited before completion), so the re-run sends it: a repeat, never a loss.
-    }, 'NORMAL');
+      rows = written
+        ? chunks.map((c, i): Row => ({ chunk: i, chat_id: chatId, body: c, state: 'pending', platform_id: null }))
+        : (this.select.all(key) as Row[]);
+    } else if (chunks.length) {
+      rows = this.store.tx(() => {
+        const existing = this.select.all(key) as Row[];
+        if (existing.length) return existing;
+        const now = Date.now();
+        const insert = this.store.db.prepare('INSERT INTO delivery(key, chunk, chat_id, body, created_at) VALUES(?, ?, ?, ?, ?)');
+        chunks.forEach((c, i) => insert.run(key, i, chatId, JSON.stringify(c), now));
+        return chunks.map((c, i): Row => ({ chunk: i, chat_id: chatId, body: c, state: 'pending', platform_id: null }));
+      }, 'NORMAL');
+    } else rows = this.select.all(key) as Row[];
     const ids: string[] = [];
     for (const r of rows) {
       if (r.state === 'sent') {
@@ -107,3 +139,6 @@ export class DeliveryLedger {
     return ids;
   }
 }
+
+/** Chunks written by one multi-row statement; a longer message (rare) is written row by row in a transaction. */
+const MAX_ROWS_PER_INSERT = 200;

@@ -65,9 +65,18 @@ export class Outbox {
     return open.length;
   }
 
+  private static now<T>(fn: () => Promise<T>): Promise<T> {
+    try {
+      return fn();
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
   private serial<T>(chatId: string, fn: () => Promise<T>): Promise<T> {
-    const prev = this.chains.get(chatId) ?? Promise.resolve();
-    const next = prev.then(fn, fn);
+    const prev = this.chains.get(chatId);
+    // Nothing queued for this chat: start at once rather than a turn of the event loop later.
+    const next = prev ? prev.then(fn, fn) : Outbox.now(fn);
     const tail = next.catch(() => undefined);
     this.chains.set(chatId, tail);
     void tail.then(() => {

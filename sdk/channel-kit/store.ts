@@ -20,6 +20,13 @@ CREATE TABLE IF NOT EXISTS inbound (
   done_at INTEGER
 );
 CREATE INDEX IF NOT EXISTS inbound_open ON inbound(state, seq);
+`;
+
+/**
+ * The delivery ledger keyed by (key, chunk) alone (WITHOUT ROWID, no secondary index): writing a chunk and marking
+ * it sent each touch one b-tree page. `unfinished()` scans it once at start; pruning keeps it small.
+ */
+const DELIVERY = `
 CREATE TABLE IF NOT EXISTS delivery (
   key TEXT NOT NULL,
   chunk INTEGER NOT NULL,
@@ -30,9 +37,29 @@ CREATE TABLE IF NOT EXISTS delivery (
   created_at INTEGER NOT NULL,
   sent_at INTEGER,
   PRIMARY KEY (key, chunk)
-);
-CREATE INDEX IF NOT EXISTS delivery_open ON delivery(state, created_at);
+) WITHOUT ROWID;
 `;
+
+/** Schema version 2: `delivery` became WITHOUT ROWID; a version-1 file is migrated in one transaction. */
+function migrate(db: DatabaseSync): void {
+  const version = (db.prepare('PRAGMA user_version').get() as { user_version: number }).user_version;
+  if (version >= 2) return;
+  db.exec('BEGIN IMMEDIATE');
+  try {
+    const old = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'delivery'").get();
+    if (old) {
+      db.exec('DROP INDEX IF EXISTS delivery_open; ALTER TABLE delivery RENAME TO delivery_v1;');
+      db.exec(DELIVERY);
+      db.exec(
+        'INSERT INTO delivery SELECT key, chunk, chat_id, body, state, platform_id, created_at, sent_at FROM delivery_v1; DROP TABLE delivery_v1;',
+      );
+    } else db.exec(DELIVERY);
+    db.exec('PRAGMA user_version = 2; COMMIT');
+  } catch (e) {
+    db.exec('ROLLBACK');
+    throw e;
+  }
+}
 
 /**
  * The channel's durable state. Open once per channel and share it between the ingress and the ledger.
@@ -48,6 +75,7 @@ export class ChannelStore {
     this.db = new DatabaseSync(join(dir, 'kit.db'));
     this.db.exec('PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA busy_timeout=5000;');
     this.db.exec(SCHEMA);
+    migrate(this.db);
   }
 
   /** `$home/channels/<name>/kit.db`. */

@@ -3,7 +3,9 @@
  * supervisor, owner lock, progress feedback.
  */
 import { spawn } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   ChannelStore,
@@ -148,6 +150,44 @@ describe('delivery ledger', () => {
     expect(await l2.deliver('act_1:r0', 'chat', [{ t: 'other' }], send)).toEqual(['id0', 'id1', 'id2', 'id3']);
     expect(sent).toEqual(['c0', 'c1', 'c2', 'c3']);
     expect(l2.unfinished()).toEqual([]);
+  });
+  it('first call wins whatever the chunk counts: one stored chunk is not joined by a longer re-run, and vice versa', async () => {
+    const { store } = open();
+    const ledger = new DeliveryLedger(store);
+    const sent: string[] = [];
+    const send = async (c: { t: string }, i: number) => {
+      sent.push(c.t);
+      return `id${sent.length}:${i}`;
+    };
+    expect(await ledger.deliver('one', 'chat', [{ t: 'a' }], send)).toEqual(['id1:0']);
+    expect(await ledger.deliver('one', 'chat', [{ t: 'x' }, { t: 'y' }, { t: 'z' }], send)).toEqual(['id1:0']);
+    expect(await ledger.deliver('three', 'chat', [{ t: 'b' }, { t: 'c' }, { t: 'd' }], send)).toHaveLength(3);
+    expect(await ledger.deliver('three', 'chat', [{ t: 'x' }], send)).toEqual(['id2:0', 'id3:1', 'id4:2']);
+    expect(ledger.entries('one')).toHaveLength(1);
+    // A very long message (more chunks than one statement writes) is stored whole too.
+    const many = Array.from({ length: 250 }, (_, i) => ({ t: `m${i}` }));
+    expect(await ledger.deliver('many', 'chat', many, send)).toHaveLength(250);
+    expect(await ledger.deliver('many', 'chat', [{ t: 'x' }], send)).toHaveLength(250);
+    expect(sent.filter((t) => t === 'x' || t === 'y' || t === 'z')).toEqual([]);
+  });
+
+  it('a ledger written by the first schema (delivery with a rowid and an index) is migrated with its pending chunks', async () => {
+    const h = tmp('keel-kit-');
+    homes.push(h);
+    mkdirSync(join(h, 'channels', 'test'), { recursive: true });
+    const old = new DatabaseSync(join(h, 'channels', 'test', 'kit.db'));
+    old.exec(`CREATE TABLE delivery (key TEXT NOT NULL, chunk INTEGER NOT NULL, chat_id TEXT NOT NULL, body TEXT NOT NULL,
+      state TEXT NOT NULL DEFAULT 'pending', platform_id TEXT, created_at INTEGER NOT NULL, sent_at INTEGER, PRIMARY KEY (key, chunk));
+      CREATE INDEX delivery_open ON delivery(state, created_at);
+      INSERT INTO delivery VALUES ('k', 0, 'chat', '{"t":"a"}', 'sent', 'id0', 1, 2), ('k', 1, 'chat', '{"t":"b"}', 'pending', NULL, 1, NULL);`);
+    old.close();
+    const { store } = open(h);
+    const ledger = new DeliveryLedger(store);
+    expect(ledger.unfinished()).toEqual([{ key: 'k', chatId: 'chat' }]);
+    const sent: string[] = [];
+    expect(await ledger.resume<{ t: string }>('k', async (c) => (sent.push(c.t), 'id1'))).toEqual(['id0', 'id1']);
+    expect(sent).toEqual(['b']);
+    expect((store.db.prepare('PRAGMA user_version').get() as { user_version: number }).user_version).toBe(2);
   });
 });
 

@@ -5,6 +5,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { PLATFORM_LIMITS, renderChunks, renderEmail, renderTelegram, type Platform } from '../../sdk/channel-kit/index.js';
+import { parseMarkdownFully, toBlocks } from '../../sdk/channel-kit/render/blocks.js';
+import { pack } from '../../sdk/channel-kit/render/chunk.js';
 
 const TELEGRAM_TAGS = new Set(['b', 'i', 's', 'u', 'code', 'pre', 'a', 'blockquote']);
 
@@ -94,6 +96,25 @@ describe('render + chunk (property)', () => {
       );
     });
   }
+
+  it('the one-line fast paths of parseMarkdown render exactly what the full parse renders', () => {
+    const platforms: Platform[] = ['telegram', 'discord', 'slack', 'whatsapp', 'plain'];
+    const same = (s: string) => {
+      for (const p of platforms) {
+        const limit = p === 'plain' ? Number.POSITIVE_INFINITY : 300;
+        const full = pack(toBlocks(parseMarkdownFully(s), p, limit), limit, p === 'telegram' || p === 'slack');
+        expect(renderChunks(s, p, { limit })).toEqual(full);
+      }
+    };
+    // Every kind of line: plain words, inline syntax, block openers, leading spaces, entities, autolinks.
+    const line = fc.stringMatching(/^[ A-Za-z0-9<>&*_`~|#[\]().!:@=+\\'"-]{0,80}$/);
+    fc.assert(
+      fc.property(fc.oneof(line, paragraph, text, fc.string({ maxLength: 60 })), (s) => same(s)),
+      { numRuns: 3000 },
+    );
+    for (const s of ['www.example.com is up', 'mail me: a@b.co', '1. first', '# title', '    code', 'a  ', 'x &amp; y', 'plain words only'])
+      same(s);
+  });
 
   it('the default limits are the platforms’ own', () => {
     expect(PLATFORM_LIMITS).toMatchObject({ telegram: 4096, discord: 2000, slack: 3000 });

@@ -16,16 +16,56 @@ export interface Unit {
 export interface Block {
   open: string;
   close: string;
-  units: Unit[];
   joiner: string;
+  /** The units' text joined: what the block is when it is not cut (most blocks, most replies). */
+  body: string;
+  /** The pieces it may be cut between, made only when it has to be cut. */
+  units(): Unit[];
 }
 
-/** Markdown → marked tokens (GFM): the only parse of a reply. */
+function block(open: string, close: string, joiner: string, units: Unit[]): Block {
+  return { open, close, joiner, body: units.map((u) => u.text).join(joiner), units: () => units };
+}
+
+/** A run of inline tokens: rendered whole in one pass, split into words only if it must be cut. */
+function inlineBlock(tokens: Token[], d: Dialect): Block {
+  return { open: '', close: '', joiner: '', body: inline(tokens, d), units: () => inlineUnits(tokens, d) };
+}
+
+/** A first character that may open a block (heading, quote, list, rule, fence, HTML, definition, indented code). */
+const BLOCK_START = /^[\s#>*+\-=_`~<[|\d]/;
+/** Anything the inline grammar acts on (emphasis, code, links, autolinks, entities, escapes, breaks). */
+const INLINE_SYNTAX = /[\\`*_~[\]<>&!|:@\n\r]|www\./i;
+
+/**
+ * Markdown → marked tokens (GFM): the only parse of a reply. A reply of one line that opens no block is a
+ * paragraph, so only the inline grammar runs on it, and a line with no inline syntax at all is its own text:
+ * most chat replies skip most of the parser (the property test in render.test.ts holds both to the full parse).
+ */
 export function parseMarkdown(markdown: string): Token[] {
+  if (markdown === '' || markdown.includes('\n') || markdown.includes('\r') || BLOCK_START.test(markdown))
+    return new Lexer({ gfm: true }).lex(markdown);
+  const tokens: Token[] = INLINE_SYNTAX.test(markdown)
+    ? new Lexer({ gfm: true }).inlineTokens(markdown)
+    : [{ type: 'text', raw: markdown, text: markdown, escaped: false }];
+  return [{ type: 'paragraph', raw: markdown, text: markdown, tokens }];
+}
+
+/** The full parse, always (what the fast paths of `parseMarkdown` must equal). */
+export function parseMarkdownFully(markdown: string): Token[] {
   return new Lexer({ gfm: true }).lex(markdown);
 }
 
+const strippedOf = new Map<Dialect, Dialect>();
+
+/** `d` without formatting (for the plain text of a unit), made once per dialect. */
 function stripped(d: Dialect): Dialect {
+  let s = strippedOf.get(d);
+  if (!s) strippedOf.set(d, (s = strip(d)));
+  return s;
+}
+
+function strip(d: Dialect): Dialect {
   const same = (s: string) => s;
   return {
     ...d,
@@ -136,7 +176,7 @@ function itemText(it: Tokens.ListItem, d: Dialect, depth: number, bullet: string
 /** A whole block as one string (inside lists and quotes, where it is not cut). */
 function blockText(t: Token, d: Dialect, depth = 0): string {
   const b = toBlock(t, d, Number.POSITIVE_INFINITY, depth);
-  return b ? b.open + b.units.map((u) => u.text).join(b.joiner) + b.close : '';
+  return b ? b.open + b.body + b.close : '';
 }
 
 function toBlock(t: Token, d: Dialect, limit: number, depth = 0): Block | undefined {
@@ -145,20 +185,20 @@ function toBlock(t: Token, d: Dialect, limit: number, depth = 0): Block | undefi
     case 'def':
       return undefined;
     case 'paragraph':
-      return { open: '', close: '', joiner: '', units: inlineUnits((t as Tokens.Paragraph).tokens, d) };
+      return inlineBlock((t as Tokens.Paragraph).tokens, d);
     case 'text':
-      return { open: '', close: '', joiner: '', units: inlineUnits('tokens' in t && t.tokens ? t.tokens : [t], d) };
+      return inlineBlock('tokens' in t && t.tokens ? t.tokens : [t], d);
     case 'heading': {
       const u = unit((t as Tokens.Heading).tokens, d);
-      return { open: '', close: '', joiner: '', units: [{ text: d.heading(u.text), plain: u.plain }] };
+      return block('', '', '', [{ text: d.heading(u.text), plain: u.plain }]);
     }
     case 'hr':
-      return { open: '', close: '', joiner: '', units: [{ text: d.hr, plain: d.hr }] };
+      return block('', '', '', [{ text: d.hr, plain: d.hr }]);
     case 'code': {
       const c = t as Tokens.Code;
       const f = d.fence((c.lang ?? '').trim().split(/\s/)[0] ?? '');
       const lines = c.text.split('\n').map((l) => ({ text: d.codeLine(l), plain: d.codeLine(l) }));
-      return { open: f.open, close: f.close, joiner: '\n', units: lines };
+      return block(f.open, f.close, '\n', lines);
     }
     case 'table': {
       const f = d.fence('');
@@ -166,9 +206,8 @@ function toBlock(t: Token, d: Dialect, limit: number, depth = 0): Block | undefi
       const head = header.map(d.codeLine).join('\n');
       const units = rows.map((r) => ({ text: d.codeLine(r), plain: d.codeLine(r) }));
       // The header is repeated on every piece of a cut table, unless it would eat the piece.
-      if (head.length + f.open.length + f.close.length < limit / 4)
-        return { open: `${f.open}${head}\n`, close: f.close, joiner: '\n', units };
-      return { open: f.open, close: f.close, joiner: '\n', units: [{ text: head, plain: head }, ...units] };
+      if (head.length + f.open.length + f.close.length < limit / 4) return block(`${f.open}${head}\n`, f.close, '\n', units);
+      return block(f.open, f.close, '\n', [{ text: head, plain: head }, ...units]);
     }
     case 'list': {
       const l = t as Tokens.List;
@@ -177,7 +216,7 @@ function toBlock(t: Token, d: Dialect, limit: number, depth = 0): Block | undefi
         const bullet = l.ordered ? `${start + i}. ` : '\u2022 ';
         return { text: itemText(it, d, depth, bullet), plain: itemText(it, stripped(d), depth, bullet) };
       });
-      return { open: '', close: '', joiner: '\n', units };
+      return block('', '', '\n', units);
     }
     case 'blockquote': {
       const q = d.quote;
@@ -192,15 +231,20 @@ function toBlock(t: Token, d: Dialect, limit: number, depth = 0): Block | undefi
       const units = inner
         .filter((x) => x.type !== 'space')
         .map((x) => ({ text: prefix(blockText(x, d, depth)), plain: prefix(blockText(x, stripped(d), depth)) }));
-      return { open: q.open, close: q.close, joiner: '\n', units };
+      return block(q.open, q.close, '\n', units);
     }
     case 'html': {
       const raw = (t as Tokens.HTML).raw.trimEnd();
-      return { open: '', close: '', joiner: '\n', units: raw.split('\n').map((l) => ({ text: d.text(l), plain: d.text(l) })) };
+      return block(
+        '',
+        '',
+        '\n',
+        raw.split('\n').map((l) => ({ text: d.text(l), plain: d.text(l) })),
+      );
     }
     default: {
       const raw = ((t as { raw?: string }).raw ?? '').trimEnd();
-      return raw ? { open: '', close: '', joiner: '', units: words(raw, d) } : undefined;
+      return raw ? block('', '', '', words(raw, d)) : undefined;
     }
   }
 }
@@ -208,5 +252,11 @@ function toBlock(t: Token, d: Dialect, limit: number, depth = 0): Block | undefi
 /** The blocks of a reply for one platform. */
 export function toBlocks(tokens: Token[], platform: Platform, limit: number): Block[] {
   const d = DIALECTS[platform];
-  return tokens.map((t) => toBlock(t, d, limit)).filter((b): b is Block => !!b && b.units.length > 0);
+  const out: Block[] = [];
+  for (const t of tokens) {
+    const b = toBlock(t, d, limit);
+    // An empty block would only leave a stray blank line between its neighbours.
+    if (b && (b.body !== '' || b.open !== '' || b.close !== '')) out.push(b);
+  }
+  return out;
 }

@@ -38,7 +38,7 @@ export function pack(blocks: Block[], limit: number, entities: boolean): string[
   };
   let cur = '';
   for (const b of blocks) {
-    const full = b.open + b.units.map((u) => u.text).join(b.joiner) + b.close;
+    const full = b.open + b.body + b.close;
     if (!cur && full.length <= limit) {
       cur = full;
       continue;
@@ -61,7 +61,7 @@ export function pack(blocks: Block[], limit: number, entities: boolean): string[
       part = '';
       has = false;
     };
-    for (const u of b.units) {
+    for (const u of b.units()) {
       const add = (has ? b.joiner : '') + u.text;
       if (wrap + part.length + add.length <= limit) {
         part += add;
