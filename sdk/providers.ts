@@ -80,6 +80,26 @@ export interface SpeechRequest {
   signal?: AbortSignal;
 }
 
+/**
+ * Speech to text: an audio file (by path, or its bytes) to its transcript. The transcript is what a machine heard:
+ * whoever uses it treats it as untrusted content, as any text from outside.
+ * @example
+ * const { text } = await provider.transcribe!({ path: '/home/keel/downloads/chatA/9_51_voice.ogg', mimeType: 'audio/ogg' });
+ */
+export interface TranscriptionRequest {
+  /** The audio file to read; or give `data`. */
+  path?: string;
+  /** The audio bytes, when there is no file. */
+  data?: Uint8Array;
+  /** MIME type of the audio (e.g. `audio/ogg`); the vendor guesses from the file name without it. */
+  mimeType?: string;
+  /** ISO-639-1 language of the speech (e.g. `en`), a hint; the vendor detects it without one. */
+  language?: string;
+  /** The vendor's speech-to-text model (the provider's default otherwise, e.g. `whisper-1`). */
+  model?: string;
+  signal?: AbortSignal;
+}
+
 /** Capability `provider:<id>`. Optional methods exist only where the vendor offers them. */
 export interface ProviderCapability {
   /** `providerA` ... `providerK`. */
@@ -92,6 +112,8 @@ export interface ProviderCapability {
   speak?(req: SpeechRequest): Promise<{ mimeType: string; base64: string }>;
   /** Voices `speak` accepts. */
   voices?: string[];
+  /** Speech to text (see {@link TranscriptionRequest}); the text is untrusted content. */
+  transcribe?(req: TranscriptionRequest): Promise<{ text: string; model?: string }>;
   /** Whether chat accepts images. */
   vision: boolean;
 }

@@ -17,6 +17,7 @@ export default definePlugin({
       embeddings: { defaultModel: 'text-embedding-3-small' },
       images: { defaultModel: 'gpt-image-1' },
       speech: { defaultModel: 'tts-1', voices: OPENAI_VOICES },
+      transcription: { defaultModel: 'whisper-1' },
     });
     ctx.provide('provider:providerA', provider);
     return {};

@@ -14,6 +14,7 @@ import type {
   ProviderCapability,
   SpeechRequest,
   ToolCall,
+  TranscriptionRequest,
   TokenUsage,
 } from '../providers.js';
 import { ProviderError } from '../providers.js';
@@ -35,6 +36,8 @@ export interface OpenAICompatibleOptions {
   embeddings?: { defaultModel: string };
   images?: { defaultModel: string };
   speech?: { defaultModel: string; voices: string[] };
+  /** Speech to text on `/audio/transcriptions` (OpenAI: `whisper-1`). */
+  transcription?: { defaultModel: string };
   /** Retries after the first attempt (default 3). */
   retries?: number;
   /** First backoff in ms without Retry-After (default 500). */
@@ -237,5 +240,52 @@ export function createOpenAICompatibleProvider(o: OpenAICompatibleOptions): Prov
     };
   }
 
+  if (o.transcription) {
+    const def = o.transcription.defaultModel;
+    cap.transcribe = async (req: TranscriptionRequest) => {
+      const audio = await readAudio(id, req);
+      const model = req.model ?? def;
+      const res = await call(async (c, signal) => {
+        const { toFile } = await import('openai');
+        // A fresh upload per attempt: a retried request must send the whole body again.
+        const file = await toFile(audio.bytes, audio.name, audio.type ? { type: audio.type } : {});
+        return c.audio.transcriptions.create(
+          { model, file, response_format: 'json', ...(req.language ? { language: req.language } : {}) },
+          { signal },
+        );
+      }, req);
+      return { text: typeof res.text === 'string' ? res.text : '', model };
+    };
+  }
+
   return cap;
+}
+
+/** The audio of a transcription request (its bytes, a file name the vendor can guess the format from, its type). */
+async function readAudio(id: string, req: TranscriptionRequest): Promise<{ bytes: Uint8Array; name: string; type?: string }> {
+  if (req.data === undefined && !req.path) throw badRequest(id, 'transcribe needs the audio: a path or data.');
+  let bytes: Uint8Array;
+  if (req.data !== undefined) bytes = req.data;
+  else {
+    const { readFile } = await import('node:fs/promises');
+    try {
+      bytes = await readFile(req.path!);
+    } catch (e) {
+      throw badRequest(id, `cannot read the audio file ${req.path}: ${(e as NodeJS.ErrnoException).code ?? 'unreadable'}.`);
+    }
+  }
+  if (bytes.byteLength === 0) throw badRequest(id, 'transcribe got an empty audio file.');
+  const base = req.path ? req.path.split(/[\\/]/).pop()! : 'audio';
+  // Telegram's voice notes are Ogg/Opus named .oga: Whisper knows the format by the name `.ogg`.
+  const name = /\.oga$/i.test(base)
+    ? base.replace(/\.oga$/i, '.ogg')
+    : /\.[a-z0-9]+$/i.test(base)
+      ? base
+      : `${base}.${extOf(req.mimeType)}`;
+  return { bytes, name, ...(req.mimeType ? { type: req.mimeType } : {}) };
+}
+
+function extOf(mime: string | undefined): string {
+  const sub = (mime ?? '').split(';')[0]!.split('/')[1] ?? '';
+  return ({ mpeg: 'mp3', 'x-wav': 'wav', wave: 'wav', mp4: 'm4a', 'x-m4a': 'm4a' } as Record<string, string>)[sub] ?? (sub || 'ogg');
 }

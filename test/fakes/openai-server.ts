@@ -1,6 +1,7 @@
 /**
  * A loopback server (127.0.0.1, port 0) speaking the OpenAI REST wire protocol the `openai` client uses:
- * POST /chat/completions (non-streaming), /embeddings, /images/generations (b64_json), /audio/speech (binary).
+ * POST /chat/completions (non-streaming), /embeddings, /images/generations (b64_json), /audio/speech (binary),
+ * /audio/transcriptions (multipart upload, recorded as `{ fields, files }`; answers FAKE_TRANSCRIPT).
  * Each test scripts the replies (a queue; status codes, Retry-After, hangs) and reads the recorded requests.
  * Also the scripted-server core the Gemini fake builds on.
  */
@@ -27,7 +28,7 @@ export interface RecordedRequest {
   /** Path and query as received. */
   url: string;
   headers: Record<string, string | string[] | undefined>;
-  /** Parsed JSON body, or the raw text when not JSON. */
+  /** Parsed JSON body, a multipart form as `{ fields, files }`, or the raw text. */
   body: any;
 }
 
@@ -57,14 +58,17 @@ export async function startScriptedServer(prefix: string, defaults: (req: Record
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const raw = Buffer.concat(chunks).toString('utf8');
+    req.on('end', async () => {
+      const buf = Buffer.concat(chunks);
+      const raw = buf.toString('utf8');
       let body: unknown = raw;
       try {
         body = raw ? JSON.parse(raw) : undefined;
       } catch {
         /* keep raw */
       }
+      const type = String(req.headers['content-type'] ?? '');
+      if (type.startsWith('multipart/form-data')) body = await parseMultipart(buf, type).catch(() => raw);
       const rec: RecordedRequest = { method: req.method ?? 'GET', url: req.url ?? '/', headers: { ...req.headers }, body };
       requests.push(rec);
       const i = queue.findIndex((q) => !q.match || rec.url.includes(q.match));
@@ -89,6 +93,28 @@ export async function startScriptedServer(prefix: string, defaults: (req: Record
         server.close(() => resolve());
       }),
   };
+}
+
+/** An uploaded file of a multipart request. */
+export interface UploadedFile {
+  name: string;
+  type: string;
+  data: Buffer;
+}
+
+/** Parses a multipart/form-data body with the platform's own parser (undici's `Response.formData`). */
+async function parseMultipart(
+  buf: Buffer,
+  contentType: string,
+): Promise<{ fields: Record<string, string>; files: Record<string, UploadedFile> }> {
+  const form = await new Response(new Uint8Array(buf), { headers: { 'content-type': contentType } }).formData();
+  const fields: Record<string, string> = {};
+  const files: Record<string, UploadedFile> = {};
+  for (const [k, v] of form.entries()) {
+    if (typeof v === 'string') fields[k] = v;
+    else files[k] = { name: v.name, type: v.type, data: Buffer.from(await v.arrayBuffer()) };
+  }
+  return { fields, files };
 }
 
 // ---------------------------------------------------------------- OpenAI wire replies
@@ -149,6 +175,8 @@ export const PNG_1x1 = Buffer.from(
   'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==',
   'base64',
 );
+/** What the fake's speech-to-text hears in any audio. */
+export const FAKE_TRANSCRIPT = 'please book the meeting room for Friday';
 /** Bytes standing for an MP3. */
 export const FAKE_MP3 = Buffer.from('ID3\u0004\u0000fake-mp3-bytes', 'latin1');
 
@@ -170,6 +198,11 @@ function openaiDefaults(req: RecordedRequest): FakeReply {
     return { json: { created: 1_700_000_000, data: [{ b64_json: PNG_1x1.toString('base64') }] } };
   }
   if (path.endsWith('/audio/speech')) return { headers: { 'content-type': 'audio/mpeg' }, body: FAKE_MP3 };
+  if (path.endsWith('/audio/transcriptions')) {
+    const file = req.body?.files?.file as UploadedFile | undefined;
+    if (!file?.data.length) return errorReply(400, 'file is required');
+    return { json: { text: FAKE_TRANSCRIPT } };
+  }
   return errorReply(404, `no route ${req.method} ${path}`);
 }
 
