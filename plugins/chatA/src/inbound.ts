@@ -77,9 +77,34 @@ export interface ToInboundDeps {
   token: string;
   home: string;
   bot: { username?: string; id?: number };
-  /** Whether a speech-to-text capable provider is configured (none is offered by the SDK yet). */
-  transcribe?: (path: string) => Promise<string | undefined>;
+  /**
+   * Speech to text of a saved voice note or audio file: `undefined` when no provider can transcribe, a rejection
+   * when the provider failed (the message still goes through, with a note and the file's path).
+   */
+  transcribe?: (path: string, mimeType: string, signal?: AbortSignal) => Promise<string | undefined>;
+  /** Where a failed transcription is reported (never with the file's content or a key). */
+  warn?: (message: string) => void;
   signal?: AbortSignal;
+}
+
+/**
+ * The line a voice note or audio file adds to the task: its transcript inside an untrusted marker (a machine heard
+ * it, and anyone may have spoken), or why there is none. A failed transcription never loses the message.
+ */
+async function transcriptNote(kind: 'voice' | 'audio', path: string, mime: string, d: ToInboundDeps): Promise<string> {
+  const none = `[${kind} note received; it was not transcribed because no speech-to-text provider is configured]`;
+  if (!d.transcribe) return none;
+  try {
+    const text = await d.transcribe(path, mime, d.signal);
+    if (text === undefined) return none;
+    if (!text) return `[${kind} note received; the transcription is empty (silence?). The audio is saved at ${path}]`;
+    // A closing marker inside the speech cannot end the untrusted block early.
+    const safe = text.replace(/<\/?untrusted_transcript/gi, (m) => m.replace('<', '&lt;'));
+    return `[${kind} transcript, machine transcription]\n<untrusted_transcript kind="${kind}">\n${safe}\n</untrusted_transcript>`;
+  } catch (e) {
+    d.warn?.(`Transcription of a ${kind} note failed; the message goes on untranscribed: ${e instanceof Error ? e.message : String(e)}`);
+    return `[${kind} note received; transcription failed, so it was not transcribed. The audio is saved at ${path}]`;
+  }
 }
 
 /** The inbound message of a Telegram message update (files downloaded). */
@@ -136,13 +161,9 @@ export async function toInbound(u: TgUpdate, d: ToInboundDeps): Promise<InboundM
   ] as const) {
     if (!f) continue;
     const path = await download(d.api, d.apiRoot, d.token, dir, f, `${prefix}_${kind}.ogg`, d.signal);
-    attachments.push({ path, kind, mime: f.mime_type ?? 'audio/ogg' });
-    const transcript = d.transcribe ? await d.transcribe(path) : undefined;
-    notes.push(
-      transcript
-        ? `[${kind} transcript (untrusted, machine transcription)]: ${transcript}`
-        : `[${kind} note received; it was not transcribed because no speech-to-text provider is configured]`,
-    );
+    const mime = f.mime_type ?? 'audio/ogg';
+    attachments.push({ path, kind, mime });
+    notes.push(await transcriptNote(kind, path, mime, d));
   }
   const text = [m.text ?? m.caption ?? '', ...notes].filter(Boolean).join('\n');
   const command = commandOf(m, d.bot.username);

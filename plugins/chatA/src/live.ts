@@ -34,10 +34,11 @@ import {
   renderTelegram,
   runCommand,
 } from '../../../sdk/channel-kit/index.js';
-import manifest from '../manifest.js';
+import type manifest from '../manifest.js';
 
 import { ingressKey, toInbound, type TgUpdate } from './inbound.js';
 import { registerSkills } from './skills.js';
+import { makeTranscriber } from './transcribe.js';
 import { classifyTelegram, editText, isBadToken, makeApi, sendChunk, type TgChunk } from './telegram.js';
 
 function get<T>(ctx: PluginContext, key: string, fallback: T): T {
@@ -213,11 +214,13 @@ export async function startChatA(ctx: PluginContext<typeof manifest>) {
   });
 
   // ---------------------------------------------------------------- inbound
+  const transcribe = makeTranscriber(ctx);
+  const warn = (m: string) => ctx.log.warn(m);
   const ingress: Ingress<TgUpdate> = new Ingress<TgUpdate>(store, {
     log: ctx.log,
     handle: async ({ payload }) => {
       if (payload.callback_query) await api.answerCallbackQuery(payload.callback_query.id).catch(() => undefined);
-      const inbound = await toInbound(payload, { api, apiRoot, token, home: ctx.home, bot, signal: stopping.signal });
+      const inbound = await toInbound(payload, { api, apiRoot, token, home: ctx.home, bot, signal: stopping.signal, transcribe, warn });
       if (!inbound) return 'skipped';
       if (isBuiltin(inbound.command)) {
         const text = await runCommand(ctx, inbound, menu, () => {
