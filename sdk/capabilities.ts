@@ -12,6 +12,7 @@ import type {
   PolicyCapability,
   WebCapability,
 } from './plugin.js';
+import type { AgentInboxCapability } from './inbox.js';
 import type { LlmCapability, ProviderCapability } from './providers.js';
 
 /**
@@ -29,6 +30,8 @@ import type { LlmCapability, ProviderCapability } from './providers.js';
 export interface Capabilities {
   /** Carries out an action (the agent plugin). */
   agent: AgentCapability;
+  /** Input for a running action, e.g. a button press on a message it sent (the agent plugin). */
+  'agent:inbox': AgentInboxCapability;
   /** The model router: chat and embeddings over the configured providers (the agent plugin). */
   llm: LlmCapability;
   /** Short, episodic and long memory (the memory plugin). */

@@ -30,6 +30,7 @@ export type * from './channel.js';
 export { listChannels, receive, reportIgnored, SPEC_CHANNELS } from './channel.js';
 export type * from './gateway.js';
 export type * from './providers.js';
+export type * from './inbox.js';
 export { ProviderError } from './providers.js';
 export { progressLine, withProgress, type ProgressLine } from './progress.js';
 export { withRetry, parseRetryAfter, type RetryOptions, type RetryDecision } from './retry.js';

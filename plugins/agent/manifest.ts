@@ -19,7 +19,7 @@ const manifest = {
   kind: 'service',
   description:
     'The agent: reasons with a model, calls skills, observes results and answers; routes model calls between providers (inference, fallback, token usage).',
-  provides: ['agent', 'llm'],
+  provides: ['agent', 'agent:inbox', 'llm'],
   permissions: { filesystem: ['$KEEL_HOME'] },
   config: {
     llmProvider: {

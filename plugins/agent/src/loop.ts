@@ -14,6 +14,7 @@ import type { Action, Actor, ChannelCapability, ChatMessage, PluginContext, Skil
 import type { Router } from './router.js';
 import { selectSkills, toToolSpec, type CatalogueSkill, type RoutingRule } from './tools.js';
 import { bringsOutsideContent, startsUntrusted } from './trust.js';
+import { inputMessage, type Inboxes } from './inbox.js';
 import { errorMessage } from '../../../sdk/errors.js';
 import { AUTONOMY_SOURCE, OPERATOR_SOURCES } from '../../../sdk/actor.js';
 import type manifest from '../manifest.js';
@@ -49,6 +50,8 @@ export function systemPrompt(overrideMode: boolean): string {
 export interface LoopDeps {
   ctx: PluginContext<typeof manifest>;
   router: Router;
+  /** Input for running actions (`agent:inbox`), read before each model call. */
+  inbox?: Inboxes;
 }
 
 /** The data wrapper every tool result goes into; a closing tag inside the data cannot end it early. */
@@ -62,6 +65,15 @@ export function wrapResult(skill: string, r: SkillResult): string {
 }
 
 export async function runAction(d: LoopDeps, action: Action, signal: AbortSignal): Promise<{ result: string }> {
+  d.inbox?.start(action.id);
+  try {
+    return await runSteps(d, action, signal);
+  } finally {
+    d.inbox?.end(action.id);
+  }
+}
+
+async function runSteps(d: LoopDeps, action: Action, signal: AbortSignal): Promise<{ result: string }> {
   const { ctx, router } = d;
   const configured = ctx.config.get('maxStepsPerAction');
   // A producer may give one action a smaller step budget (a delegated sub-task: metadata.budget.maxSteps).
@@ -121,8 +133,20 @@ export async function runAction(d: LoopDeps, action: Action, signal: AbortSignal
     return ctx.skills.execute(call.name, call.arguments ?? {}, actor, { action, signal });
   };
 
+  // Input handed to the action while it runs (a button press on a message it sent) joins the conversation as a
+  // user turn; input from someone not trusted is wrapped as data and makes the rest of the action untrusted.
+  const readInbox = (): number => {
+    const inputs = d.inbox?.drain(action.id) ?? [];
+    for (const input of inputs) {
+      if (input.untrusted) untrusted = true;
+      messages.push({ role: 'user', content: inputMessage(input) });
+    }
+    return inputs.length;
+  };
+
   for (let step = 1; step <= maxSteps; step++) {
     if (signal.aborted) throw new Error(`action ${action.id} was cancelled`);
+    readInbox();
     const res = await router.chat({ messages, ...(tools.length ? { tools } : {}), signal, purpose: 'main' }, { actionId: action.id });
     const text = (res.text ?? '').trim();
     if (res.toolCalls.length) {
@@ -140,6 +164,11 @@ export async function runAction(d: LoopDeps, action: Action, signal: AbortSignal
     if (res.toolCalls.length === 0) {
       if (!text) {
         messages.push({ role: 'user', content: 'Reply with your final answer as plain text.' });
+        continue;
+      }
+      // Input arrived while the model was answering: it gets one more step to take it into account.
+      if (step < maxSteps && (d.inbox?.pending(action.id) ?? 0) > 0) {
+        messages.push({ role: 'assistant', content: text });
         continue;
       }
       if (channelAction) await deliver(ctx, channel, action, text);
