@@ -122,6 +122,14 @@ export class ChannelStore {
   }
 
   /**
+   * Forgets a stored value (nothing happens when there is none).
+   * @example for (const { key } of store.values('btn:')) if (expired(key)) store.deleteValue(key);
+   */
+  deleteValue(key: string): void {
+    this.db.prepare('DELETE FROM kv WHERE key = ?').run(key);
+  }
+
+  /**
    * Every stored value whose key starts with `prefix` (e.g. one cursor per chat).
    * @example for (const { key, value } of store.values('last:')) backfill(key.slice(5), value);
    */

@@ -37,6 +37,7 @@ import {
 import type manifest from '../manifest.js';
 
 import { ingressKey, toInbound, type TgUpdate } from './inbound.js';
+import { ButtonRoutes, routePress } from './buttons.js';
 import { registerSkills } from './skills.js';
 import { makeTranscriber } from './transcribe.js';
 import { classifyTelegram, editText, isBadToken, makeApi, sendChunk, type TgChunk } from './telegram.js';
@@ -61,6 +62,8 @@ export async function startChatA(ctx: PluginContext<typeof manifest>) {
   const store = ChannelStore.open(ctx.home, 'chatA');
   // Telegram redelivers only what was not acknowledged, within 24 hours: 30 days of dedupe memory is ample.
   store.prune(30 * 24 * 3600 * 1000);
+  const buttons = new ButtonRoutes(store);
+  buttons.prune(30 * 24 * 3600 * 1000);
   const stopping = new AbortController();
   const outbox = new Outbox({
     ledger: new DeliveryLedger(store),
@@ -220,8 +223,16 @@ export async function startChatA(ctx: PluginContext<typeof manifest>) {
     log: ctx.log,
     handle: async ({ payload }) => {
       if (payload.callback_query) await api.answerCallbackQuery(payload.callback_query.id).catch(() => undefined);
-      const inbound = await toInbound(payload, { api, apiRoot, token, home: ctx.home, bot, signal: stopping.signal, transcribe, warn });
+      let inbound = await toInbound(payload, { api, apiRoot, token, home: ctx.home, bot, signal: stopping.signal, transcribe, warn });
       if (!inbound) return 'skipped';
+      if (payload.callback_query) {
+        const on = payload.callback_query.message?.message_id;
+        const route = routePress(ctx, buttons, inbound, on === undefined ? undefined : String(on), (m) =>
+          receive(ctx, m, { autoReply: ctx.config.get('chatAAutoReplyEnabled') }),
+        );
+        if ('handedTo' in route) return `to-action:${route.handedTo}`;
+        inbound = route.inbound;
+      }
       if (isBuiltin(inbound.command)) {
         const text = await runCommand(ctx, inbound, menu, () => {
           const s = status();
@@ -247,11 +258,13 @@ export async function startChatA(ctx: PluginContext<typeof manifest>) {
       const n = replyCounters.get(action.id) ?? 0;
       replyCounters.set(action.id, n + 1);
       // The same action's n-th reply has the same key in every run of it: a re-run after a crash sends only what is missing.
-      return send(t.chatId, message, {
+      const sent = await send(t.chatId, message, {
         idempotencyKey: `${action.id}:r${n}`,
         ...(t.messageId ? { replyToMessageId: t.messageId } : {}),
         ...(t.threadId ? { threadId: t.threadId } : {}),
       });
+      if (typeof message !== 'string' && message.buttons?.length) buttons.remember(t.chatId, sent.messageIds, action.id);
+      return sent;
     },
     async progress(action, update) {
       if (!feedbackOn()) return;
@@ -259,7 +272,12 @@ export async function startChatA(ctx: PluginContext<typeof manifest>) {
     },
   };
   ctx.provide('channel:chatA', capability);
-  registerSkills(ctx, { api: () => api, send, limited: (chatId, fn) => outbox.edit(chatId, fn) });
+  registerSkills(ctx, {
+    api: () => api,
+    send,
+    limited: (chatId, fn) => outbox.edit(chatId, fn),
+    sentButtons: (chatId, ids, actionId) => buttons.remember(chatId, ids, actionId),
+  });
 
   ingress.recover();
   supervisor.start();

@@ -16,6 +16,8 @@ export interface SkillDeps {
   send(to: string, message: string | OutboundMessage, options?: SendOptions): Promise<SentMessage>;
   /** Runs a non-ledgered call (poll, edit, reaction, pin) under the chat's rate limit, waiting out 429s. */
   limited<T>(chatId: string, fn: () => Promise<T>): Promise<T>;
+  /** Buttons were sent by an action: a press on them goes back to it (buttons.ts). */
+  sentButtons?(chatId: string, messageIds: string[], actionId: string): void;
 }
 
 /** A numeric chat id, or the chat of the current chatA message when `chatId` is a placeholder or a name. */
@@ -72,6 +74,7 @@ export function registerSkills(ctx: PluginContext<typeof manifest>, d: SkillDeps
       { text: args.message, buttons },
       withKey(call, 'chatA_send_buttons', { chat, m: args.message, buttons }),
     );
+    if (call.action) d.sentButtons?.(chat, sent.messageIds, call.action.id);
     return { chatId: chat, messageId: Number(sent.messageId), messageIds: sent.messageIds.map(Number) };
   });
 
