@@ -9,7 +9,7 @@
 import Type from 'typebox';
 import type { ConfigView } from '../types.js';
 import type { ConfigKeySpec } from '../types.js';
-import { ProviderError } from '../providers.js';
+import { ProviderError, type TranscriptionRequest } from '../providers.js';
 import { parseRetryAfter, withRetry } from '../retry.js';
 
 /** Default time one attempt may take before it is abandoned (120 s). */
@@ -330,4 +330,37 @@ export function readProviderSettings(config: ConfigView, id: string, defaultBase
     baseUrl: get<string>(`${id}BaseUrl`) || defaultBaseUrl,
     timeoutMs: typeof secs === 'number' && secs > 0 ? secs * 1000 : DEFAULT_TIMEOUT_MS,
   };
+}
+
+/**
+ * The audio of a transcription request: its bytes, a file name the vendor can tell the format from, its type.
+ * Refuses (status 400, before any request) a request without audio, an unreadable file, or an empty one.
+ * @example const audio = await readAudio('providerA', { path: '/tmp/9_51_voice.oga', mimeType: 'audio/ogg' }); // name 9_51_voice.ogg
+ */
+export async function readAudio(id: string, req: TranscriptionRequest): Promise<{ bytes: Uint8Array; name: string; type?: string }> {
+  if (req.data === undefined && !req.path) throw badRequest(id, 'transcribe needs the audio: a path or data.');
+  let bytes: Uint8Array;
+  if (req.data !== undefined) bytes = req.data;
+  else {
+    const { readFile } = await import('node:fs/promises');
+    try {
+      bytes = await readFile(req.path!);
+    } catch (e) {
+      throw badRequest(id, `cannot read the audio file ${req.path}: ${(e as NodeJS.ErrnoException).code ?? 'unreadable'}.`);
+    }
+  }
+  if (bytes.byteLength === 0) throw badRequest(id, 'transcribe got an empty audio file.');
+  const base = req.path ? req.path.split(/[\\/]/).pop()! : 'audio';
+  // Telegram's voice notes are Ogg/Opus named .oga: Whisper knows the format by the name `.ogg`.
+  const name = /\.oga$/i.test(base)
+    ? base.replace(/\.oga$/i, '.ogg')
+    : /\.[a-z0-9]+$/i.test(base)
+      ? base
+      : `${base}.${extOf(req.mimeType)}`;
+  return { bytes, name, ...(req.mimeType ? { type: req.mimeType } : {}) };
+}
+
+function extOf(mime: string | undefined): string {
+  const sub = (mime ?? '').split(';')[0]!.split('/')[1] ?? '';
+  return ({ mpeg: 'mp3', 'x-wav': 'wav', wave: 'wav', mp4: 'm4a', 'x-m4a': 'm4a' } as Record<string, string>)[sub] ?? (sub || 'ogg');
 }

@@ -20,9 +20,10 @@ import type {
   ImageRequest,
   ProviderCapability,
   SpeechRequest,
+  TranscriptionRequest,
   ToolCall,
 } from '../providers.js';
-import { badRequest, callWithRetry, missingKey, parseToolArguments, type ProviderSettings } from './common.js';
+import { badRequest, callWithRetry, missingKey, parseToolArguments, readAudio, type ProviderSettings } from './common.js';
 
 /** Prebuilt voices of the Gemini TTS models (lower-case; sent capitalised). */
 export const GEMINI_VOICES = [
@@ -67,6 +68,8 @@ export const GEMINI_DEFAULTS = {
   imageModel: 'gemini-2.5-flash-image',
   speechModel: 'gemini-2.5-flash-preview-tts',
   voice: 'kore',
+  /** Gemini has no speech-to-text endpoint: a multimodal model hears the audio and writes it down. */
+  transcriptionModel: 'gemini-2.5-flash',
 };
 
 export interface GeminiOptions {
@@ -341,6 +344,30 @@ export function createGeminiProvider(o: GeminiOptions): ProviderCapability {
         return { mimeType: 'audio/wav', base64: pcmToWav(Buffer.from(audio.data, 'base64'), rate).toString('base64') };
       }
       return { mimeType: audio.mimeType, base64: audio.data };
+    },
+
+    async transcribe(req: TranscriptionRequest) {
+      const audio = await readAudio(id, req);
+      const model = req.model ?? GEMINI_DEFAULTS.transcriptionModel;
+      const ask = `Transcribe this audio verbatim${req.language ? ` (language: ${req.language})` : ''}. Answer with the transcript only.`;
+      const res = await call(
+        (c, signal) =>
+          c.models.generateContent({
+            model,
+            contents: [
+              {
+                role: 'user',
+                parts: [
+                  { text: ask },
+                  { inlineData: { mimeType: audio.type ?? 'audio/ogg', data: Buffer.from(audio.bytes).toString('base64') } },
+                ],
+              },
+            ],
+            config: { abortSignal: signal, temperature: 0 },
+          }),
+        req,
+      );
+      return { text: parse(res, model).text.trim(), model };
     },
   };
 }

@@ -18,7 +18,7 @@ import type {
   TokenUsage,
 } from '../providers.js';
 import { ProviderError } from '../providers.js';
-import { badRequest, callWithRetry, missingKey, parseToolArguments, type ProviderSettings } from './common.js';
+import { badRequest, callWithRetry, missingKey, parseToolArguments, readAudio, type ProviderSettings } from './common.js';
 
 /** Voices of OpenAI's speech endpoint. */
 export const OPENAI_VOICES = ['alloy', 'echo', 'fable', 'onyx', 'nova', 'shimmer'];
@@ -259,33 +259,4 @@ export function createOpenAICompatibleProvider(o: OpenAICompatibleOptions): Prov
   }
 
   return cap;
-}
-
-/** The audio of a transcription request (its bytes, a file name the vendor can guess the format from, its type). */
-async function readAudio(id: string, req: TranscriptionRequest): Promise<{ bytes: Uint8Array; name: string; type?: string }> {
-  if (req.data === undefined && !req.path) throw badRequest(id, 'transcribe needs the audio: a path or data.');
-  let bytes: Uint8Array;
-  if (req.data !== undefined) bytes = req.data;
-  else {
-    const { readFile } = await import('node:fs/promises');
-    try {
-      bytes = await readFile(req.path!);
-    } catch (e) {
-      throw badRequest(id, `cannot read the audio file ${req.path}: ${(e as NodeJS.ErrnoException).code ?? 'unreadable'}.`);
-    }
-  }
-  if (bytes.byteLength === 0) throw badRequest(id, 'transcribe got an empty audio file.');
-  const base = req.path ? req.path.split(/[\\/]/).pop()! : 'audio';
-  // Telegram's voice notes are Ogg/Opus named .oga: Whisper knows the format by the name `.ogg`.
-  const name = /\.oga$/i.test(base)
-    ? base.replace(/\.oga$/i, '.ogg')
-    : /\.[a-z0-9]+$/i.test(base)
-      ? base
-      : `${base}.${extOf(req.mimeType)}`;
-  return { bytes, name, ...(req.mimeType ? { type: req.mimeType } : {}) };
-}
-
-function extOf(mime: string | undefined): string {
-  const sub = (mime ?? '').split(';')[0]!.split('/')[1] ?? '';
-  return ({ mpeg: 'mp3', 'x-wav': 'wav', wave: 'wav', mp4: 'm4a', 'x-m4a': 'm4a' } as Record<string, string>)[sub] ?? (sub || 'ogg');
 }
