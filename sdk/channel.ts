@@ -198,8 +198,8 @@ export interface ReceiveOptions {
 /**
  * What became of an inbound message.
  * - `queued`: an action was pushed.
- * - `handed`: given to a running action of the same session. Reserved: the kernel has no path yet to give
- *   input to a running action, so `receive` never returns it today (docs/channels.md).
+ * - `handed`: given to a running action of the same session. Reserved: `receive` never returns it today; a
+ *   channel hands input it can tie to an action (a button press) through `agent:inbox` itself (docs/channels.md).
  * - `ignored`: nothing was pushed, for the reason given.
  * @example const out = await receive(ctx, msg, { autoReply: true }); if (out.kind === 'queued') log(out.action.id);
  */
