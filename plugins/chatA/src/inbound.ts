@@ -6,7 +6,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Api } from 'grammy';
-import type { InboundMessage } from '../../../sdk/index.js';
+import { errorMessage, type InboundMessage } from '../../../sdk/index.js';
 
 /** The parts of a Telegram update we use (as JSON in the ingress). */
 export interface TgUpdate {
@@ -102,7 +102,7 @@ async function transcriptNote(kind: 'voice' | 'audio', path: string, mime: strin
     const safe = text.replace(/<\/?untrusted_transcript/gi, (m) => m.replace('<', '&lt;'));
     return `[${kind} transcript, machine transcription]\n<untrusted_transcript kind="${kind}">\n${safe}\n</untrusted_transcript>`;
   } catch (e) {
-    d.warn?.(`Transcription of a ${kind} note failed; the message goes on untranscribed: ${e instanceof Error ? e.message : String(e)}`);
+    d.warn?.(`Transcription of a ${kind} note failed; the message goes on untranscribed: ${errorMessage(e)}`);
     return `[${kind} note received; transcription failed, so it was not transcribed. The audio is saved at ${path}]`;
   }
 }
