@@ -18,6 +18,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { type Kernel, startKernel } from '../kernel/kernel.js';
 import { LogSink } from '../kernel/log.js';
+import { ChannelStore, DeliveryLedger, Outbox, RateLimiter, type SendErrorDecision } from '../sdk/channel-kit/index.js';
 import { rm, tmp } from '../test/helpers.js';
 import { type BenchRow, median } from './lib.js';
 
@@ -179,6 +180,29 @@ export async function interleaved(p: OutboundPair, n: number, warm = 100): Promi
 }
 
 export type FakeKind = 'telegram' | 'slack' | 'discord';
+
+/**
+ * The kit's outbound path for `channel` on a fresh store, limits wide open: the rate limiter's waits are a feature,
+ * not overhead; this measures the bookkeeping.
+ */
+export function benchOutbox(channel: string, classify: (e: unknown) => SendErrorDecision) {
+  const home = tmp('keel-bench-out-');
+  const store = ChannelStore.open(home, channel);
+  const wide = { capacity: 1e9, perSecond: 1e9 };
+  const outbox = new Outbox({
+    ledger: new DeliveryLedger(store),
+    limiter: new RateLimiter({ send: wide, edit: wide, global: wide }),
+    classify,
+    log: quiet,
+  });
+  return {
+    outbox,
+    close() {
+      store.close();
+      rm(home);
+    },
+  };
+}
 
 /** A fake running in a child process; `info` is what it printed (URLs, tokens). */
 export interface HostedFake<I> {

@@ -8,12 +8,12 @@
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
 import { marked } from 'marked';
-import { ChannelStore, DeliveryLedger, Outbox, RateLimiter, renderTelegram } from '../sdk/channel-kit/index.js';
+import { renderTelegram } from '../sdk/channel-kit/index.js';
 import { makeApi, sendChunk, classifyTelegram, type TgChunk } from '../plugins/chatA/src/telegram.js';
 import { startFakeTelegram } from '../test/fakes/telegram-server.js';
-import { rm, tmp } from '../test/helpers.js';
+
 import { type BenchRow, median, printRows } from './lib.js';
-import { benchKernel, hostFake, InboundClock, type InboundFigures, channelRows, interleaved, quiet } from './channel-bench.js';
+import { benchKernel, hostFake, InboundClock, type InboundFigures, channelRows, interleaved, benchOutbox } from './channel-bench.js';
 
 const CHATS = 100;
 const PER_CHAT = 5;
@@ -76,17 +76,8 @@ async function outbound(n: number, where: 'process' | 'inline'): Promise<{ kit: 
     where === 'process'
       ? await hostFake<{ apiRoot: string; token: string }>('telegram')
       : await startFakeTelegram().then((tg) => ({ info: { apiRoot: tg.apiRoot, token: tg.token }, close: () => tg.close() }));
-  const home = tmp('keel-bench-out-');
-  const store = ChannelStore.open(home, 'chatA');
+  const kit = benchOutbox('chatA', classifyTelegram);
   const api = makeApi(fake.info.token, fake.info.apiRoot);
-  // Limits wide open: the rate limiter's waits are a feature, not overhead; this measures the bookkeeping.
-  const wide = { capacity: 1e9, perSecond: 1e9 };
-  const outbox = new Outbox({
-    ledger: new DeliveryLedger(store),
-    limiter: new RateLimiter({ send: wide, edit: wide, global: wide }),
-    classify: classifyTelegram,
-    log: quiet,
-  });
   const text = 'Here is **the answer** you asked for, with `code` and a [link](https://example.com).';
   const chat = (i: number) => String(1000 + (Math.abs(i) % 100));
   try {
@@ -94,16 +85,15 @@ async function outbound(n: number, where: 'process' | 'inline'): Promise<{ kit: 
       {
         kit: async (i) => {
           const chunks: TgChunk[] = renderTelegram(text).map((c) => ({ kind: 'text', ...c }));
-          await outbox.deliver(`bench:${i}`, chat(i), chunks, (c, _j, to) => sendChunk(api, to, c));
+          await kit.outbox.deliver(`bench:${i}`, chat(i), chunks, (c, _j, to) => sendChunk(api, to, c));
         },
         bare: (i) => api.sendMessage(chat(i), text),
       },
       n,
     );
   } finally {
-    store.close();
+    kit.close();
     await fake.close();
-    rm(home);
   }
 }
 

@@ -9,12 +9,12 @@
  */
 import { pathToFileURL } from 'node:url';
 import { Client, GatewayIntentBits, Partials, REST } from 'discord.js';
-import { ChannelStore, DeliveryLedger, Outbox, RateLimiter, renderChunks } from '../sdk/channel-kit/index.js';
+import { renderChunks } from '../sdk/channel-kit/index.js';
 import { classifyDiscord, type DcChunk, makeRest, nonceOf, sendChunk } from '../plugins/chatC/src/discord.js';
 import { startFakeDiscord, type FakeDiscord } from '../test/fakes/discord-server.js';
-import { rm, tmp } from '../test/helpers.js';
+
 import { type BenchRow, printRows } from './lib.js';
-import { benchKernel, channelRows, hostFake, InboundClock, type InboundFigures, interleaved, quiet } from './channel-bench.js';
+import { benchKernel, channelRows, hostFake, InboundClock, type InboundFigures, interleaved, benchOutbox } from './channel-bench.js';
 
 const CHANNELS = 50;
 const PER_CHANNEL = 4;
@@ -83,18 +83,9 @@ async function outbound(n: number, where: 'process' | 'inline'): Promise<{ kit: 
           for (const cid of channelIds) dc.pushMessage('hello', { channelId: cid });
           return { info: { apiUrl: dc.apiUrl, token: dc.token }, close: () => dc.close() };
         });
-  const home = tmp('keel-bench-dc-out-');
-  const store = ChannelStore.open(home, 'chatC');
+  const kit = benchOutbox('chatC', classifyDiscord);
   const rest = makeRest(fake.info.token, fake.info.apiUrl);
   const bareRest = new REST({ api: fake.info.apiUrl, version: '10' }).setToken(fake.info.token);
-  // Limits wide open: the rate limiter's waits are a feature, not overhead; this measures the bookkeeping.
-  const wide = { capacity: 1e9, perSecond: 1e9 };
-  const outbox = new Outbox({
-    ledger: new DeliveryLedger(store),
-    limiter: new RateLimiter({ send: wide, edit: wide, global: wide }),
-    classify: classifyDiscord,
-    log: quiet,
-  });
   const text = 'Here is **the answer** you asked for, with `code` and a [link](https://example.com).';
   const channel = (i: number) => channelIds[Math.abs(i) % CHANNELS]!;
   try {
@@ -107,16 +98,15 @@ async function outbound(n: number, where: 'process' | 'inline'): Promise<{ kit: 
             content,
             nonce: nonceOf(key, j),
           }));
-          await outbox.deliver(key, channel(i), chunks, (c, _j, chat) => sendChunk(rest, chat, c));
+          await kit.outbox.deliver(key, channel(i), chunks, (c, _j, chat) => sendChunk(rest, chat, c));
         },
         bare: (i) => bareRest.post(`/channels/${channel(i)}/messages`, { body: { content: text } }),
       },
       n,
     );
   } finally {
-    store.close();
+    kit.close();
     await fake.close();
-    rm(home);
   }
 }
 

@@ -8,12 +8,12 @@
 import { pathToFileURL } from 'node:url';
 import { SocketModeClient } from '@slack/socket-mode';
 import { WebClient } from '@slack/web-api';
-import { ChannelStore, DeliveryLedger, Outbox, RateLimiter, renderChunks } from '../sdk/channel-kit/index.js';
+import { renderChunks } from '../sdk/channel-kit/index.js';
 import { classifySlack, sendChunk, type SlackChunk } from '../plugins/chatD/src/slack.js';
 import { startFakeSlack, type FakeSlack } from '../test/fakes/slack-server.js';
-import { rm, tmp } from '../test/helpers.js';
+
 import { type BenchRow, printRows } from './lib.js';
-import { benchKernel, channelRows, hostFake, InboundClock, type InboundFigures, interleaved, quiet } from './channel-bench.js';
+import { benchKernel, channelRows, hostFake, InboundClock, type InboundFigures, interleaved, benchOutbox } from './channel-bench.js';
 
 const silentSlack = { debug() {}, info() {}, warn() {}, error() {}, setLevel() {}, getLevel: () => 'error' as never, setName() {} };
 const CHANNELS = 50;
@@ -76,21 +76,12 @@ async function outbound(n: number, where: 'process' | 'inline'): Promise<{ kit: 
     where === 'process'
       ? await hostFake<{ apiUrl: string; botToken: string }>('slack')
       : await startFakeSlack().then((sl) => ({ info: { apiUrl: sl.apiUrl, botToken: sl.botToken }, close: () => sl.close() }));
-  const home = tmp('keel-bench-out-');
-  const store = ChannelStore.open(home, 'chatD');
+  const kit = benchOutbox('chatD', classifySlack);
   const client = new WebClient(fake.info.botToken, {
     slackApiUrl: fake.info.apiUrl,
     retryConfig: { retries: 0 },
     rejectRateLimitedCalls: true,
     logger: silentSlack,
-  });
-  // Limits wide open: the rate limiter's waits are a feature, not overhead; this measures the bookkeeping.
-  const wide = { capacity: 1e9, perSecond: 1e9 };
-  const outbox = new Outbox({
-    ledger: new DeliveryLedger(store),
-    limiter: new RateLimiter({ send: wide, edit: wide, global: wide }),
-    classify: classifySlack,
-    log: quiet,
   });
   const text = 'Here is **the answer** you asked for, with `code` and a [link](https://example.com).';
   try {
@@ -98,16 +89,15 @@ async function outbound(n: number, where: 'process' | 'inline'): Promise<{ kit: 
       {
         kit: async (i) => {
           const chunks: SlackChunk[] = renderChunks(text, 'slack').map((t) => ({ kind: 'text', text: t }));
-          await outbox.deliver(`bench:${i}`, channelOf(Math.abs(i) % 100), chunks, (c, _j, ch) => sendChunk(client, ch, c));
+          await kit.outbox.deliver(`bench:${i}`, channelOf(Math.abs(i) % 100), chunks, (c, _j, ch) => sendChunk(client, ch, c));
         },
         bare: (i) => client.chat.postMessage({ channel: channelOf(Math.abs(i) % 100), text }),
       },
       n,
     );
   } finally {
-    store.close();
+    kit.close();
     await fake.close();
-    rm(home);
   }
 }
 
