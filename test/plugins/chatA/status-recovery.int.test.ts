@@ -37,65 +37,98 @@ function recorded(home: string): Array<{ key: string; value: string }> {
   }
 }
 
-describe('chatA progress status message across kill -9', () => {
-  it('the status message of the killed process is deleted at the next start; none is left behind', async () => {
-    const home = tmp('keel-chata-status-');
-    const tg = await startFakeTelegram();
-    installFakeProvider(home);
-    const pin = (messageId: number) => [{ name: 'chatA_pin_message', arguments: { chatId: 'me', messageId } }];
-    // Each run: a first step with a thought (the status message), a slow second step (killed in it), the answer.
-    writeFileSync(
-      join(home, 'fake-provider-fake.json'),
-      JSON.stringify({
-        replies: [
-          { text: 'Looking things up', toolCalls: pin(1), delayMs: 10 },
-          { text: 'Still at it', toolCalls: pin(2), delayMs: 3000 },
-          { text: 'All done.' },
-        ],
-      }),
-    );
-    writeFileSync(
-      join(home, 'keel.config.yaml'),
-      `${JSON.stringify({ llmProvider: 'fake', modelName: 'fake-model', chatAAutoReplyEnabled: true, chatAPollTimeout: 1 }, null, 2)}\n`,
-    );
-    const children: ChildProcess[] = [];
-    cleanups.push(async () => {
-      for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-      await Promise.all(children.map(killed));
-      await tg.close();
-      rm(home);
-    });
-    const start = () => {
-      const env = { ...process.env, KEEL_HOME: home, CHATA_TOKEN: tg.token, CHATA_API_ROOT: tg.apiRoot, NO_COLOR: '1' };
-      const child = spawn(process.execPath, [CLI, 'run'], { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'ignore'] });
-      children.push(child);
-      return child;
-    };
-    const statusMessages = () =>
-      tg.sent.filter((m) => m.chat.id === 77 && m.kind === 'text' && String(m.text ?? '').startsWith('\u23f3'));
-    const deleted = (id: number) => tg.callsOf('deleteMessage').some((c) => c.params.chat_id === '77' && Number(c.params.message_id) === id);
+const pin = (messageId: number) => [{ name: 'chatA_pin_message', arguments: { chatId: 'me', messageId } }];
 
+/** A Keel home with the scripted model, the loopback Bot API, and `start()` spawning `keel run` as a child. */
+async function setup(replies: unknown[]) {
+  const home = tmp('keel-chata-status-');
+  const tg = await startFakeTelegram();
+  installFakeProvider(home);
+  writeFileSync(join(home, 'fake-provider-fake.json'), JSON.stringify({ replies }));
+  writeFileSync(
+    join(home, 'keel.config.yaml'),
+    `${JSON.stringify({ llmProvider: 'fake', modelName: 'fake-model', chatAAutoReplyEnabled: true, chatAPollTimeout: 1 }, null, 2)}\n`,
+  );
+  const children: ChildProcess[] = [];
+  cleanups.push(async () => {
+    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+    await Promise.all(children.map(killed));
+    await tg.close();
+    rm(home);
+  });
+  const start = () => {
+    const env = { ...process.env, KEEL_HOME: home, CHATA_TOKEN: tg.token, CHATA_API_ROOT: tg.apiRoot, NO_COLOR: '1' };
+    const child = spawn(process.execPath, [CLI, 'run'], { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'ignore'] });
+    children.push(child);
+    return child;
+  };
+  const statusMessages = () => tg.sent.filter((m) => m.chat.id === 77 && m.kind === 'text' && String(m.text ?? '').startsWith('\u23f3'));
+  const deletes = (id: number) =>
+    tg.callsOf('deleteMessage').filter((c) => c.params.chat_id === '77' && Number(c.params.message_id) === id).length;
+  const answers = () => tg.sent.filter((m) => m.chat.id === 77 && m.text === 'All done.').length;
+  return { home, tg, start, statusMessages, deletes, answers };
+}
+
+describe('chatA progress status message across kill -9', () => {
+  it('killed while the action runs: the next start deletes the old status message, the re-run shows a fresh one; none is left behind', async () => {
+    // Each run: a first step with a thought (the status message), a slow second step (killed in it), the answer.
+    const { home, tg, start, statusMessages, deletes, answers } = await setup([
+      { text: 'Looking things up', toolCalls: pin(1), delayMs: 10 },
+      { text: 'Still at it', toolCalls: pin(2), delayMs: 3000 },
+      { text: 'All done.' },
+    ]);
     tg.pushText('look things up for me', { userId: 77 });
     const first = start();
     // Killed once the status message is shown and on record, while the second step is still running.
     const [rec] = await waitFor(() => (recorded(home).length ? recorded(home) : undefined), 'status message on record', 30_000);
     const shown = JSON.parse(rec!.value) as { chatId: string; messageId: string };
+    const old = Number(shown.messageId);
     expect(shown.chatId).toBe('77');
-    expect(statusMessages().map((m) => m.message_id)).toEqual([Number(shown.messageId)]);
+    expect(statusMessages().map((m) => m.message_id)).toEqual([old]);
     first.kill('SIGKILL');
     await killed(first);
-    expect(deleted(Number(shown.messageId))).toBe(false);
-    expect(tg.sent.filter((m) => m.chat.id === 77 && m.text === 'All done.')).toHaveLength(0);
+    expect(deletes(old)).toBe(0);
+    expect(answers()).toBe(0);
 
     start();
-    await waitFor(() => deleted(Number(shown.messageId)), 'the old status message deleted', 30_000);
-    await waitFor(() => tg.sent.some((m) => m.chat.id === 77 && m.text === 'All done.'), 'the answer after the re-run', 60_000);
+    await waitFor(() => deletes(old) > 0, 'the old status message deleted', 30_000);
+    await waitFor(() => answers() > 0, 'the answer after the re-run', 60_000);
     // Every status message either process showed is deleted, and nothing stays on record.
-    await waitFor(() => statusMessages().every((m) => deleted(m.message_id)), 'every status message deleted', 15_000);
+    await waitFor(() => statusMessages().every((m) => deletes(m.message_id) > 0), 'every status message deleted', 15_000);
     await waitFor(() => recorded(home).length === 0, 'no status message on record', 15_000);
-    expect(statusMessages().length).toBeGreaterThanOrEqual(2); // the re-run showed a fresh one
-    const oldDeletes = tg.callsOf('deleteMessage').filter((c) => Number(c.params.message_id) === Number(shown.messageId));
-    expect(oldDeletes).toHaveLength(1);
-    expect(tg.sent.filter((m) => m.chat.id === 77 && m.text === 'All done.')).toHaveLength(1);
+    expect(statusMessages().length).toBe(2); // the re-run showed a fresh one
+    expect(deletes(old)).toBe(1);
+    expect(answers()).toBe(1);
+  }, 120_000);
+
+  it('killed while deleting the status message of a settled action: recover() at the next start deletes it (no re-run needed)', async () => {
+    const { home, tg, start, statusMessages, deletes, answers } = await setup([
+      { text: 'Looking things up', toolCalls: pin(1), delayMs: 10 },
+      { text: 'All done.' },
+    ]);
+    tg.pushText('look things up for me', { userId: 77 });
+    const first = start();
+    // The delete of the status message never reaches Telegram: the process dies while it is in flight.
+    tg.onCall = (c) => {
+      if (c.method === 'deleteMessage') {
+        first.kill('SIGKILL');
+        return 'hold';
+      }
+    };
+    await killed(first);
+    tg.onCall = undefined;
+    expect(answers()).toBe(1);
+    const [status] = statusMessages();
+    expect(status).toBeDefined();
+    expect(recorded(home).map((r) => JSON.parse(r.value).messageId)).toEqual([String(status!.message_id)]);
+    const held = deletes(status!.message_id);
+
+    start();
+    await waitFor(() => deletes(status!.message_id) > held, 'the leftover status message deleted', 30_000);
+    await waitFor(() => recorded(home).length === 0, 'no status message on record', 15_000);
+    // Nothing was run again: one answer, one status message.
+    expect(answers()).toBe(1);
+    expect(statusMessages()).toHaveLength(1);
+    expect(deletes(status!.message_id)).toBe(held + 1);
   }, 120_000);
 });
