@@ -11,9 +11,15 @@ import type { Logger } from '../types.js';
 import type { ProgressUpdate } from '../channel.js';
 import type { ChannelStore } from './store.js';
 
-/** What a status message left by a killed process becomes when it cannot be deleted. */
+/**
+ * What a status message left by a killed process becomes when it cannot be deleted.
+ * @example await transport.status(chatId, INTERRUPTED_LINE, leftoverId);
+ */
 export const INTERRUPTED_LINE = '\u23f9 Interrupted \u2014 resuming.';
-/** What a status message becomes when its action settled but deleting it failed (ended on the next start). */
+/**
+ * What a status message becomes when its action settled but deleting it failed, then failed again at the next start.
+ * @example await transport.status(chatId, FINISHED_LINE, settledId);
+ */
 export const FINISHED_LINE = '\u23f9 Finished.';
 
 const PREFIX = 'status:';
