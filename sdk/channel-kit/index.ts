@@ -24,7 +24,15 @@ export {
 export { ConnectionSupervisor, StallError, type ConnectionState, type SupervisorOptions } from './supervisor.js';
 export { OwnerLock, type LockResult } from './owner-lock.js';
 export { BUILTIN_COMMANDS, isBuiltin, runCommand } from './commands.js';
-export { ProgressFeedback, failureNotice, statusLine, type ProgressOptions, type ProgressTransport } from './progress.js';
+export {
+  ProgressFeedback,
+  failureNotice,
+  statusLine,
+  INTERRUPTED_LINE,
+  FINISHED_LINE,
+  type ProgressOptions,
+  type ProgressTransport,
+} from './progress.js';
 export {
   renderChunks,
   renderTelegram,

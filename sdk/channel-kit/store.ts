@@ -122,8 +122,8 @@ export class ChannelStore {
   }
 
   /**
-   * Forgets a stored value (nothing happens when there is none).
-   * @example for (const { key } of store.values('btn:')) if (expired(key)) store.deleteValue(key);
+   * Removes a stored value; a key that is not there is no error.
+   * @example store.deleteValue(`status:${actionId}`);
    */
   deleteValue(key: string): void {
     this.db.prepare('DELETE FROM kv WHERE key = ?').run(key);
