@@ -35,7 +35,8 @@ import {
   type SendOptions,
   type SentMessage,
 } from '../../../sdk/index.js';
-import manifest from '../manifest.js';
+import type manifest from '../manifest.js';
+import { withSlackFiles } from './files.js';
 import { itemOf, toInbound, type SlackItem } from './inbound.js';
 import {
   badCredentials,
@@ -238,7 +239,15 @@ export async function startChatD(ctx: PluginContext<typeof manifest>) {
   const ingress: Ingress<SlackItem> = new Ingress<SlackItem>(store, {
     log: ctx.log,
     handle: async (item) => {
-      const inbound = toInbound(item, bot.userId);
+      const p = item.payload;
+      const files = p.kind === 'message' ? p.event.files : undefined;
+      const inbound = await withSlackFiles(toInbound(item, bot.userId), files, {
+        home: ctx.home,
+        botToken,
+        apiUrl: slackApiUrl,
+        log: ctx.log,
+        signal: stopping.signal,
+      });
       if (isBuiltin(inbound.command)) {
         const text = await runCommand(ctx, inbound, BUILTIN_COMMANDS, () => {
           const s = status();
