@@ -32,6 +32,7 @@ export interface DcInboundMessage {
 export interface DcInteraction {
   id: string;
   token: string;
+  application_id?: string;
   type: number;
   channel_id?: string;
   guild_id?: string;

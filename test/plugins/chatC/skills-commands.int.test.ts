@@ -122,9 +122,10 @@ describe('chatC slash commands', () => {
     expect(h!.dc.commands.map((c) => c.name)).toEqual(['status', 'queue', 'cancel', 'reset', 'models', 'help']);
     const answer = async (name: string, userId: string) => {
       const { id } = h!.dc.pushCommand(name, { userId });
-      const body = await waitFor(() => h!.dc.interactionReplies.get(id), `answer to /${name}`);
-      expect(body.type).toBe(4);
-      return String(body.data.content);
+      const body = await waitFor(() => h!.dc.interactionEdits.get(id), `answer to /${name}`);
+      // Deferred first (type 5), then the original response edited with the answer.
+      expect(h!.dc.interactionReplies.get(id)).toEqual({ type: 5 });
+      return String(body.content);
     };
     expect(await answer('help', USER)).toMatch(/\/status/);
     expect(await answer('status', USER)).toMatch(/Discord: connected as keel-test, 1 server\(s\)[\s\S]*Queue:/);
