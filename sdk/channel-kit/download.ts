@@ -56,6 +56,7 @@ export interface DownloadRequest {
 export async function downloadTo(r: DownloadRequest): Promise<string> {
   const mb = (n: number) => `${(n / 1024 / 1024).toFixed(1)} MB`;
   const limit = DOWNLOAD_LIMIT_BYTES;
+  if (!/^https?:\/\//i.test(r.url)) throw new Error('the download address is not http(s)');
   if (r.size !== undefined && r.size > limit) throw new Error(`${mb(r.size)} is over the ${mb(limit)} limit`);
   const timeout = AbortSignal.timeout(r.timeoutMs ?? 60_000);
   const signal = r.signal ? AbortSignal.any([r.signal, timeout]) : timeout;

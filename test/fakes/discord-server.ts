@@ -353,7 +353,7 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
       const attachments: DcMessage['attachments'] = [];
       if (p.attachment) {
         const path = `/attachments/${cid}/${id}/${p.attachment.filename}`;
-        cdnFiles.set(path, p.attachment.data);
+        if (!p.attachment.missing) cdnFiles.set(path, p.attachment.data);
         attachments.push({
           id: snowflake(),
           filename: p.attachment.filename,

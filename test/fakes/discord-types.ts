@@ -72,7 +72,8 @@ export interface FakeDiscord {
       dm?: boolean;
       mention?: boolean;
       replyToBot?: string;
-      attachment?: { filename: string; data: Buffer; contentType?: string };
+      /** `missing`: the CDN answers 404 for it (expired or deleted). */
+      attachment?: { filename: string; data: Buffer; contentType?: string; missing?: boolean };
     },
   ): DcMessage;
   /** A slash command interaction (INTERACTION_CREATE). */

@@ -113,6 +113,17 @@ describe('chatC skills', () => {
     expect(path).toContain(join(h!.home, 'downloads', 'chatC'));
     expect(readFileSync(path!, 'utf8')).toBe('PNGDATA');
   });
+
+  it('an attachment that cannot be downloaded leaves a note in the task instead of losing the message', async () => {
+    await ready();
+    h!.dc.pushMessage('see this', {
+      userId: USER,
+      attachment: { filename: 'gone.pdf', data: Buffer.from('x'), contentType: 'application/pdf', missing: true },
+    });
+    const a = await waitFor(() => h!.actions()[0], 'action');
+    expect(a.task).toBe('see this\n[file shared on Discord: gone.pdf (application/pdf); it could not be downloaded: HTTP 404]');
+    expect(h!.logs.recent({ level: 'warn' }).some((e) => /could not download the file "gone\.pdf"/.test(e.message))).toBe(true);
+  });
 });
 
 describe('chatC slash commands', () => {
