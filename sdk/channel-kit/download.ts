@@ -20,7 +20,7 @@ export const DOWNLOAD_LIMIT_BYTES = 20 * 1024 * 1024;
 /**
  * A platform file name reduced to letters, digits, `_`, `.` and `-` (no separators, nothing hidden), at most 100
  * characters, never empty.
- * @example safeFileName('../../etc/passwd') // '.._.._etc_passwd' → kept inside the download folder by the prefix
+ * @example safeFileName('../../etc/passwd') // '_.._etc_passwd': no separator left, so it stays in the download folder
  */
 export function safeFileName(name: string | undefined, fallback = 'file'): string {
   const s = (name ?? '')
