@@ -55,7 +55,7 @@ export function isUserMessage(m: DcInboundMessage, botId: string | undefined): b
 /** The inbound message of a Discord message (attachments downloaded under downloads/chatC/, at most 20 MB each). */
 export async function messageToInbound(
   m: DcInboundMessage,
-  d: { home: string; botId: string | undefined; log: Logger; signal?: AbortSignal },
+  d: { home: string; botId: string | undefined; log: Logger; autoReply: boolean; signal?: AbortSignal },
 ): Promise<InboundMessage> {
   const isGroup = m.guild_id !== undefined;
   const botId = d.botId;
@@ -63,8 +63,14 @@ export async function messageToInbound(
     !isGroup || (botId !== undefined && ((m.mentions ?? []).some((u) => u.id === botId) || m.referenced_message?.author?.id === botId));
   const text = (botId ? (m.content ?? '').replace(new RegExp(`<@!?${botId}>`, 'g'), '') : (m.content ?? '')).trim();
   // Discord's CDN URLs are signed: no token goes with them. A file that cannot be saved becomes a note.
+  // Attachments of a message the gating will ignore (auto-reply off, not addressed) are not fetched.
   const { attachments, notes } = await saveInboundFiles(
-    (m.attachments ?? []).map((a) => ({ url: a.url, name: a.filename, mime: a.content_type, size: a.size })),
+    (d.autoReply || mentioned ? (m.attachments ?? []) : []).map((a) => ({
+      url: a.url,
+      name: a.filename,
+      mime: a.content_type,
+      size: a.size,
+    })),
     {
       home: d.home,
       channel: 'chatC',

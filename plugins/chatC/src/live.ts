@@ -244,8 +244,15 @@ export async function startChatC(ctx: PluginContext<typeof manifest>) {
         if (rest2.length) await send(inbound.chatId, rest2.join('\n\n'), { idempotencyKey: `cmd:${inbound.messageId}` });
         return `command:${inbound.command}`;
       }
-      const inbound = await messageToInbound(payload.message, { home: ctx.home, botId: bot.id, log: ctx.log, signal: stopping.signal });
-      const out = await receive(ctx, inbound, { autoReply: get<boolean>(ctx, 'chatCAutoReplyEnabled', false) === true });
+      const autoReply = get<boolean>(ctx, 'chatCAutoReplyEnabled', false) === true;
+      const inbound = await messageToInbound(payload.message, {
+        home: ctx.home,
+        botId: bot.id,
+        log: ctx.log,
+        autoReply,
+        signal: stopping.signal,
+      });
+      const out = await receive(ctx, inbound, { autoReply });
       return out.kind === 'ignored' ? `ignored:${out.reason}` : out.kind;
     },
   });

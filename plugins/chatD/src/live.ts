@@ -240,8 +240,11 @@ export async function startChatD(ctx: PluginContext<typeof manifest>) {
     log: ctx.log,
     handle: async (item) => {
       const p = item.payload;
-      const files = p.kind === 'message' ? p.event.files : undefined;
-      const inbound = await withSlackFiles(toInbound(item, bot.userId), files, {
+      const autoReply = get<boolean>(ctx, 'chatDAutoReplyEnabled', false) === true;
+      const plain = toInbound(item, bot.userId);
+      // Files of a message the gating will ignore are not fetched (a busy channel would fill the disk).
+      const files = p.kind === 'message' && (autoReply || plain.mentioned || plain.command) ? p.event.files : undefined;
+      const inbound = await withSlackFiles(plain, files, {
         home: ctx.home,
         botToken,
         apiUrl: slackApiUrl,
@@ -259,7 +262,7 @@ export async function startChatD(ctx: PluginContext<typeof manifest>) {
         });
         return `command:${inbound.command}`;
       }
-      const out = await receive(ctx, inbound, { autoReply: get<boolean>(ctx, 'chatDAutoReplyEnabled', false) === true });
+      const out = await receive(ctx, inbound, { autoReply });
       return out.kind === 'ignored' ? `ignored:${out.reason}` : out.kind;
     },
   });

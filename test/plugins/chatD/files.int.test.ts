@@ -14,8 +14,8 @@ afterEach(async () => {
   h = undefined;
 });
 
-async function ready() {
-  h = await bootChatD({ runAgent: false });
+async function ready(config: Record<string, unknown> = {}) {
+  h = await bootChatD({ runAgent: false, config });
   await waitFor(() => h!.channel().status().connected, 'connected');
   return h;
 }
@@ -72,6 +72,17 @@ describe('chatD inbound files', () => {
     const warnings = h!.logs.recent({ limit: 1000 }).filter((e) => e.level === 'warn' && /gone\.png/.test(e.message));
     expect(warnings).toHaveLength(1);
     expect(JSON.stringify(h!.logs.recent({ limit: 1000 }))).not.toContain(h!.slack.botToken);
+    expect(h!.actions()).toHaveLength(1);
+  });
+
+  it('with auto-reply off, files of a message the bot will ignore are not fetched; a mention fetches them', async () => {
+    await ready({ chatDAutoReplyEnabled: false });
+    const ignored = h!.slack.pushMessage('chatter', { files: [{ name: 'noise.bin', data: Buffer.from('n') }] });
+    h!.slack.pushMessage(`<@${h!.slack.botUserId}> read this`, { files: [{ name: 'doc.txt', data: Buffer.from('d') }] });
+    const action = await waitFor(() => h!.actions()[0], 'the action');
+    expect(action.task).toMatch(/^read this\n\[attachment: doc\.txt \(document\) at /);
+    expect(h!.slack.acked).toContain(ignored.envelopeId);
+    expect(h!.slack.fileDownloads.map((d) => d.path)).toEqual([expect.stringMatching(/\/doc\.txt$/)]);
     expect(h!.actions()).toHaveLength(1);
   });
 });
