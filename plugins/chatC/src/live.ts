@@ -233,6 +233,8 @@ export async function startChatC(ctx: PluginContext<typeof manifest>) {
         const i = payload.interaction;
         const inbound = interactionToInbound(i);
         if (!inbound) return 'skipped';
+        // Reached while stopping: left recorded and answered after the next start (the answer would say "stopped").
+        if (stopping.signal.aborted) throw new Error('stopping');
         const text = isBuiltin(inbound.command)
           ? await runCommand(ctx, inbound, BUILTIN_COMMANDS, () => {
               const s = status();

@@ -52,6 +52,29 @@ describe('chatC deferred slash command answers', () => {
     expect(h.dc.callsOf('POST /interactions/:id/:token/callback').filter((c) => c.path.includes(id))).toHaveLength(1);
   });
 
+  it('a command acknowledged before a stop is answered after the restart (the second acknowledgement is refused and counts as done)', async () => {
+    h = await bootChatC({ runAgent: false });
+    await waitFor(() => h!.channel().status().connected, 'connected');
+    let release = () => undefined as void;
+    h.dc.cdnGate = new Promise<void>((r) => {
+      release = r;
+    });
+    h.dc.pushMessage('first', { userId: USER, attachment: { filename: 'a.bin', data: Buffer.from('A') } });
+    await waitFor(() => h!.dc.cdnRequests.length === 1, 'the attachment download started');
+    const { id } = h.dc.pushCommand('status', { userId: USER });
+    await waitFor(() => h!.dc.interactionReplies.get(id), 'the deferred acknowledgement');
+    // Stopped while the command still waits behind the download: both stay recorded for the next start.
+    await h.restart();
+    h.dc.cdnGate = undefined;
+    release();
+    const edit = await waitFor(() => h!.dc.interactionEdits.get(id), 'the answer after the restart', 20_000);
+    expect(edit.content).toMatch(/^Discord: connected as keel-test/);
+    const acks = h.dc.callsOf('POST /interactions/:id/:token/callback').filter((c) => c.path.includes(id));
+    expect(acks).toHaveLength(2);
+    expect(h.dc.interactionLog.filter((e) => e.id === id).map((e) => e.kind)).toEqual(['callback', 'edit']);
+    expect(h.actions().map((a) => a.task)).toEqual([expect.stringMatching(/^first\n\[attachment: a\.bin/)]);
+  });
+
   it('the fake refuses an edit for an unknown token and a second acknowledgement, as Discord does', async () => {
     h = await bootChatC({ runAgent: false });
     await waitFor(() => h!.channel().status().connected, 'connected');
