@@ -5,134 +5,65 @@
  *
  * Standalone: `npx tsx bench/channels.ts`.
  */
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
 import { marked } from 'marked';
-import { startKernel } from '../kernel/kernel.js';
-import { LogSink } from '../kernel/log.js';
-import { ChannelStore, DeliveryLedger, Outbox, RateLimiter, renderTelegram } from '../sdk/channel-kit/index.js';
+import { renderTelegram } from '../sdk/channel-kit/index.js';
 import { makeApi, sendChunk, classifyTelegram, type TgChunk } from '../plugins/chatA/src/telegram.js';
 import { startFakeTelegram } from '../test/fakes/telegram-server.js';
-import { rm, tmp } from '../test/helpers.js';
-import { type BenchRow, median, printRows } from './lib.js';
-import { hostFake, interleaved } from './outbound.js';
 
-const quiet = { debug() {}, info() {}, warn() {}, error: (m: string) => console.error(m) };
+import { type BenchRow, median, printRows } from './lib.js';
+import { benchKernel, hostFake, InboundClock, type InboundFigures, channelRows, interleaved, benchOutbox } from './channel-bench.js';
+
 const CHATS = 100;
 const PER_CHAT = 5;
-
-function pct(xs: number[], p: number): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
-}
+const message = (i: number) => `message ${Math.floor(i / CHATS)} from chat ${i % CHATS}`;
 
 /** Keel: updates → chatA plugin (ingress record + offset, receive, durable queue push). Latency from push to actionQueued. */
-async function inboundKeel(): Promise<{ p50: number; p99: number; perSecond: number }> {
-  const home = tmp('keel-bench-chata-');
-  const builtins = tmp('keel-bench-builtins-');
+async function inboundKeel(): Promise<InboundFigures> {
   const tg = await startFakeTelegram();
-  writeFileSync(
-    join(home, 'keel.config.yaml'),
-    JSON.stringify({ chatAToken: tg.token, chatAApiRoot: tg.apiRoot, chatAAutoReplyEnabled: true, chatAPollTimeout: 1 }),
-  );
-  const chatA = {
-    id: 'chatA',
-    origin: 'builtin' as const,
-    dir: join(import.meta.dirname, '..', 'plugins', 'chatA'),
-    manifest: (await import('../plugins/chatA/manifest.js')).default,
-    load: async () => (await import('../plugins/chatA/index.js')).default,
-  };
-  const kernel = await startKernel({
-    home,
-    builtinDir: builtins,
-    extraPlugins: [chatA],
-    env: {},
-    watchSkills: false,
-    watchConfig: false,
-    runAgent: false,
-    logs: new LogSink({ quiet: true }),
+  const k = await benchKernel('chatA', {
+    chatAToken: tg.token,
+    chatAApiRoot: tg.apiRoot,
+    chatAAutoReplyEnabled: true,
+    chatAPollTimeout: 1,
   });
   try {
-    const pushedAt = new Map<string, number>();
-    const latencies: number[] = [];
-    let done!: () => void;
-    const all = new Promise<void>((r) => (done = r));
-    kernel.hooks.actionQueued.tapPromise('bench', async (a) => {
-      const t0 = pushedAt.get(a.task);
-      if (t0 !== undefined) latencies.push(performance.now() - t0);
-      if (latencies.length === CHATS * PER_CHAT) done();
-    });
+    const clock = new InboundClock().tapQueued(k.kernel);
     await new Promise((r) => setTimeout(r, 500)); // connected, first poll waiting
-    const t = performance.now();
-    for (let m = 0; m < PER_CHAT; m++) {
-      for (let c = 0; c < CHATS; c++) {
-        const text = `message ${m} from chat ${c}`;
-        pushedAt.set(text, performance.now());
-        tg.pushText(text, { userId: 10_000 + c });
-      }
-    }
-    await all;
-    const elapsed = (performance.now() - t) / 1000;
-    return { p50: pct(latencies, 50), p99: pct(latencies, 99), perSecond: latencies.length / elapsed };
+    return await clock.burst(CHATS * PER_CHAT, (i) => (tg.pushText(message(i), { userId: 10_000 + (i % CHATS) }), message(i)));
   } finally {
-    await kernel.stop();
+    await k.close();
     await tg.close();
-    rm(home);
-    rm(builtins);
   }
 }
 
 /** The peer: a bare grammy getUpdates loop pushing each update straight onto the same kind of queue (no ingress). */
-async function inboundBare(): Promise<{ p50: number; p99: number; perSecond: number }> {
-  const home = tmp('keel-bench-bare-');
-  const builtins = tmp('keel-bench-builtins-');
+async function inboundBare(): Promise<InboundFigures> {
   const tg = await startFakeTelegram();
-  const kernel = await startKernel({
-    home,
-    builtinDir: builtins,
-    env: {},
-    watchSkills: false,
-    watchConfig: false,
-    runAgent: false,
-    logs: new LogSink({ quiet: true }),
-  });
+  const k = await benchKernel();
   const api = makeApi(tg.token, tg.apiRoot);
   const stop = new AbortController();
-  try {
-    const pushedAt = new Map<string, number>();
-    const latencies: number[] = [];
-    let offset = 0;
-    const loop = (async () => {
-      while (!stop.signal.aborted) {
-        const ups = await api.getUpdates({ offset, timeout: 1 }, stop.signal as never).catch(() => []);
-        for (const u of ups) {
-          offset = u.update_id + 1;
-          const text = u.message?.text ?? '';
-          void kernel.queue.push({ task: text, source: 'chatA' }).then(() => latencies.push(performance.now() - pushedAt.get(text)!));
-        }
-      }
-    })();
-    await new Promise((r) => setTimeout(r, 300));
-    const t = performance.now();
-    for (let m = 0; m < PER_CHAT; m++) {
-      for (let c = 0; c < CHATS; c++) {
-        const text = `message ${m} from chat ${c}`;
-        pushedAt.set(text, performance.now());
-        tg.pushText(text, { userId: 10_000 + c });
+  const clock = new InboundClock();
+  let offset = 0;
+  const loop = (async () => {
+    while (!stop.signal.aborted) {
+      const ups = await api.getUpdates({ offset, timeout: 1 }, stop.signal as never).catch(() => []);
+      for (const u of ups) {
+        offset = u.update_id + 1;
+        const t = u.message?.text ?? '';
+        void k.kernel.queue.push({ task: t, source: 'chatA' }).then(() => clock.done(t));
       }
     }
-    while (latencies.length < CHATS * PER_CHAT) await new Promise((r) => setTimeout(r, 2));
-    const elapsed = (performance.now() - t) / 1000;
+  })();
+  try {
+    await new Promise((r) => setTimeout(r, 300));
+    return await clock.burst(CHATS * PER_CHAT, (i) => (tg.pushText(message(i), { userId: 10_000 + (i % CHATS) }), message(i)));
+  } finally {
     stop.abort();
     await loop;
-    return { p50: pct(latencies, 50), p99: pct(latencies, 99), perSecond: latencies.length / elapsed };
-  } finally {
-    await kernel.stop();
+    await k.close();
     await tg.close();
-    rm(home);
-    rm(builtins);
   }
 }
 
@@ -145,17 +76,8 @@ async function outbound(n: number, where: 'process' | 'inline'): Promise<{ kit: 
     where === 'process'
       ? await hostFake<{ apiRoot: string; token: string }>('telegram')
       : await startFakeTelegram().then((tg) => ({ info: { apiRoot: tg.apiRoot, token: tg.token }, close: () => tg.close() }));
-  const home = tmp('keel-bench-out-');
-  const store = ChannelStore.open(home, 'chatA');
+  const kit = benchOutbox('chatA', classifyTelegram);
   const api = makeApi(fake.info.token, fake.info.apiRoot);
-  // Limits wide open: the rate limiter's waits are a feature, not overhead; this measures the bookkeeping.
-  const wide = { capacity: 1e9, perSecond: 1e9 };
-  const outbox = new Outbox({
-    ledger: new DeliveryLedger(store),
-    limiter: new RateLimiter({ send: wide, edit: wide, global: wide }),
-    classify: classifyTelegram,
-    log: quiet,
-  });
   const text = 'Here is **the answer** you asked for, with `code` and a [link](https://example.com).';
   const chat = (i: number) => String(1000 + (Math.abs(i) % 100));
   try {
@@ -163,16 +85,15 @@ async function outbound(n: number, where: 'process' | 'inline'): Promise<{ kit: 
       {
         kit: async (i) => {
           const chunks: TgChunk[] = renderTelegram(text).map((c) => ({ kind: 'text', ...c }));
-          await outbox.deliver(`bench:${i}`, chat(i), chunks, (c, _j, to) => sendChunk(api, to, c));
+          await kit.outbox.deliver(`bench:${i}`, chat(i), chunks, (c, _j, to) => sendChunk(api, to, c));
         },
         bare: (i) => api.sendMessage(chat(i), text),
       },
       n,
     );
   } finally {
-    store.close();
+    kit.close();
     await fake.close();
-    rm(home);
   }
 }
 
@@ -208,53 +129,18 @@ export async function benchChannels(): Promise<BenchRow[]> {
   const out = await outbound(1000, 'process');
   const outInline = await outbound(1000, 'inline');
   const render = renderBench();
-  const inboundPeer = 'bare grammy getUpdates loop + queue.push (no ingress record, no dedupe)';
   return [
-    {
-      name: `chatA inbound → durable action p50 (${CHATS} chats x ${PER_CHAT} at once)`,
-      value: keel.p50,
-      unit: 'ms',
-      peer: inboundPeer,
-      peerValue: bare.p50,
-      budget: 'report',
-      ok: true,
-    },
-    {
-      name: `chatA inbound → durable action p99 (${CHATS} chats x ${PER_CHAT} at once)`,
-      value: keel.p99,
-      unit: 'ms',
-      peer: inboundPeer,
-      peerValue: bare.p99,
-      budget: 'report',
-      ok: true,
-    },
-    {
-      name: `chatA inbound throughput (${CHATS} chats at once)`,
-      value: keel.perSecond,
-      unit: 'msgs/s',
-      peer: inboundPeer,
-      peerValue: bare.perSecond,
-      budget: 'report',
-      ok: true,
-    },
-    {
-      name: 'chatA outbound send through the kit (render + ledger + limiter + per-chat order), fake in its own process',
-      value: out.kit,
-      unit: 'ms/msg',
-      peer: 'bare grammy api.sendMessage, same fake',
-      peerValue: out.bare,
-      budget: '<= 1.5x peer (medians)',
-      ok: out.kit <= 1.5 * out.bare,
-    },
-    {
-      name: 'chatA outbound send through the kit, fake inside the measuring process',
-      value: outInline.kit,
-      unit: 'ms/msg',
-      peer: 'bare grammy api.sendMessage, same fake',
-      peerValue: outInline.bare,
-      budget: 'report',
-      ok: true,
-    },
+    ...channelRows({
+      channel: 'chatA',
+      load: `${CHATS} chats x ${PER_CHAT} at once`,
+      inboundPeer: 'bare grammy getUpdates loop + queue.push (no ingress record, no dedupe)',
+      keel,
+      bare,
+      outboundWhat: 'render + ledger + limiter + per-chat order',
+      outboundPeer: 'bare grammy api.sendMessage, same fake',
+      out,
+      outInline,
+    }),
     {
       name: `render + chunk of a 20,000-character reply for Telegram (${render.chunks} chunks)`,
       value: render.render,

@@ -25,7 +25,15 @@ export { ConnectionSupervisor, StallError, type ConnectionState, type Supervisor
 export { OwnerLock, type LockResult } from './owner-lock.js';
 export { BUILTIN_COMMANDS, isBuiltin, runCommand } from './commands.js';
 export { DOWNLOAD_LIMIT_BYTES, downloadTo, safeFileName, saveInboundFiles, type DownloadRequest, type InboundFile } from './download.js';
-export { ProgressFeedback, failureNotice, statusLine, type ProgressOptions, type ProgressTransport } from './progress.js';
+export {
+  ProgressFeedback,
+  failureNotice,
+  statusLine,
+  INTERRUPTED_LINE,
+  FINISHED_LINE,
+  type ProgressOptions,
+  type ProgressTransport,
+} from './progress.js';
 export {
   renderChunks,
   renderTelegram,

@@ -122,6 +122,14 @@ export class ChannelStore {
   }
 
   /**
+   * Removes a stored value; a key that is not there is no error.
+   * @example store.deleteValue(`status:${actionId}`);
+   */
+  deleteValue(key: string): void {
+    this.db.prepare('DELETE FROM kv WHERE key = ?').run(key);
+  }
+
+  /**
    * Every stored value whose key starts with `prefix` (e.g. one cursor per chat).
    * @example for (const { key, value } of store.values('last:')) backfill(key.slice(5), value);
    */

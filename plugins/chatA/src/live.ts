@@ -117,6 +117,8 @@ export async function startChatA(ctx: PluginContext<typeof manifest>) {
   const typingOnly = () => get<boolean>(ctx, 'progressFeedbackTypingOnly', false) === true;
   const progress = new ProgressFeedback({
     log: ctx.log,
+    // Status messages are recorded there: the next start ends the ones a killed process left (recover below).
+    store,
     transport: {
       typing: async (chatId) => void (await api.sendChatAction(chatId, 'typing')),
       status: async (chatId, text, id) => {
@@ -127,7 +129,8 @@ export async function startChatA(ctx: PluginContext<typeof manifest>) {
         }
         return outbox.edit(chatId, () => sendChunk(api, chatId, { kind: 'text', ...c!, silent: true }));
       },
-      finish: async (chatId, id) => void (await api.deleteMessage(chatId, Number(id)).catch(() => undefined)),
+      // Rejects when Telegram refuses (e.g. older than 48 h): the kit then edits it to a last line.
+      finish: async (chatId, id) => void (await api.deleteMessage(chatId, Number(id))),
     },
   });
 
@@ -182,6 +185,7 @@ export async function startChatA(ctx: PluginContext<typeof manifest>) {
       await api.setMyCommands(menu, undefined, signal as never).catch((e) => ctx.log.warn(`setMyCommands failed: ${errorMessage(e)}`));
       connected();
       void outbox.resumeAll(sendOne);
+      void progress.recover();
       for (;;) {
         const offset = Number(store.getValue('offset') ?? 0);
         const updates = (await api.getUpdates(

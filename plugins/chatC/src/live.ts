@@ -110,6 +110,8 @@ export async function startChatC(ctx: PluginContext<typeof manifest>) {
     log: ctx.log,
     // Discord shows "typing" for 10 s after each call.
     refreshMs: 8000,
+    // Status messages are recorded there: the next start ends the ones a killed process left (recover below).
+    store,
     transport: {
       typing: async (channelId) => void (await rest.post(`/channels/${channelId}/typing`)),
       status: async (channelId, text, id) => {
@@ -123,7 +125,7 @@ export async function startChatC(ctx: PluginContext<typeof manifest>) {
           async () => ((await rest.post(`/channels/${channelId}/messages`, { body: { content, flags: 1 << 12 } })) as { id: string }).id,
         );
       },
-      finish: async (channelId, id) => void (await rest.delete(`/channels/${channelId}/messages/${id}`).catch(() => undefined)),
+      finish: async (channelId, id) => void (await rest.delete(`/channels/${channelId}/messages/${id}`)),
     },
   });
 
@@ -196,6 +198,7 @@ export async function startChatC(ctx: PluginContext<typeof manifest>) {
               .catch((e) => ctx.log.warn(`Registering the slash commands failed: ${errorMessage(e)}`));
           }
           void outbox.resumeAll(sendOne);
+          void progress.recover();
           // A new session does not replay what was said while Keel was away: read it from the history. Live
           // messages wait until then, so that a channel's messages are still recorded (and handled) in order.
           held = [];

@@ -127,6 +127,7 @@ export async function startChatD(ctx: PluginContext<typeof manifest>) {
           connected: () => {
             connected();
             void outbox.resumeAll(sendOne);
+            void progress.recover();
           },
         },
       );
@@ -202,6 +203,8 @@ export async function startChatD(ctx: PluginContext<typeof manifest>) {
   const typingOnly = () => get<boolean>(ctx, 'progressFeedbackTypingOnly', false) === true;
   const progress = new ProgressFeedback({
     log: ctx.log,
+    // Status messages are recorded there: the next start ends the ones a killed process left (recover below).
+    store,
     transport: {
       typing: async () => undefined,
       status: async (key, text, id) => {
@@ -213,7 +216,7 @@ export async function startChatD(ctx: PluginContext<typeof manifest>) {
         }
         return outbox.edit(channel, () => sendChunk(client, channel, { kind: 'text', text: t!, ...(thread ? { thread } : {}) }));
       },
-      finish: async (key, id) => void (await client.chat.delete({ channel: split(key).channel, ts: id }).catch(() => undefined)),
+      finish: async (key, id) => void (await client.chat.delete({ channel: split(key).channel, ts: id })),
     },
   });
   ctx.hooks.tap('actionSettled', async (action: Action, outcome: { status: string; detail?: string }) => {

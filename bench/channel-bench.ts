@@ -1,0 +1,241 @@
+/**
+ * What the channel benches (chatA, chatC, chatD) share: a kernel with one channel plugin, an inbound burst timed
+ * from push to durable action, and the outbound-overhead method.
+ *
+ * Outbound: the kit's send (render, ledger, limiter, per-chat order) against the bare library call to the same
+ * fake, one message each in turn, which goes first alternating, median of each. Run twice:
+ *
+ * - `process`: the fake in a process of its own, as the real platform is: Keel's process runs only Keel's and the
+ *   client library's code. This is the figure the 1.5x budget applies to.
+ * - `inline`: the fake in Keel's own process (the tests' arrangement), reported beside it. Its server work shares
+ *   the thread and the CPU caches with the code measured, which adds to whichever side runs code the other does
+ *   not (the Markdown parse above all), so it overstates the kit's share.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { type Kernel, startKernel } from '../kernel/kernel.js';
+import { LogSink } from '../kernel/log.js';
+import { ChannelStore, DeliveryLedger, Outbox, RateLimiter, type SendErrorDecision } from '../sdk/channel-kit/index.js';
+import { rm, tmp } from '../test/helpers.js';
+import { type BenchRow, median } from './lib.js';
+
+export const quiet = { debug() {}, info() {}, warn() {}, error: (m: string) => console.error(m) };
+
+export interface InboundFigures {
+  p50: number;
+  p99: number;
+  perSecond: number;
+}
+
+function pct(xs: number[], p: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
+}
+
+/**
+ * A kernel without the agent, with channel `plugin` (from plugins/<plugin>) configured by `config`, or with no
+ * channel at all (the bare peers push onto its queue themselves).
+ */
+export async function benchKernel(plugin?: 'chatA' | 'chatC' | 'chatD', config: Record<string, unknown> = {}) {
+  const home = tmp('keel-bench-home-');
+  const builtins = tmp('keel-bench-builtins-');
+  writeFileSync(join(home, 'keel.config.yaml'), JSON.stringify(config));
+  const extra = plugin
+    ? [
+        {
+          id: plugin,
+          origin: 'builtin' as const,
+          dir: join(import.meta.dirname, '..', 'plugins', plugin),
+          manifest: (await import(`../plugins/${plugin}/manifest.js`)).default,
+          load: async () => (await import(`../plugins/${plugin}/index.js`)).default,
+        },
+      ]
+    : [];
+  const kernel: Kernel = await startKernel({
+    home,
+    builtinDir: builtins,
+    extraPlugins: extra,
+    env: {},
+    watchSkills: false,
+    watchConfig: false,
+    runAgent: false,
+    logs: new LogSink({ quiet: true }),
+  });
+  return {
+    kernel,
+    async close() {
+      await kernel.stop();
+      rm(home);
+      rm(builtins);
+    },
+  };
+}
+
+/**
+ * Times a burst of `total` inbound messages: `push(i)` makes message i arrive at the fake and returns its text;
+ * a message counts as done when `clock.done(text)` is called (Keel: the action is queued; a bare peer: its push
+ * resolved).
+ */
+export class InboundClock {
+  private readonly pushedAt = new Map<string, number>();
+  private readonly latencies: number[] = [];
+
+  done(text: string): void {
+    const t0 = this.pushedAt.get(text);
+    if (t0 !== undefined) this.latencies.push(performance.now() - t0);
+  }
+
+  /** Done when the kernel queues an action whose task is the text (Keel's side). */
+  tapQueued(kernel: Kernel): this {
+    kernel.hooks.actionQueued.tapPromise('bench', async (a) => this.done(a.task));
+    return this;
+  }
+
+  async burst(total: number, push: (i: number) => string): Promise<InboundFigures> {
+    const t = performance.now();
+    for (let i = 0; i < total; i++) this.pushedAt.set(push(i), performance.now());
+    while (this.latencies.length < total) await new Promise((r) => setTimeout(r, 2));
+    const elapsed = (performance.now() - t) / 1000;
+    return { p50: pct(this.latencies, 50), p99: pct(this.latencies, 99), perSecond: this.latencies.length / elapsed };
+  }
+}
+
+/** The rows every channel bench prints: inbound p50, p99, throughput (reported), outbound (budget) and inline. */
+export function channelRows(o: {
+  channel: string;
+  load: string;
+  inboundPeer: string;
+  keel: InboundFigures;
+  bare: InboundFigures;
+  outboundWhat: string;
+  outboundPeer: string;
+  out: { kit: number; bare: number };
+  outInline: { kit: number; bare: number };
+}): BenchRow[] {
+  const report = (name: string, value: number, peerValue: number, unit: string): BenchRow => ({
+    name,
+    value,
+    unit,
+    peer: o.inboundPeer,
+    peerValue,
+    budget: 'report',
+    ok: true,
+  });
+  return [
+    report(`${o.channel} inbound → durable action p50 (${o.load})`, o.keel.p50, o.bare.p50, 'ms'),
+    report(`${o.channel} inbound → durable action p99 (${o.load})`, o.keel.p99, o.bare.p99, 'ms'),
+    report(`${o.channel} inbound throughput (${o.load})`, o.keel.perSecond, o.bare.perSecond, 'msgs/s'),
+    {
+      name: `${o.channel} outbound send through the kit (${o.outboundWhat}), fake in its own process`,
+      value: o.out.kit,
+      unit: 'ms/msg',
+      peer: o.outboundPeer,
+      peerValue: o.out.bare,
+      budget: '<= 1.5x peer (medians)',
+      ok: o.out.kit <= 1.5 * o.out.bare,
+    },
+    {
+      name: `${o.channel} outbound send through the kit, fake inside the measuring process`,
+      value: o.outInline.kit,
+      unit: 'ms/msg',
+      peer: o.outboundPeer,
+      peerValue: o.outInline.bare,
+      budget: 'report',
+      ok: true,
+    },
+  ];
+}
+
+export interface OutboundPair {
+  bare(i: number): Promise<unknown>;
+  kit(i: number): Promise<unknown>;
+}
+
+/** Medians (ms) of `n` interleaved sends each, after `warm` unmeasured ones. */
+export async function interleaved(p: OutboundPair, n: number, warm = 100): Promise<{ kit: number; bare: number }> {
+  for (let i = 0; i < warm; i++) {
+    await p.kit(-1 - i);
+    await p.bare(-1 - i);
+  }
+  const kit: number[] = [];
+  const bare: number[] = [];
+  const one = async (f: (i: number) => Promise<unknown>, i: number, into: number[]) => {
+    const t = performance.now();
+    await f(i);
+    into.push(performance.now() - t);
+  };
+  for (let i = 0; i < n; i++) {
+    if (i % 2) {
+      await one(p.kit, i, kit);
+      await one(p.bare, i, bare);
+    } else {
+      await one(p.bare, i, bare);
+      await one(p.kit, i, kit);
+    }
+  }
+  return { kit: median(kit), bare: median(bare) };
+}
+
+export type FakeKind = 'telegram' | 'slack' | 'discord';
+
+/**
+ * The kit's outbound path for `channel` on a fresh store, limits wide open: the rate limiter's waits are a feature,
+ * not overhead; this measures the bookkeeping.
+ */
+export function benchOutbox(channel: string, classify: (e: unknown) => SendErrorDecision) {
+  const home = tmp('keel-bench-out-');
+  const store = ChannelStore.open(home, channel);
+  const wide = { capacity: 1e9, perSecond: 1e9 };
+  const outbox = new Outbox({
+    ledger: new DeliveryLedger(store),
+    limiter: new RateLimiter({ send: wide, edit: wide, global: wide }),
+    classify,
+    log: quiet,
+  });
+  return {
+    outbox,
+    close() {
+      store.close();
+      rm(home);
+    },
+  };
+}
+
+/** A fake running in a child process; `info` is what it printed (URLs, tokens). */
+export interface HostedFake<I> {
+  info: I;
+  close(): Promise<void>;
+}
+
+/** Starts `bench/fake-host.ts <kind> ...args` (same runtime and loader as this process) and reads its info line. */
+export async function hostFake<I>(kind: FakeKind, args: string[] = []): Promise<HostedFake<I>> {
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [...process.execArgv, new URL('./fake-host.ts', import.meta.url).pathname, kind, ...args],
+    {
+      stdio: ['pipe', 'pipe', 'inherit'],
+    },
+  );
+  let buf = '';
+  const info = await new Promise<I>((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`fake-host ${kind} exited (${code}) before it was ready`)));
+    child.stdout!.on('data', (d: Buffer) => {
+      buf += String(d);
+      const nl = buf.indexOf('\n');
+      if (nl >= 0) resolve(JSON.parse(buf.slice(0, nl)) as I);
+    });
+  });
+  return {
+    info,
+    async close() {
+      if (child.exitCode !== null) return;
+      child.stdin!.end();
+      const t = setTimeout(() => child.kill('SIGKILL'), 3000);
+      await once(child, 'exit');
+      clearTimeout(t);
+    },
+  };
+}
