@@ -30,7 +30,10 @@ export function safeFileName(name: string | undefined, fallback = 'file'): strin
   return s || fallback;
 }
 
-/** What to fetch and where to put it. */
+/**
+ * What to fetch and where to put it.
+ * @example const r: DownloadRequest = { url, home: ctx.home, channel: 'chatC', prefix: `${channelId}_${messageId}`, name: 'photo.png' };
+ */
 export interface DownloadRequest {
   url: string;
   /** `downloads/<channel>` under the Keel home. */
@@ -89,7 +92,10 @@ export async function downloadTo(r: DownloadRequest): Promise<string> {
   return path;
 }
 
-/** One file of a message, as the platform describes it. */
+/**
+ * One file of a message, as the platform describes it.
+ * @example const f: InboundFile = { url: a.url, name: a.filename, mime: a.content_type, size: a.size };
+ */
 export interface InboundFile {
   url: string | undefined;
   name: string | undefined;
