@@ -5,8 +5,10 @@
  * REST: `GET /gateway/bot` (the gateway URL is discovered here), `GET /users/@me`, `POST /channels/:id/messages`
  * (JSON or multipart with `payload_json` + `files[n]`; a repeated `nonce` with `enforce_nonce` returns the message
  * it created the first time, as Discord does), `GET` (history, newest first) / `PATCH` / `DELETE` of messages,
- * `POST /channels/:id/typing`, reactions, `PUT /applications/:id/commands`, interaction callbacks; errors in
- * Discord's shape, a 429 with `Retry-After` and `retry_after`.
+ * `POST /channels/:id/typing`, reactions, `PUT /applications/:id/commands`, interaction callbacks (one per
+ * interaction, a second refused with 40060; a wrong token 10062) and edits of the original response (`PATCH
+ * /webhooks/:app/:token/messages/@original`, 404 10015 for an unknown token), attachments served like the CDN
+ * (optionally held by `cdnGate`); errors in Discord's shape, a 429 with `Retry-After` and `retry_after`.
  * Gateway: HELLO (op 10), IDENTIFY (op 2) → READY (with `session_id`, `resume_gateway_url`) + GUILD_CREATE,
  * heartbeats (op 1 → op 11), RESUME (op 6) → the missed events replayed + RESUMED, or INVALID_SESSION (op 9);
  * close 4004 for a wrong token, 4014 for disallowed intents. Events of a session are kept for a resume.
@@ -24,6 +26,7 @@ function route(method: string, path: string): string {
   return `${method} ${path
     .replace(/\/\d{5,}/g, '/:id')
     .replace(/\/interactions\/:id\/[^/]+/, '/interactions/:id/:token')
+    .replace(/\/webhooks\/:id\/[^/]+/, '/webhooks/:id/:token')
     .replace(/\/reactions\/[^/]+/, '/reactions/:emoji')}`;
 }
 
@@ -58,6 +61,8 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
   const failures: Array<{ route: string; error: FailSpec; count: number; after: number }> = [];
   /** Attachment bodies served like Discord's CDN: path → bytes. */
   const cdnFiles = new Map<string, Buffer>();
+  /** Interactions by token (tokens are valid for 15 minutes on Discord; here for the life of the fake). */
+  const interactions = new Map<string, { id: string; payload: unknown; acked: boolean }>();
 
   const user = (id: string) => ({ id, username: `user${id.slice(-4)}`, discriminator: '0', global_name: null, avatar: null });
   const store = (m: DcMessage) => {
@@ -121,6 +126,8 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
     const url = new URL(req.url ?? '/', 'http://x');
     const cdn = cdnFiles.get(url.pathname);
     if (cdn && req.method === 'GET') {
+      fake.cdnRequests.push(url.pathname);
+      if (fake.cdnGate) await fake.cdnGate;
       res.writeHead(200, { 'content-type': 'application/octet-stream' });
       res.end(cdn);
       return;
@@ -158,7 +165,8 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
     const verdict = fake.onCall?.(call);
     if (verdict === 'hold') return; // never answered, never recorded: the platform did not accept it
     fake.calls.push(call);
-    if (!path.startsWith('/interactions/') && call.auth !== `Bot ${token}`) return error(res, 401, '401: Unauthorized');
+    if (!path.startsWith('/interactions/') && !path.startsWith('/webhooks/') && call.auth !== `Bot ${token}`)
+      return error(res, 401, '401: Unauthorized');
     const f = failures.find((x) => x.route === call.route);
     let lostAnswer: FailSpec | undefined;
     if (f && f.after === 0 && f.error.afterCreate) {
@@ -210,8 +218,26 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
       );
     }
     if (seg[0] === 'interactions' && seg[3] === 'callback' && method === 'POST') {
+      const it = interactions.get(seg[2]!);
+      if (!it || it.id !== seg[1]) return error(res, 404, 'Unknown interaction', 10062);
+      if (it.acked) return error(res, 400, 'Interaction has already been acknowledged.', 40060);
+      it.acked = true;
       fake.interactionReplies.set(seg[1]!, body);
+      fake.interactionLog.push({
+        id: it.id,
+        kind: 'callback',
+        type: body.type,
+        ...(body.data?.content ? { content: body.data.content } : {}),
+      });
       return reply(res, 204);
+    }
+    if (seg[0] === 'webhooks' && seg[3] === 'messages' && seg[4] === '@original' && method === 'PATCH') {
+      const it = interactions.get(seg[2]!);
+      if (seg[1] !== applicationId || !it) return error(res, 404, 'Unknown Webhook', 10015);
+      if (!it.acked) return error(res, 404, 'Unknown Message', 10008);
+      fake.interactionEdits.set(it.id, body);
+      fake.interactionLog.push({ id: it.id, kind: 'edit', content: String(body.content ?? '') });
+      return reply(res, 200, { id: snowflake(), channel_id: channelId, content: String(body.content ?? ''), author: bot, type: 20 });
     }
     if (seg[0] === 'channels' && seg[1]) {
       const cid = seg[1];
@@ -297,6 +323,10 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
     sent: [],
     commands: [],
     interactionReplies: new Map(),
+    interactionEdits: new Map(),
+    interactionLog: [],
+    cdnGate: undefined,
+    cdnRequests: [],
     gateway: gw.stats,
     heartbeatMs: o.heartbeatMs ?? 500,
     get identifyCloseCode() {
@@ -323,7 +353,7 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
       const attachments: DcMessage['attachments'] = [];
       if (p.attachment) {
         const path = `/attachments/${cid}/${id}/${p.attachment.filename}`;
-        cdnFiles.set(path, p.attachment.data);
+        if (!p.attachment.missing) cdnFiles.set(path, p.attachment.data);
         attachments.push({
           id: snowflake(),
           filename: p.attachment.filename,
@@ -366,7 +396,7 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
       const itoken = `itok-${id}`;
       const userId = p.userId ?? '400000000000000004';
       const cid = p.channelId ?? channelId;
-      dispatch('INTERACTION_CREATE', {
+      const payload = {
         id,
         token: itoken,
         application_id: applicationId,
@@ -390,8 +420,15 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
         entitlements: [],
         authorizing_integration_owners: {},
         context: 0,
-      });
+      };
+      interactions.set(itoken, { id, payload, acked: false });
+      dispatch('INTERACTION_CREATE', payload);
       return { id, token: itoken };
+    },
+    redeliverCommand(id) {
+      const it = [...interactions.values()].find((x) => x.id === id);
+      if (!it) throw new Error(`no interaction ${id}`);
+      dispatch('INTERACTION_CREATE', it.payload);
     },
     failNext(r, e, count = 1, after = 0) {
       failures.push({ route: r, error: e, count, after });

@@ -51,8 +51,16 @@ export interface FakeDiscord {
   sent: DcMessage[];
   /** Application commands as last registered. */
   commands: Array<{ name: string; description: string }>;
-  /** Interaction callbacks: interaction id → body. */
+  /** Interaction callbacks: interaction id → body (the first one; a second is refused with 40060, as Discord does). */
   interactionReplies: Map<string, any>;
+  /** Edits of an interaction's original response (`PATCH /webhooks/:app/:token/messages/@original`): id → last body. */
+  interactionEdits: Map<string, any>;
+  /** Interaction callbacks and edits in the order they arrived. */
+  interactionLog: Array<{ id: string; kind: 'callback' | 'edit'; type?: number; content?: string }>;
+  /** While set, attachment downloads from the CDN wait for it (a slow download ahead in the channel). */
+  cdnGate: Promise<void> | undefined;
+  /** Paths of CDN requests, in order. */
+  cdnRequests: string[];
   /** Gateway connections opened, IDENTIFYs and RESUMEs received. */
   gateway: { connections: number; identifies: number; resumes: number; resumed: number; heartbeats: number };
   /** A user's message in the guild channel (or a DM when `dm`); dispatched as MESSAGE_CREATE. */
@@ -64,11 +72,14 @@ export interface FakeDiscord {
       dm?: boolean;
       mention?: boolean;
       replyToBot?: string;
-      attachment?: { filename: string; data: Buffer; contentType?: string };
+      /** `missing`: the CDN answers 404 for it (expired or deleted). */
+      attachment?: { filename: string; data: Buffer; contentType?: string; missing?: boolean };
     },
   ): DcMessage;
   /** A slash command interaction (INTERACTION_CREATE). */
   pushCommand(name: string, o?: { userId?: string; channelId?: string }): { id: string; token: string };
+  /** Dispatches an interaction again (as a replay after a resume would). */
+  redeliverCommand(id: string): void;
   /** After `after` more successful calls of `route` (e.g. 'POST /channels/:id/messages'), the next `count` fail. */
   failNext(route: string, error: FailSpec, count?: number, after?: number): void;
   /** Closes the open gateway sockets abruptly (1006-like): the client should RESUME. */

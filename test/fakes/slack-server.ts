@@ -29,6 +29,16 @@ export interface SlackPosted {
   deleted?: boolean;
 }
 
+/** A file in a pushed message: `status` other than 200 makes its private URL fail with that status. */
+export interface SlackFakeFile {
+  name: string;
+  data: Buffer;
+  mimetype?: string;
+  status?: number;
+  /** The size the event announces (default: the real length). */
+  size?: number;
+}
+
 export type SlackFailure = { error: string } | { status: 429; retryAfter: number };
 
 interface Envelope {
@@ -72,8 +82,12 @@ export interface FakeSlack {
       threadTs?: string;
       botId?: string;
       subtype?: string;
+      /** Files shared with the message (subtype file_share), served at a private URL that needs the bot token. */
+      files?: SlackFakeFile[];
     },
   ): { envelopeId: string; ts: string };
+  /** Every request for a private file URL: path, the Authorization header it carried, the status answered. */
+  fileDownloads: Array<{ path: string; authorization: string | undefined; status: number }>;
   /** A slash command envelope (e.g. `/keel` with text `status`). */
   pushCommand(command: string, text: string, o?: { user?: string; channel?: string }): { envelopeId: string };
   /** Sends an envelope again (as Slack does when it thinks the ack was lost), acknowledged or not. */
@@ -135,6 +149,9 @@ export async function startFakeSlack(o: { pingMs?: number } = {}): Promise<FakeS
   const all = new Map<string, Envelope>();
   const failures = new Map<string, { failure: SlackFailure; count: number; after: number }>();
   const pendingUploads = new Map<string, { filename: string; bytes: number }>();
+  /** Private file URLs (path → file) of files shared in pushed messages. */
+  const privateFiles = new Map<string, SlackFakeFile>();
+  const fileDownloads: FakeSlack['fileDownloads'] = [];
   let seq = 0;
   let tsCounter = 0;
   let opened = 0;
@@ -231,6 +248,16 @@ export async function startFakeSlack(o: { pingMs?: number } = {}): Promise<FakeS
     try {
       const url = new URL(req.url ?? '/', 'http://x');
       const raw = await readBody(req);
+      const pf = privateFiles.get(url.pathname);
+      if (pf && req.method === 'GET') {
+        // As files.slack.com: the bot token as a Bearer header, or nothing.
+        const authorization = req.headers.authorization;
+        const status = authorization !== `Bearer ${botToken}` ? 401 : (pf.status ?? 200);
+        fileDownloads.push({ path: url.pathname, authorization, status });
+        if (status !== 200) return json(res, { ok: false, error: status === 401 ? 'not_authed' : 'file_not_found' }, status);
+        res.writeHead(200, { 'content-type': pf.mimetype ?? 'application/octet-stream', 'content-length': String(pf.data.length) });
+        return res.end(pf.data);
+      }
       const up = /^\/upload\/(F\d+)$/.exec(url.pathname);
       if (up) {
         const entry = pendingUploads.get(up[1]!);
@@ -348,6 +375,7 @@ export async function startFakeSlack(o: { pingMs?: number } = {}): Promise<FakeS
     uploads,
     reactions,
     acked,
+    fileDownloads,
     otherConnections: 0,
     silent: false,
     connections: () => opened,
@@ -368,6 +396,24 @@ export async function startFakeSlack(o: { pingMs?: number } = {}): Promise<FakeS
         ...(m.subtype && !m.botId ? { subtype: m.subtype } : {}),
         ...(m.threadTs ? { thread_ts: m.threadTs } : {}),
       };
+      if (m.files?.length) {
+        event.subtype = 'file_share';
+        event.files = m.files.map((f) => {
+          const id = `F${String(++seq).padStart(8, '0')}`;
+          const path = `/files-pri/T0KEEL-${id}/download/${encodeURIComponent(f.name)}`;
+          privateFiles.set(path, f);
+          return {
+            id,
+            name: f.name,
+            title: f.name,
+            mimetype: f.mimetype ?? 'application/octet-stream',
+            size: f.size ?? f.data.length,
+            mode: 'hosted',
+            url_private: `http://127.0.0.1:${port}/files-pri/T0KEEL-${id}/${encodeURIComponent(f.name)}`,
+            url_private_download: `http://127.0.0.1:${port}${path}`,
+          };
+        });
+      }
       const e = envelope('events_api', {
         token: 'verif',
         team_id: 'T0KEEL',

@@ -11,7 +11,10 @@ import type { ChannelStore } from '../../../sdk/channel-kit/index.js';
 import type { DcInboundMessage } from './inbound.js';
 
 const PREFIX = 'last:';
-/** At most this many messages per channel are fetched in one catch-up (older ones are not answered). */
+/**
+ * At most this many messages per channel are fetched in one catch-up, the oldest after the cursor first (newer ones
+ * beyond it, sent before the first live message, are not fetched).
+ */
 const MAX_PER_CHANNEL = 500;
 
 export const cursorKey = (channelId: string) => `${PREFIX}${channelId}`;

@@ -4,9 +4,8 @@
  * possibly again after a crash, so every step is repeatable: downloads overwrite, `receive` recognises an action
  * it already queued.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import type { InboundMessage } from '../../../sdk/index.js';
+import { saveInboundFiles } from '../../../sdk/channel-kit/index.js';
+import type { InboundMessage, Logger } from '../../../sdk/index.js';
 
 interface DcUser {
   id: string;
@@ -32,6 +31,7 @@ export interface DcInboundMessage {
 export interface DcInteraction {
   id: string;
   token: string;
+  application_id?: string;
   type: number;
   channel_id?: string;
   guild_id?: string;
@@ -52,42 +52,34 @@ export function isUserMessage(m: DcInboundMessage, botId: string | undefined): b
   return USER_TYPES.has(m.type ?? 0);
 }
 
-async function download(
-  dir: string,
-  a: NonNullable<DcInboundMessage['attachments']>[number],
-  prefix: string,
-  signal?: AbortSignal,
-): Promise<string | undefined> {
-  if (!a.url || !/^https?:\/\//.test(a.url)) return undefined;
-  const res = await fetch(a.url, signal ? { signal } : {});
-  if (!res.ok) throw new Error(`attachment download failed: HTTP ${res.status}`);
-  mkdirSync(dir, { recursive: true });
-  const path = join(dir, `${prefix}_${a.filename.replace(/[^\w.-]+/g, '_').slice(-100)}`);
-  writeFileSync(path, Buffer.from(await res.arrayBuffer()), { mode: 0o600 });
-  return path;
-}
-
-/** The inbound message of a Discord message (attachments downloaded under downloads/chatC/). */
+/** The inbound message of a Discord message (attachments downloaded under downloads/chatC/, at most 20 MB each). */
 export async function messageToInbound(
   m: DcInboundMessage,
-  d: { home: string; botId: string | undefined; signal?: AbortSignal },
+  d: { home: string; botId: string | undefined; log: Logger; autoReply: boolean; signal?: AbortSignal },
 ): Promise<InboundMessage> {
   const isGroup = m.guild_id !== undefined;
   const botId = d.botId;
   const mentioned =
     !isGroup || (botId !== undefined && ((m.mentions ?? []).some((u) => u.id === botId) || m.referenced_message?.author?.id === botId));
   const text = (botId ? (m.content ?? '').replace(new RegExp(`<@!?${botId}>`, 'g'), '') : (m.content ?? '')).trim();
-  const attachments: NonNullable<InboundMessage['attachments']> = [];
-  for (const a of m.attachments ?? []) {
-    const path = await download(join(d.home, 'downloads', 'chatC'), a, `${m.channel_id}_${m.id}`, d.signal);
-    if (path)
-      attachments.push({
-        path,
-        name: a.filename,
-        kind: a.content_type?.startsWith('image/') ? 'photo' : 'document',
-        ...(a.content_type ? { mime: a.content_type } : {}),
-      });
-  }
+  // Discord's CDN URLs are signed: no token goes with them. A file that cannot be saved becomes a note.
+  // Attachments of a message the gating will ignore (auto-reply off, not addressed) are not fetched.
+  const { attachments, notes } = await saveInboundFiles(
+    (d.autoReply || mentioned ? (m.attachments ?? []) : []).map((a) => ({
+      url: a.url,
+      name: a.filename,
+      mime: a.content_type,
+      size: a.size,
+    })),
+    {
+      home: d.home,
+      channel: 'chatC',
+      prefix: `${m.channel_id}_${m.id}`,
+      platform: 'Discord',
+      log: d.log,
+      ...(d.signal ? { signal: d.signal } : {}),
+    },
+  );
   return {
     channel: 'chatC',
     // Snowflakes are unique across Discord: the message id alone is the dedupe key and the reply target.
@@ -95,7 +87,7 @@ export async function messageToInbound(
     chatId: m.channel_id,
     userId: m.author.id,
     ...(m.author.username ? { userName: m.author.username } : {}),
-    text,
+    text: [text, ...notes].filter(Boolean).join('\n'),
     isGroup,
     mentioned,
     ...(attachments.length ? { attachments } : {}),

@@ -33,12 +33,13 @@ import {
   renderChunks,
   runCommand,
 } from '../../../sdk/channel-kit/index.js';
-import manifest from '../manifest.js';
+import type manifest from '../manifest.js';
 import { backfill, cursorKey, newer } from './backfill.js';
 import { classifyDiscord, type DcChunk, fatalMessage, makeRest, nonceOf, sendChunkTo, SNOWFLAKE } from './discord.js';
 import { gatewayConnector, type GatewayInfo } from './gateway.js';
 import { type DcInboundMessage, type DcPayload, interactionToInbound, isUserMessage, messageToInbound } from './inbound.js';
 import { registerSkills } from './skills.js';
+import { SlashAnswers } from './slash.js';
 
 function get<T>(ctx: PluginContext, key: string, fallback: T): T {
   try {
@@ -67,6 +68,7 @@ export async function startChatC(ctx: PluginContext<typeof manifest>) {
     signal: stopping.signal,
   });
   const dms = new Map<string, string>();
+  const slash = new SlashAnswers(rest, ctx.log);
   const sendOne = (c: DcChunk, _i: number, target: string) => sendChunkTo(rest, target, c, dms);
 
   // ---------------------------------------------------------------- outbound
@@ -208,7 +210,9 @@ export async function startChatC(ctx: PluginContext<typeof manifest>) {
         },
         message: (m) => (held ? held.push(m) : recordMessages([m])),
         interaction: (i) => {
-          ingress.record([{ messageId: `i:${i.id}`, chatId: i.channel_id ?? 'dm', payload: { interaction: i } }]);
+          const fresh = ingress.record([{ messageId: `i:${i.id}`, chatId: i.channel_id ?? 'dm', payload: { interaction: i } }]);
+          // Acknowledged now (a replayed one was already): the answer may wait behind the channel's earlier messages.
+          if (fresh.length && interactionToInbound(i)) slash.defer(i);
           supervisor.inbound();
         },
         guilds: (n) => {
@@ -232,6 +236,8 @@ export async function startChatC(ctx: PluginContext<typeof manifest>) {
         const i = payload.interaction;
         const inbound = interactionToInbound(i);
         if (!inbound) return 'skipped';
+        // Reached while stopping: left recorded and answered after the next start (the answer would say "stopped").
+        if (stopping.signal.aborted) throw new Error('stopping');
         const text = isBuiltin(inbound.command)
           ? await runCommand(ctx, inbound, BUILTIN_COMMANDS, () => {
               const s = status();
@@ -239,21 +245,19 @@ export async function startChatC(ctx: PluginContext<typeof manifest>) {
             })
           : 'Unknown command.';
         const [first, ...rest2] = renderChunks(text, 'discord', { limit: LIMIT });
-        try {
-          await rest.post(`/interactions/${i.id}/${i.token}/callback`, {
-            body: { type: 4, data: { content: first ?? '…', allowed_mentions: { parse: [] } } },
-            auth: false,
-          });
-        } catch (e) {
-          // Answered before a crash (or the 15-minute token expired): the user already has it, or cannot get it.
-          ctx.log.warn(`Slash command /${inbound.command}: ${errorMessage(e)}`);
-          return `command:${inbound.command}:unanswered`;
-        }
+        if (!(await slash.answer(i, bot.applicationId, first ?? '…', inbound.command!))) return `command:${inbound.command}:unanswered`;
         if (rest2.length) await send(inbound.chatId, rest2.join('\n\n'), { idempotencyKey: `cmd:${inbound.messageId}` });
         return `command:${inbound.command}`;
       }
-      const inbound = await messageToInbound(payload.message, { home: ctx.home, botId: bot.id, signal: stopping.signal });
-      const out = await receive(ctx, inbound, { autoReply: get<boolean>(ctx, 'chatCAutoReplyEnabled', false) === true });
+      const autoReply = get<boolean>(ctx, 'chatCAutoReplyEnabled', false) === true;
+      const inbound = await messageToInbound(payload.message, {
+        home: ctx.home,
+        botId: bot.id,
+        log: ctx.log,
+        autoReply,
+        signal: stopping.signal,
+      });
+      const out = await receive(ctx, inbound, { autoReply });
       return out.kind === 'ignored' ? `ignored:${out.reason}` : out.kind;
     },
   });

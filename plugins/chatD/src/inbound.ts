@@ -6,6 +6,7 @@
 import type { IngressItem } from '../../../sdk/channel-kit/index.js';
 import { isBuiltin } from '../../../sdk/channel-kit/index.js';
 import type { InboundMessage } from '../../../sdk/index.js';
+import type { SlackFile } from './files.js';
 import type { Envelope } from './socket.js';
 
 /** What the ingress keeps of an envelope (JSON). */
@@ -23,7 +24,8 @@ export interface SlackMessageEvent {
   thread_ts?: string;
   bot_id?: string;
   subtype?: string;
-  files?: Array<{ name?: string; title?: string; mimetype?: string }>;
+  /** Downloaded by files.ts before `receive` (the text here leaves them out). */
+  files?: SlackFile[];
 }
 
 /** Message subtypes that are a person writing (everything else: edits, joins, topic changes ... is not a task). */
@@ -94,16 +96,13 @@ export function toInbound(item: IngressItem<SlackItem>, botUserId: string | unde
   const mention = botUserId ? `<@${botUserId}>` : undefined;
   const mentioned = ev.channel_type === 'im' || (mention !== undefined && raw.includes(mention));
   const text = (mention ? raw.split(mention).join(' ') : raw).replace(/\s+/g, ' ').trim();
-  const files = (ev.files ?? []).map(
-    (f) => `[file shared on Slack: ${f.name ?? f.title ?? 'file'}${f.mimetype ? ` (${f.mimetype})` : ''}; not downloaded]`,
-  );
   const command = textCommand(text);
   return {
     channel: 'chatD',
     messageId: item.messageId,
     chatId: ev.channel,
     userId: ev.user!,
-    text: [text, ...files].filter(Boolean).join('\n'),
+    text,
     isGroup: ev.channel_type !== 'im',
     mentioned,
     ...(command ? { command } : {}),

@@ -35,7 +35,8 @@ import {
   type SendOptions,
   type SentMessage,
 } from '../../../sdk/index.js';
-import manifest from '../manifest.js';
+import type manifest from '../manifest.js';
+import { withSlackFiles } from './files.js';
 import { itemOf, toInbound, type SlackItem } from './inbound.js';
 import {
   badCredentials,
@@ -241,7 +242,18 @@ export async function startChatD(ctx: PluginContext<typeof manifest>) {
   const ingress: Ingress<SlackItem> = new Ingress<SlackItem>(store, {
     log: ctx.log,
     handle: async (item) => {
-      const inbound = toInbound(item, bot.userId);
+      const p = item.payload;
+      const autoReply = get<boolean>(ctx, 'chatDAutoReplyEnabled', false) === true;
+      const plain = toInbound(item, bot.userId);
+      // Files of a message the gating will ignore are not fetched (a busy channel would fill the disk).
+      const files = p.kind === 'message' && (autoReply || plain.mentioned || plain.command) ? p.event.files : undefined;
+      const inbound = await withSlackFiles(plain, files, {
+        home: ctx.home,
+        botToken,
+        apiUrl: slackApiUrl,
+        log: ctx.log,
+        signal: stopping.signal,
+      });
       if (isBuiltin(inbound.command)) {
         const text = await runCommand(ctx, inbound, BUILTIN_COMMANDS, () => {
           const s = status();
@@ -253,7 +265,7 @@ export async function startChatD(ctx: PluginContext<typeof manifest>) {
         });
         return `command:${inbound.command}`;
       }
-      const out = await receive(ctx, inbound, { autoReply: get<boolean>(ctx, 'chatDAutoReplyEnabled', false) === true });
+      const out = await receive(ctx, inbound, { autoReply });
       return out.kind === 'ignored' ? `ignored:${out.reason}` : out.kind;
     },
   });

@@ -113,6 +113,17 @@ describe('chatC skills', () => {
     expect(path).toContain(join(h!.home, 'downloads', 'chatC'));
     expect(readFileSync(path!, 'utf8')).toBe('PNGDATA');
   });
+
+  it('an attachment that cannot be downloaded leaves a note in the task instead of losing the message', async () => {
+    await ready();
+    h!.dc.pushMessage('see this', {
+      userId: USER,
+      attachment: { filename: 'gone.pdf', data: Buffer.from('x'), contentType: 'application/pdf', missing: true },
+    });
+    const a = await waitFor(() => h!.actions()[0], 'action');
+    expect(a.task).toBe('see this\n[file shared on Discord: gone.pdf (application/pdf); it could not be downloaded: HTTP 404]');
+    expect(h!.logs.recent({ level: 'warn' }).some((e) => /could not download the file "gone\.pdf"/.test(e.message))).toBe(true);
+  });
 });
 
 describe('chatC slash commands', () => {
@@ -122,9 +133,10 @@ describe('chatC slash commands', () => {
     expect(h!.dc.commands.map((c) => c.name)).toEqual(['status', 'queue', 'cancel', 'reset', 'models', 'help']);
     const answer = async (name: string, userId: string) => {
       const { id } = h!.dc.pushCommand(name, { userId });
-      const body = await waitFor(() => h!.dc.interactionReplies.get(id), `answer to /${name}`);
-      expect(body.type).toBe(4);
-      return String(body.data.content);
+      const body = await waitFor(() => h!.dc.interactionEdits.get(id), `answer to /${name}`);
+      // Deferred first (type 5), then the original response edited with the answer.
+      expect(h!.dc.interactionReplies.get(id)).toEqual({ type: 5 });
+      return String(body.content);
     };
     expect(await answer('help', USER)).toMatch(/\/status/);
     expect(await answer('status', USER)).toMatch(/Discord: connected as keel-test, 1 server\(s\)[\s\S]*Queue:/);
