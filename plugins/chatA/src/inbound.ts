@@ -3,9 +3,8 @@
  * built-in command, or nothing. Runs once per update (the ingress dedupes), possibly again after a crash, so every
  * step here is repeatable: downloads overwrite, `receive` recognises an action it already queued.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import type { Api } from 'grammy';
+import { downloadTo } from '../../../sdk/channel-kit/index.js';
 import { errorMessage, type InboundMessage } from '../../../sdk/index.js';
 
 /** The parts of a Telegram update we use (as JSON in the ingress). */
@@ -18,6 +17,7 @@ interface TgFile {
   file_id: string;
   file_name?: string;
   mime_type?: string;
+  file_size?: number;
 }
 export interface TgMsg {
   message_id: number;
@@ -51,24 +51,30 @@ export function commandOf(m: TgMsg, botUsername: string | undefined): string | u
   return name.toLowerCase();
 }
 
-async function download(
-  api: Api,
-  apiRoot: string,
-  token: string,
-  dir: string,
-  f: TgFile,
-  fallbackName: string,
-  signal?: AbortSignal,
-): Promise<string> {
-  const info = await api.getFile(f.file_id, signal as never);
-  if (!info.file_path) throw new Error('Telegram gave no file path (file too big for the Bot API?)');
-  const res = await fetch(`${apiRoot.replace(/\/+$/, '')}/file/bot${token}/${info.file_path}`, signal ? { signal } : {});
-  if (!res.ok) throw new Error(`file download failed: HTTP ${res.status}`);
-  mkdirSync(dir, { recursive: true });
-  const name = (f.file_name ?? fallbackName).replace(/[^\w.-]+/g, '_').slice(-100);
-  const path = join(dir, name);
-  writeFileSync(path, Buffer.from(await res.arrayBuffer()), { mode: 0o600 });
-  return path;
+/**
+ * Saves one Telegram file under downloads/chatA/ through the kit's download (20 MB cap, safe name, overwritten by a
+ * re-run). A file that cannot be saved becomes a note in `notes` instead: the message is never lost for a file.
+ */
+async function save(d: ToInboundDeps, f: TgFile, prefix: string, name: string, what: string, notes: string[]): Promise<string | undefined> {
+  try {
+    const info = await d.api.getFile(f.file_id, d.signal as never);
+    if (!info.file_path) throw new Error('Telegram gave no file path (over the Bot API limit of 20 MB?)');
+    return await downloadTo({
+      url: `${d.apiRoot.replace(/\/+$/, '')}/file/bot${d.token}/${info.file_path}`,
+      home: d.home,
+      channel: 'chatA',
+      prefix,
+      name,
+      ...(f.file_size !== undefined ? { size: f.file_size } : {}),
+      ...(d.signal ? { signal: d.signal } : {}),
+    });
+  } catch (e) {
+    if (d.signal?.aborted) throw e;
+    // The reason only: the download address holds the bot token.
+    d.warn?.(`chatA: could not download the ${what} of message ${prefix}: ${errorMessage(e)}`);
+    notes.push(`[${what} sent on Telegram${f.file_name ? `: ${f.file_name}` : ''}; it could not be downloaded: ${errorMessage(e)}]`);
+    return undefined;
+  }
 }
 
 export interface ToInboundDeps {
@@ -127,40 +133,31 @@ export async function toInbound(u: TgUpdate, d: ToInboundDeps): Promise<InboundM
   }
   const m = u.message!;
   if (!m.from || m.from.is_bot) return undefined;
-  const dir = join(d.home, 'downloads', 'chatA');
   const prefix = `${m.chat.id}_${m.message_id}`;
   const attachments: NonNullable<InboundMessage['attachments']> = [];
   const notes: string[] = [];
   const photo = m.photo?.slice().sort((a, b) => b.width - a.width)[0];
-  if (photo)
-    attachments.push({
-      path: await download(d.api, d.apiRoot, d.token, dir, photo, `${prefix}_photo.jpg`, d.signal),
-      kind: 'photo',
-      mime: 'image/jpeg',
-    });
+  if (photo) {
+    const path = await save(d, photo, prefix, 'photo.jpg', 'photo', notes);
+    if (path) attachments.push({ path, kind: 'photo', mime: 'image/jpeg' });
+  }
   if (m.document) {
-    const path = await download(
-      d.api,
-      d.apiRoot,
-      d.token,
-      dir,
-      { ...m.document, file_name: `${prefix}_${m.document.file_name ?? 'document'}` },
-      `${prefix}_document`,
-      d.signal,
-    );
-    attachments.push({
-      path,
-      kind: 'document',
-      ...(m.document.file_name ? { name: m.document.file_name } : {}),
-      ...(m.document.mime_type ? { mime: m.document.mime_type } : {}),
-    });
+    const path = await save(d, m.document, prefix, m.document.file_name ?? 'document', 'document', notes);
+    if (path)
+      attachments.push({
+        path,
+        kind: 'document',
+        ...(m.document.file_name ? { name: m.document.file_name } : {}),
+        ...(m.document.mime_type ? { mime: m.document.mime_type } : {}),
+      });
   }
   for (const [kind, f] of [
     ['voice', m.voice],
     ['audio', m.audio],
   ] as const) {
     if (!f) continue;
-    const path = await download(d.api, d.apiRoot, d.token, dir, f, `${prefix}_${kind}.ogg`, d.signal);
+    const path = await save(d, f, prefix, `${kind}.ogg`, `${kind} note`, notes);
+    if (!path) continue;
     const mime = f.mime_type ?? 'audio/ogg';
     attachments.push({ path, kind, mime });
     notes.push(await transcriptNote(kind, path, mime, d));

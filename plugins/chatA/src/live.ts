@@ -34,7 +34,7 @@ import {
   renderTelegram,
   runCommand,
 } from '../../../sdk/channel-kit/index.js';
-import manifest from '../manifest.js';
+import type manifest from '../manifest.js';
 
 import { ingressKey, toInbound, type TgUpdate } from './inbound.js';
 import { ButtonRoutes, routePress } from './buttons.js';

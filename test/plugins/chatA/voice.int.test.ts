@@ -85,4 +85,26 @@ describe('chatA voice notes', () => {
     expect(a.task).toMatch(/\[voice note received; it was not transcribed because no speech-to-text provider is configured\]/);
     expect(openai!.requests).toHaveLength(0);
   });
+
+  it('a file that cannot be downloaded keeps the message: a note instead of the file, a warning without the token', async () => {
+    await ready(false);
+    // The fake knows no file "gone": getFile fails as Telegram's does for an expired file id.
+    h!.tg.push({
+      message: {
+        message_id: 53,
+        date: 0,
+        chat: { id: 9, type: 'private' },
+        from: { id: 9, is_bot: false, first_name: 'A' },
+        caption: 'see the report',
+        document: { file_id: 'gone', file_name: 'report.pdf', mime_type: 'application/pdf' },
+      },
+    });
+    const a = await waitFor(() => h!.actions()[0], 'action');
+    expect(a.task).toContain('see the report');
+    expect(a.task).toMatch(/\[document sent on Telegram: report\.pdf; it could not be downloaded: .+\]/);
+    expect(existsSync(join(h!.home, 'downloads', 'chatA', '9_53_report.pdf'))).toBe(false);
+    const logs = JSON.stringify(h!.logs.recent({ limit: 500 }));
+    expect(logs).toContain('could not download the document');
+    expect(logs).not.toContain(h!.tg.token);
+  });
 });
