@@ -24,6 +24,14 @@ export {
 export { ConnectionSupervisor, StallError, type ConnectionState, type SupervisorOptions } from './supervisor.js';
 export { OwnerLock, type LockResult } from './owner-lock.js';
 export { BUILTIN_COMMANDS, isBuiltin, runCommand } from './commands.js';
+export {
+  createChannelRuntime,
+  setting,
+  skillSendKey,
+  type ChannelRuntime,
+  type ChannelRuntimeOptions,
+  type ReplyTarget,
+} from './runtime.js';
 export { DOWNLOAD_LIMIT_BYTES, downloadTo, safeFileName, saveInboundFiles, type DownloadRequest, type InboundFile } from './download.js';
 export {
   ProgressFeedback,

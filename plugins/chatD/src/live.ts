@@ -5,36 +5,19 @@
  * an owner lock, the kit's command menu, a progress status message edited in place.
  * See docs/slack.md and docs/channels-kit.md.
  */
-import { createHash } from 'node:crypto';
 import { App } from '@slack/bolt';
 import type { WebClient } from '@slack/web-api';
 import {
-  BUILTIN_COMMANDS,
-  ChannelStore,
   ConnectionSupervisor,
-  DeliveryLedger,
-  failureNotice,
+  createChannelRuntime,
   Ingress,
-  isBuiltin,
-  Outbox,
   OwnerLock,
-  ProgressFeedback,
   RATE_POLICIES,
-  RateLimiter,
   renderChunks,
-  runCommand,
+  setting,
+  skillSendKey,
 } from '../../../sdk/channel-kit/index.js';
-import {
-  errorMessage,
-  receive,
-  type Action,
-  type ChannelCapability,
-  type ChannelStatus,
-  type OutboundMessage,
-  type PluginContext,
-  type SendOptions,
-  type SentMessage,
-} from '../../../sdk/index.js';
+import type { Action, ChannelStatus, PluginContext } from '../../../sdk/index.js';
 import type manifest from '../manifest.js';
 import { withSlackFiles } from './files.js';
 import { itemOf, toInbound, type SlackItem } from './inbound.js';
@@ -50,15 +33,6 @@ import {
 } from './slack.js';
 import { runSocket, SupervisedReceiver } from './socket.js';
 
-function get<T>(ctx: PluginContext, key: string, fallback: T): T {
-  try {
-    const v = ctx.config.get<T>(key);
-    return v === undefined || v === null ? fallback : v;
-  } catch {
-    return fallback;
-  }
-}
-
 /** Progress feedback is keyed by where it shows: a channel, or a thread in it. */
 const where = (channel: string, thread?: string) => (thread ? `${channel}|${thread}` : channel);
 const split = (key: string) => {
@@ -68,26 +42,16 @@ const split = (key: string) => {
 
 /** The running channel (only once it is configured: its platform library loads with this module). */
 export async function startChatD(ctx: PluginContext<typeof manifest>) {
-  const botToken = get<string>(ctx, 'chatDBotToken', '');
-  const appToken = get<string>(ctx, 'chatDAppToken', '');
-  const apiUrl = get(ctx, 'chatDApiUrl', 'https://slack.com/api/');
+  const botToken = setting(ctx, 'chatDBotToken', '');
+  const appToken = setting(ctx, 'chatDAppToken', '');
+  const apiUrl = setting(ctx, 'chatDApiUrl', 'https://slack.com/api/');
   const slackApiUrl = apiUrl.endsWith('/') ? apiUrl : `${apiUrl}/`;
   const bot: { userId?: string | undefined; name?: string | undefined; team?: string | undefined } = {};
-  const store = ChannelStore.open(ctx.home, 'chatD');
-  const stopping = new AbortController();
-  const outbox = new Outbox({
-    ledger: new DeliveryLedger(store),
-    limiter: new RateLimiter(RATE_POLICIES.slack),
-    classify: classifySlack,
-    log: ctx.log,
-    signal: stopping.signal,
-  });
-
   // ---------------------------------------------------------------- connection
   const supervisor = new ConnectionSupervisor({
     name: 'chatD',
     log: ctx.log,
-    stallMs: get(ctx, 'chatDSocketTimeout', 30) * 1000,
+    stallMs: setting(ctx, 'chatDSocketTimeout', 30) * 1000,
     lock: new OwnerLock(ctx.home, 'chatD', appToken),
     fatal: (e) => badCredentials(e, (e as { chatDToken?: 'bot' | 'app' }).chatDToken ?? 'app'),
     connect: async (signal, { live, connected }) => {
@@ -126,8 +90,7 @@ export async function startChatD(ctx: PluginContext<typeof manifest>) {
           live,
           connected: () => {
             connected();
-            void outbox.resumeAll(sendOne);
-            void progress.recover();
+            rt.resume();
           },
         },
       );
@@ -152,60 +115,44 @@ export async function startChatD(ctx: PluginContext<typeof manifest>) {
     clientOptions: { slackApiUrl, retryConfig: { retries: 0 }, rejectRateLimitedCalls: true },
   });
   const client: WebClient = app.client;
-  const sendOne = (c: SlackChunk, _i: number, channel: string) => sendChunk(client, channel, c);
-
-  // ---------------------------------------------------------------- outbound
-  const send = async (to: string, message: string | OutboundMessage, options: SendOptions = {}): Promise<SentMessage> => {
-    if (!CONVERSATION_ID.test(to))
-      throw new Error(`"${to}" is not a Slack conversation id (C... channel, G... private channel, D... direct message).`);
-    const m: OutboundMessage = typeof message === 'string' ? { text: message } : message;
-    const thread = options.threadId ?? options.replyToMessageId;
-    const at = thread ? { thread } : {};
-    const text = m.text ?? '';
-    const texts: SlackChunk[] = (
-      options.format === 'plain' ? renderChunks(text, 'plain', { limit: 2800 }).map(slackEscape) : renderChunks(text, 'slack')
-    ).map((t) => ({
-      kind: 'text' as const,
-      text: t,
-      ...at,
-    }));
-    const files: SlackChunk[] = (m.files ?? []).map((f) => ({
-      kind: 'file',
-      path: f.path,
-      ...(f.caption ? { comment: f.caption } : {}),
-      ...at,
-    }));
-    const chunks = [...texts, ...files];
-    if (!chunks.length) throw new Error('Nothing to send: the message has no text and no files.');
-    const out = await ctx.emit('messageOut', { channel: 'chatD', to, text });
-    if (out === null) throw new Error('A messageOut hook dropped the message.');
-    const ids = await outbox.deliver(options.idempotencyKey ?? DeliveryLedger.freshKey(), to, chunks, sendOne);
-    return { messageId: ids[0]!, messageIds: ids };
-  };
-
-  const replyCounters = new Map<string, number>();
   const replyTarget = (action: Action) => {
     const r = action.metadata.replyTo ?? {};
     const channel = r.chatId != null ? String(r.chatId) : '';
     if (!CONVERSATION_ID.test(channel))
       throw new Error(`Action ${action.id} has no Slack conversation to answer (metadata.replyTo.chatId).`);
     const thread = r.threadTs ?? r.threadId;
-    return {
-      channel,
-      messageId: r.messageId != null ? String(r.messageId) : undefined,
-      thread: thread != null ? String(thread) : undefined,
-    };
+    return { channel, thread: thread != null ? String(thread) : undefined };
   };
 
-  // ---------------------------------------------------------------- progress
   // Slack has no typing indicator for bots over Socket Mode: feedback is the status message, edited in place.
-  const feedbackOn = () => get<boolean>(ctx, 'progressFeedbackEnabled', true) !== false;
-  const typingOnly = () => get<boolean>(ctx, 'progressFeedbackTypingOnly', false) === true;
-  const progress = new ProgressFeedback({
-    log: ctx.log,
-    // Status messages are recorded there: the next start ends the ones a killed process left (recover below).
-    store,
-    transport: {
+  const rt = createChannelRuntime<SlackChunk>({
+    ctx,
+    name: 'chatD',
+    policy: RATE_POLICIES.slack,
+    classify: classifySlack,
+    sendChunk: (c, _i, channel) => sendChunk(client, channel, c),
+    badAddress: (to) =>
+      CONVERSATION_ID.test(to)
+        ? undefined
+        : `"${to}" is not a Slack conversation id (C... channel, G... private channel, D... direct message).`,
+    chunks: (m, options) => {
+      const thread = options.threadId ?? options.replyToMessageId;
+      const at = thread ? { thread } : {};
+      const text = m.text ?? '';
+      const texts = (
+        options.format === 'plain' ? renderChunks(text, 'plain', { limit: 2800 }).map(slackEscape) : renderChunks(text, 'slack')
+      ).map((t): SlackChunk => ({ kind: 'text', text: t, ...at }));
+      const files = (m.files ?? []).map(
+        (f): SlackChunk => ({ kind: 'file', path: f.path, ...(f.caption ? { comment: f.caption } : {}), ...at }),
+      );
+      return [...texts, ...files];
+    },
+    target: (action) => {
+      const t = replyTarget(action);
+      return { chatId: t.channel, options: t.thread ? { threadId: t.thread } : {}, progressKey: where(t.channel, t.thread) };
+    },
+    typing: false,
+    transport: (outbox) => ({
       typing: async () => undefined,
       status: async (key, text, id) => {
         const { channel, thread } = split(key);
@@ -216,34 +163,20 @@ export async function startChatD(ctx: PluginContext<typeof manifest>) {
         }
         return outbox.edit(channel, () => sendChunk(client, channel, { kind: 'text', text: t!, ...(thread ? { thread } : {}) }));
       },
+      // Rejects when Slack refuses: the kit then edits it to a last line (recover) instead.
       finish: async (key, id) => void (await client.chat.delete({ channel: split(key).channel, ts: id })),
-    },
+    }),
   });
-  ctx.hooks.tap('actionSettled', async (action: Action, outcome: { status: string; detail?: string }) => {
-    if (action.source !== 'chatD') return;
-    replyCounters.delete(action.id);
-    await progress.stop(action.id);
-    if (outcome.status !== 'failed') return;
-    try {
-      const t = replyTarget(action);
-      await send(t.channel, failureNotice(outcome.detail ?? action.error), {
-        format: 'plain',
-        idempotencyKey: `${action.id}:failed`,
-        ...(t.thread ? { threadId: t.thread } : {}),
-      });
-    } catch (e) {
-      ctx.log.warn(`Could not tell Slack about the failure of ${action.id}: ${errorMessage(e)}`);
-    }
-  });
+  const { send, outbox } = rt;
 
   const status = (): ChannelStatus => ({ enabled: true, ...supervisor.status(), ...(bot.name ? { botUsername: bot.name } : {}) });
 
   // ---------------------------------------------------------------- inbound
-  const ingress: Ingress<SlackItem> = new Ingress<SlackItem>(store, {
+  const ingress: Ingress<SlackItem> = new Ingress<SlackItem>(rt.store, {
     log: ctx.log,
     handle: async (item) => {
       const p = item.payload;
-      const autoReply = get<boolean>(ctx, 'chatDAutoReplyEnabled', false) === true;
+      const autoReply = setting<boolean>(ctx, 'chatDAutoReplyEnabled', false) === true;
       const plain = toInbound(item, bot.userId);
       // Files of a message the gating will ignore are not fetched (a busy channel would fill the disk).
       const files = p.kind === 'message' && (autoReply || plain.mentioned || plain.command) ? p.event.files : undefined;
@@ -252,40 +185,25 @@ export async function startChatD(ctx: PluginContext<typeof manifest>) {
         botToken,
         apiUrl: slackApiUrl,
         log: ctx.log,
-        signal: stopping.signal,
+        signal: rt.signal,
       });
-      if (isBuiltin(inbound.command)) {
-        const text = await runCommand(ctx, inbound, BUILTIN_COMMANDS, () => {
+      return rt.handle(inbound, {
+        statusLine: () => {
           const s = status();
           return `Slack: ${s.state}${s.botUsername ? ` as @${s.botUsername}` : ''}${bot.team ? ` in ${bot.team}` : ''}.`;
-        });
-        await send(inbound.chatId, text, {
-          idempotencyKey: `cmd:${item.messageId}`,
-          ...(inbound.threadId ? { threadId: inbound.threadId } : {}),
-        });
-        return `command:${inbound.command}`;
-      }
-      const out = await receive(ctx, inbound, { autoReply });
-      return out.kind === 'ignored' ? `ignored:${out.reason}` : out.kind;
+        },
+        // In the thread the command came in, never a new thread on the command itself.
+        answer: (text) =>
+          send(inbound.chatId, text, {
+            idempotencyKey: `cmd:${item.messageId}`,
+            ...(inbound.threadId ? { threadId: inbound.threadId } : {}),
+          }),
+      });
     },
   });
 
-  const capability: ChannelCapability = {
-    name: 'chatD',
+  const capability = rt.capability({
     status,
-    send,
-    async reply(action, message) {
-      const t = replyTarget(action);
-      const n = replyCounters.get(action.id) ?? 0;
-      replyCounters.set(action.id, n + 1);
-      // The same action's n-th reply has the same key in every run of it: a re-run after a crash sends only what is missing.
-      return send(t.channel, message, { idempotencyKey: `${action.id}:r${n}`, ...(t.thread ? { threadId: t.thread } : {}) });
-    },
-    async progress(action, update) {
-      if (!feedbackOn() || typingOnly() || update.typingOnly) return;
-      const t = replyTarget(action);
-      progress.update(action.id, where(t.channel, t.thread), update);
-    },
     async react(chatId, messageId, emoji) {
       if (!CONVERSATION_ID.test(chatId)) throw new Error(`"${chatId}" is not a Slack conversation id (C..., G... or D...).`);
       const name = reactionName(emoji);
@@ -297,7 +215,7 @@ export async function startChatD(ctx: PluginContext<typeof manifest>) {
       }
       return { native: true, reaction: name };
     },
-  };
+  });
   ctx.provide('channel:chatD', capability);
   ctx.skills.register('send_chatD', async (args, call) => {
     // A name instead of an id ("the user", "here") means the conversation of the current message.
@@ -309,31 +227,12 @@ export async function startChatD(ctx: PluginContext<typeof manifest>) {
         `channel_id "${args.channel_id}" is not a Slack conversation id: it starts with C (channel), G (private channel) or D (direct message), then capitals and digits.`,
       );
     // The same call in the same action (a re-run after a crash) is delivered once.
-    const key = call.action
-      ? {
-          idempotencyKey: `${call.action.id}:send_chatD:${createHash('sha256')
-            .update(JSON.stringify([to, args.message]))
-            .digest('hex')
-            .slice(0, 16)}`,
-        }
-      : {};
-    const sent = await send(to, args.message, key);
+    const key = skillSendKey(call.action, 'send_chatD', [to, args.message]);
+    const sent = await send(to, args.message, key ? { idempotencyKey: key } : {});
     return { channel: 'chatD', channel_id: to, ts: sent.messageId, messageIds: sent.messageIds };
   });
 
   ingress.recover();
   await app.start();
-  return {
-    async stop() {
-      stopping.abort(new Error('stopping'));
-      await app.stop();
-      await progress.stopAll();
-      await ingress.close();
-      store.close();
-    },
-    health: () => {
-      const s = status();
-      return s.state === 'failed' ? { ok: false, message: s.lastError ?? 'failed' } : { ok: true, message: `chatD ${s.state}` };
-    },
-  };
+  return { stop: () => rt.stop(() => app.stop(), ingress), health: rt.health(status) };
 }

@@ -1,0 +1,264 @@
+/**
+ * The wiring every channel plugin shares around the kit's parts, so a platform plugin holds only what is its own
+ * (its connection, its inbound shape, its chunk format): the channel's store and outbox, the send path (address
+ * check → chunks → `messageOut` → ledger), an action's replies under keys that are the same in every run of it,
+ * progress gated by the progress settings, the one failure notice, built-in commands and gated `receive`, and the
+ * order things stop in.
+ */
+import { createHash } from 'node:crypto';
+import {
+  receive,
+  type ChannelCapability,
+  type ChannelStatus,
+  type InboundMessage,
+  type OutboundMessage,
+  type ProgressUpdate,
+  type SendOptions,
+  type SentMessage,
+} from '../channel.js';
+import { errorMessage } from '../errors.js';
+import type { PluginContext } from '../plugin.js';
+import type { Action, Json } from '../types.js';
+import { BUILTIN_COMMANDS, isBuiltin, runCommand } from './commands.js';
+import { type ChunkSender, DeliveryLedger } from './ledger.js';
+import { Outbox } from './outbox.js';
+import { failureNotice, ProgressFeedback, type ProgressTransport } from './progress.js';
+import { RateLimiter, type RatePolicy, type SendErrorDecision } from './rate-limit.js';
+import { ChannelStore } from './store.js';
+
+/**
+ * A setting of the channel, or `fallback` when it is unset or not declared.
+ * @example const auto = setting(ctx, 'chatDAutoReplyEnabled', false);
+ */
+export function setting<T>(ctx: PluginContext, key: string, fallback: T): T {
+  try {
+    const v = ctx.config.get<T>(key);
+    return v === undefined || v === null ? fallback : v;
+  } catch {
+    return fallback;
+  }
+}
+
+/**
+ * A ledger key for a skill's send inside an action: the same call in the same action (a re-run after a crash)
+ * has the same key, so it is delivered once. Without an action, no key (a fresh one per send).
+ * @example const key = skillSendKey(call.action, 'send_chatD', [to, args.message]);
+ */
+export function skillSendKey(action: Action | undefined, skill: string, args: unknown): string | undefined {
+  if (!action) return undefined;
+  return `${action.id}:${skill}:${createHash('sha256').update(JSON.stringify(args)).digest('hex').slice(0, 16)}`;
+}
+
+/** Where the answers of an action go on a platform. */
+export interface ReplyTarget {
+  chatId: string;
+  /** How the answers are threaded there (the message answered, a thread). */
+  options: SendOptions;
+  /** The key progress shows under when it is not the chat (Slack: a thread of a channel). */
+  progressKey?: string;
+}
+
+export interface ChannelRuntimeOptions<C extends Json> {
+  ctx: PluginContext;
+  /** The channel's name (`chatA`): its actions' `source` and its store's folder. */
+  name: string;
+  policy: RatePolicy;
+  /** The platform's error classification (429 with its wait, transient, permanent). */
+  classify(error: unknown): SendErrorDecision;
+  /** Sends one ledgered chunk, returns the platform's id for it. */
+  sendChunk: ChunkSender<C>;
+  /** Why `to` is not an address on this platform (the error the caller gets), or undefined when it is. */
+  badAddress(to: string): string | undefined;
+  /** The ledger entries of one message under `key`: its text rendered for the platform (or plain), then its files. */
+  chunks(message: OutboundMessage, options: SendOptions, key: string): C[];
+  /** Where the answers of `action` go; throws when it has none on this platform. */
+  target(action: Action): ReplyTarget;
+  /** Typing and status message; `outbox.edit` keeps them under the edit rate limit. */
+  transport(outbox: Outbox): ProgressTransport;
+  /** Typing refresh period (the platform's typing lifetime less a margin). */
+  refreshMs?: number;
+  /** False where bots have no typing indicator (Slack over Socket Mode): progress is then the status message only. */
+  typing?: boolean;
+  /** Dedupe memory kept in the store, in days (default 30). */
+  keepDays?: number;
+}
+
+/** What `createChannelRuntime` gives a channel plugin. */
+export interface ChannelRuntime {
+  readonly store: ChannelStore;
+  readonly outbox: Outbox;
+  readonly progress: ProgressFeedback;
+  /** Aborted when the channel stops (pass it to platform calls and downloads). */
+  readonly signal: AbortSignal;
+  send(to: string, message: string | OutboundMessage, options?: SendOptions): Promise<SentMessage>;
+  /** The n-th answer of `action`, under `<actionId>:r<n>`: a re-run after a crash sends only what is missing. */
+  reply(action: Action, message: string | OutboundMessage): Promise<SentMessage>;
+  showProgress(action: Action, update: ProgressUpdate): void;
+  /** At each (re)connect: sends what a crash left unconfirmed and ends status messages a killed process left. */
+  resume(): void;
+  /**
+   * An inbound message: a built-in command is answered here (`answer` delivers the text; default: a ledgered send
+   * under `cmd:<messageId>`), anything else goes to `receive` gated by `<name>AutoReplyEnabled`. Returns the
+   * ingress outcome.
+   */
+  handle(
+    inbound: InboundMessage,
+    o: { statusLine: () => string; menu?: Array<{ command: string; description: string }>; answer?: (text: string) => Promise<unknown> },
+  ): Promise<string>;
+  /** The `channel:<name>` capability; `reply` and `react` as the platform needs. */
+  capability(o: { status: () => ChannelStatus } & Partial<Pick<ChannelCapability, 'reply' | 'react'>>): ChannelCapability;
+  /** The plugin's health from its status. */
+  health(status: () => ChannelStatus): () => { ok: boolean; message: string };
+  /** Stops in order: abort platform calls, `connection` (the supervisor or app), progress, `ingress`, the store. */
+  stop(connection: () => Promise<unknown>, ingress?: { close(): Promise<void> }): Promise<void>;
+}
+
+/**
+ * @example
+ * const rt = createChannelRuntime({ ctx, name: 'chatD', policy: RATE_POLICIES.slack, classify: classifySlack,
+ *   sendChunk: (c, _i, ch) => sendChunk(client, ch, c), badAddress, chunks, target, transport: (o) => ({ ... }) });
+ * ctx.provide('channel:chatD', rt.capability({ status }));
+ */
+export function createChannelRuntime<C extends Json>(o: ChannelRuntimeOptions<C>): ChannelRuntime {
+  const { ctx, name } = o;
+  const store = ChannelStore.open(ctx.home, name);
+  store.prune((o.keepDays ?? 30) * 24 * 3600 * 1000);
+  const stopping = new AbortController();
+  const outbox = new Outbox({
+    ledger: new DeliveryLedger(store),
+    limiter: new RateLimiter(o.policy),
+    classify: o.classify,
+    log: ctx.log,
+    signal: stopping.signal,
+  });
+  // Status messages are recorded in the store: the next start ends the ones a killed process left (`resume`).
+  const progress = new ProgressFeedback({
+    log: ctx.log,
+    store,
+    transport: o.transport(outbox),
+    ...(o.refreshMs ? { refreshMs: o.refreshMs } : {}),
+  });
+  const typing = o.typing !== false;
+  const feedbackOn = () => setting<boolean>(ctx, 'progressFeedbackEnabled', true) !== false;
+  const typingOnly = () => setting<boolean>(ctx, 'progressFeedbackTypingOnly', false) === true;
+
+  const send = async (to: string, message: string | OutboundMessage, options: SendOptions = {}): Promise<SentMessage> => {
+    const bad = o.badAddress(to);
+    if (bad) throw new Error(bad);
+    const m: OutboundMessage = typeof message === 'string' ? { text: message } : message;
+    const key = options.idempotencyKey ?? DeliveryLedger.freshKey();
+    const chunks = o.chunks(m, options, key);
+    if (!chunks.length) throw new Error('Nothing to send: the message has no text and no files.');
+    const out = await ctx.emit('messageOut', { channel: name, to, text: m.text ?? '' });
+    if (out === null) throw new Error('A messageOut hook dropped the message.');
+    const ids = await outbox.deliver(key, to, chunks, o.sendChunk);
+    return { messageId: ids[0]!, messageIds: ids };
+  };
+
+  const replyCounters = new Map<string, number>();
+  const reply = (action: Action, message: string | OutboundMessage) => {
+    const t = o.target(action);
+    const n = replyCounters.get(action.id) ?? 0;
+    replyCounters.set(action.id, n + 1);
+    return send(t.chatId, message, { ...t.options, idempotencyKey: `${action.id}:r${n}` });
+  };
+
+  const showProgress = (action: Action, update: ProgressUpdate) => {
+    if (!feedbackOn()) return;
+    const only = update.typingOnly || typingOnly();
+    // Without a typing indicator, a typing-only update has nothing to show.
+    if (only && !typing) return;
+    const t = o.target(action);
+    progress.update(action.id, t.progressKey ?? t.chatId, { ...update, typingOnly: only });
+  };
+
+  if (typing)
+    ctx.hooks.tap('actionStarted', (action: Action) => {
+      if (action.source !== name || !feedbackOn()) return;
+      try {
+        const t = o.target(action);
+        progress.update(action.id, t.progressKey ?? t.chatId, { typingOnly: true });
+      } catch {
+        // no chat to show it in
+      }
+    });
+  ctx.hooks.tap('actionSettled', async (action: Action, outcome: { status: string; detail?: string }) => {
+    if (action.source !== name) return;
+    replyCounters.delete(action.id);
+    // Typing stops now (synchronously); the status message is removed once its pending edit is through.
+    void progress.stop(action.id);
+    // A cancel was asked for and answered already (/cancel, /reset): no failure notice on top.
+    if (outcome.status !== 'failed' || /cancel|chat reset/i.test(outcome.detail ?? action.error ?? '')) return;
+    try {
+      const t = o.target(action);
+      const sent = await send(t.chatId, failureNotice(outcome.detail ?? action.error), {
+        ...t.options,
+        format: 'plain',
+        idempotencyKey: `${action.id}:failed`,
+      });
+      ctx.emit('messageDelivered', {
+        channel: name,
+        actionId: action.id,
+        to: t.chatId,
+        messageId: sent.messageId,
+        messageIds: sent.messageIds,
+      });
+    } catch (e) {
+      ctx.log.warn(`Could not tell ${name} about the failure of ${action.id}: ${errorMessage(e)}`);
+    }
+  });
+
+  return {
+    store,
+    outbox,
+    progress,
+    signal: stopping.signal,
+    send,
+    reply,
+    showProgress,
+    resume() {
+      void outbox.resumeAll(o.sendChunk);
+      void progress.recover();
+    },
+    async handle(inbound, h) {
+      if (isBuiltin(inbound.command)) {
+        const text = await runCommand(ctx, inbound, h.menu ?? BUILTIN_COMMANDS, h.statusLine);
+        await (h.answer
+          ? h.answer(text)
+          : send(inbound.chatId, text, {
+              idempotencyKey: `cmd:${inbound.messageId}`,
+              ...(inbound.threadId ? { threadId: inbound.threadId } : {}),
+              ...(inbound.replyTo?.messageId != null ? { replyToMessageId: String(inbound.replyTo.messageId) } : {}),
+            }));
+        return `command:${inbound.command}`;
+      }
+      const out = await receive(ctx, inbound, { autoReply: setting<boolean>(ctx, `${name}AutoReplyEnabled`, false) === true });
+      return out.kind === 'ignored' ? `ignored:${out.reason}` : out.kind;
+    },
+    capability(c) {
+      return {
+        name,
+        status: c.status,
+        send,
+        reply: c.reply ?? reply,
+        async progress(action, update) {
+          showProgress(action, update);
+        },
+        ...(c.react ? { react: c.react } : {}),
+      };
+    },
+    health(status) {
+      return () => {
+        const s = status();
+        return s.state === 'failed' ? { ok: false, message: s.lastError ?? 'failed' } : { ok: true, message: `${name} ${s.state}` };
+      };
+    },
+    async stop(connection, ingress) {
+      stopping.abort(new Error('stopping'));
+      await connection();
+      await progress.stopAll();
+      await ingress?.close();
+      store.close();
+    },
+  };
+}
