@@ -9,8 +9,8 @@
  */
 import { pathToFileURL } from 'node:url';
 import { Client, GatewayIntentBits, Partials, REST } from 'discord.js';
-import { renderChunks } from '../sdk/channel-kit/index.js';
-import { classifyDiscord, type DcChunk, makeRest, nonceOf, sendChunk } from '../plugins/chatC/src/discord.js';
+import { platformNonce, renderChunks } from '../sdk/channel-kit/index.js';
+import { classifyDiscord, type DcChunk, makeRest, sendChunk } from '../plugins/chatC/src/discord.js';
 import { startFakeDiscord, type FakeDiscord } from '../test/fakes/discord-server.js';
 
 import { type BenchRow, printRows } from './lib.js';
@@ -96,7 +96,7 @@ async function outbound(n: number, where: 'process' | 'inline'): Promise<{ kit: 
           const chunks: DcChunk[] = renderChunks(text, 'discord', { limit: 2000 }).map((content, j) => ({
             kind: 'text',
             content,
-            nonce: nonceOf(key, j),
+            nonce: platformNonce(key, j),
           }));
           await kit.outbox.deliver(key, channel(i), chunks, (c, _j, chat) => sendChunk(rest, chat, c));
         },

@@ -2,10 +2,9 @@
  * The chatA skills of SPEC: send_chatA, chatA_send_buttons, chatA_send_poll, chatA_edit_message, chatA_react,
  * chatA_pin_message. Each returns the message id(s) so an edit can follow.
  */
-import { createHash } from 'node:crypto';
 import { GrammyError, type Api } from 'grammy';
 import type { OutboundMessage, PluginContext, SendOptions, SentMessage, SkillCallContext } from '../../../sdk/index.js';
-import { renderTelegram } from '../../../sdk/channel-kit/index.js';
+import { renderTelegram, skillSendKey } from '../../../sdk/channel-kit/index.js';
 import { editText } from './telegram.js';
 import type manifest from '../manifest.js';
 
@@ -32,12 +31,6 @@ export function resolveChat(chatId: unknown, call: SkillCallContext): string {
   );
 }
 
-/** The same skill call in the same action is sent once, even when the action runs again after a crash. */
-function keyOf(call: SkillCallContext, skill: string, args: unknown): string | undefined {
-  if (!call.action) return undefined;
-  return `${call.action.id}:${skill}:${createHash('sha256').update(JSON.stringify(args)).digest('hex').slice(0, 16)}`;
-}
-
 export function normaliseButtons(input: unknown[]): Buttons {
   const rows = input.every((r) => Array.isArray(r)) ? (input as unknown[][]) : input.map((b) => [b]);
   return rows.map((row, i) =>
@@ -56,7 +49,8 @@ export function normaliseButtons(input: unknown[]): Buttons {
 
 export function registerSkills(ctx: PluginContext<typeof manifest>, d: SkillDeps): void {
   const withKey = (call: SkillCallContext, skill: string, args: unknown): SendOptions => {
-    const k = keyOf(call, skill, args);
+    // The same skill call in the same action is sent once, even when the action runs again after a crash.
+    const k = skillSendKey(call.action, skill, args);
     return k ? { idempotencyKey: k } : {};
   };
 

@@ -4,7 +4,6 @@
  * back as the message Discord already created instead of a second one. Plus the error classification the kit's
  * limiter uses, and what counts as a credential error no retry fixes.
  */
-import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { DiscordAPIError, DiscordjsError, HTTPError, RateLimitError, REST } from 'discord.js';
@@ -16,11 +15,6 @@ export type DcChunk =
   | { kind: 'file'; path: string; caption?: string; nonce: string; replyTo?: string };
 
 export const SNOWFLAKE = /^\d{17,20}$/;
-
-/** Discord's nonce: at most 25 characters, the same for the same ledger key and chunk in every run. */
-export function nonceOf(key: string, index: number): string {
-  return createHash('sha256').update(`${key}\u0000${index}`).digest('base64url').slice(0, 25);
-}
 
 /** REST client for sends (independent of the gateway, so replies go out while the socket reconnects). */
 export function makeRest(token: string, apiUrl: string): REST {

@@ -6,113 +6,70 @@
  * See docs/discord.md and docs/channels-kit.md.
  */
 import type { REST } from 'discord.js';
-import {
-  errorMessage,
-  receive,
-  type Action,
-  type ChannelCapability,
-  type ChannelStatus,
-  type OutboundMessage,
-  type PluginContext,
-  type SendOptions,
-  type SentMessage,
-} from '../../../sdk/index.js';
+import { errorMessage, type Action, type ChannelStatus, type PluginContext } from '../../../sdk/index.js';
 import {
   BUILTIN_COMMANDS,
-  ChannelStore,
   ConnectionSupervisor,
-  DeliveryLedger,
-  failureNotice,
+  createChannelRuntime,
   Ingress,
   isBuiltin,
-  Outbox,
   OwnerLock,
-  ProgressFeedback,
+  platformNonce,
   RATE_POLICIES,
-  RateLimiter,
   renderChunks,
   runCommand,
+  setting,
 } from '../../../sdk/channel-kit/index.js';
 import type manifest from '../manifest.js';
 import { backfill, cursorKey, newer } from './backfill.js';
-import { classifyDiscord, type DcChunk, fatalMessage, makeRest, nonceOf, sendChunkTo, SNOWFLAKE } from './discord.js';
+import { classifyDiscord, type DcChunk, fatalMessage, makeRest, sendChunkTo, SNOWFLAKE } from './discord.js';
 import { gatewayConnector, type GatewayInfo } from './gateway.js';
 import { type DcInboundMessage, type DcPayload, interactionToInbound, isUserMessage, messageToInbound } from './inbound.js';
 import { registerSkills } from './skills.js';
 import { SlashAnswers } from './slash.js';
 
-function get<T>(ctx: PluginContext, key: string, fallback: T): T {
-  try {
-    const v = ctx.config.get<T>(key);
-    return v === undefined || v === null ? fallback : v;
-  } catch {
-    return fallback;
-  }
-}
-
 const LIMIT = 2000;
 
 /** The running channel (only once it is configured: its platform library loads with this module). */
 export async function startChatC(ctx: PluginContext<typeof manifest>) {
-  const token = get<string>(ctx, 'chatCToken', '');
-  const apiUrl = get(ctx, 'chatCApiUrl', 'https://discord.com/api');
+  const token = setting(ctx, 'chatCToken', '');
+  const apiUrl = setting(ctx, 'chatCApiUrl', 'https://discord.com/api');
   const rest: REST = makeRest(token, apiUrl);
   const bot: { id?: string; username?: string; applicationId?: string; guilds?: number } = {};
-  const store = ChannelStore.open(ctx.home, 'chatC');
-  const stopping = new AbortController();
-  const outbox = new Outbox({
-    ledger: new DeliveryLedger(store),
-    limiter: new RateLimiter(RATE_POLICIES.discord),
-    classify: classifyDiscord,
-    log: ctx.log,
-    signal: stopping.signal,
-  });
   const dms = new Map<string, string>();
   const slash = new SlashAnswers(rest, ctx.log);
-  const sendOne = (c: DcChunk, _i: number, target: string) => sendChunkTo(rest, target, c, dms);
 
-  // ---------------------------------------------------------------- outbound
-  const send = async (to: string, message: string | OutboundMessage, options: SendOptions = {}): Promise<SentMessage> => {
-    if (!SNOWFLAKE.test(to)) throw new Error(`"${to}" is not a Discord channel id (a snowflake of 17 to 20 digits).`);
-    const m: OutboundMessage = typeof message === 'string' ? { text: message } : message;
-    const replyTo = options.replyToMessageId && SNOWFLAKE.test(options.replyToMessageId) ? options.replyToMessageId : undefined;
-    const text = m.text ?? '';
-    const parts: Array<Omit<DcChunk, 'nonce'>> = [
-      ...renderChunks(text, options.format === 'plain' ? 'plain' : 'discord', { limit: LIMIT }).map((content) => ({
-        kind: 'text' as const,
-        content,
-      })),
-      ...(m.files ?? []).map((f) => ({ kind: 'file' as const, path: f.path, ...(f.caption ? { caption: f.caption } : {}) })),
-    ];
-    if (!parts.length) throw new Error('Nothing to send: the message has no text and no files.');
-    const out = await ctx.emit('messageOut', { channel: 'chatC', to, text });
-    if (out === null) throw new Error('A messageOut hook dropped the message.');
-    const key = options.idempotencyKey ?? DeliveryLedger.freshKey();
-    // The nonce is part of the stored chunk: a resumed chunk carries the nonce of its first attempt.
-    const chunks = parts.map((p, i) => ({ ...p, nonce: nonceOf(key, i), ...(i === 0 && replyTo ? { replyTo } : {}) }) as DcChunk);
-    const ids = await outbox.deliver(key, to, chunks, sendOne);
-    return { messageId: ids[0]!, messageIds: ids };
-  };
-
-  const replyCounters = new Map<string, number>();
   const replyTarget = (action: Action) => {
     const r = action.metadata.replyTo ?? {};
     const chatId = r.chatId !== undefined && r.chatId !== null ? String(r.chatId) : '';
     if (!SNOWFLAKE.test(chatId)) throw new Error(`Action ${action.id} has no chatC channel to answer (metadata.replyTo.chatId).`);
     const messageId = r.messageId != null && SNOWFLAKE.test(String(r.messageId)) ? String(r.messageId) : undefined;
-    return { chatId, messageId };
+    return { chatId, options: messageId ? { replyToMessageId: messageId } : {} };
   };
 
-  // ---------------------------------------------------------------- progress
-  const feedbackOn = () => get<boolean>(ctx, 'progressFeedbackEnabled', true) !== false;
-  const typingOnly = () => get<boolean>(ctx, 'progressFeedbackTypingOnly', false) === true;
-  const progress = new ProgressFeedback({
-    log: ctx.log,
+  const rt = createChannelRuntime<DcChunk>({
+    ctx,
+    name: 'chatC',
+    policy: RATE_POLICIES.discord,
+    classify: classifyDiscord,
+    sendChunk: (c, _i, target) => sendChunkTo(rest, target, c, dms),
+    badAddress: (to) => (SNOWFLAKE.test(to) ? undefined : `"${to}" is not a Discord channel id (a snowflake of 17 to 20 digits).`),
+    chunks: (m, options, key) => {
+      const replyTo = options.replyToMessageId && SNOWFLAKE.test(options.replyToMessageId) ? options.replyToMessageId : undefined;
+      const parts: Array<Omit<DcChunk, 'nonce'>> = [
+        ...renderChunks(m.text ?? '', options.format === 'plain' ? 'plain' : 'discord', { limit: LIMIT }).map((content) => ({
+          kind: 'text' as const,
+          content,
+        })),
+        ...(m.files ?? []).map((f) => ({ kind: 'file' as const, path: f.path, ...(f.caption ? { caption: f.caption } : {}) })),
+      ];
+      // The nonce is part of the stored chunk: a resumed chunk carries the nonce of its first attempt.
+      return parts.map((p, i) => ({ ...p, nonce: platformNonce(key, i), ...(i === 0 && replyTo ? { replyTo } : {}) }) as DcChunk);
+    },
+    target: replyTarget,
     // Discord shows "typing" for 10 s after each call.
     refreshMs: 8000,
-    // Status messages are recorded there: the next start ends the ones a killed process left (recover below).
-    store,
-    transport: {
+    transport: (outbox) => ({
       typing: async (channelId) => void (await rest.post(`/channels/${channelId}/typing`)),
       status: async (channelId, text, id) => {
         const content = renderChunks(text, 'discord', { limit: LIMIT })[0] ?? text.slice(0, LIMIT);
@@ -125,34 +82,11 @@ export async function startChatC(ctx: PluginContext<typeof manifest>) {
           async () => ((await rest.post(`/channels/${channelId}/messages`, { body: { content, flags: 1 << 12 } })) as { id: string }).id,
         );
       },
+      // Rejects when Discord refuses: the kit then edits it to a last line (recover) instead.
       finish: async (channelId, id) => void (await rest.delete(`/channels/${channelId}/messages/${id}`)),
-    },
+    }),
   });
-
-  ctx.hooks.tap('actionStarted', (action: Action) => {
-    if (action.source !== 'chatC' || !feedbackOn()) return;
-    try {
-      progress.update(action.id, replyTarget(action).chatId, { typingOnly: true });
-    } catch {
-      // no channel to show it in
-    }
-  });
-  ctx.hooks.tap('actionSettled', async (action: Action, outcome: { status: string; detail?: string }) => {
-    if (action.source !== 'chatC') return;
-    replyCounters.delete(action.id);
-    await progress.stop(action.id);
-    if (outcome.status !== 'failed') return;
-    try {
-      const t = replyTarget(action);
-      await send(t.chatId, failureNotice(outcome.detail ?? action.error), {
-        format: 'plain',
-        idempotencyKey: `${action.id}:failed`,
-        ...(t.messageId ? { replyToMessageId: t.messageId } : {}),
-      });
-    } catch (e) {
-      ctx.log.warn(`Could not tell the channel about the failure of ${action.id}: ${errorMessage(e)}`);
-    }
-  });
+  const { store, send, outbox } = rt;
 
   // ---------------------------------------------------------------- inbound
   /** Messages of one channel, recorded with that channel's history cursor in one transaction. */
@@ -197,12 +131,11 @@ export async function startChatC(ctx: PluginContext<typeof manifest>) {
               .put(`/applications/${bot.applicationId}/commands`, { body })
               .catch((e) => ctx.log.warn(`Registering the slash commands failed: ${errorMessage(e)}`));
           }
-          void outbox.resumeAll(sendOne);
-          void progress.recover();
+          rt.resume();
           // A new session does not replay what was said while Keel was away: read it from the history. Live
           // messages wait until then, so that a channel's messages are still recorded (and handled) in order.
           held = [];
-          void backfill(rest, store, ctx.log, recordMessages, stopping.signal).finally(() => {
+          void backfill(rest, store, ctx.log, recordMessages, rt.signal).finally(() => {
             const live = held ?? [];
             held = undefined;
             for (const m of live) recordMessages([m]);
@@ -229,6 +162,11 @@ export async function startChatC(ctx: PluginContext<typeof manifest>) {
     ...(bot.guilds !== undefined ? { guilds: bot.guilds } : {}),
   });
 
+  const discordStatusLine = () => {
+    const s = status();
+    return `Discord: ${s.state}${s.botUsername ? ` as ${s.botUsername}` : ''}, ${s.guilds ?? 0} server(s).`;
+  };
+
   const ingress: Ingress<DcPayload> = new Ingress<DcPayload>(store, {
     log: ctx.log,
     handle: async ({ payload }) => {
@@ -237,69 +175,38 @@ export async function startChatC(ctx: PluginContext<typeof manifest>) {
         const inbound = interactionToInbound(i);
         if (!inbound) return 'skipped';
         // Reached while stopping: left recorded and answered after the next start (the answer would say "stopped").
-        if (stopping.signal.aborted) throw new Error('stopping');
-        const text = isBuiltin(inbound.command)
-          ? await runCommand(ctx, inbound, BUILTIN_COMMANDS, () => {
-              const s = status();
-              return `Discord: ${s.state}${s.botUsername ? ` as ${s.botUsername}` : ''}, ${s.guilds ?? 0} server(s).`;
-            })
-          : 'Unknown command.';
+        if (rt.signal.aborted) throw new Error('stopping');
+        const text = isBuiltin(inbound.command) ? await runCommand(ctx, inbound, BUILTIN_COMMANDS, discordStatusLine) : 'Unknown command.';
         const [first, ...rest2] = renderChunks(text, 'discord', { limit: LIMIT });
         if (!(await slash.answer(i, bot.applicationId, first ?? '…', inbound.command!))) return `command:${inbound.command}:unanswered`;
         if (rest2.length) await send(inbound.chatId, rest2.join('\n\n'), { idempotencyKey: `cmd:${inbound.messageId}` });
         return `command:${inbound.command}`;
       }
-      const autoReply = get<boolean>(ctx, 'chatCAutoReplyEnabled', false) === true;
+      const autoReply = setting<boolean>(ctx, 'chatCAutoReplyEnabled', false) === true;
       const inbound = await messageToInbound(payload.message, {
         home: ctx.home,
         botId: bot.id,
         log: ctx.log,
         autoReply,
-        signal: stopping.signal,
+        signal: rt.signal,
       });
-      const out = await receive(ctx, inbound, { autoReply });
-      return out.kind === 'ignored' ? `ignored:${out.reason}` : out.kind;
+      return rt.handle(inbound, { statusLine: discordStatusLine });
     },
   });
 
-  const capability: ChannelCapability = {
-    name: 'chatC',
+  const capability = rt.capability({
     status,
-    send,
-    async reply(action, message) {
-      const t = replyTarget(action);
-      const n = replyCounters.get(action.id) ?? 0;
-      replyCounters.set(action.id, n + 1);
-      // The same action's n-th reply has the same key (and nonces) in every run of it.
-      return send(t.chatId, message, { idempotencyKey: `${action.id}:r${n}`, ...(t.messageId ? { replyToMessageId: t.messageId } : {}) });
-    },
-    async progress(action, update) {
-      if (!feedbackOn()) return;
-      progress.update(action.id, replyTarget(action).chatId, { ...update, typingOnly: update.typingOnly || typingOnly() });
-    },
     async react(chatId, messageId, emoji) {
       if (!SNOWFLAKE.test(chatId) || !SNOWFLAKE.test(messageId))
         throw new Error(`react on Discord needs a channel id and a message id of 17 to 20 digits (got "${chatId}", "${messageId}").`);
       await outbox.edit(chatId, () => rest.put(`/channels/${chatId}/messages/${messageId}/reactions/${encodeURIComponent(emoji)}/@me`));
       return { native: true };
     },
-  };
+  });
   ctx.provide('channel:chatC', capability);
   registerSkills(ctx, { send });
 
   ingress.recover();
   supervisor.start();
-  return {
-    async stop() {
-      stopping.abort(new Error('stopping'));
-      await supervisor.stop();
-      await progress.stopAll();
-      await ingress.close();
-      store.close();
-    },
-    health: () => {
-      const s = status();
-      return s.state === 'failed' ? { ok: false, message: s.lastError ?? 'failed' } : { ok: true, message: `chatC ${s.state}` };
-    },
-  };
+  return { stop: () => rt.stop(() => supervisor.stop(), ingress), health: rt.health(status) };
 }

@@ -2,7 +2,7 @@
  * send_chatC of SPEC: a Markdown message to a Discord channel by id (17 to 20 digits), rendered as Discord
  * Markdown, cut to 2,000 characters per message, each part sent once (ledger key per call, nonce per part).
  */
-import { createHash } from 'node:crypto';
+import { skillSendKey } from '../../../sdk/channel-kit/index.js';
 import type { OutboundMessage, PluginContext, SendOptions, SentMessage } from '../../../sdk/index.js';
 import type manifest from '../manifest.js';
 import { SNOWFLAKE } from './discord.js';
@@ -19,12 +19,7 @@ export function registerSkills(ctx: PluginContext<typeof manifest>, d: SkillDeps
         `channel_id "${channel}" is not a Discord channel id: it must be 17 to 20 digits (in Discord, enable Developer Mode and use "Copy Channel ID").`,
       );
     // The same call within one action is sent once, even when the action runs again after a crash.
-    const key = call.action
-      ? `${call.action.id}:send_chatC:${createHash('sha256')
-          .update(JSON.stringify({ channel, m: args.message }))
-          .digest('hex')
-          .slice(0, 16)}`
-      : undefined;
+    const key = skillSendKey(call.action, 'send_chatC', { channel, m: args.message });
     const sent = await d.send(channel, args.message, key ? { idempotencyKey: key } : {});
     return { channel_id: channel, messageId: sent.messageId, messageIds: sent.messageIds };
   });
