@@ -145,12 +145,15 @@ export function createChannelRuntime<C extends Json>(o: ChannelRuntimeOptions<C>
   const send = async (to: string, message: string | OutboundMessage, options: SendOptions = {}): Promise<SentMessage> => {
     const bad = o.badAddress(to);
     if (bad) throw new Error(bad);
-    const m: OutboundMessage = typeof message === 'string' ? { text: message } : message;
+    let m: OutboundMessage = typeof message === 'string' ? { text: message } : message;
+    if (!m.text && !m.files?.length) throw new Error('Nothing to send: the message has no text and no files.');
+    const out = await ctx.emit('messageOut', { channel: name, to, text: m.text ?? '' });
+    if (out === null) throw new Error('A messageOut hook dropped the message.');
+    // A tap may rewrite the text (redact a secret, sign it): what it returns is what is sent.
+    if (out && typeof out.text === 'string' && out.text !== (m.text ?? '')) m = { ...m, text: out.text };
     const key = options.idempotencyKey ?? DeliveryLedger.freshKey();
     const chunks = o.chunks(m, options, key);
     if (!chunks.length) throw new Error('Nothing to send: the message has no text and no files.');
-    const out = await ctx.emit('messageOut', { channel: name, to, text: m.text ?? '' });
-    if (out === null) throw new Error('A messageOut hook dropped the message.');
     const ids = await outbox.deliver(key, to, chunks, o.sendChunk);
     return { messageId: ids[0]!, messageIds: ids };
   };
