@@ -285,6 +285,24 @@ export async function receive(ctx: PluginContext, inbound: InboundMessage, optio
 }
 
 /**
+ * Runs the `messageOut` waterfall for an outbound message, as every channel must before it sends: a tap may rewrite
+ * the text (redact a secret) — the returned message carries what the taps left — or drop the message, which
+ * throws. Channels on the kit's runtime get this from its `send`.
+ * @example const m = await outgoing(ctx, 'email', to, message); const body = renderEmail(m.text ?? '');
+ */
+export async function outgoing(
+  ctx: PluginContext,
+  channel: string,
+  to: string,
+  message: string | OutboundMessage,
+): Promise<OutboundMessage> {
+  const m: OutboundMessage = typeof message === 'string' ? { text: message } : message;
+  const out = await ctx.emit('messageOut', { channel, to, text: m.text ?? '' });
+  if (out === null) throw new Error('A messageOut hook dropped the message.');
+  return out && typeof out.text === 'string' && out.text !== (m.text ?? '') ? { ...m, text: out.text } : m;
+}
+
+/**
  * Tell the `messageIgnored` hook (action timelines) that an inbound message did not become an action. A channel
  * calls it itself for what never reaches `receive` (a redelivery its durable ingress recognised).
  * @example if (!fresh.includes(item)) reportIgnored(ctx, { channel: 'chatA', messageId: item.messageId, chatId: item.chatId }, 'duplicate');

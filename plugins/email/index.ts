@@ -5,6 +5,7 @@
 import {
   definePlugin,
   forbiddenError,
+  outgoing,
   type Action,
   type ChannelCapability,
   type ChannelStatus,
@@ -50,8 +51,9 @@ export default definePlugin({
     const enabled = () => ctx.config.get<boolean>('emailEnabled') === true;
     const replies = new Map<string, number>();
 
-    const outgoing = (message: string | OutboundMessage, format: SendOptions['format']) => {
-      const m = typeof message === 'string' ? { text: message } : message;
+    const compose = async (to: string, message: string | OutboundMessage, format: SendOptions['format']) => {
+      // messageOut taps see (and may rewrite or drop) the text before it is rendered.
+      const m = await outgoing(ctx, 'email', to, message);
       const text = m.text ?? '';
       const body = format === 'plain' ? { text } : renderMarkdown(text);
       const attachments = (m.files ?? []).map((f) => ({ path: f.path }));
@@ -67,7 +69,7 @@ export default definePlugin({
         return { enabled: on, ...(on ? receiver.status() : { connected: false, state: 'stopped' as const }) };
       },
       async send(to, message, options = {}): Promise<SentMessage> {
-        const { body, attachments } = outgoing(message, options.format);
+        const { body, attachments } = await compose(to, message, options.format);
         const r = await sender.send({
           to: parseRecipients(to),
           subject: emailSettings(ctx.config).defaultSubject,
@@ -87,7 +89,7 @@ export default definePlugin({
             `action ${action.id} did not come from an email: it has no address to reply to`,
             'KEEL_E_INVALID_ARGUMENT',
           );
-        const { body, attachments } = outgoing(message, 'markdown');
+        const { body, attachments } = await compose(to.chatId, message, 'markdown');
         const n = replies.get(action.id) ?? 0;
         replies.set(action.id, n + 1);
         const r = await sender.send({
@@ -125,7 +127,8 @@ export default definePlugin({
       const r = await sender.send({
         to,
         subject: a.subject?.trim() || emailSettings(ctx.config).defaultSubject,
-        body: await bodyOf(a.message),
+        // messageOut taps see (and may rewrite or drop) the text, as for every other outbound message.
+        body: await bodyOf((await outgoing(ctx, 'email', to.join(', '), a.message)).text ?? ''),
         // Mail sent while carrying out an action that a mail started is an automatic reply (RFC 3834).
         auto: call.action?.source === 'email',
         ...(a.inReplyTo ? { inReplyTo: normalizeId(a.inReplyTo) } : {}),

@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import {
   definePlugin,
+  outgoing,
   receive,
   type Action,
   type ChannelCapability,
@@ -68,8 +69,9 @@ export default definePlugin({
     ): Promise<SentMessage> => {
       const messageId = `gc_${randomUUID()}`;
       if (options.idempotencyKey && delivered.has(options.idempotencyKey)) return { messageId, messageIds: [] };
+      // messageOut taps see (and may rewrite or drop) the text before it reaches the conversation.
+      const { text, files } = textOf(await outgoing(ctx, CHANNEL, to, message));
       if (options.idempotencyKey) delivered.add(options.idempotencyKey);
-      const { text, files } = textOf(message);
       conversations.add(to, {
         role: 'agent',
         text,

@@ -7,6 +7,7 @@
  */
 import { createHash } from 'node:crypto';
 import {
+  outgoing,
   receive,
   type ChannelCapability,
   type ChannelStatus,
@@ -145,12 +146,10 @@ export function createChannelRuntime<C extends Json>(o: ChannelRuntimeOptions<C>
   const send = async (to: string, message: string | OutboundMessage, options: SendOptions = {}): Promise<SentMessage> => {
     const bad = o.badAddress(to);
     if (bad) throw new Error(bad);
-    let m: OutboundMessage = typeof message === 'string' ? { text: message } : message;
-    if (!m.text && !m.files?.length) throw new Error('Nothing to send: the message has no text and no files.');
-    const out = await ctx.emit('messageOut', { channel: name, to, text: m.text ?? '' });
-    if (out === null) throw new Error('A messageOut hook dropped the message.');
-    // A tap may rewrite the text (redact a secret, sign it): what it returns is what is sent.
-    if (out && typeof out.text === 'string' && out.text !== (m.text ?? '')) m = { ...m, text: out.text };
+    const given: OutboundMessage = typeof message === 'string' ? { text: message } : message;
+    if (!given.text && !given.files?.length) throw new Error('Nothing to send: the message has no text and no files.');
+    // A tap may rewrite the text (redact a secret): what it returns is what is sent.
+    const m = await outgoing(ctx, name, to, given);
     const key = options.idempotencyKey ?? DeliveryLedger.freshKey();
     const chunks = o.chunks(m, options, key);
     if (!chunks.length) throw new Error('Nothing to send: the message has no text and no files.');

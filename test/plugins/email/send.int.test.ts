@@ -43,6 +43,18 @@ describe('send_email', () => {
     await k.stop();
   });
 
+  it('messageOut taps apply to mail: a redacting tap changes the body of send_email and of the channel send', async () => {
+    const k = await bootEmail({ config: emailConfig({ ca, smtp: starttls }) });
+    k.kernel.hooks.messageOut.tapPromise('test-redact', async (m) => ({ ...m, text: m.text.replace(/sk-[a-z0-9]+/g, '[redacted]') }));
+    await k.call('send_email', { to: 'ada@example.org', message: 'The key is sk-abc123.' });
+    expect(starttls.mails.at(-1)!.parsed.text?.trim()).toBe('The key is [redacted].');
+    await k.channel().send('ada@example.org', 'Again: sk-def456.');
+    const mail = starttls.mails.at(-1)!;
+    expect(mail.parsed.text).toContain('Again: [redacted].');
+    expect(JSON.stringify(mail.parsed.html)).not.toContain('sk-def456');
+    await k.stop();
+  });
+
   it('sends HTML over implicit TLS with a generated text alternative', async () => {
     const k = await bootEmail({ config: emailConfig({ ca, smtp: implicit, smtpImplicit: true }) });
     await k.call('send_email', {

@@ -121,6 +121,28 @@ describe('gateway chat', () => {
     c.close();
   });
 
+  it('messageOut taps apply: a redacting tap changes what the conversation gets, a dropping tap sends nothing', async () => {
+    const c = await socket();
+    kernel.hooks.messageOut.tapPromise('test-redact', async (m) =>
+      m.channel === 'gateway-chat' ? { ...m, text: m.text.replace(/sk-[a-z0-9]+/g, '[redacted]') } : m,
+    );
+    fake.replies.push({ text: 'Your key is sk-abc123, keep it safe.' });
+    await post({ text: 'what is my key', conversationId: 'conv-redact' });
+    const reply = await c.next(
+      event('chat.reply', (d) => d.conversationId === 'conv-redact'),
+      'the redacted reply',
+    );
+    expect(reply.data.text).toBe('Your key is [redacted], keep it safe.');
+    const hist = (await (await fetch(`${base}/api/chat/conv-redact`, { headers: { 'x-api-key': KEY } })).json()) as {
+      messages: Array<{ role: string; text: string }>;
+    };
+    expect(JSON.stringify(hist)).not.toContain('sk-abc123');
+    const cap = kernel.registry.use<{ send(to: string, m: string): Promise<unknown> }>('channel:gateway-chat')!;
+    kernel.hooks.messageOut.tapPromise('test-drop', async (m) => (m.text.includes('drop this') ? (null as never) : m));
+    await expect(cap.send('conv-redact', 'drop this')).rejects.toThrow('A messageOut hook dropped the message.');
+    c.close();
+  });
+
   it('an action that fails answers its conversation once with chat.error, briefly, and a removed one says so', async () => {
     const c = await socket();
     // Every attempt fails (the first and the kernel's three retries, 1 s + 2 s + 4 s apart).
