@@ -14,6 +14,7 @@ import type { AddressInfo } from 'node:net';
 import {
   definePlugin,
   errorMessage,
+  outgoing,
   receive,
   type Action,
   type ChannelCapability,
@@ -69,9 +70,11 @@ export default definePlugin({
     let lastInboundAt: string | undefined;
     let sent = 0;
 
-    const deliver = (chatId: string, message: string | OutboundMessage, replyToMessageId?: string): SentMessage => {
+    const deliver = async (chatId: string, message: string | OutboundMessage, replyToMessageId?: string): Promise<SentMessage> => {
+      // Every outbound message passes the messageOut taps first (they may redact it, or drop it: then this throws).
+      const m = await outgoing(ctx, 'echo', chatId, message);
       const messageId = `echo-${++sent}`;
-      outbox.push({ messageId, chatId, text: textOf(message), ...(replyToMessageId ? { replyToMessageId } : {}) });
+      outbox.push({ messageId, chatId, text: textOf(m), ...(replyToMessageId ? { replyToMessageId } : {}) });
       return { messageId, messageIds: [messageId] };
     };
 
@@ -93,7 +96,7 @@ export default definePlugin({
           const messageId = typeof body.messageId === 'string' && body.messageId ? body.messageId : `in-${inboundCount}`;
           const command = /^\/(\w+)/.exec(text)?.[1];
           if (command === 'echo') {
-            const sentMessage = deliver(chatId, text.replace(/^\/echo\s*/, ''), messageId);
+            const sentMessage = await deliver(chatId, text.replace(/^\/echo\s*/, ''), messageId);
             return answer(res, 200, { outcome: 'echoed', messageId: sentMessage.messageId });
           }
           const outcome = await receive(
