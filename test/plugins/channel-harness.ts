@@ -1,0 +1,122 @@
+/**
+ * What the chatA, chatC and chatD harnesses share: a real kernel with the agent, one channel plugin and the
+ * scripted fake provider under a temporary home, restartable (a new process's view of the same home), closed with
+ * the channel's fake.
+ */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { startKernel, type Kernel } from '../../kernel/kernel.js';
+import { LogSink } from '../../kernel/log.js';
+import type { PluginCandidate } from '../../kernel/plugins/discover.js';
+import type { Action, ChannelCapability } from '../../sdk/index.js';
+import { installFakeProvider, type FakeProviderControl } from '../../sdk/testing/index.js';
+import { rm, tmp } from '../helpers.js';
+import { agentCandidate } from './agent/harness.js';
+
+const ROOT = join(import.meta.dirname, '..', '..');
+
+/** Built-in plugins the channel tests load (static imports: the test bundler needs them spelled out). */
+const PLUGINS: Record<string, () => Promise<Pick<PluginCandidate, 'manifest' | 'load'>>> = {
+  chatA: async () => ({
+    manifest: (await import('../../plugins/chatA/manifest.js')).default,
+    load: async () => (await import('../../plugins/chatA/index.js')).default,
+  }),
+  chatC: async () => ({
+    manifest: (await import('../../plugins/chatC/manifest.js')).default,
+    load: async () => (await import('../../plugins/chatC/index.js')).default,
+  }),
+  chatD: async () => ({
+    manifest: (await import('../../plugins/chatD/manifest.js')).default,
+    load: async () => (await import('../../plugins/chatD/index.js')).default,
+  }),
+  messaging: async () => ({
+    manifest: (await import('../../plugins/messaging/manifest.js')).default,
+    load: async () => (await import('../../plugins/messaging/index.js')).default,
+  }),
+  gateway: async () => ({
+    manifest: (await import('../../plugins/gateway/manifest.js')).default,
+    load: async () => (await import('../../plugins/gateway/index.js')).default,
+  }),
+  providerA: async () => ({
+    manifest: (await import('../../plugins/providerA/manifest.js')).default,
+    load: async () => (await import('../../plugins/providerA/index.js')).default,
+  }),
+};
+
+export async function builtinCandidate(id: string): Promise<PluginCandidate> {
+  const more = PLUGINS[id];
+  if (!more) throw new Error(`harness: no import for plugin ${id}`);
+  return { id, origin: 'builtin', dir: join(ROOT, 'plugins', id), ...(await more()) };
+}
+
+export interface ChannelKernel {
+  home: string;
+  kernel: Kernel;
+  logs: LogSink;
+  model: FakeProviderControl;
+  channel(): ChannelCapability;
+  actions(): Action[];
+  restart(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * Boots `channel` with `config` (the fake model's settings added, then the caller's), more built-ins from
+ * `plugins`, the agent running unless `runAgent` is false; `close` also closes the fake.
+ */
+export async function bootChannelKernel(o: {
+  channel: 'chatA' | 'chatC' | 'chatD';
+  config: Record<string, unknown>;
+  closeFake(): Promise<void>;
+  runAgent?: boolean | undefined;
+  plugins?: string[] | undefined;
+}): Promise<ChannelKernel> {
+  const home = tmp(`keel-${o.channel.toLowerCase()}-`);
+  const builtins = tmp(`keel-${o.channel.toLowerCase()}-builtins-`);
+  const model = installFakeProvider(home);
+  const config = { llmProvider: 'fake', modelName: 'fake-model', ...o.config };
+  writeFileSync(join(home, 'keel.config.yaml'), `${JSON.stringify(config, null, 2)}\n`);
+  const extraPlugins = [await agentCandidate(), ...(await Promise.all([o.channel, ...(o.plugins ?? [])].map(builtinCandidate)))];
+  let kernel: Kernel;
+  let logs = new LogSink({ quiet: true });
+  const start = async () => {
+    logs = new LogSink({ quiet: true });
+    kernel = await startKernel({
+      home,
+      builtinDir: builtins,
+      extraPlugins,
+      env: {},
+      watchSkills: false,
+      watchConfig: false,
+      runAgent: o.runAgent ?? true,
+      logs,
+      runner: { maxIdleMs: 50 },
+    });
+  };
+  await start();
+  return {
+    home,
+    model,
+    get kernel() {
+      return kernel;
+    },
+    get logs() {
+      return logs;
+    },
+    channel: () => kernel.registry.use<ChannelCapability>(`channel:${o.channel}`)!,
+    actions() {
+      const l = kernel.queue.list();
+      return [...l.pending, ...l.completed, ...l.failed];
+    },
+    async restart() {
+      await kernel.stop();
+      await start();
+    },
+    async close() {
+      await kernel.stop();
+      await o.closeFake();
+      rm(home);
+      rm(builtins);
+    },
+  };
+}
