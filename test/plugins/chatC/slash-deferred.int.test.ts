@@ -68,7 +68,8 @@ describe('chatC deferred slash command answers', () => {
     h.dc.cdnGate = undefined;
     release();
     const edit = await waitFor(() => h!.dc.interactionEdits.get(id), 'the answer after the restart', 20_000);
-    expect(edit.content).toMatch(/^Discord: connected as keel-test/);
+    // Recovered entries may be handled before the new session is READY: the status then says so.
+    expect(edit.content).toMatch(/^Discord: (connecting|connected) as keel-test/);
     const acks = h.dc.callsOf('POST /interactions/:id/:token/callback').filter((c) => c.path.includes(id));
     expect(acks).toHaveLength(2);
     expect(h.dc.interactionLog.filter((e) => e.id === id).map((e) => e.kind)).toEqual(['callback', 'edit']);
