@@ -13,7 +13,16 @@ import { makeApi, sendChunk, classifyTelegram, type TgChunk } from '../plugins/c
 import { startFakeTelegram } from '../test/fakes/telegram-server.js';
 
 import { type BenchRow, median, printRows } from './lib.js';
-import { benchKernel, hostFake, InboundClock, type InboundFigures, channelRows, interleaved, benchOutbox } from './channel-bench.js';
+import {
+  type OutboundFigures,
+  benchKernel,
+  hostFake,
+  InboundClock,
+  type InboundFigures,
+  channelRows,
+  interleaved,
+  benchOutbox,
+} from './channel-bench.js';
 
 const CHATS = 100;
 const PER_CHAT = 5;
@@ -71,7 +80,7 @@ async function inboundBare(): Promise<InboundFigures> {
  * Outbound: the kit's path (render, ledger, limiter, per-chat order) against api.sendMessage, same fake, same
  * texts; the fake in its own process (`process`, the budget) or in this one (`inline`, reported). See outbound.ts.
  */
-async function outbound(n: number, where: 'process' | 'inline'): Promise<{ kit: number; bare: number }> {
+async function outbound(n: number, where: 'process' | 'inline'): Promise<OutboundFigures> {
   const fake =
     where === 'process'
       ? await hostFake<{ apiRoot: string; token: string }>('telegram')
@@ -80,6 +89,8 @@ async function outbound(n: number, where: 'process' | 'inline'): Promise<{ kit: 
   const api = makeApi(fake.info.token, fake.info.apiRoot);
   const text = 'Here is **the answer** you asked for, with `code` and a [link](https://example.com).';
   const chat = (i: number) => String(1000 + (Math.abs(i) % 100));
+  const [rendered] = renderTelegram(text);
+  if (!rendered) throw new Error('nothing rendered');
   try {
     return await interleaved(
       {
@@ -87,7 +98,8 @@ async function outbound(n: number, where: 'process' | 'inline'): Promise<{ kit: 
           const chunks: TgChunk[] = renderTelegram(text).map((c) => ({ kind: 'text', ...c }));
           await kit.outbox.deliver(`bench:${i}`, chat(i), chunks, (c, _j, to) => sendChunk(api, to, c));
         },
-        bare: (i) => api.sendMessage(chat(i), text),
+        bare: (i) => api.sendMessage(chat(i), rendered.html, { parse_mode: 'HTML', link_preview_options: { is_disabled: true } }),
+        ...(where === 'process' ? { raw: (i: number) => api.sendMessage(chat(i), text) } : {}),
       },
       n,
     );

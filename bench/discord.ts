@@ -14,7 +14,16 @@ import { classifyDiscord, type DcChunk, makeRest, sendChunk } from '../plugins/c
 import { startFakeDiscord, type FakeDiscord } from '../test/fakes/discord-server.js';
 
 import { type BenchRow, printRows } from './lib.js';
-import { benchKernel, channelRows, hostFake, InboundClock, type InboundFigures, interleaved, benchOutbox } from './channel-bench.js';
+import {
+  type OutboundFigures,
+  benchKernel,
+  channelRows,
+  hostFake,
+  InboundClock,
+  type InboundFigures,
+  interleaved,
+  benchOutbox,
+} from './channel-bench.js';
 
 const CHANNELS = 50;
 const PER_CHANNEL = 4;
@@ -74,7 +83,7 @@ async function inboundBare(): Promise<InboundFigures> {
  * Outbound: the kit's path against a bare REST post of the same text to the same fake; the fake in its own
  * process (`process`, the budget) or in this one (`inline`, reported). See outbound.ts.
  */
-async function outbound(n: number, where: 'process' | 'inline'): Promise<{ kit: number; bare: number }> {
+async function outbound(n: number, where: 'process' | 'inline'): Promise<OutboundFigures> {
   const fake =
     where === 'process'
       ? await hostFake<{ apiUrl: string; token: string }>('discord', channelIds)
@@ -87,6 +96,7 @@ async function outbound(n: number, where: 'process' | 'inline'): Promise<{ kit: 
   const rest = makeRest(fake.info.token, fake.info.apiUrl);
   const bareRest = new REST({ api: fake.info.apiUrl, version: '10' }).setToken(fake.info.token);
   const text = 'Here is **the answer** you asked for, with `code` and a [link](https://example.com).';
+  const content = renderChunks(text, 'discord', { limit: 2000 })[0]!;
   const channel = (i: number) => channelIds[Math.abs(i) % CHANNELS]!;
   try {
     return await interleaved(
@@ -100,7 +110,14 @@ async function outbound(n: number, where: 'process' | 'inline'): Promise<{ kit: 
           }));
           await kit.outbox.deliver(key, channel(i), chunks, (c, _j, chat) => sendChunk(rest, chat, c));
         },
-        bare: (i) => bareRest.post(`/channels/${channel(i)}/messages`, { body: { content: text } }),
+        // Same fields as the kit's request; a nonce unique per call (the kit derives its own from the ledger key).
+        bare: (i) =>
+          bareRest.post(`/channels/${channel(i)}/messages`, {
+            body: { content, nonce: `b${where[0]}${i}`, enforce_nonce: true, allowed_mentions: { parse: ['users'], replied_user: true } },
+          }),
+        ...(where === 'process'
+          ? { raw: (i: number) => bareRest.post(`/channels/${channel(i)}/messages`, { body: { content: text } }) }
+          : {}),
       },
       n,
     );

@@ -13,7 +13,16 @@ import { classifySlack, sendChunk, type SlackChunk } from '../plugins/chatD/src/
 import { startFakeSlack, type FakeSlack } from '../test/fakes/slack-server.js';
 
 import { type BenchRow, printRows } from './lib.js';
-import { benchKernel, channelRows, hostFake, InboundClock, type InboundFigures, interleaved, benchOutbox } from './channel-bench.js';
+import {
+  type OutboundFigures,
+  benchKernel,
+  channelRows,
+  hostFake,
+  InboundClock,
+  type InboundFigures,
+  interleaved,
+  benchOutbox,
+} from './channel-bench.js';
 
 const silentSlack = { debug() {}, info() {}, warn() {}, error() {}, setLevel() {}, getLevel: () => 'error' as never, setName() {} };
 const CHANNELS = 50;
@@ -71,7 +80,7 @@ async function inboundBare(): Promise<InboundFigures> {
  * Outbound: the kit's path (mrkdwn render, ledger, limiter, per-channel order) against WebClient
  * chat.postMessage; the fake in its own process (`process`, the budget) or in this one (`inline`). See outbound.ts.
  */
-async function outbound(n: number, where: 'process' | 'inline'): Promise<{ kit: number; bare: number }> {
+async function outbound(n: number, where: 'process' | 'inline'): Promise<OutboundFigures> {
   const fake =
     where === 'process'
       ? await hostFake<{ apiUrl: string; botToken: string }>('slack')
@@ -84,6 +93,7 @@ async function outbound(n: number, where: 'process' | 'inline'): Promise<{ kit: 
     logger: silentSlack,
   });
   const text = 'Here is **the answer** you asked for, with `code` and a [link](https://example.com).';
+  const mrkdwn = renderChunks(text, 'slack')[0]!;
   try {
     return await interleaved(
       {
@@ -91,7 +101,8 @@ async function outbound(n: number, where: 'process' | 'inline'): Promise<{ kit: 
           const chunks: SlackChunk[] = renderChunks(text, 'slack').map((t) => ({ kind: 'text', text: t }));
           await kit.outbox.deliver(`bench:${i}`, channelOf(Math.abs(i) % 100), chunks, (c, _j, ch) => sendChunk(client, ch, c));
         },
-        bare: (i) => client.chat.postMessage({ channel: channelOf(Math.abs(i) % 100), text }),
+        bare: (i) => client.chat.postMessage({ channel: channelOf(Math.abs(i) % 100), text: mrkdwn }),
+        ...(where === 'process' ? { raw: (i: number) => client.chat.postMessage({ channel: channelOf(Math.abs(i) % 100), text }) } : {}),
       },
       n,
     );
