@@ -3,6 +3,7 @@
  * scripted fake provider under a temporary home, restartable (a new process's view of the same home), closed with
  * the channel's fake.
  */
+import { type ChildProcess, spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startKernel, type Kernel } from '../../kernel/kernel.js';
@@ -117,6 +118,45 @@ export async function bootChannelKernel(o: {
       await o.closeFake();
       rm(home);
       rm(builtins);
+    },
+  };
+}
+
+/** Resolves when the child process has exited (at once if it already has). */
+export const exited = (c: ChildProcess) =>
+  new Promise<void>((r) => (c.exitCode !== null || c.signalCode !== null ? r() : c.once('exit', () => r())));
+
+/**
+ * A Keel home for kill -9 tests: the scripted model answering `replies`, `config` on top of the fake model's, and
+ * `start()` spawning `keel run` (dist/cli.js) with `env` (the channel's token and base URL). `close()` kills what is
+ * left running, waits for it, and removes the home.
+ */
+export function crashHome(o: { prefix: string; replies: unknown[]; config: Record<string, unknown>; env: Record<string, string> }) {
+  const home = tmp(o.prefix);
+  installFakeProvider(home);
+  writeFileSync(join(home, 'fake-provider-fake.json'), JSON.stringify({ replies: o.replies }));
+  writeFileSync(
+    join(home, 'keel.config.yaml'),
+    `${JSON.stringify({ llmProvider: 'fake', modelName: 'fake-model', ...o.config }, null, 2)}\n`,
+  );
+  const children: ChildProcess[] = [];
+  return {
+    home,
+    start(): ChildProcess {
+      const env = { ...process.env, KEEL_HOME: home, NO_COLOR: '1', ...o.env };
+      const child = spawn(process.execPath, [join(ROOT, 'dist', 'cli.js'), 'run'], { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'pipe'] });
+      let err = '';
+      child.stderr!.on('data', (d) => (err += String(d)));
+      child.on('exit', (code) => {
+        if (code && code !== 0) console.error(`keel run exited ${code}: ${err.slice(-2000)}`);
+      });
+      children.push(child);
+      return child;
+    },
+    async close() {
+      for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+      await Promise.all(children.map(exited));
+      rm(home);
     },
   };
 }

@@ -2,54 +2,30 @@
  * kill -9 of a Keel process in the middle of a burst of inbound messages and in the middle of a multi-chunk reply.
  * The loopback Bot API counts: no update lost, no action twice, no chunk twice.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { installFakeProvider } from '../../../sdk/testing/index.js';
-import { startFakeTelegram, type FakeTelegram } from '../../fakes/telegram-server.js';
-import { rm, tmp, waitFor } from '../../helpers.js';
-
-const ROOT = join(import.meta.dirname, '..', '..', '..');
-const CLI = join(ROOT, 'dist', 'cli.js');
+import { startFakeTelegram } from '../../fakes/telegram-server.js';
+import { waitFor } from '../../helpers.js';
+import { crashHome, exited } from '../channel-harness.js';
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-async function setup(replies: unknown[] = []): Promise<{ home: string; tg: FakeTelegram; start(): ChildProcess }> {
-  const home = tmp('keel-chata-crash-');
+async function setup(replies: unknown[] = []) {
   const tg = await startFakeTelegram();
-  installFakeProvider(home);
-  writeFileSync(join(home, 'fake-provider-fake.json'), JSON.stringify({ replies }));
-  writeFileSync(
-    join(home, 'keel.config.yaml'),
-    `${JSON.stringify({ llmProvider: 'fake', modelName: 'fake-model', chatAAutoReplyEnabled: true, chatAPollTimeout: 1 }, null, 2)}\n`,
-  );
-  const children: ChildProcess[] = [];
-  cleanups.push(async () => {
-    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-    await tg.close();
-    rm(home);
+  const k = crashHome({
+    prefix: 'keel-chata-crash-',
+    replies,
+    config: { chatAAutoReplyEnabled: true, chatAPollTimeout: 1 },
+    env: { CHATA_TOKEN: tg.token, CHATA_API_ROOT: tg.apiRoot },
   });
-  const start = () => {
-    const env = { ...process.env, KEEL_HOME: home, CHATA_TOKEN: tg.token, CHATA_API_ROOT: tg.apiRoot, NO_COLOR: '1' };
-    const child = spawn(process.execPath, [CLI, 'run'], { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'pipe'] });
-    let err = '';
-    child.stderr!.on('data', (d) => (err += String(d)));
-    child.on('exit', (code, signal) => {
-      if (code && code !== 0) console.error(`keel run exited ${code}: ${err.slice(-2000)}`);
-      void signal;
-    });
-    children.push(child);
-    return child;
-  };
-  return { home, tg, start };
+  cleanups.push(async () => {
+    await k.close();
+    await tg.close();
+  });
+  return { home: k.home, tg, start: k.start };
 }
-
-const killed = (c: ChildProcess) =>
-  new Promise<void>((r) => (c.exitCode !== null || c.signalCode !== null ? r() : c.once('exit', () => r())));
 
 describe('chatA crash safety (kill -9)', () => {
   it('mid-burst of inbound messages: every message answered exactly once after the restart', async () => {
@@ -80,7 +56,7 @@ describe('chatA crash safety (kill -9)', () => {
         return 'hold';
       }
     };
-    await killed(first);
+    await exited(first);
     tg.onCall = undefined;
     expect(tg.ackedOffset()).toBeGreaterThan(CHATS * PER_CHAT); // Telegram was told everything arrived
     expect(tg.sent.length).toBeLessThan(CHATS * PER_CHAT);
@@ -111,7 +87,7 @@ describe('chatA crash safety (kill -9)', () => {
         return 'hold';
       }
     };
-    await killed(first);
+    await exited(first);
     tg.onCall = undefined;
     expect(tg.sent.filter((m) => m.chat.id === 77)).toHaveLength(2);
     start();

@@ -3,25 +3,18 @@
  * grammy against the loopback Bot API), the re-run shows a fresh one that is deleted when it settles, and no status
  * message is left in the chat or on record.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterEach, describe, expect, it } from 'vitest';
-import { installFakeProvider } from '../../../sdk/testing/index.js';
 import { startFakeTelegram } from '../../fakes/telegram-server.js';
-import { rm, tmp, waitFor } from '../../helpers.js';
-
-const ROOT = join(import.meta.dirname, '..', '..', '..');
-const CLI = join(ROOT, 'dist', 'cli.js');
+import { waitFor } from '../../helpers.js';
+import { crashHome, exited } from '../channel-harness.js';
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
-
-const killed = (c: ChildProcess) =>
-  new Promise<void>((r) => (c.exitCode !== null || c.signalCode !== null ? r() : c.once('exit', () => r())));
 
 /** The status messages chatA has on record in its store (read-only: the running Keel owns the file). */
 function recorded(home: string): Array<{ key: string; value: string }> {
@@ -41,32 +34,22 @@ const pin = (messageId: number) => [{ name: 'chatA_pin_message', arguments: { ch
 
 /** A Keel home with the scripted model, the loopback Bot API, and `start()` spawning `keel run` as a child. */
 async function setup(replies: unknown[]) {
-  const home = tmp('keel-chata-status-');
   const tg = await startFakeTelegram();
-  installFakeProvider(home);
-  writeFileSync(join(home, 'fake-provider-fake.json'), JSON.stringify({ replies }));
-  writeFileSync(
-    join(home, 'keel.config.yaml'),
-    `${JSON.stringify({ llmProvider: 'fake', modelName: 'fake-model', chatAAutoReplyEnabled: true, chatAPollTimeout: 1 }, null, 2)}\n`,
-  );
-  const children: ChildProcess[] = [];
-  cleanups.push(async () => {
-    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-    await Promise.all(children.map(killed));
-    await tg.close();
-    rm(home);
+  const k = crashHome({
+    prefix: 'keel-chata-status-',
+    replies,
+    config: { chatAAutoReplyEnabled: true, chatAPollTimeout: 1 },
+    env: { CHATA_TOKEN: tg.token, CHATA_API_ROOT: tg.apiRoot },
   });
-  const start = () => {
-    const env = { ...process.env, KEEL_HOME: home, CHATA_TOKEN: tg.token, CHATA_API_ROOT: tg.apiRoot, NO_COLOR: '1' };
-    const child = spawn(process.execPath, [CLI, 'run'], { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'ignore'] });
-    children.push(child);
-    return child;
-  };
+  cleanups.push(async () => {
+    await k.close();
+    await tg.close();
+  });
   const statusMessages = () => tg.sent.filter((m) => m.chat.id === 77 && m.kind === 'text' && String(m.text ?? '').startsWith('\u23f3'));
   const deletes = (id: number) =>
     tg.callsOf('deleteMessage').filter((c) => c.params.chat_id === '77' && Number(c.params.message_id) === id).length;
   const answers = () => tg.sent.filter((m) => m.chat.id === 77 && m.text === 'All done.').length;
-  return { home, tg, start, statusMessages, deletes, answers };
+  return { home: k.home, tg, start: k.start, statusMessages, deletes, answers };
 }
 
 describe('chatA progress status message across kill -9', () => {
@@ -86,7 +69,7 @@ describe('chatA progress status message across kill -9', () => {
     expect(shown.chatId).toBe('77');
     expect(statusMessages().map((m) => m.message_id)).toEqual([old]);
     first.kill('SIGKILL');
-    await killed(first);
+    await exited(first);
     expect(deletes(old)).toBe(0);
     expect(answers()).toBe(0);
 
@@ -115,7 +98,7 @@ describe('chatA progress status message across kill -9', () => {
         return 'hold';
       }
     };
-    await killed(first);
+    await exited(first);
     tg.onCall = undefined;
     expect(answers()).toBe(1);
     const [status] = statusMessages();

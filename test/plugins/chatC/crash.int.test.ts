@@ -3,53 +3,31 @@
  * multi-chunk reply (also right after Discord accepted a chunk whose answer never came back). The loopback Discord
  * counts: no message lost, no action twice, no chunk twice.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { installFakeProvider } from '../../../sdk/testing/index.js';
 import { startFakeDiscord, type DcMessage, type FakeDiscord } from '../../fakes/discord-server.js';
-import { rm, tmp, waitFor } from '../../helpers.js';
-
-const ROOT = join(import.meta.dirname, '..', '..', '..');
-const CLI = join(ROOT, 'dist', 'cli.js');
+import { waitFor } from '../../helpers.js';
+import { crashHome, exited } from '../channel-harness.js';
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-async function setup(replies: unknown[] = []): Promise<{ dc: FakeDiscord; start(): ChildProcess }> {
-  const home = tmp('keel-chatc-crash-');
+async function setup(replies: unknown[] = []) {
   const dc = await startFakeDiscord({ heartbeatMs: 500 });
-  installFakeProvider(home);
-  writeFileSync(join(home, 'fake-provider-fake.json'), JSON.stringify({ replies }));
-  writeFileSync(
-    join(home, 'keel.config.yaml'),
-    `${JSON.stringify({ llmProvider: 'fake', modelName: 'fake-model', chatCAutoReplyEnabled: true }, null, 2)}\n`,
-  );
-  const children: ChildProcess[] = [];
-  cleanups.push(async () => {
-    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-    await dc.close();
-    rm(home);
+  const k = crashHome({
+    prefix: 'keel-chatc-crash-',
+    replies,
+    config: { chatCAutoReplyEnabled: true },
+    env: { CHATC_TOKEN: dc.token, CHATC_API_URL: dc.apiUrl },
   });
-  const start = () => {
-    const env = { ...process.env, KEEL_HOME: home, CHATC_TOKEN: dc.token, CHATC_API_URL: dc.apiUrl, NO_COLOR: '1' };
-    const child = spawn(process.execPath, [CLI, 'run'], { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'pipe'] });
-    let err = '';
-    child.stderr!.on('data', (d) => (err += String(d)));
-    child.on('exit', (code) => {
-      if (code && code !== 0) console.error(`keel run exited ${code}: ${err.slice(-2000)}`);
-    });
-    children.push(child);
-    return child;
-  };
-  return { dc, start };
+  cleanups.push(async () => {
+    await k.close();
+    await dc.close();
+  });
+  return { dc, start: k.start };
 }
 
-const killed = (c: ChildProcess) =>
-  new Promise<void>((r) => (c.exitCode !== null || c.signalCode !== null ? r() : c.once('exit', () => r())));
 const repliesTo = (dc: FakeDiscord, m: DcMessage) => dc.sent.filter((s) => s.message_reference?.message_id === m.id);
 
 describe('chatC crash safety (kill -9)', () => {
@@ -67,7 +45,7 @@ describe('chatC crash safety (kill -9)', () => {
     for (let round = 0; round < 3; round++)
       for (const [i, cid] of channels.entries())
         inbound.push(dc.pushMessage(`message ${round}-${i}`, { channelId: cid, userId: `44000000000000000${10 + i}` }));
-    await killed(first);
+    await exited(first);
     dc.onCall = undefined;
     expect(inbound.filter((m) => repliesTo(dc, m).length > 0).length).toBeLessThan(inbound.length);
     // More arrive while Keel is down: Discord will not replay them to a new session; the history catch-up must.
@@ -97,7 +75,7 @@ describe('chatC crash safety (kill -9)', () => {
       }
     };
     const q = dc.pushMessage('write the long report', { userId: '450000000000000045', dm: true });
-    await killed(first);
+    await exited(first);
     dc.onCall = undefined;
     expect(dc.sentTo(q.channel_id)).toHaveLength(3);
     start();

@@ -3,60 +3,31 @@
  * reply. The loopback Slack counts: no event lost (an envelope not acknowledged is sent again on the next
  * connection, one acknowledged was durable first), no action twice, no message part twice.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { installFakeProvider } from '../../../sdk/testing/index.js';
-import { startFakeSlack, type FakeSlack } from '../../fakes/slack-server.js';
-import { rm, tmp, waitFor } from '../../helpers.js';
-
-const ROOT = join(import.meta.dirname, '..', '..', '..');
-const CLI = join(ROOT, 'dist', 'cli.js');
+import { startFakeSlack } from '../../fakes/slack-server.js';
+import { waitFor } from '../../helpers.js';
+import { crashHome, exited } from '../channel-harness.js';
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-async function setup(replies: unknown[] = []): Promise<{ slack: FakeSlack; start(): ChildProcess }> {
-  const home = tmp('keel-chatd-crash-');
+async function setup(replies: unknown[] = []) {
   const slack = await startFakeSlack();
-  installFakeProvider(home);
-  writeFileSync(join(home, 'fake-provider-fake.json'), JSON.stringify({ replies }));
-  writeFileSync(
-    join(home, 'keel.config.yaml'),
-    `${JSON.stringify({ llmProvider: 'fake', modelName: 'fake-model', chatDAutoReplyEnabled: true }, null, 2)}\n`,
-  );
-  const children: ChildProcess[] = [];
-  cleanups.push(async () => {
-    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-    await slack.close();
-    rm(home);
+  const k = crashHome({
+    prefix: 'keel-chatd-crash-',
+    replies,
+    config: { chatDAutoReplyEnabled: true },
+    env: { CHATD_BOT_TOKEN: slack.botToken, CHATD_APP_TOKEN: slack.appToken, CHATD_API_URL: slack.apiUrl },
   });
-  const start = () => {
-    const env = {
-      ...process.env,
-      KEEL_HOME: home,
-      CHATD_BOT_TOKEN: slack.botToken,
-      CHATD_APP_TOKEN: slack.appToken,
-      CHATD_API_URL: slack.apiUrl,
-      NO_COLOR: '1',
-    };
-    const child = spawn(process.execPath, [CLI, 'run'], { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'pipe'] });
-    let err = '';
-    child.stderr!.on('data', (d) => (err += String(d)));
-    child.on('exit', (code) => {
-      if (code && code !== 0) console.error(`keel run exited ${code}: ${err.slice(-2000)}`);
-    });
-    children.push(child);
-    return child;
-  };
-  return { slack, start };
+  cleanups.push(async () => {
+    await k.close();
+    await slack.close();
+  });
+  return { slack, start: k.start };
 }
 
-const killed = (c: ChildProcess) =>
-  new Promise<void>((r) => (c.exitCode !== null || c.signalCode !== null ? r() : c.once('exit', () => r())));
 const channelOf = (i: number) => `D0CRASH${String(i).padStart(3, '0')}`;
 
 describe('chatD crash safety (kill -9)', () => {
@@ -74,7 +45,7 @@ describe('chatD crash safety (kill -9)', () => {
         return 'hold';
       }
     };
-    await killed(first);
+    await exited(first);
     slack.onCall = undefined;
     const answeredBefore = new Set(slack.posted.map((m) => m.channel)).size;
     expect(answeredBefore).toBe(5);
@@ -103,7 +74,7 @@ describe('chatD crash safety (kill -9)', () => {
         return 'hold';
       }
     };
-    await killed(first);
+    await exited(first);
     slack.onCall = undefined;
     expect(slack.posted.filter((m) => m.channel === 'D0LONGRPT1')).toHaveLength(2);
     start();
