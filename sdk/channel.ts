@@ -285,6 +285,39 @@ export async function receive(ctx: PluginContext, inbound: InboundMessage, optio
 }
 
 /**
+ * A setting of the plugin, or `fallback` when it is unset or not declared.
+ * @example const token = setting(ctx, 'chatAToken', '');
+ */
+export function setting<T>(ctx: PluginContext, key: string, fallback: T): T {
+  try {
+    const v = ctx.config.get<T>(key);
+    return v === undefined || v === null ? fallback : v;
+  } catch {
+    return fallback;
+  }
+}
+
+/**
+ * What a channel plugin offers while it is not configured: a stopped `channel:<name>` whose sends fail with
+ * `reason` (which names the key to set), and its skills registered to fail with the same reason, so the agent and
+ * the operator learn what to set instead of finding the skills missing. Nothing of the platform is loaded.
+ * @example if (!token) return offerUnconfigured(ctx, 'chatC', 'chatC is not configured: set chatCToken.', ['send_chatC']);
+ */
+export function offerUnconfigured(ctx: PluginContext, name: string, reason: string, skills: readonly string[]): void {
+  const fail = async (): Promise<never> => {
+    throw new Error(reason);
+  };
+  const off: ChannelCapability = {
+    name,
+    status: () => ({ enabled: false, connected: false, state: 'stopped' }),
+    send: fail,
+    reply: fail,
+  };
+  ctx.provide(`channel:${name}`, off);
+  for (const s of skills) ctx.skills.register(s, fail);
+}
+
+/**
  * Runs the `messageOut` waterfall for an outbound message, as every channel must before it sends: a tap may rewrite
  * the text (redact a secret) — the returned message carries what the taps left — or drop the message, which
  * throws. Channels on the kit's runtime get this from its `send`.

@@ -27,7 +27,7 @@ export type * from './config-keys.js';
 export type * from './manifest-types.js';
 export { CHANNEL_NAMES } from './plugin.js';
 export type * from './channel.js';
-export { listChannels, outgoing, receive, reportIgnored, SPEC_CHANNELS } from './channel.js';
+export { listChannels, offerUnconfigured, outgoing, receive, reportIgnored, setting, SPEC_CHANNELS } from './channel.js';
 export type * from './gateway.js';
 export type * from './providers.js';
 export type * from './inbox.js';

@@ -24,9 +24,9 @@ export {
 export { ConnectionSupervisor, StallError, type ConnectionState, type SupervisorOptions } from './supervisor.js';
 export { OwnerLock, type LockResult } from './owner-lock.js';
 export { BUILTIN_COMMANDS, isBuiltin, runCommand } from './commands.js';
+export { setting } from '../channel.js';
 export {
   createChannelRuntime,
-  setting,
   skillSendKey,
   type ChannelRuntime,
   type ChannelRuntimeOptions,

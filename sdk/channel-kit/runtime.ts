@@ -9,6 +9,7 @@ import { createHash } from 'node:crypto';
 import {
   outgoing,
   receive,
+  setting,
   type ChannelCapability,
   type ChannelStatus,
   type InboundMessage,
@@ -26,19 +27,6 @@ import { Outbox } from './outbox.js';
 import { failureNotice, ProgressFeedback, type ProgressTransport } from './progress.js';
 import { RateLimiter, type RatePolicy, type SendErrorDecision } from './rate-limit.js';
 import { ChannelStore } from './store.js';
-
-/**
- * A setting of the channel, or `fallback` when it is unset or not declared.
- * @example const auto = setting(ctx, 'chatDAutoReplyEnabled', false);
- */
-export function setting<T>(ctx: PluginContext, key: string, fallback: T): T {
-  try {
-    const v = ctx.config.get<T>(key);
-    return v === undefined || v === null ? fallback : v;
-  } catch {
-    return fallback;
-  }
-}
 
 /**
  * A ledger key for a skill's send inside an action: the same call in the same action (a re-run after a crash)

@@ -23,7 +23,7 @@ export async function deepReason(router: Router, topic: string, signal: AbortSig
     },
     actionId ? { actionId } : {},
   );
-  let analysis = res.text.trim();
+  const analysis = res.text.trim();
   if (!analysis) throw new Error('the model returned no analysis');
   return { analysis };
 }

@@ -33,7 +33,7 @@ export async function api<T = any>(path: string, init: { method?: string; body?:
     ...(init.body !== undefined ? { body: JSON.stringify(init.body) } : {}),
   });
   const text = await res.text();
-  let data: any = undefined;
+  let data: any;
   try {
     data = text ? JSON.parse(text) : undefined;
   } catch {

@@ -4,7 +4,8 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { PluginContext, ProviderCapability, SkillArgs } from '../../../sdk/index.js';
-import manifest, { IMAGE_PROVIDERS } from '../manifest.js';
+import type manifest from '../manifest.js';
+import { IMAGE_PROVIDERS } from '../manifest.js';
 
 /** The arguments of generate_image, from its schema in the manifest. */
 export type ImageArgs = SkillArgs<typeof manifest, 'generate_image'>;
