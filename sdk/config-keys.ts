@@ -29,3 +29,63 @@ export interface KnownConfig {
   pluginDenyList: string[];
   pluginHealthCheckIntervalMinutes: number;
 }
+
+/**
+ * SPEC "commandAllowList" default, with `<cli>` read as `keel` (the kernel declares it; the doctor reads it offline).
+ * @example const allowed = ctx.config.get('commandAllowList') ?? DEFAULT_COMMAND_ALLOW_LIST;
+ */
+export const DEFAULT_COMMAND_ALLOW_LIST: readonly string[] = Object.freeze([
+  'npm',
+  'node',
+  'npx',
+  'git',
+  'python',
+  'pip',
+  'pip3',
+  'curl',
+  'wget',
+  'powershell',
+  'pwsh',
+  'bash',
+  'apt',
+  'apt-get',
+  'yum',
+  'brew',
+  'systemctl',
+  'service',
+  'cat',
+  'ls',
+  'dir',
+  'echo',
+  'mkdir',
+  'touch',
+  'cp',
+  'mv',
+  'grep',
+  'find',
+  'which',
+  'whoami',
+  'uname',
+  'hostname',
+  'keel',
+]);
+
+/**
+ * SPEC "commandDenyList" default.
+ * @example if (DEFAULT_COMMAND_DENY_LIST.includes(program)) warn(program);
+ */
+export const DEFAULT_COMMAND_DENY_LIST: readonly string[] = Object.freeze([
+  'rm',
+  'rmdir',
+  'del',
+  'erase',
+  'format',
+  'mkfs',
+  'dd',
+  'shutdown',
+  'reboot',
+  'poweroff',
+  'reg',
+  'diskpart',
+  'netsh',
+]);

@@ -24,6 +24,7 @@ export type * from './hooks.js';
 export type * from './plugin.js';
 export type * from './capabilities.js';
 export type * from './config-keys.js';
+export { DEFAULT_COMMAND_ALLOW_LIST, DEFAULT_COMMAND_DENY_LIST } from './config-keys.js';
 export type * from './manifest-types.js';
 export { CHANNEL_NAMES } from './plugin.js';
 export type * from './channel.js';

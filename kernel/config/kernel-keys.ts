@@ -10,6 +10,7 @@
  */
 import Type from 'typebox';
 import { SPEC_CHANNELS } from '../../sdk/channel.js';
+import { DEFAULT_COMMAND_ALLOW_LIST, DEFAULT_COMMAND_DENY_LIST } from '../../sdk/config-keys.js';
 import type { ConfigKeySpec } from '../../sdk/types.js';
 
 export const KERNEL_OWNER = 'kernel';
@@ -17,59 +18,7 @@ export const KERNEL_OWNER = 'kernel';
 /** SPEC's channels with an admin allowlist (SPEC "adminUsers"); a channel plugin may add its own. */
 export const ADMIN_CHANNELS = Object.keys(SPEC_CHANNELS) as Array<keyof typeof SPEC_CHANNELS>;
 
-/** SPEC "commandAllowList" default, with `<cli>` read as `keel`. */
-export const DEFAULT_COMMAND_ALLOW_LIST: readonly string[] = Object.freeze([
-  'npm',
-  'node',
-  'npx',
-  'git',
-  'python',
-  'pip',
-  'pip3',
-  'curl',
-  'wget',
-  'powershell',
-  'pwsh',
-  'bash',
-  'apt',
-  'apt-get',
-  'yum',
-  'brew',
-  'systemctl',
-  'service',
-  'cat',
-  'ls',
-  'dir',
-  'echo',
-  'mkdir',
-  'touch',
-  'cp',
-  'mv',
-  'grep',
-  'find',
-  'which',
-  'whoami',
-  'uname',
-  'hostname',
-  'keel',
-]);
-
-/** SPEC "commandDenyList" default. */
-export const DEFAULT_COMMAND_DENY_LIST: readonly string[] = Object.freeze([
-  'rm',
-  'rmdir',
-  'del',
-  'erase',
-  'format',
-  'mkfs',
-  'dd',
-  'shutdown',
-  'reboot',
-  'poweroff',
-  'reg',
-  'diskpart',
-  'netsh',
-]);
+export { DEFAULT_COMMAND_ALLOW_LIST, DEFAULT_COMMAND_DENY_LIST };
 
 const StringList = () => Type.Array(Type.String());
 const PositiveInt = () => Type.Integer({ minimum: 1 });

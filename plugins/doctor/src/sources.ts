@@ -5,7 +5,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
-import { listChannels, type CommandContext, type PluginContext } from '../../../sdk/index.js';
+import { DEFAULT_COMMAND_ALLOW_LIST, listChannels, type CommandContext, type PluginContext } from '../../../sdk/index.js';
 import type { DoctorSources } from './report.js';
 
 /** From inside a running kernel. */
@@ -60,41 +60,7 @@ const KNOWN: Record<string, { default?: unknown; env?: string; type: 'boolean' |
   overrideMode: { default: false, env: 'KEEL_OVERRIDE_MODE', type: 'boolean' },
   safeMode: { default: false, env: 'KEEL_SAFE_MODE', type: 'boolean' },
   commandAllowList: {
-    default: [
-      'npm',
-      'node',
-      'npx',
-      'git',
-      'python',
-      'pip',
-      'pip3',
-      'curl',
-      'wget',
-      'powershell',
-      'pwsh',
-      'bash',
-      'apt',
-      'apt-get',
-      'yum',
-      'brew',
-      'systemctl',
-      'service',
-      'cat',
-      'ls',
-      'dir',
-      'echo',
-      'mkdir',
-      'touch',
-      'cp',
-      'mv',
-      'grep',
-      'find',
-      'which',
-      'whoami',
-      'uname',
-      'hostname',
-      'keel',
-    ],
+    default: [...DEFAULT_COMMAND_ALLOW_LIST],
     type: 'list',
   },
   autoExecuteCommands: { type: 'boolean' },
