@@ -1,9 +1,14 @@
 /**
  * Delivery ledger: every outbound chunk is written (key, chunk index, body, state) before it is sent and marked
- * sent with its platform id right after the platform confirmed it. A key already in the ledger is never rendered
- * or sent again: its confirmed chunks are skipped, its unconfirmed ones sent, in order.
+ * sent with its platform id once the platform confirmed it. A key already in the ledger is never rendered or sent
+ * again: its confirmed chunks are skipped, its unconfirmed ones sent, in order.
+ *
+ * Marks are written behind: a confirmed chunk's mark is committed at the end of the current turn of the event loop
+ * (while the process waits on the network), or earlier by the next write, read or close of the ledger, and the
+ * marks of one turn share one commit. The send does not wait for that commit. The duplicate window is therefore:
+ * the platform accepted a chunk, and the process died before the end of that turn.
  */
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { Json } from '../types.js';
 import type { ChannelStore } from './store.js';
 
@@ -19,7 +24,24 @@ export type ChunkSender<C> = (chunk: C, index: number, chatId: string, key: stri
  * @example await rest.post(route, { body: { content, nonce: platformNonce(key, i), enforce_nonce: true } });
  */
 export function platformNonce(key: string, index: number): string {
-  return createHash('sha256').update(`${key}\u0000${index}`).digest('base64url').slice(0, 25);
+  // Not a secret, only distinct: two 53-bit hashes with different seeds (106 bits, at most 22 characters) cost
+  // a loop over the key, where a crypto digest costs a trip into OpenSSL on the send path.
+  const s = `${key}\u0000${index}`;
+  return hash53(s, 0x9e3779b9).toString(36).padStart(11, '0') + hash53(s, 0x85ebca6b).toString(36).padStart(11, '0');
+}
+
+/** cyrb53 (public domain): a 53-bit string hash with good dispersion. */
+function hash53(s: string, seed: number): number {
+  let h1 = 0xdeadbeef ^ seed;
+  let h2 = 0x41c6ce57 ^ seed;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    h1 = Math.imul(h1 ^ c, 2654435761);
+    h2 = Math.imul(h2 ^ c, 1597334677);
+  }
+  h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909);
+  h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909);
+  return 4294967296 * (2097151 & h2) + (h1 >>> 0);
 }
 
 /**
@@ -32,11 +54,50 @@ export class DeliveryLedger {
   private readonly select;
   private readonly mark;
   private readonly inserts = new Map<number, ReturnType<ChannelStore['db']['prepare']>>();
+  /** Confirmed chunks whose mark is not committed yet: [platform id, sent at, key, chunk]. */
+  private marks: Array<[string, number, string, number]> = [];
+  private flushing: NodeJS.Immediate | undefined;
 
   constructor(private readonly store: ChannelStore) {
     // Prepared once: a message's bookkeeping is two statements (write its chunks, mark each sent), not compilations.
     this.select = store.db.prepare('SELECT chunk, chat_id, body, state, platform_id FROM delivery WHERE key = ? ORDER BY chunk');
     this.mark = store.db.prepare("UPDATE delivery SET state = 'sent', platform_id = ?, sent_at = ? WHERE key = ? AND chunk = ?");
+    store.beforeClose(() => this.flush());
+  }
+
+  /**
+   * Commits the marks held back (one commit for all of them). Called at the end of the turn they were made in,
+   * and before the ledger is read or written and before its store closes, so nothing ever reads a stale state.
+   */
+  flush(): void {
+    if (this.flushing) clearImmediate(this.flushing);
+    this.flushing = undefined;
+    if (!this.marks.length) return;
+    const marks = this.marks;
+    this.marks = [];
+    try {
+      // NORMAL (WAL): durable across a process crash; a mark lost to a power cut means a repeat, never a loss.
+      if (marks.length === 1) {
+        this.store.durability('NORMAL');
+        this.mark.run(...marks[0]!);
+      } else this.store.tx(() => marks.forEach((m) => this.mark.run(...m)), 'NORMAL');
+    } catch (e) {
+      // Kept for the next flush, which throws to its caller if the store still refuses them.
+      this.marks = marks.concat(this.marks);
+      throw e;
+    }
+  }
+
+  private markSent(id: string, key: string, chunk: number): void {
+    this.marks.push([id, Date.now(), key, chunk]);
+    this.flushing ??= setImmediate(() => {
+      this.flushing = undefined;
+      try {
+        if (this.store.db.isOpen) this.flush();
+      } catch {
+        // Left for the next write, read or close of the ledger, which reports it.
+      }
+    });
   }
 
   /**
@@ -77,6 +138,7 @@ export class DeliveryLedger {
 
   /** Keys with chunks written but not confirmed (left by a crash), oldest first. */
   unfinished(): Array<{ key: string; chatId: string }> {
+    this.flush();
     return this.store.db
       .prepare("SELECT key, MIN(chat_id) AS chatId FROM delivery WHERE state = 'pending' GROUP BY key ORDER BY MIN(created_at)")
       .all() as Array<{ key: string; chatId: string }>;
@@ -89,6 +151,7 @@ export class DeliveryLedger {
 
   /** Stored state of a key (for status and tests). */
   entries(key: string): Array<{ chunk: number; state: 'pending' | 'sent'; platformId?: string }> {
+    this.flush();
     const rows = this.store.db.prepare('SELECT chunk, state, platform_id FROM delivery WHERE key = ? ORDER BY chunk').all(key) as Array<{
       chunk: number;
       state: 'pending' | 'sent';
@@ -101,6 +164,7 @@ export class DeliveryLedger {
     type Row = { chunk: number; chat_id: string; body: string | C; state: string; platform_id: string | null };
     // NORMAL (WAL): durable across a process crash. A power cut can lose these rows only for a reply whose action
     // has not completed yet (a reply is awaited before completion), so the re-run sends it: a repeat, never a loss.
+    this.flush();
     this.store.durability('NORMAL');
     let rows: Row[];
     if (chunks.length && chunks.length <= MAX_ROWS_PER_INSERT) {
@@ -129,11 +193,10 @@ export class DeliveryLedger {
         ids.push(r.platform_id ?? '');
         continue;
       }
-      // The duplicate window: the platform accepted this chunk but the process died before this line.
+      // The duplicate window: the platform accepted this chunk but the process died before its mark was committed.
       const body = typeof r.body === 'string' ? (JSON.parse(r.body) as C) : r.body;
       const id = await send(body, r.chunk, r.chat_id, key);
-      this.store.durability('NORMAL');
-      this.mark.run(id, Date.now(), key, r.chunk);
+      this.markSent(id, key, r.chunk);
       ids.push(id);
     }
     return ids;

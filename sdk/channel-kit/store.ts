@@ -147,7 +147,16 @@ export class ChannelStore {
     this.db.prepare("DELETE FROM delivery WHERE state = 'sent' AND sent_at < ?").run(before);
   }
 
+  private readonly closing: Array<() => void> = [];
+
+  /** Runs `fn` just before the store closes (a writer flushing what it holds back). */
+  beforeClose(fn: () => void): void {
+    this.closing.push(fn);
+  }
+
   close(): void {
-    if (this.db.isOpen) this.db.close();
+    if (!this.db.isOpen) return;
+    for (const fn of this.closing.splice(0)) fn();
+    this.db.close();
   }
 }

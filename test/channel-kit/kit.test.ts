@@ -191,6 +191,73 @@ describe('delivery ledger', () => {
   });
 });
 
+describe('delivery ledger: marks written behind', () => {
+  const stateOnDisk = (store: ChannelStore, key: string) => {
+    // A second connection sees what is committed, not what the ledger holds in memory.
+    const db = new DatabaseSync(join(store.dir, 'kit.db'));
+    try {
+      return (db.prepare('SELECT state FROM delivery WHERE key = ? ORDER BY chunk').all(key) as Array<{ state: string }>).map(
+        (r) => r.state,
+      );
+    } finally {
+      db.close();
+    }
+  };
+
+  it('the chunk is on disk before it is sent; its mark is committed at the end of the turn, not waited for', async () => {
+    const { store } = open();
+    const ledger = new DeliveryLedger(store);
+    const atSend: string[][] = [];
+    const ids = await ledger.deliver('k1', 'c', [{ t: 'a' }, { t: 'b' }], async (_c, i) => {
+      atSend.push(stateOnDisk(store, 'k1'));
+      return `id${i}`;
+    });
+    expect(ids).toEqual(['id0', 'id1']);
+    // Written before the first send; chunk 0's mark was not committed yet when chunk 1 went out.
+    expect(atSend).toEqual([
+      ['pending', 'pending'],
+      ['pending', 'pending'],
+    ]);
+    // The duplicate window: sent, confirmed, mark not yet committed.
+    expect(stateOnDisk(store, 'k1')).toEqual(['pending', 'pending']);
+    await new Promise((r) => setImmediate(r));
+    expect(stateOnDisk(store, 'k1')).toEqual(['sent', 'sent']);
+  });
+
+  it('a read of the ledger, a new delivery and closing the store all commit the held marks first', async () => {
+    const { home, store } = open();
+    const ledger = new DeliveryLedger(store);
+    await ledger.deliver('k1', 'c', [{ t: 'a' }], async () => 'id0');
+    expect(ledger.entries('k1')).toEqual([{ chunk: 0, state: 'sent', platformId: 'id0' }]);
+    expect(stateOnDisk(store, 'k1')).toEqual(['sent']);
+
+    await ledger.deliver('k2', 'c', [{ t: 'a' }], async () => 'id1');
+    await ledger.deliver('k3', 'c', [{ t: 'a' }], async () => 'id2');
+    expect(stateOnDisk(store, 'k2')).toEqual(['sent']);
+
+    await ledger.deliver('k4', 'c', [{ t: 'a' }], async () => 'id3');
+    store.close();
+    const again = open(home).store;
+    expect(new DeliveryLedger(again).unfinished()).toEqual([]);
+    expect(stateOnDisk(again, 'k4')).toEqual(['sent']);
+  });
+
+  it('a mark the store refuses is kept and written by the next flush, never dropped', async () => {
+    const { store } = open();
+    const ledger = new DeliveryLedger(store);
+    await ledger.deliver('k1', 'c', [{ t: 'a' }], async () => 'id0');
+    // Another writer holds the file: the flush fails (busy), the mark stays held.
+    store.db.exec('PRAGMA busy_timeout=0');
+    const other = new DatabaseSync(join(store.dir, 'kit.db'));
+    other.exec('BEGIN IMMEDIATE');
+    expect(() => ledger.flush()).toThrow(/locked|busy/i);
+    other.exec('ROLLBACK');
+    other.close();
+    ledger.flush();
+    expect(stateOnDisk(store, 'k1')).toEqual(['sent']);
+  });
+});
+
 describe('platform nonces', () => {
   it('the same chunk gets the same nonce in every attempt (Discord: at most 25 characters), other chunks others', async () => {
     const { store } = open();
@@ -211,6 +278,12 @@ describe('platform nonces', () => {
     expect(seen[1]).toBe(seen[2]);
     expect(seen[0]).not.toBe(seen[1]);
     for (const n of seen) expect(n.length).toBeLessThanOrEqual(25);
+  });
+
+  it('nonces of different keys and chunks do not collide (100,000 of them)', () => {
+    const all = new Set<string>();
+    for (let k = 0; k < 20_000; k++) for (let i = 0; i < 5; i++) all.add(platformNonce(`act_${k}:r${k % 3}`, i));
+    expect(all.size).toBe(100_000);
   });
 });
 
