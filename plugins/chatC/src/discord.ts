@@ -16,12 +16,21 @@ export type DcChunk =
 
 export const SNOWFLAKE = /^\d{17,20}$/;
 
-/** REST client for sends (independent of the gateway, so replies go out while the socket reconnects). */
-export function makeRest(token: string, apiUrl: string): REST {
+/**
+ * REST client for sends (independent of the gateway, so replies go out while the socket reconnects).
+ * `globalRequestsPerSecond`: discord.js's own cap (default 50/s, Discord's global limit; Discord raises it for
+ * large bots on request).
+ */
+export function makeRest(token: string, apiUrl: string, o: { globalRequestsPerSecond?: number } = {}): REST {
   // A 429 is thrown to the kit's limiter (which pauses the channel and retries the same chunk), not slept on here.
-  return new REST({ api: apiUrl.replace(/\/+$/, ''), version: '10', rejectOnRateLimit: () => true, retries: 2, timeout: 15_000 }).setToken(
-    token,
-  );
+  return new REST({
+    api: apiUrl.replace(/\/+$/, ''),
+    version: '10',
+    rejectOnRateLimit: () => true,
+    retries: 2,
+    timeout: 15_000,
+    ...(o.globalRequestsPerSecond ? { globalRequestsPerSecond: o.globalRequestsPerSecond } : {}),
+  }).setToken(token);
 }
 
 /** 429 → wait `retry_after`; 5xx and network → retry with backoff; other 4xx → give up. */
