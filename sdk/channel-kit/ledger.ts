@@ -4,9 +4,10 @@
  * again: its confirmed chunks are skipped, its unconfirmed ones sent, in order.
  *
  * Marks are written behind: a confirmed chunk's mark is committed at the end of the current turn of the event loop
- * (while the process waits on the network), or earlier by the next write, read or close of the ledger, and the
- * marks of one turn share one commit. The send does not wait for that commit. The duplicate window is therefore:
- * the platform accepted a chunk, and the process died before the end of that turn.
+ * (while the process waits on the network), or earlier by the next send, read, write or close of the ledger (no
+ * ledgered request leaves while a mark is held), and the marks of one turn share one commit. The send does not
+ * wait for that commit. The duplicate window is therefore: the platform accepted a chunk, and the process died
+ * before the end of that turn, and before the next ledgered request.
  */
 import { randomUUID } from 'node:crypto';
 import type { Json } from '../types.js';
@@ -193,6 +194,8 @@ export class DeliveryLedger {
         ids.push(r.platform_id ?? '');
         continue;
       }
+      // No request leaves while an earlier chunk's mark is held back: a crash during this send never resends it.
+      this.flush();
       // The duplicate window: the platform accepted this chunk but the process died before its mark was committed.
       const body = typeof r.body === 'string' ? (JSON.parse(r.body) as C) : r.body;
       const id = await send(body, r.chunk, r.chat_id, key);

@@ -204,7 +204,7 @@ describe('delivery ledger: marks written behind', () => {
     }
   };
 
-  it('the chunk is on disk before it is sent; its mark is committed at the end of the turn, not waited for', async () => {
+  it('the chunk is on disk before it is sent; its mark is committed before the next request or at the end of the turn, not waited for', async () => {
     const { store } = open();
     const ledger = new DeliveryLedger(store);
     const atSend: string[][] = [];
@@ -213,13 +213,14 @@ describe('delivery ledger: marks written behind', () => {
       return `id${i}`;
     });
     expect(ids).toEqual(['id0', 'id1']);
-    // Written before the first send; chunk 0's mark was not committed yet when chunk 1 went out.
+    // Written before the first send; chunk 0's mark committed before chunk 1 went out (a crash during chunk 1's
+    // request must not resend chunk 0).
     expect(atSend).toEqual([
       ['pending', 'pending'],
-      ['pending', 'pending'],
+      ['sent', 'pending'],
     ]);
-    // The duplicate window: sent, confirmed, mark not yet committed.
-    expect(stateOnDisk(store, 'k1')).toEqual(['pending', 'pending']);
+    // The duplicate window: chunk 1 sent, confirmed, its mark not yet committed.
+    expect(stateOnDisk(store, 'k1')).toEqual(['sent', 'pending']);
     await new Promise((r) => setImmediate(r));
     expect(stateOnDisk(store, 'k1')).toEqual(['sent', 'sent']);
   });
