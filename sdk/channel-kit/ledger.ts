@@ -68,7 +68,8 @@ export class DeliveryLedger {
 
   /**
    * Commits the marks held back (one commit for all of them). Called at the end of the turn they were made in,
-   * and before the ledger is read or written and before its store closes, so nothing ever reads a stale state.
+   * and before each ledgered send, each read or write of the ledger and the close of its store, so no request
+   * leaves while a mark is held and nothing ever reads a stale state.
    */
   flush(): void {
     if (this.flushing) clearImmediate(this.flushing);
@@ -96,7 +97,7 @@ export class DeliveryLedger {
       try {
         if (this.store.db.isOpen) this.flush();
       } catch {
-        // Left for the next write, read or close of the ledger, which reports it.
+        // Left for the next send, read, write or close of the ledger, which reports it.
       }
     });
   }
