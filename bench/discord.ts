@@ -10,7 +10,7 @@
 import { pathToFileURL } from 'node:url';
 import { Client, GatewayIntentBits, Partials, REST } from 'discord.js';
 import { platformNonce, renderChunks } from '../sdk/channel-kit/index.js';
-import { classifyDiscord, type DcChunk, makeRest, sendChunk } from '../plugins/chatC/src/discord.js';
+import { classifyDiscord, type DcChunk, makeRest, sendChunkTo } from '../plugins/chatC/src/discord.js';
 import { startFakeDiscord, type FakeDiscord } from '../test/fakes/discord-server.js';
 
 import { type BenchRow, printRows } from './lib.js';
@@ -101,6 +101,7 @@ async function outbound(n: number, where: 'process' | 'inline'): Promise<Outboun
   const text = 'Here is **the answer** you asked for, with `code` and a [link](https://example.com).';
   const content = renderChunks(text, 'discord', { limit: 2000 })[0]!;
   const channel = (i: number) => channelIds[Math.abs(i) % CHANNELS]!;
+  const dms = new Map<string, string>();
   try {
     return await interleaved(
       {
@@ -111,7 +112,8 @@ async function outbound(n: number, where: 'process' | 'inline'): Promise<Outboun
             content,
             nonce: platformNonce(key, j),
           }));
-          await kit.outbox.deliver(key, channel(i), chunks, (c, _j, chat) => sendChunk(rest, chat, c));
+          // The plugin's sender (a user id is turned into a direct-message channel on the first "Unknown Channel").
+          await kit.outbox.deliver(key, channel(i), chunks, (c, _j, chat) => sendChunkTo(rest, chat, c, dms));
         },
         // Same fields as the kit's request; a nonce unique per call (the kit derives its own from the ledger key).
         bare: (i) =>

@@ -25,24 +25,43 @@ export type ChunkSender<C> = (chunk: C, index: number, chatId: string, key: stri
  * @example await rest.post(route, { body: { content, nonce: platformNonce(key, i), enforce_nonce: true } });
  */
 export function platformNonce(key: string, index: number): string {
-  // Not a secret, only distinct: two 53-bit hashes with different seeds (106 bits, at most 22 characters) cost
-  // a loop over the key, where a crypto digest costs a trip into OpenSSL on the send path.
+  // Not a secret, only distinct: four 32-bit multiplicative hashes of the key in one pass, each finished with
+  // murmur3's mixer, 30 bits of each written as 6 base-32 digits (24 characters, 120 bits). A crypto digest
+  // costs a trip into OpenSSL on the send path; turning wide numbers into text (toString) costs more than this.
   const s = `${key}\u0000${index}`;
-  return hash53(s, 0x9e3779b9).toString(36).padStart(11, '0') + hash53(s, 0x85ebca6b).toString(36).padStart(11, '0');
+  let a = 0x9e3779b9;
+  let b = 0x85ebca6b;
+  let c = 0xc2b2ae35;
+  let d = 0x27d4eb2f;
+  for (let i = 0; i < s.length; i++) {
+    const x = s.charCodeAt(i);
+    a = Math.imul(a ^ x, 2654435761);
+    b = Math.imul(b ^ x, 1597334677);
+    c = Math.imul(c ^ x, 2246822507);
+    d = Math.imul(d ^ x, 3266489909);
+  }
+  return digits(mix(a ^ d)) + digits(mix(b ^ a)) + digits(mix(c ^ b)) + digits(mix(d ^ c));
 }
 
-/** cyrb53 (public domain): a 53-bit string hash with good dispersion. */
-function hash53(s: string, seed: number): number {
-  let h1 = 0xdeadbeef ^ seed;
-  let h2 = 0x41c6ce57 ^ seed;
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    h1 = Math.imul(h1 ^ c, 2654435761);
-    h2 = Math.imul(h2 ^ c, 1597334677);
-  }
-  h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909);
-  h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909);
-  return 4294967296 * (2097151 & h2) + (h1 >>> 0);
+/** murmur3's 32-bit finaliser: every input bit reaches every output bit. */
+function mix(h: number): number {
+  h = Math.imul(h ^ (h >>> 16), 0x85ebca6b);
+  h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35);
+  return (h ^ (h >>> 16)) >>> 0;
+}
+
+const BASE32 = '0123456789abcdefghijklmnopqrstuv';
+
+/** The low 30 bits of `h` as 6 base-32 digits. */
+function digits(h: number): string {
+  return (
+    BASE32[h & 31]! +
+    BASE32[(h >>> 5) & 31]! +
+    BASE32[(h >>> 10) & 31]! +
+    BASE32[(h >>> 15) & 31]! +
+    BASE32[(h >>> 20) & 31]! +
+    BASE32[(h >>> 25) & 31]!
+  );
 }
 
 /**
@@ -133,8 +152,11 @@ export class DeliveryLedger {
   deliver<C extends Json>(key: string, chatId: string, chunks: C[], send: ChunkSender<C>): Promise<string[]> {
     const running = this.inFlight.get(key);
     if (running) return running;
-    const p = this.run(key, chatId, chunks, send).finally(() => this.inFlight.delete(key));
+    const p = this.run(key, chatId, chunks, send);
     this.inFlight.set(key, p);
+    // Cleared before the caller hears back (registered first), either way it ends.
+    const clear = () => this.inFlight.delete(key);
+    p.then(clear, clear);
     return p;
   }
 

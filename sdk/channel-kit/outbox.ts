@@ -21,6 +21,7 @@ export interface OutboxOptions {
  * const ids = await outbox.deliver(`${action.id}:r0`, chatId, chunks, (c) => sendOne(chatId, c));
  */
 export class Outbox {
+  /** The last delivery queued per chat (the next one starts after it settles, either way). */
   private readonly chains = new Map<string, Promise<unknown>>();
 
   constructor(private readonly o: OutboxOptions) {}
@@ -65,23 +66,24 @@ export class Outbox {
     return open.length;
   }
 
-  private static now<T>(fn: () => Promise<T>): Promise<T> {
-    try {
-      return fn();
-    } catch (e) {
-      return Promise.reject(e);
-    }
-  }
-
   private serial<T>(chatId: string, fn: () => Promise<T>): Promise<T> {
     const prev = this.chains.get(chatId);
     // Nothing queued for this chat: start at once rather than a turn of the event loop later.
-    const next = prev ? prev.then(fn, fn) : Outbox.now(fn);
-    const tail = next.catch(() => undefined);
-    this.chains.set(chatId, tail);
-    void tail.then(() => {
-      if (this.chains.get(chatId) === tail) this.chains.delete(chatId);
-    });
+    let next: Promise<T>;
+    if (prev) next = prev.then(fn, fn);
+    else {
+      try {
+        next = fn();
+      } catch (e) {
+        next = Promise.reject(e);
+      }
+    }
+    this.chains.set(chatId, next);
+    // The last one out clears the chat (handled both ways, so a failure is the caller's alone to see).
+    const done = () => {
+      if (this.chains.get(chatId) === next) this.chains.delete(chatId);
+    };
+    next.then(done, done);
     return next;
   }
 }

@@ -65,6 +65,9 @@ export interface RunOptions {
   onWait?(ms: number, error: unknown): void;
 }
 
+/** `retrying` called without a failure to handle first (any value, `undefined` included, may be thrown). */
+const NO_ERROR: unique symbol = Symbol('no error');
+
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason ?? new Error('aborted'));
@@ -86,7 +89,8 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
  * const msg = await limiter.run(chatId, 'send', () => api.sendMessage(chatId, html), { classify: telegramErrorDecision });
  */
 export class RateLimiter {
-  private readonly buckets = new Map<string, TokenBucket>();
+  /** Per kind, per chat (no key string built per send). */
+  private readonly buckets = { send: new Map<string, TokenBucket>(), edit: new Map<string, TokenBucket>() };
   private readonly global: TokenBucket;
   private readonly pausedUntil = new Map<string, number>();
   private globalPauseUntil = 0;
@@ -107,9 +111,9 @@ export class RateLimiter {
   }
 
   private bucket(chatId: string, kind: 'send' | 'edit'): TokenBucket {
-    const key = `${kind}:${chatId}`;
-    let bucket = this.buckets.get(key);
-    if (!bucket) this.buckets.set(key, (bucket = new TokenBucket(this.policy[kind])));
+    const buckets = this.buckets[kind];
+    let bucket = buckets.get(chatId);
+    if (!bucket) buckets.set(chatId, (bucket = new TokenBucket(this.policy[kind])));
     return bucket;
   }
 
@@ -146,14 +150,26 @@ export class RateLimiter {
   }
 
   /** Runs one platform call under the limits; 429s are waited out and retried without limit until `signal`. */
-  async run<T>(chatId: string, kind: 'send' | 'edit', fn: () => Promise<T>, o: RunOptions): Promise<T> {
+  run<T>(chatId: string, kind: 'send' | 'edit', fn: () => Promise<T>, o: RunOptions): Promise<T> {
+    // Most sends find a token and succeed: one call, no extra promise or turn of the event loop for them.
+    if (!this.tryAcquire(chatId, kind)) return this.retrying(chatId, kind, fn, o, NO_ERROR);
+    let first: Promise<T>;
+    try {
+      first = fn();
+    } catch (e) {
+      first = Promise.reject(e);
+    }
+    return first.then(undefined, (e: unknown) => this.retrying(chatId, kind, fn, o, e));
+  }
+
+  /** The slow path of `run`: after a failure (`failed`), waits for what the error asks; then for a token; retries. */
+  private async retrying<T>(chatId: string, kind: 'send' | 'edit', fn: () => Promise<T>, o: RunOptions, failed: unknown): Promise<T> {
     let failures = 0;
+    let error = failed;
     for (;;) {
-      // Most sends find a token: no extra turn of the event loop for them.
-      if (!this.tryAcquire(chatId, kind)) await this.acquire(chatId, kind, o.signal);
-      try {
-        return await fn();
-      } catch (e) {
+      if (error !== NO_ERROR) {
+        const e = error;
+        error = NO_ERROR;
         const d = o.classify(e);
         if (!d.retry || o.signal?.aborted) throw e;
         let wait: number;
@@ -166,6 +182,12 @@ export class RateLimiter {
         }
         o.onWait?.(wait, e);
         await sleep(wait, o.signal);
+      }
+      if (!this.tryAcquire(chatId, kind)) await this.acquire(chatId, kind, o.signal);
+      try {
+        return await fn();
+      } catch (e) {
+        error = e;
       }
     }
   }

@@ -74,33 +74,32 @@ export function fatalMessage(e: unknown): string | undefined {
 const mentions = { parse: ['users'], replied_user: true };
 
 /** Sends one chunk; returns the Discord message id. */
-export async function sendChunk(rest: REST, channelId: string, c: DcChunk): Promise<string> {
+export function sendChunk(rest: REST, channelId: string, c: DcChunk): Promise<string> {
   const reference = c.replyTo ? { message_reference: { message_id: c.replyTo, channel_id: channelId, fail_if_not_exists: false } } : {};
   const base = { nonce: c.nonce, enforce_nonce: true, allowed_mentions: mentions, ...reference };
   const route = `/channels/${channelId}/messages` as const;
-  if (c.kind === 'file') {
-    const name = basename(c.path);
-    const data = await readFile(c.path);
-    const body = { ...base, ...(c.caption ? { content: c.caption.slice(0, 2000) } : {}), attachments: [{ id: 0, filename: name }] };
-    const m = (await rest.post(route, { body, files: [{ name, data }] })) as { id: string };
-    return m.id;
-  }
-  const m = (await rest.post(route, { body: { ...base, content: c.content } })) as { id: string };
-  return m.id;
+  if (c.kind === 'file') return sendFile(rest, route, base, c);
+  return rest.post(route, { body: { ...base, content: c.content } }).then(messageId);
+}
+
+const messageId = (m: unknown) => (m as { id: string }).id;
+
+async function sendFile(rest: REST, route: `/channels/${string}/messages`, base: object, c: DcChunk & { kind: 'file' }): Promise<string> {
+  const name = basename(c.path);
+  const data = await readFile(c.path);
+  const body = { ...base, ...(c.caption ? { content: c.caption.slice(0, 2000) } : {}), attachments: [{ id: 0, filename: name }] };
+  return messageId(await rest.post(route, { body, files: [{ name, data }] }));
 }
 
 /**
  * Sends one chunk to a channel id, or to a user id: Discord answers a user id with "Unknown Channel" (10003), and then
  * the direct-message channel with that user is opened (`POST /users/@me/channels`) and remembered in `dms`.
  */
-export async function sendChunkTo(rest: REST, target: string, c: DcChunk, dms: Map<string, string>): Promise<string> {
-  const channelId = dms.get(target) ?? target;
-  try {
-    return await sendChunk(rest, channelId, c);
-  } catch (e) {
+export function sendChunkTo(rest: REST, target: string, c: DcChunk, dms: Map<string, string>): Promise<string> {
+  return sendChunk(rest, dms.get(target) ?? target, c).then(undefined, async (e: unknown) => {
     if (!(e instanceof DiscordAPIError) || e.code !== 10003 || dms.has(target)) throw e;
     const dm = (await rest.post('/users/@me/channels', { body: { recipient_id: target } })) as { id: string };
     dms.set(target, dm.id);
     return sendChunk(rest, dm.id, c);
-  }
+  });
 }
