@@ -150,6 +150,22 @@ export function channelRows(o: {
           },
         ]
       : []),
+    ...(['stream', 'cold'] as const).flatMap((regime) => {
+      const r = o.out[regime];
+      if (!r) return [];
+      const what = regime === 'stream' ? 'as a stream (blocks of 50 sends per side)' : 'cold (caches flushed before every send)';
+      return [
+        {
+          name: `${o.channel} outbound send through the kit, fake in its own process, ${what}`,
+          value: r.kit,
+          unit: 'ms/msg',
+          peer: `${o.outboundPeer} sending the same request, same regime`,
+          peerValue: r.bare,
+          budget: 'report',
+          ok: true,
+        },
+      ];
+    }),
     {
       name: `${o.channel} outbound send through the kit, fake inside the measuring process`,
       value: o.outInline.kit,
@@ -175,10 +191,16 @@ export interface OutboundFigures {
   kit: number;
   bare: number;
   raw?: number;
+  /** Kit and bare in the two other cache regimes (see `regimes`), reported beside the budget's figure. */
+  stream?: { kit: number; bare: number };
+  cold?: { kit: number; bare: number };
 }
 
-/** Medians (ms) of `n` interleaved sends each, after `warm` unmeasured ones; which goes first rotates. */
-export async function interleaved(p: OutboundPair, n: number, warm = 100): Promise<OutboundFigures> {
+/**
+ * Medians (ms) of `n` interleaved sends each, after `warm` unmeasured ones; which goes first rotates. With
+ * `regimes`, kit and bare are also measured as a stream and cold (see `regimes`), on keys of their own.
+ */
+export async function interleaved(p: OutboundPair, n: number, warm = 100, o: { regimes?: boolean } = {}): Promise<OutboundFigures> {
   const sides = [
     { f: p.kit, runs: [] as number[] },
     { f: p.bare, runs: [] as number[] },
@@ -193,11 +215,54 @@ export async function interleaved(p: OutboundPair, n: number, warm = 100): Promi
       s.runs.push(performance.now() - t);
       // What a side leaves for the end of the turn (the ledger's marks, written behind) runs here, outside every
       // timing, instead of inside the next side's network wait.
-      await new Promise((r) => setImmediate(r));
+      await endOfTurn();
     }
   }
   const [kit, bare, raw] = sides.map((s) => median(s.runs));
-  return { kit: kit!, bare: bare!, ...(raw !== undefined ? { raw } : {}) };
+  return { kit: kit!, bare: bare!, ...(raw !== undefined ? { raw } : {}), ...(o.regimes ? await regimes(p, n) : {}) };
+}
+
+const endOfTurn = () => new Promise((r) => setImmediate(r));
+
+/**
+ * The same pair in the two regimes around the interleaved one, because the ratio depends on how warm the CPU
+ * caches are when a send starts, while the kit's absolute overhead moves much less:
+ * - `stream`: blocks of 50 sends of one side, the blocks alternating (a busy channel; each side keeps its own
+ *   path warm, and the kit's deferred work lands on the kit's next send, never on the peer's);
+ * - `cold`: 8 MiB of memory written after every send, outside the timing (more than this machine's 2 MiB L2), so
+ *   every send of both sides starts with cold caches, as a reply does after the agent's own work.
+ * Keys and nonces are offset so that no send repeats an earlier one.
+ */
+async function regimes(p: OutboundPair, n: number): Promise<Pick<OutboundFigures, 'stream' | 'cold'>> {
+  const block = 50;
+  const stream = [[], []] as [number[], number[]];
+  for (let b = 0; b * block < n; b++) {
+    for (let j = 0; j < 2; j++) {
+      const kit = (b + j) % 2 === 0;
+      for (let k = 0; k < block; k++) {
+        const t = performance.now();
+        await (kit ? p.kit : p.bare)(1_000_000 + b * block + k);
+        (kit ? stream[0] : stream[1]).push(performance.now() - t);
+        await endOfTurn();
+      }
+    }
+  }
+  const scrub = new Uint8Array(8 << 20);
+  const cold = [[], []] as [number[], number[]];
+  for (let i = 0; i < n; i++) {
+    for (let j = 0; j < 2; j++) {
+      const kit = (i + j) % 2 === 0;
+      const t = performance.now();
+      await (kit ? p.kit : p.bare)(2_000_000 + i);
+      (kit ? cold[0] : cold[1]).push(performance.now() - t);
+      await endOfTurn();
+      for (let k = 0; k < scrub.length; k += 64) scrub[k]! ^= 1;
+    }
+  }
+  return {
+    stream: { kit: median(stream[0]), bare: median(stream[1]) },
+    cold: { kit: median(cold[0]), bare: median(cold[1]) },
+  };
 }
 
 export type FakeKind = 'telegram' | 'slack' | 'discord';

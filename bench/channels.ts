@@ -102,6 +102,8 @@ async function outbound(n: number, where: 'process' | 'inline'): Promise<Outboun
         ...(where === 'process' ? { raw: (i: number) => api.sendMessage(chat(i), text) } : {}),
       },
       n,
+      100,
+      { regimes: where === 'process' },
     );
   } finally {
     kit.close();

@@ -125,6 +125,8 @@ async function outbound(n: number, where: 'process' | 'inline'): Promise<Outboun
           : {}),
       },
       n,
+      100,
+      { regimes: where === 'process' },
     );
   } finally {
     kit.close();

@@ -105,6 +105,8 @@ async function outbound(n: number, where: 'process' | 'inline'): Promise<Outboun
         ...(where === 'process' ? { raw: (i: number) => client.chat.postMessage({ channel: channelOf(Math.abs(i) % 100), text }) } : {}),
       },
       n,
+      100,
+      { regimes: where === 'process' },
     );
   } finally {
     kit.close();
