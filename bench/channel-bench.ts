@@ -22,6 +22,18 @@ import { ChannelStore, DeliveryLedger, Outbox, RateLimiter, type SendErrorDecisi
 import { rm, tmp } from '../test/helpers.js';
 import { type BenchRow, median } from './lib.js';
 
+/** The reply every outbound figure sends: one line, with the Markdown an agent uses most. */
+export const REPLY_TEXT = 'Here is **the answer** you asked for, with `code` and a [link](https://example.com).';
+
+/** A longer reply (reported): heading, paragraphs, a list and a code block, one message on every platform. */
+export const LONG_REPLY = [
+  '## What I found',
+  'The build fails since **yesterday**: the `lint` step rejects two files, and the [CI log](https://example.com/ci/123) shows the same error on every run.',
+  '- `src/app.ts`: an unused import\n- `src/util.ts`: a missing return type\n- the test suite itself passes',
+  '```ts\nexport function add(a: number, b: number): number {\n  return a + b;\n}\n```',
+  'I can fix both and open a pull request, or leave them to you. _Tell me which._',
+].join('\n\n');
+
 export const quiet = { debug() {}, info() {}, warn() {}, error: (m: string) => console.error(m) };
 
 export interface InboundFigures {
@@ -114,6 +126,8 @@ export function channelRows(o: {
   outboundPeer: string;
   out: OutboundFigures;
   outInline: OutboundFigures;
+  /** The same with LONG_REPLY (reported). */
+  outLong?: OutboundFigures;
 }): BenchRow[] {
   const report = (name: string, value: number, peerValue: number, unit: string): BenchRow => ({
     name,
@@ -166,6 +180,19 @@ export function channelRows(o: {
         },
       ];
     }),
+    ...(o.outLong
+      ? [
+          {
+            name: `${o.channel} outbound send through the kit, fake in its own process, a ${LONG_REPLY.length}-character reply (heading, list, code block)`,
+            value: o.outLong.kit,
+            unit: 'ms/msg',
+            peer: `${o.outboundPeer} sending the same request`,
+            peerValue: o.outLong.bare,
+            budget: 'report',
+            ok: true,
+          },
+        ]
+      : []),
     {
       name: `${o.channel} outbound send through the kit, fake inside the measuring process`,
       value: o.outInline.kit,

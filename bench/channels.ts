@@ -21,6 +21,8 @@ import {
   type InboundFigures,
   channelRows,
   interleaved,
+  LONG_REPLY,
+  REPLY_TEXT,
   benchOutbox,
 } from './channel-bench.js';
 
@@ -80,14 +82,14 @@ async function inboundBare(): Promise<InboundFigures> {
  * Outbound: the kit's path (render, ledger, limiter, per-chat order) against api.sendMessage, same fake, same
  * texts; the fake in its own process (`process`, the budget) or in this one (`inline`, reported). See outbound.ts.
  */
-async function outbound(n: number, where: 'process' | 'inline'): Promise<OutboundFigures> {
+async function outbound(n: number, where: 'process' | 'inline', text = REPLY_TEXT): Promise<OutboundFigures> {
   const fake =
     where === 'process'
       ? await hostFake<{ apiRoot: string; token: string }>('telegram')
       : await startFakeTelegram().then((tg) => ({ info: { apiRoot: tg.apiRoot, token: tg.token }, close: () => tg.close() }));
   const kit = benchOutbox('chatA', classifyTelegram);
   const api = makeApi(fake.info.token, fake.info.apiRoot);
-  const text = 'Here is **the answer** you asked for, with `code` and a [link](https://example.com).';
+  const first = where === 'process' && text === REPLY_TEXT;
   const chat = (i: number) => String(1000 + (Math.abs(i) % 100));
   const [rendered] = renderTelegram(text);
   if (!rendered) throw new Error('nothing rendered');
@@ -99,11 +101,11 @@ async function outbound(n: number, where: 'process' | 'inline'): Promise<Outboun
           await kit.outbox.deliver(`bench:${i}`, chat(i), chunks, (c, _j, to) => sendChunk(api, to, c));
         },
         bare: (i) => api.sendMessage(chat(i), rendered.html, { parse_mode: 'HTML', link_preview_options: { is_disabled: true } }),
-        ...(where === 'process' ? { raw: (i: number) => api.sendMessage(chat(i), text) } : {}),
+        ...(first ? { raw: (i: number) => api.sendMessage(chat(i), text) } : {}),
       },
       n,
       100,
-      { regimes: where === 'process' },
+      { regimes: first },
     );
   } finally {
     kit.close();
@@ -142,6 +144,7 @@ export async function benchChannels(): Promise<BenchRow[]> {
   const bare = await inboundBare();
   const out = await outbound(1000, 'process');
   const outInline = await outbound(1000, 'inline');
+  const outLong = await outbound(1000, 'process', LONG_REPLY);
   const render = renderBench();
   return [
     ...channelRows({
@@ -154,6 +157,7 @@ export async function benchChannels(): Promise<BenchRow[]> {
       outboundPeer: 'bare grammy api.sendMessage, same fake',
       out,
       outInline,
+      outLong,
     }),
     {
       name: `render + chunk of a 20,000-character reply for Telegram (${render.chunks} chunks)`,

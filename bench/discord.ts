@@ -22,6 +22,8 @@ import {
   InboundClock,
   type InboundFigures,
   interleaved,
+  LONG_REPLY,
+  REPLY_TEXT,
   benchOutbox,
 } from './channel-bench.js';
 
@@ -83,7 +85,7 @@ async function inboundBare(): Promise<InboundFigures> {
  * Outbound: the kit's path against a bare REST post of the same text to the same fake; the fake in its own
  * process (`process`, the budget) or in this one (`inline`, reported). See outbound.ts.
  */
-async function outbound(n: number, where: 'process' | 'inline'): Promise<OutboundFigures> {
+async function outbound(n: number, where: 'process' | 'inline', text = REPLY_TEXT): Promise<OutboundFigures> {
   const fake =
     where === 'process'
       ? await hostFake<{ apiUrl: string; token: string }>('discord', channelIds)
@@ -98,7 +100,7 @@ async function outbound(n: number, where: 'process' | 'inline'): Promise<Outboun
   const open = { globalRequestsPerSecond: 1e9 };
   const rest = makeRest(fake.info.token, fake.info.apiUrl, open);
   const bareRest = new REST({ api: fake.info.apiUrl, version: '10', ...open }).setToken(fake.info.token);
-  const text = 'Here is **the answer** you asked for, with `code` and a [link](https://example.com).';
+  const first = where === 'process' && text === REPLY_TEXT;
   const content = renderChunks(text, 'discord', { limit: 2000 })[0]!;
   const channel = (i: number) => channelIds[Math.abs(i) % CHANNELS]!;
   const dms = new Map<string, string>();
@@ -120,13 +122,11 @@ async function outbound(n: number, where: 'process' | 'inline'): Promise<Outboun
           bareRest.post(`/channels/${channel(i)}/messages`, {
             body: { content, nonce: `b${where[0]}${i}`, enforce_nonce: true, allowed_mentions: { parse: ['users'], replied_user: true } },
           }),
-        ...(where === 'process'
-          ? { raw: (i: number) => bareRest.post(`/channels/${channel(i)}/messages`, { body: { content: text } }) }
-          : {}),
+        ...(first ? { raw: (i: number) => bareRest.post(`/channels/${channel(i)}/messages`, { body: { content: text } }) } : {}),
       },
       n,
       100,
-      { regimes: where === 'process' },
+      { regimes: first },
     );
   } finally {
     kit.close();
@@ -139,6 +139,7 @@ export async function benchDiscord(): Promise<BenchRow[]> {
   const bare = await inboundBare();
   const out = await outbound(1000, 'process');
   const outInline = await outbound(1000, 'inline');
+  const outLong = await outbound(1000, 'process', LONG_REPLY);
   return channelRows({
     channel: 'chatC',
     load: `${CHANNELS} channels x ${PER_CHANNEL} at once`,
@@ -149,6 +150,7 @@ export async function benchDiscord(): Promise<BenchRow[]> {
     outboundPeer: 'bare discord.js REST POST /channels/:id/messages, same fake',
     out,
     outInline,
+    outLong,
   });
 }
 

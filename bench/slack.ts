@@ -21,6 +21,8 @@ import {
   InboundClock,
   type InboundFigures,
   interleaved,
+  LONG_REPLY,
+  REPLY_TEXT,
   benchOutbox,
 } from './channel-bench.js';
 
@@ -80,7 +82,7 @@ async function inboundBare(): Promise<InboundFigures> {
  * Outbound: the kit's path (mrkdwn render, ledger, limiter, per-channel order) against WebClient
  * chat.postMessage; the fake in its own process (`process`, the budget) or in this one (`inline`). See outbound.ts.
  */
-async function outbound(n: number, where: 'process' | 'inline'): Promise<OutboundFigures> {
+async function outbound(n: number, where: 'process' | 'inline', text = REPLY_TEXT): Promise<OutboundFigures> {
   const fake =
     where === 'process'
       ? await hostFake<{ apiUrl: string; botToken: string }>('slack')
@@ -92,7 +94,7 @@ async function outbound(n: number, where: 'process' | 'inline'): Promise<Outboun
     rejectRateLimitedCalls: true,
     logger: silentSlack,
   });
-  const text = 'Here is **the answer** you asked for, with `code` and a [link](https://example.com).';
+  const first = where === 'process' && text === REPLY_TEXT;
   const mrkdwn = renderChunks(text, 'slack')[0]!;
   try {
     return await interleaved(
@@ -102,11 +104,11 @@ async function outbound(n: number, where: 'process' | 'inline'): Promise<Outboun
           await kit.outbox.deliver(`bench:${i}`, channelOf(Math.abs(i) % 100), chunks, (c, _j, ch) => sendChunk(client, ch, c));
         },
         bare: (i) => client.chat.postMessage({ channel: channelOf(Math.abs(i) % 100), text: mrkdwn }),
-        ...(where === 'process' ? { raw: (i: number) => client.chat.postMessage({ channel: channelOf(Math.abs(i) % 100), text }) } : {}),
+        ...(first ? { raw: (i: number) => client.chat.postMessage({ channel: channelOf(Math.abs(i) % 100), text }) } : {}),
       },
       n,
       100,
-      { regimes: where === 'process' },
+      { regimes: first },
     );
   } finally {
     kit.close();
@@ -119,6 +121,7 @@ export async function benchSlack(): Promise<BenchRow[]> {
   const bare = await inboundBare();
   const out = await outbound(1000, 'process');
   const outInline = await outbound(1000, 'inline');
+  const outLong = await outbound(1000, 'process', LONG_REPLY);
   return channelRows({
     channel: 'chatD',
     load: `${CHANNELS} channels x ${PER_CHANNEL} at once`,
@@ -129,6 +132,7 @@ export async function benchSlack(): Promise<BenchRow[]> {
     outboundPeer: 'bare WebClient chat.postMessage, same fake',
     out,
     outInline,
+    outLong,
   });
 }
 
