@@ -48,18 +48,94 @@ export class ButtonRoutes {
 /** What became of a press: handed to its running action, or the inbound message to receive (linked when known). */
 export type PressRoute = { handedTo: string } | { inbound: InboundMessage };
 
+const HANDED = 'handed:';
+
+/**
+ * Presses handed to a running action, kept in the channel's durable store (`handed:<action id>:<message id>` → the
+ * new message the press becomes if that action never gets to use it) from the hand-off until the action has settled
+ * for good. The action's inbox is in memory: if the process dies, or the action is interrupted or retried, the run
+ * that comes after does not see the press, so the press becomes that new message instead (at the next start, or when
+ * the action settles for a retry). Telegram was told the press was received; it is not lost.
+ */
+export class HandedPresses {
+  /** Keys whose new message is on its way (the action ended without reading them). */
+  private readonly unread = new Set<string>();
+
+  constructor(
+    private readonly store: ChannelStore,
+    private readonly log: Pick<PluginContext['log'], 'warn'>,
+    /** Makes a new message of a press (gated `receive`); resolves once the action is queued. */
+    private readonly later: (m: InboundMessage) => Promise<unknown>,
+  ) {}
+
+  remember(actionId: string, messageId: string, message: InboundMessage): void {
+    this.store.tx(() => this.store.setValue(`${HANDED}${actionId}:${messageId}`, JSON.stringify(message)), 'NORMAL');
+  }
+
+  /** The action ended without reading the press: it becomes its new message. */
+  unreadBy(actionId: string, messageId: string, message: InboundMessage): void {
+    const key = `${HANDED}${actionId}:${messageId}`;
+    this.unread.add(key);
+    this.becomeMessage(key, message);
+  }
+
+  /**
+   * The action settled. For good (completed, failed, removed): the presses it read are done with. For a retry: the
+   * next run starts afresh and will not see them, so they become new messages.
+   */
+  settled(actionId: string, status: string): void {
+    for (const { key, value } of this.store.values(`${HANDED}${actionId}:`)) {
+      if (this.unread.has(key)) continue;
+      if (status === 'retry') this.becomeMessage(key, value);
+      else this.forget(key);
+    }
+  }
+
+  /** At start: what a previous process handed to actions that never settled becomes new messages. */
+  recover(): number {
+    const left = this.store.values(HANDED);
+    for (const { key, value } of left) this.becomeMessage(key, value);
+    return left.length;
+  }
+
+  private becomeMessage(key: string, message: InboundMessage | string): void {
+    let m: InboundMessage;
+    try {
+      m = typeof message === 'string' ? (JSON.parse(message) as InboundMessage) : message;
+    } catch {
+      this.forget(key);
+      return;
+    }
+    void this.later(m).then(
+      () => this.forget(key),
+      (e: unknown) =>
+        this.log.warn(`A button press could not become a new message yet (${errorMessage(e)}); it is tried again at the next start.`),
+    );
+  }
+
+  private forget(key: string): void {
+    this.unread.delete(key);
+    try {
+      this.store.deleteValue(key);
+    } catch (e) {
+      // Left for the next start, which makes a new message of it: a repeat at worst, never a loss.
+      this.log.warn(`Could not clear the hand-off record of a button press: ${errorMessage(e)}`);
+    }
+  }
+}
+
 /**
  * Routes a button press (`inbound` as built from the callback query, `pressedOn` the Telegram message id the
  * keyboard hangs on). The action that sent the keyboard gets the press when it is still running here (through
- * `agent:inbox`); otherwise the press becomes a new message that names that action (`replyTo.inResponseTo`).
- * `later` receives that new message should the action end before reading a press it took.
+ * `agent:inbox`, recorded in `handed`); otherwise the press becomes a new message that names that action
+ * (`replyTo.inResponseTo`).
  */
 export function routePress(
   ctx: Pick<PluginContext, 'use' | 'log'>,
   routes: ButtonRoutes,
+  handed: HandedPresses,
   inbound: InboundMessage,
   pressedOn: string | undefined,
-  later: (m: InboundMessage) => Promise<unknown>,
 ): PressRoute {
   const actionId = pressedOn ? routes.actionOf(inbound.chatId, pressedOn) : undefined;
   if (!actionId) return { inbound };
@@ -72,12 +148,12 @@ export function routePress(
     text: `${inbound.text} (by ${inbound.userName ? `@${inbound.userName}` : `user ${inbound.userId}`} on message ${pressedOn})`,
     untrusted: !isAdmin(ctx, inbound.userId),
     from: `chatA:${inbound.userId}`,
-    onUnread: () =>
-      void later(linked).catch((e: unknown) =>
-        ctx.log.warn(`A press the action ${actionId} did not read could not become a new message: ${errorMessage(e)}`),
-      ),
+    onUnread: () => handed.unreadBy(actionId, inbound.messageId, linked),
   });
-  return took ? { handedTo: actionId } : { inbound: linked };
+  if (!took) return { inbound: linked };
+  // On record before the ingress calls the press handled (the same file, an earlier commit).
+  handed.remember(actionId, inbound.messageId, linked);
+  return { handedTo: actionId };
 }
 
 /** The kernel's admin decision for the presser; without the policy, or when it fails, nobody is (fail closed). */

@@ -20,7 +20,7 @@ import {
 import type manifest from '../manifest.js';
 
 import { ingressKey, toInbound, type TgUpdate } from './inbound.js';
-import { ButtonRoutes, routePress } from './buttons.js';
+import { ButtonRoutes, HandedPresses, routePress } from './buttons.js';
 import { registerSkills } from './skills.js';
 import { makeTranscriber } from './transcribe.js';
 import { classifyTelegram, editText, isBadToken, makeApi, sendChunk, type TgChunk } from './telegram.js';
@@ -95,6 +95,8 @@ export async function startChatA(ctx: PluginContext<typeof manifest>) {
   const { store, send, outbox } = rt;
   const buttons = new ButtonRoutes(store);
   buttons.prune(30 * 24 * 3600 * 1000);
+  const handed = new HandedPresses(store, ctx.log, (m) => receive(ctx, m, { autoReply: ctx.config.get('chatAAutoReplyEnabled') }));
+  ctx.hooks.tap('actionSettled', (action: Action, outcome: { status: string }) => handed.settled(action.id, outcome.status));
 
   // ---------------------------------------------------------------- connection
   const supervisor = new ConnectionSupervisor({
@@ -154,9 +156,7 @@ export async function startChatA(ctx: PluginContext<typeof manifest>) {
       if (!inbound) return 'skipped';
       if (payload.callback_query) {
         const on = payload.callback_query.message?.message_id;
-        const route = routePress(ctx, buttons, inbound, on === undefined ? undefined : String(on), (m) =>
-          receive(ctx, m, { autoReply: ctx.config.get('chatAAutoReplyEnabled') }),
-        );
+        const route = routePress(ctx, buttons, handed, inbound, on === undefined ? undefined : String(on));
         if ('handedTo' in route) return `to-action:${route.handedTo}`;
         inbound = route.inbound;
       }
@@ -186,6 +186,8 @@ export async function startChatA(ctx: PluginContext<typeof manifest>) {
     sentButtons: (chatId, ids, actionId) => buttons.remember(chatId, ids, actionId),
   });
 
+  const presses = handed.recover();
+  if (presses) ctx.log.info(`chatA: ${presses} button press(es) handed to actions that were interrupted become new messages.`);
   ingress.recover();
   supervisor.start();
   return { stop: () => rt.stop(() => supervisor.stop(), ingress), health: rt.health(status) };

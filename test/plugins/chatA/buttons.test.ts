@@ -2,7 +2,7 @@
  * chatA's button routes (which action sent which keyboard, in the channel store) and the routing of one press.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { ButtonRoutes, routePress } from '../../../plugins/chatA/src/buttons.js';
+import { ButtonRoutes, HandedPresses, routePress } from '../../../plugins/chatA/src/buttons.js';
 import { ChannelStore } from '../../../sdk/channel-kit/index.js';
 import type { AgentInput, InboundMessage } from '../../../sdk/index.js';
 import { rm, tmp } from '../../helpers.js';
@@ -18,8 +18,18 @@ function routes() {
   const dir = tmp('keel-btn-');
   const store = ChannelStore.open(dir, 'chatA');
   open.push({ store, dir });
-  return { store, routes: new ButtonRoutes(store) };
+  const later: InboundMessage[] = [];
+  let refuse = false;
+  const make = () =>
+    new HandedPresses(store, log, async (m) => {
+      if (refuse) throw new Error('the queue is closed');
+      later.push(m);
+    });
+  return { store, routes: new ButtonRoutes(store), handed: make(), later, make, refuse: (v: boolean) => (refuse = v) };
 }
+
+/** Lets the promise chains of `later` settle. */
+const settle = () => new Promise((r) => setImmediate(r));
 
 const press: InboundMessage = {
   channel: 'chatA',
@@ -74,12 +84,11 @@ describe('chatA button routes', () => {
   });
 
   it('a press on a running action is handed to it; the presser not being an admin (or no policy answer) makes it untrusted', async () => {
-    const { routes: r } = routes();
-    r.remember('42', ['77'], 'act_a');
     for (const admin of [false, 'throws', true] as const) {
+      const { routes: r, handed, later } = routes();
+      r.remember('42', ['77'], 'act_a');
       const { ctx, offered } = ctxWith({ running: true, admin });
-      const later: InboundMessage[] = [];
-      const out = routePress(ctx, r, press, '77', async (m) => void later.push(m));
+      const out = routePress(ctx, r, handed, press, '77');
       expect(out).toEqual({ handedTo: 'act_a' });
       expect(offered).toHaveLength(1);
       expect(offered[0]!.input).toMatchObject({
@@ -89,17 +98,17 @@ describe('chatA button routes', () => {
       });
       // Unread when the action ends: it becomes the linked new message.
       offered[0]!.input.onUnread!();
-      await Promise.resolve();
+      await settle();
       expect(later).toHaveLength(1);
       expect(later[0]!.replyTo).toMatchObject({ inResponseTo: 'act_a', callbackData: 'yes' });
     }
   });
 
   it('a press on a finished action becomes a linked message; on an unknown keyboard it stays as it is', () => {
-    const { routes: r } = routes();
+    const { routes: r, handed, store } = routes();
     r.remember('42', ['77'], 'act_a');
     const { ctx, offered } = ctxWith({ running: false });
-    const out = routePress(ctx, r, press, '77', async () => {});
+    const out = routePress(ctx, r, handed, press, '77');
     expect(offered).toHaveLength(0);
     expect(out).toEqual({
       inbound: {
@@ -108,7 +117,71 @@ describe('chatA button routes', () => {
         replyTo: { messageId: '77', callbackData: 'yes', inResponseTo: 'act_a' },
       },
     });
-    expect(routePress(ctx, r, press, '999', async () => {})).toEqual({ inbound: press });
-    expect(routePress(ctx, r, press, undefined, async () => {})).toEqual({ inbound: press });
+    expect(routePress(ctx, r, handed, press, '999')).toEqual({ inbound: press });
+    expect(routePress(ctx, r, handed, press, undefined)).toEqual({ inbound: press });
+    // Nothing handed, nothing on record.
+    expect(store.values('handed:')).toEqual([]);
+  });
+});
+
+describe('chatA presses handed to a running action (durable until it settles for good)', () => {
+  const linked = (action: string) => ({
+    ...press,
+    text: `[button pressed] yes\n[on a message sent by action ${action}, which is no longer running]`,
+    replyTo: { messageId: '77', callbackData: 'yes', inResponseTo: action },
+  });
+
+  function handOff() {
+    const t = routes();
+    t.routes.remember('42', ['77'], 'act_a');
+    const { ctx, offered } = ctxWith({ running: true, admin: true });
+    expect(routePress(ctx, t.routes, t.handed, press, '77')).toEqual({ handedTo: 'act_a' });
+    return { ...t, offered };
+  }
+
+  it('is on record from the hand-off; read by an action that completes (or fails for good), it is done with', async () => {
+    for (const status of ['completed', 'failed', 'removed']) {
+      const { store, handed, later } = handOff();
+      expect(store.values('handed:')).toEqual([{ key: 'handed:act_a:cb:q1', value: JSON.stringify(linked('act_a')) }]);
+      handed.settled('act_b', status); // another action: nothing changes
+      expect(store.values('handed:')).toHaveLength(1);
+      handed.settled('act_a', status);
+      await settle();
+      expect(store.values('handed:')).toEqual([]);
+      expect(later).toEqual([]);
+    }
+  });
+
+  it('unread when the action ends: it becomes the linked new message once, then is off the record', async () => {
+    const { store, handed, later, offered } = handOff();
+    offered[0]!.input.onUnread!();
+    handed.settled('act_a', 'completed'); // the settle after the loop's end does not clear it before it is queued
+    await settle();
+    expect(later).toEqual([linked('act_a')]);
+    expect(store.values('handed:')).toEqual([]);
+  });
+
+  it('read by an action that will be retried: the next run will not see it, so it becomes the new message', async () => {
+    const { store, handed, later } = handOff();
+    handed.settled('act_a', 'retry');
+    await settle();
+    expect(later).toEqual([linked('act_a')]);
+    expect(store.values('handed:')).toEqual([]);
+  });
+
+  it('left by a process that died (or stopped) before the action settled: the next start makes the new message', async () => {
+    const { store, later, make, refuse } = handOff();
+    // The next start, while the queue refuses: kept for the start after.
+    refuse(true);
+    expect(make().recover()).toBe(1);
+    await settle();
+    expect(later).toEqual([]);
+    expect(store.values('handed:')).toHaveLength(1);
+    refuse(false);
+    expect(make().recover()).toBe(1);
+    await settle();
+    expect(later).toEqual([linked('act_a')]);
+    expect(store.values('handed:')).toEqual([]);
+    expect(make().recover()).toBe(0);
   });
 });
