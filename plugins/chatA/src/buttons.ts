@@ -60,6 +60,8 @@ const HANDED = 'handed:';
 export class HandedPresses {
   /** Keys whose new message is on its way (the action ended without reading them). */
   private readonly unread = new Set<string>();
+  /** Actions this process handed presses to (most settling actions have none: no store lookup for them). */
+  private readonly actions = new Set<string>();
 
   constructor(
     private readonly store: ChannelStore,
@@ -69,6 +71,7 @@ export class HandedPresses {
   ) {}
 
   remember(actionId: string, messageId: string, message: InboundMessage): void {
+    this.actions.add(actionId);
     this.store.tx(() => this.store.setValue(`${HANDED}${actionId}:${messageId}`, JSON.stringify(message)), 'NORMAL');
   }
 
@@ -84,6 +87,7 @@ export class HandedPresses {
    * next run starts afresh and will not see them, so they become new messages.
    */
   settled(actionId: string, status: string): void {
+    if (!this.actions.delete(actionId)) return;
     for (const { key, value } of this.store.values(`${HANDED}${actionId}:`)) {
       if (this.unread.has(key)) continue;
       if (status === 'retry') this.becomeMessage(key, value);
