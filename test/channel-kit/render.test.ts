@@ -128,6 +128,22 @@ describe('render + chunk (property)', () => {
 });
 
 describe('render + chunk (examples)', () => {
+  it('a list item or quoted paragraph longer than a message is cut as its plain text; the pieces around it keep their markup', () => {
+    const list = renderChunks(`1. _one_\n2. **${'two '.repeat(40).trim()}**\n3. three`, 'telegram', { limit: 60 });
+    expect(list[0]).toBe('1. <i>one</i>');
+    expect(list.at(-1)).toBe('3. three');
+    const cut = list.slice(1, -1);
+    expect(cut.length).toBeGreaterThan(1);
+    expect(cut.join('')).toBe(`2. ${'two '.repeat(40).trim()}`);
+    for (const c of cut) expect(c).not.toMatch(/<|\*/);
+    const quote = renderChunks(`> **${'quote '.repeat(20).trim()}** and _more_\n>\n> second`, 'telegram', { limit: 60 });
+    for (const c of quote) {
+      expect(c.length).toBeLessThanOrEqual(60);
+      expect(c).toMatch(/^<blockquote>[^<]*<\/blockquote>$/);
+    }
+    expect(quote.map((c) => c.slice(12, -13)).join('')).toBe(`${'quote '.repeat(20)}and moresecond`);
+  });
+
   it('a code block cut across chunks is closed and opened again with its language', () => {
     const md = `\`\`\`ts\n${Array.from({ length: 200 }, (_, i) => `const v${i} = a < b && c;`).join('\n')}\n\`\`\``;
     const chunks = renderTelegram(md, { limit: 600 }).map((c) => c.html);

@@ -23,8 +23,21 @@ export interface Block {
   units(): Unit[];
 }
 
-function block(open: string, close: string, joiner: string, units: Unit[]): Block {
-  return { open, close, joiner, body: units.map((u) => u.text).join(joiner), units: () => units };
+/**
+ * A block of pieces `texts`. Their plain forms (`plains`, default the texts themselves) are made only if the block
+ * has to be cut, as most blocks of most replies are not.
+ */
+function block(open: string, close: string, joiner: string, texts: string[], plains: () => string[] = () => texts): Block {
+  return {
+    open,
+    close,
+    joiner,
+    body: texts.join(joiner),
+    units: () => {
+      const p = plains();
+      return texts.map((text, i) => ({ text, plain: p[i] ?? text }));
+    },
+  };
 }
 
 /** A run of inline tokens: rendered whole in one pass, split into words only if it must be cut. */
@@ -189,34 +202,36 @@ function toBlock(t: Token, d: Dialect, limit: number, depth = 0): Block | undefi
     case 'text':
       return inlineBlock('tokens' in t && t.tokens ? t.tokens : [t], d);
     case 'heading': {
-      const u = unit((t as Tokens.Heading).tokens, d);
-      return block('', '', '', [{ text: d.heading(u.text), plain: u.plain }]);
+      const tokens = (t as Tokens.Heading).tokens;
+      return block('', '', '', [d.heading(inline(tokens, d))], () => [inline(tokens, stripped(d))]);
     }
     case 'hr':
-      return block('', '', '', [{ text: d.hr, plain: d.hr }]);
+      return block('', '', '', [d.hr]);
     case 'code': {
       const c = t as Tokens.Code;
       const f = d.fence((c.lang ?? '').trim().split(/\s/)[0] ?? '');
-      const lines = c.text.split('\n').map((l) => ({ text: d.codeLine(l), plain: d.codeLine(l) }));
-      return block(f.open, f.close, '\n', lines);
+      return block(f.open, f.close, '\n', c.text.split('\n').map(d.codeLine));
     }
     case 'table': {
       const f = d.fence('');
       const { header, rows } = tableLines(t as Tokens.Table);
       const head = header.map(d.codeLine).join('\n');
-      const units = rows.map((r) => ({ text: d.codeLine(r), plain: d.codeLine(r) }));
+      const lines = rows.map(d.codeLine);
       // The header is repeated on every piece of a cut table, unless it would eat the piece.
-      if (head.length + f.open.length + f.close.length < limit / 4) return block(`${f.open}${head}\n`, f.close, '\n', units);
-      return block(f.open, f.close, '\n', [{ text: head, plain: head }, ...units]);
+      if (head.length + f.open.length + f.close.length < limit / 4) return block(`${f.open}${head}\n`, f.close, '\n', lines);
+      return block(f.open, f.close, '\n', [head, ...lines]);
     }
     case 'list': {
       const l = t as Tokens.List;
       const start = typeof l.start === 'number' ? l.start : 1;
-      const units = l.items.map((it, i) => {
-        const bullet = l.ordered ? `${start + i}. ` : '\u2022 ';
-        return { text: itemText(it, d, depth, bullet), plain: itemText(it, stripped(d), depth, bullet) };
-      });
-      return block('', '', '\n', units);
+      const bullet = (i: number) => (l.ordered ? `${start + i}. ` : '\u2022 ');
+      return block(
+        '',
+        '',
+        '\n',
+        l.items.map((it, i) => itemText(it, d, depth, bullet(i))),
+        () => l.items.map((it, i) => itemText(it, stripped(d), depth, bullet(i))),
+      );
     }
     case 'blockquote': {
       const q = d.quote;
@@ -227,24 +242,27 @@ function toBlock(t: Token, d: Dialect, limit: number, depth = 0): Block | undefi
               .map((l) => q.prefix + l)
               .join('\n')
           : s;
-      const inner = (t as Tokens.Blockquote).tokens;
-      const units = inner
-        .filter((x) => x.type !== 'space')
-        .map((x) => ({ text: prefix(blockText(x, d, depth)), plain: prefix(blockText(x, stripped(d), depth)) }));
-      return block(q.open, q.close, '\n', units);
-    }
-    case 'html': {
-      const raw = (t as Tokens.HTML).raw.trimEnd();
+      const inner = (t as Tokens.Blockquote).tokens.filter((x) => x.type !== 'space');
       return block(
-        '',
-        '',
+        q.open,
+        q.close,
         '\n',
-        raw.split('\n').map((l) => ({ text: d.text(l), plain: d.text(l) })),
+        inner.map((x) => prefix(blockText(x, d, depth))),
+        () => inner.map((x) => prefix(blockText(x, stripped(d), depth))),
       );
     }
+    case 'html':
+      return block('', '', '\n', (t as Tokens.HTML).raw.trimEnd().split('\n').map(d.text));
     default: {
       const raw = ((t as { raw?: string }).raw ?? '').trimEnd();
-      return raw ? block('', '', '', words(raw, d)) : undefined;
+      return raw
+        ? block(
+            '',
+            '',
+            '',
+            words(raw, d).map((w) => w.text),
+          )
+        : undefined;
     }
   }
 }
