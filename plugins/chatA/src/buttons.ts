@@ -62,6 +62,8 @@ export class HandedPresses {
   private readonly unread = new Set<string>();
   /** Actions this process handed presses to (most settling actions have none: no store lookup for them). */
   private readonly actions = new Set<string>();
+  /** New messages on their way (awaited before the store closes, so a queued one is also off the record). */
+  private readonly inFlight = new Set<Promise<void>>();
 
   constructor(
     private readonly store: ChannelStore,
@@ -110,11 +112,21 @@ export class HandedPresses {
       this.forget(key);
       return;
     }
-    void this.later(m).then(
+    const p = this.later(m).then(
       () => this.forget(key),
       (e: unknown) =>
         this.log.warn(`A button press could not become a new message yet (${errorMessage(e)}); it is tried again at the next start.`),
     );
+    this.inFlight.add(p);
+    void p.finally(() => this.inFlight.delete(p));
+  }
+
+  /** Waits (at most `ms`) for the new messages on their way: call before the store closes. */
+  async drain(ms = 5000): Promise<void> {
+    if (!this.inFlight.size) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.all(this.inFlight), new Promise((r) => (timer = setTimeout(r, ms)))]);
+    clearTimeout(timer);
   }
 
   private forget(key: string): void {

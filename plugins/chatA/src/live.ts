@@ -190,5 +190,12 @@ export async function startChatA(ctx: PluginContext<typeof manifest>) {
   if (presses) ctx.log.info(`chatA: ${presses} button press(es) handed to actions that were interrupted become new messages.`);
   ingress.recover();
   supervisor.start();
-  return { stop: () => rt.stop(() => supervisor.stop(), ingress), health: rt.health(status) };
+  return {
+    // A press the stopping action did not read is becoming a new message: let that finish while the store is open.
+    stop: async () => {
+      await handed.drain();
+      await rt.stop(() => supervisor.stop(), ingress);
+    },
+    health: rt.health(status),
+  };
 }

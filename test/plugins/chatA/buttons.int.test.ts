@@ -28,6 +28,16 @@ function outcome(home: string, messageId: string): string | undefined {
   }
 }
 
+/** Presses on record as handed to an action (`handed:*` in the store). */
+function handedOnRecord(home: string): number {
+  const db = new DatabaseSync(join(home, 'channels', 'chatA', 'kit.db'), { readOnly: true });
+  try {
+    return (db.prepare("SELECT COUNT(*) AS n FROM kv WHERE key LIKE 'handed:%'").get() as { n: number }).n;
+  } finally {
+    db.close();
+  }
+}
+
 const press = (id: string, from: number, data: string, chat: number, messageId: number) =>
   h!.tg.push({
     callback_query: {
@@ -124,6 +134,50 @@ describe('chatA button presses', () => {
     press('cq3', 42, 'other', 42, 999);
     const plain = await waitFor(() => h!.actions().find((a) => a.task === '[button pressed] other'), 'an unlinked action');
     expect(plain.metadata.replyTo).not.toHaveProperty('inResponseTo');
+  });
+
+  it('a press still unread when Keel stops becomes the linked new message once, across this stop and the next', async () => {
+    h = await bootChatA();
+    await waitFor(() => h!.channel().status().connected, 'connected');
+    h.model.replies.push(
+      {
+        toolCalls: [
+          {
+            name: 'chatA_send_buttons',
+            arguments: { chatId: 'this chat', message: 'Book it?', buttons: [{ text: 'Yes', callback_data: 'yes' }] },
+          },
+        ],
+      },
+      // The second step never ends: Keel stops while the press waits in the inbox.
+      () => new Promise<never>(() => {}),
+    );
+    h.tg.push({
+      message: {
+        message_id: 10,
+        date: 0,
+        chat: { id: 42, type: 'private' },
+        from: { id: 42, is_bot: false, first_name: 'A' },
+        text: 'ask me',
+      },
+    });
+    const asked = await waitFor(() => h!.tg.sent.find((m) => m.reply_markup), 'the keyboard');
+    const [action] = h.actions();
+    press('cq5', 42, 'yes', 42, asked.message_id);
+    await waitFor(() => outcome(h!.home, 'cb:cq5'), 'the press to be handed');
+    expect(outcome(h.home, 'cb:cq5')).toBe(`to-action:${action!.id}`);
+    expect(handedOnRecord(h.home)).toBe(1);
+    h.model.defaultReply = { text: 'noted' };
+
+    const isPress = (a: { task: string }) => a.task.startsWith('[button pressed] yes');
+    for (const round of [1, 2]) {
+      await h.restart();
+      await waitFor(() => h!.channel().status().connected, `connected after restart ${round}`);
+      await waitFor(() => h!.actions().find(isPress), 'the press as a new message');
+      // Off the record once queued, so no later start makes it again.
+      await waitFor(() => handedOnRecord(h!.home) === 0, 'the hand-off record cleared');
+      expect(h.actions().filter(isPress)).toHaveLength(1);
+      expect(h.actions().find(isPress)!.metadata.replyTo).toMatchObject({ inResponseTo: action!.id, callbackData: 'yes' });
+    }
   });
 
   it('the link survives a restart of the channel', async () => {

@@ -169,6 +169,21 @@ describe('chatA presses handed to a running action (durable until it settles for
     expect(store.values('handed:')).toEqual([]);
   });
 
+  it('drain() waits for the new messages on their way, so the store closes with them off the record', async () => {
+    const { store, offered } = handOff();
+    let queued: () => void = () => {};
+    const slow = new HandedPresses(store, log, () => new Promise<void>((r) => (queued = r)));
+    expect(slow.recover()).toBe(1);
+    const drained = slow.drain();
+    await settle();
+    expect(store.values('handed:')).toHaveLength(1);
+    queued();
+    await drained;
+    expect(store.values('handed:')).toEqual([]);
+    expect(offered).toHaveLength(1);
+    await slow.drain(); // nothing on its way: returns at once
+  });
+
   it('left by a process that died (or stopped) before the action settled: the next start makes the new message', async () => {
     const { store, later, make, refuse } = handOff();
     // The next start, while the queue refuses: kept for the start after.
