@@ -72,9 +72,19 @@ export class HandedPresses {
     private readonly later: (m: InboundMessage) => Promise<unknown>,
   ) {}
 
+  /**
+   * The press is in the action's inbox now. A store that refuses the record is reported, not thrown: the press was
+   * handed, and handing it again would show it to the model twice.
+   */
   remember(actionId: string, messageId: string, message: InboundMessage): void {
     this.actions.add(actionId);
-    this.store.tx(() => this.store.setValue(`${HANDED}${actionId}:${messageId}`, JSON.stringify(message)), 'NORMAL');
+    try {
+      this.store.tx(() => this.store.setValue(`${HANDED}${actionId}:${messageId}`, JSON.stringify(message)), 'NORMAL');
+    } catch (e) {
+      this.log.warn(
+        `A button press handed to action ${actionId} could not be put on record (${errorMessage(e)}): if Keel stops before the action reads it, it is lost.`,
+      );
+    }
   }
 
   /** The action ended without reading the press: it becomes its new message. */

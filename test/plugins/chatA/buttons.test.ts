@@ -169,6 +169,22 @@ describe('chatA presses handed to a running action (durable until it settles for
     expect(store.values('handed:')).toEqual([]);
   });
 
+  it('a store that refuses the record: the press is still handed (once), and the loss risk is reported', () => {
+    const dir = tmp('keel-btn-');
+    const store = ChannelStore.open(dir, 'chatA');
+    open.push({ store, dir });
+    const r = new ButtonRoutes(store);
+    r.remember('42', ['77'], 'act_a');
+    const warned: string[] = [];
+    const handed = new HandedPresses(store, { warn: (m: string) => void warned.push(m) }, async () => {});
+    const { ctx, offered } = ctxWith({ running: true, admin: true });
+    store.db.exec('CREATE TRIGGER no_kv BEFORE INSERT ON kv BEGIN SELECT RAISE(ABORT, "disk full"); END;');
+    expect(routePress(ctx, r, handed, press, '77')).toEqual({ handedTo: 'act_a' });
+    expect(offered).toHaveLength(1);
+    expect(warned).toEqual([expect.stringMatching(/^A button press handed to action act_a could not be put on record \(.*disk full.*\)/)]);
+    expect(store.values('handed:')).toEqual([]);
+  });
+
   it('drain() waits for the new messages on their way, so the store closes with them off the record', async () => {
     const { store, offered } = handOff();
     let queued: () => void = () => {};
