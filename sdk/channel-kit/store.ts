@@ -62,6 +62,22 @@ function migrate(db: DatabaseSync): void {
 }
 
 /**
+ * The least string greater than every string that starts with `prefix` (its last code point raised by one, dropping
+ * trailing U+10FFFF), or undefined when there is none (every key from `prefix` on qualifies).
+ */
+export function prefixEnd(prefix: string): string | undefined {
+  const points = Array.from(prefix);
+  while (points.length) {
+    const cp = points.pop()!.codePointAt(0)!;
+    if (cp >= 0x10ffff) continue;
+    // A lone surrogate is stored as U+FFFD by SQLite's UTF-8 conversion: raise past that instead.
+    const next = cp >= 0xd800 && cp <= 0xdfff ? 0xfffe : cp + 1;
+    return points.join('') + String.fromCodePoint(next === 0xd800 ? 0xe000 : next);
+  }
+  return undefined;
+}
+
+/**
  * The channel's durable state. Open once per channel and share it between the ingress and the ledger.
  * @example const store = ChannelStore.open(ctx.home, 'chatA'); const offset = store.getValue('offset');
  */
@@ -134,9 +150,15 @@ export class ChannelStore {
    * @example for (const { key, value } of store.values('last:')) backfill(key.slice(5), value);
    */
   values(prefix: string): Array<{ key: string; value: string }> {
-    const rows = this.db
-      .prepare('SELECT key, value FROM kv WHERE substr(key, 1, length(?)) = ? ORDER BY key')
-      .all(prefix, prefix) as Array<{ key: string; value: string }>;
+    // A range of the primary key (prefix <= key < the first string after every string that starts with prefix),
+    // so a lookup reads the matching rows only, not the whole table. The keys compare as UTF-8 bytes, which order
+    // as code points do, so that bound is the prefix with its last code point raised by one.
+    const end = prefixEnd(prefix);
+    const rows = (
+      end === undefined
+        ? this.db.prepare('SELECT key, value FROM kv WHERE key >= ? ORDER BY key').all(prefix)
+        : this.db.prepare('SELECT key, value FROM kv WHERE key >= ? AND key < ? ORDER BY key').all(prefix, end)
+    ) as Array<{ key: string; value: string }>;
     return rows.map((r) => ({ key: r.key, value: r.value }));
   }
 

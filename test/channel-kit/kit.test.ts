@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import {
   ChannelStore,
   ConnectionSupervisor,
@@ -20,6 +20,7 @@ import {
   TokenBucket,
   platformNonce,
 } from '../../sdk/channel-kit/index.js';
+import { prefixEnd } from '../../sdk/channel-kit/store.js';
 import { rm, tmp, waitFor } from '../helpers.js';
 
 const log = { debug() {}, info() {}, warn() {}, error() {} };
@@ -36,6 +37,47 @@ function open(home?: string): { home: string; store: ChannelStore } {
   stores.push(store);
   return { home: h, store };
 }
+
+describe('channel store', () => {
+  it('values(prefix) returns exactly the keys that start with the prefix, in order, reading only their range', () => {
+    const { store } = open();
+    const keys = [
+      'a',
+      'a:',
+      'a:1',
+      'a:2',
+      'a:\u{10ffff}',
+      'a;',
+      'a;0',
+      'b:1',
+      'é:1',
+      'é:2',
+      'ê',
+      '\u{1f600}:x',
+      '\u{1f601}',
+      'z\u{10ffff}',
+      'z\u{10ffff}a',
+    ];
+    keys.forEach((k, i) => store.setValue(k, String(i)));
+    const expected = (prefix: string) =>
+      keys
+        .filter((k) => k.startsWith(prefix))
+        .sort((x, y) => Buffer.compare(Buffer.from(x), Buffer.from(y)))
+        .map((k) => ({ key: k, value: String(keys.indexOf(k)) }));
+    for (const prefix of ['a:', 'a', 'a;', 'é:', '\u{1f600}', 'z\u{10ffff}', 'z', 'nothing:', ''])
+      expect(store.values(prefix), prefix).toEqual(expected(prefix));
+    // The lookup is a search of the primary key, not a scan of every stored value: the plan of what it runs.
+    const prepare = vi.spyOn(store.db, 'prepare');
+    store.values('a:');
+    const sql = prepare.mock.calls.at(-1)![0];
+    prepare.mockRestore();
+    const plan = store.db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all('a:', 'a;');
+    expect(JSON.stringify(plan)).toMatch(/SEARCH kv USING INDEX sqlite_autoindex_kv_1 \(key>\? AND key<\?\)/);
+    expect(prefixEnd('a:')).toBe('a;');
+    expect(prefixEnd('a\u{10ffff}')).toBe('b');
+    expect(prefixEnd('\u{10ffff}')).toBeUndefined();
+  });
+});
 
 describe('ingress', () => {
   it('records a batch with its cursor in one step, drops duplicates, handles each chat in order', async () => {
