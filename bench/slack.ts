@@ -20,7 +20,9 @@ import {
   hostFake,
   InboundClock,
   type InboundFigures,
+  inRounds,
   interleaved,
+  OUTBOUND_ROUNDS,
   LONG_REPLY,
   REPLY_TEXT,
   benchOutbox,
@@ -82,7 +84,7 @@ async function inboundBare(): Promise<InboundFigures> {
  * Outbound: the kit's path (mrkdwn render, ledger, limiter, per-channel order) against WebClient
  * chat.postMessage; the fake in its own process (`process`, the budget) or in this one (`inline`). See outbound.ts.
  */
-async function outbound(n: number, where: 'process' | 'inline', text = REPLY_TEXT): Promise<OutboundFigures> {
+async function outbound(n: number, where: 'process' | 'inline', text = REPLY_TEXT, round = 0): Promise<OutboundFigures> {
   const fake =
     where === 'process'
       ? await hostFake<{ apiUrl: string; botToken: string }>('slack')
@@ -108,7 +110,7 @@ async function outbound(n: number, where: 'process' | 'inline', text = REPLY_TEX
       },
       n,
       100,
-      { regimes: first },
+      { regimes: first && round === 0 },
     );
   } finally {
     kit.close();
@@ -119,7 +121,7 @@ async function outbound(n: number, where: 'process' | 'inline', text = REPLY_TEX
 export async function benchSlack(): Promise<BenchRow[]> {
   const keel = await inboundKeel();
   const bare = await inboundBare();
-  const out = await outbound(1000, 'process');
+  const out = await inRounds(OUTBOUND_ROUNDS, (r) => outbound(600, 'process', REPLY_TEXT, r));
   const outInline = await outbound(1000, 'inline');
   const outLong = await outbound(1000, 'process', LONG_REPLY);
   return channelRows({
