@@ -1,7 +1,8 @@
 /**
- * Durable ingress: an inbound platform message is written (with the platform cursor that acknowledges it, in the
- * same transaction) before the platform is told it arrived, deduplicated by its platform id, handled in order per
- * chat, and marked done only after its handler finished. Recorded-but-not-done entries are driven again at start.
+ * Durable ingress: an inbound platform message is written (with the platform cursor that acknowledges it, or a
+ * history cursor, in the same transaction) before the platform is told it arrived, deduplicated by its platform id,
+ * handled in order per chat, and marked done only after its handler finished. Recorded-but-not-done entries are
+ * driven again at start.
  */
 import { errorMessage } from '../errors.js';
 import type { Logger } from '../types.js';
@@ -14,6 +15,17 @@ export interface IngressItem<T> {
   /** Messages of one chat are handled in order. */
   chatId: string;
   payload: T;
+}
+
+/**
+ * A stored value written in the same transaction as a record: the platform cursor that acknowledges it (Telegram's
+ * next offset), or a history cursor per chat. `value` may be a function of the stored value (undefined when none),
+ * run inside the transaction: for a cursor that only moves forward whatever order the messages come in.
+ * @example { key: `last:${channel}`, value: (stored) => newerTs(stored, ts) }
+ */
+export interface IngressCursor {
+  key: string;
+  value: string | ((stored: string | undefined) => string);
 }
 
 export interface IngressOptions<T> {
@@ -39,7 +51,7 @@ export interface IngressOptions<T> {
 export class Ingress<T> {
   private readonly chains = new Map<string, Promise<void>>();
   private closed = false;
-  private batch: { items: IngressItem<T>[]; done: Promise<void> } | undefined;
+  private batch: { items: IngressItem<T>[]; cursors: IngressCursor[]; done: Promise<void> } | undefined;
   private readonly insert;
   private readonly markDone;
 
@@ -52,26 +64,28 @@ export class Ingress<T> {
   }
 
   /**
-   * Records a batch and, in the same transaction, the platform cursor (e.g. Telegram's next offset). Returns the
-   * entries that were new (duplicates are dropped here) and schedules them. Only after this returns may the
-   * platform be acknowledged. `durability` (default FULL, fsynced) may be NORMAL only where a commit lost to a
-   * power cut is fetched again from the platform (Discord: the message and its history cursor go together, and the
-   * history after the cursor is read at the next start).
+   * Records a batch and, in the same transaction, the platform cursor (e.g. Telegram's next offset), or several
+   * (one history cursor per chat; written in the order given). Returns the entries that were new (duplicates are
+   * dropped here) and schedules them. Only after this returns may the platform be acknowledged. `durability`
+   * (default FULL, fsynced) may be NORMAL only where a commit lost to a power cut is fetched again from the
+   * platform (Discord: the message and its history cursor go together, and the history after the cursor is read at
+   * the next start).
    */
   record(
     items: IngressItem<T>[],
-    cursor?: { key: string; value: string },
+    cursor?: IngressCursor | IngressCursor[],
     opts: { durability?: 'FULL' | 'NORMAL' } = {},
   ): IngressItem<T>[] {
     if (this.closed) throw new Error('ingress is closed');
     const now = Date.now();
+    const cursors = cursor === undefined ? [] : Array.isArray(cursor) ? cursor : [cursor];
     const fresh = this.store.tx(() => {
       const out: IngressItem<T>[] = [];
       for (const it of items) {
         const r = this.insert.run(it.messageId, it.chatId, JSON.stringify(it.payload), now);
         if (r.changes === 1) out.push(it);
       }
-      if (cursor) this.store.setValue(cursor.key, cursor.value);
+      for (const c of cursors) this.store.setValue(c.key, typeof c.value === 'function' ? c.value(this.store.getValue(c.key)) : c.value);
       return out;
     }, opts.durability ?? 'FULL');
     for (const it of fresh) this.schedule(it);
@@ -82,25 +96,28 @@ export class Ingress<T> {
    * Records one item together with the others that arrive in the same turn of the event loop (one transaction and
    * one disk sync for a burst), and resolves once it is durable: for push transports (a socket) that acknowledge
    * each message, which may acknowledge only after this resolves. Rejects (nothing recorded) if the write fails.
+   * `cursor` (optional) is written in that same transaction, after the items, in the order the calls came.
    * @example socket.on('event', async (e) => { await ingress.recordSoon(toItem(e)); await e.ack(); });
    */
-  recordSoon(item: IngressItem<T>): Promise<void> {
+  recordSoon(item: IngressItem<T>, cursor?: IngressCursor): Promise<void> {
     if (!this.batch) {
       const items: IngressItem<T>[] = [];
+      const cursors: IngressCursor[] = [];
       const done = new Promise<void>((resolve, reject) => {
         setImmediate(() => {
           this.batch = undefined;
           try {
-            this.record(items);
+            this.record(items, cursors);
             resolve();
           } catch (e) {
             reject(e);
           }
         });
       });
-      this.batch = { items, done };
+      this.batch = { items, cursors, done };
     }
     this.batch.items.push(item);
+    if (cursor) this.batch.cursors.push(cursor);
     return this.batch.done;
   }
 

@@ -2,7 +2,8 @@
  * Connection supervisor: runs a transport (a long-poll loop, a gateway socket) and keeps it alive. States
  * connecting → connected → reconnecting …; backoff with jitter between attempts; a stall watchdog that aborts a
  * connection that shows no sign of life for `stallMs` (a long poll that never answers, heartbeats that stop);
- * a final `failed` with one clear message on an error retrying cannot fix (an invalid token).
+ * `restart(reason)` for a connection the transport finds broken otherwise; a final `failed` with one clear message
+ * on an error retrying cannot fix (an invalid token).
  */
 import { errorMessage } from '../errors.js';
 import type { Logger } from '../types.js';
@@ -68,6 +69,20 @@ export class ConnectionSupervisor {
     this.lastInboundAt = at.toISOString();
   }
 
+  /**
+   * Aborts the current connection and opens a new one, the way the stall watchdog does: `reason` becomes
+   * `lastError`, the drop is counted in `reconnects`, and the next attempt follows the usual backoff. The drop is
+   * logged at info (the caller warns, saying why). For a transport that finds its connection broken by other means
+   * than silence (chatD: a Socket Mode connection that answers pings but no longer delivers events). Does nothing
+   * while no connection is open, or once stopped.
+   * @example supervisor.restart('Slack stopped delivering events over this connection');
+   */
+  restart(reason: string): void {
+    const c = this.controller;
+    if (this.stopped || !c || c.signal.aborted) return;
+    c.abort(new RestartError(reason));
+  }
+
   /** Called on every state change. */
   onState(fn: (s: ConnectionState) => void): () => void {
     this.listeners.add(fn);
@@ -131,11 +146,12 @@ export class ConnectionSupervisor {
       const watchdog = setInterval(
         () => {
           const limit = stallMs();
-          if (Date.now() - lastLive > limit) controller.abort(new StallError(limit));
+          if (Date.now() - lastLive > limit && !controller.signal.aborted) controller.abort(new StallError(limit));
         },
         Math.max(50, Math.min(1000, stallMs() / 4)),
       );
       let again = false;
+      let asked = false;
       const startedAt = Date.now();
       try {
         const ended = await this.o.connect(controller.signal, {
@@ -155,7 +171,8 @@ export class ConnectionSupervisor {
         if (!again) this.lastError = ended === 'reconnect' ? 'the platform asked for a new connection right away' : 'the connection ended';
       } catch (e) {
         if (this.stopped) break;
-        const stall = controller.signal.reason instanceof StallError;
+        // Aborted on purpose (the watchdog, or `restart`): rebuilt, whatever the connection threw on its way out.
+        const stall = controller.signal.reason instanceof RestartError;
         const fatal = stall ? undefined : this.o.fatal(e);
         if (fatal) {
           this.lastError = fatal;
@@ -165,8 +182,10 @@ export class ConnectionSupervisor {
           return;
         }
         this.lastError = stall ? (controller.signal.reason as Error).message : message(e);
+        asked = stall && !(controller.signal.reason instanceof StallError);
       } finally {
         clearInterval(watchdog);
+        if (this.controller === controller) this.controller = undefined;
       }
       first = false;
       if (again) continue;
@@ -174,15 +193,25 @@ export class ConnectionSupervisor {
       const base = this.o.backoff?.baseMs ?? 1000;
       const max = this.o.backoff?.maxMs ?? 60_000;
       const wait = Math.min(max, base * 2 ** attempt++) * (0.5 + Math.random() / 2);
-      this.o.log.warn(`${this.o.name}: connection lost (${this.lastError}); reconnecting in ${Math.round(wait)} ms.`);
+      const line = `${this.o.name}: connection lost (${this.lastError}); reconnecting in ${Math.round(wait)} ms.`;
+      if (asked) this.o.log.info(line);
+      else this.o.log.warn(line);
       this.set('reconnecting');
       await this.pause(wait);
     }
   }
 }
 
+/** Why a connection was aborted to be rebuilt: `ConnectionSupervisor.restart(reason)`, or the watchdog. */
+export class RestartError extends Error {
+  constructor(reason: string) {
+    super(reason);
+    this.name = 'RestartError';
+  }
+}
+
 /** The watchdog's reason for aborting a silent connection. */
-export class StallError extends Error {
+export class StallError extends RestartError {
   constructor(ms: number) {
     super(`no answer from the platform for ${ms} ms (stalled connection)`);
     this.name = 'StallError';

@@ -122,6 +122,31 @@ describe('ingress', () => {
     await expect(ingress.recordSoon({ messageId: 'm9', chatId: 'a', payload: { n: 9 } })).rejects.toThrow(/closed/);
   });
 
+  it('recordSoon with cursors: each written in the batch transaction, in call order; a function of the stored value moves one only forward', async () => {
+    const { store } = open();
+    const ingress = new Ingress<{ n: number }>(store, { log, handle: async () => undefined });
+    const commits: string[] = [];
+    const exec = store.db.exec.bind(store.db);
+    store.db.exec = (sql: string) => {
+      if (sql === 'COMMIT') commits.push(sql);
+      return exec(sql);
+    };
+    const forward = (n: number) => ({ key: 'last:a', value: (stored: string | undefined) => String(Math.max(Number(stored ?? 0), n)) });
+    // Out of order within the burst: the cursor ends at the highest, not the last.
+    const pending = [3, 5, 4].map((n) => ingress.recordSoon({ messageId: `m${n}`, chatId: 'a', payload: { n } }, forward(n)));
+    const plain = ingress.recordSoon({ messageId: 'x1', chatId: 'b', payload: { n: 1 } }, { key: 'last:b', value: '1' });
+    expect(store.getValue('last:a')).toBeUndefined(); // nothing before the commit
+    await Promise.all([...pending, plain]);
+    expect(commits).toHaveLength(1);
+    expect(store.getValue('last:a')).toBe('5');
+    expect(store.getValue('last:b')).toBe('1');
+    // A duplicate still runs its cursor (and cannot move it back); record() takes a list of cursors too.
+    ingress.record([{ messageId: 'm3', chatId: 'a', payload: { n: 3 } }], [forward(2), { key: 'last:c', value: 'c' }]);
+    expect(store.getValue('last:a')).toBe('5');
+    expect(store.getValue('last:c')).toBe('c');
+    await ingress.close();
+  });
+
   it('entries recorded but not done before a crash are driven again at the next start, in order', async () => {
     const first = open();
     const stuck = new Ingress<{ n: number }>(first.store, { log, handle: () => new Promise(() => {}) });
@@ -456,6 +481,41 @@ describe('connection supervisor', () => {
     expect(warned).toHaveLength(1);
     expect(warned[0]).toMatch(/asked for a new connection right away/);
     await sup.stop();
+  });
+});
+
+describe('connection supervisor: restart', () => {
+  it('restart(reason) rebuilds an open connection as the watchdog does (reason as lastError, one reconnect, logged at info); nothing when no connection is open or once stopped', async () => {
+    let n = 0;
+    const warned: string[] = [];
+    const infos: string[] = [];
+    const sup = new ConnectionSupervisor({
+      name: 't',
+      log: { ...log, warn: (m: string) => warned.push(m), info: (m: string) => infos.push(m) },
+      stallMs: 60_000,
+      backoff: { baseMs: 10, maxMs: 20 },
+      fatal: () => 'never fatal here',
+      connect: async (signal, { connected }) => {
+        n++;
+        connected();
+        // What a transport throws on its way out of an aborted connection is not taken for a fatal error.
+        await new Promise((_, reject) => signal.addEventListener('abort', () => reject(new Error('socket closed'))));
+      },
+    });
+    sup.restart('before any connection'); // nothing to rebuild
+    sup.start();
+    await waitFor(() => sup.state === 'connected', 'connected');
+    sup.restart('the platform stopped delivering events');
+    await waitFor(() => n === 2 && sup.state === 'connected', 'a second connection');
+    expect(sup.reconnects).toBe(1);
+    expect(sup.status().lastError).toBe('the platform stopped delivering events');
+    expect(warned).toEqual([]);
+    expect(infos.some((m) => /connection lost \(the platform stopped delivering events\)/.test(m))).toBe(true);
+    await sup.stop();
+    sup.restart('after stop');
+    await new Promise((r) => setTimeout(r, 50));
+    expect(n).toBe(2);
+    expect(sup.state).toBe('stopped');
   });
 });
 
