@@ -66,6 +66,14 @@ const manifest = {
       policy: 'SAFE',
       description: 'Seconds the Socket Mode connection may stay silent (no event, ping or pong) before it is rebuilt.',
     },
+    chatDCatchUpInterval: {
+      schema: Type.Integer({ minimum: 0, maximum: 86400 }),
+      default: 300,
+      env: ['CHATD_CATCH_UP_INTERVAL'],
+      policy: 'SAFE',
+      description:
+        'Seconds between reads of the history of recently active conversations (conversations.history), for messages Slack did not deliver over the socket; finding such messages also rebuilds the connection. 0: the history is read only after each new connection.',
+    },
   },
   skills: [
     {

@@ -7,6 +7,12 @@
  *
  * As Slack does, an envelope not acknowledged stays owed: it is sent again on the next connection (with
  * `retry_attempt` + 1). The fake counts what it saw so tests can prove "no event lost, no message twice".
+ *
+ * Every message it knows (pushed, or posted by the bot with its `bot_id`) is also in the conversation's history,
+ * read with `conversations.history` as Slack answers it (newest first, `oldest`/`latest`/`inclusive`/`limit`/`cursor`,
+ * thread replies left out except broadcasts); `historyOnly` pushes a message Slack never sends down the socket, and
+ * `deaf` keeps hello, pings and pongs going while it withholds every envelope. Message ts follow the wall clock
+ * (`<seconds>.<microseconds>`, increasing), as Slack's do.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -72,6 +78,18 @@ export interface FakeSlack {
   otherConnections: number;
   /** While true the socket neither pings nor answers pings (pongs), and no envelope is sent. */
   silent: boolean;
+  /**
+   * While true the socket says hello and pings and pongs as usual, but no envelope is sent (a "deaf" Socket Mode
+   * connection). A withheld envelope stays owed: sent on the next connection that is not deaf, or by `redeliver`.
+   */
+  deaf: boolean;
+  /** conversations.history of a channel named here answers `{ ok: false, error }` (e.g. `not_in_channel`). */
+  historyErrors: Map<string, string>;
+  /**
+   * The most messages one conversations.history page holds, whatever `limit` asks (default 999, Slack's maximum;
+   * 15 for commercial apps outside the Marketplace created after May 2025).
+   */
+  historyPageMax: number;
   /** A user message event; returns the envelope id and the message ts. */
   pushMessage(
     text: string,
@@ -84,6 +102,10 @@ export interface FakeSlack {
       subtype?: string;
       /** Files shared with the message (subtype file_share), served at a private URL that needs the bot token. */
       files?: SlackFakeFile[];
+      /** The message's ts (e.g. backdated); default the next ts of the clock. */
+      ts?: string;
+      /** Only in the history: no envelope is sent, now or later (the returned envelopeId is ''). */
+      historyOnly?: boolean;
     },
   ): { envelopeId: string; ts: string };
   /** Every request for a private file URL: path, the Authorization header it carried, the status answered. */
@@ -153,9 +175,74 @@ export async function startFakeSlack(o: { pingMs?: number } = {}): Promise<FakeS
   const privateFiles = new Map<string, SlackFakeFile>();
   const fileDownloads: FakeSlack['fileDownloads'] = [];
   let seq = 0;
-  let tsCounter = 0;
+  let lastMicros = 0;
   let opened = 0;
-  const nextTs = () => `${1_700_000_000 + Math.floor(tsCounter / 1000)}.${String(++tsCounter).padStart(6, '0')}`;
+  /** Slack's ts: seconds.microseconds of the clock, each one later than the one before. */
+  const nextTs = () => {
+    lastMicros = Math.max(Date.now() * 1000, lastMicros + 1);
+    return `${Math.floor(lastMicros / 1e6)}.${String(lastMicros % 1e6).padStart(6, '0')}`;
+  };
+  /** A ts as a number of microseconds, for comparing. */
+  const micros = (ts: string) => {
+    const [sec = '0', frac = ''] = ts.split('.');
+    return BigInt(sec) * 1_000_000n + BigInt(`${frac}000000`.slice(0, 6));
+  };
+  /** Each conversation's history (Slack's message objects, oldest first) and kind (for conversations.info). */
+  const history = new Map<string, Array<Record<string, unknown>>>();
+  const kinds = new Map<string, 'channel' | 'group' | 'im' | 'mpim'>();
+  /**
+   * Adds a message to its conversation's history as conversations.history returns it (no channel fields). A thread
+   * reply is not returned there (only broadcasts are); its parent gets the thread's fields.
+   */
+  const remember = (channel: string, m: Record<string, unknown>) => {
+    const list = history.get(channel) ?? [];
+    history.set(channel, list);
+    const threadTs = m.thread_ts as string | undefined;
+    if (threadTs && threadTs !== m.ts) {
+      const parent = list.find((x) => x.ts === threadTs);
+      if (parent) Object.assign(parent, { thread_ts: threadTs, reply_count: Number(parent.reply_count ?? 0) + 1, latest_reply: m.ts });
+      if (m.subtype !== 'thread_broadcast') return;
+    }
+    list.push(m);
+    list.sort((a, b) => (micros(String(a.ts)) < micros(String(b.ts)) ? -1 : 1));
+  };
+  const historyPage = (p: Record<string, unknown>): Record<string, unknown> => {
+    const channel = String(p.channel ?? '');
+    const refused = fake.historyErrors.get(channel);
+    if (refused) return { ok: false, error: refused };
+    const list = history.get(channel);
+    if (!list) return { ok: false, error: 'channel_not_found' };
+    const yes = (v: unknown) => v === true || v === 'true' || v === 1 || v === '1';
+    const inclusive = yes(p.inclusive);
+    const oldest = p.oldest !== undefined ? micros(String(p.oldest)) : undefined;
+    const latest = p.latest !== undefined ? micros(String(p.latest)) : undefined;
+    // The cursor says where the previous page stopped: the ts of the first message of this one.
+    const from = p.cursor
+      ? micros(
+          Buffer.from(String(p.cursor), 'base64')
+            .toString('utf8')
+            .replace(/^next_ts:/, ''),
+        )
+      : undefined;
+    const limit = Math.min(fake.historyPageMax, 999, Math.max(1, Number(p.limit ?? 100) || 100));
+    const all = list
+      .filter((m) => {
+        const t = micros(String(m.ts));
+        if (oldest !== undefined && (inclusive ? t < oldest : t <= oldest)) return false;
+        if (latest !== undefined && (inclusive ? t > latest : t >= latest)) return false;
+        return from === undefined || t <= from;
+      })
+      .reverse();
+    const page = all.slice(0, limit);
+    const next = all[limit];
+    return {
+      ok: true,
+      messages: page.map((m) => ({ ...m })),
+      has_more: next !== undefined,
+      pin_count: 0,
+      response_metadata: { next_cursor: next ? Buffer.from(`next_ts:${String(next.ts)}`).toString('base64') : '' },
+    };
+  };
   const sockets = new Set<WebSocket>();
 
   const json = (res: ServerResponse, body: unknown, status = 200, headers: Record<string, string> = {}) => {
@@ -192,6 +279,15 @@ export async function startFakeSlack(o: { pingMs?: number } = {}): Promise<FakeS
           ...(p.thread_ts ? { thread_ts: String(p.thread_ts) } : {}),
         };
         posted.push(m);
+        remember(m.channel, {
+          type: 'message',
+          subtype: 'bot_message',
+          text: m.text,
+          user: botUserId,
+          bot_id: 'BKEEL1',
+          ts: m.ts,
+          ...(m.thread_ts ? { thread_ts: m.thread_ts } : {}),
+        });
         return {
           ok: true,
           channel: m.channel,
@@ -204,12 +300,17 @@ export async function startFakeSlack(o: { pingMs?: number } = {}): Promise<FakeS
         if (!m) return { ok: false, error: 'message_not_found' };
         m.text = String(p.text ?? '');
         m.edits++;
+        const h = history.get(m.channel)?.find((x) => x.ts === m.ts);
+        if (h) h.text = m.text;
         return { ok: true, channel: m.channel, ts: m.ts, text: m.text };
       }
       case 'chat.delete': {
         const m = posted.find((x) => x.ts === p.ts && x.channel === p.channel);
         if (!m) return { ok: false, error: 'message_not_found' };
         m.deleted = true;
+        const list = history.get(m.channel);
+        const at = list?.findIndex((x) => x.ts === m.ts) ?? -1;
+        if (at >= 0) list!.splice(at, 1);
         return { ok: true, channel: m.channel, ts: m.ts };
       }
       case 'reactions.add':
@@ -237,8 +338,25 @@ export async function startFakeSlack(o: { pingMs?: number } = {}): Promise<FakeS
         }
         return { ok: true, files: files.map((f) => ({ id: f.id, title: f.title })) };
       }
-      case 'conversations.info':
-        return { ok: true, channel: { id: p.channel, name: 'general', is_channel: true } };
+      case 'conversations.info': {
+        const id = String(p.channel ?? '');
+        const kind = kinds.get(id) ?? (id.startsWith('D') ? 'im' : 'channel');
+        return {
+          ok: true,
+          channel: {
+            id,
+            name: 'general',
+            is_channel: kind === 'channel',
+            is_group: kind === 'group' || kind === 'mpim',
+            is_im: kind === 'im',
+            is_mpim: kind === 'mpim',
+            is_private: kind !== 'channel',
+          },
+        };
+      }
+      case 'conversations.history':
+        if (!bot) return { ok: false, error: 'invalid_auth' };
+        return historyPage(p);
       default:
         return { ok: false, error: 'unknown_method' };
     }
@@ -299,7 +417,7 @@ export async function startFakeSlack(o: { pingMs?: number } = {}): Promise<FakeS
     wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req));
   });
   const deliver = (ws: WebSocket, e: Envelope) => {
-    if (ws.readyState === WebSocket.OPEN && !fake.silent) ws.send(JSON.stringify(e));
+    if (ws.readyState === WebSocket.OPEN && !fake.silent && !fake.deaf) ws.send(JSON.stringify(e));
   };
   const broadcast = (e: Envelope) => {
     // Slack sends an envelope to one of the app's connections.
@@ -378,13 +496,17 @@ export async function startFakeSlack(o: { pingMs?: number } = {}): Promise<FakeS
     fileDownloads,
     otherConnections: 0,
     silent: false,
+    deaf: false,
+    historyErrors: new Map(),
+    historyPageMax: 999,
     connections: () => opened,
     openSockets: () => sockets.size,
     pushMessage(text, m = {}) {
-      const ts = nextTs();
+      const ts = m.ts ?? nextTs();
       const channelType = m.channelType ?? 'channel';
       const channel =
         m.channel ?? (channelType === 'im' ? 'D0DIRECT1' : channelType === 'group' || channelType === 'mpim' ? 'G0PRIVATE1' : 'C0GENERAL1');
+      kinds.set(channel, channelType);
       const event: Record<string, unknown> = {
         type: 'message',
         channel,
@@ -414,6 +536,9 @@ export async function startFakeSlack(o: { pingMs?: number } = {}): Promise<FakeS
           };
         });
       }
+      const { channel: _c, channel_type: _t, event_ts: _e, ...stored } = event;
+      remember(channel, stored);
+      if (m.historyOnly) return { envelopeId: '', ts };
       const e = envelope('events_api', {
         token: 'verif',
         team_id: 'T0KEEL',

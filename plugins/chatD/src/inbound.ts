@@ -31,15 +31,20 @@ export interface SlackMessageEvent {
 /** Message subtypes that are a person writing (everything else: edits, joins, topic changes ... is not a task). */
 const USER_SUBTYPES = new Set([undefined, 'file_share', 'thread_broadcast']);
 
+/**
+ * The ingress item of a message event, or undefined when it is not a person writing: the one filter for messages
+ * from the socket and from the history (catchup.ts), so a message seen both ways has the same id.
+ */
+export function messageItemOf(ev: SlackMessageEvent | undefined, botUserId: string | undefined): IngressItem<SlackItem> | undefined {
+  if (ev?.type !== 'message' || !ev.channel || !ev.ts) return undefined;
+  if (ev.bot_id || ev.subtype === 'bot_message' || !ev.user || (botUserId && ev.user === botUserId)) return undefined;
+  if (!USER_SUBTYPES.has(ev.subtype)) return undefined;
+  return { messageId: `${ev.channel}:${ev.ts}`, chatId: ev.channel, payload: { kind: 'message', event: ev } };
+}
+
 /** The ingress item of an envelope, or undefined when it is nothing to act on. */
 export function itemOf(e: Envelope, botUserId: string | undefined): IngressItem<SlackItem> | undefined {
-  if (e.type === 'events_api') {
-    const ev = (e.body as { event?: SlackMessageEvent }).event;
-    if (!ev || ev.type !== 'message' || !ev.channel || !ev.ts) return undefined;
-    if (ev.bot_id || ev.subtype === 'bot_message' || !ev.user || (botUserId && ev.user === botUserId)) return undefined;
-    if (!USER_SUBTYPES.has(ev.subtype)) return undefined;
-    return { messageId: `${ev.channel}:${ev.ts}`, chatId: ev.channel, payload: { kind: 'message', event: ev } };
-  }
+  if (e.type === 'events_api') return messageItemOf((e.body as { event?: SlackMessageEvent }).event, botUserId);
   if (e.type === 'slash_commands') {
     const b = e.body as { command?: string; text?: string; channel_id?: string; user_id?: string; user_name?: string; trigger_id?: string };
     if (!b.command || !b.channel_id || !b.user_id) return undefined;

@@ -2,7 +2,9 @@
  * chatD (Slack) on the channel kit: Bolt with a Socket Mode receiver that acknowledges an envelope only after it
  * is in the durable ingress, replies rendered once as mrkdwn and delivered through the ledger under per-channel
  * rate limits (threaded when the message came in a thread), a supervised connection with a silence watchdog and
- * an owner lock, the kit's command menu, a progress status message edited in place.
+ * an owner lock, a catch-up from the conversation history after every connection and periodically (which also
+ * rebuilds a connection that stopped delivering events), the kit's command menu, a progress status message edited
+ * in place.
  * See docs/slack.md and docs/channels-kit.md.
  */
 import { App } from '@slack/bolt';
@@ -19,8 +21,9 @@ import {
 } from '../../../sdk/channel-kit/index.js';
 import type { Action, ChannelStatus, PluginContext } from '../../../sdk/index.js';
 import type manifest from '../manifest.js';
+import { CatchUp, cursorKey, newerTs } from './catchup.js';
 import { withSlackFiles } from './files.js';
-import { itemOf, toInbound, type SlackItem } from './inbound.js';
+import { itemOf, messageItemOf, toInbound, type SlackItem } from './inbound.js';
 import {
   badCredentials,
   classifySlack,
@@ -32,6 +35,14 @@ import {
   type SlackChunk,
 } from './slack.js';
 import { runSocket, SupervisedReceiver } from './socket.js';
+
+/** chatD's status: the kit's, the bot's name, and the history catch-up. */
+export interface ChatDStatus extends ChannelStatus {
+  /** ISO time the last catch-up from the history ended. */
+  lastCatchUpAt?: string;
+  /** Messages recorded by catch-ups since start (ones the socket had not brought). */
+  caughtUp: number;
+}
 
 /** Progress feedback is keyed by where it shows: a channel, or a thread in it. */
 const where = (channel: string, thread?: string) => (thread ? `${channel}|${thread}` : channel);
@@ -80,8 +91,20 @@ export async function startChatD(ctx: PluginContext<typeof manifest>) {
           record: async (e) => {
             const item = itemOf(e, bot.userId);
             if (!item) return;
-            // A burst shares one transaction; the ack waits until this item is in it.
-            await ingress.recordSoon(item);
+            if (item.payload.kind === 'message') {
+              const ev = item.payload.event;
+              catchUp.live(ev.channel, ev.channel_type);
+              // While the conversation's history is read, its live messages wait, so they are recorded after it.
+              const gate = catchUp.gate(ev.channel);
+              if (gate) await gate;
+              // A burst shares one transaction; the ack waits until this item (and its conversation's history
+              // cursor, which only moves forward) is in it. The cursor of a conversation whose history is still to
+              // be read stays, so that the read covers what was missed before this message.
+              await ingress.recordSoon(item, {
+                key: cursorKey(ev.channel),
+                value: (stored) => (stored !== undefined && catchUp.behind(ev.channel) ? stored : newerTs(stored, ev.ts)),
+              });
+            } else await ingress.recordSoon(item);
             supervisor.inbound();
           },
         },
@@ -91,6 +114,8 @@ export async function startChatD(ctx: PluginContext<typeof manifest>) {
           connected: () => {
             connected();
             rt.resume();
+            // What was said while there was no connection (and Slack did not send again) is read from the history.
+            catchUp.afterConnect();
           },
         },
       );
@@ -169,7 +194,36 @@ export async function startChatD(ctx: PluginContext<typeof manifest>) {
   });
   const { send, outbox } = rt;
 
-  const status = (): ChannelStatus => ({ enabled: true, ...supervisor.status(), ...(bot.name ? { botUsername: bot.name } : {}) });
+  // ---------------------------------------------------------------- catch-up from the history
+  const catchUp = new CatchUp({
+    client,
+    store: rt.store,
+    log: ctx.log,
+    signal: rt.signal,
+    interval: () => setting(ctx, 'chatDCatchUpInterval', 300),
+    connected: () => supervisor.state === 'connected',
+    rebuild: (reason) => supervisor.restart(reason),
+    record: (channel, events, newest) => {
+      const items = events.map((ev) => messageItemOf(ev, bot.userId)).filter((it) => it !== undefined);
+      // Nothing was acknowledged for these: a commit a power cut undoes takes the cursor with it, and the next
+      // catch-up reads them again. So no fsync here.
+      const fresh = ingress.record(
+        items,
+        { key: cursorKey(channel), value: (stored) => newerTs(stored, newest) },
+        { durability: 'NORMAL' },
+      );
+      if (fresh.length) supervisor.inbound();
+      return fresh.map((it) => (it.payload as Extract<SlackItem, { kind: 'message' }>).event);
+    },
+  });
+
+  const status = (): ChatDStatus => ({
+    enabled: true,
+    ...supervisor.status(),
+    ...(bot.name ? { botUsername: bot.name } : {}),
+    ...(catchUp.lastCatchUpAt ? { lastCatchUpAt: catchUp.lastCatchUpAt } : {}),
+    caughtUp: catchUp.caughtUp,
+  });
 
   // ---------------------------------------------------------------- inbound
   const ingress: Ingress<SlackItem> = new Ingress<SlackItem>(rt.store, {
@@ -234,5 +288,13 @@ export async function startChatD(ctx: PluginContext<typeof manifest>) {
 
   ingress.recover();
   await app.start();
-  return { stop: () => rt.stop(() => app.stop(), ingress), health: rt.health(status) };
+  catchUp.start();
+  return {
+    stop: () =>
+      rt.stop(async () => {
+        await catchUp.stop();
+        await app.stop();
+      }, ingress),
+    health: rt.health(status),
+  };
 }

@@ -131,6 +131,12 @@ describe('chatD status', () => {
         return s?.lastInboundAt ? s : undefined;
       }, 'lastInboundAt');
       expect(c).toMatchObject({ enabled: true, connected: true, state: 'connected', reconnects: 0, botUsername: 'keel' });
+      // The history catch-up after the hello: when it last ran and how many messages it brought (none here).
+      const caught = await waitFor(async () => {
+        const s = (await get()).chatD;
+        return s?.lastCatchUpAt ? s : undefined;
+      }, 'lastCatchUpAt');
+      expect(caught).toMatchObject({ caughtUp: 0, lastCatchUpAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT/) });
       expect(JSON.stringify(c)).not.toContain('xoxb-');
     } finally {
       await t.close();

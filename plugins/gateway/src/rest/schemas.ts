@@ -147,6 +147,12 @@ export const ConnectionStatus = Type.Object({
   lastInboundAt: Type.Optional(Type.String({ description: 'Keel extra: ISO time of the last inbound message' })),
   reconnects: Type.Optional(Type.Integer({ description: 'Keel extra: reconnections since start' })),
   lastError: Type.Optional(Type.String({ description: 'Keel extra: the last connection error' })),
+  lastCatchUpAt: Type.Optional(
+    Type.String({ description: 'Keel extra, chatD only: ISO time the last catch-up from the conversation history ended' }),
+  ),
+  caughtUp: Type.Optional(
+    Type.Integer({ description: 'Keel extra, chatD only: messages read from the history that the socket had not brought, since start' }),
+  ),
 });
 export const Connections = Type.Record(Type.String(), ConnectionStatus, {
   description: 'Keyed by channel name; every running channel plugin (built-in or a user plugin providing channel:<name>).',

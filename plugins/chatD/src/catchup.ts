@@ -1,0 +1,553 @@
+/**
+ * Catch-up from the conversation history. Slack sends an unacknowledged Socket Mode envelope again on the next
+ * connection, but only a few times; and a connection can stay open, answering pings, while Slack delivers no events
+ * over it (a "deaf" socket). So each conversation the bot has heard from keeps a history cursor (`last:<channel>`,
+ * the newest message ts recorded, or read from the history, there; written in the ingress transaction of the
+ * record), and its history after that cursor (`conversations.history`) is read and recorded like socket messages;
+ * the ingress drops what it has:
+ *
+ * - after every connection's `hello`, every conversation with a cursor (its live messages wait meanwhile, so that a
+ *   conversation's messages are still recorded, and handled, in order);
+ * - every `chatDCatchUpInterval` seconds, the 50 most recently active conversations of the last 7 days. A message
+ *   such a sweep records that is older than a minute, in a conversation this connection was following, is one the
+ *   socket should have delivered and did not: the connection is rebuilt (with one warning).
+ *
+ * A conversation whose history is still to be read on this connection is "behind": its live messages are recorded
+ * without moving its cursor (so a failed read is tried again from where it was, not from after them), and the pages
+ * a read got before it failed (a rate limit) are kept, the next read going on below them.
+ *
+ * Thread replies are not in `conversations.history` (only their parents and broadcasts), so they are not caught up.
+ */
+import { ErrorCode, type WebClient } from '@slack/web-api';
+import type { ChannelStore } from '../../../sdk/channel-kit/index.js';
+import { errorMessage, type Logger } from '../../../sdk/index.js';
+import type { SlackFile } from './files.js';
+import type { SlackMessageEvent } from './inbound.js';
+import { slackErrorCode } from './slack.js';
+
+const PREFIX = 'last:';
+/** Messages per `conversations.history` page. */
+const PAGE = 100;
+/** At most this many messages of one conversation per catch-up (the newest ones after the cursor). */
+export const MAX_PER_CONVERSATION = 500;
+/** A periodic sweep reads at most this many conversations, the most recently active first ... */
+export const SWEEP_CONVERSATIONS = 50;
+/** ... of those whose newest recorded message is at most this old. */
+export const SWEEP_ACTIVE_MS = 7 * 24 * 3600 * 1000;
+/** A message a sweep finds that is older than this was not delivered over the socket (Slack's lag is seconds). */
+export const UNDELIVERED_AFTER_MS = 60_000;
+/** A history call that takes longer is given up (its conversation's live messages wait for it). */
+const CALL_TIMEOUT_MS = 30_000;
+/** A Retry-After longer than this ends the round at once instead of being waited for. */
+const MAX_RETRY_AFTER_S = 60;
+
+/** The kv key of a conversation's history cursor. */
+export const cursorKey = (channel: string) => `${PREFIX}${channel}`;
+
+/** A Slack ts (`"1700000000.000100"`) as microseconds, or undefined when it is not one. */
+function micros(ts: string): bigint | undefined {
+  const m = /^(\d{1,12})(?:\.(\d{1,6}))?$/.exec(ts);
+  return m ? BigInt(m[1]!) * 1_000_000n + BigInt((m[2] ?? '').padEnd(6, '0')) : undefined;
+}
+
+/**
+ * The newer of two Slack ts (`"seconds.micro"`), compared as numbers, not as strings; undefined (no cursor yet) and
+ * a malformed value count as oldest.
+ * @example newerTs('1700000000.000100', '1700000000.000099') // '1700000000.000100'
+ */
+export function newerTs(a: string | undefined, b: string): string {
+  const x = a === undefined ? undefined : micros(a);
+  const y = micros(b);
+  if (y === undefined) return a ?? b;
+  return x === undefined || y > x ? b : a!;
+}
+
+/** Epoch milliseconds of a Slack ts. */
+export const tsMs = (ts: string) => Number(ts) * 1000;
+
+/** A message as `conversations.history` returns it (what chatD reads of it). */
+interface HistoryMessage {
+  type?: string;
+  user?: string;
+  text?: string;
+  ts?: string;
+  thread_ts?: string;
+  bot_id?: string;
+  subtype?: string;
+  files?: SlackFile[];
+}
+
+type ChannelType = NonNullable<SlackMessageEvent['channel_type']>;
+
+/** A history message as the message event the socket would have carried. */
+export function historyEvent(channel: string, channelType: ChannelType, m: HistoryMessage): SlackMessageEvent | undefined {
+  if (!m.ts) return undefined;
+  // In the history a thread's parent carries thread_ts (its own ts); its live event did not, and it is answered in
+  // the conversation, not in its thread. A broadcast reply keeps its thread.
+  const thread = m.thread_ts && m.thread_ts !== m.ts ? m.thread_ts : undefined;
+  return {
+    type: 'message',
+    channel,
+    channel_type: channelType,
+    ts: m.ts,
+    ...(m.user ? { user: m.user } : {}),
+    ...(m.text !== undefined ? { text: m.text } : {}),
+    ...(thread ? { thread_ts: thread } : {}),
+    ...(m.bot_id ? { bot_id: m.bot_id } : {}),
+    ...(m.subtype ? { subtype: m.subtype } : {}),
+    ...(m.files?.length ? { files: m.files } : {}),
+  };
+}
+
+/** The Slack error code of a failed call, for a log line: never the token, never the whole request. */
+function codeOf(e: unknown): string {
+  const x = e as { code?: string; statusCode?: number; name?: string } | undefined;
+  if (x?.code === ErrorCode.RateLimitedError) return 'ratelimited';
+  const code = slackErrorCode(e);
+  if (code) return code;
+  if (x?.code === ErrorCode.HTTPError) return `HTTP ${x.statusCode ?? '?'}`;
+  if (x?.name === 'TimeoutError') return 'no answer in time';
+  return errorMessage(e)
+    .replace(/\b(xox[a-z]|xapp)-[A-Za-z0-9-]+/g, '[token]')
+    .slice(0, 200);
+}
+
+/** Seconds Slack asked to wait, when `e` is a rate limit (HTTP 429, or `ratelimited`). */
+function retryAfter(e: unknown): number | undefined {
+  const x = e as { code?: string; retryAfter?: number } | undefined;
+  if (x?.code === ErrorCode.RateLimitedError) return Math.max(1, Number(x.retryAfter ?? 1));
+  return slackErrorCode(e) === 'ratelimited' ? 1 : undefined;
+}
+
+/** Resolves after `ms`, rejects with the reason when `signal` aborts first. */
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason);
+    const t = setTimeout(() => {
+      signal.removeEventListener('abort', stop);
+      resolve();
+    }, ms);
+    const stop = () => {
+      clearTimeout(t);
+      reject(signal.reason);
+    };
+    signal.addEventListener('abort', stop, { once: true });
+  });
+}
+
+/** `p`, or a rejection when it takes longer than `ms` or `signal` aborts (the call itself is left to finish). */
+function bounded<T>(p: Promise<T>, ms: number, signal: AbortSignal): Promise<T> {
+  p.catch(() => undefined);
+  return new Promise<T>((resolve, reject) => {
+    const t = setTimeout(() => reject(Object.assign(new Error(`no answer in ${ms / 1000} s`), { name: 'TimeoutError' })), ms);
+    const stop = () => reject(signal.reason);
+    if (signal.aborted) stop();
+    signal.addEventListener('abort', stop, { once: true });
+    p.then(resolve, reject).finally(() => {
+      clearTimeout(t);
+      signal.removeEventListener('abort', stop);
+    });
+  });
+}
+
+export interface CatchUpOptions {
+  /** The bot's WebClient (calls go to `chatDApiUrl`). */
+  client: WebClient;
+  store: ChannelStore;
+  log: Logger;
+  /** Aborted when the channel stops. */
+  signal: AbortSignal;
+  /**
+   * Records one conversation's messages (oldest first) and moves its cursor to `newest` (the newest ts read, which
+   * may be a message the filter drops) in one ingress transaction; returns the messages that were new.
+   */
+  record(channel: string, events: SlackMessageEvent[], newest: string): SlackMessageEvent[];
+  /** Rebuilds the connection (the supervisor's `restart`). */
+  rebuild(reason: string): void;
+  /** Whether the connection is up now. */
+  connected(): boolean;
+  /** Seconds between periodic sweeps, asked before each wait (0: none). */
+  interval(): number;
+}
+
+/** A conversation's live messages wait while its history is read. */
+interface Gate {
+  holds: number;
+  open: Promise<void>;
+  release: () => void;
+}
+
+/** The catch-up of one chatD channel. */
+export class CatchUp {
+  /** ISO time the last catch-up ended. */
+  lastCatchUpAt: string | undefined;
+  /** Messages recorded by catch-ups since start (not already recorded from the socket). */
+  caughtUp = 0;
+
+  private readonly gates = new Map<string, Gate>();
+  /** Held conversations a live message is waiting for: read before the others. */
+  private readonly wanted = new Set<string>();
+  /** Conversation kinds, from live events and conversations.info. */
+  private readonly kinds = new Map<string, ChannelType>();
+  /** Connections since start (each hello); the one a conversation was last known to be followed on. */
+  private connection = 0;
+  private readonly followed = new Map<string, number>();
+  /** Conversations with a cursor at this connection's hello whose history has not been read on it yet. */
+  private due = new Set<string>();
+  /** Reads cut short (newest pages first): the messages got so far, after `oldest` and before `latest`. */
+  private readonly partial = new Map<string, { oldest: string; latest: string; messages: HistoryMessage[] }>();
+  /** Conversations being read now. */
+  private readonly reading = new Set<string>();
+  /** The round running or queued; the one running can be cut short (a new hello). */
+  private running: Promise<void> | undefined;
+  private round: AbortController | undefined;
+  /** Conversation → the error code last warned about (warned once until it reads again). */
+  private readonly warned = new Map<string, string>();
+  private rateWarned = false;
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
+
+  constructor(private readonly o: CatchUpOptions) {}
+
+  /** Starts the periodic sweeps. */
+  start(): void {
+    this.schedule();
+  }
+
+  /** Stops the sweeps and the round in progress; live messages waiting for it are let through. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    this.round?.abort(new Error('stopping'));
+    await this.running?.catch(() => undefined);
+    for (const g of this.gates.values()) g.release();
+    this.gates.clear();
+  }
+
+  /**
+   * A message delivered over the socket: its conversation's kind is known, and unless its history is still due on
+   * this connection, the conversation counts as followed live from now on.
+   */
+  live(channel: string, channelType?: ChannelType): void {
+    if (channelType) this.kinds.set(channel, channelType);
+    if (!this.due.has(channel)) this.followed.set(channel, this.connection);
+  }
+
+  /**
+   * Whether the history of `channel` is still to be read on this connection, is being read, or a read of it was cut
+   * short: its live messages then leave its cursor where it is.
+   */
+  behind(channel: string): boolean {
+    return this.due.has(channel) || this.partial.has(channel) || this.reading.has(channel);
+  }
+
+  /**
+   * While the history of `channel` is due or being read, a promise that resolves once it is recorded (and that
+   * conversation is read next); else undefined.
+   */
+  gate(channel: string): Promise<void> | undefined {
+    const g = this.gates.get(channel);
+    if (!g) return undefined;
+    this.wanted.add(channel);
+    return g.open;
+  }
+
+  /**
+   * At every hello: reads every conversation with a cursor. Their live messages wait from now until their history
+   * is recorded. A round still running is cut short (this one reads everything again).
+   */
+  afterConnect(): void {
+    if (this.stopped) return;
+    const connection = ++this.connection;
+    const list = this.conversations();
+    this.due = new Set(list.map((c) => c.channel));
+    const held = new Set<string>();
+    for (const c of list) this.hold(c.channel, held);
+    this.round?.abort(new Error('a new connection'));
+    const prev = this.running ?? Promise.resolve();
+    const run = prev
+      .catch(() => undefined)
+      .then(() => (connection === this.connection && !this.stopped ? this.runRound('connect', list, held, connection) : undefined))
+      .finally(() => {
+        this.releaseAll(held);
+        if (this.running === run) this.running = undefined;
+      });
+    this.running = run;
+  }
+
+  /**
+   * A periodic sweep, unless a round is running, or the connection is down: conversations still behind first, then
+   * the most recently active.
+   */
+  sweep(): void {
+    if (this.stopped || this.running || !this.o.connected()) return;
+    const since = Date.now() - SWEEP_ACTIVE_MS;
+    const all = this.conversations();
+    const list = [
+      ...all.filter((c) => this.behind(c.channel)),
+      ...all.filter((c) => !this.behind(c.channel) && tsMs(c.cursor) >= since),
+    ].slice(0, SWEEP_CONVERSATIONS);
+    const held = new Set<string>();
+    const run = this.runRound('sweep', list, held, this.connection).finally(() => {
+      this.releaseAll(held);
+      if (this.running === run) this.running = undefined;
+    });
+    this.running = run;
+  }
+
+  private schedule(): void {
+    if (this.stopped) return;
+    const every = this.o.interval();
+    // 0: no sweeps; the setting is looked at again in a minute.
+    this.timer = setTimeout(
+      () => {
+        if (every > 0) this.sweep();
+        this.schedule();
+      },
+      (every > 0 ? every : 60) * 1000,
+    );
+    this.timer.unref();
+  }
+
+  /** Conversations with a cursor, the most recently active first. */
+  private conversations(): Array<{ channel: string; cursor: string }> {
+    return this.o.store
+      .values(PREFIX)
+      .map(({ key, value }) => ({ channel: key.slice(PREFIX.length), cursor: value }))
+      .sort((a, b) => (a.cursor === b.cursor ? 0 : newerTs(a.cursor, b.cursor) === a.cursor ? -1 : 1));
+  }
+
+  private hold(channel: string, held: Set<string>): void {
+    if (held.has(channel)) return;
+    held.add(channel);
+    let g = this.gates.get(channel);
+    if (!g) {
+      let release!: () => void;
+      const open = new Promise<void>((r) => {
+        release = r;
+      });
+      g = { holds: 0, open, release };
+      this.gates.set(channel, g);
+    }
+    g.holds++;
+  }
+
+  private unhold(channel: string, held: Set<string>): void {
+    if (!held.delete(channel)) return;
+    const g = this.gates.get(channel);
+    if (!g || --g.holds > 0) return;
+    this.gates.delete(channel);
+    g.release();
+  }
+
+  private releaseAll(held: Set<string>): void {
+    for (const c of [...held]) this.unhold(c, held);
+  }
+
+  private async runRound(
+    kind: 'connect' | 'sweep',
+    list: Array<{ channel: string }>,
+    held: Set<string>,
+    connection: number,
+  ): Promise<void> {
+    const ac = new AbortController();
+    this.round = ac;
+    const signal = AbortSignal.any([this.o.signal, ac.signal]);
+    const rate = { waited: false, limited: false };
+    const undelivered = new Map<string, number>();
+    let read = 0;
+    const rest = list.map((c) => c.channel);
+    try {
+      while (rest.length) {
+        if (signal.aborted) break;
+        // A conversation a live message waits for goes first.
+        const at = rest.findIndex((c) => this.wanted.has(c));
+        const [channel] = rest.splice(Math.max(0, at), 1) as [string];
+        this.wanted.delete(channel);
+        if (kind === 'sweep') this.hold(channel, held);
+        // Followed live on this connection before this read: what the read finds now, the socket should have brought.
+        const wasFollowed = this.followed.get(channel) === connection && !this.due.has(channel);
+        try {
+          // A sweep does not hold a conversation's live messages through a Retry-After wait (a connection's
+          // catch-up does: what was said before the connection must come first).
+          const waiting = kind === 'sweep' ? { begin: () => this.unhold(channel, held), end: () => this.hold(channel, held) } : undefined;
+          this.reading.add(channel);
+          const fresh = await this.readConversation(channel, signal, rate, waiting).finally(() => this.reading.delete(channel));
+          if (fresh === undefined) break; // stopped, or cut short
+          read++;
+          if (this.warned.delete(channel)) this.o.log.info(`chatD: the history of conversation ${channel} can be read again.`);
+          if (connection === this.connection) this.followed.set(channel, connection);
+          if (kind === 'sweep' && wasFollowed) {
+            const late = fresh.filter((m) => Date.now() - tsMs(m.ts) > UNDELIVERED_AFTER_MS).length;
+            if (late) undelivered.set(channel, late);
+          }
+        } catch (e) {
+          if (signal.aborted) break;
+          if (retryAfter(e) !== undefined) {
+            rate.limited = true;
+            this.rateLimited(channel);
+            break; // the same limit holds for every conversation: the rest wait for the next round
+          }
+          this.failed(channel, e);
+        } finally {
+          this.wanted.delete(channel);
+          this.unhold(channel, held);
+        }
+      }
+    } finally {
+      if (this.round === ac) this.round = undefined;
+    }
+    if (this.o.signal.aborted) return;
+    if (!rate.limited) this.rateWarned = false;
+    this.lastCatchUpAt = new Date().toISOString();
+    this.o.log.debug(`chatD: catch-up (${kind}) read ${read} of ${list.length} conversation(s).`);
+    const n = [...undelivered.values()].reduce((a, b) => a + b, 0);
+    if (n && connection === this.connection && this.o.connected()) {
+      this.o.log.warn(
+        `chatD: Slack did not deliver ${n} message(s) over the Socket Mode connection (in ${[...undelivered.keys()].join(', ')}); ` +
+          'they were read from the history. Rebuilding the connection.',
+      );
+      this.o.rebuild(`Slack stopped delivering events over this Socket Mode connection (${n} message(s) found only in the history)`);
+    }
+  }
+
+  /**
+   * Reads a conversation's history after its cursor and records it. Returns the new messages, or undefined when the
+   * round was cut short before anything was recorded. Throws the Slack error (nothing recorded, the cursor stays).
+   */
+  private async readConversation(
+    channel: string,
+    signal: AbortSignal,
+    rate: { waited: boolean },
+    waiting?: { begin(): void; end(): void },
+  ): Promise<SlackMessageEvent[] | undefined> {
+    const oldest = this.o.store.getValue(cursorKey(channel));
+    if (!oldest) {
+      this.done(channel);
+      return [];
+    }
+    // A read cut short before goes on below what it got (the same cursor: nothing was recorded meanwhile).
+    const before = this.partial.get(channel);
+    const messages: HistoryMessage[] = before?.oldest === oldest ? before.messages : [];
+    const latest = before?.oldest === oldest ? before.latest : undefined;
+    this.partial.delete(channel);
+    let cursor: string | undefined;
+    let more = false;
+    for (;;) {
+      let page: Awaited<ReturnType<WebClient['conversations']['history']>>;
+      try {
+        page = await this.call(
+          () =>
+            this.o.client.conversations.history({
+              channel,
+              oldest,
+              inclusive: false,
+              limit: PAGE,
+              ...(latest ? { latest } : {}),
+              ...(cursor ? { cursor } : {}),
+            }),
+          signal,
+          rate,
+          waiting,
+        );
+      } catch (e) {
+        // Nothing is recorded (that would move the cursor past what is not read yet); the pages got so far are kept.
+        const last = messages.at(-1)?.ts;
+        if (last) this.partial.set(channel, { oldest, latest: last, messages });
+        throw e;
+      }
+      messages.push(...((page.messages ?? []) as HistoryMessage[]));
+      cursor = page.response_metadata?.next_cursor || undefined;
+      more = page.has_more === true && cursor !== undefined;
+      if (!more || messages.length >= MAX_PER_CONVERSATION) break;
+    }
+    // Newest first: the newest 500 after the cursor are kept.
+    const kept = messages.filter((m) => m.ts && micros(m.ts) !== undefined).slice(0, MAX_PER_CONVERSATION);
+    if (more)
+      this.o.log.warn(
+        `chatD: more than ${MAX_PER_CONVERSATION} messages in conversation ${channel} since it was last read; the newest ${MAX_PER_CONVERSATION} are caught up, the older ones are not.`,
+      );
+    if (!kept.length) {
+      this.done(channel);
+      return [];
+    }
+    kept.sort((a, b) => (micros(a.ts!)! < micros(b.ts!)! ? -1 : 1));
+    const newest = kept.at(-1)!.ts!;
+    const type = await this.kindOf(channel, signal);
+    const events = kept.map((m) => historyEvent(channel, type, m)).filter((e): e is SlackMessageEvent => e !== undefined);
+    if (signal.aborted) return undefined;
+    const fresh = this.o.record(channel, events, newest);
+    this.done(channel);
+    this.caughtUp += fresh.length;
+    return fresh;
+  }
+
+  /** The conversation's history is read (and recorded): its live messages move its cursor again. */
+  private done(channel: string): void {
+    this.due.delete(channel);
+    this.partial.delete(channel);
+  }
+
+  /** `D...` is a direct message; otherwise asked once (conversations.info) and kept; `channel` when that fails. */
+  private async kindOf(channel: string, signal: AbortSignal): Promise<ChannelType> {
+    if (channel.startsWith('D')) return 'im';
+    const known = this.kinds.get(channel);
+    if (known) return known;
+    try {
+      const r = await bounded(this.o.client.conversations.info({ channel }), CALL_TIMEOUT_MS, signal);
+      const c = (r.channel ?? {}) as { is_im?: boolean; is_mpim?: boolean; is_private?: boolean };
+      const kind: ChannelType = c.is_im ? 'im' : c.is_mpim ? 'mpim' : c.is_private ? 'group' : 'channel';
+      this.kinds.set(channel, kind);
+      return kind;
+    } catch (e) {
+      if (!signal.aborted) this.o.log.debug(`chatD: conversations.info of ${channel} failed (${codeOf(e)}); taken as a channel.`);
+      return 'channel';
+    }
+  }
+
+  /** One Web API call, bounded in time; a rate limit is waited out once per round (Retry-After), then thrown. */
+  private async call<T>(
+    fn: () => Promise<T>,
+    signal: AbortSignal,
+    rate: { waited: boolean },
+    waiting?: { begin(): void; end(): void },
+  ): Promise<T> {
+    for (;;) {
+      try {
+        return await bounded(fn(), CALL_TIMEOUT_MS, signal);
+      } catch (e) {
+        const wait = retryAfter(e);
+        if (wait === undefined || rate.waited || wait > MAX_RETRY_AFTER_S || signal.aborted) throw e;
+        rate.waited = true;
+        this.o.log.info(`chatD: Slack rate-limits reading the history; waiting ${wait} s as it asks (Retry-After).`);
+        waiting?.begin();
+        try {
+          await sleep(wait * 1000, signal);
+        } finally {
+          waiting?.end();
+        }
+      }
+    }
+  }
+
+  private failed(channel: string, e: unknown): void {
+    const code = codeOf(e);
+    if (this.warned.get(channel) === code) {
+      this.o.log.debug(`chatD: the history of conversation ${channel} still cannot be read (${code}).`);
+      return;
+    }
+    this.warned.set(channel, code);
+    this.o.log.warn(
+      `chatD: could not read the history of conversation ${channel} to catch up (Slack answered ${code}); its cursor stays and the next catch-up tries again.`,
+    );
+  }
+
+  private rateLimited(channel: string): void {
+    const line =
+      `chatD: Slack rate-limited reading the history of conversation ${channel} (ratelimited) again, or for longer than ` +
+      `${MAX_RETRY_AFTER_S} s; the conversations not read yet are left for the next catch-up.`;
+    if (this.rateWarned) this.o.log.debug(line);
+    else this.o.log.warn(line);
+    this.rateWarned = true;
+  }
+}

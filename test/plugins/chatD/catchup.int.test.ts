@@ -1,0 +1,222 @@
+/**
+ * chatD's catch-up from the conversation history (conversations.history after a cursor per conversation): messages
+ * Slack does not send again after Keel was stopped, and messages a "deaf" socket (open, pinging, but delivering no
+ * events) never brought, become actions once each and in order; the deaf connection is rebuilt; a conversation whose
+ * history cannot be read (not_in_channel, a rate limit) is reported once and does not stop the others.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import type { ChatDStatus } from '../../../plugins/chatD/src/live.js';
+import { waitFor } from '../../helpers.js';
+import { bootChatD, type ChatDHarness } from './harness.js';
+
+let h: ChatDHarness | undefined;
+afterEach(async () => {
+  await h?.close();
+  h = undefined;
+});
+
+const status = () => h!.channel().status() as ChatDStatus;
+const connected = () => status().connected;
+const tasks = () => h!.actions().map((a) => a.task);
+const has = (task: string) => tasks().includes(task);
+const historyReads = (channel: string) => h!.slack.callsOf('conversations.history').filter((c) => c.params.channel === channel);
+const warnings = (re: RegExp) => h!.logs.recent({ level: 'warn', limit: 1000 }).filter((e) => re.test(e.message));
+/** A ts `seconds` ago, as Slack writes it. */
+const ago = (seconds: number) => `${Math.floor(Date.now() / 1000) - seconds}.000100`;
+
+/** Asks for a new connection and waits for the catch-up that follows its hello to end. */
+async function newConnectionCaughtUp(): Promise<void> {
+  const before = status().lastCatchUpAt;
+  const opened = h!.slack.connections();
+  h!.slack.disconnect('refresh_requested');
+  await waitFor(
+    () => h!.slack.connections() > opened && connected() && status().lastCatchUpAt !== before,
+    'the catch-up of the new connection',
+    15_000,
+  );
+}
+
+describe('chatD catch-up from the history', () => {
+  it('messages sent while Keel was stopped, which Slack does not send again, are answered once each, in order; a conversation never heard from is not read', async () => {
+    h = await bootChatD({ config: { chatDCatchUpInterval: 0 } });
+    await waitFor(connected, 'connected');
+    const replies = () => h!.slack.posted.filter((m) => m.channel === 'C0KNOWN01' && !m.deleted);
+    h.slack.pushMessage('first, live', { channel: 'C0KNOWN01' });
+    await waitFor(() => replies().length === 1, 'the live message answered');
+
+    await h.kernel.stop();
+    for (const t of ['missed one', 'missed two', 'missed three']) h.slack.pushMessage(t, { channel: 'C0KNOWN01', historyOnly: true });
+    // This one Slack does send again on the next connection: it arrives during the catch-up and waits for it.
+    const resent = h.slack.pushMessage('missed four, sent again', { channel: 'C0KNOWN01' });
+    h.slack.pushMessage('never heard from here', { channel: 'C0NEVER01', historyOnly: true });
+    await h.restart();
+
+    await waitFor(() => replies().length === 5 && h!.actions().every((a) => a.status === 'completed'), 'every message answered', 15_000);
+    await waitFor(() => h!.slack.acked.includes(resent.envelopeId), 'the resent envelope acknowledged');
+    // Answered in the order they were written: the order the model was asked about them.
+    const asked: string[] = [];
+    for (const call of h.model.calls) {
+      const last = [...call.messages].reverse().find((m) => m.role === 'user')?.content ?? '';
+      const task = ['first, live', 'missed one', 'missed two', 'missed three', 'missed four, sent again'].find((t) => last.includes(t));
+      if (task && !asked.includes(task)) asked.push(task);
+    }
+    expect(asked).toEqual(['first, live', 'missed one', 'missed two', 'missed three', 'missed four, sent again']);
+    expect(status().caughtUp).toBe(4);
+
+    // Another catch-up (a new connection) reads the history again and finds nothing new: still once each.
+    await newConnectionCaughtUp();
+    await waitFor(() => h!.actions().every((a) => a.status === 'completed'), 'settled');
+    expect(tasks().sort()).toEqual(['first, live', 'missed four, sent again', 'missed one', 'missed three', 'missed two']);
+    expect(replies()).toHaveLength(5);
+    expect(status().caughtUp).toBe(4);
+    expect(historyReads('C0KNOWN01').length).toBeGreaterThanOrEqual(2);
+    expect(historyReads('C0NEVER01')).toHaveLength(0);
+    expect(historyReads('C0KNOWN01')[0]!.params).toMatchObject({ inclusive: 'false', limit: '100' });
+    expect(status().lastCatchUpAt).toMatch(/^\d{4}-\d\d-\d\dT/);
+  });
+
+  it('after a new connection, a conversation whose live message waits for the catch-up is read before the others', async () => {
+    h = await bootChatD({ runAgent: false, config: { chatDCatchUpInterval: 0 } });
+    await waitFor(connected, 'connected');
+    // Read most recently active first: C0ORDER03, C0ORDER02, C0ORDER01.
+    for (const c of ['C0ORDER01', 'C0ORDER02', 'C0ORDER03']) h.slack.pushMessage(`hello ${c}`, { channel: c });
+    await waitFor(() => h!.actions().length === 3, 'three actions');
+    await h.kernel.stop();
+    h.slack.pushMessage('missed in 3', { channel: 'C0ORDER03', historyOnly: true });
+    h.slack.pushMessage('missed in 2', { channel: 'C0ORDER02', historyOnly: true });
+    // Slack sends this one again right after hello: C0ORDER01 is read next (or first, when it came with the hello),
+    // ahead of C0ORDER02.
+    h.slack.pushMessage('sent again in 1', { channel: 'C0ORDER01' });
+    await h.restart();
+    await waitFor(() => has('missed in 3') && has('missed in 2') && has('sent again in 1'), 'all three');
+    const reads = h.slack.callsOf('conversations.history').map((c) => String(c.params.channel));
+    expect([...reads].sort()).toEqual(['C0ORDER01', 'C0ORDER02', 'C0ORDER03']);
+    expect(reads.indexOf('C0ORDER01')).toBeLessThan(reads.indexOf('C0ORDER02'));
+  });
+
+  it('a deaf socket (pings, no events): a message older than a minute found only in the history becomes one action, is reported once, and the connection is rebuilt; a fresh one found there does not count', async () => {
+    h = await bootChatD({ runAgent: false, config: { chatDCatchUpInterval: 1 } });
+    await waitFor(connected, 'connected');
+    h.slack.pushMessage('heard live', { channel: 'C0DEAF001', ts: ago(300) });
+    await waitFor(() => has('heard live'), 'the live message');
+
+    h.slack.deaf = true;
+    const lost = h.slack.pushMessage('never delivered', { channel: 'C0DEAF001', ts: ago(120) });
+    await waitFor(() => has('never delivered'), 'the undelivered message, from the history');
+    const warning = await waitFor(() => warnings(/did not deliver/)[0], 'the warning');
+    expect(warning.message).toBe(
+      'chatD: Slack did not deliver 1 message(s) over the Socket Mode connection (in C0DEAF001); they were read from the history. Rebuilding the connection.',
+    );
+    await waitFor(() => h!.slack.callsOf('apps.connections.open').length === 2 && connected(), 'the connection rebuilt');
+    expect(status().reconnects).toBe(1);
+    expect(status().lastError).toMatch(/stopped delivering events/);
+    // Slack sends it after all: it was recorded, so it is acknowledged and dropped.
+    h.slack.deaf = false;
+    h.slack.redeliver(lost.envelopeId);
+    await waitFor(() => h!.slack.acked.includes(lost.envelopeId), 'the late envelope acknowledged');
+
+    // A message younger than a minute that a sweep finds before the socket brings it: recorded, no warning.
+    h.slack.deaf = true;
+    const fresh = h.slack.pushMessage('fresh, found in the history first', { channel: 'C0DEAF001' });
+    await waitFor(() => has('fresh, found in the history first'), 'the fresh message, from the history');
+    h.slack.deaf = false;
+    h.slack.redeliver(fresh.envelopeId);
+    await waitFor(() => h!.slack.acked.includes(fresh.envelopeId), 'the fresh envelope acknowledged');
+    const after = status().lastCatchUpAt;
+    await waitFor(() => status().lastCatchUpAt !== after, 'a later sweep');
+
+    expect(tasks().sort()).toEqual(['fresh, found in the history first', 'heard live', 'never delivered']);
+    expect(status().caughtUp).toBe(2);
+    expect(warnings(/did not deliver/)).toHaveLength(1);
+    expect(h.slack.callsOf('apps.connections.open')).toHaveLength(2);
+  });
+
+  it('a conversation answering not_in_channel is reported once and does not stop the catch-up of another', async () => {
+    h = await bootChatD({ runAgent: false, config: { chatDCatchUpInterval: 0 } });
+    await waitFor(connected, 'connected');
+    h.slack.pushMessage('hello from ok', { channel: 'C0OK00001' });
+    await waitFor(() => has('hello from ok'), 'first action');
+    // The more recently active conversation is read first: the one that fails.
+    h.slack.pushMessage('hello from gone', { channel: 'C0GONE001' });
+    await waitFor(() => has('hello from gone'), 'second action');
+
+    await h.kernel.stop();
+    h.slack.historyErrors.set('C0GONE001', 'not_in_channel');
+    h.slack.pushMessage('missed in ok', { channel: 'C0OK00001', historyOnly: true });
+    await h.restart();
+    await waitFor(() => has('missed in ok'), 'the missed message of the readable conversation');
+    expect(h.slack.callsOf('conversations.history').map((c) => c.params.channel)).toEqual(['C0GONE001', 'C0OK00001']);
+    const warned = warnings(/C0GONE001/);
+    expect(warned).toHaveLength(1);
+    expect(warned[0]!.message).toMatch(/could not read the history of conversation C0GONE001 .*not_in_channel/);
+
+    // The next catch-up tries it again, quietly.
+    await newConnectionCaughtUp();
+    expect(historyReads('C0GONE001')).toHaveLength(2);
+    expect(warnings(/C0GONE001/)).toHaveLength(1);
+    const logged = JSON.stringify(h.logs.recent({ limit: 1000 }));
+    expect(logged).not.toContain(h.slack.botToken);
+    expect(logged).not.toContain(h.slack.appToken);
+  });
+
+  it('small pages and rate limits: a long gap is read over two catch-ups, each message once and in order; a live message meanwhile does not move the cursor past the gap', async () => {
+    h = await bootChatD({ runAgent: false, config: { chatDCatchUpInterval: 0 } });
+    await waitFor(connected, 'connected');
+    h.slack.pushMessage('start', { channel: 'C0PAGES01' });
+    await waitFor(() => has('start'), 'first action');
+    await h.kernel.stop();
+    const gap = Array.from({ length: 12 }, (_, i) => `gap ${i + 1}`);
+    for (const t of gap) h.slack.pushMessage(t, { channel: 'C0PAGES01', historyOnly: true });
+    // Pages of 5 (Slack's limit is 15 for such apps); the 2nd page is refused twice: the catch-up gives up.
+    h.slack.historyPageMax = 5;
+    h.slack.failNext('conversations.history', { status: 429, retryAfter: 1 }, 2, 1);
+    await h.restart();
+    await waitFor(() => status().lastCatchUpAt, 'the first catch-up');
+    expect(warnings(/ratelimited/)).toHaveLength(1);
+    expect(gap.some(has)).toBe(false);
+
+    // A live message in the meantime is answered, and leaves the cursor before the gap.
+    h.slack.pushMessage('live meanwhile', { channel: 'C0PAGES01' });
+    await waitFor(() => has('live meanwhile'), 'the live message');
+    // The next catch-up goes on below the page it got: two more pages, then a refusal it never reaches.
+    h.slack.failNext('conversations.history', { status: 429, retryAfter: 1 }, 2, 2);
+    await newConnectionCaughtUp();
+    await waitFor(() => gap.every(has), 'the whole gap');
+    expect(h.slack.callsOf('conversations.history').at(-1)!.params).toMatchObject({
+      latest: expect.any(String),
+      cursor: expect.any(String),
+    });
+    const order = tasks().filter((t) => t.startsWith('gap '));
+    expect(order).toEqual(gap);
+    expect(tasks()).toHaveLength(14);
+    expect(status().caughtUp).toBe(12);
+  });
+
+  it('a rate limit is waited out once (Retry-After); a second one in the same catch-up leaves the rest for the next', async () => {
+    h = await bootChatD({ runAgent: false, config: { chatDCatchUpInterval: 0 } });
+    await waitFor(connected, 'connected');
+    h.slack.pushMessage('a1', { channel: 'C0RATE001' });
+    h.slack.pushMessage('b1', { channel: 'C0RATE002' });
+    await waitFor(() => has('a1') && has('b1'), 'two actions');
+
+    await h.kernel.stop();
+    h.slack.pushMessage('a2', { channel: 'C0RATE001', historyOnly: true });
+    h.slack.pushMessage('b2', { channel: 'C0RATE002', historyOnly: true });
+    h.slack.failNext('conversations.history', { status: 429, retryAfter: 1 }, 1);
+    await h.restart();
+    await waitFor(() => has('a2') && has('b2'), 'both read after one wait');
+    expect(warnings(/ratelimited/)).toHaveLength(0);
+    expect(historyReads('C0RATE002')).toHaveLength(2); // refused, then read
+
+    h.slack.pushMessage('a3', { channel: 'C0RATE001', historyOnly: true });
+    h.slack.pushMessage('b3', { channel: 'C0RATE002', historyOnly: true });
+    h.slack.failNext('conversations.history', { status: 429, retryAfter: 1 }, 2);
+    await newConnectionCaughtUp();
+    expect(warnings(/ratelimited/)).toHaveLength(1);
+    expect(warnings(/ratelimited/)[0]!.message).toMatch(/conversation C0RATE002 .*left for the next catch-up/);
+    expect(has('a3') || has('b3')).toBe(false);
+    await newConnectionCaughtUp();
+    await waitFor(() => has('a3') && has('b3'), 'both read by the next catch-up');
+    expect(h.actions()).toHaveLength(6);
+  });
+});
