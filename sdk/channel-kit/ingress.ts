@@ -85,7 +85,13 @@ export class Ingress<T> {
         const r = this.insert.run(it.messageId, it.chatId, JSON.stringify(it.payload), now);
         if (r.changes === 1) out.push(it);
       }
-      for (const c of cursors) this.store.setValue(c.key, typeof c.value === 'function' ? c.value(this.store.getValue(c.key)) : c.value);
+      // Each key read and written once per batch (a burst carries one cursor per message), applied in order.
+      const values = new Map<string, string>();
+      for (const c of cursors) {
+        const stored = values.has(c.key) ? values.get(c.key) : this.store.getValue(c.key);
+        values.set(c.key, typeof c.value === 'function' ? c.value(stored) : c.value);
+      }
+      for (const [key, value] of values) this.store.setValue(key, value);
       return out;
     }, opts.durability ?? 'FULL');
     for (const it of fresh) this.schedule(it);

@@ -128,13 +128,20 @@ export class ChannelStore {
     }
   }
 
+  // Prepared once, on first use: cursors are read and written inside the ingress's commits, once per conversation of
+  // a burst, where compiling the statement every time cost more than running it.
+  private getStmt: ReturnType<DatabaseSync['prepare']> | undefined;
+  private setStmt: ReturnType<DatabaseSync['prepare']> | undefined;
+
   getValue(key: string): string | undefined {
-    const row = this.db.prepare('SELECT value FROM kv WHERE key = ?').get(key) as { value: string } | undefined;
+    this.getStmt ??= this.db.prepare('SELECT value FROM kv WHERE key = ?');
+    const row = this.getStmt.get(key) as { value: string } | undefined;
     return row?.value;
   }
 
   setValue(key: string, value: string): void {
-    this.db.prepare('INSERT INTO kv(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value').run(key, value);
+    this.setStmt ??= this.db.prepare('INSERT INTO kv(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value');
+    this.setStmt.run(key, value);
   }
 
   /**
