@@ -21,7 +21,11 @@ export interface RetryOptions {
   onRetry?(error: unknown, attempt: number, waitMs: number): void;
 }
 
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+/**
+ * Resolves after `ms`; rejects with the signal's reason (or an "aborted" error) as soon as `signal` aborts.
+ * @example await sleep(retryAfterMs, ctx.signal);
+ */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason ?? new Error('aborted'));
     const t = setTimeout(() => {

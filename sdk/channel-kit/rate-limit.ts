@@ -3,6 +3,7 @@
  * honours the platform's `retry_after` / `Retry-After`: a 429 pauses the chat (or the whole bot) and the same
  * chunk is tried again, so nothing is dropped or reordered.
  */
+import { sleep } from '../retry.js';
 
 /** Capacity (burst) and refill rate of one bucket. */
 export interface BucketSpec {
@@ -67,21 +68,6 @@ export interface RunOptions {
 
 /** `retrying` called without a failure to handle first (any value, `undefined` included, may be thrown). */
 const NO_ERROR: unique symbol = Symbol('no error');
-
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason ?? new Error('aborted'));
-    const t = setTimeout(() => {
-      signal?.removeEventListener('abort', abort);
-      resolve();
-    }, ms);
-    const abort = () => {
-      clearTimeout(t);
-      reject(signal!.reason ?? new Error('aborted'));
-    };
-    signal?.addEventListener('abort', abort, { once: true });
-  });
-}
 
 /**
  * @example

@@ -20,7 +20,7 @@
  */
 import { ErrorCode, type WebClient } from '@slack/web-api';
 import type { ChannelStore } from '../../../sdk/channel-kit/index.js';
-import { errorMessage, type Logger } from '../../../sdk/index.js';
+import { errorMessage, type Logger, sleep } from '../../../sdk/index.js';
 import type { SlackFile } from './files.js';
 import type { SlackMessageEvent } from './inbound.js';
 import { slackErrorCode } from './slack.js';
@@ -117,22 +117,6 @@ function retryAfter(e: unknown): number | undefined {
   const x = e as { code?: string; retryAfter?: number } | undefined;
   if (x?.code === ErrorCode.RateLimitedError) return Math.max(1, Number(x.retryAfter ?? 1));
   return slackErrorCode(e) === 'ratelimited' ? 1 : undefined;
-}
-
-/** Resolves after `ms`, rejects with the reason when `signal` aborts first. */
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason);
-    const t = setTimeout(() => {
-      signal.removeEventListener('abort', stop);
-      resolve();
-    }, ms);
-    const stop = () => {
-      clearTimeout(t);
-      reject(signal.reason);
-    };
-    signal.addEventListener('abort', stop, { once: true });
-  });
 }
 
 /** `p`, or a rejection when it takes longer than `ms` or `signal` aborts (the call itself is left to finish). */
