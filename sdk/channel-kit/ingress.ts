@@ -102,10 +102,11 @@ export class Ingress<T> {
    * Records one item together with the others that arrive in the same turn of the event loop (one transaction and
    * one disk sync for a burst), and resolves once it is durable: for push transports (a socket) that acknowledge
    * each message, which may acknowledge only after this resolves. Rejects (nothing recorded) if the write fails.
-   * `cursor` (optional) is written in that same transaction, after the items, in the order the calls came.
+   * `cursor` (optional; one, or several) is written in that same transaction, after the items, in the order the
+   * calls came.
    * @example socket.on('event', async (e) => { await ingress.recordSoon(toItem(e)); await e.ack(); });
    */
-  recordSoon(item: IngressItem<T>, cursor?: IngressCursor): Promise<void> {
+  recordSoon(item: IngressItem<T>, cursor?: IngressCursor | IngressCursor[]): Promise<void> {
     if (!this.batch) {
       const items: IngressItem<T>[] = [];
       const cursors: IngressCursor[] = [];
@@ -123,7 +124,8 @@ export class Ingress<T> {
       this.batch = { items, cursors, done };
     }
     this.batch.items.push(item);
-    if (cursor) this.batch.cursors.push(cursor);
+    if (Array.isArray(cursor)) this.batch.cursors.push(...cursor);
+    else if (cursor) this.batch.cursors.push(cursor);
     return this.batch.done;
   }
 

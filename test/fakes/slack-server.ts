@@ -10,7 +10,9 @@
  *
  * Every message it knows (pushed, or posted by the bot with its `bot_id`) is also in the conversation's history,
  * read with `conversations.history` as Slack answers it (newest first, `oldest`/`latest`/`inclusive`/`limit`/`cursor`,
- * thread replies left out except broadcasts); `historyOnly` pushes a message Slack never sends down the socket, and
+ * thread replies left out except broadcasts), and each thread with `conversations.replies` (the parent first, then
+ * its replies oldest first, `oldest`/`latest`/`inclusive`/`limit`/`cursor`); `historyOnly` pushes a message Slack
+ * never sends down the socket, and
  * `deaf` keeps hello, pings and pongs going while it withholds every envelope. Message ts follow the wall clock
  * (`<seconds>.<microseconds>`, increasing), as Slack's do.
  */
@@ -85,6 +87,8 @@ export interface FakeSlack {
   deaf: boolean;
   /** conversations.history of a channel named here answers `{ ok: false, error }` (e.g. `not_in_channel`). */
   historyErrors: Map<string, string>;
+  /** conversations.replies in a channel named here answers `{ ok: false, error }` (e.g. `missing_scope`). */
+  repliesErrors: Map<string, string>;
   /**
    * The most messages one conversations.history page holds, whatever `limit` asks (default 999, Slack's maximum;
    * 15 for commercial apps outside the Marketplace created after May 2025).
@@ -190,6 +194,8 @@ export async function startFakeSlack(o: { pingMs?: number } = {}): Promise<FakeS
   /** Each conversation's history (Slack's message objects, oldest first) and kind (for conversations.info). */
   const history = new Map<string, Array<Record<string, unknown>>>();
   const kinds = new Map<string, 'channel' | 'group' | 'im' | 'mpim'>();
+  /** Each thread's replies (broadcasts included), oldest first, by `<channel>:<thread_ts>`. */
+  const threads = new Map<string, Array<Record<string, unknown>>>();
   /**
    * Adds a message to its conversation's history as conversations.history returns it (no channel fields). A thread
    * reply is not returned there (only broadcasts are); its parent gets the thread's fields.
@@ -199,6 +205,10 @@ export async function startFakeSlack(o: { pingMs?: number } = {}): Promise<FakeS
     history.set(channel, list);
     const threadTs = m.thread_ts as string | undefined;
     if (threadTs && threadTs !== m.ts) {
+      const replies = threads.get(`${channel}:${threadTs}`) ?? [];
+      threads.set(`${channel}:${threadTs}`, replies);
+      replies.push(m);
+      replies.sort((a, b) => (micros(String(a.ts)) < micros(String(b.ts)) ? -1 : 1));
       const parent = list.find((x) => x.ts === threadTs);
       if (parent) Object.assign(parent, { thread_ts: threadTs, reply_count: Number(parent.reply_count ?? 0) + 1, latest_reply: m.ts });
       if (m.subtype !== 'thread_broadcast') return;
@@ -240,6 +250,46 @@ export async function startFakeSlack(o: { pingMs?: number } = {}): Promise<FakeS
       messages: page.map((m) => ({ ...m })),
       has_more: next !== undefined,
       pin_count: 0,
+      response_metadata: { next_cursor: next ? Buffer.from(`next_ts:${String(next.ts)}`).toString('base64') : '' },
+    };
+  };
+  /**
+   * conversations.replies: the parent first (on the first page, whatever `oldest` says, as Slack does), then the
+   * replies after `oldest` and before `latest`, oldest first, `limit` per page (at most 1,000).
+   */
+  const repliesPage = (p: Record<string, unknown>): Record<string, unknown> => {
+    const channel = String(p.channel ?? '');
+    const refused = fake.repliesErrors.get(channel);
+    if (refused) return { ok: false, error: refused };
+    const list = history.get(channel);
+    if (!list) return { ok: false, error: 'channel_not_found' };
+    const ts = String(p.ts ?? '');
+    const parent = list.find((m) => m.ts === ts);
+    if (!parent) return { ok: false, error: 'thread_not_found' };
+    const yes = (v: unknown) => v === true || v === 'true' || v === 1 || v === '1';
+    const inclusive = yes(p.inclusive);
+    const oldest = p.oldest !== undefined ? micros(String(p.oldest)) : undefined;
+    const latest = p.latest !== undefined ? micros(String(p.latest)) : undefined;
+    const from = p.cursor
+      ? micros(
+          Buffer.from(String(p.cursor), 'base64')
+            .toString('utf8')
+            .replace(/^next_ts:/, ''),
+        )
+      : undefined;
+    const limit = Math.min(1000, Math.max(1, Number(p.limit ?? 1000) || 1000));
+    const all = (threads.get(`${channel}:${ts}`) ?? []).filter((m) => {
+      const t = micros(String(m.ts));
+      if (oldest !== undefined && (inclusive ? t < oldest : t <= oldest)) return false;
+      if (latest !== undefined && (inclusive ? t > latest : t >= latest)) return false;
+      return from === undefined || t >= from;
+    });
+    const page = all.slice(0, limit);
+    const next = all[limit];
+    return {
+      ok: true,
+      messages: [...(from === undefined ? [{ ...parent }] : []), ...page.map((m) => ({ ...m }))],
+      has_more: next !== undefined,
       response_metadata: { next_cursor: next ? Buffer.from(`next_ts:${String(next.ts)}`).toString('base64') : '' },
     };
   };
@@ -302,6 +352,8 @@ export async function startFakeSlack(o: { pingMs?: number } = {}): Promise<FakeS
         m.edits++;
         const h = history.get(m.channel)?.find((x) => x.ts === m.ts);
         if (h) h.text = m.text;
+        const r = m.thread_ts ? threads.get(`${m.channel}:${m.thread_ts}`)?.find((x) => x.ts === m.ts) : undefined;
+        if (r) r.text = m.text;
         return { ok: true, channel: m.channel, ts: m.ts, text: m.text };
       }
       case 'chat.delete': {
@@ -311,6 +363,9 @@ export async function startFakeSlack(o: { pingMs?: number } = {}): Promise<FakeS
         const list = history.get(m.channel);
         const at = list?.findIndex((x) => x.ts === m.ts) ?? -1;
         if (at >= 0) list!.splice(at, 1);
+        const replies = m.thread_ts ? threads.get(`${m.channel}:${m.thread_ts}`) : undefined;
+        const r = replies?.findIndex((x) => x.ts === m.ts) ?? -1;
+        if (r >= 0) replies!.splice(r, 1);
         return { ok: true, channel: m.channel, ts: m.ts };
       }
       case 'reactions.add':
@@ -357,6 +412,9 @@ export async function startFakeSlack(o: { pingMs?: number } = {}): Promise<FakeS
       case 'conversations.history':
         if (!bot) return { ok: false, error: 'invalid_auth' };
         return historyPage(p);
+      case 'conversations.replies':
+        if (!bot) return { ok: false, error: 'invalid_auth' };
+        return repliesPage(p);
       default:
         return { ok: false, error: 'unknown_method' };
     }
@@ -498,6 +556,7 @@ export async function startFakeSlack(o: { pingMs?: number } = {}): Promise<FakeS
     silent: false,
     deaf: false,
     historyErrors: new Map(),
+    repliesErrors: new Map(),
     historyPageMax: 999,
     connections: () => opened,
     openSockets: () => sockets.size,

@@ -16,7 +16,13 @@
  * without moving its cursor (so a failed read is tried again from where it was, not from after them), and the pages
  * a read got before it failed (a rate limit) are kept, the next read going on below them.
  *
- * Thread replies are not in `conversations.history` (only their parents and broadcasts), so they are not caught up.
+ * Threads: `conversations.history` holds their parents (and broadcasts), not their replies. A thread's replies are read
+ * with `conversations.replies` after a cursor of its own (`thr:<channel>:<thread ts>`, the newest reply recorded
+ * there, moved with the live replies too) as part of its conversation's read: the threads with a cursor active in the
+ * last 7 days, and every thread whose parent the read found with replies newer than that; at most 50 threads a round,
+ * the most recently active first. The replies are recorded in the same transaction as the conversation's messages,
+ * in ts order. A thread nothing of which was recorded yet, under a message older than the conversation's cursor, is
+ * not found (that would take a call per message).
  */
 import { ErrorCode, type WebClient } from '@slack/web-api';
 import type { ChannelStore } from '../../../sdk/channel-kit/index.js';
@@ -43,6 +49,16 @@ const MAX_RETRY_AFTER_S = 60;
 
 /** The kv key of a conversation's history cursor. */
 export const cursorKey = (channel: string) => `${PREFIX}${channel}`;
+
+const THREAD_PREFIX = 'thr:';
+/** The kv key of a thread's cursor (the newest reply recorded in it). */
+export const threadKey = (channel: string, threadTs: string) => `${THREAD_PREFIX}${channel}:${threadTs}`;
+/** At most this many threads are read in one round (connect or sweep), the most recently active first. */
+export const THREADS_PER_ROUND = 50;
+/** Replies per `conversations.replies` page. */
+const REPLIES_PAGE = 200;
+/** At most this many replies of one thread per catch-up (the oldest after its cursor: the next one goes on). */
+export const MAX_PER_THREAD = 500;
 
 /** A Slack ts (`"1700000000.000100"`) as microseconds, or undefined when it is not one. */
 function micros(ts: string): bigint | undefined {
@@ -75,6 +91,9 @@ interface HistoryMessage {
   bot_id?: string;
   subtype?: string;
   files?: SlackFile[];
+  /** On a thread's parent: how many replies, and the newest one's ts. */
+  reply_count?: number;
+  latest_reply?: string;
 }
 
 type ChannelType = NonNullable<SlackMessageEvent['channel_type']>;
@@ -142,10 +161,11 @@ export interface CatchUpOptions {
   /** Aborted when the channel stops. */
   signal: AbortSignal;
   /**
-   * Records one conversation's messages (oldest first) and moves its cursor to `newest` (the newest ts read, which
-   * may be a message the filter drops) in one ingress transaction; returns the messages that were new.
+   * Records one conversation's messages (its own and its threads', oldest first) and moves each cursor `key` (the
+   * conversation's, a thread's) to its `newest` (the newest ts read there, which may be a message the filter drops)
+   * in one ingress transaction; returns the messages that were new.
    */
-  record(channel: string, events: SlackMessageEvent[], newest: string): SlackMessageEvent[];
+  record(channel: string, events: SlackMessageEvent[], cursors: Array<{ key: string; newest: string }>): SlackMessageEvent[];
   /** Rebuilds the connection (the supervisor's `restart`). */
   rebuild(reason: string): void;
   /** Whether the connection is up now. */
@@ -338,6 +358,8 @@ export class CatchUp {
     this.round = ac;
     const signal = AbortSignal.any([this.o.signal, ac.signal]);
     const rate = { waited: false, limited: false };
+    const threads = { left: THREADS_PER_ROUND };
+    this.pruneThreads();
     const undelivered = new Map<string, number>();
     let read = 0;
     const rest = list.map((c) => c.channel);
@@ -356,7 +378,7 @@ export class CatchUp {
           // catch-up does: what was said before the connection must come first).
           const waiting = kind === 'sweep' ? { begin: () => this.unhold(channel, held), end: () => this.hold(channel, held) } : undefined;
           this.reading.add(channel);
-          const fresh = await this.readConversation(channel, signal, rate, waiting).finally(() => this.reading.delete(channel));
+          const fresh = await this.readConversation(channel, signal, rate, threads, waiting).finally(() => this.reading.delete(channel));
           if (fresh === undefined) break; // stopped, or cut short
           read++;
           if (this.warned.delete(channel)) this.o.log.info(`chatD: the history of conversation ${channel} can be read again.`);
@@ -396,13 +418,16 @@ export class CatchUp {
   }
 
   /**
-   * Reads a conversation's history after its cursor and records it. Returns the new messages, or undefined when the
-   * round was cut short before anything was recorded. Throws the Slack error (nothing recorded, the cursor stays).
+   * Reads a conversation's history after its cursor, and its threads (see the top of this file), and records them.
+   * Returns the new messages, or undefined when the round was cut short before anything was recorded. Throws the
+   * Slack error of the history (nothing recorded, the cursor stays), or a rate limit met reading a thread (after
+   * recording what was read).
    */
   private async readConversation(
     channel: string,
     signal: AbortSignal,
     rate: { waited: boolean },
+    threadBudget: { left: number },
     waiting?: { begin(): void; end(): void },
   ): Promise<SlackMessageEvent[] | undefined> {
     const oldest = this.o.store.getValue(cursorKey(channel));
@@ -410,6 +435,59 @@ export class CatchUp {
       this.done(channel);
       return [];
     }
+    const kept = await this.readHistory(channel, oldest, signal, rate, waiting);
+    const replies: Array<{ key: string; newest: string; messages: HistoryMessage[] }> = [];
+    let limited: unknown;
+    for (const t of this.threadsToRead(channel, kept, threadBudget)) {
+      if (signal.aborted) return undefined;
+      try {
+        const messages = await this.readThread(channel, t.ts, t.oldest, signal, rate, waiting);
+        if (messages.length) replies.push({ key: threadKey(channel, t.ts), newest: messages.at(-1)!.ts!, messages });
+        if (this.warned.delete(`threads:${channel}`)) this.o.log.info(`chatD: the threads of conversation ${channel} can be read again.`);
+      } catch (e) {
+        if (signal.aborted) return undefined;
+        if (retryAfter(e) !== undefined) {
+          limited = e; // recorded below what was read; the rest of the round waits for the next one
+          break;
+        }
+        if (slackErrorCode(e) === 'thread_not_found') {
+          this.o.store.deleteValue(threadKey(channel, t.ts)); // its parent was deleted
+          continue;
+        }
+        this.threadFailed(channel, e);
+        break; // the other threads of this conversation would answer the same
+      }
+    }
+    const cursors = [
+      ...(kept.length ? [{ key: cursorKey(channel), newest: kept.at(-1)!.ts! }] : []),
+      ...replies.map((r) => ({ key: r.key, newest: r.newest })),
+    ];
+    let fresh: SlackMessageEvent[] = [];
+    if (cursors.length) {
+      const type = await this.kindOf(channel, signal);
+      if (signal.aborted) return undefined;
+      // One conversation, in the order it was written: a thread reply between two messages stays between them.
+      const all = [...kept, ...replies.flatMap((r) => r.messages)].sort((a, b) => (micros(a.ts!)! < micros(b.ts!)! ? -1 : 1));
+      const events = all.map((m) => historyEvent(channel, type, m)).filter((e): e is SlackMessageEvent => e !== undefined);
+      fresh = this.o.record(channel, events, cursors);
+      this.caughtUp += fresh.length;
+    }
+    this.done(channel);
+    if (limited !== undefined) throw limited;
+    return fresh;
+  }
+
+  /**
+   * The conversation's messages after `oldest` (newest 500, returned oldest first). Throws the Slack error; the pages
+   * got before it are kept, and the next read goes on below them.
+   */
+  private async readHistory(
+    channel: string,
+    oldest: string,
+    signal: AbortSignal,
+    rate: { waited: boolean },
+    waiting?: { begin(): void; end(): void },
+  ): Promise<HistoryMessage[]> {
     // A read cut short before goes on below what it got (the same cursor: nothing was recorded meanwhile).
     const before = this.partial.get(channel);
     const messages: HistoryMessage[] = before?.oldest === oldest ? before.messages : [];
@@ -451,19 +529,81 @@ export class CatchUp {
       this.o.log.warn(
         `chatD: more than ${MAX_PER_CONVERSATION} messages in conversation ${channel} since it was last read; the newest ${MAX_PER_CONVERSATION} are caught up, the older ones are not.`,
       );
-    if (!kept.length) {
-      this.done(channel);
-      return [];
+    return kept.sort((a, b) => (micros(a.ts!)! < micros(b.ts!)! ? -1 : 1));
+  }
+
+  /**
+   * The threads of `channel` to read now, from the round's budget: those whose parent `kept` shows replies newer
+   * than what was recorded of them, then those with a cursor (active in the last 7 days), most recently active first.
+   */
+  private threadsToRead(channel: string, kept: HistoryMessage[], budget: { left: number }): Array<{ ts: string; oldest: string }> {
+    const prefix = threadKey(channel, '');
+    const tracked = this.o.store
+      .values(prefix)
+      .map(({ key, value }) => ({ ts: key.slice(prefix.length), cursor: value }))
+      .filter((t) => micros(t.ts) !== undefined && micros(t.cursor) !== undefined);
+    const cursorOf = new Map(tracked.map((t) => [t.ts, t.cursor]));
+    const out: Array<{ ts: string; oldest: string }> = [];
+    const known = new Set<string>();
+    for (const m of [...kept].reverse()) {
+      if (!m.ts || !m.latest_reply || !(Number(m.reply_count) > 0) || micros(m.latest_reply) === undefined) continue;
+      known.add(m.ts);
+      const from = cursorOf.get(m.ts) ?? m.ts;
+      if (newerTs(from, m.latest_reply) !== from) out.push({ ts: m.ts, oldest: from });
     }
-    kept.sort((a, b) => (micros(a.ts!)! < micros(b.ts!)! ? -1 : 1));
-    const newest = kept.at(-1)!.ts!;
-    const type = await this.kindOf(channel, signal);
-    const events = kept.map((m) => historyEvent(channel, type, m)).filter((e): e is SlackMessageEvent => e !== undefined);
-    if (signal.aborted) return undefined;
-    const fresh = this.o.record(channel, events, newest);
-    this.done(channel);
-    this.caughtUp += fresh.length;
-    return fresh;
+    const since = Date.now() - SWEEP_ACTIVE_MS;
+    const active = tracked
+      .filter((t) => !known.has(t.ts) && tsMs(t.cursor) >= since)
+      .sort((a, b) => (micros(a.cursor)! > micros(b.cursor)! ? -1 : 1));
+    for (const t of active) out.push({ ts: t.ts, oldest: t.cursor });
+    const n = Math.max(0, Math.min(out.length, budget.left));
+    budget.left -= n;
+    return out.slice(0, n);
+  }
+
+  /** A thread's replies after `oldest`, oldest first (at most 500: the next catch-up goes on after them). */
+  private async readThread(
+    channel: string,
+    threadTs: string,
+    oldest: string,
+    signal: AbortSignal,
+    rate: { waited: boolean },
+    waiting?: { begin(): void; end(): void },
+  ): Promise<HistoryMessage[]> {
+    const after = micros(oldest)!;
+    const out: HistoryMessage[] = [];
+    let cursor: string | undefined;
+    for (;;) {
+      const page = await this.call(
+        () =>
+          this.o.client.conversations.replies({
+            channel,
+            ts: threadTs,
+            oldest,
+            inclusive: false,
+            limit: REPLIES_PAGE,
+            ...(cursor ? { cursor } : {}),
+          }),
+        signal,
+        rate,
+        waiting,
+      );
+      // The parent comes first on every read; only the replies after the cursor count.
+      for (const m of (page.messages ?? []) as HistoryMessage[]) {
+        const t = m.ts ? micros(m.ts) : undefined;
+        if (t !== undefined && m.ts !== threadTs && t > after) out.push({ ...m, thread_ts: threadTs });
+      }
+      cursor = page.response_metadata?.next_cursor || undefined;
+      if (!(page.has_more === true && cursor) || out.length >= MAX_PER_THREAD) break;
+    }
+    return out.sort((a, b) => (micros(a.ts!)! < micros(b.ts!)! ? -1 : 1)).slice(0, MAX_PER_THREAD);
+  }
+
+  /** Forgets the cursors of threads with no reply recorded for 7 days (they are no longer read). */
+  private pruneThreads(): void {
+    const since = Date.now() - SWEEP_ACTIVE_MS;
+    for (const { key, value } of this.o.store.values(THREAD_PREFIX))
+      if (micros(value) === undefined || tsMs(value) < since) this.o.store.deleteValue(key);
   }
 
   /** The conversation's history is read (and recorded): its live messages move its cursor again. */
@@ -523,6 +663,24 @@ export class CatchUp {
     this.warned.set(channel, code);
     this.o.log.warn(
       `chatD: could not read the history of conversation ${channel} to catch up (Slack answered ${code}); its cursor stays and the next catch-up tries again.`,
+    );
+  }
+
+  /** A conversation whose threads could not be read: warned once per conversation and error code. */
+  private threadFailed(channel: string, e: unknown): void {
+    const code = codeOf(e);
+    const key = `threads:${channel}`;
+    if (this.warned.get(key) === code) {
+      this.o.log.debug(`chatD: the threads of conversation ${channel} still cannot be read (${code}).`);
+      return;
+    }
+    this.warned.set(key, code);
+    this.o.log.warn(
+      `chatD: could not read the thread replies of conversation ${channel} to catch up (Slack answered ${code}); ` +
+        (code === 'missing_scope' || code === 'not_allowed_token_type'
+          ? 'give the bot token the channels:history and groups:history scopes. '
+          : '') +
+        'Its other messages are caught up; the next catch-up tries the threads again.',
     );
   }
 

@@ -21,7 +21,7 @@ import {
 } from '../../../sdk/channel-kit/index.js';
 import type { Action, ChannelStatus, PluginContext } from '../../../sdk/index.js';
 import type manifest from '../manifest.js';
-import { CatchUp, cursorKey, newerTs } from './catchup.js';
+import { CatchUp, cursorKey, newerTs, threadKey } from './catchup.js';
 import { withSlackFiles } from './files.js';
 import { itemOf, messageItemOf, toInbound, type SlackItem } from './inbound.js';
 import {
@@ -100,10 +100,23 @@ export async function startChatD(ctx: PluginContext<typeof manifest>) {
               // A burst shares one transaction; the ack waits until this item (and its conversation's history
               // cursor, which only moves forward) is in it. The cursor of a conversation whose history is still to
               // be read stays, so that the read covers what was missed before this message.
-              await ingress.recordSoon(item, {
-                key: cursorKey(ev.channel),
-                value: (stored) => (stored !== undefined && catchUp.behind(ev.channel) ? stored : newerTs(stored, ev.ts)),
-              });
+              // A thread reply moves its thread's cursor too (that thread's replies are read after it at a catch-up);
+              // a thread first heard of while its conversation is behind is then read from its start.
+              const thread = ev.thread_ts && ev.thread_ts !== ev.ts ? ev.thread_ts : undefined;
+              await ingress.recordSoon(item, [
+                {
+                  key: cursorKey(ev.channel),
+                  value: (stored) => (stored !== undefined && catchUp.behind(ev.channel) ? stored : newerTs(stored, ev.ts)),
+                },
+                ...(thread
+                  ? [
+                      {
+                        key: threadKey(ev.channel, thread),
+                        value: (stored: string | undefined) => (catchUp.behind(ev.channel) ? (stored ?? thread) : newerTs(stored, ev.ts)),
+                      },
+                    ]
+                  : []),
+              ]);
             } else await ingress.recordSoon(item);
             supervisor.inbound();
           },
@@ -203,13 +216,13 @@ export async function startChatD(ctx: PluginContext<typeof manifest>) {
     interval: () => setting(ctx, 'chatDCatchUpInterval', 300),
     connected: () => supervisor.state === 'connected',
     rebuild: (reason) => supervisor.restart(reason),
-    record: (channel, events, newest) => {
+    record: (_channel, events, cursors) => {
       const items = events.map((ev) => messageItemOf(ev, bot.userId)).filter((it) => it !== undefined);
-      // Nothing was acknowledged for these: a commit a power cut undoes takes the cursor with it, and the next
+      // Nothing was acknowledged for these: a commit a power cut undoes takes the cursors with it, and the next
       // catch-up reads them again. So no fsync here.
       const fresh = ingress.record(
         items,
-        { key: cursorKey(channel), value: (stored) => newerTs(stored, newest) },
+        cursors.map((c) => ({ key: c.key, value: (stored: string | undefined) => newerTs(stored, c.newest) })),
         { durability: 'NORMAL' },
       );
       if (fresh.length) supervisor.inbound();

@@ -2,8 +2,12 @@
  * chatD's catch-up from the conversation history (conversations.history after a cursor per conversation): messages
  * Slack does not send again after Keel was stopped, and messages a "deaf" socket (open, pinging, but delivering no
  * events) never brought, become actions once each and in order; the deaf connection is rebuilt; a conversation whose
- * history cannot be read (not_in_channel, a rate limit) is reported once and does not stop the others.
+ * history cannot be read (not_in_channel, a rate limit) is reported once and does not stop the others. Thread replies
+ * (not in conversations.history) are read with conversations.replies, for the threads heard from and those the
+ * history shows new replies in.
  */
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ChatDStatus } from '../../../plugins/chatD/src/live.js';
 import { waitFor } from '../../helpers.js';
@@ -218,5 +222,139 @@ describe('chatD catch-up from the history', () => {
     await newConnectionCaughtUp();
     await waitFor(() => has('a3') && has('b3'), 'both read by the next catch-up');
     expect(h.actions()).toHaveLength(6);
+  });
+  it('thread replies written while Keel was stopped are answered once each, in their thread, in the order of the conversation', async () => {
+    h = await bootChatD({ config: { chatDCatchUpInterval: 0 } });
+    await waitFor(connected, 'connected');
+    const parent = h.slack.pushMessage('start a topic', { channel: 'C0THREAD1' });
+    await waitFor(() => has('start a topic'), 'the parent');
+    const live = h.slack.pushMessage('in the thread, live', { channel: 'C0THREAD1', threadTs: parent.ts });
+    await waitFor(() => has('in the thread, live'), 'the live thread reply');
+    await waitFor(() => h!.actions().every((a) => a.status === 'completed'), 'answered');
+
+    await h.kernel.stop();
+    h.slack.pushMessage('missed in the thread, one', { channel: 'C0THREAD1', threadTs: parent.ts, historyOnly: true });
+    h.slack.pushMessage('missed at the top', { channel: 'C0THREAD1', historyOnly: true });
+    h.slack.pushMessage('missed in the thread, two', { channel: 'C0THREAD1', threadTs: parent.ts, historyOnly: true });
+    await h.restart();
+
+    const missed = ['missed in the thread, one', 'missed at the top', 'missed in the thread, two'];
+    await waitFor(() => missed.every(has) && h!.actions().every((a) => a.status === 'completed'), 'the missed ones answered', 15_000);
+    // Handled in the order they were written, thread replies between the conversation's own messages: the order the
+    // model was asked about them.
+    const all = ['start a topic', 'in the thread, live', ...missed];
+    const asked: string[] = [];
+    for (const call of h.model.calls) {
+      const last = [...call.messages].reverse().find((m) => m.role === 'user')?.content ?? '';
+      const task = all.find((t) => last.includes(t));
+      if (task && !asked.includes(task)) asked.push(task);
+    }
+    expect(asked).toEqual(all);
+    const reads = h.slack.callsOf('conversations.replies');
+    expect(reads[0]!.params).toMatchObject({ channel: 'C0THREAD1', ts: parent.ts, oldest: live.ts, inclusive: 'false' });
+    // Each thread reply is answered in its thread; the top-level one at the top.
+    const answers = h.slack.posted.filter((m) => m.channel === 'C0THREAD1' && !m.deleted);
+    expect(answers.filter((m) => m.thread_ts === parent.ts)).toHaveLength(3);
+    expect(answers.filter((m) => m.thread_ts === undefined)).toHaveLength(2);
+    expect(status().caughtUp).toBe(3);
+
+    // Another catch-up reads the thread after its last reply and finds nothing new.
+    await newConnectionCaughtUp();
+    await waitFor(() => h!.actions().every((a) => a.status === 'completed'), 'settled');
+    expect(h.actions()).toHaveLength(5);
+    expect(status().caughtUp).toBe(3);
+    const again = h.slack.callsOf('conversations.replies').at(-1)!;
+    expect(again.params.oldest).not.toBe(live.ts);
+  });
+
+  it('a thread started while Keel was stopped is found through its parent in the history and read from its start', async () => {
+    h = await bootChatD({ runAgent: false, config: { chatDCatchUpInterval: 0 } });
+    await waitFor(connected, 'connected');
+    h.slack.pushMessage('hello', { channel: 'C0THREAD2' });
+    await waitFor(() => has('hello'), 'first action');
+    await h.kernel.stop();
+    const parent = h.slack.pushMessage('a new topic', { channel: 'C0THREAD2', historyOnly: true });
+    h.slack.pushMessage('first reply', { channel: 'C0THREAD2', threadTs: parent.ts, historyOnly: true });
+    h.slack.pushMessage('second reply', { channel: 'C0THREAD2', threadTs: parent.ts, historyOnly: true });
+    // A bot's thread is read too (its replies may be people's); the bot's own messages are dropped as usual.
+    const bots = h.slack.pushMessage('a bot posted this', { channel: 'C0THREAD2', botId: 'B0OTHER1', historyOnly: true });
+    h.slack.pushMessage('a person answers the bot', { channel: 'C0THREAD2', threadTs: bots.ts, historyOnly: true });
+    await h.restart();
+    await waitFor(() => has('a person answers the bot'), 'the whole gap', 15_000);
+    expect(tasks()).toEqual(['hello', 'a new topic', 'first reply', 'second reply', 'a person answers the bot']);
+    const reads = h.slack.callsOf('conversations.replies').map((c) => c.params);
+    expect(reads).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ ts: parent.ts, oldest: parent.ts }),
+        expect.objectContaining({ ts: bots.ts, oldest: bots.ts }),
+      ]),
+    );
+    // The threads are followed from now on: a later catch-up reads after their newest reply only.
+    await newConnectionCaughtUp();
+    const later = h.slack.callsOf('conversations.replies').slice(reads.length);
+    expect(later.find((c) => c.params.ts === parent.ts)?.params.oldest).not.toBe(parent.ts);
+    expect(h.actions()).toHaveLength(5);
+  });
+
+  it('thread replies Slack refuses to read (missing_scope) are reported once, naming the scopes; the rest of the conversation is still caught up', async () => {
+    h = await bootChatD({ runAgent: false, config: { chatDCatchUpInterval: 0 } });
+    await waitFor(connected, 'connected');
+    const parent = h.slack.pushMessage('topic', { channel: 'C0SCOPE01' });
+    h.slack.pushMessage('reply, live', { channel: 'C0SCOPE01', threadTs: parent.ts });
+    await waitFor(() => has('topic') && has('reply, live'), 'two actions');
+    await h.kernel.stop();
+    h.slack.repliesErrors.set('C0SCOPE01', 'missing_scope');
+    h.slack.pushMessage('missed at the top', { channel: 'C0SCOPE01', historyOnly: true });
+    await h.restart();
+    await waitFor(() => has('missed at the top'), 'the top-level message');
+    await waitFor(() => warnings(/thread replies of conversation C0SCOPE01/).length === 1, 'the warning');
+    expect(warnings(/thread replies/)[0]!.message).toMatch(/missing_scope.*channels:history and groups:history/);
+    await newConnectionCaughtUp();
+    expect(h.slack.callsOf('conversations.replies').length).toBeGreaterThanOrEqual(2);
+    expect(warnings(/thread replies/)).toHaveLength(1);
+
+    // Allowed again: the thread is read from where it was, and that is said once.
+    h.slack.repliesErrors.delete('C0SCOPE01');
+    h.slack.pushMessage('missed in the thread', { channel: 'C0SCOPE01', threadTs: parent.ts, historyOnly: true });
+    await newConnectionCaughtUp();
+    await waitFor(() => has('missed in the thread'), 'the thread reply');
+    expect(
+      h.logs.recent({ level: 'info', limit: 1000 }).filter((e) => /threads of conversation C0SCOPE01 can be read again/.test(e.message)),
+    ).toHaveLength(1);
+    expect(h.actions()).toHaveLength(4);
+  });
+
+  it('a thread not heard from for 7 days is no longer read, and its cursor is forgotten', async () => {
+    h = await bootChatD({ runAgent: false, config: { chatDCatchUpInterval: 0 } });
+    await waitFor(connected, 'connected');
+    const old = h.slack.pushMessage('an old topic', { channel: 'C0STALE01', ts: ago(9 * 24 * 3600) });
+    h.slack.pushMessage('an old reply', { channel: 'C0STALE01', threadTs: old.ts, ts: ago(8 * 24 * 3600) });
+    const fresh = h.slack.pushMessage('a recent topic', { channel: 'C0STALE01', ts: ago(3600) });
+    h.slack.pushMessage('a recent reply', { channel: 'C0STALE01', threadTs: fresh.ts, ts: ago(60) });
+    await waitFor(() => tasks().length === 4, 'four actions');
+    await newConnectionCaughtUp();
+    const reads = h.slack.callsOf('conversations.replies').map((c) => c.params.ts);
+    expect(reads).toContain(fresh.ts);
+    expect(reads).not.toContain(old.ts);
+    const db = new DatabaseSync(join(h.home, 'channels', 'chatD', 'kit.db'), { readOnly: true });
+    try {
+      const keys = db.prepare("SELECT key FROM kv WHERE key LIKE 'thr:%' ORDER BY key").all() as Array<{ key: string }>;
+      expect(keys.map((r) => r.key)).toEqual([`thr:C0STALE01:${fresh.ts}`]);
+    } finally {
+      db.close();
+    }
+  });
+  it('a deaf socket is found by a thread reply too: one older than a minute, found only by reading its thread, rebuilds the connection', async () => {
+    h = await bootChatD({ runAgent: false, config: { chatDCatchUpInterval: 1 } });
+    await waitFor(connected, 'connected');
+    const parent = h.slack.pushMessage('topic', { channel: 'C0DEAFTH1', ts: ago(600) });
+    h.slack.pushMessage('reply heard live', { channel: 'C0DEAFTH1', threadTs: parent.ts, ts: ago(300) });
+    await waitFor(() => has('reply heard live'), 'the live reply');
+    h.slack.deaf = true;
+    h.slack.pushMessage('reply never delivered', { channel: 'C0DEAFTH1', threadTs: parent.ts, ts: ago(120) });
+    await waitFor(() => has('reply never delivered'), 'the undelivered reply, from its thread');
+    await waitFor(() => warnings(/did not deliver 1 message/).length === 1, 'the warning');
+    await waitFor(() => h!.slack.callsOf('apps.connections.open').length === 2, 'the connection rebuilt');
+    expect(h.actions()).toHaveLength(3);
   });
 });
