@@ -25,7 +25,7 @@
  * not found (that would take a call per message).
  */
 import { ErrorCode, type WebClient } from '@slack/web-api';
-import type { ChannelStore } from '../../../sdk/channel-kit/index.js';
+import { type ChannelStore, HistoryGates } from '../../../sdk/channel-kit/index.js';
 import { errorMessage, type Logger, sleep } from '../../../sdk/index.js';
 import type { SlackFile } from './files.js';
 import type { SlackMessageEvent } from './inbound.js';
@@ -174,13 +174,6 @@ export interface CatchUpOptions {
   interval(): number;
 }
 
-/** A conversation's live messages wait while its history is read. */
-interface Gate {
-  holds: number;
-  open: Promise<void>;
-  release: () => void;
-}
-
 /** The catch-up of one chatD channel. */
 export class CatchUp {
   /** ISO time the last catch-up ended. */
@@ -188,9 +181,8 @@ export class CatchUp {
   /** Messages recorded by catch-ups since start (not already recorded from the socket). */
   caughtUp = 0;
 
-  private readonly gates = new Map<string, Gate>();
-  /** Held conversations a live message is waiting for: read before the others. */
-  private readonly wanted = new Set<string>();
+  /** Live messages of the conversations being caught up wait here. */
+  private readonly gates = new HistoryGates();
   /** Conversation kinds, from live events and conversations.info. */
   private readonly kinds = new Map<string, ChannelType>();
   /** Connections since start (each hello); the one a conversation was last known to be followed on. */
@@ -224,8 +216,7 @@ export class CatchUp {
     clearTimeout(this.timer);
     this.round?.abort(new Error('stopping'));
     await this.running?.catch(() => undefined);
-    for (const g of this.gates.values()) g.release();
-    this.gates.clear();
+    this.gates.openAll();
   }
 
   /**
@@ -250,10 +241,7 @@ export class CatchUp {
    * conversation is read next); else undefined.
    */
   gate(channel: string): Promise<void> | undefined {
-    const g = this.gates.get(channel);
-    if (!g) return undefined;
-    this.wanted.add(channel);
-    return g.open;
+    return this.gates.gate(channel);
   }
 
   /**
@@ -266,14 +254,14 @@ export class CatchUp {
     const list = this.conversations();
     this.due = new Set(list.map((c) => c.channel));
     const held = new Set<string>();
-    for (const c of list) this.hold(c.channel, held);
+    for (const c of list) this.gates.hold(c.channel, held);
     this.round?.abort(new Error('a new connection'));
     const prev = this.running ?? Promise.resolve();
     const run = prev
       .catch(() => undefined)
       .then(() => (connection === this.connection && !this.stopped ? this.runRound('connect', list, held, connection) : undefined))
       .finally(() => {
-        this.releaseAll(held);
+        this.gates.releaseAll(held);
         if (this.running === run) this.running = undefined;
       });
     this.running = run;
@@ -293,7 +281,7 @@ export class CatchUp {
     ].slice(0, SWEEP_CONVERSATIONS);
     const held = new Set<string>();
     const run = this.runRound('sweep', list, held, this.connection).finally(() => {
-      this.releaseAll(held);
+      this.gates.releaseAll(held);
       if (this.running === run) this.running = undefined;
     });
     this.running = run;
@@ -321,33 +309,6 @@ export class CatchUp {
       .sort((a, b) => (a.cursor === b.cursor ? 0 : newerTs(a.cursor, b.cursor) === a.cursor ? -1 : 1));
   }
 
-  private hold(channel: string, held: Set<string>): void {
-    if (held.has(channel)) return;
-    held.add(channel);
-    let g = this.gates.get(channel);
-    if (!g) {
-      let release!: () => void;
-      const open = new Promise<void>((r) => {
-        release = r;
-      });
-      g = { holds: 0, open, release };
-      this.gates.set(channel, g);
-    }
-    g.holds++;
-  }
-
-  private unhold(channel: string, held: Set<string>): void {
-    if (!held.delete(channel)) return;
-    const g = this.gates.get(channel);
-    if (!g || --g.holds > 0) return;
-    this.gates.delete(channel);
-    g.release();
-  }
-
-  private releaseAll(held: Set<string>): void {
-    for (const c of [...held]) this.unhold(c, held);
-  }
-
   private async runRound(
     kind: 'connect' | 'sweep',
     list: Array<{ channel: string }>,
@@ -367,16 +328,15 @@ export class CatchUp {
       while (rest.length) {
         if (signal.aborted) break;
         // A conversation a live message waits for goes first.
-        const at = rest.findIndex((c) => this.wanted.has(c));
-        const [channel] = rest.splice(Math.max(0, at), 1) as [string];
-        this.wanted.delete(channel);
-        if (kind === 'sweep') this.hold(channel, held);
+        const channel = this.gates.next(rest);
+        if (kind === 'sweep') this.gates.hold(channel, held);
         // Followed live on this connection before this read: what the read finds now, the socket should have brought.
         const wasFollowed = this.followed.get(channel) === connection && !this.due.has(channel);
         try {
           // A sweep does not hold a conversation's live messages through a Retry-After wait (a connection's
           // catch-up does: what was said before the connection must come first).
-          const waiting = kind === 'sweep' ? { begin: () => this.unhold(channel, held), end: () => this.hold(channel, held) } : undefined;
+          const waiting =
+            kind === 'sweep' ? { begin: () => this.gates.unhold(channel, held), end: () => this.gates.hold(channel, held) } : undefined;
           this.reading.add(channel);
           const fresh = await this.readConversation(channel, signal, rate, threads, waiting).finally(() => this.reading.delete(channel));
           if (fresh === undefined) break; // stopped, or cut short
@@ -396,8 +356,7 @@ export class CatchUp {
           }
           this.failed(channel, e);
         } finally {
-          this.wanted.delete(channel);
-          this.unhold(channel, held);
+          this.gates.unhold(channel, held);
         }
       }
     } finally {
