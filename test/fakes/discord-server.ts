@@ -4,7 +4,8 @@
  *
  * REST: `GET /gateway/bot` (the gateway URL is discovered here), `GET /users/@me`, `POST /channels/:id/messages`
  * (JSON or multipart with `payload_json` + `files[n]`; a repeated `nonce` with `enforce_nonce` returns the message
- * it created the first time, as Discord does), `GET` (history, newest first) / `PATCH` / `DELETE` of messages,
+ * it created the first time, as Discord does), `GET` (history, newest first, `after` / `before` / `limit`; held per channel
+ * by `historyGates`) / `PATCH` / `DELETE` of messages,
  * `POST /channels/:id/typing`, reactions, `PUT /applications/:id/commands`, interaction callbacks (one per
  * interaction, a second refused with 40060; a wrong token 10062) and edits of the original response (`PATCH
  * /webhooks/:app/:token/messages/@original`, 404 10015 for an unknown token), attachments served like the CDN
@@ -246,11 +247,25 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
       if (seg.length === 2 && method === 'GET') return reply(res, 200, ch);
       if (seg[2] === 'typing' && method === 'POST') return reply(res, 204);
       if (seg[2] === 'messages' && seg.length === 3 && method === 'GET') {
+        const gate = fake.historyGates.get(cid);
+        if (gate) await gate;
         const after = url.searchParams.get('after');
-        const limit = Number(url.searchParams.get('limit') ?? 50);
-        const list = (history.get(cid) ?? []).filter((m) => !after || BigInt(m.id) > BigInt(after));
-        // Discord answers `after` with the oldest `limit` messages after it, newest first.
-        return reply(res, 200, list.slice(0, limit).reverse());
+        const before = url.searchParams.get('before');
+        const limit = Math.min(100, Number(url.searchParams.get('limit') ?? 50));
+        const all = history.get(cid) ?? [];
+        // Discord answers `after` with the oldest `limit` messages after it, newest first; otherwise the newest
+        // `limit` (before `before`), newest first.
+        if (after)
+          return reply(
+            res,
+            200,
+            all
+              .filter((m) => BigInt(m.id) > BigInt(after))
+              .slice(0, limit)
+              .reverse(),
+          );
+        const older = all.filter((m) => !before || BigInt(m.id) < BigInt(before));
+        return reply(res, 200, older.slice(-limit).reverse());
       }
       if (seg[2] === 'messages' && seg.length === 3 && method === 'POST') {
         const content = String(body.content ?? '');
@@ -326,6 +341,7 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
     interactionEdits: new Map(),
     interactionLog: [],
     cdnGate: undefined,
+    historyGates: new Map(),
     cdnRequests: [],
     gateway: gw.stats,
     heartbeatMs: o.heartbeatMs ?? 500,

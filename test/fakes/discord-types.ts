@@ -59,6 +59,8 @@ export interface FakeDiscord {
   interactionLog: Array<{ id: string; kind: 'callback' | 'edit'; type?: number; content?: string }>;
   /** While set, attachment downloads from the CDN wait for it (a slow download ahead in the channel). */
   cdnGate: Promise<void> | undefined;
+  /** History reads (`GET /channels/:id/messages`) of a channel named here wait for its promise. */
+  historyGates: Map<string, Promise<void>>;
   /** Paths of CDN requests, in order. */
   cdnRequests: string[];
   /** Gateway connections opened, IDENTIFYs and RESUMEs received. */

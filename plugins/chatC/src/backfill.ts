@@ -1,21 +1,37 @@
 /**
  * Catch-up after a new gateway session. Discord replays missed events only to a RESUME of the same session; a new
  * session (Keel restarted, or the session was invalidated) starts with what is said from then on. So each channel
- * the bot has heard from keeps a cursor (the newest message id recorded, stored with the ingress record in one
- * transaction), and after READY the history after that cursor is read (`GET /channels/:id/messages?after=`) and
- * recorded like gateway messages; the ingress drops what it already has.
+ * the bot has heard from keeps a cursor (`last:<channel id>`, the newest message id recorded there, stored with the
+ * ingress record in one transaction), and after READY the history after that cursor is read
+ * (`GET /channels/:id/messages`, newest first) and recorded like gateway messages; the ingress drops what it has.
+ *
+ * Only the channels being read wait: the live messages of a channel whose history is still to be read wait for it
+ * (so a channel's messages are recorded, and handled, in order), and that channel is read next; every other channel's
+ * live messages are recorded at once. A channel whose read failed stays behind until the next session: its live
+ * messages are recorded without moving its cursor, so the next read starts where the gap does.
+ *
+ * Bounds: the 200 most recently active channels (by their cursor's time) per session, read four at a time, the
+ * newest 500 messages after the cursor per channel (more is said with one warning), 30 s per request. The reads use a REST client of their
+ * own that waits out Discord's rate limits (at most 25 requests a second, leaving room for replies).
  */
 import type { REST } from 'discord.js';
+import { type ChannelStore, HistoryGates } from '../../../sdk/channel-kit/index.js';
 import { errorMessage, type Logger } from '../../../sdk/index.js';
-import type { ChannelStore } from '../../../sdk/channel-kit/index.js';
 import type { DcInboundMessage } from './inbound.js';
 
 const PREFIX = 'last:';
-/**
- * At most this many messages per channel are fetched in one catch-up, the oldest after the cursor first (newer ones
- * beyond it, sent before the first live message, are not fetched).
- */
-const MAX_PER_CHANNEL = 500;
+/** Messages per history request (Discord's maximum). */
+const PAGE = 100;
+/** At most this many messages per channel per catch-up: the newest after the cursor. */
+export const MAX_PER_CHANNEL = 500;
+/** At most this many channels are read after a new session, the most recently active first. */
+export const MAX_CHANNELS = 200;
+/** Channels read at the same time. */
+const READERS = 4;
+/** A history request that takes longer is given up (the channel stays behind). */
+const CALL_TIMEOUT_MS = 30_000;
+/** Discord's epoch (2015-01-01T00:00:00Z): a snowflake's top 42 bits are milliseconds since. */
+const DISCORD_EPOCH = 1_420_070_400_000n;
 
 export const cursorKey = (channelId: string) => `${PREFIX}${channelId}`;
 
@@ -24,34 +40,185 @@ export function newer(a: string | undefined, b: string): string {
   return a === undefined || BigInt(b) > BigInt(a) ? b : a;
 }
 
-export async function backfill(
-  rest: REST,
-  store: ChannelStore,
-  log: Logger,
-  record: (messages: DcInboundMessage[]) => void,
-  signal: AbortSignal,
-): Promise<number> {
-  let total = 0;
-  for (const { key, value } of store.values(PREFIX)) {
-    const channelId = key.slice(PREFIX.length);
-    let after = value;
-    try {
-      for (let fetched = 0; fetched < MAX_PER_CHANNEL && !signal.aborted; ) {
-        const page = (await rest.get(`/channels/${channelId}/messages`, {
-          query: new URLSearchParams({ after, limit: '100' }),
-          signal,
-        })) as DcInboundMessage[];
-        if (!page.length) break;
-        const ascending = [...page].sort((x, y) => (BigInt(x.id) < BigInt(y.id) ? -1 : 1));
-        record(ascending);
-        fetched += page.length;
-        total += page.length;
-        after = ascending.at(-1)!.id;
-        if (page.length < 100) break;
-      }
-    } catch (e) {
-      if (!signal.aborted) log.warn(`chatC: could not read the history of channel ${channelId} after a new session: ${errorMessage(e)}`);
-    }
+/** Epoch milliseconds of a snowflake. */
+export function snowflakeMs(id: string): number {
+  return Number((BigInt(id) >> 22n) + DISCORD_EPOCH);
+}
+
+const isSnowflake = (s: string) => /^\d{17,20}$/.test(s);
+
+/** `p`, or a rejection when it takes longer than `ms` or `signal` aborts (the call itself is left to finish). */
+function bounded<T>(p: Promise<T>, ms: number, signal: AbortSignal): Promise<T> {
+  p.catch(() => undefined);
+  return new Promise<T>((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error(`no answer in ${ms / 1000} s`)), ms);
+    const stop = () => reject(signal.reason);
+    if (signal.aborted) stop();
+    signal.addEventListener('abort', stop, { once: true });
+    p.then(resolve, reject).finally(() => {
+      clearTimeout(t);
+      signal.removeEventListener('abort', stop);
+    });
+  });
+}
+
+export interface BackfillOptions {
+  /** A REST client for the reads (one that waits out rate limits rather than throwing them). */
+  rest: REST;
+  store: ChannelStore;
+  log: Logger;
+  /** Aborted when the channel stops. */
+  signal: AbortSignal;
+  /** Records one channel's messages (oldest first) and moves its cursor to `newest` (the newest id read). */
+  record(channelId: string, messages: DcInboundMessage[], newest: string): void;
+}
+
+/** The history catch-up of chatC. */
+export class Backfill {
+  /** Messages read from the history since start (before the ingress drops those it has). */
+  read = 0;
+  private readonly gates = new HistoryGates();
+  /** Channels of this session whose history has not been read yet (or whose read failed). */
+  private due = new Set<string>();
+  private session = 0;
+  private running: Promise<void> | undefined;
+  private round: AbortController | undefined;
+  private stopped = false;
+
+  constructor(private readonly o: BackfillOptions) {}
+
+  /**
+   * After READY of a new session: reads the channels with a cursor, the most recently active first. Their live
+   * messages wait from now until their history is recorded. A catch-up still running is cut short.
+   */
+  afterReady(): void {
+    if (this.stopped) return;
+    const session = ++this.session;
+    const list = this.channels();
+    this.due = new Set(list);
+    const held = new Set<string>();
+    for (const c of list) this.gates.hold(c, held);
+    this.round?.abort(new Error('a new session'));
+    const prev = this.running ?? Promise.resolve();
+    const run = prev
+      .catch(() => undefined)
+      .then(() => (session === this.session && !this.stopped ? this.runRound(list, held) : undefined))
+      .finally(() => {
+        this.gates.releaseAll(held);
+        if (this.running === run) this.running = undefined;
+      });
+    this.running = run;
   }
-  return total;
+
+  /** While the history of `channelId` is still to be read, a promise that resolves once it is recorded. */
+  gate(channelId: string): Promise<void> | undefined {
+    return this.gates.gate(channelId);
+  }
+
+  /** Whether the history of `channelId` is still to be read this session: its live messages leave its cursor. */
+  behind(channelId: string): boolean {
+    return this.due.has(channelId);
+  }
+
+  /** Stops the catch-up in progress; live messages waiting for it are let through. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.round?.abort(new Error('stopping'));
+    await this.running?.catch(() => undefined);
+    this.gates.openAll();
+  }
+
+  /** Channels with a cursor, the most recently active first, at most MAX_CHANNELS (the rest said once). */
+  private channels(): string[] {
+    const all = this.o.store
+      .values(PREFIX)
+      .map(({ key, value }) => ({ channel: key.slice(PREFIX.length), cursor: value }))
+      .filter((c) => isSnowflake(c.channel) && isSnowflake(c.cursor))
+      .sort((a, b) => (BigInt(a.cursor) > BigInt(b.cursor) ? -1 : BigInt(a.cursor) < BigInt(b.cursor) ? 1 : 0));
+    if (all.length > MAX_CHANNELS) {
+      const since = new Date(snowflakeMs(all[MAX_CHANNELS - 1]!.cursor)).toISOString();
+      this.o.log.warn(
+        `chatC: ${all.length} channels were heard from; after this new session the history of the ${MAX_CHANNELS} most recently active (since ${since}) is read, not of the other ${all.length - MAX_CHANNELS}.`,
+      );
+    }
+    return all.slice(0, MAX_CHANNELS).map((c) => c.channel);
+  }
+
+  private async runRound(list: string[], held: Set<string>): Promise<void> {
+    const ac = new AbortController();
+    this.round = ac;
+    const signal = AbortSignal.any([this.o.signal, ac.signal]);
+    const rest = [...list];
+    let messages = 0;
+    let channels = 0;
+    // A few channels at once, so that one slow read does not hold up the channels after it.
+    const worker = async () => {
+      while (rest.length && !signal.aborted) {
+        // A channel a live message waits for goes first.
+        const channelId = this.gates.next(rest);
+        try {
+          const n = await this.readChannel(channelId, signal);
+          if (n === undefined) return;
+          this.due.delete(channelId);
+          messages += n;
+          if (n) channels++;
+        } catch (e) {
+          if (signal.aborted) return;
+          this.o.log.warn(
+            `chatC: could not read the history of channel ${channelId} after a new session (${errorMessage(e)}); its cursor stays until the next new session reads it.`,
+          );
+        } finally {
+          this.gates.unhold(channelId, held);
+        }
+      }
+    };
+    try {
+      await Promise.all(Array.from({ length: Math.min(READERS, list.length) }, worker));
+    } finally {
+      if (this.round === ac) this.round = undefined;
+    }
+    if (messages && !this.o.signal.aborted)
+      this.o.log.info(`chatC: read ${messages} message(s) from the history of ${channels} channel(s) after a new session.`);
+  }
+
+  /**
+   * Reads the channel's messages after its cursor (newest first, at most MAX_PER_CHANNEL) and records them oldest
+   * first with the cursor moved to the newest. Returns how many were read, undefined when cut short before
+   * recording. Throws when a request fails (nothing recorded, the cursor stays).
+   */
+  private async readChannel(channelId: string, signal: AbortSignal): Promise<number | undefined> {
+    const after = this.o.store.getValue(cursorKey(channelId));
+    if (!after || !isSnowflake(after)) return 0;
+    const floor = BigInt(after);
+    const got: DcInboundMessage[] = [];
+    let before: string | undefined;
+    let more = false;
+    for (;;) {
+      const query = new URLSearchParams({ limit: String(PAGE), ...(before ? { before } : {}) });
+      const page = (await bounded(
+        this.o.rest.get(`/channels/${channelId}/messages`, { query, signal }),
+        CALL_TIMEOUT_MS,
+        signal,
+      )) as DcInboundMessage[];
+      const fresh = page.filter((m) => isSnowflake(m.id) && BigInt(m.id) > floor);
+      got.push(...fresh);
+      // A short page, or one reaching the cursor, is the last.
+      if (page.length < PAGE || fresh.length < page.length) break;
+      if (got.length >= MAX_PER_CHANNEL) {
+        more = true;
+        break;
+      }
+      before = page.reduce((a, m) => (BigInt(m.id) < BigInt(a) ? m.id : a), page[0]!.id);
+    }
+    if (signal.aborted) return undefined;
+    if (!got.length) return 0;
+    if (more)
+      this.o.log.warn(
+        `chatC: ${MAX_PER_CHANNEL} messages or more in channel ${channelId} since it was last read; the newest ${MAX_PER_CHANNEL} are caught up, the older ones are not.`,
+      );
+    const ascending = got.sort((x, y) => (BigInt(x.id) < BigInt(y.id) ? -1 : 1)).slice(-MAX_PER_CHANNEL);
+    this.o.record(channelId, ascending, ascending.at(-1)!.id);
+    this.read += ascending.length;
+    return ascending.length;
+  }
 }

@@ -21,12 +21,13 @@ export const SNOWFLAKE = /^\d{17,20}$/;
  * `globalRequestsPerSecond`: discord.js's own cap (default 50/s, Discord's global limit; Discord raises it for
  * large bots on request).
  */
-export function makeRest(token: string, apiUrl: string, o: { globalRequestsPerSecond?: number } = {}): REST {
-  // A 429 is thrown to the kit's limiter (which pauses the channel and retries the same chunk), not slept on here.
+export function makeRest(token: string, apiUrl: string, o: { globalRequestsPerSecond?: number; waitOnRateLimit?: boolean } = {}): REST {
+  // A 429 is thrown to the kit's limiter (which pauses the channel and retries the same chunk), not slept on here;
+  // `waitOnRateLimit` (the history reads): discord.js waits it out itself.
   return new REST({
     api: apiUrl.replace(/\/+$/, ''),
     version: '10',
-    rejectOnRateLimit: () => true,
+    ...(o.waitOnRateLimit ? {} : { rejectOnRateLimit: () => true }),
     retries: 2,
     timeout: 15_000,
     ...(o.globalRequestsPerSecond ? { globalRequestsPerSecond: o.globalRequestsPerSecond } : {}),

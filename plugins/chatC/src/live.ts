@@ -21,7 +21,7 @@ import {
   setting,
 } from '../../../sdk/channel-kit/index.js';
 import type manifest from '../manifest.js';
-import { backfill, cursorKey, newer } from './backfill.js';
+import { Backfill, cursorKey, newer } from './backfill.js';
 import { classifyDiscord, type DcChunk, fatalMessage, makeRest, sendChunkTo, SNOWFLAKE } from './discord.js';
 import { gatewayConnector, type GatewayInfo } from './gateway.js';
 import { type DcInboundMessage, type DcPayload, interactionToInbound, isUserMessage, messageToInbound } from './inbound.js';
@@ -89,15 +89,24 @@ export async function startChatC(ctx: PluginContext<typeof manifest>) {
   const { store, send, outbox } = rt;
 
   // ---------------------------------------------------------------- inbound
-  /** Messages of one channel, recorded with that channel's history cursor in one transaction. */
-  const recordMessages = (messages: DcInboundMessage[]) => {
+  /**
+   * Messages of one channel, recorded with that channel's history cursor in one transaction: moved to `newest` (the
+   * newest id the history read), or by live messages unless the channel's history is still to be read.
+   */
+  const recordMessages = (messages: DcInboundMessage[], newest?: string) => {
     const fresh = messages.filter((m) => isUserMessage(m, bot.id));
-    if (!fresh.length) return;
-    const channelId = fresh[0]!.channel_id;
-    const last = fresh.reduce<string | undefined>((a, m) => newer(a, m.id), store.getValue(cursorKey(channelId)));
+    if (!fresh.length && !newest) return;
+    const channelId = (fresh[0] ?? messages[0])!.channel_id;
+    const latest = fresh.reduce<string | undefined>((a, m) => newer(a, m.id), newest);
     ingress.record(
       fresh.map((message) => ({ messageId: message.id, chatId: message.channel_id, payload: { message } })),
-      last ? { key: cursorKey(channelId), value: last } : undefined,
+      latest
+        ? {
+            key: cursorKey(channelId),
+            value: (stored) =>
+              newest === undefined && stored !== undefined && backfill.behind(channelId) ? stored : newer(stored, latest),
+          }
+        : undefined,
       // Discord is never acknowledged (a new session replays nothing); a power cut that undoes this commit undoes
       // the cursor with it, and the history after the cursor is read again at the next READY. So no fsync here.
       { durability: 'NORMAL' },
@@ -105,8 +114,14 @@ export async function startChatC(ctx: PluginContext<typeof manifest>) {
     supervisor.inbound();
   };
 
-  /** Live messages that arrived while the history catch-up of a new session runs. */
-  let held: DcInboundMessage[] | undefined;
+  // Reads with a client of their own that waits out rate limits, at half of Discord's global rate (replies keep room).
+  const backfill = new Backfill({
+    rest: makeRest(token, apiUrl, { waitOnRateLimit: true, globalRequestsPerSecond: 25 }),
+    store,
+    log: ctx.log,
+    signal: rt.signal,
+    record: (_channelId, messages, newest) => recordMessages(messages, newest),
+  });
   const info: GatewayInfo = {};
   const supervisor = new ConnectionSupervisor({
     name: 'chatC',
@@ -132,16 +147,19 @@ export async function startChatC(ctx: PluginContext<typeof manifest>) {
               .catch((e) => ctx.log.warn(`Registering the slash commands failed: ${errorMessage(e)}`));
           }
           rt.resume();
-          // A new session does not replay what was said while Keel was away: read it from the history. Live
-          // messages wait until then, so that a channel's messages are still recorded (and handled) in order.
-          held = [];
-          void backfill(rest, store, ctx.log, recordMessages, rt.signal).finally(() => {
-            const live = held ?? [];
-            held = undefined;
-            for (const m of live) recordMessages([m]);
-          });
+          // A new session does not replay what was said while Keel was away: read it from the history. A channel's
+          // live messages wait for its read, so that its messages are still recorded (and handled) in order.
+          backfill.afterReady();
         },
-        message: (m) => (held ? held.push(m) : recordMessages([m])),
+        message: (m) => {
+          const wait = backfill.gate(m.channel_id);
+          if (wait)
+            void wait
+              .then(() => recordMessages([m]))
+              // Its cursor did not move: the history read of the next session brings it.
+              .catch((e) => ctx.log.warn(`chatC: could not record message ${m.id} of channel ${m.channel_id}: ${errorMessage(e)}`));
+          else recordMessages([m]);
+        },
         interaction: (i) => {
           const fresh = ingress.record([{ messageId: `i:${i.id}`, chatId: i.channel_id ?? 'dm', payload: { interaction: i } }]);
           // Acknowledged now (a replayed one was already): the answer may wait behind the channel's earlier messages.
@@ -208,5 +226,12 @@ export async function startChatC(ctx: PluginContext<typeof manifest>) {
 
   ingress.recover();
   supervisor.start();
-  return { stop: () => rt.stop(() => supervisor.stop(), ingress), health: rt.health(status) };
+  return {
+    stop: () =>
+      rt.stop(async () => {
+        await backfill.stop();
+        await supervisor.stop();
+      }, ingress),
+    health: rt.health(status),
+  };
 }

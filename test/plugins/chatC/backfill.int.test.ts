@@ -1,0 +1,107 @@
+/**
+ * chatC's history catch-up after a new gateway session (Discord replays nothing to a new session): only the channels
+ * being read hold their live messages (one slow channel does not hold up the others); a long gap is read newest
+ * first over several pages, each message once and in order; a channel whose read fails keeps its cursor, so the next
+ * session reads the gap.
+ */
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { afterEach, describe, expect, it } from 'vitest';
+import { waitFor } from '../../helpers.js';
+import { bootChatC, type ChatCHarness, USER } from './harness.js';
+
+let h: ChatCHarness | undefined;
+afterEach(async () => {
+  await h?.close();
+  h = undefined;
+});
+
+const tasks = () => h!.actions().map((a) => a.task);
+const has = (task: string) => tasks().includes(task);
+const connected = () => h!.channel().status().connected;
+const OTHER = '320000000000000777';
+const warnings = (re: RegExp) => h!.logs.recent({ level: 'warn', limit: 1000 }).filter((e) => re.test(e.message));
+
+/** Message ids of a channel in the order the ingress recorded them. */
+function recorded(channelId: string): string[] {
+  const db = new DatabaseSync(join(h!.home, 'channels', 'chatC', 'kit.db'), { readOnly: true });
+  try {
+    return (
+      db.prepare('SELECT message_id FROM inbound WHERE chat_id = ? ORDER BY seq').all(channelId) as Array<{ message_id: string }>
+    ).map((r) => r.message_id);
+  } finally {
+    db.close();
+  }
+}
+
+describe('chatC history catch-up after a new session', () => {
+  it('a channel whose history is still being read holds only its own live messages: another channel is answered meanwhile', async () => {
+    h = await bootChatC({ runAgent: false });
+    await waitFor(connected, 'connected');
+    const first = h.dc.pushMessage('hello in A', { userId: USER });
+    h.dc.pushMessage('hello in B', { userId: USER, channelId: OTHER });
+    await waitFor(() => has('hello in A') && has('hello in B'), 'two actions');
+
+    await h.kernel.stop();
+    const missed = [h.dc.pushMessage('missed in A 1', { userId: USER }), h.dc.pushMessage('missed in A 2', { userId: USER })];
+    let release!: () => void;
+    h.dc.historyGates.set(h.dc.channelId, new Promise<void>((r) => (release = r)));
+    await h.restart();
+    await waitFor(() => connected() && h!.dc.callsOf('GET /channels/:id/messages').length >= 2, 'both histories asked for');
+
+    const liveA = h.dc.pushMessage('live in A', { userId: USER });
+    h.dc.pushMessage('live in B', { userId: USER, channelId: OTHER });
+    await waitFor(() => has('live in B'), 'the other channel answered while A is read');
+    expect(has('live in A')).toBe(false);
+    expect(has('missed in A 1')).toBe(false);
+
+    release();
+    await waitFor(() => has('live in A'), 'A after its history');
+    // A's messages were recorded in the order they were written: the gap first, then the live one.
+    expect(recorded(h.dc.channelId)).toEqual([first.id, ...missed.map((m) => m.id), liveA.id]);
+    expect(tasks().filter((t) => t.startsWith('missed in A'))).toHaveLength(2);
+  });
+
+  it('a long gap (150 messages) is read newest first over pages, each message once, recorded oldest first', async () => {
+    h = await bootChatC({ runAgent: false });
+    await waitFor(connected, 'connected');
+    const first = h.dc.pushMessage('start', { userId: USER });
+    await waitFor(() => has('start'), 'first action');
+    await h.kernel.stop();
+    const gap = Array.from({ length: 150 }, (_, i) => h!.dc.pushMessage(`gap ${i + 1}`, { userId: USER }));
+    await h.restart();
+    await waitFor(() => h!.actions().length === 151, 'the whole gap', 20_000);
+    expect(recorded(h.dc.channelId)).toEqual([first.id, ...gap.map((m) => m.id)]);
+    const reads = h.dc.callsOf('GET /channels/:id/messages').map((c) => c.query);
+    expect(reads).toHaveLength(2);
+    expect(reads[0]!.get('before')).toBeNull();
+    expect(reads[1]!.get('before')).toBe(gap[50]!.id);
+    // A later session finds nothing new.
+    await h.restart();
+    await waitFor(() => connected() && h!.dc.callsOf('GET /channels/:id/messages').length === 3, 'read again');
+    await new Promise((r) => setTimeout(r, 300));
+    expect(h.actions()).toHaveLength(151);
+  });
+
+  it('a channel whose history cannot be read keeps its cursor: its live messages do not move it, and the next session reads the gap', async () => {
+    h = await bootChatC({ runAgent: false });
+    await waitFor(connected, 'connected');
+    h.dc.pushMessage('before', { userId: USER });
+    await waitFor(() => has('before'), 'first action');
+    await h.kernel.stop();
+    h.dc.pushMessage('in the gap', { userId: USER });
+    h.dc.failNext('GET /channels/:id/messages', { status: 403, message: 'Missing Access', code: 50001 });
+    await h.restart();
+    const warning = await waitFor(() => warnings(/could not read the history of channel/)[0], 'the warning');
+    expect(warning.message).toMatch(/Missing Access.*its cursor stays until the next new session reads it/);
+    expect(has('in the gap')).toBe(false);
+
+    h.dc.pushMessage('live after', { userId: USER });
+    await waitFor(() => has('live after'), 'the live message');
+    await h.restart();
+    await waitFor(() => has('in the gap'), 'the gap, read by the next session');
+    await new Promise((r) => setTimeout(r, 300));
+    expect(tasks().sort()).toEqual(['before', 'in the gap', 'live after']);
+    expect(JSON.stringify(h.logs.recent({ limit: 1000 }))).not.toContain(h.dc.token);
+  });
+});
