@@ -110,8 +110,13 @@ export interface FakeSlack {
       ts?: string;
       /** Only in the history: no envelope is sent, now or later (the returned envelopeId is ''). */
       historyOnly?: boolean;
+      /**
+       * The events the app is subscribed to that this message raises, each in its own envelope, in this order
+       * (default `['message']`). `app_mention` (for a message mentioning the bot) carries no channel_type or subtype.
+       */
+      events?: Array<'message' | 'app_mention'>;
     },
-  ): { envelopeId: string; ts: string };
+  ): { envelopeId: string; ts: string; envelopeIds: string[] };
   /** Every request for a private file URL: path, the Authorization header it carried, the status answered. */
   fileDownloads: Array<{ path: string; authorization: string | undefined; status: number }>;
   /** A slash command envelope (e.g. `/keel` with text `status`). */
@@ -597,17 +602,29 @@ export async function startFakeSlack(o: { pingMs?: number } = {}): Promise<FakeS
       }
       const { channel: _c, channel_type: _t, event_ts: _e, ...stored } = event;
       remember(channel, stored);
-      if (m.historyOnly) return { envelopeId: '', ts };
-      const e = envelope('events_api', {
-        token: 'verif',
-        team_id: 'T0KEEL',
-        api_app_id: 'A111',
-        event,
-        type: 'event_callback',
-        event_id: `Ev${++seq}`,
-        event_time: Math.floor(Date.now() / 1000),
-      });
-      return { envelopeId: e.envelope_id, ts };
+      if (m.historyOnly) return { envelopeId: '', ts, envelopeIds: [] };
+      const mention = {
+        type: 'app_mention',
+        user: event.user,
+        text,
+        ts,
+        channel,
+        event_ts: ts,
+        ...(m.threadTs ? { thread_ts: m.threadTs } : {}),
+      };
+      const ids = (m.events ?? ['message']).map(
+        (kind) =>
+          envelope('events_api', {
+            token: 'verif',
+            team_id: 'T0KEEL',
+            api_app_id: 'A111',
+            event: kind === 'message' ? event : mention,
+            type: 'event_callback',
+            event_id: `Ev${++seq}`,
+            event_time: Math.floor(Date.now() / 1000),
+          }).envelope_id,
+      );
+      return { envelopeId: ids[0] ?? '', ts, envelopeIds: ids };
     },
     pushCommand(command, text, m = {}) {
       const e = envelope(

@@ -1,6 +1,7 @@
 /**
  * A Socket Mode envelope → an ingress item (only what can become an action or a command: user messages of the
- * four subscribed message events and slash commands), and a recorded item → an InboundMessage for `receive`.
+ * four subscribed message events, `app_mention` events under the same key, and slash commands), and a recorded item
+ * → an InboundMessage for `receive`.
  * Own and other bots' messages, edits, joins and the like are acknowledged and dropped here.
  */
 import type { IngressItem } from '../../../sdk/channel-kit/index.js';
@@ -42,9 +43,33 @@ export function messageItemOf(ev: SlackMessageEvent | undefined, botUserId: stri
   return { messageId: `${ev.channel}:${ev.ts}`, chatId: ev.channel, payload: { kind: 'message', event: ev } };
 }
 
+/**
+ * An `app_mention` event (an app subscribed to it as well as, or instead of, `message.channels`) as the message event
+ * it is about: the same `channel:ts` key, so a mention that raises both events is one action. It names no
+ * channel_type (it is not a direct message: Slack sends `message.im` for those) and no subtype.
+ */
+function mentionAsMessage(ev: Record<string, unknown>): SlackMessageEvent | undefined {
+  if (typeof ev.channel !== 'string' || typeof ev.ts !== 'string') return undefined;
+  const str = (k: string) => (typeof ev[k] === 'string' ? { [k]: ev[k] as string } : {});
+  return {
+    type: 'message',
+    channel: ev.channel,
+    ts: ev.ts,
+    ...str('user'),
+    ...str('text'),
+    ...str('thread_ts'),
+    ...str('bot_id'),
+    ...(Array.isArray(ev.files) && ev.files.length ? { subtype: 'file_share', files: ev.files as SlackFile[] } : {}),
+  };
+}
+
 /** The ingress item of an envelope, or undefined when it is nothing to act on. */
 export function itemOf(e: Envelope, botUserId: string | undefined): IngressItem<SlackItem> | undefined {
-  if (e.type === 'events_api') return messageItemOf((e.body as { event?: SlackMessageEvent }).event, botUserId);
+  if (e.type === 'events_api') {
+    const ev = (e.body as { event?: Record<string, unknown> }).event;
+    if (ev?.type === 'app_mention') return messageItemOf(mentionAsMessage(ev), botUserId);
+    return messageItemOf(ev as SlackMessageEvent | undefined, botUserId);
+  }
   if (e.type === 'slash_commands') {
     const b = e.body as { command?: string; text?: string; channel_id?: string; user_id?: string; user_name?: string; trigger_id?: string };
     if (!b.command || !b.channel_id || !b.user_id) return undefined;

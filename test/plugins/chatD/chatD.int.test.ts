@@ -94,6 +94,29 @@ describe('chatD inbound → action → reply', () => {
     ).toEqual(['a direct question', 'summarise the thread']);
   });
 
+  it('a mention that raises both message and app_mention (an app subscribed to both) is one action and one reply; app_mention alone is answered too', async () => {
+    await ready({ config: { chatDAutoReplyEnabled: false } });
+    const mention = `<@${h!.slack.botUserId}>`;
+    const both = h!.slack.pushMessage(`${mention} what is the status`, { user: 'U0A000005', events: ['app_mention', 'message'] });
+    await waitFor(() => both.envelopeIds.every((id) => h!.slack.acked.includes(id)), 'both envelopes acknowledged');
+    await waitFor(() => h!.actions().length === 1 && h!.actions()[0]!.status === 'completed', 'one action');
+    const only = h!.slack.pushMessage(`${mention} in a thread`, { user: 'U0A000006', threadTs: both.ts, events: ['app_mention'] });
+    await waitFor(() => h!.actions().length === 2 && h!.actions().every((a) => a.status === 'completed'), 'the second');
+    await waitFor(() => h!.slack.unacked() === 0, 'all acknowledged');
+    await new Promise((r) => setTimeout(r, 300));
+    expect(
+      h!
+        .actions()
+        .map((a) => a.task)
+        .sort(),
+    ).toEqual(['in a thread', 'what is the status']);
+    const replies = postedTo(h!, 'C0GENERAL1');
+    expect(replies).toHaveLength(2);
+    // The app_mention in a thread is answered in that thread.
+    expect(replies.filter((m) => m.thread_ts === both.ts)).toHaveLength(1);
+    expect(only.envelopeIds).toHaveLength(1);
+  });
+
   it('auto-reply on: every user message becomes an action (channels, private channels, group DMs, DMs)', async () => {
     await ready({ config: { chatDAutoReplyEnabled: true } });
     h!.slack.pushMessage('one', { channelType: 'channel' });
