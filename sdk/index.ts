@@ -34,7 +34,7 @@ export type * from './providers.js';
 export type * from './inbox.js';
 export { ProviderError } from './providers.js';
 export { progressLine, withProgress, type ProgressLine } from './progress.js';
-export { withRetry, parseRetryAfter, sleep, type RetryOptions, type RetryDecision } from './retry.js';
+export { withRetry, parseRetryAfter, sleep, bounded, type RetryOptions, type RetryDecision } from './retry.js';
 export { namespaceSupport, type NamespaceKind, type NamespaceSupport } from './namespaces.js';
 export {
   MAX_ACTOR_DEPTH,

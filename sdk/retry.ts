@@ -22,6 +22,25 @@ export interface RetryOptions {
 }
 
 /**
+ * `p`, or a rejection when it takes longer than `ms` (an Error named `TimeoutError`, "no answer in N s") or `signal`
+ * aborts (its reason). The call behind `p` is not cancelled: it is left to finish, and its outcome is dropped.
+ * @example const page = await bounded(client.conversations.history({ channel }), 30_000, signal);
+ */
+export function bounded<T>(p: Promise<T>, ms: number, signal: AbortSignal): Promise<T> {
+  p.catch(() => undefined);
+  return new Promise<T>((resolve, reject) => {
+    const t = setTimeout(() => reject(Object.assign(new Error(`no answer in ${ms / 1000} s`), { name: 'TimeoutError' })), ms);
+    const stop = () => reject(signal.reason);
+    if (signal.aborted) stop();
+    signal.addEventListener('abort', stop, { once: true });
+    p.then(resolve, reject).finally(() => {
+      clearTimeout(t);
+      signal.removeEventListener('abort', stop);
+    });
+  });
+}
+
+/**
  * Resolves after `ms`; rejects with the signal's reason (or an "aborted" error) as soon as `signal` aborts.
  * @example await sleep(retryAfterMs, ctx.signal);
  */

@@ -221,17 +221,15 @@ export async function startFakeSlack(o: { pingMs?: number } = {}): Promise<FakeS
     list.push(m);
     list.sort((a, b) => (micros(String(a.ts)) < micros(String(b.ts)) ? -1 : 1));
   };
-  const historyPage = (p: Record<string, unknown>): Record<string, unknown> => {
-    const channel = String(p.channel ?? '');
-    const refused = fake.historyErrors.get(channel);
-    if (refused) return { ok: false, error: refused };
-    const list = history.get(channel);
-    if (!list) return { ok: false, error: 'channel_not_found' };
+  /**
+   * The time window of a paged read (`oldest`, `latest`, `inclusive`) and where its cursor says the previous page
+   * stopped (the ts of this page's first message): `keep(ts)` for a message of the window, `from` the cursor's ts.
+   */
+  const window = (p: Record<string, unknown>) => {
     const yes = (v: unknown) => v === true || v === 'true' || v === 1 || v === '1';
     const inclusive = yes(p.inclusive);
     const oldest = p.oldest !== undefined ? micros(String(p.oldest)) : undefined;
     const latest = p.latest !== undefined ? micros(String(p.latest)) : undefined;
-    // The cursor says where the previous page stopped: the ts of the first message of this one.
     const from = p.cursor
       ? micros(
           Buffer.from(String(p.cursor), 'base64')
@@ -239,23 +237,32 @@ export async function startFakeSlack(o: { pingMs?: number } = {}): Promise<FakeS
             .replace(/^next_ts:/, ''),
         )
       : undefined;
+    const keep = (ts: unknown) => {
+      const t = micros(String(ts));
+      if (oldest !== undefined && (inclusive ? t < oldest : t <= oldest)) return false;
+      return !(latest !== undefined && (inclusive ? t > latest : t >= latest));
+    };
+    return { keep, from };
+  };
+  const nextCursor = (next: Record<string, unknown> | undefined) =>
+    next ? Buffer.from(`next_ts:${String(next.ts)}`).toString('base64') : '';
+  const historyPage = (p: Record<string, unknown>): Record<string, unknown> => {
+    const channel = String(p.channel ?? '');
+    const refused = fake.historyErrors.get(channel);
+    if (refused) return { ok: false, error: refused };
+    const list = history.get(channel);
+    if (!list) return { ok: false, error: 'channel_not_found' };
+    const { keep, from } = window(p);
     const limit = Math.min(fake.historyPageMax, 999, Math.max(1, Number(p.limit ?? 100) || 100));
-    const all = list
-      .filter((m) => {
-        const t = micros(String(m.ts));
-        if (oldest !== undefined && (inclusive ? t < oldest : t <= oldest)) return false;
-        if (latest !== undefined && (inclusive ? t > latest : t >= latest)) return false;
-        return from === undefined || t <= from;
-      })
-      .reverse();
+    // Newest first: a page goes on below where the previous one stopped.
+    const all = list.filter((m) => keep(m.ts) && (from === undefined || micros(String(m.ts)) <= from)).reverse();
     const page = all.slice(0, limit);
-    const next = all[limit];
     return {
       ok: true,
       messages: page.map((m) => ({ ...m })),
-      has_more: next !== undefined,
+      has_more: all[limit] !== undefined,
       pin_count: 0,
-      response_metadata: { next_cursor: next ? Buffer.from(`next_ts:${String(next.ts)}`).toString('base64') : '' },
+      response_metadata: { next_cursor: nextCursor(all[limit]) },
     };
   };
   /**
@@ -271,31 +278,16 @@ export async function startFakeSlack(o: { pingMs?: number } = {}): Promise<FakeS
     const ts = String(p.ts ?? '');
     const parent = list.find((m) => m.ts === ts);
     if (!parent) return { ok: false, error: 'thread_not_found' };
-    const yes = (v: unknown) => v === true || v === 'true' || v === 1 || v === '1';
-    const inclusive = yes(p.inclusive);
-    const oldest = p.oldest !== undefined ? micros(String(p.oldest)) : undefined;
-    const latest = p.latest !== undefined ? micros(String(p.latest)) : undefined;
-    const from = p.cursor
-      ? micros(
-          Buffer.from(String(p.cursor), 'base64')
-            .toString('utf8')
-            .replace(/^next_ts:/, ''),
-        )
-      : undefined;
+    const { keep, from } = window(p);
     const limit = Math.min(1000, Math.max(1, Number(p.limit ?? 1000) || 1000));
-    const all = (threads.get(`${channel}:${ts}`) ?? []).filter((m) => {
-      const t = micros(String(m.ts));
-      if (oldest !== undefined && (inclusive ? t < oldest : t <= oldest)) return false;
-      if (latest !== undefined && (inclusive ? t > latest : t >= latest)) return false;
-      return from === undefined || t >= from;
-    });
+    // Oldest first: a page goes on from where the previous one stopped.
+    const all = (threads.get(`${channel}:${ts}`) ?? []).filter((m) => keep(m.ts) && (from === undefined || micros(String(m.ts)) >= from));
     const page = all.slice(0, limit);
-    const next = all[limit];
     return {
       ok: true,
       messages: [...(from === undefined ? [{ ...parent }] : []), ...page.map((m) => ({ ...m }))],
-      has_more: next !== undefined,
-      response_metadata: { next_cursor: next ? Buffer.from(`next_ts:${String(next.ts)}`).toString('base64') : '' },
+      has_more: all[limit] !== undefined,
+      response_metadata: { next_cursor: nextCursor(all[limit]) },
     };
   };
   const sockets = new Set<WebSocket>();

@@ -16,7 +16,7 @@
  */
 import type { REST } from 'discord.js';
 import { type ChannelStore, HistoryGates } from '../../../sdk/channel-kit/index.js';
-import { errorMessage, type Logger } from '../../../sdk/index.js';
+import { bounded, errorMessage, type Logger } from '../../../sdk/index.js';
 import type { DcInboundMessage } from './inbound.js';
 
 const PREFIX = 'last:';
@@ -46,21 +46,6 @@ export function snowflakeMs(id: string): number {
 }
 
 const isSnowflake = (s: string) => /^\d{17,20}$/.test(s);
-
-/** `p`, or a rejection when it takes longer than `ms` or `signal` aborts (the call itself is left to finish). */
-function bounded<T>(p: Promise<T>, ms: number, signal: AbortSignal): Promise<T> {
-  p.catch(() => undefined);
-  return new Promise<T>((resolve, reject) => {
-    const t = setTimeout(() => reject(new Error(`no answer in ${ms / 1000} s`)), ms);
-    const stop = () => reject(signal.reason);
-    if (signal.aborted) stop();
-    signal.addEventListener('abort', stop, { once: true });
-    p.then(resolve, reject).finally(() => {
-      clearTimeout(t);
-      signal.removeEventListener('abort', stop);
-    });
-  });
-}
 
 export interface BackfillOptions {
   /** A REST client for the reads (one that waits out rate limits rather than throwing them). */

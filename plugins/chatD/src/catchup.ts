@@ -26,7 +26,7 @@
  */
 import { ErrorCode, type WebClient } from '@slack/web-api';
 import { type ChannelStore, HistoryGates } from '../../../sdk/channel-kit/index.js';
-import { errorMessage, type Logger, sleep } from '../../../sdk/index.js';
+import { bounded, errorMessage, type Logger, sleep } from '../../../sdk/index.js';
 import type { SlackFile } from './files.js';
 import type { SlackMessageEvent } from './inbound.js';
 import { slackErrorCode } from './slack.js';
@@ -136,21 +136,6 @@ function retryAfter(e: unknown): number | undefined {
   const x = e as { code?: string; retryAfter?: number } | undefined;
   if (x?.code === ErrorCode.RateLimitedError) return Math.max(1, Number(x.retryAfter ?? 1));
   return slackErrorCode(e) === 'ratelimited' ? 1 : undefined;
-}
-
-/** `p`, or a rejection when it takes longer than `ms` or `signal` aborts (the call itself is left to finish). */
-function bounded<T>(p: Promise<T>, ms: number, signal: AbortSignal): Promise<T> {
-  p.catch(() => undefined);
-  return new Promise<T>((resolve, reject) => {
-    const t = setTimeout(() => reject(Object.assign(new Error(`no answer in ${ms / 1000} s`), { name: 'TimeoutError' })), ms);
-    const stop = () => reject(signal.reason);
-    if (signal.aborted) stop();
-    signal.addEventListener('abort', stop, { once: true });
-    p.then(resolve, reject).finally(() => {
-      clearTimeout(t);
-      signal.removeEventListener('abort', stop);
-    });
-  });
 }
 
 export interface CatchUpOptions {
