@@ -8,6 +8,7 @@ import { Box, render, Text, useApp, useInput, useStdout } from 'ink';
 import { createElement, useEffect, useRef, useState } from 'react';
 import { errorMessage } from '../../../sdk/index.js';
 import { GatewayClient, type GatewayMessage, type LinkState } from './api.js';
+import { ChatTracker } from './chat.js';
 import { bar, Runner, type PullProgress, type RunnerState } from './runner.js';
 import { describeEvent, fit, type ChatLine, type Status, type TaskList } from './views.js';
 
@@ -56,7 +57,7 @@ function App({ o }: { o: UiOptions }) {
   const [models, setModels] = useState<RunnerState | undefined>();
   const [pick, setPick] = useState(0);
   const [pull, setPull] = useState<{ model: string; p?: PullProgress } | undefined>();
-  const chatTasks = useRef(new Set<string>());
+  const chatTasks = useRef(new ChatTracker());
 
   const refresh = async () => {
     try {
@@ -79,19 +80,9 @@ function App({ o }: { o: UiOptions }) {
     if (m.type !== 'event' || !m.event) return;
     const line = describeEvent(m.event, m.data ?? {});
     if (line) setEvents((ev) => [...ev.slice(-199), line]);
-    const id = typeof m.data?.actionId === 'string' ? m.data.actionId : undefined;
     if (m.event.startsWith('action.')) void refresh();
-    if (id && chatTasks.current.has(id)) {
-      if (m.event === 'action.completed') {
-        chatTasks.current.delete(id);
-        setChat((c) => [...c, { who: 'agent', text: String(m.data?.result ?? '') }]);
-      } else if (m.event === 'action.failed') {
-        chatTasks.current.delete(id);
-        setChat((c) => [...c, { who: 'error', text: String(m.data?.error ?? 'the task failed') }]);
-      } else if (m.event === 'thinking') {
-        setChat((c) => [...c, { who: 'thinking', text: String(m.data?.thought ?? '') }]);
-      }
-    }
+    const said = chatTasks.current.event(m.event, m.data ?? {});
+    if (said) setChat((c) => [...c, said]);
   };
   const onState = (state: LinkState, why?: string) => {
     setLink(why ? { state, why } : { state });
@@ -147,7 +138,9 @@ function App({ o }: { o: UiOptions }) {
       setChat((c) => [...c, { who: 'you', text: value }]);
       try {
         const r = await client.call<{ taskId?: string }>('POST', '/api/tasks', { task: value, priority: 7 });
-        if (r.taskId) chatTasks.current.add(r.taskId);
+        // Its answer may have come already (a fast model): then it is shown now.
+        const done = r.taskId ? chatTasks.current.sent(r.taskId) : undefined;
+        if (done) setChat((c) => [...c, done]);
       } catch (e) {
         setChat((c) => [...c, { who: 'error', text: errorMessage(e) }]);
       }
