@@ -54,14 +54,19 @@ export interface BackfillOptions {
   log: Logger;
   /** Aborted when the channel stops. */
   signal: AbortSignal;
-  /** Records one channel's messages (oldest first) and moves its cursor to `newest` (the newest id read). */
-  record(channelId: string, messages: DcInboundMessage[], newest: string): void;
+  /**
+   * Records one channel's messages (oldest first) and moves its cursor to `newest` (the newest id read); returns how
+   * many were new (not recorded from the gateway already).
+   */
+  record(channelId: string, messages: DcInboundMessage[], newest: string): number;
 }
 
 /** The history catch-up of chatC. */
 export class Backfill {
-  /** Messages read from the history since start (before the ingress drops those it has). */
-  read = 0;
+  /** ISO time the last catch-up ended. */
+  lastCatchUpAt: string | undefined;
+  /** Messages recorded from the history since start (ones the gateway had not brought). */
+  caughtUp = 0;
   private readonly gates = new HistoryGates();
   /** Channels of this session whose history has not been read yet (or whose read failed). */
   private due = new Set<string>();
@@ -162,8 +167,9 @@ export class Backfill {
     } finally {
       if (this.round === ac) this.round = undefined;
     }
-    if (messages && !this.o.signal.aborted)
-      this.o.log.info(`chatC: read ${messages} message(s) from the history of ${channels} channel(s) after a new session.`);
+    if (this.o.signal.aborted) return;
+    this.lastCatchUpAt = new Date().toISOString();
+    if (messages) this.o.log.info(`chatC: read ${messages} message(s) from the history of ${channels} channel(s) after a new session.`);
   }
 
   /**
@@ -202,8 +208,7 @@ export class Backfill {
         `chatC: ${MAX_PER_CHANNEL} messages or more in channel ${channelId} since it was last read; the newest ${MAX_PER_CHANNEL} are caught up, the older ones are not.`,
       );
     const ascending = got.sort((x, y) => (BigInt(x.id) < BigInt(y.id) ? -1 : 1)).slice(-MAX_PER_CHANNEL);
-    this.o.record(channelId, ascending, ascending.at(-1)!.id);
-    this.read += ascending.length;
+    this.caughtUp += this.o.record(channelId, ascending, ascending.at(-1)!.id);
     return ascending.length;
   }
 }

@@ -93,12 +93,12 @@ export async function startChatC(ctx: PluginContext<typeof manifest>) {
    * Messages of one channel, recorded with that channel's history cursor in one transaction: moved to `newest` (the
    * newest id the history read), or by live messages unless the channel's history is still to be read.
    */
-  const recordMessages = (messages: DcInboundMessage[], newest?: string) => {
+  const recordMessages = (messages: DcInboundMessage[], newest?: string): number => {
     const fresh = messages.filter((m) => isUserMessage(m, bot.id));
-    if (!fresh.length && !newest) return;
+    if (!fresh.length && !newest) return 0;
     const channelId = (fresh[0] ?? messages[0])!.channel_id;
     const latest = fresh.reduce<string | undefined>((a, m) => newer(a, m.id), newest);
-    ingress.record(
+    const recorded = ingress.record(
       fresh.map((message) => ({ messageId: message.id, chatId: message.channel_id, payload: { message } })),
       latest
         ? {
@@ -112,6 +112,7 @@ export async function startChatC(ctx: PluginContext<typeof manifest>) {
       { durability: 'NORMAL' },
     );
     supervisor.inbound();
+    return recorded.length;
   };
 
   // Reads with a client of their own that waits out rate limits, at half of Discord's global rate (replies keep room).
@@ -173,11 +174,13 @@ export async function startChatC(ctx: PluginContext<typeof manifest>) {
     }),
   });
 
-  const status = (): ChannelStatus => ({
+  const status = (): ChannelStatus & { lastCatchUpAt?: string; caughtUp: number } => ({
     enabled: true,
     ...supervisor.status(),
     ...(bot.username ? { botUsername: bot.username } : {}),
     ...(bot.guilds !== undefined ? { guilds: bot.guilds } : {}),
+    ...(backfill.lastCatchUpAt ? { lastCatchUpAt: backfill.lastCatchUpAt } : {}),
+    caughtUp: backfill.caughtUp,
   });
 
   const discordStatusLine = () => {

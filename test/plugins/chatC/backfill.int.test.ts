@@ -71,6 +71,9 @@ describe('chatC history catch-up after a new session', () => {
     const gap = Array.from({ length: 150 }, (_, i) => h!.dc.pushMessage(`gap ${i + 1}`, { userId: USER }));
     await h.restart();
     await waitFor(() => h!.actions().length === 151, 'the whole gap', 20_000);
+    const st = h.channel().status() as { caughtUp?: number; lastCatchUpAt?: string };
+    expect(st.caughtUp).toBe(150);
+    expect(st.lastCatchUpAt).toMatch(/^\d{4}-\d\d-\d\dT/);
     expect(recorded(h.dc.channelId)).toEqual([first.id, ...gap.map((m) => m.id)]);
     const reads = h.dc.callsOf('GET /channels/:id/messages').map((c) => c.query);
     expect(reads).toHaveLength(2);

@@ -148,10 +148,12 @@ export const ConnectionStatus = Type.Object({
   reconnects: Type.Optional(Type.Integer({ description: 'Keel extra: reconnections since start' })),
   lastError: Type.Optional(Type.String({ description: 'Keel extra: the last connection error' })),
   lastCatchUpAt: Type.Optional(
-    Type.String({ description: 'Keel extra, chatD only: ISO time the last catch-up from the conversation history ended' }),
+    Type.String({ description: 'Keel extra, chatC and chatD: ISO time the last catch-up from the history ended' }),
   ),
   caughtUp: Type.Optional(
-    Type.Integer({ description: 'Keel extra, chatD only: messages read from the history that the socket had not brought, since start' }),
+    Type.Integer({
+      description: 'Keel extra, chatC and chatD: messages read from the history that the connection had not brought, since start',
+    }),
   ),
 });
 export const Connections = Type.Record(Type.String(), ConnectionStatus, {
