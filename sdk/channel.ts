@@ -19,6 +19,10 @@ export interface ChannelStatus extends ConnectionStatus {
   reconnects?: number;
   /** The last connection error, in words (never a secret). */
   lastError?: string;
+  /** A channel that catches up from the platform's history: ISO time the last catch-up ended. */
+  lastCatchUpAt?: string;
+  /** A channel that catches up from the platform's history: messages it recorded that the connection had not brought. */
+  caughtUp?: number;
 }
 
 /**

@@ -174,7 +174,7 @@ export async function startChatC(ctx: PluginContext<typeof manifest>) {
     }),
   });
 
-  const status = (): ChannelStatus & { lastCatchUpAt?: string; caughtUp: number } => ({
+  const status = (): ChannelStatus => ({
     enabled: true,
     ...supervisor.status(),
     ...(bot.username ? { botUsername: bot.username } : {}),

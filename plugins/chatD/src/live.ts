@@ -36,11 +36,8 @@ import {
 } from './slack.js';
 import { runSocket, SupervisedReceiver } from './socket.js';
 
-/** chatD's status: the kit's, the bot's name, and the history catch-up. */
+/** chatD's status: the kit's, the bot's name, and the history catch-up (`caughtUp` always there). */
 export interface ChatDStatus extends ChannelStatus {
-  /** ISO time the last catch-up from the history ended. */
-  lastCatchUpAt?: string;
-  /** Messages recorded by catch-ups since start (ones the socket had not brought). */
   caughtUp: number;
 }
 
