@@ -37,6 +37,14 @@ const manifest = {
       description:
         'Discord REST API base (v10 is appended); the gateway URL is discovered from it (GET /gateway/bot). For a proxy or a test server. LOCKED: the token is sent there.',
     },
+    chatCCatchUpInterval: {
+      schema: Type.Integer({ minimum: 0, maximum: 86400 }),
+      default: 300,
+      env: ['CHATC_CATCH_UP_INTERVAL'],
+      policy: 'SAFE',
+      description:
+        'Seconds between reads of the history of recently active channels, for messages the gateway session did not deliver; finding such messages also rebuilds the connection with a new session. 0: the history is read only after each new session.',
+    },
   },
   skills: [
     {

@@ -8,10 +8,10 @@ import type { WebSocket } from 'ws';
 
 const EPOCH = 1420070400000n;
 let counter = 0n;
-/** A snowflake: timestamp since Discord's epoch, shifted, plus a counter (unique and increasing). */
-export function snowflake(): string {
+/** A snowflake: timestamp (`at`, default now) since Discord's epoch, shifted, plus a counter (unique and increasing). */
+export function snowflake(at = Date.now()): string {
   counter = (counter + 1n) & 0xfffn;
-  return (((BigInt(Date.now()) - EPOCH) << 22n) | (1n << 17n) | counter).toString();
+  return (((BigInt(Math.floor(at)) - EPOCH) << 22n) | (1n << 17n) | counter).toString();
 }
 
 interface Session {
@@ -63,6 +63,11 @@ export class FakeGateway {
   readonly stats = { connections: 0, identifies: 0, resumes: 0, resumed: 0, heartbeats: 0 };
   /** While true, new sockets get nothing at all (not even HELLO). */
   deaf = false;
+  /**
+   * While true, MESSAGE_CREATE events are lost (not sent, not kept for a resume) while the sockets go on answering
+   * heartbeats: a session that stopped delivering events.
+   */
+  withholdMessages = false;
   /** Close code to answer IDENTIFY with (4004, 4014). */
   identifyCloseCode: number | undefined;
   private readonly sessions = new Map<string, Session>();
@@ -79,6 +84,7 @@ export class FakeGateway {
 
   /** Sends an event to every session (kept for a resume when its socket is gone or silent). */
   dispatch(t: string, d: unknown): void {
+    if (this.withholdMessages && t === 'MESSAGE_CREATE') return;
     for (const s of this.sessions.values()) {
       const ev = { t, d, s: ++s.seq };
       s.events.push(ev);

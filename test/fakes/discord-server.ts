@@ -69,6 +69,8 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
   const store = (m: DcMessage) => {
     const list = history.get(m.channel_id) ?? [];
     list.push(m);
+    // Oldest first by id (a backdated message goes where its time puts it).
+    list.sort((a, b) => (BigInt(a.id) < BigInt(b.id) ? -1 : BigInt(a.id) > BigInt(b.id) ? 1 : 0));
     history.set(m.channel_id, list);
   };
 
@@ -354,6 +356,12 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
     get deaf() {
       return gw.deaf;
     },
+    get withholdMessages() {
+      return gw.withholdMessages;
+    },
+    set withholdMessages(v) {
+      gw.withholdMessages = v;
+    },
     set deaf(v) {
       gw.deaf = v;
     },
@@ -365,7 +373,7 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
         if (!channels.has(cid)) channels.set(cid, { id: cid, type: 1, recipients: [user(userId)] });
       } else if (!channels.has(cid)) channels.set(cid, { id: cid, type: 0, guild_id: guildId, name: `c${cid.slice(-4)}` });
       const guild = !p.dm;
-      const id = snowflake();
+      const id = snowflake(p.at);
       const attachments: DcMessage['attachments'] = [];
       if (p.attachment) {
         const path = `/attachments/${cid}/${id}/${p.attachment.filename}`;
@@ -388,7 +396,7 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
         author: user(userId),
         attachments,
         mentions: p.mention ? [{ id: bot.id, username: bot.username, discriminator: '0', avatar: null }] : [],
-        timestamp: new Date().toISOString(),
+        timestamp: new Date(p.at ?? Date.now()).toISOString(),
         type: p.replyToBot ? 19 : 0,
         ...(p.replyToBot
           ? {

@@ -76,6 +76,8 @@ export interface FakeDiscord {
       replyToBot?: string;
       /** `missing`: the CDN answers 404 for it (expired or deleted). */
       attachment?: { filename: string; data: Buffer; contentType?: string; missing?: boolean };
+      /** When it was written (epoch ms, for its snowflake): default now. */
+      at?: number;
     },
   ): DcMessage;
   /** A slash command interaction (INTERACTION_CREATE). */
@@ -90,6 +92,8 @@ export interface FakeDiscord {
   silence(): void;
   /** While true, new gateway sockets get nothing at all (not even HELLO): a dead gateway. */
   deaf: boolean;
+  /** While true, MESSAGE_CREATE is lost (not sent, not replayed) while heartbeats are acknowledged: a deaf session. */
+  withholdMessages: boolean;
   /** Close code to answer the next IDENTIFYs with (4014: disallowed intents). */
   identifyCloseCode: number | undefined;
   /**

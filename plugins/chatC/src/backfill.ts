@@ -11,7 +11,12 @@
  * messages are recorded without moving its cursor, so the next read starts where the gap does.
  *
  * Bounds: the 200 most recently active channels (by their cursor's time) per session, read four at a time, the
- * newest 500 messages after the cursor per channel (more is said with one warning), 30 s per request. The reads use a REST client of their
+ * newest 500 messages after the cursor per channel (more is said with one warning), 30 s per request.
+ *
+ * A session can also stop delivering messages while it goes on acknowledging heartbeats (Discord has had such
+ * incidents; a new session cures them). So every `chatCCatchUpInterval` seconds the 50 most recently active
+ * channels of the last 7 days are read the same way, and a person's message older than a minute found there, which
+ * the session should have delivered, rebuilds the connection (a new session) with one warning. The reads use a REST client of their
  * own that waits out Discord's rate limits (at most 25 requests a second, leaving room for replies).
  */
 import type { REST } from 'discord.js';
@@ -26,6 +31,12 @@ const PAGE = 100;
 export const MAX_PER_CHANNEL = 500;
 /** At most this many channels are read after a new session, the most recently active first. */
 export const MAX_CHANNELS = 200;
+/** A periodic sweep reads at most this many channels, the most recently active first ... */
+export const SWEEP_CHANNELS = 50;
+/** ... of those whose newest recorded message is at most this old. */
+export const SWEEP_ACTIVE_MS = 7 * 24 * 3600 * 1000;
+/** A message a sweep finds that is older than this was not delivered by the session (Discord's lag is seconds). */
+export const UNDELIVERED_AFTER_MS = 60_000;
 /** Channels read at the same time. */
 const READERS = 4;
 /** A history request that takes longer is given up (the channel stays behind). */
@@ -55,10 +66,16 @@ export interface BackfillOptions {
   /** Aborted when the channel stops. */
   signal: AbortSignal;
   /**
-   * Records one channel's messages (oldest first) and moves its cursor to `newest` (the newest id read); returns how
-   * many were new (not recorded from the gateway already).
+   * Records one channel's messages (oldest first) and moves its cursor to `newest` (the newest id read); returns the
+   * messages that were new (not recorded from the gateway already).
    */
-  record(channelId: string, messages: DcInboundMessage[], newest: string): number;
+  record(channelId: string, messages: DcInboundMessage[], newest: string): DcInboundMessage[];
+  /** Seconds between periodic sweeps, asked before each wait (0: none). */
+  interval(): number;
+  /** Whether the connection is up now. */
+  connected(): boolean;
+  /** Rebuilds the connection with a new session (the supervisor's `restart`). */
+  rebuild(reason: string): void;
 }
 
 /** The history catch-up of chatC. */
@@ -73,9 +90,55 @@ export class Backfill {
   private session = 0;
   private running: Promise<void> | undefined;
   private round: AbortController | undefined;
+  private timer: NodeJS.Timeout | undefined;
   private stopped = false;
 
   constructor(private readonly o: BackfillOptions) {}
+
+  /** Starts the periodic sweeps. */
+  start(): void {
+    this.schedule();
+  }
+
+  /**
+   * A periodic sweep, unless a catch-up is running or the connection is down: the most recently active channels of
+   * the last 7 days whose history this session has read.
+   */
+  sweep(): void {
+    if (this.stopped || this.running || !this.o.connected()) return;
+    const since = Date.now() - SWEEP_ACTIVE_MS;
+    const list = this.channels(false)
+      .filter((c) => !this.due.has(c) && this.activeAt(c) >= since)
+      .slice(0, SWEEP_CHANNELS);
+    if (!list.length) return;
+    const held = new Set<string>();
+    const session = this.session;
+    const run = this.runRound(list, held, { session }).finally(() => {
+      this.gates.releaseAll(held);
+      if (this.running === run) this.running = undefined;
+    });
+    this.running = run;
+  }
+
+  private schedule(): void {
+    if (this.stopped) return;
+    const every = this.o.interval();
+    // 0: no sweeps; the setting is looked at again in a minute.
+    this.timer = setTimeout(
+      () => {
+        if (every > 0) this.sweep();
+        this.schedule();
+      },
+      (every > 0 ? every : 60) * 1000,
+    );
+    this.timer.unref();
+  }
+
+  /** Epoch ms of a channel's cursor (its newest recorded message), 0 when it has none. */
+  private activeAt(channelId: string): number {
+    const cursor = this.o.store.getValue(cursorKey(channelId));
+    return cursor && isSnowflake(cursor) ? snowflakeMs(cursor) : 0;
+  }
 
   /**
    * After READY of a new session: reads the channels with a cursor, the most recently active first. Their live
@@ -113,19 +176,20 @@ export class Backfill {
   /** Stops the catch-up in progress; live messages waiting for it are let through. */
   async stop(): Promise<void> {
     this.stopped = true;
+    clearTimeout(this.timer);
     this.round?.abort(new Error('stopping'));
     await this.running?.catch(() => undefined);
     this.gates.openAll();
   }
 
-  /** Channels with a cursor, the most recently active first, at most MAX_CHANNELS (the rest said once). */
-  private channels(): string[] {
+  /** Channels with a cursor, the most recently active first, at most MAX_CHANNELS (the rest said, when `warn`). */
+  private channels(warn = true): string[] {
     const all = this.o.store
       .values(PREFIX)
       .map(({ key, value }) => ({ channel: key.slice(PREFIX.length), cursor: value }))
       .filter((c) => isSnowflake(c.channel) && isSnowflake(c.cursor))
       .sort((a, b) => (BigInt(a.cursor) > BigInt(b.cursor) ? -1 : BigInt(a.cursor) < BigInt(b.cursor) ? 1 : 0));
-    if (all.length > MAX_CHANNELS) {
+    if (warn && all.length > MAX_CHANNELS) {
       const since = new Date(snowflakeMs(all[MAX_CHANNELS - 1]!.cursor)).toISOString();
       this.o.log.warn(
         `chatC: ${all.length} channels were heard from; after this new session the history of the ${MAX_CHANNELS} most recently active (since ${since}) is read, not of the other ${all.length - MAX_CHANNELS}.`,
@@ -134,24 +198,32 @@ export class Backfill {
     return all.slice(0, MAX_CHANNELS).map((c) => c.channel);
   }
 
-  private async runRound(list: string[], held: Set<string>): Promise<void> {
+  /**
+   * Reads `list`. A session's catch-up holds every channel of it from the start (`held`); a sweep (`sweep`: of that
+   * session) holds each channel only while it reads it, and counts what the session should have delivered.
+   */
+  private async runRound(list: string[], held: Set<string>, sweep?: { session: number }): Promise<void> {
     const ac = new AbortController();
     this.round = ac;
     const signal = AbortSignal.any([this.o.signal, ac.signal]);
     const rest = [...list];
     let messages = 0;
     let channels = 0;
+    const undelivered = new Map<string, number>();
     // A few channels at once, so that one slow read does not hold up the channels after it.
     const worker = async () => {
       while (rest.length && !signal.aborted) {
         // A channel a live message waits for goes first.
         const channelId = this.gates.next(rest);
+        if (sweep) this.gates.hold(channelId, held);
         try {
-          const n = await this.readChannel(channelId, signal);
-          if (n === undefined) return;
-          this.due.delete(channelId);
-          messages += n;
-          if (n) channels++;
+          const fresh = await this.readChannel(channelId, signal);
+          if (fresh === undefined) return;
+          if (!sweep) this.due.delete(channelId);
+          messages += fresh.length;
+          if (fresh.length) channels++;
+          const late = fresh.filter((m) => Date.now() - snowflakeMs(m.id) > UNDELIVERED_AFTER_MS).length;
+          if (sweep && late) undelivered.set(channelId, late);
         } catch (e) {
           if (signal.aborted) return;
           this.o.log.warn(
@@ -169,17 +241,25 @@ export class Backfill {
     }
     if (this.o.signal.aborted) return;
     this.lastCatchUpAt = new Date().toISOString();
-    if (messages) this.o.log.info(`chatC: read ${messages} message(s) from the history of ${channels} channel(s) after a new session.`);
+    if (messages && !sweep)
+      this.o.log.info(`chatC: read ${messages} message(s) from the history of ${channels} channel(s) after a new session.`);
+    const n = [...undelivered.values()].reduce((a, b) => a + b, 0);
+    if (sweep && n && sweep.session === this.session && this.o.connected()) {
+      this.o.log.warn(
+        `chatC: the Discord session did not deliver ${n} message(s) (in channel ${[...undelivered.keys()].join(', ')}); they were read from the history. Rebuilding the connection with a new session.`,
+      );
+      this.o.rebuild(`the Discord session stopped delivering messages (${n} found only in the history)`);
+    }
   }
 
   /**
    * Reads the channel's messages after its cursor (newest first, at most MAX_PER_CHANNEL) and records them oldest
-   * first with the cursor moved to the newest. Returns how many were read, undefined when cut short before
+   * first with the cursor moved to the newest. Returns the messages that were new, undefined when cut short before
    * recording. Throws when a request fails (nothing recorded, the cursor stays).
    */
-  private async readChannel(channelId: string, signal: AbortSignal): Promise<number | undefined> {
+  private async readChannel(channelId: string, signal: AbortSignal): Promise<DcInboundMessage[] | undefined> {
     const after = this.o.store.getValue(cursorKey(channelId));
-    if (!after || !isSnowflake(after)) return 0;
+    if (!after || !isSnowflake(after)) return [];
     const floor = BigInt(after);
     const got: DcInboundMessage[] = [];
     let before: string | undefined;
@@ -202,13 +282,14 @@ export class Backfill {
       before = page.reduce((a, m) => (BigInt(m.id) < BigInt(a) ? m.id : a), page[0]!.id);
     }
     if (signal.aborted) return undefined;
-    if (!got.length) return 0;
+    if (!got.length) return [];
     if (more)
       this.o.log.warn(
         `chatC: ${MAX_PER_CHANNEL} messages or more in channel ${channelId} since it was last read; the newest ${MAX_PER_CHANNEL} are caught up, the older ones are not.`,
       );
     const ascending = got.sort((x, y) => (BigInt(x.id) < BigInt(y.id) ? -1 : 1)).slice(-MAX_PER_CHANNEL);
-    this.caughtUp += this.o.record(channelId, ascending, ascending.at(-1)!.id);
-    return ascending.length;
+    const fresh = this.o.record(channelId, ascending, ascending.at(-1)!.id);
+    this.caughtUp += fresh.length;
+    return fresh;
   }
 }

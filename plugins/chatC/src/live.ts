@@ -93,9 +93,9 @@ export async function startChatC(ctx: PluginContext<typeof manifest>) {
    * Messages of one channel, recorded with that channel's history cursor in one transaction: moved to `newest` (the
    * newest id the history read), or by live messages unless the channel's history is still to be read.
    */
-  const recordMessages = (messages: DcInboundMessage[], newest?: string): number => {
+  const recordMessages = (messages: DcInboundMessage[], newest?: string): DcInboundMessage[] => {
     const fresh = messages.filter((m) => isUserMessage(m, bot.id));
-    if (!fresh.length && !newest) return 0;
+    if (!fresh.length && !newest) return [];
     const channelId = (fresh[0] ?? messages[0])!.channel_id;
     const latest = fresh.reduce<string | undefined>((a, m) => newer(a, m.id), newest);
     const recorded = ingress.record(
@@ -111,8 +111,8 @@ export async function startChatC(ctx: PluginContext<typeof manifest>) {
       // the cursor with it, and the history after the cursor is read again at the next READY. So no fsync here.
       { durability: 'NORMAL' },
     );
-    supervisor.inbound();
-    return recorded.length;
+    if (recorded.length) supervisor.inbound();
+    return recorded.map((it) => (it.payload as { message: DcInboundMessage }).message);
   };
 
   // Reads with a client of their own that waits out rate limits, at half of Discord's global rate (replies keep room).
@@ -122,6 +122,9 @@ export async function startChatC(ctx: PluginContext<typeof manifest>) {
     log: ctx.log,
     signal: rt.signal,
     record: (_channelId, messages, newest) => recordMessages(messages, newest),
+    interval: () => setting(ctx, 'chatCCatchUpInterval', 300),
+    connected: () => supervisor.state === 'connected',
+    rebuild: (reason) => supervisor.restart(reason),
   });
   const info: GatewayInfo = {};
   const supervisor = new ConnectionSupervisor({
@@ -229,6 +232,7 @@ export async function startChatC(ctx: PluginContext<typeof manifest>) {
 
   ingress.recover();
   supervisor.start();
+  backfill.start();
   return {
     stop: () =>
       rt.stop(async () => {

@@ -107,4 +107,33 @@ describe('chatC history catch-up after a new session', () => {
     expect(tasks().sort()).toEqual(['before', 'in the gap', 'live after']);
     expect(JSON.stringify(h.logs.recent({ limit: 1000 }))).not.toContain(h.dc.token);
   });
+  it('a session that stops delivering messages (heartbeats still acknowledged) is found by a periodic read of the history: the message becomes one action, one warning, a new session', async () => {
+    h = await bootChatC({ runAgent: false, config: { chatCCatchUpInterval: 1 } });
+    await waitFor(connected, 'connected');
+    h.dc.pushMessage('heard live', { userId: USER, at: Date.now() - 300_000 });
+    await waitFor(() => has('heard live'), 'the live message');
+    const identifies = h.dc.gateway.identifies;
+
+    h.dc.withholdMessages = true;
+    h.dc.pushMessage('never delivered', { userId: USER, at: Date.now() - 120_000 });
+    await waitFor(() => has('never delivered'), 'the undelivered message, from the history', 15_000);
+    const warning = await waitFor(() => warnings(/did not deliver/)[0], 'the warning');
+    expect(warning.message).toBe(
+      `chatC: the Discord session did not deliver 1 message(s) (in channel ${h.dc.channelId}); they were read from the history. Rebuilding the connection with a new session.`,
+    );
+    h.dc.withholdMessages = false;
+    await waitFor(() => h!.dc.gateway.identifies > identifies && connected(), 'a new session', 15_000);
+    expect(h.channel().status().lastError).toMatch(/stopped delivering messages/);
+
+    // A fresh message a sweep finds before the gateway brings it is recorded, and is no reason to rebuild.
+    h.dc.withholdMessages = true;
+    h.dc.pushMessage('fresh, found in the history first', { userId: USER });
+    await waitFor(() => has('fresh, found in the history first'), 'the fresh message, from the history', 15_000);
+    h.dc.withholdMessages = false;
+    const st = h.channel().status() as { caughtUp?: number };
+    expect(st.caughtUp).toBe(2);
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(warnings(/did not deliver/)).toHaveLength(1);
+    expect(tasks().sort()).toEqual(['fresh, found in the history first', 'heard live', 'never delivered']);
+  });
 });
