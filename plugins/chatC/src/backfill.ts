@@ -92,6 +92,8 @@ export class Backfill {
   private round: AbortController | undefined;
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
+  /** Channel → the error last warned about (warned once until it is read again). */
+  private readonly warned = new Map<string, string>();
 
   constructor(private readonly o: BackfillOptions) {}
 
@@ -220,15 +222,14 @@ export class Backfill {
           const fresh = await this.readChannel(channelId, signal);
           if (fresh === undefined) return;
           if (!sweep) this.due.delete(channelId);
+          if (this.warned.delete(channelId)) this.o.log.info(`chatC: the history of channel ${channelId} can be read again.`);
           messages += fresh.length;
           if (fresh.length) channels++;
           const late = fresh.filter((m) => Date.now() - snowflakeMs(m.id) > UNDELIVERED_AFTER_MS).length;
           if (sweep && late) undelivered.set(channelId, late);
         } catch (e) {
           if (signal.aborted) return;
-          this.o.log.warn(
-            `chatC: could not read the history of channel ${channelId} after a new session (${errorMessage(e)}); its cursor stays until the next new session reads it.`,
-          );
+          this.failed(channelId, e, sweep !== undefined);
         } finally {
           this.gates.unhold(channelId, held);
         }
@@ -250,6 +251,21 @@ export class Backfill {
       );
       this.o.rebuild(`the Discord session stopped delivering messages (${n} found only in the history)`);
     }
+  }
+
+  /** A read that failed: a warning, once per channel and error until the channel is read again. */
+  private failed(channelId: string, e: unknown, sweep: boolean): void {
+    const why = errorMessage(e);
+    if (this.warned.get(channelId) === why) {
+      this.o.log.debug(`chatC: the history of channel ${channelId} still cannot be read (${why}).`);
+      return;
+    }
+    this.warned.set(channelId, why);
+    this.o.log.warn(
+      sweep
+        ? `chatC: could not read the history of channel ${channelId} (${why}); the next sweep tries again.`
+        : `chatC: could not read the history of channel ${channelId} after a new session (${why}); its cursor stays until the next new session reads it.`,
+    );
   }
 
   /**
