@@ -412,7 +412,7 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
         flags: 0,
       };
       store(m);
-      dispatch('MESSAGE_CREATE', m);
+      if (!p.historyOnly) dispatch('MESSAGE_CREATE', m);
       return m;
     },
     pushCommand(name, p = {}) {

@@ -78,6 +78,8 @@ export interface FakeDiscord {
       attachment?: { filename: string; data: Buffer; contentType?: string; missing?: boolean };
       /** When it was written (epoch ms, for its snowflake): default now. */
       at?: number;
+      /** Only in the history: no MESSAGE_CREATE is dispatched (an event the gateway lost). */
+      historyOnly?: boolean;
     },
   ): DcMessage;
   /** A slash command interaction (INTERACTION_CREATE). */

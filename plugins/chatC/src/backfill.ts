@@ -15,8 +15,9 @@
  *
  * A session can also stop delivering messages while it goes on acknowledging heartbeats (Discord has had such
  * incidents; a new session cures them). So every `chatCCatchUpInterval` seconds the 50 most recently active
- * channels of the last 7 days are read the same way, and a person's message older than a minute found there, which
- * the session should have delivered, rebuilds the connection (a new session) with one warning. The reads use a REST client of their
+ * channels of the last 7 days are read the same way, each from where this session's previous read of it ended (so a
+ * message dropped between delivered ones is found too), and a person's message older than a minute found there,
+ * which the session should have delivered, rebuilds the connection (a new session) with one warning. The reads use a REST client of their
  * own that waits out Discord's rate limits (at most 25 requests a second, leaving room for replies).
  */
 import type { REST } from 'discord.js';
@@ -94,6 +95,11 @@ export class Backfill {
   private stopped = false;
   /** Channel → the error last warned about (warned once until it is read again). */
   private readonly warned = new Map<string, string>();
+  /**
+   * Channel → its cursor when this session last read its history. A sweep reads from there, not from the cursor:
+   * a message the session dropped while it delivered later ones (which moved the cursor past it) is found too.
+   */
+  private readonly readTo = new Map<string, string>();
 
   constructor(private readonly o: BackfillOptions) {}
 
@@ -149,6 +155,7 @@ export class Backfill {
   afterReady(): void {
     if (this.stopped) return;
     const session = ++this.session;
+    this.readTo.clear();
     const list = this.channels();
     this.due = new Set(list);
     const held = new Set<string>();
@@ -219,7 +226,7 @@ export class Backfill {
         const channelId = this.gates.next(rest);
         if (sweep) this.gates.hold(channelId, held);
         try {
-          const fresh = await this.readChannel(channelId, signal);
+          const fresh = await this.readChannel(channelId, signal, sweep ? this.readTo.get(channelId) : undefined);
           if (fresh === undefined) return;
           if (!sweep) this.due.delete(channelId);
           if (this.warned.delete(channelId)) this.o.log.info(`chatC: the history of channel ${channelId} can be read again.`);
@@ -273,9 +280,15 @@ export class Backfill {
    * first with the cursor moved to the newest. Returns the messages that were new, undefined when cut short before
    * recording. Throws when a request fails (nothing recorded, the cursor stays).
    */
-  private async readChannel(channelId: string, signal: AbortSignal): Promise<DcInboundMessage[] | undefined> {
-    const after = this.o.store.getValue(cursorKey(channelId));
-    if (!after || !isSnowflake(after)) return [];
+  private async readChannel(channelId: string, signal: AbortSignal, from?: string): Promise<DcInboundMessage[] | undefined> {
+    const cursor = this.o.store.getValue(cursorKey(channelId));
+    if (!cursor || !isSnowflake(cursor)) return [];
+    // From the older of the cursor and `from` (where the previous read of this session ended).
+    const after = from && isSnowflake(from) && BigInt(from) < BigInt(cursor) ? from : cursor;
+    const done = () => {
+      const now = this.o.store.getValue(cursorKey(channelId));
+      if (now) this.readTo.set(channelId, now);
+    };
     const floor = BigInt(after);
     const got: DcInboundMessage[] = [];
     let before: string | undefined;
@@ -298,14 +311,19 @@ export class Backfill {
       before = page.reduce((a, m) => (BigInt(m.id) < BigInt(a) ? m.id : a), page[0]!.id);
     }
     if (signal.aborted) return undefined;
-    if (!got.length) return [];
-    if (more)
+    if (!got.length) {
+      done();
+      return [];
+    }
+    // Cut short above the cursor: messages after the cursor are left out (a re-read below it leaves out none).
+    if (more && got.every((m) => BigInt(m.id) > BigInt(cursor)))
       this.o.log.warn(
         `chatC: ${MAX_PER_CHANNEL} messages or more in channel ${channelId} since it was last read; the newest ${MAX_PER_CHANNEL} are caught up, the older ones are not.`,
       );
     const ascending = got.sort((x, y) => (BigInt(x.id) < BigInt(y.id) ? -1 : 1)).slice(-MAX_PER_CHANNEL);
     const fresh = this.o.record(channelId, ascending, ascending.at(-1)!.id);
     this.caughtUp += fresh.length;
+    done();
     return fresh;
   }
 }

@@ -136,4 +136,20 @@ describe('chatC history catch-up after a new session', () => {
     expect(warnings(/did not deliver/)).toHaveLength(1);
     expect(tasks().sort()).toEqual(['fresh, found in the history first', 'heard live', 'never delivered']);
   });
+  it('one message the session dropped between two it delivered is found by the next sweep (read from where the previous read ended), once', async () => {
+    h = await bootChatC({ runAgent: false, config: { chatCCatchUpInterval: 1 } });
+    await waitFor(connected, 'connected');
+    h.dc.pushMessage('one', { userId: USER, at: Date.now() - 300_000 });
+    await waitFor(() => has('one'), 'the first message');
+    // A sweep reads the channel once, so the next one reads from there.
+    const before = (h.channel().status() as { lastCatchUpAt?: string }).lastCatchUpAt;
+    await waitFor(() => (h!.channel().status() as { lastCatchUpAt?: string }).lastCatchUpAt !== before, 'a sweep', 10_000);
+    h.dc.pushMessage('dropped', { userId: USER, at: Date.now() - 200_000, historyOnly: true });
+    h.dc.pushMessage('three', { userId: USER, at: Date.now() - 100_000 });
+    await waitFor(() => has('three'), 'the third, live');
+    await waitFor(() => has('dropped'), 'the dropped one, from the history', 15_000);
+    await waitFor(() => warnings(/did not deliver 1 message/).length === 1, 'the warning');
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(tasks().sort()).toEqual(['dropped', 'one', 'three']);
+  });
 });
