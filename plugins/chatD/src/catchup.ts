@@ -177,6 +177,8 @@ export class CatchUp {
   private due = new Set<string>();
   /** Reads cut short (newest pages first): the messages got so far, after `oldest` and before `latest`. */
   private readonly partial = new Map<string, { oldest: string; latest: string; messages: HistoryMessage[] }>();
+  /** Conversation → its cursor when this connection last read its history (a sweep reads from there). */
+  private readonly readTo = new Map<string, string>();
   /** Conversations being read now. */
   private readonly reading = new Set<string>();
   /** The round running or queued; the one running can be cut short (a new hello). */
@@ -236,6 +238,7 @@ export class CatchUp {
   afterConnect(): void {
     if (this.stopped) return;
     const connection = ++this.connection;
+    this.readTo.clear();
     const list = this.conversations();
     this.due = new Set(list.map((c) => c.channel));
     const held = new Set<string>();
@@ -323,7 +326,9 @@ export class CatchUp {
           const waiting =
             kind === 'sweep' ? { begin: () => this.gates.unhold(channel, held), end: () => this.gates.hold(channel, held) } : undefined;
           this.reading.add(channel);
-          const fresh = await this.readConversation(channel, signal, rate, threads, waiting).finally(() => this.reading.delete(channel));
+          const fresh = await this.readConversation(channel, signal, rate, threads, kind === 'sweep', waiting).finally(() =>
+            this.reading.delete(channel),
+          );
           if (fresh === undefined) break; // stopped, or cut short
           read++;
           if (this.warned.delete(channel)) this.o.log.info(`chatD: the history of conversation ${channel} can be read again.`);
@@ -372,14 +377,19 @@ export class CatchUp {
     signal: AbortSignal,
     rate: { waited: boolean },
     threadBudget: { left: number },
+    sweep: boolean,
     waiting?: { begin(): void; end(): void },
   ): Promise<SlackMessageEvent[] | undefined> {
-    const oldest = this.o.store.getValue(cursorKey(channel));
-    if (!oldest) {
+    const cursor = this.o.store.getValue(cursorKey(channel));
+    if (!cursor) {
       this.done(channel);
       return [];
     }
-    const kept = await this.readHistory(channel, oldest, signal, rate, waiting);
+    // A sweep reads from where this connection's previous read of the conversation ended, when that is older than
+    // the cursor: a message Slack dropped while it delivered later ones (which moved the cursor past it) is found too.
+    const from = sweep ? this.readTo.get(channel) : undefined;
+    const oldest = from !== undefined && newerTs(from, cursor) === cursor && from !== cursor ? from : cursor;
+    const kept = await this.readHistory(channel, oldest, cursor, signal, rate, waiting);
     const replies: Array<{ key: string; newest: string; messages: HistoryMessage[] }> = [];
     let limited: unknown;
     for (const t of this.threadsToRead(channel, kept, threadBudget)) {
@@ -417,17 +427,20 @@ export class CatchUp {
       this.caughtUp += fresh.length;
     }
     this.done(channel);
+    this.readTo.set(channel, this.o.store.getValue(cursorKey(channel)) ?? cursor);
     if (limited !== undefined) throw limited;
     return fresh;
   }
 
   /**
-   * The conversation's messages after `oldest` (newest 500, returned oldest first). Throws the Slack error; the pages
-   * got before it are kept, and the next read goes on below them.
+   * The conversation's messages after `oldest` (newest 500, returned oldest first; `historyCursor`: the conversation's
+   * cursor, for the warning when messages after it are left out). Throws the Slack error; the pages got before it
+   * are kept, and the next read goes on below them.
    */
   private async readHistory(
     channel: string,
     oldest: string,
+    historyCursor: string,
     signal: AbortSignal,
     rate: { waited: boolean },
     waiting?: { begin(): void; end(): void },
@@ -469,7 +482,8 @@ export class CatchUp {
     }
     // Newest first: the newest 500 after the cursor are kept.
     const kept = messages.filter((m) => m.ts && micros(m.ts) !== undefined).slice(0, MAX_PER_CONVERSATION);
-    if (more)
+    // Cut short above the cursor: messages after it are left out (a re-read below it leaves out none).
+    if (more && kept.every((m) => m.ts !== historyCursor && newerTs(historyCursor, m.ts!) === m.ts))
       this.o.log.warn(
         `chatD: more than ${MAX_PER_CONVERSATION} messages in conversation ${channel} since it was last read; the newest ${MAX_PER_CONVERSATION} are caught up, the older ones are not.`,
       );

@@ -357,4 +357,20 @@ describe('chatD catch-up from the history', () => {
     await waitFor(() => h!.slack.callsOf('apps.connections.open').length === 2, 'the connection rebuilt');
     expect(h.actions()).toHaveLength(3);
   });
+  it('one message Slack dropped between two it delivered is found by the next sweep (read from where the previous read ended), once', async () => {
+    h = await bootChatD({ runAgent: false, config: { chatDCatchUpInterval: 1 } });
+    await waitFor(connected, 'connected');
+    h.slack.pushMessage('one', { channel: 'C0DROP001', ts: ago(300) });
+    await waitFor(() => has('one'), 'the first message');
+    // A sweep reads the conversation once, so the next one reads from there.
+    const before = status().lastCatchUpAt;
+    await waitFor(() => status().lastCatchUpAt !== before, 'a sweep', 10_000);
+    h.slack.pushMessage('dropped', { channel: 'C0DROP001', ts: ago(200), historyOnly: true });
+    h.slack.pushMessage('three', { channel: 'C0DROP001', ts: ago(100) });
+    await waitFor(() => has('three'), 'the third, live');
+    await waitFor(() => has('dropped'), 'the dropped one, from the history', 15_000);
+    await waitFor(() => warnings(/did not deliver 1 message/).length === 1, 'the warning');
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(tasks().sort()).toEqual(['dropped', 'one', 'three']);
+  });
 });
