@@ -177,7 +177,10 @@ export class CatchUp {
   private due = new Set<string>();
   /** Reads cut short (newest pages first): the messages got so far, after `oldest` and before `latest`. */
   private readonly partial = new Map<string, { oldest: string; latest: string; messages: HistoryMessage[] }>();
-  /** Conversation → its cursor when this connection last read its history (a sweep reads from there). */
+  /**
+   * Conversation (or thread key) → its cursor when this connection last read its history (or replies): a sweep reads
+   * from there.
+   */
   private readonly readTo = new Map<string, string>();
   /** Conversations being read now. */
   private readonly reading = new Set<string>();
@@ -392,10 +395,12 @@ export class CatchUp {
     const kept = await this.readHistory(channel, oldest, cursor, signal, rate, waiting);
     const replies: Array<{ key: string; newest: string; messages: HistoryMessage[] }> = [];
     let limited: unknown;
-    for (const t of this.threadsToRead(channel, kept, threadBudget)) {
+    const threadsRead: string[] = [];
+    for (const t of this.threadsToRead(channel, kept, threadBudget, sweep)) {
       if (signal.aborted) return undefined;
       try {
         const messages = await this.readThread(channel, t.ts, t.oldest, signal, rate, waiting);
+        threadsRead.push(threadKey(channel, t.ts));
         if (messages.length) replies.push({ key: threadKey(channel, t.ts), newest: messages.at(-1)!.ts!, messages });
         if (this.warned.delete(`threads:${channel}`)) this.o.log.info(`chatD: the threads of conversation ${channel} can be read again.`);
       } catch (e) {
@@ -428,6 +433,10 @@ export class CatchUp {
     }
     this.done(channel);
     this.readTo.set(channel, this.o.store.getValue(cursorKey(channel)) ?? cursor);
+    for (const key of threadsRead) {
+      const at = this.o.store.getValue(key);
+      if (at) this.readTo.set(key, at);
+    }
     if (limited !== undefined) throw limited;
     return fresh;
   }
@@ -494,13 +503,23 @@ export class CatchUp {
    * The threads of `channel` to read now, from the round's budget: those whose parent `kept` shows replies newer
    * than what was recorded of them, then those with a cursor (active in the last 7 days), most recently active first.
    */
-  private threadsToRead(channel: string, kept: HistoryMessage[], budget: { left: number }): Array<{ ts: string; oldest: string }> {
+  private threadsToRead(
+    channel: string,
+    kept: HistoryMessage[],
+    budget: { left: number },
+    sweep: boolean,
+  ): Array<{ ts: string; oldest: string }> {
     const prefix = threadKey(channel, '');
     const tracked = this.o.store
       .values(prefix)
-      .map(({ key, value }) => ({ ts: key.slice(prefix.length), cursor: value }))
+      .map(({ key, value }) => {
+        // A sweep reads a thread from where this connection's previous read of it ended, when that is older.
+        const read = sweep ? this.readTo.get(key) : undefined;
+        const from = read !== undefined && read !== value && newerTs(read, value) === value ? read : value;
+        return { ts: key.slice(prefix.length), cursor: value, from };
+      })
       .filter((t) => micros(t.ts) !== undefined && micros(t.cursor) !== undefined);
-    const cursorOf = new Map(tracked.map((t) => [t.ts, t.cursor]));
+    const cursorOf = new Map(tracked.map((t) => [t.ts, t.from]));
     const out: Array<{ ts: string; oldest: string }> = [];
     const known = new Set<string>();
     for (const m of [...kept].reverse()) {
@@ -513,7 +532,7 @@ export class CatchUp {
     const active = tracked
       .filter((t) => !known.has(t.ts) && tsMs(t.cursor) >= since)
       .sort((a, b) => (micros(a.cursor)! > micros(b.cursor)! ? -1 : 1));
-    for (const t of active) out.push({ ts: t.ts, oldest: t.cursor });
+    for (const t of active) out.push({ ts: t.ts, oldest: t.from });
     const n = Math.max(0, Math.min(out.length, budget.left));
     budget.left -= n;
     return out.slice(0, n);

@@ -373,4 +373,19 @@ describe('chatD catch-up from the history', () => {
     await new Promise((r) => setTimeout(r, 1500));
     expect(tasks().sort()).toEqual(['dropped', 'one', 'three']);
   });
+  it('one thread reply Slack dropped between two it delivered is found by the next sweep, once', async () => {
+    h = await bootChatD({ runAgent: false, config: { chatDCatchUpInterval: 1 } });
+    await waitFor(connected, 'connected');
+    const parent = h.slack.pushMessage('topic', { channel: 'C0DROP002', ts: ago(400) });
+    h.slack.pushMessage('reply one', { channel: 'C0DROP002', threadTs: parent.ts, ts: ago(300) });
+    await waitFor(() => has('reply one'), 'the first reply');
+    const before = status().lastCatchUpAt;
+    await waitFor(() => status().lastCatchUpAt !== before, 'a sweep', 10_000);
+    h.slack.pushMessage('reply dropped', { channel: 'C0DROP002', threadTs: parent.ts, ts: ago(200), historyOnly: true });
+    h.slack.pushMessage('reply three', { channel: 'C0DROP002', threadTs: parent.ts, ts: ago(100) });
+    await waitFor(() => has('reply three'), 'the third reply, live');
+    await waitFor(() => has('reply dropped'), 'the dropped reply, from the thread', 15_000);
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(tasks().sort()).toEqual(['reply dropped', 'reply one', 'reply three', 'topic']);
+  });
 });
