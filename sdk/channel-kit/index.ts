@@ -11,6 +11,7 @@
 export { ChannelStore } from './store.js';
 export { Ingress, type IngressItem, type IngressOptions } from './ingress.js';
 export { HistoryGates } from './history-gates.js';
+export { HistoryRounds, type HistoryRound, type HistoryRoundsOptions } from './history-rounds.js';
 export { DeliveryLedger, platformNonce, type ChunkSender } from './ledger.js';
 export { Outbox, type OutboxOptions } from './outbox.js';
 export {

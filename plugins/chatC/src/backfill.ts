@@ -21,7 +21,7 @@
  * own that waits out Discord's rate limits (at most 25 requests a second, leaving room for replies).
  */
 import type { REST } from 'discord.js';
-import { type ChannelStore, HistoryGates } from '../../../sdk/channel-kit/index.js';
+import { type ChannelStore, HistoryRounds } from '../../../sdk/channel-kit/index.js';
 import { bounded, errorMessage, type Logger } from '../../../sdk/index.js';
 import type { DcInboundMessage } from './inbound.js';
 
@@ -85,14 +85,11 @@ export class Backfill {
   lastCatchUpAt: string | undefined;
   /** Messages recorded from the history since start (ones the gateway had not brought). */
   caughtUp = 0;
-  private readonly gates = new HistoryGates();
+  /** When the history is read (after each READY, and sweeps), and the gates live messages wait at meanwhile. */
+  private readonly rounds: HistoryRounds;
   /** Channels of this session whose history has not been read yet (or whose read failed). */
   private due = new Set<string>();
   private session = 0;
-  private running: Promise<void> | undefined;
-  private round: AbortController | undefined;
-  private timer: NodeJS.Timeout | undefined;
-  private stopped = false;
   /** Channel → the error last warned about (warned once until it is read again). */
   private readonly warned = new Map<string, string>();
   /**
@@ -101,11 +98,17 @@ export class Backfill {
    */
   private readonly readTo = new Map<string, string>();
 
-  constructor(private readonly o: BackfillOptions) {}
+  constructor(private readonly o: BackfillOptions) {
+    this.rounds = new HistoryRounds({ signal: o.signal, interval: o.interval, connected: o.connected, onSweep: () => this.sweep() });
+  }
+
+  private get gates() {
+    return this.rounds.gates;
+  }
 
   /** Starts the periodic sweeps. */
   start(): void {
-    this.schedule();
+    this.rounds.start();
   }
 
   /**
@@ -113,33 +116,14 @@ export class Backfill {
    * the last 7 days whose history this session has read.
    */
   sweep(): void {
-    if (this.stopped || this.running || !this.o.connected()) return;
+    if (this.rounds.busy) return;
     const since = Date.now() - SWEEP_ACTIVE_MS;
     const list = this.channels(false)
       .filter((c) => !this.due.has(c) && this.activeAt(c) >= since)
       .slice(0, SWEEP_CHANNELS);
     if (!list.length) return;
-    const held = new Set<string>();
     const session = this.session;
-    const run = this.runRound(list, held, { session }).finally(() => {
-      this.gates.releaseAll(held);
-      if (this.running === run) this.running = undefined;
-    });
-    this.running = run;
-  }
-
-  private schedule(): void {
-    if (this.stopped) return;
-    const every = this.o.interval();
-    // 0: no sweeps; the setting is looked at again in a minute.
-    this.timer = setTimeout(
-      () => {
-        if (every > 0) this.sweep();
-        this.schedule();
-      },
-      (every > 0 ? every : 60) * 1000,
-    );
-    this.timer.unref();
+    this.rounds.sweep((held, signal) => this.runRound(list, held, signal, { session }));
   }
 
   /** Epoch ms of a channel's cursor (its newest recorded message), 0 when it has none. */
@@ -153,23 +137,11 @@ export class Backfill {
    * messages wait from now until their history is recorded. A catch-up still running is cut short.
    */
   afterReady(): void {
-    if (this.stopped) return;
-    const session = ++this.session;
+    this.session++;
     this.readTo.clear();
     const list = this.channels();
     this.due = new Set(list);
-    const held = new Set<string>();
-    for (const c of list) this.gates.hold(c, held);
-    this.round?.abort(new Error('a new session'));
-    const prev = this.running ?? Promise.resolve();
-    const run = prev
-      .catch(() => undefined)
-      .then(() => (session === this.session && !this.stopped ? this.runRound(list, held) : undefined))
-      .finally(() => {
-        this.gates.releaseAll(held);
-        if (this.running === run) this.running = undefined;
-      });
-    this.running = run;
+    this.rounds.afterConnect(list, (held, signal) => this.runRound(list, held, signal));
   }
 
   /** While the history of `channelId` is still to be read, a promise that resolves once it is recorded. */
@@ -183,12 +155,8 @@ export class Backfill {
   }
 
   /** Stops the catch-up in progress; live messages waiting for it are let through. */
-  async stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.timer);
-    this.round?.abort(new Error('stopping'));
-    await this.running?.catch(() => undefined);
-    this.gates.openAll();
+  stop(): Promise<void> {
+    return this.rounds.stop();
   }
 
   /** Channels with a cursor, the most recently active first, at most MAX_CHANNELS (the rest said, when `warn`). */
@@ -211,10 +179,7 @@ export class Backfill {
    * Reads `list`. A session's catch-up holds every channel of it from the start (`held`); a sweep (`sweep`: of that
    * session) holds each channel only while it reads it, and counts what the session should have delivered.
    */
-  private async runRound(list: string[], held: Set<string>, sweep?: { session: number }): Promise<void> {
-    const ac = new AbortController();
-    this.round = ac;
-    const signal = AbortSignal.any([this.o.signal, ac.signal]);
+  private async runRound(list: string[], held: Set<string>, signal: AbortSignal, sweep?: { session: number }): Promise<void> {
     const rest = [...list];
     let messages = 0;
     let channels = 0;
@@ -242,11 +207,7 @@ export class Backfill {
         }
       }
     };
-    try {
-      await Promise.all(Array.from({ length: Math.min(READERS, list.length) }, worker));
-    } finally {
-      if (this.round === ac) this.round = undefined;
-    }
+    await Promise.all(Array.from({ length: Math.min(READERS, list.length) }, worker));
     if (this.o.signal.aborted) return;
     this.lastCatchUpAt = new Date().toISOString();
     if (messages && !sweep)

@@ -25,7 +25,7 @@
  * not found (that would take a call per message).
  */
 import { ErrorCode, type WebClient } from '@slack/web-api';
-import { type ChannelStore, HistoryGates } from '../../../sdk/channel-kit/index.js';
+import { type ChannelStore, HistoryRounds } from '../../../sdk/channel-kit/index.js';
 import { bounded, errorMessage, type Logger, sleep } from '../../../sdk/index.js';
 import type { SlackFile } from './files.js';
 import type { SlackMessageEvent } from './inbound.js';
@@ -166,8 +166,8 @@ export class CatchUp {
   /** Messages recorded by catch-ups since start (not already recorded from the socket). */
   caughtUp = 0;
 
-  /** Live messages of the conversations being caught up wait here. */
-  private readonly gates = new HistoryGates();
+  /** When the history is read (after each hello, and sweeps), and the gates live messages wait at meanwhile. */
+  private readonly rounds: HistoryRounds;
   /** Conversation kinds, from live events and conversations.info. */
   private readonly kinds = new Map<string, ChannelType>();
   /** Connections since start (each hello); the one a conversation was last known to be followed on. */
@@ -184,29 +184,27 @@ export class CatchUp {
   private readonly readTo = new Map<string, string>();
   /** Conversations being read now. */
   private readonly reading = new Set<string>();
-  /** The round running or queued; the one running can be cut short (a new hello). */
-  private running: Promise<void> | undefined;
-  private round: AbortController | undefined;
   /** Conversation → the error code last warned about (warned once until it reads again). */
   private readonly warned = new Map<string, string>();
   private rateWarned = false;
-  private timer: NodeJS.Timeout | undefined;
-  private stopped = false;
 
-  constructor(private readonly o: CatchUpOptions) {}
+  constructor(private readonly o: CatchUpOptions) {
+    this.rounds = new HistoryRounds({ signal: o.signal, interval: o.interval, connected: o.connected, onSweep: () => this.sweep() });
+  }
+
+  /** Live messages of the conversations being caught up wait here. */
+  private get gates() {
+    return this.rounds.gates;
+  }
 
   /** Starts the periodic sweeps. */
   start(): void {
-    this.schedule();
+    this.rounds.start();
   }
 
   /** Stops the sweeps and the round in progress; live messages waiting for it are let through. */
-  async stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.timer);
-    this.round?.abort(new Error('stopping'));
-    await this.running?.catch(() => undefined);
-    this.gates.openAll();
+  stop(): Promise<void> {
+    return this.rounds.stop();
   }
 
   /**
@@ -239,23 +237,14 @@ export class CatchUp {
    * is recorded. A round still running is cut short (this one reads everything again).
    */
   afterConnect(): void {
-    if (this.stopped) return;
     const connection = ++this.connection;
     this.readTo.clear();
     const list = this.conversations();
     this.due = new Set(list.map((c) => c.channel));
-    const held = new Set<string>();
-    for (const c of list) this.gates.hold(c.channel, held);
-    this.round?.abort(new Error('a new connection'));
-    const prev = this.running ?? Promise.resolve();
-    const run = prev
-      .catch(() => undefined)
-      .then(() => (connection === this.connection && !this.stopped ? this.runRound('connect', list, held, connection) : undefined))
-      .finally(() => {
-        this.gates.releaseAll(held);
-        if (this.running === run) this.running = undefined;
-      });
-    this.running = run;
+    this.rounds.afterConnect(
+      list.map((c) => c.channel),
+      (held, signal) => this.runRound('connect', list, held, connection, signal),
+    );
   }
 
   /**
@@ -263,33 +252,15 @@ export class CatchUp {
    * the most recently active.
    */
   sweep(): void {
-    if (this.stopped || this.running || !this.o.connected()) return;
+    if (this.rounds.busy) return;
     const since = Date.now() - SWEEP_ACTIVE_MS;
     const all = this.conversations();
     const list = [
       ...all.filter((c) => this.behind(c.channel)),
       ...all.filter((c) => !this.behind(c.channel) && tsMs(c.cursor) >= since),
     ].slice(0, SWEEP_CONVERSATIONS);
-    const held = new Set<string>();
-    const run = this.runRound('sweep', list, held, this.connection).finally(() => {
-      this.gates.releaseAll(held);
-      if (this.running === run) this.running = undefined;
-    });
-    this.running = run;
-  }
-
-  private schedule(): void {
-    if (this.stopped) return;
-    const every = this.o.interval();
-    // 0: no sweeps; the setting is looked at again in a minute.
-    this.timer = setTimeout(
-      () => {
-        if (every > 0) this.sweep();
-        this.schedule();
-      },
-      (every > 0 ? every : 60) * 1000,
-    );
-    this.timer.unref();
+    const connection = this.connection;
+    this.rounds.sweep((held, signal) => this.runRound('sweep', list, held, connection, signal));
   }
 
   /** Conversations with a cursor, the most recently active first. */
@@ -305,55 +276,49 @@ export class CatchUp {
     list: Array<{ channel: string }>,
     held: Set<string>,
     connection: number,
+    signal: AbortSignal,
   ): Promise<void> {
-    const ac = new AbortController();
-    this.round = ac;
-    const signal = AbortSignal.any([this.o.signal, ac.signal]);
     const rate = { waited: false, limited: false };
     const threads = { left: THREADS_PER_ROUND };
     this.pruneThreads();
     const undelivered = new Map<string, number>();
     let read = 0;
     const rest = list.map((c) => c.channel);
-    try {
-      while (rest.length) {
-        if (signal.aborted) break;
-        // A conversation a live message waits for goes first.
-        const channel = this.gates.next(rest);
-        if (kind === 'sweep') this.gates.hold(channel, held);
-        // Followed live on this connection before this read: what the read finds now, the socket should have brought.
-        const wasFollowed = this.followed.get(channel) === connection && !this.due.has(channel);
-        try {
-          // A sweep does not hold a conversation's live messages through a Retry-After wait (a connection's
-          // catch-up does: what was said before the connection must come first).
-          const waiting =
-            kind === 'sweep' ? { begin: () => this.gates.unhold(channel, held), end: () => this.gates.hold(channel, held) } : undefined;
-          this.reading.add(channel);
-          const fresh = await this.readConversation(channel, signal, rate, threads, kind === 'sweep', waiting).finally(() =>
-            this.reading.delete(channel),
-          );
-          if (fresh === undefined) break; // stopped, or cut short
-          read++;
-          if (this.warned.delete(channel)) this.o.log.info(`chatD: the history of conversation ${channel} can be read again.`);
-          if (connection === this.connection) this.followed.set(channel, connection);
-          if (kind === 'sweep' && wasFollowed) {
-            const late = fresh.filter((m) => Date.now() - tsMs(m.ts) > UNDELIVERED_AFTER_MS).length;
-            if (late) undelivered.set(channel, late);
-          }
-        } catch (e) {
-          if (signal.aborted) break;
-          if (retryAfter(e) !== undefined) {
-            rate.limited = true;
-            this.rateLimited(channel);
-            break; // the same limit holds for every conversation: the rest wait for the next round
-          }
-          this.failed(channel, e);
-        } finally {
-          this.gates.unhold(channel, held);
+    while (rest.length) {
+      if (signal.aborted) break;
+      // A conversation a live message waits for goes first.
+      const channel = this.gates.next(rest);
+      if (kind === 'sweep') this.gates.hold(channel, held);
+      // Followed live on this connection before this read: what the read finds now, the socket should have brought.
+      const wasFollowed = this.followed.get(channel) === connection && !this.due.has(channel);
+      try {
+        // A sweep does not hold a conversation's live messages through a Retry-After wait (a connection's
+        // catch-up does: what was said before the connection must come first).
+        const waiting =
+          kind === 'sweep' ? { begin: () => this.gates.unhold(channel, held), end: () => this.gates.hold(channel, held) } : undefined;
+        this.reading.add(channel);
+        const fresh = await this.readConversation(channel, signal, rate, threads, kind === 'sweep', waiting).finally(() =>
+          this.reading.delete(channel),
+        );
+        if (fresh === undefined) break; // stopped, or cut short
+        read++;
+        if (this.warned.delete(channel)) this.o.log.info(`chatD: the history of conversation ${channel} can be read again.`);
+        if (connection === this.connection) this.followed.set(channel, connection);
+        if (kind === 'sweep' && wasFollowed) {
+          const late = fresh.filter((m) => Date.now() - tsMs(m.ts) > UNDELIVERED_AFTER_MS).length;
+          if (late) undelivered.set(channel, late);
         }
+      } catch (e) {
+        if (signal.aborted) break;
+        if (retryAfter(e) !== undefined) {
+          rate.limited = true;
+          this.rateLimited(channel);
+          break; // the same limit holds for every conversation: the rest wait for the next round
+        }
+        this.failed(channel, e);
+      } finally {
+        this.gates.unhold(channel, held);
       }
-    } finally {
-      if (this.round === ac) this.round = undefined;
     }
     if (this.o.signal.aborted) return;
     if (!rate.limited) this.rateWarned = false;
