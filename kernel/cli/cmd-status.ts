@@ -7,10 +7,20 @@ import { keelHome } from '../paths.js';
 import { livePids } from '../util/pidfiles.js';
 import { readRunState } from './run-state.js';
 
-function channelLine(c: ChannelListing): string {
+/**
+ * One channel in the text report: its state; why, when it is not connected and knows its last error; how many
+ * messages its catch-up read from the history, when any.
+ * @example channelLine({ name: 'chatD', plugin: 'chatD', status: { enabled: true, connected: true, state: 'connected', caughtUp: 3 } })
+ * // 'chatD connected (3 read from the history)'
+ */
+export function channelLine(c: ChannelListing): string {
   if (!c.status) return `${c.name} (status unavailable${c.error ? `: ${c.error}` : ''})`;
-  const state = c.status.state ?? (c.status.connected ? 'connected' : c.status.enabled ? 'not connected' : 'disabled');
-  return `${c.name} ${state}`;
+  const s = c.status;
+  const state = s.state ?? (s.connected ? 'connected' : s.enabled ? 'not connected' : 'disabled');
+  const notes: string[] = [];
+  if (!s.connected && s.enabled && s.lastError) notes.push(`last error: ${s.lastError}`);
+  if (s.caughtUp) notes.push(`${s.caughtUp} read from the history`);
+  return notes.length ? `${c.name} ${state} (${notes.join('; ')})` : `${c.name} ${state}`;
 }
 
 export async function status(opts: { json?: boolean; config?: string }): Promise<number> {

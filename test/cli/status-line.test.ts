@@ -1,0 +1,37 @@
+/**
+ * `keel status`'s line per channel: the state; the last error when a configured channel is not connected (what to
+ * fix); how many messages its catch-up read from the history.
+ */
+import { describe, expect, it } from 'vitest';
+import { channelLine } from '../../kernel/cli/cmd-status.js';
+
+describe('keel status channel line', () => {
+  it('names the state, and nothing more when all is well', () => {
+    expect(channelLine({ name: 'chatA', plugin: 'chatA', status: { enabled: true, connected: true, state: 'connected' } })).toBe(
+      'chatA connected',
+    );
+    expect(channelLine({ name: 'email', plugin: 'email', status: { enabled: false, connected: false } })).toBe('email disabled');
+  });
+
+  it('says why a configured channel is not connected, and what its catch-up read', () => {
+    expect(
+      channelLine({
+        name: 'chatD',
+        plugin: 'chatD',
+        status: { enabled: true, connected: false, state: 'reconnecting', lastError: 'Slack stopped delivering events', caughtUp: 2 },
+      }),
+    ).toBe('chatD reconnecting (last error: Slack stopped delivering events; 2 read from the history)');
+    // A connected channel's old error is history, not news.
+    expect(
+      channelLine({
+        name: 'chatC',
+        plugin: 'chatC',
+        status: { enabled: true, connected: true, state: 'connected', lastError: 'x', caughtUp: 5 },
+      }),
+    ).toBe('chatC connected (5 read from the history)');
+  });
+
+  it('a channel whose status failed says so', () => {
+    expect(channelLine({ name: 'echo', plugin: 'echo-channel', error: 'boom' })).toBe('echo (status unavailable: boom)');
+  });
+});
