@@ -12,6 +12,18 @@
  */
 import { HistoryGates } from './history-gates.js';
 
+/** A periodic sweep reads at most this many chats, the most recently active first ... */
+export const SWEEP_CHATS = 50;
+/** ... of those whose newest recorded message is at most this old. */
+export const SWEEP_ACTIVE_MS = 7 * 24 * 3600 * 1000;
+/**
+ * A message a sweep finds that is older than this is one the connection should have delivered and did not (the
+ * platforms' delivery lag is seconds): the connection is rebuilt.
+ */
+export const UNDELIVERED_AFTER_MS = 60_000;
+/** A history request that takes longer is given up (its chat stays behind). */
+export const HISTORY_CALL_TIMEOUT_MS = 30_000;
+
 /** A round: reads its chats, letting each go from `held` once read (`gates.unhold`); stops when `signal` aborts. */
 export type HistoryRound = (held: Set<string>, signal: AbortSignal) => Promise<void>;
 

@@ -11,7 +11,15 @@
 export { ChannelStore } from './store.js';
 export { Ingress, type IngressItem, type IngressOptions } from './ingress.js';
 export { HistoryGates } from './history-gates.js';
-export { HistoryRounds, type HistoryRound, type HistoryRoundsOptions } from './history-rounds.js';
+export {
+  HistoryRounds,
+  HISTORY_CALL_TIMEOUT_MS,
+  SWEEP_ACTIVE_MS,
+  SWEEP_CHATS,
+  UNDELIVERED_AFTER_MS,
+  type HistoryRound,
+  type HistoryRoundsOptions,
+} from './history-rounds.js';
 export { DeliveryLedger, platformNonce, type ChunkSender } from './ledger.js';
 export { Outbox, type OutboxOptions } from './outbox.js';
 export {

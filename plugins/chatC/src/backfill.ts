@@ -21,7 +21,14 @@
  * own that waits out Discord's rate limits (at most 25 requests a second, leaving room for replies).
  */
 import type { REST } from 'discord.js';
-import { type ChannelStore, HistoryRounds } from '../../../sdk/channel-kit/index.js';
+import {
+  type ChannelStore,
+  HISTORY_CALL_TIMEOUT_MS,
+  HistoryRounds,
+  SWEEP_ACTIVE_MS,
+  SWEEP_CHATS,
+  UNDELIVERED_AFTER_MS,
+} from '../../../sdk/channel-kit/index.js';
 import { bounded, errorMessage, type Logger } from '../../../sdk/index.js';
 import type { DcInboundMessage } from './inbound.js';
 
@@ -32,16 +39,8 @@ const PAGE = 100;
 export const MAX_PER_CHANNEL = 500;
 /** At most this many channels are read after a new session, the most recently active first. */
 export const MAX_CHANNELS = 200;
-/** A periodic sweep reads at most this many channels, the most recently active first ... */
-export const SWEEP_CHANNELS = 50;
-/** ... of those whose newest recorded message is at most this old. */
-export const SWEEP_ACTIVE_MS = 7 * 24 * 3600 * 1000;
-/** A message a sweep finds that is older than this was not delivered by the session (Discord's lag is seconds). */
-export const UNDELIVERED_AFTER_MS = 60_000;
 /** Channels read at the same time. */
 const READERS = 4;
-/** A history request that takes longer is given up (the channel stays behind). */
-const CALL_TIMEOUT_MS = 30_000;
 /** Discord's epoch (2015-01-01T00:00:00Z): a snowflake's top 42 bits are milliseconds since. */
 const DISCORD_EPOCH = 1_420_070_400_000n;
 
@@ -120,7 +119,7 @@ export class Backfill {
     const since = Date.now() - SWEEP_ACTIVE_MS;
     const list = this.channels(false)
       .filter((c) => !this.due.has(c) && this.activeAt(c) >= since)
-      .slice(0, SWEEP_CHANNELS);
+      .slice(0, SWEEP_CHATS);
     if (!list.length) return;
     const session = this.session;
     this.rounds.sweep((held, signal) => this.runRound(list, held, signal, { session }));
@@ -258,7 +257,7 @@ export class Backfill {
       const query = new URLSearchParams({ limit: String(PAGE), ...(before ? { before } : {}) });
       const page = (await bounded(
         this.o.rest.get(`/channels/${channelId}/messages`, { query, signal }),
-        CALL_TIMEOUT_MS,
+        HISTORY_CALL_TIMEOUT_MS,
         signal,
       )) as DcInboundMessage[];
       const fresh = page.filter((m) => isSnowflake(m.id) && BigInt(m.id) > floor);

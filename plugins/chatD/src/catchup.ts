@@ -25,7 +25,14 @@
  * not found (that would take a call per message).
  */
 import { ErrorCode, type WebClient } from '@slack/web-api';
-import { type ChannelStore, HistoryRounds } from '../../../sdk/channel-kit/index.js';
+import {
+  type ChannelStore,
+  HISTORY_CALL_TIMEOUT_MS,
+  HistoryRounds,
+  SWEEP_ACTIVE_MS,
+  SWEEP_CHATS,
+  UNDELIVERED_AFTER_MS,
+} from '../../../sdk/channel-kit/index.js';
 import { bounded, errorMessage, type Logger, sleep } from '../../../sdk/index.js';
 import type { SlackFile } from './files.js';
 import type { SlackMessageEvent } from './inbound.js';
@@ -36,14 +43,6 @@ const PREFIX = 'last:';
 const PAGE = 100;
 /** At most this many messages of one conversation per catch-up (the newest ones after the cursor). */
 export const MAX_PER_CONVERSATION = 500;
-/** A periodic sweep reads at most this many conversations, the most recently active first ... */
-export const SWEEP_CONVERSATIONS = 50;
-/** ... of those whose newest recorded message is at most this old. */
-export const SWEEP_ACTIVE_MS = 7 * 24 * 3600 * 1000;
-/** A message a sweep finds that is older than this was not delivered over the socket (Slack's lag is seconds). */
-export const UNDELIVERED_AFTER_MS = 60_000;
-/** A history call that takes longer is given up (its conversation's live messages wait for it). */
-const CALL_TIMEOUT_MS = 30_000;
 /** A Retry-After longer than this ends the round at once instead of being waited for. */
 const MAX_RETRY_AFTER_S = 60;
 
@@ -258,7 +257,7 @@ export class CatchUp {
     const list = [
       ...all.filter((c) => this.behind(c.channel)),
       ...all.filter((c) => !this.behind(c.channel) && tsMs(c.cursor) >= since),
-    ].slice(0, SWEEP_CONVERSATIONS);
+    ].slice(0, SWEEP_CHATS);
     const connection = this.connection;
     this.rounds.sweep((held, signal) => this.runRound('sweep', list, held, connection, signal));
   }
@@ -560,7 +559,7 @@ export class CatchUp {
     const known = this.kinds.get(channel);
     if (known) return known;
     try {
-      const r = await bounded(this.o.client.conversations.info({ channel }), CALL_TIMEOUT_MS, signal);
+      const r = await bounded(this.o.client.conversations.info({ channel }), HISTORY_CALL_TIMEOUT_MS, signal);
       const c = (r.channel ?? {}) as { is_im?: boolean; is_mpim?: boolean; is_private?: boolean };
       const kind: ChannelType = c.is_im ? 'im' : c.is_mpim ? 'mpim' : c.is_private ? 'group' : 'channel';
       this.kinds.set(channel, kind);
@@ -580,7 +579,7 @@ export class CatchUp {
   ): Promise<T> {
     for (;;) {
       try {
-        return await bounded(fn(), CALL_TIMEOUT_MS, signal);
+        return await bounded(fn(), HISTORY_CALL_TIMEOUT_MS, signal);
       } catch (e) {
         const wait = retryAfter(e);
         if (wait === undefined || rate.waited || wait > MAX_RETRY_AFTER_S || signal.aborted) throw e;
