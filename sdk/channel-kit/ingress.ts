@@ -51,9 +51,14 @@ export interface IngressOptions<T> {
 export class Ingress<T> {
   private readonly chains = new Map<string, Promise<void>>();
   private closed = false;
-  private batch: { items: IngressItem<T>[]; cursors: IngressCursor[]; done: Promise<void> } | undefined;
+  private batch:
+    | { items: IngressItem<T>[]; cursors: IngressCursor[]; durability: 'FULL' | 'NORMAL'; done: Promise<Set<IngressItem<T>>> }
+    | undefined;
   private readonly insert;
   private readonly markDone;
+  /** Done marks not committed yet: [outcome, done at, message id]. */
+  private dones: Array<[string, number, string]> = [];
+  private flushing: NodeJS.Immediate | undefined;
 
   constructor(
     private readonly store: ChannelStore,
@@ -61,6 +66,47 @@ export class Ingress<T> {
   ) {
     this.insert = store.db.prepare('INSERT OR IGNORE INTO inbound(message_id, chat_id, payload, recorded_at) VALUES(?, ?, ?, ?)');
     this.markDone = store.db.prepare("UPDATE inbound SET state = 'done', outcome = ?, done_at = ? WHERE message_id = ?");
+    store.beforeClose(() => this.flush());
+  }
+
+  /**
+   * Commits the done marks held back (one commit for all of them; the next record takes them into its own).
+   * Called at the end of the turn they were made in, and before every read of the entries and the store's close.
+   */
+  flush(): void {
+    if (this.flushing) clearImmediate(this.flushing);
+    this.flushing = undefined;
+    if (!this.dones.length) return;
+    const dones = this.dones;
+    this.dones = [];
+    try {
+      // A done mark lost to a power cut only makes the entry run again, and the handler is idempotent.
+      if (dones.length === 1) {
+        this.store.durability('NORMAL');
+        this.markDone.run(...dones[0]!);
+      } else this.store.tx(() => this.writeDones(dones), 'NORMAL');
+    } catch (e) {
+      // Kept for the next flush or record, which throws to its caller if the store still refuses them.
+      this.dones = dones.concat(this.dones);
+      throw e;
+    }
+  }
+
+  private writeDones(dones: Array<[string, number, string]>): void {
+    for (const d of dones) this.markDone.run(...d);
+  }
+
+  /** Marks an entry done at the end of this turn (with the others of the turn, in one commit). */
+  private done(outcome: string, messageId: string): void {
+    this.dones.push([outcome, Date.now(), messageId]);
+    this.flushing ??= setImmediate(() => {
+      this.flushing = undefined;
+      try {
+        if (this.store.db.isOpen) this.flush();
+      } catch (e) {
+        this.o.log.warn(`Ingress: could not mark ${this.dones.length} handled message(s) done yet: ${errorMessage(e)}`);
+      }
+    });
   }
 
   /**
@@ -79,58 +125,80 @@ export class Ingress<T> {
     if (this.closed) throw new Error('ingress is closed');
     const now = Date.now();
     const cursors = cursor === undefined ? [] : Array.isArray(cursor) ? cursor : [cursor];
-    const fresh = this.store.tx(() => {
-      const out: IngressItem<T>[] = [];
-      for (const it of items) {
-        const r = this.insert.run(it.messageId, it.chatId, JSON.stringify(it.payload), now);
-        if (r.changes === 1) out.push(it);
-      }
-      // Each key read and written once per batch (a burst carries one cursor per message), applied in order.
-      const values = new Map<string, string>();
-      for (const c of cursors) {
-        const stored = values.has(c.key) ? values.get(c.key) : this.store.getValue(c.key);
-        values.set(c.key, typeof c.value === 'function' ? c.value(stored) : c.value);
-      }
-      for (const [key, value] of values) this.store.setValue(key, value);
-      return out;
-    }, opts.durability ?? 'FULL');
+    if (this.flushing) clearImmediate(this.flushing);
+    this.flushing = undefined;
+    const dones = this.dones;
+    this.dones = [];
+    let fresh: IngressItem<T>[];
+    try {
+      fresh = this.store.tx(() => {
+        // The done marks of this turn ride in the same commit.
+        this.writeDones(dones);
+        const out: IngressItem<T>[] = [];
+        for (const it of items) {
+          const r = this.insert.run(it.messageId, it.chatId, JSON.stringify(it.payload), now);
+          if (r.changes === 1) out.push(it);
+        }
+        // Each key read and written once per batch (a burst carries one cursor per message), applied in order.
+        const values = new Map<string, string>();
+        for (const c of cursors) {
+          const stored = values.has(c.key) ? values.get(c.key) : this.store.getValue(c.key);
+          values.set(c.key, typeof c.value === 'function' ? c.value(stored) : c.value);
+        }
+        for (const [key, value] of values) this.store.setValue(key, value);
+        return out;
+      }, opts.durability ?? 'FULL');
+    } catch (e) {
+      this.dones = dones.concat(this.dones);
+      throw e;
+    }
     for (const it of fresh) this.schedule(it);
     return fresh;
   }
 
   /**
    * Records one item together with the others that arrive in the same turn of the event loop (one transaction and
-   * one disk sync for a burst), and resolves once it is durable: for push transports (a socket) that acknowledge
-   * each message, which may acknowledge only after this resolves. Rejects (nothing recorded) if the write fails.
-   * `cursor` (optional; one, or several) is written in that same transaction, after the items, in the order the
-   * calls came.
+   * one disk sync for a burst), and resolves once it is durable, with whether it was new (false: a duplicate,
+   * dropped): for push transports (a socket) that acknowledge each message, which may acknowledge only after this
+   * resolves. Rejects (nothing recorded) if the write fails. `cursor` (optional; one, or several) is written in that
+   * same transaction, after the items, in the order the calls came. The batch is committed FULL (fsynced) unless
+   * every call in it asked for `durability: 'NORMAL'` (see `record`).
    * @example socket.on('event', async (e) => { await ingress.recordSoon(toItem(e)); await e.ack(); });
    */
-  recordSoon(item: IngressItem<T>, cursor?: IngressCursor | IngressCursor[]): Promise<void> {
+  recordSoon(
+    item: IngressItem<T>,
+    cursor?: IngressCursor | IngressCursor[],
+    opts: { durability?: 'FULL' | 'NORMAL' } = {},
+  ): Promise<boolean> {
     if (!this.batch) {
-      const items: IngressItem<T>[] = [];
-      const cursors: IngressCursor[] = [];
-      const done = new Promise<void>((resolve, reject) => {
-        setImmediate(() => {
-          this.batch = undefined;
-          try {
-            this.record(items, cursors);
-            resolve();
-          } catch (e) {
-            reject(e);
-          }
-        });
-      });
-      this.batch = { items, cursors, done };
+      const batch: NonNullable<Ingress<T>['batch']> = {
+        items: [],
+        cursors: [],
+        durability: 'NORMAL',
+        done: new Promise<Set<IngressItem<T>>>((resolve, reject) => {
+          setImmediate(() => {
+            this.batch = undefined;
+            try {
+              resolve(new Set(this.record(batch.items, batch.cursors, { durability: batch.durability })));
+            } catch (e) {
+              reject(e);
+            }
+          });
+        }),
+      };
+      this.batch = batch;
     }
-    this.batch.items.push(item);
-    if (Array.isArray(cursor)) this.batch.cursors.push(...cursor);
-    else if (cursor) this.batch.cursors.push(cursor);
-    return this.batch.done;
+    const batch = this.batch;
+    batch.items.push(item);
+    if (Array.isArray(cursor)) batch.cursors.push(...cursor);
+    else if (cursor) batch.cursors.push(cursor);
+    if (opts.durability !== 'NORMAL') batch.durability = 'FULL';
+    return batch.done.then((fresh) => fresh.has(item));
   }
 
   /** Schedules every entry recorded but not done (after a crash), oldest first. Returns how many. */
   recover(): number {
+    this.flush();
     const rows = this.store.db
       .prepare("SELECT message_id, chat_id, payload FROM inbound WHERE state = 'recorded' ORDER BY seq")
       .all() as Array<{ message_id: string; chat_id: string; payload: string }>;
@@ -141,11 +209,13 @@ export class Ingress<T> {
 
   /** Entries not done yet. */
   open(): number {
+    this.flush();
     return (this.store.db.prepare("SELECT COUNT(*) AS n FROM inbound WHERE state = 'recorded'").get() as { n: number }).n;
   }
 
   /** The recorded outcome of a message, if it is done. */
   outcome(messageId: string): string | undefined {
+    this.flush();
     const row = this.store.db.prepare("SELECT outcome FROM inbound WHERE message_id = ? AND state = 'done'").get(messageId) as
       | { outcome: string | null }
       | undefined;
@@ -178,16 +248,13 @@ export class Ingress<T> {
       if (this.closed && attempt > 1) return; // left recorded: the next start drives it
       try {
         const outcome = await this.o.handle(it);
-        // A done mark lost to a power cut only makes the entry run again, and the handler is idempotent.
-        this.store.durability('NORMAL');
-        this.markDone.run(outcome ?? 'handled', Date.now(), it.messageId);
+        this.done(outcome ?? 'handled', it.messageId);
         return;
       } catch (e) {
         const msg = errorMessage(e);
         if (attempt >= max) {
           this.o.log.error(`Ingress: message ${it.messageId} failed ${attempt} times and is dropped: ${msg}`);
-          this.store.durability('NORMAL');
-          this.markDone.run(`failed: ${msg.slice(0, 200)}`, Date.now(), it.messageId);
+          this.done(`failed: ${msg.slice(0, 200)}`, it.messageId);
           return;
         }
         const wait = (this.o.retryBaseMs ?? 500) * 2 ** (attempt - 1);

@@ -113,7 +113,8 @@ describe('ingress', () => {
     const inStore = () => (store.db.prepare('SELECT COUNT(*) AS n FROM inbound').get() as { n: number }).n;
     const pending = [1, 2, 3, 2].map((n) => ingress.recordSoon({ messageId: `m${n}`, chatId: 'a', payload: { n } }));
     expect(inStore()).toBe(0); // not yet: the promise is the moment it is durable
-    await Promise.all(pending);
+    // Each says whether it was new: the second m2 is a duplicate.
+    expect(await Promise.all(pending)).toEqual([true, true, true, false]);
     expect(inStore()).toBe(3);
     expect(commits).toHaveLength(1);
     await ingress.idle();
@@ -145,6 +146,67 @@ describe('ingress', () => {
     expect(store.getValue('last:a')).toBe('5');
     expect(store.getValue('last:c')).toBe('c');
     await ingress.close();
+  });
+
+  it('recordSoon: a batch is fsynced (FULL) unless every call in it asked for NORMAL', async () => {
+    const { store } = open();
+    const ingress = new Ingress<{ n: number }>(store, { log, handle: async () => undefined });
+    const levels: string[] = [];
+    const tx = store.tx.bind(store);
+    store.tx = ((fn: () => unknown, level?: 'FULL' | 'NORMAL') => {
+      levels.push(level ?? 'FULL');
+      return tx(fn, level);
+    }) as typeof store.tx;
+    const normal = { durability: 'NORMAL' as const };
+    await Promise.all([1, 2].map((n) => ingress.recordSoon({ messageId: `a${n}`, chatId: 'a', payload: { n } }, undefined, normal)));
+    await Promise.all([
+      ingress.recordSoon({ messageId: 'b1', chatId: 'a', payload: { n: 1 } }, undefined, normal),
+      ingress.recordSoon({ messageId: 'b2', chatId: 'a', payload: { n: 2 } }),
+    ]);
+    await ingress.recordSoon({ messageId: 'c1', chatId: 'a', payload: { n: 1 } });
+    expect(levels.slice(0, 1)).toEqual(['NORMAL']);
+    expect(levels.filter((l, i) => i > 0 && l === 'FULL').length).toBeGreaterThanOrEqual(2);
+    await ingress.close();
+  });
+
+  it('done marks: the messages handled in one turn are marked in one commit (or in the next record), read at once by outcome() and open(), kept by close', async () => {
+    const { store, home } = open();
+    const gate = Promise.withResolvers<void>();
+    const ingress = new Ingress<{ n: number }>(store, { log, handle: async (it) => (await gate.promise, `ok${it.payload.n}`) });
+    ingress.record([1, 2, 3, 4, 5].map((n) => ({ messageId: `m${n}`, chatId: `c${n}`, payload: { n } })));
+    const commits: string[] = [];
+    const exec = store.db.exec.bind(store.db);
+    store.db.exec = (sql: string) => {
+      if (sql === 'COMMIT') commits.push(sql);
+      return exec(sql);
+    };
+    const other = new DatabaseSync(join(home, 'channels', 'test', 'kit.db'));
+    const doneInFile = () => (other.prepare("SELECT COUNT(*) AS n FROM inbound WHERE state = 'done'").get() as { n: number }).n;
+    gate.resolve();
+    await waitFor(() => doneInFile() === 5);
+    // Five handlers finished in the same turn: one commit for their five marks, not five.
+    expect(commits).toHaveLength(1);
+    expect(ingress.outcome('m3')).toBe('ok3');
+
+    // Marks made in a turn that also records ride in that record's commit; outcome() sees them before the turn ends.
+    ingress.record([{ messageId: 'm6', chatId: 'c6', payload: { n: 6 } }]);
+    await ingress.idle();
+    expect(doneInFile()).toBe(5); // m6's mark is held until the end of this turn
+    commits.length = 0;
+    ingress.record([{ messageId: 'm7', chatId: 'c7', payload: { n: 7 } }]);
+    expect(commits).toHaveLength(1);
+    expect(doneInFile()).toBe(6);
+    await ingress.idle();
+    expect(ingress.outcome('m7')).toBe('ok7');
+    expect(ingress.open()).toBe(0);
+
+    // A mark still held when the store closes is written by the close.
+    ingress.record([{ messageId: 'm8', chatId: 'c8', payload: { n: 8 } }]);
+    await ingress.idle();
+    store.close();
+    stores.splice(stores.indexOf(store), 1);
+    expect((other.prepare("SELECT outcome FROM inbound WHERE message_id = 'm8'").get() as { outcome: string }).outcome).toBe('ok8');
+    other.close();
   });
 
   it('entries recorded but not done before a crash are driven again at the next start, in order', async () => {
