@@ -99,14 +99,8 @@ export async function startChatC(ctx: PluginContext<typeof manifest>) {
     const channelId = (fresh[0] ?? messages[0])!.channel_id;
     const latest = fresh.reduce<string | undefined>((a, m) => newer(a, m.id), newest);
     const recorded = ingress.record(
-      fresh.map((message) => ({ messageId: message.id, chatId: message.channel_id, payload: { message } })),
-      latest
-        ? {
-            key: cursorKey(channelId),
-            value: (stored) =>
-              newest === undefined && stored !== undefined && backfill.behind(channelId) ? stored : newer(stored, latest),
-          }
-        : undefined,
+      fresh.map(toItem),
+      latest ? historyCursor(channelId, latest, newest !== undefined) : undefined,
       // Discord is never acknowledged (a new session replays nothing); a power cut that undoes this commit undoes
       // the cursor with it, and the history after the cursor is read again at the next READY. So no fsync here.
       { durability: 'NORMAL' },
@@ -114,6 +108,26 @@ export async function startChatC(ctx: PluginContext<typeof manifest>) {
     if (recorded.length) supervisor.inbound();
     return recorded.map((it) => (it.payload as { message: DcInboundMessage }).message);
   };
+  const toItem = (message: DcInboundMessage) => ({ messageId: message.id, chatId: message.channel_id, payload: { message } });
+  /** The channel's history cursor, moved to `latest`; by a live message only once the channel's history was read. */
+  const historyCursor = (channelId: string, latest: string, fromHistory: boolean) => ({
+    key: cursorKey(channelId),
+    value: (stored: string | undefined) =>
+      !fromHistory && stored !== undefined && backfill.behind(channelId) ? stored : newer(stored, latest),
+  });
+  /**
+   * A live message: recorded with the others of this turn of the event loop in one commit (a burst is one write,
+   * not one per message), and handled once that commit is done.
+   */
+  const recordLive = (m: DcInboundMessage): Promise<void> | void => {
+    if (!isUserMessage(m, bot.id)) return;
+    return ingress.recordSoon(toItem(m), historyCursor(m.channel_id, m.id, false), { durability: 'NORMAL' }).then((fresh) => {
+      if (fresh) supervisor.inbound();
+    });
+  };
+  const recordFailed = (m: DcInboundMessage) => (e: unknown) =>
+    // Its cursor did not move: the history read of the next session brings it.
+    ctx.log.warn(`chatC: could not record message ${m.id} of channel ${m.channel_id}: ${errorMessage(e)}`);
 
   // Reads with a client of their own that waits out rate limits, at half of Discord's global rate (replies keep room).
   const backfill = new Backfill({
@@ -157,12 +171,8 @@ export async function startChatC(ctx: PluginContext<typeof manifest>) {
         },
         message: (m) => {
           const wait = backfill.gate(m.channel_id);
-          if (wait)
-            void wait
-              .then(() => recordMessages([m]))
-              // Its cursor did not move: the history read of the next session brings it.
-              .catch((e) => ctx.log.warn(`chatC: could not record message ${m.id} of channel ${m.channel_id}: ${errorMessage(e)}`));
-          else recordMessages([m]);
+          if (wait) void wait.then(() => recordLive(m)).catch(recordFailed(m));
+          else void Promise.resolve(recordLive(m)).catch(recordFailed(m));
         },
         interaction: (i) => {
           const fresh = ingress.record([{ messageId: `i:${i.id}`, chatId: i.channel_id ?? 'dm', payload: { interaction: i } }]);
