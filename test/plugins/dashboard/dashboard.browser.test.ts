@@ -154,6 +154,27 @@ describe.skipIf(!existsSync(CHROMIUM) || !IP)('dashboard in chromium', () => {
     await page.screenshot({ path: join(SHOTS, 'chat-after-reply.png'), fullPage: true });
   }, 60_000);
 
+  it('an answer that arrives before the chat POST itself answers leaves nothing showing "working…"', async () => {
+    open!.fake.replies.push({ text: 'Quicker than the POST.' });
+    await show(page, 'chat');
+    // The POST's answer is held back until the agent's reply is on the page (it came by the event stream).
+    await page.route('**/api/chat', async (route) => {
+      const response = await route.fetch();
+      await page.locator('.msg-agent', { hasText: 'Quicker than the POST.' }).waitFor({ timeout: 20_000 });
+      await route.fulfill({ response });
+    });
+    try {
+      await page.locator('input[name="message"]').fill('be quick');
+      await page.getByRole('button', { name: 'Send' }).click();
+      await page.locator('.msg-agent', { hasText: 'Quicker than the POST.' }).waitFor({ timeout: 20_000 });
+      // The POST has answered once the input is cleared.
+      await expect.poll(() => page.locator('input[name="message"]').inputValue(), { timeout: 20_000 }).toBe('');
+      await expect(page.getByText('working…').count()).resolves.toBe(0);
+    } finally {
+      await page.unroute('**/api/chat');
+    }
+  }, 60_000);
+
   it('resumes the live stream after a dropped connection without a reload: what happened meanwhile shows up', async () => {
     const p2 = await browser!.context.newPage();
     const urls: string[] = [];

@@ -40,12 +40,14 @@ export function Chat() {
   const send = async (e: Event) => {
     e.preventDefault();
     if (!text.trim()) return;
+    // Busy before the request: a quick answer can arrive (and clear it) before the POST itself answers.
+    setBusy('working…');
     try {
       await api('/api/chat', { method: 'POST', body: { text, conversationId: id } });
       setText('');
-      setBusy('working…');
       setErr(null);
     } catch (x) {
+      setBusy(null);
       setErr((x as Error).message);
     }
   };
