@@ -171,7 +171,8 @@ describe('ingress', () => {
 
   it('done marks: the messages handled in one turn are marked in one commit (or in the next record), read at once by outcome() and open(), kept by close', async () => {
     const { store, home } = open();
-    const gate = Promise.withResolvers<void>();
+    let open1!: () => void;
+    const gate = { promise: new Promise<void>((r) => (open1 = r)) };
     const ingress = new Ingress<{ n: number }>(store, { log, handle: async (it) => (await gate.promise, `ok${it.payload.n}`) });
     ingress.record([1, 2, 3, 4, 5].map((n) => ({ messageId: `m${n}`, chatId: `c${n}`, payload: { n } })));
     const commits: string[] = [];
@@ -182,8 +183,8 @@ describe('ingress', () => {
     };
     const other = new DatabaseSync(join(home, 'channels', 'test', 'kit.db'));
     const doneInFile = () => (other.prepare("SELECT COUNT(*) AS n FROM inbound WHERE state = 'done'").get() as { n: number }).n;
-    gate.resolve();
-    await waitFor(() => doneInFile() === 5);
+    open1();
+    await waitFor(() => doneInFile() === 5, 'five done marks in the file');
     // Five handlers finished in the same turn: one commit for their five marks, not five.
     expect(commits).toHaveLength(1);
     expect(ingress.outcome('m3')).toBe('ok3');
