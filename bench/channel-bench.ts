@@ -124,6 +124,8 @@ export function channelRows(o: {
   bare: InboundFigures;
   outboundWhat: string;
   outboundPeer: string;
+  /** What `out.idiom` measured (the library's own send; see OutboundPair.idiom). */
+  idiomPeer?: string;
   out: OutboundFigures;
   outInline: OutboundFigures;
   /** The same with LONG_REPLY (reported). */
@@ -159,6 +161,19 @@ export function channelRows(o: {
             unit: 'ms/msg',
             peer: `${o.outboundPeer} with the Markdown as it is and no options`,
             peerValue: o.out.raw,
+            budget: 'report',
+            ok: true,
+          },
+        ]
+      : []),
+    ...(o.out.idiom !== undefined && o.idiomPeer
+      ? [
+          {
+            name: `${o.channel} outbound send through the kit, fake in its own process, against the library's own send`,
+            value: o.out.kit,
+            unit: 'ms/msg',
+            peer: `${o.idiomPeer}, same fields`,
+            peerValue: o.out.idiom,
             budget: 'report',
             ok: true,
           },
@@ -219,12 +234,18 @@ export interface OutboundPair {
   bare(i: number): Promise<unknown>;
   /** The bare library call with the raw text and no options (reported beside it). */
   raw?(i: number): Promise<unknown>;
+  /**
+   * The call a bot written with the library alone makes, where that is not `bare` (discord.js: `TextChannel.send`
+   * on a logged-in client, against the REST post of `bare`), with the same fields (reported beside it).
+   */
+  idiom?(i: number): Promise<unknown>;
 }
 
 export interface OutboundFigures {
   kit: number;
   bare: number;
   raw?: number;
+  idiom?: number;
   /** Kit and bare in the two other cache regimes (see `regimes`), reported beside the budget's figure. */
   stream?: { kit: number; bare: number };
   cold?: { kit: number; bare: number };
@@ -246,11 +267,13 @@ export async function inRounds(rounds: number, measure: (round: number) => Promi
   const all: OutboundFigures[] = [];
   for (let r = 0; r < rounds; r++) all.push(await measure(r));
   const raws = all.flatMap((f) => (f.raw === undefined ? [] : [f.raw]));
+  const idioms = all.flatMap((f) => (f.idiom === undefined ? [] : [f.idiom]));
   return {
     ...all[0]!,
     kit: median(all.map((f) => f.kit)),
     bare: median(all.map((f) => f.bare)),
     ...(raws.length ? { raw: median(raws) } : {}),
+    ...(idioms.length ? { idiom: median(idioms) } : {}),
     rounds: { ratios: all.map((f) => f.kit / f.bare), addedMs: median(all.map((f) => f.kit - f.bare)) },
   };
 }
@@ -263,7 +286,8 @@ export async function interleaved(p: OutboundPair, n: number, warm = 100, o: { r
   const sides = [
     { f: p.kit, runs: [] as number[] },
     { f: p.bare, runs: [] as number[] },
-    ...(p.raw ? [{ f: p.raw, runs: [] as number[] }] : []),
+    ...(p.raw ? [{ f: p.raw, runs: [] as number[], name: 'raw' }] : []),
+    ...(p.idiom ? [{ f: p.idiom, runs: [] as number[], name: 'idiom' }] : []),
   ];
   for (let i = 0; i < warm; i++) for (const s of sides) await s.f(-1 - i);
   for (let i = 0; i < n; i++) {
@@ -277,8 +301,9 @@ export async function interleaved(p: OutboundPair, n: number, warm = 100, o: { r
       await endOfTurn();
     }
   }
-  const [kit, bare, raw] = sides.map((s) => median(s.runs));
-  return { kit: kit!, bare: bare!, ...(raw !== undefined ? { raw } : {}), ...(o.regimes ? await regimes(p, n) : {}) };
+  const [kit, bare] = sides.map((s) => median(s.runs));
+  const extra = Object.fromEntries(sides.slice(2).map((s) => [(s as { name: string }).name, median(s.runs)]));
+  return { kit: kit!, bare: bare!, ...extra, ...(o.regimes ? await regimes(p, n) : {}) };
 }
 
 const endOfTurn = () => new Promise((r) => setImmediate(r));

@@ -8,7 +8,7 @@
  * Standalone: `npx tsx bench/discord.ts`.
  */
 import { pathToFileURL } from 'node:url';
-import { Client, GatewayIntentBits, Partials, REST } from 'discord.js';
+import { Client, GatewayIntentBits, Partials, REST, type TextChannel } from 'discord.js';
 import { platformNonce, renderChunks } from '../sdk/channel-kit/index.js';
 import { classifyDiscord, type DcChunk, makeRest, sendChunkTo } from '../plugins/chatC/src/discord.js';
 import { startFakeDiscord, type FakeDiscord } from '../test/fakes/discord-server.js';
@@ -106,6 +106,9 @@ async function outbound(n: number, where: 'process' | 'inline', text = REPLY_TEX
   const content = renderChunks(text, 'discord', { limit: 2000 })[0]!;
   const channel = (i: number) => channelIds[Math.abs(i) % CHANNELS]!;
   const dms = new Map<string, string>();
+  // The library's own send: a logged-in client (Guilds intent only, so the fake sends it no MESSAGE_CREATE echoes
+  // that would land inside the other sides' timings), its cached channel's send().
+  const client = first ? await loggedIn(fake.info, open) : undefined;
   try {
     return await interleaved(
       {
@@ -125,15 +128,36 @@ async function outbound(n: number, where: 'process' | 'inline', text = REPLY_TEX
             body: { content, nonce: `b${where[0]}${i}`, enforce_nonce: true, allowed_mentions: { parse: ['users'], replied_user: true } },
           }),
         ...(first ? { raw: (i: number) => bareRest.post(`/channels/${channel(i)}/messages`, { body: { content: text } }) } : {}),
+        ...(client
+          ? {
+              idiom: (i: number) =>
+                (client.channels.cache.get(channel(i)) as TextChannel).send({
+                  content,
+                  nonce: `i${i}`,
+                  enforceNonce: true,
+                  allowedMentions: { parse: ['users'], repliedUser: true },
+                }),
+            }
+          : {}),
       },
       n,
       100,
       { regimes: first && round === 0 },
     );
   } finally {
+    await client?.destroy();
     kit.close();
     await fake.close();
   }
+}
+
+/** A discord.js client logged in to the fake with the Guilds intent only, its channels cached (GUILD_CREATE). */
+async function loggedIn(info: { apiUrl: string; token: string }, rest: { globalRequestsPerSecond: number }): Promise<Client> {
+  const client = new Client({ rest: { api: info.apiUrl, ...rest }, intents: [GatewayIntentBits.Guilds] });
+  const ready = new Promise((r) => client.once('clientReady', r));
+  await client.login(info.token);
+  await ready;
+  return client;
 }
 
 export async function benchDiscord(): Promise<BenchRow[]> {
@@ -150,6 +174,7 @@ export async function benchDiscord(): Promise<BenchRow[]> {
     bare,
     outboundWhat: 'render + nonce + ledger + limiter + per-channel order',
     outboundPeer: 'bare discord.js REST POST /channels/:id/messages, same fake',
+    idiomPeer: 'bare discord.js TextChannel.send on a logged-in client (what a discord.js bot calls), same fake',
     out,
     outInline,
     outLong,

@@ -20,6 +20,17 @@ interface Session {
   events: Array<{ t: string; d: unknown; s: number }>;
   socket: WebSocket | undefined;
   silent: boolean;
+  /** The intents of its IDENTIFY (undefined: none given, every event sent). */
+  intents: number | undefined;
+}
+
+/** GUILD_MESSAGES and DIRECT_MESSAGES: without them Discord sends a session no MESSAGE_CREATE of that kind. */
+const GUILD_MESSAGES = 1 << 9;
+const DIRECT_MESSAGES = 1 << 12;
+
+function wants(s: Session, t: string, d: unknown): boolean {
+  if (t !== 'MESSAGE_CREATE' || s.intents === undefined) return true;
+  return (s.intents & ((d as { guild_id?: string }).guild_id ? GUILD_MESSAGES : DIRECT_MESSAGES)) !== 0;
 }
 
 /** A GUILD_CREATE payload with the given channels. */
@@ -86,6 +97,7 @@ export class FakeGateway {
   dispatch(t: string, d: unknown): void {
     if (this.withholdMessages && t === 'MESSAGE_CREATE') return;
     for (const s of this.sessions.values()) {
+      if (!wants(s, t, d)) continue;
       const ev = { t, d, s: ++s.seq };
       s.events.push(ev);
       if (s.socket && !s.silent) send(s.socket, { op: 0, ...ev });
@@ -111,7 +123,7 @@ export class FakeGateway {
     if (this.deaf) return;
     send(ws, { op: 10, d: { heartbeat_interval: this.o.heartbeatMs() }, s: null, t: null });
     ws.on('message', (raw) => {
-      let p: { op: number; d: { token?: string; session_id?: string; seq?: number } | null };
+      let p: { op: number; d: { token?: string; session_id?: string; seq?: number; intents?: number } | null };
       try {
         p = JSON.parse(String(raw));
       } catch {
@@ -128,7 +140,14 @@ export class FakeGateway {
         if (p.d?.token !== this.o.token) return ws.close(4004, 'Authentication failed.');
         const code = this.identifyCloseCode;
         if (code) return ws.close(code, code === 4004 ? 'Authentication failed.' : 'Disallowed intent(s).');
-        const s: Session = { id: `s${Math.random().toString(36).slice(2, 12)}`, seq: 0, events: [], socket: ws, silent: false };
+        const s: Session = {
+          id: `s${Math.random().toString(36).slice(2, 12)}`,
+          seq: 0,
+          events: [],
+          socket: ws,
+          silent: false,
+          intents: typeof p.d?.intents === 'number' ? p.d.intents : undefined,
+        };
         session = s;
         this.sessions.set(s.id, s);
         for (const [t, d] of [

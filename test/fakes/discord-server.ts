@@ -12,7 +12,8 @@
  * (optionally held by `cdnGate`); errors in Discord's shape, a 429 with `Retry-After` and `retry_after`.
  * Gateway: HELLO (op 10), IDENTIFY (op 2) → READY (with `session_id`, `resume_gateway_url`) + GUILD_CREATE,
  * heartbeats (op 1 → op 11), RESUME (op 6) → the missed events replayed + RESUMED, or INVALID_SESSION (op 9);
- * close 4004 for a wrong token, 4014 for disallowed intents. Events of a session are kept for a resume.
+ * close 4004 for a wrong token, 4014 for disallowed intents; no MESSAGE_CREATE to a session whose IDENTIFY lacks the
+ * intent for it (GUILD_MESSAGES, DIRECT_MESSAGES). Events of a session are kept for a resume.
  * The fake counts what it saw so tests can prove "no message lost, no chunk twice".
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
