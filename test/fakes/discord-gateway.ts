@@ -34,7 +34,11 @@ function wants(s: Session, t: string, d: unknown): boolean {
 }
 
 /** A GUILD_CREATE payload with the given channels. */
-export function guildCreate(guildId: string, channels: Array<Record<string, unknown>>): Record<string, unknown> {
+export function guildCreate(
+  guildId: string,
+  channels: Array<Record<string, unknown>>,
+  members: Array<Record<string, unknown>> = [],
+): Record<string, unknown> {
   return {
     id: guildId,
     name: 'Keel test server',
@@ -60,13 +64,13 @@ export function guildCreate(guildId: string, channels: Array<Record<string, unkn
     ],
     emojis: [],
     stickers: [],
-    members: [],
+    members,
     presences: [],
     voice_states: [],
     threads: [],
     stage_instances: [],
     guild_scheduled_events: [],
-    channels: channels.map((c) => ({ ...c, position: 0, permission_overwrites: [] })),
+    channels: channels.map((c) => ({ position: 0, permission_overwrites: [], ...c })),
   };
 }
 

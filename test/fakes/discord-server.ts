@@ -10,7 +10,9 @@
  * interaction, a second refused with 40060; a wrong token 10062) and edits of the original response (`PATCH
  * /webhooks/:app/:token/messages/@original`, 404 10015 for an unknown token), attachments served like the CDN
  * (optionally held by `cdnGate`); errors in Discord's shape, a 429 with `Retry-After` and `retry_after`.
- * Gateway: HELLO (op 10), IDENTIFY (op 2) → READY (with `session_id`, `resume_gateway_url`) + GUILD_CREATE,
+ * Gateway: HELLO (op 10), IDENTIFY (op 2) → READY (with `session_id`, `resume_gateway_url`) + GUILD_CREATE (its
+ * channels with `last_message_id`, the bot's own member; a channel in `noHistoryAccess` with an overwrite denying
+ * READ_MESSAGE_HISTORY, and its history answering 403),
  * heartbeats (op 1 → op 11), RESUME (op 6) → the missed events replayed + RESUMED, or INVALID_SESSION (op 9);
  * close 4004 for a wrong token, 4014 for disallowed intents; no MESSAGE_CREATE to a session whose IDENTIFY lacks the
  * intent for it (GUILD_MESSAGES, DIRECT_MESSAGES). Events of a session are kept for a resume.
@@ -23,6 +25,9 @@ import { FakeGateway, guildCreate, snowflake } from './discord-gateway.js';
 import type { DcCall, DcMessage, FailSpec, FakeDiscord } from './discord-types.js';
 
 export type { DcCall, DcMessage, FailSpec, FakeDiscord } from './discord-types.js';
+
+/** The permission bit a channel overwrite denies for `noHistoryAccess`. */
+const READ_MESSAGE_HISTORY = 1 << 16;
 
 function route(method: string, path: string): string {
   return `${method} ${path
@@ -92,10 +97,21 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
       guild_join_requests: [],
       user_settings: {},
     }),
+    // Each channel with its newest message id, as Discord's GUILD_CREATE has it; the bot's own member, so that a
+    // client can work out its permissions.
     guild: () =>
       guildCreate(
         guildId,
-        [...channels.values()].filter((c) => c.guild_id === guildId),
+        [...channels.values()]
+          .filter((c) => c.guild_id === guildId)
+          .map((c) => ({
+            ...c,
+            last_message_id: history.get(c.id)?.at(-1)?.id ?? null,
+            ...(fake.noHistoryAccess.has(c.id)
+              ? { permission_overwrites: [{ id: guildId, type: 0, allow: '0', deny: String(READ_MESSAGE_HISTORY) }] }
+              : {}),
+          })),
+        [{ user: bot, roles: [], joined_at: new Date().toISOString(), deaf: false, mute: false, flags: 0 }],
       ),
   });
   const dispatch = (t: string, d: unknown) => gw.dispatch(t, d);
@@ -252,6 +268,7 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
       if (seg[2] === 'messages' && seg.length === 3 && method === 'GET') {
         const gate = fake.historyGates.get(cid);
         if (gate) await gate;
+        if (fake.noHistoryAccess.has(cid)) return error(res, 403, 'Missing Access', 50001);
         const after = url.searchParams.get('after');
         const before = url.searchParams.get('before');
         const limit = Math.min(100, Number(url.searchParams.get('limit') ?? 50));
@@ -345,6 +362,7 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
     interactionLog: [],
     cdnGate: undefined,
     historyGates: new Map(),
+    noHistoryAccess: new Set(),
     cdnRequests: [],
     gateway: gw.stats,
     heartbeatMs: o.heartbeatMs ?? 500,

@@ -61,6 +61,11 @@ export interface FakeDiscord {
   cdnGate: Promise<void> | undefined;
   /** History reads (`GET /channels/:id/messages`) of a channel named here wait for its promise. */
   historyGates: Map<string, Promise<void>>;
+  /**
+   * Guild channels whose history the bot may not read: GUILD_CREATE shows them with an overwrite denying
+   * READ_MESSAGE_HISTORY, and a history read answers 403 Missing Access (50001).
+   */
+  noHistoryAccess: Set<string>;
   /** Paths of CDN requests, in order. */
   cdnRequests: string[];
   /** Gateway connections opened, IDENTIFYs and RESUMEs received. */

@@ -13,6 +13,13 @@
  * Bounds: the 200 most recently active channels (by their cursor's time) per session, read four at a time, the
  * newest 500 messages after the cursor per channel (more is said with one warning), 30 s per request.
  *
+ * A channel Keel never heard from (no cursor: a new channel or thread, or one where nobody had spoken to the bot)
+ * has no cursor to read from. Keel records when it was last connected (`alive`, every minute while connected and at
+ * a clean stop); after READY, each guild channel or active thread of GUILD_CREATE without a cursor whose
+ * `last_message_id` is newer than that (less a minute), and whose history the bot may read, is read from that time
+ * like the others (at most the 50 with the newest messages). A DM channel Keel never heard from cannot be found
+ * (a bot cannot list its DMs).
+ *
  * A session can also stop delivering messages while it goes on acknowledging heartbeats (Discord has had such
  * incidents; a new session cures them). So every `chatCCatchUpInterval` seconds the 50 most recently active
  * channels of the last 7 days are read the same way, each from where this session's previous read of it ended (so a
@@ -30,6 +37,7 @@ import {
   UNDELIVERED_AFTER_MS,
 } from '../../../sdk/channel-kit/index.js';
 import { bounded, errorMessage, type Logger } from '../../../sdk/index.js';
+import type { SeenChannel } from './gateway.js';
 import type { DcInboundMessage } from './inbound.js';
 
 const PREFIX = 'last:';
@@ -45,6 +53,14 @@ const READERS = 4;
 const DISCORD_EPOCH = 1_420_070_400_000n;
 
 export const cursorKey = (channelId: string) => `${PREFIX}${channelId}`;
+/** When the gateway was last known to be connected (epoch ms). */
+export const ALIVE_KEY = 'alive';
+/** How often `alive` is written while connected. */
+const ALIVE_EVERY_MS = 60_000;
+/** Channels without a cursor are read from this long before `alive` (clock skew, and the last minute's gap). */
+const ALIVE_MARGIN_MS = 60_000;
+/** At most this many channels without a cursor are read after a new session, the newest messages first. */
+export const MAX_NEW_CHANNELS = 50;
 
 /** The newer of two snowflakes (undefined counts as oldest). */
 export function newer(a: string | undefined, b: string): string {
@@ -54,6 +70,11 @@ export function newer(a: string | undefined, b: string): string {
 /** Epoch milliseconds of a snowflake. */
 export function snowflakeMs(id: string): number {
   return Number((BigInt(id) >> 22n) + DISCORD_EPOCH);
+}
+
+/** The least snowflake of epoch millisecond `ms` (a message written then or later has an id at least this). */
+export function snowflakeAt(ms: number): string {
+  return String((BigInt(Math.max(0, Math.floor(ms))) - DISCORD_EPOCH) << 22n);
 }
 
 const isSnowflake = (s: string) => /^\d{17,20}$/.test(s);
@@ -96,6 +117,9 @@ export class Backfill {
    * a message the session dropped while it delivered later ones (which moved the cursor past it) is found too.
    */
   private readonly readTo = new Map<string, string>();
+  /** Channels without a cursor to read this session: where to read from (a snowflake of when Keel was last up). */
+  private readonly startAt = new Map<string, string>();
+  private aliveTimer: NodeJS.Timeout | undefined;
 
   constructor(private readonly o: BackfillOptions) {
     this.rounds = new HistoryRounds({ signal: o.signal, interval: o.interval, connected: o.connected, onSweep: () => this.sweep() });
@@ -105,9 +129,70 @@ export class Backfill {
     return this.rounds.gates;
   }
 
-  /** Starts the periodic sweeps. */
+  /** Starts the periodic sweeps, and the minutely `alive` mark while connected. */
   start(): void {
     this.rounds.start();
+    this.aliveTimer = setInterval(() => this.markAlive(), ALIVE_EVERY_MS);
+    this.aliveTimer.unref();
+  }
+
+  /** Writes `alive` (now) while the connection is up. */
+  private markAlive(): void {
+    if (!this.o.connected() || !this.o.store.db.isOpen) return;
+    try {
+      this.o.store.setValue(ALIVE_KEY, String(Date.now()));
+    } catch (e) {
+      this.o.log.debug(`chatC: could not note the time: ${errorMessage(e)}`);
+    }
+  }
+
+  /**
+   * When Keel was last known connected (epoch ms): `alive`, or else the newest cursor's time (a store written
+   * before `alive` existed); undefined on a first start, when there is no gap to read.
+   */
+  private lastAlive(): number | undefined {
+    const alive = Number(this.o.store.getValue(ALIVE_KEY));
+    if (Number.isFinite(alive) && alive > 0) return alive;
+    const newest = this.o.store
+      .values(PREFIX)
+      .map((c) => c.value)
+      .filter(isSnowflake)
+      .reduce<string | undefined>((a, b) => newer(a, b), undefined);
+    return newest ? snowflakeMs(newest) : undefined;
+  }
+
+  /**
+   * Guild channels and threads without a cursor that have messages from after Keel was last connected (less a
+   * margin), and whose history the bot may read; the newest first, at most MAX_NEW_CHANNELS. Each is noted in
+   * `startAt` with the snowflake to read from.
+   */
+  private newcomers(seen: SeenChannel[]): string[] {
+    this.startAt.clear();
+    const since = this.lastAlive();
+    if (since === undefined) return [];
+    const floor = snowflakeAt(since - ALIVE_MARGIN_MS);
+    const all = seen
+      .filter(
+        (c) =>
+          isSnowflake(c.id) &&
+          c.readable !== false &&
+          c.lastMessageId !== undefined &&
+          isSnowflake(c.lastMessageId) &&
+          BigInt(c.lastMessageId) > BigInt(floor) &&
+          this.o.store.getValue(cursorKey(c.id)) === undefined,
+      )
+      .sort((a, b) => (BigInt(a.lastMessageId!) > BigInt(b.lastMessageId!) ? -1 : 1));
+    if (all.length > MAX_NEW_CHANNELS)
+      this.o.log.warn(
+        `chatC: ${all.length} channels Keel had not heard from have messages from while it was away; the ${MAX_NEW_CHANNELS} with the newest are read, not the other ${all.length - MAX_NEW_CHANNELS}.`,
+      );
+    const list = all.slice(0, MAX_NEW_CHANNELS).map((c) => c.id);
+    for (const id of list) this.startAt.set(id, floor);
+    if (list.length)
+      this.o.log.info(
+        `chatC: ${list.length} channel(s) Keel had not heard from have messages from while it was away (since ${new Date(since).toISOString()}); reading them.`,
+      );
+    return list;
   }
 
   /**
@@ -135,10 +220,11 @@ export class Backfill {
    * After READY of a new session: reads the channels with a cursor, the most recently active first. Their live
    * messages wait from now until their history is recorded. A catch-up still running is cut short.
    */
-  afterReady(): void {
+  afterReady(seen: SeenChannel[] = []): void {
     this.session++;
     this.readTo.clear();
-    const list = this.channels();
+    const list = [...this.channels(), ...this.newcomers(seen)];
+    this.markAlive();
     this.due = new Set(list);
     this.rounds.afterConnect(list, (held, signal) => this.runRound(list, held, signal));
   }
@@ -153,8 +239,10 @@ export class Backfill {
     return this.due.has(channelId);
   }
 
-  /** Stops the catch-up in progress; live messages waiting for it are let through. */
+  /** Stops the catch-up in progress (live messages waiting for it are let through), noting the time if connected. */
   stop(): Promise<void> {
+    clearInterval(this.aliveTimer);
+    this.markAlive();
     return this.rounds.stop();
   }
 
@@ -241,11 +329,13 @@ export class Backfill {
    * recording. Throws when a request fails (nothing recorded, the cursor stays).
    */
   private async readChannel(channelId: string, signal: AbortSignal, from?: string): Promise<DcInboundMessage[] | undefined> {
-    const cursor = this.o.store.getValue(cursorKey(channelId));
+    // A channel without a cursor is read from when Keel was last connected (`startAt`), once.
+    const cursor = this.o.store.getValue(cursorKey(channelId)) ?? this.startAt.get(channelId);
     if (!cursor || !isSnowflake(cursor)) return [];
     // From the older of the cursor and `from` (where the previous read of this session ended).
     const after = from && isSnowflake(from) && BigInt(from) < BigInt(cursor) ? from : cursor;
     const done = () => {
+      this.startAt.delete(channelId);
       const now = this.o.store.getValue(cursorKey(channelId));
       if (now) this.readTo.set(channelId, now);
     };

@@ -6,14 +6,26 @@
  * new one. Close codes Discord will not take back (4004 bad token, 4014 disallowed intents) end the connection
  * with a GatewayClosedError the plugin turns into one clear final message.
  */
-import { Client, Events, GatewayIntentBits, Options, Partials } from 'discord.js';
+import { Client, Events, GatewayIntentBits, Options, Partials, PermissionFlagsBits } from 'discord.js';
 import type { Logger } from '../../../sdk/index.js';
 import { GatewayClosedError } from './discord.js';
 import type { DcInboundMessage, DcInteraction } from './inbound.js';
 
+/** A guild channel or active thread the session can see, as GUILD_CREATE described it. */
+export interface SeenChannel {
+  id: string;
+  /** The newest message id Discord reports for it (may name a deleted message), if any. */
+  lastMessageId?: string;
+  /** Whether the bot may read its history (View Channel + Read Message History); undefined when not known. */
+  readable?: boolean;
+}
+
 export interface GatewayEvents {
-  /** READY of a new session (not a resume): the bot, its application, and whether messages may have been missed. */
-  ready(info: { botId: string; username: string; applicationId: string | undefined }): Promise<void> | void;
+  /**
+   * READY of a new session (not a resume): the bot, its application, and the guild text channels and active
+   * threads it can see (for the catch-up of channels it never heard from).
+   */
+  ready(info: { botId: string; username: string; applicationId: string | undefined; channels: SeenChannel[] }): Promise<void> | void;
   message(m: DcInboundMessage): void;
   interaction(i: DcInteraction): void;
   guilds(count: number): void;
@@ -81,7 +93,12 @@ export function gatewayConnector(o: { token: string; apiUrl: string; log: Logger
       await Promise.race([client.login(o.token), ended]);
       await Promise.race([ready, ended]);
       guilds();
-      await o.on.ready({ botId: client.user!.id, username: client.user!.username, applicationId: client.application?.id });
+      await o.on.ready({
+        botId: client.user!.id,
+        username: client.user!.username,
+        applicationId: client.application?.id,
+        channels: seenChannels(client),
+      });
       hooks.connected();
       await ended;
     } finally {
@@ -90,6 +107,21 @@ export function gatewayConnector(o: { token: string; apiUrl: string; log: Logger
       await teardown(client);
     }
   };
+}
+
+/** The guild text channels and active threads in the client's cache (all guilds' GUILD_CREATE are in by READY). */
+function seenChannels(client: Client): SeenChannel[] {
+  const out: SeenChannel[] = [];
+  for (const c of client.channels.cache.values()) {
+    if (!c.isTextBased() || c.isDMBased()) continue;
+    const perms = client.user ? c.permissionsFor(client.user) : null;
+    out.push({
+      id: c.id,
+      ...(c.lastMessageId ? { lastMessageId: c.lastMessageId } : {}),
+      ...(perms ? { readable: perms.has([PermissionFlagsBits.ViewChannel, PermissionFlagsBits.ReadMessageHistory]) } : {}),
+    });
+  }
+  return out;
 }
 
 type ShardInternals = { internalConnect?: () => Promise<void>; connection?: { terminate?: () => void } | null };

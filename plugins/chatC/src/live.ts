@@ -167,7 +167,7 @@ export async function startChatC(ctx: PluginContext<typeof manifest>) {
           rt.resume();
           // A new session does not replay what was said while Keel was away: read it from the history. A channel's
           // live messages wait for its read, so that its messages are still recorded (and handled) in order.
-          backfill.afterReady();
+          backfill.afterReady(me.channels);
         },
         message: (m) => {
           const wait = backfill.gate(m.channel_id);

@@ -107,6 +107,48 @@ describe('chatC history catch-up after a new session', () => {
     expect(tasks().sort()).toEqual(['before', 'in the gap', 'live after']);
     expect(JSON.stringify(h.logs.recent({ limit: 1000 }))).not.toContain(h.dc.token);
   });
+  it('a channel Keel never heard from, written in while Keel was away, is read from when Keel was last connected; a channel with nothing newer, or whose history the bot may not read, is not asked', async () => {
+    h = await bootChatC({ runAgent: false });
+    await waitFor(connected, 'connected');
+    h.dc.pushMessage('hello in A', { userId: USER });
+    await waitFor(() => has('hello in A'), 'first action');
+    // Said (and lost) long before: no cursor, and older than when Keel was last connected.
+    const OLD = '320000000000000888';
+    h.dc.pushMessage('long ago, never delivered', { userId: USER, channelId: OLD, at: Date.now() - 600_000, historyOnly: true });
+
+    await h.kernel.stop();
+    const NEW = '320000000000000999';
+    const HIDDEN = '320000000000000555';
+    h.dc.noHistoryAccess.add(HIDDEN);
+    const away = [
+      h.dc.pushMessage('while away, in a new channel', { userId: USER, channelId: NEW, mention: true }),
+      h.dc.pushMessage('and a second one', { userId: USER, channelId: NEW }),
+    ];
+    h.dc.pushMessage('while away, where history is hidden', { userId: USER, channelId: HIDDEN, mention: true });
+    const before = h.dc.callsOf('GET /channels/:id/messages').length;
+    await h.restart();
+    await waitFor(
+      () => tasks().filter((t) => /while away, in a new channel|and a second one/.test(t)).length === 2,
+      'both, from the history',
+    );
+    expect(recorded(NEW)).toEqual(away.map((m) => m.id));
+    const read = new Set(
+      h.dc
+        .callsOf('GET /channels/:id/messages')
+        .slice(before)
+        .map((c) => c.path.split('/')[2]),
+    );
+    expect(read).toEqual(new Set([h.dc.channelId, NEW]));
+    expect((h.channel().status() as { caughtUp?: number }).caughtUp).toBe(2);
+
+    // NEW has a cursor now: its live messages go on from there, each once.
+    h.dc.pushMessage('live in the new channel', { userId: USER, channelId: NEW });
+    await waitFor(() => has('live in the new channel'), 'the live message');
+    await new Promise((r) => setTimeout(r, 300));
+    expect(tasks().filter((t) => /while away|second one|long ago|live in the new/.test(t))).toHaveLength(3);
+    expect(warnings(/could not read the history/)).toHaveLength(0);
+  });
+
   it('a session that stops delivering messages (heartbeats still acknowledged) is found by a periodic read of the history: the message becomes one action, one warning, a new session', async () => {
     h = await bootChatC({ runAgent: false, config: { chatCCatchUpInterval: 1 } });
     await waitFor(connected, 'connected');
