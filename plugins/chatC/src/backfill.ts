@@ -137,8 +137,8 @@ export class Backfill {
   }
 
   /** Writes `alive` (now) while the connection is up. */
-  private markAlive(): void {
-    if (!this.o.connected() || !this.o.store.db.isOpen) return;
+  private markAlive(connected = this.o.connected()): void {
+    if (!connected || !this.o.store.db.isOpen) return;
     try {
       this.o.store.setValue(ALIVE_KEY, String(Date.now()));
     } catch (e) {
@@ -224,7 +224,8 @@ export class Backfill {
     this.session++;
     this.readTo.clear();
     const list = [...this.channels(), ...this.newcomers(seen)];
-    this.markAlive();
+    // READY came: connected now, whatever the supervisor says before this handler returns.
+    this.markAlive(true);
     this.due = new Set(list);
     this.rounds.afterConnect(list, (held, signal) => this.runRound(list, held, signal));
   }
