@@ -21,6 +21,7 @@ export {
   type HistoryRoundsOptions,
 } from './history-rounds.js';
 export { DeliveryLedger, platformNonce, type ChunkSender } from './ledger.js';
+export { WriteBehind } from './write-behind.js';
 export { Outbox, type OutboxOptions } from './outbox.js';
 export {
   RateLimiter,

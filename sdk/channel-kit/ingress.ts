@@ -7,6 +7,7 @@
 import { errorMessage } from '../errors.js';
 import type { Logger } from '../types.js';
 import type { ChannelStore } from './store.js';
+import { WriteBehind } from './write-behind.js';
 
 /** One inbound platform message as the ingress keeps it. `payload` is the raw platform object (JSON). */
 export interface IngressItem<T> {
@@ -55,18 +56,20 @@ export class Ingress<T> {
     | { items: IngressItem<T>[]; cursors: IngressCursor[]; durability: 'FULL' | 'NORMAL'; done: Promise<Set<IngressItem<T>>> }
     | undefined;
   private readonly insert;
-  private readonly markDone;
-  /** Done marks not committed yet: [outcome, done at, message id]. */
-  private dones: Array<[string, number, string]> = [];
-  private flushing: NodeJS.Immediate | undefined;
+  /** Done marks, written behind: [outcome, done at, message id]. */
+  private readonly dones: WriteBehind<[string, number, string]>;
 
   constructor(
     private readonly store: ChannelStore,
     private readonly o: IngressOptions<T>,
   ) {
     this.insert = store.db.prepare('INSERT OR IGNORE INTO inbound(message_id, chat_id, payload, recorded_at) VALUES(?, ?, ?, ?)');
-    this.markDone = store.db.prepare("UPDATE inbound SET state = 'done', outcome = ?, done_at = ? WHERE message_id = ?");
-    store.beforeClose(() => this.flush());
+    // A done mark lost to a crash only makes the entry run again, and the handler is idempotent.
+    this.dones = new WriteBehind(
+      store,
+      store.db.prepare("UPDATE inbound SET state = 'done', outcome = ?, done_at = ? WHERE message_id = ?"),
+      (e, held) => this.o.log.warn(`Ingress: could not mark ${held} handled message(s) done yet: ${errorMessage(e)}`),
+    );
   }
 
   /**
@@ -74,39 +77,12 @@ export class Ingress<T> {
    * Called at the end of the turn they were made in, and before every read of the entries and the store's close.
    */
   flush(): void {
-    if (this.flushing) clearImmediate(this.flushing);
-    this.flushing = undefined;
-    if (!this.dones.length) return;
-    const dones = this.dones;
-    this.dones = [];
-    try {
-      // A done mark lost to a power cut only makes the entry run again, and the handler is idempotent.
-      if (dones.length === 1) {
-        this.store.durability('NORMAL');
-        this.markDone.run(...dones[0]!);
-      } else this.store.tx(() => this.writeDones(dones), 'NORMAL');
-    } catch (e) {
-      // Kept for the next flush or record, which throws to its caller if the store still refuses them.
-      this.dones = dones.concat(this.dones);
-      throw e;
-    }
-  }
-
-  private writeDones(dones: Array<[string, number, string]>): void {
-    for (const d of dones) this.markDone.run(...d);
+    this.dones.flush();
   }
 
   /** Marks an entry done at the end of this turn (with the others of the turn, in one commit). */
   private done(outcome: string, messageId: string): void {
-    this.dones.push([outcome, Date.now(), messageId]);
-    this.flushing ??= setImmediate(() => {
-      this.flushing = undefined;
-      try {
-        if (this.store.db.isOpen) this.flush();
-      } catch (e) {
-        this.o.log.warn(`Ingress: could not mark ${this.dones.length} handled message(s) done yet: ${errorMessage(e)}`);
-      }
-    });
+    this.dones.add([outcome, Date.now(), messageId]);
   }
 
   /**
@@ -125,15 +101,12 @@ export class Ingress<T> {
     if (this.closed) throw new Error('ingress is closed');
     const now = Date.now();
     const cursors = cursor === undefined ? [] : Array.isArray(cursor) ? cursor : [cursor];
-    if (this.flushing) clearImmediate(this.flushing);
-    this.flushing = undefined;
-    const dones = this.dones;
-    this.dones = [];
+    const dones = this.dones.take();
     let fresh: IngressItem<T>[];
     try {
       fresh = this.store.tx(() => {
         // The done marks of this turn ride in the same commit.
-        this.writeDones(dones);
+        this.dones.write(dones);
         const out: IngressItem<T>[] = [];
         for (const it of items) {
           const r = this.insert.run(it.messageId, it.chatId, JSON.stringify(it.payload), now);
@@ -149,7 +122,7 @@ export class Ingress<T> {
         return out;
       }, opts.durability ?? 'FULL');
     } catch (e) {
-      this.dones = dones.concat(this.dones);
+      this.dones.restore(dones);
       throw e;
     }
     for (const it of fresh) this.schedule(it);

@@ -12,6 +12,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Json } from '../types.js';
 import type { ChannelStore } from './store.js';
+import { WriteBehind } from './write-behind.js';
 
 /**
  * Sends one chunk and returns the platform's message id. `key` and `index` identify the chunk for good: pass
@@ -72,17 +73,19 @@ function digits(h: number): string {
 export class DeliveryLedger {
   private readonly inFlight = new Map<string, Promise<string[]>>();
   private readonly select;
-  private readonly mark;
   private readonly inserts = new Map<number, ReturnType<ChannelStore['db']['prepare']>>();
   /** Confirmed chunks whose mark is not committed yet: [platform id, sent at, key, chunk]. */
-  private marks: Array<[string, number, string, number]> = [];
-  private flushing: NodeJS.Immediate | undefined;
+  private readonly marks: WriteBehind<[string, number, string, number]>;
 
   constructor(private readonly store: ChannelStore) {
     // Prepared once: a message's bookkeeping is two statements (write its chunks, mark each sent), not compilations.
     this.select = store.db.prepare('SELECT chunk, chat_id, body, state, platform_id FROM delivery WHERE key = ? ORDER BY chunk');
-    this.mark = store.db.prepare("UPDATE delivery SET state = 'sent', platform_id = ?, sent_at = ? WHERE key = ? AND chunk = ?");
-    store.beforeClose(() => this.flush());
+    // NORMAL (WAL): durable across a process crash; a mark lost to a power cut means a repeat, never a loss. A
+    // failed end-of-turn write is left for the next send, read, write or close of the ledger, which reports it.
+    this.marks = new WriteBehind(
+      store,
+      store.db.prepare("UPDATE delivery SET state = 'sent', platform_id = ?, sent_at = ? WHERE key = ? AND chunk = ?"),
+    );
   }
 
   /**
@@ -91,34 +94,11 @@ export class DeliveryLedger {
    * leaves while a mark is held and nothing ever reads a stale state.
    */
   flush(): void {
-    if (this.flushing) clearImmediate(this.flushing);
-    this.flushing = undefined;
-    if (!this.marks.length) return;
-    const marks = this.marks;
-    this.marks = [];
-    try {
-      // NORMAL (WAL): durable across a process crash; a mark lost to a power cut means a repeat, never a loss.
-      if (marks.length === 1) {
-        this.store.durability('NORMAL');
-        this.mark.run(...marks[0]!);
-      } else this.store.tx(() => marks.forEach((m) => this.mark.run(...m)), 'NORMAL');
-    } catch (e) {
-      // Kept for the next flush, which throws to its caller if the store still refuses them.
-      this.marks = marks.concat(this.marks);
-      throw e;
-    }
+    this.marks.flush();
   }
 
   private markSent(id: string, key: string, chunk: number): void {
-    this.marks.push([id, Date.now(), key, chunk]);
-    this.flushing ??= setImmediate(() => {
-      this.flushing = undefined;
-      try {
-        if (this.store.db.isOpen) this.flush();
-      } catch {
-        // Left for the next send, read, write or close of the ledger, which reports it.
-      }
-    });
+    this.marks.add([id, Date.now(), key, chunk]);
   }
 
   /**

@@ -19,6 +19,7 @@ import {
   RateLimiter,
   TokenBucket,
   platformNonce,
+  WriteBehind,
 } from '../../sdk/channel-kit/index.js';
 import { prefixEnd } from '../../sdk/channel-kit/store.js';
 import { rm, tmp, waitFor } from '../helpers.js';
@@ -208,6 +209,41 @@ describe('ingress', () => {
     stores.splice(stores.indexOf(store), 1);
     expect((other.prepare("SELECT outcome FROM inbound WHERE message_id = 'm8'").get() as { outcome: string }).outcome).toBe('ok8');
     other.close();
+  });
+
+  it('WriteBehind: rows of one turn are one commit at its end; a refused write is reported and kept; the close writes what is held', async () => {
+    const { store, home } = open();
+    store.db.exec('CREATE TABLE t (x INTEGER CHECK (x < 10))');
+    const errors: Array<[string, number]> = [];
+    const behind = new WriteBehind<[number]>(store, store.db.prepare('INSERT INTO t(x) VALUES (?)'), (e, held) =>
+      errors.push([String(e), held]),
+    );
+    const commits: string[] = [];
+    const exec = store.db.exec.bind(store.db);
+    store.db.exec = (sql: string) => {
+      if (sql === 'COMMIT') commits.push(sql);
+      return exec(sql);
+    };
+    const rows = () => (store.db.prepare('SELECT x FROM t ORDER BY x').all() as Array<{ x: number }>).map((r) => r.x);
+    behind.add([1]);
+    behind.add([2]);
+    expect(rows()).toEqual([]);
+    await new Promise((r) => setImmediate(r));
+    expect(rows()).toEqual([1, 2]);
+    expect(commits).toHaveLength(1);
+
+    behind.add([20]);
+    await new Promise((r) => setImmediate(r));
+    expect(errors).toHaveLength(1);
+    expect(errors[0]![1]).toBe(1);
+    expect(() => behind.flush()).toThrow(/CHECK constraint/);
+    expect(behind.take()).toEqual([[20]]);
+
+    behind.add([3]);
+    store.close();
+    stores.splice(stores.indexOf(store), 1);
+    const again = open(home);
+    expect((again.store.db.prepare('SELECT x FROM t ORDER BY x').all() as Array<{ x: number }>).map((r) => r.x)).toEqual([1, 2, 3]);
   });
 
   it('entries recorded but not done before a crash are driven again at the next start, in order', async () => {
