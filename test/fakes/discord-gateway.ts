@@ -33,7 +33,9 @@ function wants(s: Session, t: string, d: unknown): boolean {
   return (s.intents & ((d as { guild_id?: string }).guild_id ? GUILD_MESSAGES : DIRECT_MESSAGES)) !== 0;
 }
 
-/** A GUILD_CREATE payload with the given channels. */
+const isThread = (c: Record<string, unknown>) => [10, 11, 12].includes(Number(c.type));
+
+/** A GUILD_CREATE payload with the given channels (threads among them go under `threads`). */
 export function guildCreate(
   guildId: string,
   channels: Array<Record<string, unknown>>,
@@ -67,10 +69,11 @@ export function guildCreate(
     members,
     presences: [],
     voice_states: [],
-    threads: [],
+    // Active threads (types 10, 11, 12) come apart from the channels, as Discord sends them to a bot.
+    threads: channels.filter(isThread),
     stage_instances: [],
     guild_scheduled_events: [],
-    channels: channels.map((c) => ({ position: 0, permission_overwrites: [], ...c })),
+    channels: channels.filter((c) => !isThread(c)).map((c) => ({ position: 0, permission_overwrites: [], ...c })),
   };
 }
 

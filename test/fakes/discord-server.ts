@@ -60,9 +60,10 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
   const applicationId = '100000000000000001';
   const guildId = '200000000000000002';
   const channelId = '300000000000000003';
-  const channels = new Map<string, { id: string; type: number; guild_id?: string; name?: string; recipients?: unknown[] }>([
-    [channelId, { id: channelId, type: 0, guild_id: guildId, name: 'general' }],
-  ]);
+  const channels = new Map<
+    string,
+    { id: string; type: number; guild_id?: string; parent_id?: string; name?: string; recipients?: unknown[] } & Record<string, unknown>
+  >([[channelId, { id: channelId, type: 0, guild_id: guildId, name: 'general' }]]);
   const history = new Map<string, DcMessage[]>();
   const nonces = new Map<string, DcMessage>();
   const failures: Array<{ route: string; error: FailSpec; count: number; after: number }> = [];
@@ -390,7 +391,28 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
       if (p.dm) {
         cid = p.channelId ?? `5${userId.slice(1)}`;
         if (!channels.has(cid)) channels.set(cid, { id: cid, type: 1, recipients: [user(userId)] });
-      } else if (!channels.has(cid)) channels.set(cid, { id: cid, type: 0, guild_id: guildId, name: `c${cid.slice(-4)}` });
+      } else if (!channels.has(cid))
+        channels.set(
+          cid,
+          p.threadOf
+            ? {
+                id: cid,
+                type: 11,
+                guild_id: guildId,
+                parent_id: p.threadOf,
+                name: `t${cid.slice(-4)}`,
+                owner_id: userId,
+                thread_metadata: {
+                  archived: false,
+                  auto_archive_duration: 1440,
+                  archive_timestamp: new Date().toISOString(),
+                  locked: false,
+                },
+                member_count: 1,
+                message_count: 0,
+              }
+            : { id: cid, type: 0, guild_id: guildId, name: `c${cid.slice(-4)}` },
+        );
       const guild = !p.dm;
       const id = snowflake(p.at);
       const attachments: DcMessage['attachments'] = [];

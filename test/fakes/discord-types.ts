@@ -85,6 +85,8 @@ export interface FakeDiscord {
       at?: number;
       /** Only in the history: no MESSAGE_CREATE is dispatched (an event the gateway lost). */
       historyOnly?: boolean;
+      /** `channelId` is a public thread (type 11) of this parent channel, created with this message if new. */
+      threadOf?: string;
     },
   ): DcMessage;
   /** A slash command interaction (INTERACTION_CREATE). */

@@ -125,27 +125,31 @@ describe('chatC history catch-up after a new session', () => {
       h.dc.pushMessage('and a second one', { userId: USER, channelId: NEW }),
     ];
     h.dc.pushMessage('while away, where history is hidden', { userId: USER, channelId: HIDDEN, mention: true });
+    // A thread started while Keel was away: an active thread of GUILD_CREATE.
+    const THREAD = '330000000000000222';
+    const inThread = h.dc.pushMessage('while away, in a new thread', { userId: USER, channelId: THREAD, threadOf: h.dc.channelId });
     const before = h.dc.callsOf('GET /channels/:id/messages').length;
     await h.restart();
     await waitFor(
-      () => tasks().filter((t) => /while away, in a new channel|and a second one/.test(t)).length === 2,
+      () => tasks().filter((t) => /while away, in a new (channel|thread)|and a second one/.test(t)).length === 3,
       'both, from the history',
     );
     expect(recorded(NEW)).toEqual(away.map((m) => m.id));
+    expect(recorded(THREAD)).toEqual([inThread.id]);
     const read = new Set(
       h.dc
         .callsOf('GET /channels/:id/messages')
         .slice(before)
         .map((c) => c.path.split('/')[2]),
     );
-    expect(read).toEqual(new Set([h.dc.channelId, NEW]));
-    expect((h.channel().status() as { caughtUp?: number }).caughtUp).toBe(2);
+    expect(read).toEqual(new Set([h.dc.channelId, NEW, THREAD]));
+    expect((h.channel().status() as { caughtUp?: number }).caughtUp).toBe(3);
 
     // NEW has a cursor now: its live messages go on from there, each once.
     h.dc.pushMessage('live in the new channel', { userId: USER, channelId: NEW });
     await waitFor(() => has('live in the new channel'), 'the live message');
     await new Promise((r) => setTimeout(r, 300));
-    expect(tasks().filter((t) => /while away|second one|long ago|live in the new/.test(t))).toHaveLength(3);
+    expect(tasks().filter((t) => /while away|second one|long ago|live in the new/.test(t))).toHaveLength(4);
     expect(warnings(/could not read the history/)).toHaveLength(0);
   });
 

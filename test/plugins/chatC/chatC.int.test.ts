@@ -45,6 +45,19 @@ describe('chatC inbound → action → reply', () => {
     expect(h.actions()).toHaveLength(1);
   });
 
+  it('a message in a thread is answered in that thread (threaded to it), as its own conversation', async () => {
+    h = await bootChatC();
+    await connected();
+    const THREAD = '330000000000000111';
+    h.model.replies.push({ text: 'Answer in the thread.' });
+    const inbound = h.dc.pushMessage('question in a thread', { userId: USER, channelId: THREAD, threadOf: h.dc.channelId, mention: true });
+    const reply = await waitFor(() => h!.dc.sentTo(THREAD).find((m) => m.content === 'Answer in the thread.'), 'the reply in the thread');
+    expect(reply.message_reference).toMatchObject({ message_id: inbound.id });
+    expect(h.dc.sentTo(h.dc.channelId)).toHaveLength(0);
+    const action = await waitFor(() => h!.actions().find((a) => a.status === 'completed'), 'completed');
+    expect(action!.metadata.replyTo).toMatchObject({ chatId: THREAD, messageId: inbound.id });
+  });
+
   it('a long reply goes out in chunks of at most 2,000, in order, each once — also through a 429 with retry_after in the middle', async () => {
     h = await bootChatC();
     await connected();
