@@ -212,14 +212,19 @@ export async function startFakeSlack(o: { pingMs?: number } = {}): Promise<FakeS
     if (threadTs && threadTs !== m.ts) {
       const replies = threads.get(`${channel}:${threadTs}`) ?? [];
       threads.set(`${channel}:${threadTs}`, replies);
-      replies.push(m);
-      replies.sort((a, b) => (micros(String(a.ts)) < micros(String(b.ts)) ? -1 : 1));
+      insertByTs(replies, m);
       const parent = list.find((x) => x.ts === threadTs);
       if (parent) Object.assign(parent, { thread_ts: threadTs, reply_count: Number(parent.reply_count ?? 0) + 1, latest_reply: m.ts });
       if (m.subtype !== 'thread_broadcast') return;
     }
-    list.push(m);
-    list.sort((a, b) => (micros(String(a.ts)) < micros(String(b.ts)) ? -1 : 1));
+    insertByTs(list, m);
+  };
+  /** Inserts `m` where its ts puts it (oldest first): usually at the end, after one comparison. */
+  const insertByTs = (list: Array<Record<string, unknown>>, m: Record<string, unknown>) => {
+    const t = micros(String(m.ts));
+    let i = list.length;
+    while (i > 0 && micros(String(list[i - 1]!.ts)) > t) i--;
+    list.splice(i, 0, m);
   };
   /**
    * The time window of a paged read (`oldest`, `latest`, `inclusive`) and where its cursor says the previous page
