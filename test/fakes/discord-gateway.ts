@@ -40,6 +40,7 @@ export function guildCreate(
   guildId: string,
   channels: Array<Record<string, unknown>>,
   members: Array<Record<string, unknown>> = [],
+  roles: Array<Record<string, unknown>> = [],
 ): Record<string, unknown> {
   return {
     id: guildId,
@@ -63,6 +64,7 @@ export function guildCreate(
         mentionable: false,
         flags: 0,
       },
+      ...roles,
     ],
     emojis: [],
     stickers: [],

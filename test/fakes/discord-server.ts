@@ -72,6 +72,21 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
   /** Interactions by token (tokens are valid for 15 minutes on Discord; here for the life of the fake). */
   const interactions = new Map<string, { id: string; payload: unknown; acked: boolean }>();
 
+  /** The bot's managed role, and a role everyone may be given. */
+  const botRoleId = '110000000000000011';
+  const otherRoleId = '120000000000000012';
+  const roleOf = (which: 'bot' | 'other') => (which === 'bot' ? botRoleId : otherRoleId);
+  const role = (id: string, name: string) => ({
+    id,
+    name,
+    permissions: '0',
+    position: 0,
+    color: 0,
+    hoist: false,
+    managed: false,
+    mentionable: true,
+    flags: 0,
+  });
   const user = (id: string) => ({ id, username: `user${id.slice(-4)}`, discriminator: '0', global_name: null, avatar: null });
   const store = (m: DcMessage) => {
     const list = history.get(m.channel_id) ?? [];
@@ -112,7 +127,12 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
               ? { permission_overwrites: [{ id: guildId, type: 0, allow: '0', deny: String(READ_MESSAGE_HISTORY) }] }
               : {}),
           })),
-        [{ user: bot, roles: [], joined_at: new Date().toISOString(), deaf: false, mute: false, flags: 0 }],
+        [{ user: bot, roles: [botRoleId], joined_at: new Date().toISOString(), deaf: false, mute: false, flags: 0 }],
+        [
+          // The role Discord creates for a bot when it joins (managed, tagged with the bot's id), and another role.
+          { ...role(botRoleId, bot.username), managed: true, position: 1, tags: { bot_id: bot.id } },
+          { ...role(otherRoleId, 'helpers'), position: 2 },
+        ],
       ),
   });
   const dispatch = (t: string, d: unknown) => gw.dispatch(t, d);
@@ -433,7 +453,7 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
         ...(guild
           ? { guild_id: guildId, member: { roles: [], joined_at: new Date().toISOString(), deaf: false, mute: false, flags: 0 } }
           : {}),
-        content: p.mention ? `<@${bot.id}> ${content}` : content,
+        content: p.mention ? `<@${bot.id}> ${content}` : p.mentionRole ? `<@&${roleOf(p.mentionRole)}> ${content}` : content,
         author: user(userId),
         attachments,
         mentions: p.mention ? [{ id: bot.id, username: bot.username, discriminator: '0', avatar: null }] : [],
@@ -447,7 +467,7 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
           : {}),
         tts: false,
         mention_everyone: false,
-        mention_roles: [],
+        mention_roles: p.mentionRole ? [roleOf(p.mentionRole)] : [],
         embeds: [],
         pinned: false,
         flags: 0,

@@ -78,6 +78,8 @@ export interface FakeDiscord {
       channelId?: string;
       dm?: boolean;
       mention?: boolean;
+      /** The message mentions a role instead (`<@&id>`): the bot's managed role, or another role of the server. */
+      mentionRole?: 'bot' | 'other';
       replyToBot?: string;
       /** `missing`: the CDN answers 404 for it (expired or deleted). */
       attachment?: { filename: string; data: Buffer; contentType?: string; missing?: boolean };

@@ -28,7 +28,11 @@ export interface GatewayEvents {
   ready(info: { botId: string; username: string; applicationId: string | undefined; channels: SeenChannel[] }): Promise<void> | void;
   message(m: DcInboundMessage): void;
   interaction(i: DcInteraction): void;
-  guilds(count: number): void;
+  /**
+   * The servers the bot is in (at READY and whenever one is joined or left): how many, and the bot's own managed
+   * role in each (the role Discord creates for a bot, which people mention by picking "@<bot name>" in the list).
+   */
+  guilds(count: number, selfRoles: Map<string, string>): void;
 }
 
 /** What the plugin learns about the live connection. */
@@ -66,7 +70,14 @@ export function gatewayConnector(o: { token: string; apiUrl: string; log: Logger
       if (p.t === 'MESSAGE_CREATE') o.on.message(p.d as DcInboundMessage);
       else if (p.t === 'INTERACTION_CREATE' && (p.d as DcInteraction).type === 2) o.on.interaction(p.d as DcInteraction);
     });
-    const guilds = () => o.on.guilds(client.guilds.cache.size);
+    const guilds = () => {
+      const selfRoles = new Map<string, string>();
+      for (const g of client.guilds.cache.values()) {
+        const role = client.user ? g.roles.botRoleFor(client.user) : null;
+        if (role) selfRoles.set(g.id, role.id);
+      }
+      o.on.guilds(client.guilds.cache.size, selfRoles);
+    };
     client.on(Events.GuildCreate, guilds);
     client.on(Events.GuildDelete, guilds);
     client.on(Events.ShardResume, () => {

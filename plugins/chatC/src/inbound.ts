@@ -23,6 +23,8 @@ export interface DcInboundMessage {
   author: DcUser;
   webhook_id?: string;
   mentions?: DcUser[];
+  /** Ids of the roles the message mentions (`<@&id>`). */
+  mention_roles?: string[];
   referenced_message?: { author?: DcUser } | null;
   attachments?: Array<{ id: string; filename: string; url?: string; content_type?: string; size?: number }>;
 }
@@ -55,13 +57,29 @@ export function isUserMessage(m: DcInboundMessage, botId: string | undefined): b
 /** The inbound message of a Discord message (attachments downloaded under downloads/chatC/, at most 20 MB each). */
 export async function messageToInbound(
   m: DcInboundMessage,
-  d: { home: string; botId: string | undefined; log: Logger; autoReply: boolean; signal?: AbortSignal },
+  d: {
+    home: string;
+    botId: string | undefined;
+    /** The bot's managed role in the message's server: mentioning it is mentioning the bot. */
+    selfRoleId?: string;
+    log: Logger;
+    autoReply: boolean;
+    signal?: AbortSignal;
+  },
 ): Promise<InboundMessage> {
   const isGroup = m.guild_id !== undefined;
   const botId = d.botId;
+  // Discord's "@" list offers the bot and its managed role under the same name; either one addresses the bot.
+  // Any other role (one the bot merely has too, like "@everyone" or "@helpers") does not.
+  const roleMentioned = d.selfRoleId !== undefined && (m.mention_roles ?? []).includes(d.selfRoleId);
   const mentioned =
-    !isGroup || (botId !== undefined && ((m.mentions ?? []).some((u) => u.id === botId) || m.referenced_message?.author?.id === botId));
-  const text = (botId ? (m.content ?? '').replace(new RegExp(`<@!?${botId}>`, 'g'), '') : (m.content ?? '')).trim();
+    !isGroup ||
+    roleMentioned ||
+    (botId !== undefined && ((m.mentions ?? []).some((u) => u.id === botId) || m.referenced_message?.author?.id === botId));
+  let text = m.content ?? '';
+  if (botId) text = text.replace(new RegExp(`<@!?${botId}>`, 'g'), '');
+  if (d.selfRoleId) text = text.replaceAll(`<@&${d.selfRoleId}>`, '');
+  text = text.trim();
   // Discord's CDN URLs are signed: no token goes with them. A file that cannot be saved becomes a note.
   // Attachments of a message the gating will ignore (auto-reply off, not addressed) are not fetched.
   const { attachments, notes } = await saveInboundFiles(

@@ -35,7 +35,7 @@ export async function startChatC(ctx: PluginContext<typeof manifest>) {
   const token = setting(ctx, 'chatCToken', '');
   const apiUrl = setting(ctx, 'chatCApiUrl', 'https://discord.com/api');
   const rest: REST = makeRest(token, apiUrl);
-  const bot: { id?: string; username?: string; applicationId?: string; guilds?: number } = {};
+  const bot: { id?: string; username?: string; applicationId?: string; guilds?: number; selfRoles?: Map<string, string> } = {};
   const dms = new Map<string, string>();
   const slash = new SlashAnswers(rest, ctx.log);
 
@@ -180,8 +180,9 @@ export async function startChatC(ctx: PluginContext<typeof manifest>) {
           if (fresh.length && interactionToInbound(i)) slash.defer(i);
           supervisor.inbound();
         },
-        guilds: (n) => {
+        guilds: (n, selfRoles) => {
           bot.guilds = n;
+          bot.selfRoles = selfRoles;
         },
       },
     }),
@@ -220,6 +221,9 @@ export async function startChatC(ctx: PluginContext<typeof manifest>) {
       const inbound = await messageToInbound(payload.message, {
         home: ctx.home,
         botId: bot.id,
+        ...(payload.message.guild_id && bot.selfRoles?.has(payload.message.guild_id)
+          ? { selfRoleId: bot.selfRoles.get(payload.message.guild_id)! }
+          : {}),
         log: ctx.log,
         autoReply,
         signal: rt.signal,

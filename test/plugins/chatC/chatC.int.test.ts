@@ -101,7 +101,7 @@ describe('chatC inbound → action → reply', () => {
     expect(h.dc.callsOf('POST /channels/:id/messages').length).toBe(2);
   });
 
-  it('auto-reply off: server chatter is ignored; a mention, a reply to the bot and a direct message become actions', async () => {
+  it('auto-reply off: server chatter is ignored; a mention (of the bot, or of its managed role), a reply to the bot and a direct message become actions', async () => {
     h = await bootChatC({ config: { chatCAutoReplyEnabled: false } });
     await connected();
     const mine = await h.channel().send(h.dc.channelId, 'I am the bot');
@@ -109,14 +109,17 @@ describe('chatC inbound → action → reply', () => {
     h.dc.pushMessage('summarise please', { userId: USER, mention: true });
     h.dc.pushMessage('and this one?', { userId: USER, replyToBot: mine.messageId });
     h.dc.pushMessage('private question', { userId: USER, dm: true });
-    await waitFor(() => h!.actions().length >= 3 && h!.actions().every((a) => a.status === 'completed'), 'three actions');
+    // "@keel-test" picked as the bot's managed role in Discord's list is a mention of the bot; another role is not.
+    h.dc.pushMessage('via the role', { userId: USER, mentionRole: 'bot' });
+    h.dc.pushMessage('hey helpers', { userId: USER, mentionRole: 'other' });
+    await waitFor(() => h!.actions().length >= 4 && h!.actions().every((a) => a.status === 'completed'), 'four actions');
     await new Promise((r) => setTimeout(r, 400));
     expect(
       h
         .actions()
         .map((a) => a.task)
         .sort(),
-    ).toEqual(['and this one?', 'private question', 'summarise please']);
+    ).toEqual(['and this one?', 'private question', 'summarise please', 'via the role']);
   });
 
   it('auto-reply on: every message becomes an action', async () => {
