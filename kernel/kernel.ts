@@ -117,6 +117,8 @@ export async function startKernel(opts: KernelOptions = {}): Promise<Kernel> {
     overrides: opts.overrides ?? {},
     registry: keys,
     log: logs.logger('config'),
+    // Only the kernel's keys are declared yet: plugins declare theirs as they load (below).
+    deferUnknownKeys: true,
   });
   const cfg = config;
   const queue = await ActionQueue.open({
@@ -208,6 +210,7 @@ export async function startKernel(opts: KernelOptions = {}): Promise<Kernel> {
     ...(opts.extraPlugins ?? []),
   ];
   await host.start(candidates);
+  cfg.warnUnknownKeys();
   host.startHealthTimer();
 
   let customSkills: CustomSkills | undefined;

@@ -27,7 +27,14 @@ export class LogSink {
 
   constructor(private readonly opts: LogSinkOptions = {}) {
     this.capacity = opts.capacity ?? 1000;
-    this.consola = createConsola({ level: opts.quiet ? -999 : (opts.level ?? 3), stdout: process.stderr, stderr: process.stderr });
+    // A terminal gets consola's fancy lines; a pipe, a file or journald one plain line per entry
+    // (`[warn] [config] ...`), without the blank lines the fancy reporter puts around warnings and errors.
+    this.consola = createConsola({
+      level: opts.quiet ? -999 : (opts.level ?? 3),
+      stdout: process.stderr,
+      stderr: process.stderr,
+      fancy: Boolean(process.stderr.isTTY),
+    });
   }
 
   scrub(message: string): string {

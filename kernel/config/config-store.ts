@@ -34,6 +34,11 @@ export interface ConfigStoreOptions {
   log?: Logger;
   /** Epoch milliseconds; tests pass a fixed clock. */
   clock?: () => number;
+  /**
+   * Do not warn about file keys nobody declares when loading: the caller registers more keys first (the kernel,
+   * whose plugins declare theirs as they load) and then calls `warnUnknownKeys()`.
+   */
+  deferUnknownKeys?: boolean;
 }
 
 /** An applied change, saying when the new file value is hidden by a higher layer. */
@@ -104,7 +109,7 @@ export class ConfigStore implements ConfigApi {
     }
     store.layers.setFile(content.values);
     await store.pendingStore.load();
-    store.warnUnknownKeys();
+    if (!opts.deferUnknownKeys) store.warnUnknownKeys();
     store.problems();
     return store;
   }
@@ -372,7 +377,8 @@ export class ConfigStore implements ConfigApi {
     this.log.error(`config: ${p.message}; using the next layer down instead`);
   }
 
-  private warnUnknownKeys(): void {
+  /** Warns once per key about file keys that no registered owner declares (with the nearest known key). */
+  warnUnknownKeys(): void {
     for (const key of this.unknownFileKeys()) {
       const id = `unknown\u0000${key}`;
       if (this.reported.has(id)) continue;

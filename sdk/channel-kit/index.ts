@@ -32,7 +32,7 @@ export {
   type RunOptions,
   type SendErrorDecision,
 } from './rate-limit.js';
-export { ConnectionSupervisor, StallError, type ConnectionState, type SupervisorOptions } from './supervisor.js';
+export { type ConnectionHooks, ConnectionSupervisor, StallError, type ConnectionState, type SupervisorOptions } from './supervisor.js';
 export { OwnerLock, type LockResult } from './owner-lock.js';
 export { BUILTIN_COMMANDS, isBuiltin, runCommand } from './commands.js';
 export { setting } from '../channel.js';

@@ -17,11 +17,12 @@ export interface SupervisorOptions {
   log: Logger;
   /**
    * Runs one connection until it fails (throws), ends (resolves: counted as a drop) or `signal` aborts.
-   * Call `live()` on every sign of life (an answered poll, a heartbeat ack) and `connected()` once the
-   * connection is up (after getMe / READY). Resolving with `'reconnect'` asks for a new connection at once (the
+   * Call `live()` on every sign of life (an answered poll, a heartbeat ack) and `connected(who)` once the
+   * connection is up (after getMe / READY); `who` says as whom and where (`as @keel_bot (Telegram bot 42)`), for
+   * the one info line of the first connection. Resolving with `'reconnect'` asks for a new connection at once (the
    * platform asked for it, e.g. Slack's `disconnect: refresh_requested`): no backoff, not counted as a drop.
    */
-  connect(signal: AbortSignal, hooks: { live(): void; connected(): void }): Promise<void | 'reconnect'>;
+  connect(signal: AbortSignal, hooks: ConnectionHooks): Promise<void | 'reconnect'>;
   /** The message to stop with when `error` cannot be fixed by retrying (bad credentials), else undefined. */
   fatal(error: unknown): string | undefined;
   /**
@@ -34,6 +35,12 @@ export interface SupervisorOptions {
   lock?: OwnerLock;
   /** How often a process that does not own the lock looks again (default 5000 ms). */
   lockRetryMs?: number;
+}
+
+/** What a transport calls while it runs (see `SupervisorOptions.connect`). */
+export interface ConnectionHooks {
+  live(): void;
+  connected(who?: string): void;
 }
 
 const message = errorMessage;
@@ -52,6 +59,8 @@ export class ConnectionSupervisor {
   private controller: AbortController | undefined;
   private loop: Promise<void> | undefined;
   private stopped = false;
+  /** Whether a connection was up since `start()`. */
+  private everConnected = false;
   private wake: (() => void) | undefined;
   private readonly listeners = new Set<(s: ConnectionState) => void>();
 
@@ -61,6 +70,7 @@ export class ConnectionSupervisor {
   start(): void {
     if (this.loop) return;
     this.stopped = false;
+    this.everConnected = false;
     this.loop = this.run();
   }
 
@@ -158,10 +168,16 @@ export class ConnectionSupervisor {
           live: () => {
             lastLive = Date.now();
           },
-          connected: () => {
+          connected: (who?: string) => {
             lastLive = Date.now();
             attempt = 0;
-            if (this.lastError && this.state !== 'connected') this.o.log.info(`${this.o.name}: connected again.`);
+            // One line when the channel first comes up (as whom), one when it is back after a failure; nothing for
+            // a connection the platform asked to renew, or a resume while connected.
+            if (this.state !== 'connected') {
+              if (!this.everConnected) this.o.log.info(`${this.o.name}: connected${who ? ` ${who}` : ''}.`);
+              else if (this.lastError) this.o.log.info(`${this.o.name}: connected again.`);
+            }
+            this.everConnected = true;
             this.set('connected');
           },
         });

@@ -583,6 +583,34 @@ describe('connection supervisor', () => {
   });
 });
 
+describe('connection supervisor: what it says', () => {
+  it('one info line with who it connected as when first up, "connected again" after a failure, nothing for a renewal the platform asked for', async () => {
+    let n = 0;
+    const infos: string[] = [];
+    const sup = new ConnectionSupervisor({
+      name: 't',
+      log: { ...log, info: (m: string) => infos.push(m) },
+      stallMs: 5000,
+      backoff: { baseMs: 10, maxMs: 20 },
+      fatal: () => undefined,
+      connect: async (signal, { connected }) => {
+        n++;
+        connected('as @bot (user 7)');
+        if (n === 1) {
+          await new Promise((r) => setTimeout(r, 1100));
+          return 'reconnect'; // renewal asked for by the platform
+        }
+        if (n === 2) throw new Error('socket reset');
+        await new Promise((r) => signal.addEventListener('abort', r));
+      },
+    });
+    sup.start();
+    await waitFor(() => n === 3 && sup.state === 'connected', 'third connection');
+    expect(infos).toEqual(['t: connected as @bot (user 7).', 't: connected again.']);
+    await sup.stop();
+  });
+});
+
 describe('connection supervisor: restart', () => {
   it('restart(reason) rebuilds an open connection as the watchdog does (reason as lastError, one reconnect, logged at info); nothing when no connection is open or once stopped', async () => {
     let n = 0;

@@ -113,7 +113,7 @@ export async function startChatA(ctx: PluginContext<typeof manifest>) {
       bot.username = me.username;
       bot.id = me.id;
       await api.setMyCommands(menu, undefined, signal as never).catch((e) => ctx.log.warn(`setMyCommands failed: ${errorMessage(e)}`));
-      connected();
+      connected(`as @${me.username} (Telegram bot ${me.id})`);
       rt.resume();
       for (;;) {
         const offset = Number(store.getValue('offset') ?? 0);

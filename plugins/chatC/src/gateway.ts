@@ -7,6 +7,7 @@
  * with a GatewayClosedError the plugin turns into one clear final message.
  */
 import { Client, Events, GatewayIntentBits, Options, Partials, PermissionFlagsBits } from 'discord.js';
+import type { ConnectionHooks } from '../../../sdk/channel-kit/index.js';
 import type { Logger } from '../../../sdk/index.js';
 import { GatewayClosedError } from './discord.js';
 import type { DcInboundMessage, DcInteraction } from './inbound.js';
@@ -42,7 +43,7 @@ export interface GatewayInfo {
 }
 
 export function gatewayConnector(o: { token: string; apiUrl: string; log: Logger; on: GatewayEvents; info: GatewayInfo }) {
-  return async (signal: AbortSignal, hooks: { live(): void; connected(): void }): Promise<void> => {
+  return async (signal: AbortSignal, hooks: ConnectionHooks): Promise<void> => {
     const client = new Client({
       rest: { api: o.apiUrl.replace(/\/+$/, '') },
       intents: [
@@ -110,7 +111,7 @@ export function gatewayConnector(o: { token: string; apiUrl: string; log: Logger
         applicationId: client.application?.id,
         channels: seenChannels(client),
       });
-      hooks.connected();
+      hooks.connected(`as ${client.user!.username} (Discord user ${client.user!.id}) in ${client.guilds.cache.size} server(s)`);
       await ended;
     } finally {
       clearInterval(pings);

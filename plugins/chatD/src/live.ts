@@ -122,7 +122,7 @@ export async function startChatD(ctx: PluginContext<typeof manifest>) {
         {
           live,
           connected: () => {
-            connected();
+            connected(`as @${bot.name} (Slack user ${bot.userId}) in workspace ${bot.team}`);
             rt.resume();
             // What was said while there was no connection (and Slack did not send again) is read from the history.
             catchUp.afterConnect();

@@ -9,7 +9,7 @@
  */
 import type { App, Receiver } from '@slack/bolt';
 import { LogLevel, type Logger as SlackLogger, SocketModeClient } from '@slack/socket-mode';
-import type { ConnectionSupervisor } from '../../../sdk/channel-kit/index.js';
+import type { ConnectionHooks, ConnectionSupervisor } from '../../../sdk/channel-kit/index.js';
 import { errorMessage, type Logger } from '../../../sdk/index.js';
 
 /** One Socket Mode envelope (events_api, slash_commands, interactive ...). */
@@ -63,7 +63,7 @@ function slackLogger(log: Logger, live: () => void): SlackLogger {
 export async function runSocket(
   o: SocketOptions,
   signal: AbortSignal,
-  hooks: { live(): void; connected(): void },
+  hooks: ConnectionHooks,
 ): Promise<void | 'reconnect'> {
   const client = new SocketModeClient({
     appToken: o.appToken,

@@ -12,7 +12,7 @@
  */
 import type { ImapFlow } from 'imapflow';
 import type { ChannelStatus, ConfigView, Logger } from '../../../sdk/index.js';
-import { ConnectionSupervisor, OwnerLock } from '../../../sdk/channel-kit/index.js';
+import { type ConnectionHooks, ConnectionSupervisor, OwnerLock } from '../../../sdk/channel-kit/index.js';
 import { describeImapError, imapClient } from './imap.js';
 import { emailSettings, imapSettings } from './settings.js';
 
@@ -96,7 +96,7 @@ export class Receiver {
   }
 
   /** One IMAP connection, from login until it drops (throws) or the supervisor aborts it. */
-  private async connection(signal: AbortSignal, hooks: { live(): void; connected(): void }): Promise<void> {
+  private async connection(signal: AbortSignal, hooks: ConnectionHooks): Promise<void> {
     const { client, server } = await imapClient(this.config, { idle: true });
     client.on('error', (e: unknown) => this.log.debug(`email: IMAP connection error: ${(e as Error).message}`));
     const closed = new Promise<void>((resolve) => client.once('close', () => resolve()));
@@ -115,7 +115,7 @@ export class Receiver {
       this.client = client;
       this.sweepError = undefined;
       this.live = hooks.live;
-      hooks.connected();
+      hooks.connected(`to ${server} as ${imapSettings(this.config).user} (${MAILBOX})`);
       client.on('exists', () => this.sweep());
       sweepTimer = setInterval(() => this.sweep(), emailSettings(this.config).sweepIntervalMs);
       sweepTimer.unref();

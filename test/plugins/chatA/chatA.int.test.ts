@@ -26,6 +26,8 @@ describe('chatA inbound → action → reply', () => {
       botId: 7000001,
       reconnects: 0,
     });
+    const up = h.logs.recent({ level: 'info' }).filter((e) => e.message.startsWith('chatA: connected'));
+    expect(up.map((e) => e.message)).toEqual(['chatA: connected as @keel_test_bot (Telegram bot 7000001).']);
     h.model.replies.push({ text: '**Hello** there, see `x<y`' });
     const { update_id, message_id } = h.tg.pushText('hi bot', { userId: 555 });
     const reply = await waitFor(() => textsTo(h!, 555)[0], 'the reply');

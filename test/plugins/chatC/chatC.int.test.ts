@@ -26,6 +26,9 @@ describe('chatC inbound → action → reply', () => {
       guilds: 1,
       reconnects: 0,
     });
+    // The log says once as whom and in how many servers it connected.
+    const up = h.logs.recent({ level: 'info' }).filter((e) => e.message.startsWith('chatC: connected'));
+    expect(up.map((e) => e.message)).toEqual(['chatC: connected as keel-test (Discord user 100000000000000001) in 1 server(s).']);
     h.model.replies.push({ text: '**Hello** there, see `x<y` and a_b' });
     const inbound = h.dc.pushMessage('hi bot', { userId: USER, mention: true });
     const reply = await waitFor(() => h!.dc.sentTo(h!.dc.channelId).find((m) => m.content.includes('Hello')), 'the reply');
