@@ -16,11 +16,14 @@ import { readRunState } from './run-state.js';
 export function channelLine(c: ChannelListing): string {
   if (!c.status) return `${c.name} (status unavailable${c.error ? `: ${c.error}` : ''})`;
   const s = c.status;
-  const state = s.state ?? (s.connected ? 'connected' : s.enabled ? 'not connected' : 'disabled');
+  // Not enabled (no credentials, or switched off) reads "off", whatever the plugin calls its idle state.
+  const state = !s.enabled && !s.connected ? 'off' : (s.state ?? (s.connected ? 'connected' : 'not connected'));
+  const who = s.connected && s.botUsername ? ` as ${s.botUsername}` : '';
   const notes: string[] = [];
+  if (s.connected && typeof s.guilds === 'number') notes.push(`${s.guilds} server${s.guilds === 1 ? '' : 's'}`);
   if (!s.connected && s.enabled && s.lastError) notes.push(`last error: ${s.lastError}`);
   if (s.caughtUp) notes.push(`${s.caughtUp} read from the history`);
-  return notes.length ? `${c.name} ${state} (${notes.join('; ')})` : `${c.name} ${state}`;
+  return `${c.name} ${state}${who}${notes.length ? ` (${notes.join('; ')})` : ''}`;
 }
 
 export async function status(opts: { json?: boolean; config?: string }): Promise<number> {

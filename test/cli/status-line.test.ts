@@ -1,5 +1,6 @@
 /**
- * `keel status`'s line per channel: the state; the last error when a configured channel is not connected (what to
+ * `keel status`'s line per channel: the state (`off` when not enabled), as whom and in how many servers when connected;
+ * the last error when a configured channel is not connected (what to
  * fix); how many messages its catch-up read from the history.
  */
 import { describe, expect, it } from 'vitest';
@@ -10,7 +11,11 @@ describe('keel status channel line', () => {
     expect(channelLine({ name: 'chatA', plugin: 'chatA', status: { enabled: true, connected: true, state: 'connected' } })).toBe(
       'chatA connected',
     );
-    expect(channelLine({ name: 'email', plugin: 'email', status: { enabled: false, connected: false } })).toBe('email disabled');
+    expect(channelLine({ name: 'email', plugin: 'email', status: { enabled: false, connected: false } })).toBe('email off');
+    expect(channelLine({ name: 'chatA', plugin: 'chatA', status: { enabled: false, connected: false, state: 'stopped' } })).toBe('chatA off');
+    expect(
+      channelLine({ name: 'chatC', plugin: 'chatC', status: { enabled: true, connected: true, state: 'connected', botUsername: 'keel', guilds: 3 } }),
+    ).toBe('chatC connected as keel (3 servers)');
   });
 
   it('says why a configured channel is not connected, and what its catch-up read', () => {
