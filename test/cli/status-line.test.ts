@@ -12,9 +12,15 @@ describe('keel status channel line', () => {
       'chatA connected',
     );
     expect(channelLine({ name: 'email', plugin: 'email', status: { enabled: false, connected: false } })).toBe('email off');
-    expect(channelLine({ name: 'chatA', plugin: 'chatA', status: { enabled: false, connected: false, state: 'stopped' } })).toBe('chatA off');
+    expect(channelLine({ name: 'chatA', plugin: 'chatA', status: { enabled: false, connected: false, state: 'stopped' } })).toBe(
+      'chatA off',
+    );
     expect(
-      channelLine({ name: 'chatC', plugin: 'chatC', status: { enabled: true, connected: true, state: 'connected', botUsername: 'keel', guilds: 3 } }),
+      channelLine({
+        name: 'chatC',
+        plugin: 'chatC',
+        status: { enabled: true, connected: true, state: 'connected', botUsername: 'keel', guilds: 3 },
+      }),
     ).toBe('chatC connected as keel (3 servers)');
   });
 

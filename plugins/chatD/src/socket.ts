@@ -60,11 +60,7 @@ function slackLogger(log: Logger, live: () => void): SlackLogger {
  * or `signal` aborts.
  * Rejects with the apps.connections.open error when the connection cannot be opened.
  */
-export async function runSocket(
-  o: SocketOptions,
-  signal: AbortSignal,
-  hooks: ConnectionHooks,
-): Promise<void | 'reconnect'> {
+export async function runSocket(o: SocketOptions, signal: AbortSignal, hooks: ConnectionHooks): Promise<void | 'reconnect'> {
   const client = new SocketModeClient({
     appToken: o.appToken,
     autoReconnectEnabled: false,

@@ -43,7 +43,15 @@ describe('unknown keys in the configuration file', () => {
     dirs.push(home, builtins);
     writeFileSync(join(home, 'keel.config.yaml'), 'greeterName: Ada\ngreeterNam: Bob\nsafeMode: true\n');
     const logs = new LogSink({ quiet: true });
-    kernel = await startKernel({ home, builtinDir: builtins, extraPlugins: [greeter], env: {}, watchSkills: false, watchConfig: false, logs });
+    kernel = await startKernel({
+      home,
+      builtinDir: builtins,
+      extraPlugins: [greeter],
+      env: {},
+      watchSkills: false,
+      watchConfig: false,
+      logs,
+    });
     expect(logs.recent({ level: 'error' })).toEqual([]);
     expect(kernel.config.get('greeterName')).toBe('Ada');
     const warnings = logs

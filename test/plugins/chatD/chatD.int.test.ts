@@ -27,7 +27,9 @@ describe('chatD inbound → action → reply', () => {
     await ready();
     expect(h!.channel().status()).toMatchObject({ enabled: true, connected: true, state: 'connected', botUsername: 'keel', reconnects: 0 });
     const up = h!.logs.recent({ level: 'info' }).filter((e) => e.message.startsWith('chatD: connected'));
-    expect(up.map((e) => e.message)).toEqual([expect.stringMatching(/^chatD: connected as @keel \(Slack user U\w+\) in workspace Keel Test\.$/)]);
+    expect(up.map((e) => e.message)).toEqual([
+      expect.stringMatching(/^chatD: connected as @keel \(Slack user U\w+\) in workspace Keel Test\.$/),
+    ]);
     // At the moment Slack gets the ack, the message is already in the ingress store.
     const seenAtAck: Array<number> = [];
     h!.slack.onAck = () => {
