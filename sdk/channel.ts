@@ -197,6 +197,11 @@ export interface ReceiveOptions {
    * admin and trusted, as the CLI is. `inbound.notAdmin` still wins.
    */
   operator?: boolean;
+  /**
+   * Called once the action's queue push is issued (its place in the queue is fixed), before it is durable: the
+   * channel kit's ingress then lets the chat's next message through (`IngressTurn.ordered`).
+   */
+  onOrdered?: () => void;
 }
 
 /**
@@ -422,13 +427,15 @@ async function decide(ctx: PluginContext, inbound: InboundMessage, options: Rece
   };
   let action: Action;
   try {
-    action = await ctx.queue.push({
+    const pushing = ctx.queue.push({
       task,
       source: m.channel,
       actor,
       ...(options.priority !== undefined ? { priority: options.priority } : {}),
       metadata,
     });
+    options.onOrdered?.();
+    action = await pushing;
   } catch (e) {
     // Not queued: a later delivery of the same message must get its chance.
     seen?.delete(key);

@@ -9,7 +9,7 @@
  * const outbox = new Outbox({ ledger: new DeliveryLedger(store), limiter: new RateLimiter(RATE_POLICIES.telegram), classify, log: ctx.log });
  */
 export { ChannelStore } from './store.js';
-export { Ingress, type IngressItem, type IngressOptions } from './ingress.js';
+export { Ingress, type IngressItem, type IngressOptions, type IngressTurn } from './ingress.js';
 export { HistoryGates } from './history-gates.js';
 export {
   HistoryRounds,

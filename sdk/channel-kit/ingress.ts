@@ -3,6 +3,12 @@
  * history cursor, in the same transaction) before the platform is told it arrived, deduplicated by its platform id,
  * handled in order per chat, and marked done only after its handler finished. Recorded-but-not-done entries are
  * driven again at start.
+ *
+ * In order, pipelined: a chat's next message is handled once the previous one's handler says its effect is
+ * *ordered* (`turn.ordered()`: `receive` calls it once the queue push is issued, whose place in the queue is then
+ * fixed), without waiting for that effect to be durable; a handler that never says so (a command answered
+ * directly) holds the chat until it finishes. Each message is still marked done only once its own handler
+ * finished, so a crash drives again exactly what was not durable.
  */
 import { errorMessage } from '../errors.js';
 import type { Logger } from '../types.js';
@@ -29,13 +35,27 @@ export interface IngressCursor {
   value: string | ((stored: string | undefined) => string);
 }
 
+/** What a handler may tell the ingress while it runs. */
+export interface IngressTurn {
+  /**
+   * The effect is ordered (e.g. the queue push is issued, so what the next message of the chat pushes lands after
+   * it): the next message of the chat may be handled now. Optional; idempotent.
+   */
+  ordered(): void;
+  /**
+   * Resolves once every earlier message of the chat has finished (its effect durable): for a handler that reads
+   * what they did (a built-in command answering with the queue's state) rather than adding to it.
+   */
+  readonly previous: Promise<void>;
+}
+
 export interface IngressOptions<T> {
   /**
-   * Turns the message into its effect (usually `receive`). Must be idempotent per `messageId`: after a crash
-   * between the effect and "done" it runs again (`receive` recognises an action it already queued).
-   * Returns a short outcome recorded with the entry.
+   * Turns the message into its effect (usually `receive`, passing `turn.ordered` as its `onOrdered`). Must be
+   * idempotent per `messageId`: after a crash between the effect and "done" it runs again (`receive` recognises an
+   * action it already queued). Returns a short outcome recorded with the entry.
    */
-  handle(item: IngressItem<T>): Promise<string | void>;
+  handle(item: IngressItem<T>, turn: IngressTurn): Promise<string | void>;
   log: Logger;
   /** Attempts of a failing handler before the entry is closed as failed (default 5). */
   maxAttempts?: number;
@@ -50,7 +70,12 @@ export interface IngressOptions<T> {
  * const fresh = ingress.record(updates.map(toItem), { key: 'offset', value: String(nextOffset) });
  */
 export class Ingress<T> {
+  /** Per chat: resolves when the chat's last scheduled message is ordered (or finished), so the next may start. */
   private readonly chains = new Map<string, Promise<void>>();
+  /** Handlers running (or waiting for their chat's turn), for `idle()`. */
+  private readonly running = new Set<Promise<void>>();
+  /** Per chat: resolves when every message scheduled so far has finished. */
+  private readonly finished = new Map<string, Promise<void>>();
   private closed = false;
   private batch:
     | { items: IngressItem<T>[]; cursors: IngressCursor[]; durability: 'FULL' | 'NORMAL'; done: Promise<Set<IngressItem<T>>> }
@@ -197,7 +222,7 @@ export class Ingress<T> {
 
   /** Resolves when every scheduled entry has been handled. */
   async idle(): Promise<void> {
-    while (this.chains.size) await Promise.all([...this.chains.values()]);
+    while (this.running.size) await Promise.all([...this.running]);
   }
 
   /** Stops scheduling; entries in flight finish, the rest stay recorded for the next start. */
@@ -208,19 +233,36 @@ export class Ingress<T> {
 
   private schedule(it: IngressItem<T>): void {
     const prev = this.chains.get(it.chatId) ?? Promise.resolve();
-    const next = prev.then(() => this.run(it));
-    this.chains.set(it.chatId, next);
-    void next.finally(() => {
-      if (this.chains.get(it.chatId) === next) this.chains.delete(it.chatId);
+    let release!: () => void;
+    const turn = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const previous = this.finished.get(it.chatId) ?? Promise.resolve();
+    const run = prev.then(() => this.run(it, { ordered: release, previous }));
+    // Finished (whatever the outcome) releases the chat too.
+    void run.finally(release);
+    this.chains.set(it.chatId, turn);
+    const all = Promise.all([previous, run]).then(
+      () => undefined,
+      () => undefined,
+    );
+    this.finished.set(it.chatId, all);
+    void all.then(() => {
+      if (this.finished.get(it.chatId) === all) this.finished.delete(it.chatId);
+    });
+    this.running.add(run);
+    void run.finally(() => this.running.delete(run));
+    void turn.then(() => {
+      if (this.chains.get(it.chatId) === turn) this.chains.delete(it.chatId);
     });
   }
 
-  private async run(it: IngressItem<T>): Promise<void> {
+  private async run(it: IngressItem<T>, turn: IngressTurn): Promise<void> {
     const max = this.o.maxAttempts ?? 5;
     for (let attempt = 1; ; attempt++) {
       if (this.closed && attempt > 1) return; // left recorded: the next start drives it
       try {
-        const outcome = await this.o.handle(it);
+        const outcome = await this.o.handle(it, turn);
         this.done(outcome ?? 'handled', it.messageId);
         return;
       } catch (e) {

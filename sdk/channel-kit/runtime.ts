@@ -22,6 +22,7 @@ import { errorMessage } from '../errors.js';
 import type { PluginContext } from '../plugin.js';
 import type { Action, Json } from '../types.js';
 import { BUILTIN_COMMANDS, isBuiltin, runCommand } from './commands.js';
+import type { IngressTurn } from './ingress.js';
 import { type ChunkSender, DeliveryLedger } from './ledger.js';
 import { Outbox } from './outbox.js';
 import { failureNotice, ProgressFeedback, type ProgressTransport } from './progress.js';
@@ -92,7 +93,13 @@ export interface ChannelRuntime {
    */
   handle(
     inbound: InboundMessage,
-    o: { statusLine: () => string; menu?: Array<{ command: string; description: string }>; answer?: (text: string) => Promise<unknown> },
+    o: {
+      statusLine: () => string;
+      menu?: Array<{ command: string; description: string }>;
+      answer?: (text: string) => Promise<unknown>;
+      /** The ingress turn: `receive` says when the push is ordered (the chat's next message may go). */
+      turn?: IngressTurn;
+    },
   ): Promise<string>;
   /** The `channel:<name>` capability; `reply` and `react` as the platform needs. */
   capability(o: { status: () => ChannelStatus } & Partial<Pick<ChannelCapability, 'reply' | 'react'>>): ChannelCapability;
@@ -212,6 +219,8 @@ export function createChannelRuntime<C extends Json>(o: ChannelRuntimeOptions<C>
     },
     async handle(inbound, h) {
       if (isBuiltin(inbound.command)) {
+        // The answer reads the queue: what the chat said before the command is in it.
+        await h.turn?.previous;
         const text = await runCommand(ctx, inbound, h.menu ?? BUILTIN_COMMANDS, h.statusLine);
         await (h.answer
           ? h.answer(text)
@@ -222,7 +231,10 @@ export function createChannelRuntime<C extends Json>(o: ChannelRuntimeOptions<C>
             }));
         return `command:${inbound.command}`;
       }
-      const out = await receive(ctx, inbound, { autoReply: setting<boolean>(ctx, `${name}AutoReplyEnabled`, false) === true });
+      const out = await receive(ctx, inbound, {
+        autoReply: setting<boolean>(ctx, `${name}AutoReplyEnabled`, false) === true,
+        ...(h.turn ? { onOrdered: h.turn.ordered } : {}),
+      });
       return out.kind === 'ignored' ? `ignored:${out.reason}` : out.kind;
     },
     capability(c) {

@@ -101,6 +101,72 @@ describe('ingress', () => {
     expect(ingress.open()).toBe(0);
   });
 
+  it('pipelined: a chat\'s next message starts once the previous one is ordered, not once it is durable; each is done only when its own handler ends; a handler that never says "ordered" holds its chat', async () => {
+    const { store } = open();
+    const events: string[] = [];
+    const durable = new Map<number, () => void>();
+    const ingress = new Ingress<{ n: number; ordered: boolean }>(store, {
+      log,
+      handle: async (it, turn) => {
+        events.push(`start ${it.payload.n}`);
+        if (it.payload.ordered) turn.ordered();
+        // The effect becomes durable later (the test decides when).
+        await new Promise<void>((r) => durable.set(it.payload.n, r));
+        events.push(`end ${it.payload.n}`);
+      },
+    });
+    const item = (n: number, ordered = true) => ({ messageId: `p${n}`, chatId: 'a', payload: { n, ordered } });
+    ingress.record([item(1), item(2), item(3, false), item(4)]);
+    await waitFor(() => durable.has(3), 'message 3 started while 1 and 2 are not durable');
+    expect(events).toEqual(['start 1', 'start 2', 'start 3']);
+    // 3 never said "ordered": 4 waits for it to end.
+    await new Promise((r) => setTimeout(r, 30));
+    expect(durable.has(4)).toBe(false);
+    expect(ingress.open()).toBe(4);
+    durable.get(2)!();
+    await waitFor(() => events.includes('end 2'), 'end 2');
+    await new Promise((r) => setImmediate(r));
+    // Done follows each message's own end, whatever the order: 2 is done, 1 is not.
+    expect(ingress.outcome('p2')).toBe('handled');
+    expect(ingress.outcome('p1')).toBeUndefined();
+    durable.get(3)!();
+    await waitFor(() => durable.has(4), 'message 4 started once 3 ended');
+    durable.get(1)!();
+    durable.get(4)!();
+    await ingress.idle();
+    expect(ingress.open()).toBe(0);
+    expect(events.filter((e) => e.startsWith('start'))).toEqual(['start 1', 'start 2', 'start 3', 'start 4']);
+  });
+
+  it('turn.previous: a handler that reads what came before (a command) waits until every earlier message of its chat finished', async () => {
+    const { store } = open();
+    const events: string[] = [];
+    let durable!: () => void;
+    const ingress = new Ingress<{ n: number }>(store, {
+      log,
+      handle: async (it, turn) => {
+        if (it.payload.n === 1) {
+          turn.ordered();
+          await new Promise<void>((r) => {
+            durable = r;
+          });
+          events.push('1 durable');
+          return;
+        }
+        events.push('2 started');
+        await turn.previous;
+        events.push('2 read');
+      },
+    });
+    ingress.record([1, 2].map((n) => ({ messageId: `q${n}`, chatId: 'a', payload: { n } })));
+    await waitFor(() => events.includes('2 started'), 'the command started once 1 was ordered');
+    await new Promise((r) => setTimeout(r, 20));
+    expect(events).toEqual(['2 started']);
+    durable();
+    await ingress.idle();
+    expect(events).toEqual(['2 started', '1 durable', '2 read']);
+  });
+
   it('recordSoon: messages pushed in the same turn share one transaction and each resolves once durable; duplicates dropped', async () => {
     const { store } = open();
     const seen: number[] = [];

@@ -179,6 +179,43 @@ describe('receive', () => {
   });
 });
 
+describe('receive: onOrdered', () => {
+  it('is called once the push is issued, before it is durable; never for a message that is not queued', async () => {
+    const events: string[] = [];
+    let durable!: () => void;
+    const ctx = {
+      use: () => undefined,
+      emit: async (_hook: string, m: unknown) => m,
+      queue: {
+        list: () => ({ pending: [], completed: [], failed: [] }),
+        push: (p: { task: string }) => {
+          events.push(`push ${p.task}`);
+          return new Promise((r) => {
+            durable = () => r({ id: 'act_1', metadata: {} });
+          });
+        },
+      },
+    } as unknown as PluginContext;
+    const done = receive(
+      ctx,
+      { channel: 'chatA', messageId: '1', chatId: '1', userId: '111', text: 'hi' },
+      { autoReply: true, onOrdered: () => events.push('ordered') },
+    ).then((o) => events.push(`resolved ${o.kind}`));
+    await new Promise((r) => setTimeout(r, 10));
+    expect(events).toEqual(['push hi', 'ordered']);
+    durable();
+    await done;
+    expect(events).toEqual(['push hi', 'ordered', 'resolved queued']);
+    const ignored = await receive(
+      ctx,
+      { channel: 'chatA', messageId: '2', chatId: '1', userId: '111', text: 'chatter' },
+      { autoReply: false, onOrdered: () => events.push('ordered again') },
+    );
+    expect(ignored).toEqual({ kind: 'ignored', reason: 'auto-reply-off' });
+    expect(events).not.toContain('ordered again');
+  });
+});
+
 describe('ctx.capabilities and the test helpers', () => {
   it('lists every running channel by prefix, in name order, and forgets an unloaded one', async () => {
     const b = fakeChannel('beta');

@@ -150,7 +150,7 @@ export async function startChatA(ctx: PluginContext<typeof manifest>) {
   const warn = (m: string) => ctx.log.warn(m);
   const ingress: Ingress<TgUpdate> = new Ingress<TgUpdate>(store, {
     log: ctx.log,
-    handle: async ({ payload }) => {
+    handle: async ({ payload }, turn) => {
       if (payload.callback_query) await api.answerCallbackQuery(payload.callback_query.id).catch(() => undefined);
       let inbound = await toInbound(payload, { api, apiRoot, token, home: ctx.home, bot, signal: rt.signal, transcribe, warn });
       if (!inbound) return 'skipped';
@@ -161,6 +161,7 @@ export async function startChatA(ctx: PluginContext<typeof manifest>) {
         inbound = route.inbound;
       }
       return rt.handle(inbound, {
+        turn,
         menu,
         statusLine: () => {
           const s = status();

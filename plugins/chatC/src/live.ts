@@ -204,13 +204,15 @@ export async function startChatC(ctx: PluginContext<typeof manifest>) {
 
   const ingress: Ingress<DcPayload> = new Ingress<DcPayload>(store, {
     log: ctx.log,
-    handle: async ({ payload }) => {
+    handle: async ({ payload }, turn) => {
       if ('interaction' in payload) {
         const i = payload.interaction;
         const inbound = interactionToInbound(i);
         if (!inbound) return 'skipped';
         // Reached while stopping: left recorded and answered after the next start (the answer would say "stopped").
         if (rt.signal.aborted) throw new Error('stopping');
+        // The answer reads the queue: what the channel said before the command is in it.
+        await turn.previous;
         const text = isBuiltin(inbound.command) ? await runCommand(ctx, inbound, BUILTIN_COMMANDS, discordStatusLine) : 'Unknown command.';
         const [first, ...rest2] = renderChunks(text, 'discord', { limit: LIMIT });
         if (!(await slash.answer(i, bot.applicationId, first ?? '…', inbound.command!))) return `command:${inbound.command}:unanswered`;
@@ -228,7 +230,7 @@ export async function startChatC(ctx: PluginContext<typeof manifest>) {
         autoReply,
         signal: rt.signal,
       });
-      return rt.handle(inbound, { statusLine: discordStatusLine });
+      return rt.handle(inbound, { statusLine: discordStatusLine, turn });
     },
   });
 

@@ -238,7 +238,7 @@ export async function startChatD(ctx: PluginContext<typeof manifest>) {
   // ---------------------------------------------------------------- inbound
   const ingress: Ingress<SlackItem> = new Ingress<SlackItem>(rt.store, {
     log: ctx.log,
-    handle: async (item) => {
+    handle: async (item, turn) => {
       const p = item.payload;
       const autoReply = setting<boolean>(ctx, 'chatDAutoReplyEnabled', false) === true;
       const plain = toInbound(item, bot.userId);
@@ -252,6 +252,7 @@ export async function startChatD(ctx: PluginContext<typeof manifest>) {
         signal: rt.signal,
       });
       return rt.handle(inbound, {
+        turn,
         statusLine: () => {
           const s = status();
           return `Slack: ${s.state}${s.botUsername ? ` as @${s.botUsername}` : ''}${bot.team ? ` in ${bot.team}` : ''}.`;

@@ -40,8 +40,8 @@ export class Inbound {
   ) {
     this.ingress = new Ingress<InboundPayload>(kit, {
       log: ctx.log,
-      handle: async ({ payload }) => {
-        const out = await receive(ctx, payload.inbound, { autoReply: payload.autoReply });
+      handle: async ({ payload }, turn) => {
+        const out = await receive(ctx, payload.inbound, { autoReply: payload.autoReply, onOrdered: turn.ordered });
         if (out.kind === 'ignored') return `ignored: ${out.reason}`;
         return out.kind === 'queued' ? `queued ${out.action.id}` : `handed ${out.actionId}`;
       },
