@@ -88,11 +88,15 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
     flags: 0,
   });
   const user = (id: string) => ({ id, username: `user${id.slice(-4)}`, discriminator: '0', global_name: null, avatar: null });
+  // Snowflakes as decimal strings: the longer is the larger, else the string order is the number order.
+  const below = (a: string, b: string) => a.length < b.length || (a.length === b.length && a < b);
   const store = (m: DcMessage) => {
     const list = history.get(m.channel_id) ?? [];
-    list.push(m);
-    // Oldest first by id (a backdated message goes where its time puts it).
-    list.sort((a, b) => (BigInt(a.id) < BigInt(b.id) ? -1 : BigInt(a.id) > BigInt(b.id) ? 1 : 0));
+    // Oldest first by id: inserted in its place (a backdated message goes where its time puts it), scanning from
+    // the newest end, where nearly every message lands; no sort of the whole channel per message.
+    let i = list.length;
+    while (i > 0 && below(m.id, list[i - 1]!.id)) i--;
+    list.splice(i, 0, m);
     history.set(m.channel_id, list);
   };
 
