@@ -87,6 +87,14 @@ export interface FakeSlack {
   deaf: boolean;
   /** conversations.history of a channel named here answers `{ ok: false, error }` (e.g. `not_in_channel`). */
   historyErrors: Map<string, string>;
+  /**
+   * Scopes the bot token lacks: users.conversations asked for a type that needs one (`groups:read` for
+   * private_channel, `mpim:read`, `im:read`, `channels:read` for public_channel) answers `missing_scope`, `needed`
+   * naming the missing ones.
+   */
+  missingScopes: Set<string>;
+  /** Conversations users.conversations leaves out (the bot is not a member). */
+  notMember: Set<string>;
   /** conversations.replies in a channel named here answers `{ ok: false, error }` (e.g. `missing_scope`). */
   repliesErrors: Map<string, string>;
   /**
@@ -411,6 +419,49 @@ export async function startFakeSlack(o: { pingMs?: number } = {}): Promise<FakeS
           },
         };
       }
+      case 'users.conversations': {
+        // The conversations the bot is a member of (every one the fake has a message in), of the types asked for.
+        if (!bot) return { ok: false, error: 'invalid_auth' };
+        const typeOf = { channel: 'public_channel', group: 'private_channel', mpim: 'mpim', im: 'im' } as const;
+        const scopeOf: Record<string, string> = {
+          public_channel: 'channels:read',
+          private_channel: 'groups:read',
+          mpim: 'mpim:read',
+          im: 'im:read',
+        };
+        const types = String(p.types ?? 'public_channel').split(',');
+        const missing = types.map((t) => scopeOf[t] ?? '').filter((x) => fake.missingScopes.has(x));
+        if (missing.length) return { ok: false, error: 'missing_scope', needed: missing.join(','), provided: 'chat:write' };
+        const all = [...kinds]
+          .filter(([id, kind]) => types.includes(typeOf[kind]) && !fake.notMember.has(id))
+          .map(([id, kind]) => {
+            const newest = history.get(id)?.at(-1)?.ts;
+            const created = Math.floor(Date.now() / 1000) - 86_400;
+            return {
+              id,
+              is_channel: kind === 'channel',
+              is_group: kind === 'group',
+              is_im: kind === 'im',
+              is_mpim: kind === 'mpim',
+              is_private: kind !== 'channel',
+              is_archived: false,
+              created,
+              updated: newest ? Math.floor(Number(newest) * 1000) : created * 1000,
+              ...(kind === 'im' ? { user: 'U0ALICE01' } : { name: id.toLowerCase() }),
+            };
+          });
+        const from = p.cursor
+          ? Number(
+              Buffer.from(String(p.cursor), 'base64')
+                .toString('utf8')
+                .replace(/^offset:/, ''),
+            )
+          : 0;
+        const limit = Math.min(1000, Math.max(1, Number(p.limit ?? 100) || 100));
+        const page = all.slice(from, from + limit);
+        const next = from + limit < all.length ? Buffer.from(`offset:${from + limit}`).toString('base64') : '';
+        return { ok: true, channels: page, response_metadata: { next_cursor: next } };
+      }
       case 'conversations.history':
         if (!bot) return { ok: false, error: 'invalid_auth' };
         return historyPage(p);
@@ -558,6 +609,8 @@ export async function startFakeSlack(o: { pingMs?: number } = {}): Promise<FakeS
     silent: false,
     deaf: false,
     historyErrors: new Map(),
+    missingScopes: new Set(),
+    notMember: new Set(),
     repliesErrors: new Map(),
     historyPageMax: 999,
     connections: () => opened,

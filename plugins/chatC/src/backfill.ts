@@ -29,6 +29,8 @@
  */
 import type { REST } from 'discord.js';
 import {
+  ALIVE_MARGIN_MS,
+  AliveMark,
   type ChannelStore,
   HISTORY_CALL_TIMEOUT_MS,
   HistoryRounds,
@@ -53,12 +55,6 @@ const READERS = 4;
 const DISCORD_EPOCH = 1_420_070_400_000n;
 
 export const cursorKey = (channelId: string) => `${PREFIX}${channelId}`;
-/** When the gateway was last known to be connected (epoch ms). */
-export const ALIVE_KEY = 'alive';
-/** How often `alive` is written while connected. */
-const ALIVE_EVERY_MS = 60_000;
-/** Channels without a cursor are read from this long before `alive` (clock skew, and the last minute's gap). */
-const ALIVE_MARGIN_MS = 60_000;
 /** At most this many channels without a cursor are read after a new session, the newest messages first. */
 export const MAX_NEW_CHANNELS = 50;
 
@@ -119,10 +115,12 @@ export class Backfill {
   private readonly readTo = new Map<string, string>();
   /** Channels without a cursor to read this session: where to read from (a snowflake of when Keel was last up). */
   private readonly startAt = new Map<string, string>();
-  private aliveTimer: NodeJS.Timeout | undefined;
+  /** When the gateway was last known connected (the kit's `alive` mark). */
+  private readonly alive: AliveMark;
 
   constructor(private readonly o: BackfillOptions) {
     this.rounds = new HistoryRounds({ signal: o.signal, interval: o.interval, connected: o.connected, onSweep: () => this.sweep() });
+    this.alive = new AliveMark({ store: o.store, log: o.log, connected: o.connected, channel: 'chatC' });
   }
 
   private get gates() {
@@ -132,18 +130,7 @@ export class Backfill {
   /** Starts the periodic sweeps, and the minutely `alive` mark while connected. */
   start(): void {
     this.rounds.start();
-    this.aliveTimer = setInterval(() => this.markAlive(), ALIVE_EVERY_MS);
-    this.aliveTimer.unref();
-  }
-
-  /** Writes `alive` (now) while the connection is up. */
-  private markAlive(connected = this.o.connected()): void {
-    if (!connected || !this.o.store.db.isOpen) return;
-    try {
-      this.o.store.setValue(ALIVE_KEY, String(Date.now()));
-    } catch (e) {
-      this.o.log.debug(`chatC: could not note the time: ${errorMessage(e)}`);
-    }
+    this.alive.start();
   }
 
   /**
@@ -151,14 +138,14 @@ export class Backfill {
    * before `alive` existed); undefined on a first start, when there is no gap to read.
    */
   private lastAlive(): number | undefined {
-    const alive = Number(this.o.store.getValue(ALIVE_KEY));
-    if (Number.isFinite(alive) && alive > 0) return alive;
-    const newest = this.o.store
-      .values(PREFIX)
-      .map((c) => c.value)
-      .filter(isSnowflake)
-      .reduce<string | undefined>((a, b) => newer(a, b), undefined);
-    return newest ? snowflakeMs(newest) : undefined;
+    return this.alive.last(() => {
+      const newest = this.o.store
+        .values(PREFIX)
+        .map((c) => c.value)
+        .filter(isSnowflake)
+        .reduce<string | undefined>((a, b) => newer(a, b), undefined);
+      return newest ? snowflakeMs(newest) : undefined;
+    });
   }
 
   /**
@@ -225,7 +212,7 @@ export class Backfill {
     this.readTo.clear();
     const list = [...this.channels(), ...this.newcomers(seen)];
     // READY came: connected now, whatever the supervisor says before this handler returns.
-    this.markAlive(true);
+    this.alive.mark(true);
     this.due = new Set(list);
     this.rounds.afterConnect(list, (held, signal) => this.runRound(list, held, signal));
   }
@@ -242,8 +229,7 @@ export class Backfill {
 
   /** Stops the catch-up in progress (live messages waiting for it are let through), noting the time if connected. */
   stop(): Promise<void> {
-    clearInterval(this.aliveTimer);
-    this.markAlive();
+    this.alive.stop();
     return this.rounds.stop();
   }
 

@@ -23,9 +23,19 @@
  * the most recently active first. The replies are recorded in the same transaction as the conversation's messages,
  * in ts order. A thread nothing of which was recorded yet, under a message older than the conversation's cursor, is
  * not found (that would take a call per message).
+ *
+ * Conversations Keel never heard from (a person's first direct message to the bot, a channel it was invited to) have
+ * no cursor. Keel notes when it was last connected (the kit's `alive` mark); at the first hello after a start, and at
+ * a hello that ends more than two minutes without a connection, the conversations the bot is a member of are listed
+ * (`users.conversations`, public and private channels, group and direct messages, as far as the token's scopes
+ * allow: `channels:read`, and for the others `groups:read`, `mpim:read`, `im:read`) and each one without a cursor
+ * (at most 50, the most recently updated first) is read like the others from that time, less a minute. Their live
+ * messages wait for the read from the moment the list is in.
  */
 import { ErrorCode, type WebClient } from '@slack/web-api';
 import {
+  ALIVE_MARGIN_MS,
+  AliveMark,
   type ChannelStore,
   HISTORY_CALL_TIMEOUT_MS,
   HistoryRounds,
@@ -58,6 +68,38 @@ export const THREADS_PER_ROUND = 50;
 const REPLIES_PAGE = 200;
 /** At most this many replies of one thread per catch-up (the oldest after its cursor: the next one goes on). */
 export const MAX_PER_THREAD = 500;
+
+/** At most this many conversations without a cursor are read after a start (the most recently updated first). */
+export const MAX_NEW_CONVERSATIONS = 50;
+/** A hello this long after the last `alive` mark (a gap, not a routine reconnect) looks for new conversations too. */
+export const NEWCOMER_GAP_MS = 120_000;
+/** users.conversations: conversations per page, and at most this many pages (2,000 conversations). */
+const LIST_PAGE = 200;
+const LIST_PAGES = 10;
+/** Each conversation type users.conversations lists, and the scope it needs. */
+const TYPE_SCOPES: Array<[string, string]> = [
+  ['public_channel', 'channels:read'],
+  ['private_channel', 'groups:read'],
+  ['mpim', 'mpim:read'],
+  ['im', 'im:read'],
+];
+
+/** A conversation as users.conversations lists it (what chatD reads of it). */
+interface ListedConversation {
+  id?: string;
+  is_im?: boolean;
+  is_mpim?: boolean;
+  is_private?: boolean;
+  is_archived?: boolean;
+  is_user_deleted?: boolean;
+  /** Epoch ms of the conversation's last update. */
+  updated?: number;
+  /** Epoch seconds of its creation. */
+  created?: number;
+}
+
+/** The least ts of epoch millisecond `ms` (a message written then or later has a ts after it). */
+export const tsAt = (ms: number) => `${Math.max(0, Math.floor(ms / 1000))}.000000`;
 
 /** A Slack ts (`"1700000000.000100"`) as microseconds, or undefined when it is not one. */
 function micros(ts: string): bigint | undefined {
@@ -186,9 +228,18 @@ export class CatchUp {
   /** Conversation → the error code last warned about (warned once until it reads again). */
   private readonly warned = new Map<string, string>();
   private rateWarned = false;
+  /** Conversations without a cursor to read on this connection: the ts to read from (when Keel was last up). */
+  private readonly startAt = new Map<string, string>();
+  /** When the connection was last known up (the kit's `alive` mark). */
+  private readonly alive: AliveMark;
+  /** The scopes users.conversations said were missing (said once). */
+  private scopesSaid = false;
+  /** While the conversations are listed after a gap: live messages of conversations without a cursor wait for it. */
+  private listing: { promise: Promise<void>; resolve(): void } | undefined;
 
   constructor(private readonly o: CatchUpOptions) {
     this.rounds = new HistoryRounds({ signal: o.signal, interval: o.interval, connected: o.connected, onSweep: () => this.sweep() });
+    this.alive = new AliveMark({ store: o.store, log: o.log, connected: o.connected, channel: 'chatD' });
   }
 
   /** Live messages of the conversations being caught up wait here. */
@@ -196,13 +247,19 @@ export class CatchUp {
     return this.rounds.gates;
   }
 
-  /** Starts the periodic sweeps. */
+  /** Starts the periodic sweeps, and the minutely `alive` mark while connected. */
   start(): void {
     this.rounds.start();
+    this.alive.start();
   }
 
-  /** Stops the sweeps and the round in progress; live messages waiting for it are let through. */
+  /**
+   * Stops the sweeps and the round in progress (live messages waiting for it are let through), noting the time if
+   * connected.
+   */
   stop(): Promise<void> {
+    this.alive.stop();
+    this.listed();
     return this.rounds.stop();
   }
 
@@ -225,10 +282,20 @@ export class CatchUp {
 
   /**
    * While the history of `channel` is due or being read, a promise that resolves once it is recorded (and that
-   * conversation is read next); else undefined.
+   * conversation is read next); else undefined. While the conversations are being listed after a gap, a
+   * conversation without a cursor waits for the list first (it may be one to read).
    */
   gate(channel: string): Promise<void> | undefined {
-    return this.gates.gate(channel);
+    const held = this.gates.gate(channel);
+    if (held || !this.listing) return held;
+    if (this.o.store.getValue(cursorKey(channel)) !== undefined) return undefined;
+    return this.listing.promise.then(() => this.gates.gate(channel));
+  }
+
+  /** Ends the wait for the list of conversations (listed, failed, cut short, or not to be made). */
+  private listed(): void {
+    this.listing?.resolve();
+    this.listing = undefined;
   }
 
   /**
@@ -238,11 +305,28 @@ export class CatchUp {
   afterConnect(): void {
     const connection = ++this.connection;
     this.readTo.clear();
+    this.startAt.clear();
     const list = this.conversations();
+    // A gap in which conversations never heard from may have been written in: Keel was stopped, or had no
+    // connection for a while (a routine reconnect is followed by the envelopes Slack sends again).
+    const since = this.alive.last(() => {
+      const newest = list[0]?.cursor;
+      return newest && micros(newest) !== undefined ? tsMs(newest) : undefined;
+    });
+    const gap = since !== undefined && (connection === 1 || Date.now() - since > NEWCOMER_GAP_MS) ? since : undefined;
+    this.alive.mark(true);
+    this.listed();
+    if (gap !== undefined) {
+      let resolve!: () => void;
+      const promise = new Promise<void>((r) => {
+        resolve = r;
+      });
+      this.listing = { promise, resolve };
+    }
     this.due = new Set(list.map((c) => c.channel));
     this.rounds.afterConnect(
       list.map((c) => c.channel),
-      (held, signal) => this.runRound('connect', list, held, connection, signal),
+      (held, signal) => this.runRound('connect', list, held, connection, signal, gap),
     );
   }
 
@@ -262,6 +346,101 @@ export class CatchUp {
     this.rounds.sweep((held, signal) => this.runRound('sweep', list, held, connection, signal));
   }
 
+  /**
+   * The conversations the bot is a member of that have no cursor (never heard from), the most recently updated
+   * first, at most MAX_NEW_CONVERSATIONS: each is held from now (its live messages wait), noted as due, and in
+   * `startAt` with the ts to read from (`since`, less a minute). Types the token's scopes do not cover are left
+   * out (said once). A failed list is warned about, and nothing is read.
+   */
+  private async newcomers(
+    since: number,
+    known: Set<string>,
+    held: Set<string>,
+    signal: AbortSignal,
+    rate: { waited: boolean },
+  ): Promise<string[]> {
+    let types = TYPE_SCOPES.map(([t]) => t);
+    const found = new Map<string, ListedConversation>();
+    let cursor: string | undefined;
+    let pages = 0;
+    while (types.length && pages < LIST_PAGES) {
+      if (signal.aborted) return [];
+      let page: { channels?: ListedConversation[]; response_metadata?: { next_cursor?: string } };
+      try {
+        page = (await this.call(
+          () =>
+            this.o.client.users.conversations({
+              types: types.join(','),
+              exclude_archived: true,
+              limit: LIST_PAGE,
+              ...(cursor ? { cursor } : {}),
+            }),
+          signal,
+          rate,
+        )) as typeof page;
+      } catch (e) {
+        if (signal.aborted) return [];
+        if (slackErrorCode(e) === 'missing_scope' && pages === 0) {
+          types = this.withoutMissing(types, e);
+          continue;
+        }
+        this.o.log.warn(
+          `chatD: could not list the conversations the bot is in (Slack answered ${codeOf(e)}); conversations Keel had not heard from are not caught up this time.`,
+        );
+        return [];
+      }
+      pages++;
+      for (const c of page.channels ?? []) if (c.id) found.set(c.id, c);
+      cursor = page.response_metadata?.next_cursor || undefined;
+      if (!cursor) break;
+    }
+    const at = (c: ListedConversation) => (typeof c.updated === 'number' ? c.updated : Number(c.created ?? 0) * 1000);
+    const all = [...found.values()]
+      .filter(
+        (c) =>
+          /^[CGD][A-Z0-9]+$/.test(c.id!) &&
+          !c.is_archived &&
+          !c.is_user_deleted &&
+          !known.has(c.id!) &&
+          this.o.store.getValue(cursorKey(c.id!)) === undefined,
+      )
+      .sort((a, b) => at(b) - at(a));
+    if (all.length > MAX_NEW_CONVERSATIONS)
+      this.o.log.warn(
+        `chatD: the bot is in ${all.length} conversations Keel had not heard from; the ${MAX_NEW_CONVERSATIONS} most recently updated are read for what was said while Keel was away, not the other ${all.length - MAX_NEW_CONVERSATIONS}.`,
+      );
+    const from = tsAt(since - ALIVE_MARGIN_MS);
+    const list = all.slice(0, MAX_NEW_CONVERSATIONS);
+    for (const c of list) {
+      const id = c.id!;
+      this.kinds.set(id, c.is_im ? 'im' : c.is_mpim ? 'mpim' : c.is_private ? 'group' : 'channel');
+      this.startAt.set(id, from);
+      this.due.add(id);
+      this.gates.hold(id, held);
+    }
+    return list.map((c) => c.id!);
+  }
+
+  /** `types` without those whose scope Slack says is missing (`needed`), said once; all but public when it names none. */
+  private withoutMissing(types: string[], e: unknown): string[] {
+    const needed = String((e as { data?: { needed?: string } }).data?.needed ?? '')
+      .split(',')
+      .map((x) => x.trim())
+      .filter(Boolean);
+    const scopeOf = new Map(TYPE_SCOPES);
+    let left = types.filter((t) => !needed.includes(scopeOf.get(t)!));
+    if (left.length === types.length) left = types.length > 1 && types.includes('public_channel') ? ['public_channel'] : [];
+    if (!this.scopesSaid) {
+      this.scopesSaid = true;
+      const missing = types.filter((t) => !left.includes(t)).map((t) => scopeOf.get(t)!);
+      this.o.log.info(
+        `chatD: the bot token lacks the scope(s) ${missing.join(', ')} (Slack answered missing_scope), so Keel cannot find ` +
+          "direct messages or private channels it had not heard from that were written in while it was away. Add them to the app's bot token scopes to catch those up too.",
+      );
+    }
+    return left;
+  }
+
   /** Conversations with a cursor, the most recently active first. */
   private conversations(): Array<{ channel: string; cursor: string }> {
     return this.o.store
@@ -276,13 +455,23 @@ export class CatchUp {
     held: Set<string>,
     connection: number,
     signal: AbortSignal,
+    since?: number,
   ): Promise<void> {
     const rate = { waited: false, limited: false };
     const threads = { left: THREADS_PER_ROUND };
-    this.pruneThreads();
     const undelivered = new Map<string, number>();
     let read = 0;
     const rest = list.map((c) => c.channel);
+    let newcomers: string[] = [];
+    try {
+      if (since !== undefined) newcomers = await this.newcomers(since, new Set(rest), held, signal, rate);
+    } finally {
+      // Held from here on (those to read), or let go (the others).
+      if (connection === this.connection) this.listed();
+    }
+    rest.push(...newcomers);
+    this.pruneThreads();
+    let newFound = 0;
     while (rest.length) {
       if (signal.aborted) break;
       // A conversation a live message waits for goes first.
@@ -301,6 +490,7 @@ export class CatchUp {
         );
         if (fresh === undefined) break; // stopped, or cut short
         read++;
+        if (newcomers.includes(channel)) newFound += fresh.length;
         if (this.warned.delete(channel)) this.o.log.info(`chatD: the history of conversation ${channel} can be read again.`);
         if (connection === this.connection) this.followed.set(channel, connection);
         if (kind === 'sweep' && wasFollowed) {
@@ -316,10 +506,23 @@ export class CatchUp {
         }
         this.failed(channel, e);
       } finally {
+        // A conversation without a cursor is read once, from when Keel was last up: not again (it would be read
+        // from nowhere); its live messages go on as usual.
+        if (this.startAt.delete(channel)) this.done(channel);
         this.gates.unhold(channel, held);
       }
     }
+    const unread = newcomers.filter((c) => this.startAt.delete(c));
+    for (const c of unread) this.done(c);
     if (this.o.signal.aborted) return;
+    if (unread.length && !signal.aborted)
+      this.o.log.warn(
+        `chatD: ${unread.length} conversation(s) Keel had not heard from were not read (Slack rate-limited reading the history); what was said there while Keel was away is not caught up.`,
+      );
+    if (newFound)
+      this.o.log.info(
+        `chatD: ${newFound} message(s) said while Keel was away in conversation(s) it had not heard from were read from the history.`,
+      );
     if (!rate.limited) this.rateWarned = false;
     this.lastCatchUpAt = new Date().toISOString();
     this.o.log.debug(`chatD: catch-up (${kind}) read ${read} of ${list.length} conversation(s).`);
@@ -347,7 +550,9 @@ export class CatchUp {
     sweep: boolean,
     waiting?: { begin(): void; end(): void },
   ): Promise<SlackMessageEvent[] | undefined> {
-    const cursor = this.o.store.getValue(cursorKey(channel));
+    // A conversation without a cursor found after a gap is read from when Keel was last up (and from there even if a
+    // live message gave it a cursor meanwhile: the ingress drops what it has).
+    const cursor = this.startAt.get(channel) ?? this.o.store.getValue(cursorKey(channel));
     if (!cursor) {
       this.done(channel);
       return [];

@@ -41,7 +41,7 @@ async function newConnectionCaughtUp(): Promise<void> {
 }
 
 describe('chatD catch-up from the history', () => {
-  it('messages sent while Keel was stopped, which Slack does not send again, are answered once each, in order; a conversation never heard from is not read', async () => {
+  it('messages sent while Keel was stopped, which Slack does not send again, are answered once each, in order', async () => {
     h = await bootChatD({ config: { chatDCatchUpInterval: 0 } });
     await waitFor(connected, 'connected');
     const replies = () => h!.slack.posted.filter((m) => m.channel === 'C0KNOWN01' && !m.deleted);
@@ -52,7 +52,6 @@ describe('chatD catch-up from the history', () => {
     for (const t of ['missed one', 'missed two', 'missed three']) h.slack.pushMessage(t, { channel: 'C0KNOWN01', historyOnly: true });
     // This one Slack does send again on the next connection: it arrives during the catch-up and waits for it.
     const resent = h.slack.pushMessage('missed four, sent again', { channel: 'C0KNOWN01' });
-    h.slack.pushMessage('never heard from here', { channel: 'C0NEVER01', historyOnly: true });
     await h.restart();
 
     await waitFor(() => replies().length === 5 && h!.actions().every((a) => a.status === 'completed'), 'every message answered', 15_000);
@@ -74,9 +73,102 @@ describe('chatD catch-up from the history', () => {
     expect(replies()).toHaveLength(5);
     expect(status().caughtUp).toBe(4);
     expect(historyReads('C0KNOWN01').length).toBeGreaterThanOrEqual(2);
-    expect(historyReads('C0NEVER01')).toHaveLength(0);
     expect(historyReads('C0KNOWN01')[0]!.params).toMatchObject({ inclusive: 'false', limit: '100' });
     expect(status().lastCatchUpAt).toMatch(/^\d{4}-\d\d-\d\dT/);
+  });
+
+  it('conversations Keel never heard from, written in while it was away (a first direct message, a channel it was invited to), are read from when it was last connected, each message once; not on a first start, nor after a routine reconnect; again after a long gap', async () => {
+    h = await bootChatD({ runAgent: false, config: { chatDCatchUpInterval: 0 } });
+    await waitFor(connected, 'connected');
+    h.slack.pushMessage('hello', { channel: 'C0KNOWN01' });
+    await waitFor(() => has('hello'), 'the live message');
+    // Written long before Keel was last connected, and never delivered: not caught up.
+    h.slack.pushMessage('long ago', { channel: 'C0OLD0001', ts: ago(3600), historyOnly: true });
+    // A first start has no gap to look in.
+    expect(h.slack.callsOf('users.conversations')).toHaveLength(0);
+
+    await h.kernel.stop();
+    h.slack.pushMessage('my first message to the bot', { channel: 'D0NEWDM01', channelType: 'im', historyOnly: true });
+    h.slack.pushMessage('said where the bot was just invited', { channel: 'C0NEW0001', historyOnly: true });
+    h.slack.notMember.add('C0NOTIN01');
+    h.slack.pushMessage('where the bot is not a member', { channel: 'C0NOTIN01', historyOnly: true });
+    await h.restart();
+
+    await waitFor(() => has('my first message to the bot') && has('said where the bot was just invited'), 'both, from the history', 15_000);
+    await waitFor(() => status().lastCatchUpAt !== undefined, 'the catch-up ended');
+    expect(h.slack.callsOf('users.conversations')).toHaveLength(1);
+    expect(h.slack.callsOf('users.conversations')[0]!.params).toMatchObject({
+      types: 'public_channel,private_channel,mpim,im',
+      exclude_archived: 'true',
+    });
+    expect(historyReads('C0NOTIN01')).toHaveLength(0);
+    // Read from a minute before Keel was last connected, not from the start of the conversation.
+    const read = historyReads('D0NEWDM01')[0]!.params;
+    expect(Number(read.oldest)).toBeGreaterThan(Date.now() / 1000 - 600);
+    expect(historyReads('C0OLD0001')).toHaveLength(1);
+    expect(has('long ago')).toBe(false);
+    expect(status().caughtUp).toBe(2);
+    const said = h.logs.recent({ level: 'info', limit: 1000 }).filter((e) => /had not heard from were read/.test(e.message));
+    expect(said.map((e) => e.message)).toEqual([
+      'chatD: 2 message(s) said while Keel was away in conversation(s) it had not heard from were read from the history.',
+    ]);
+
+    // A routine reconnect lists nothing; the new conversations have cursors now and are read like the others.
+    await newConnectionCaughtUp();
+    expect(h.slack.callsOf('users.conversations')).toHaveLength(1);
+    h.slack.pushMessage('and a second one, live', { channel: 'D0NEWDM01', channelType: 'im' });
+    await waitFor(() => has('and a second one, live'), 'the live message');
+    await new Promise((r) => setTimeout(r, 300));
+    expect(tasks().filter((t) => t === 'my first message to the bot')).toHaveLength(1);
+
+    // A connection after a long gap (no connection for ten minutes): listed again.
+    const db = new DatabaseSync(join(h.home, 'channels', 'chatD', 'kit.db'));
+    db.prepare("UPDATE kv SET value = ? WHERE key = 'alive'").run(String(Date.now() - 600_000));
+    db.close();
+    h.slack.pushMessage('during the gap', { channel: 'D0GAP0001', channelType: 'im', historyOnly: true });
+    await newConnectionCaughtUp();
+    await waitFor(() => has('during the gap'), 'the message of the gap');
+    expect(h.slack.callsOf('users.conversations')).toHaveLength(2);
+    expect(tasks().filter((t) => t === 'said where the bot was just invited')).toHaveLength(1);
+  });
+
+  it('in a conversation Keel never heard from, a message Slack sends again right after the hello waits for the one before it, read from the history', async () => {
+    h = await bootChatD({ runAgent: false, config: { chatDCatchUpInterval: 0 } });
+    await waitFor(connected, 'connected');
+    h.slack.pushMessage('hello', { channel: 'C0KNOWN01' });
+    await waitFor(() => has('hello'), 'the live message');
+    await h.kernel.stop();
+    h.slack.pushMessage('first, only in the history', { channel: 'D0NEWDM03', channelType: 'im', historyOnly: true });
+    const resent = h.slack.pushMessage('second, sent again', { channel: 'D0NEWDM03', channelType: 'im' });
+    await h.restart();
+    await waitFor(() => has('first, only in the history') && has('second, sent again'), 'both', 15_000);
+    await waitFor(() => h!.slack.acked.includes(resent.envelopeId), 'the resent envelope acknowledged');
+    const order = h.actions().map((a) => a.task);
+    expect(order.indexOf('first, only in the history')).toBeLessThan(order.indexOf('second, sent again'));
+    expect(order.filter((t) => t === 'second, sent again')).toHaveLength(1);
+  });
+
+  it('without the scopes to list direct messages and private channels, the public channels Keel never heard from are still caught up, and the missing scopes are named once', async () => {
+    h = await bootChatD({ runAgent: false, config: { chatDCatchUpInterval: 0 } });
+    await waitFor(connected, 'connected');
+    h.slack.pushMessage('hello', { channel: 'C0KNOWN01' });
+    await waitFor(() => has('hello'), 'the live message');
+    await h.kernel.stop();
+    for (const scope of ['groups:read', 'mpim:read', 'im:read']) h.slack.missingScopes.add(scope);
+    h.slack.pushMessage('in a public channel', { channel: 'C0NEW0002', historyOnly: true });
+    h.slack.pushMessage('in a direct message', { channel: 'D0NEWDM02', channelType: 'im', historyOnly: true });
+    await h.restart();
+    await waitFor(() => has('in a public channel'), 'the public channel, from the history', 15_000);
+    await waitFor(() => status().lastCatchUpAt !== undefined, 'the catch-up ended');
+    expect(has('in a direct message')).toBe(false);
+    expect(h.slack.callsOf('users.conversations').map((c) => c.params.types)).toEqual([
+      'public_channel,private_channel,mpim,im',
+      'public_channel',
+    ]);
+    const said = h.logs.recent({ limit: 1000 }).filter((e) => /lacks the scope/.test(e.message));
+    expect(said).toHaveLength(1);
+    expect(said[0]!.message).toContain('groups:read, mpim:read, im:read');
+    expect(warnings(/could not list/)).toHaveLength(0);
   });
 
   it('after a new connection, a conversation whose live message waits for the catch-up is read before the others', async () => {
