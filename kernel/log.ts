@@ -48,9 +48,12 @@ export class LogSink {
 
   logger(tag: string): Logger {
     const c = this.consola.withTag(tag);
+    // A message that names its source itself (`chatC: connected …`, kept so for `GET /api/logs` and the log file)
+    // is printed without it: consola's `[chatC]` says it already.
+    const own = `${tag}: `;
     const emit = (level: 'debug' | 'info' | 'warn' | 'error', message: string, rest: unknown[]) => {
       const text = this.scrub(rest.length ? `${message} ${rest.map(fmt).join(' ')}` : message);
-      c[level](text);
+      c[level](text.startsWith(own) ? text.slice(own.length) : text);
       if (level === 'debug') return;
       const entry: LogEntry = { level, message: text, timestamp: new Date().toISOString(), tag };
       this.push(entry);

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { LogSink } from '../../kernel/log.js';
 
 describe('log sink', () => {
@@ -17,5 +17,24 @@ describe('log sink', () => {
     expect(sink.recent({ level: 'warn' })).toHaveLength(1);
     expect(sink.recent({ limit: 1 })[0]!.message).toBe('four');
     expect(all[0]!.timestamp).toMatch(/^\d{4}-\d\d-\d\dT/);
+  });
+
+  it('prints a message that starts with its own tag without repeating it, and keeps it whole for the ring', () => {
+    const printed: string[] = [];
+    const spy = vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => {
+      printed.push(String(chunk));
+      return true;
+    });
+    const sink = new LogSink();
+    try {
+      sink.logger('chatC').info('chatC: connected as keel.');
+      sink.logger('config').warn('the chatC: key is odd');
+    } finally {
+      spy.mockRestore();
+    }
+    const lines = printed.join('').split('\n').filter(Boolean);
+    expect(lines.find((l) => l.includes('connected as keel'))).toMatch(/\[chatC\] connected as keel\.$/);
+    expect(lines.find((l) => l.includes('is odd'))).toMatch(/\[config\] the chatC: key is odd$/);
+    expect(sink.recent()[0]).toMatchObject({ tag: 'chatC', message: 'chatC: connected as keel.' });
   });
 });
