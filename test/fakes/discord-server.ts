@@ -98,6 +98,10 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
     while (i > 0 && below(m.id, list[i - 1]!.id)) i--;
     list.splice(i, 0, m);
     history.set(m.channel_id, list);
+    // A message in an archived thread unarchives it, as on Discord.
+    const t = channels.get(m.channel_id);
+    const meta = t?.thread_metadata as { archived?: boolean } | undefined;
+    if (t && meta?.archived) t.thread_metadata = { ...meta, archived: false };
   };
 
   const gw = new FakeGateway({
@@ -123,7 +127,7 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
       guildCreate(
         guildId,
         [...channels.values()]
-          .filter((c) => c.guild_id === guildId)
+          .filter((c) => c.guild_id === guildId && !(c.thread_metadata as { archived?: boolean } | undefined)?.archived)
           .map((c) => ({
             ...c,
             last_message_id: history.get(c.id)?.at(-1)?.id ?? null,
@@ -288,6 +292,24 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
       const cid = seg[1];
       const ch = channels.get(cid);
       if (!ch) return error(res, 404, 'Unknown Channel', 10003);
+      if (seg[2] === 'threads' && seg[3] === 'archived' && seg[4] === 'public' && seg.length === 5 && method === 'GET') {
+        // Discord: the channel's public archived threads, the most recently archived first, before `before` (an
+        // ISO time); needs Read Message History. The answer is what was archived when the request came (a gate only
+        // delays it).
+        if (fake.noHistoryAccess.has(cid)) return error(res, 403, 'Missing Access', 50001);
+        const before = url.searchParams.get('before');
+        const limit = Math.min(100, Math.max(2, Number(url.searchParams.get('limit') ?? 50)));
+        const archivedAt = (c: Record<string, unknown>) =>
+          Date.parse(String((c.thread_metadata as { archive_timestamp?: string }).archive_timestamp));
+        const all = [...channels.values()]
+          .filter((c) => c.parent_id === cid && (c.thread_metadata as { archived?: boolean } | undefined)?.archived)
+          .filter((c) => !before || archivedAt(c) < Date.parse(before))
+          .sort((a, b) => archivedAt(b) - archivedAt(a));
+        const threads = all.slice(0, limit).map((c) => ({ ...c, last_message_id: history.get(String(c.id))?.at(-1)?.id ?? null }));
+        const gate = fake.historyGates.get(cid);
+        if (gate) await gate;
+        return reply(res, 200, { threads, members: [], has_more: all.length > limit });
+      }
       if (seg.length === 2 && method === 'GET') return reply(res, 200, ch);
       if (seg[2] === 'typing' && method === 'POST') return reply(res, 204);
       if (seg[2] === 'messages' && seg.length === 3 && method === 'GET') {
@@ -387,6 +409,11 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
     interactionLog: [],
     cdnGate: undefined,
     historyGates: new Map(),
+    archiveThread(threadId, at = Date.now()) {
+      const t = channels.get(threadId);
+      if (!t?.thread_metadata) throw new Error(`no thread ${threadId}`);
+      t.thread_metadata = { ...(t.thread_metadata as object), archived: true, archive_timestamp: new Date(at).toISOString() };
+    },
     noHistoryAccess: new Set(),
     cdnRequests: [],
     gateway: gw.stats,

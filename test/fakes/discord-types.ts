@@ -59,8 +59,17 @@ export interface FakeDiscord {
   interactionLog: Array<{ id: string; kind: 'callback' | 'edit'; type?: number; content?: string }>;
   /** While set, attachment downloads from the CDN wait for it (a slow download ahead in the channel). */
   cdnGate: Promise<void> | undefined;
-  /** History reads (`GET /channels/:id/messages`) of a channel named here wait for its promise. */
+  /**
+   * History reads (`GET /channels/:id/messages`) of a channel named here wait for its promise, and so do listings of
+   * its archived threads (`GET /channels/:id/threads/archived/public`).
+   */
   historyGates: Map<string, Promise<void>>;
+  /**
+   * Archives a thread (as Discord does after its auto-archive time of inactivity): it leaves GUILD_CREATE's active
+   * threads and is listed by `GET /channels/<parent>/threads/archived/public`; `at` is its archive time (default now).
+   * A message posted in it (pushMessage, or the bot's) unarchives it.
+   */
+  archiveThread(threadId: string, at?: number): void;
   /**
    * Guild channels whose history the bot may not read: GUILD_CREATE shows them with an overwrite denying
    * READ_MESSAGE_HISTORY, and a history read answers 403 Missing Access (50001).

@@ -18,7 +18,11 @@
  * a clean stop); after READY, each guild channel or active thread of GUILD_CREATE without a cursor whose
  * `last_message_id` is newer than that (less a minute), and whose history the bot may read, is read from that time
  * like the others (at most the 50 with the newest messages). A DM channel Keel never heard from cannot be found
- * (a bot cannot list its DMs).
+ * (a bot cannot list its DMs). A thread archived while Keel was away is not in GUILD_CREATE: when Keel was away for
+ * longer than the shortest auto-archive time (an hour), the public archived threads of up to 50 channels (the most
+ * recently active first) are listed (`GET /channels/:id/threads/archived/public`, newest archived first, down to
+ * that time), and each one without a cursor archived since, with messages from since, is read the same way. Live
+ * messages of channels without a cursor wait until that list is in (one may be a thread to read first).
  *
  * A session can also stop delivering messages while it goes on acknowledging heartbeats (Discord has had such
  * incidents; a new session cures them). So every `chatCCatchUpInterval` seconds the 50 most recently active
@@ -57,6 +61,20 @@ const DISCORD_EPOCH = 1_420_070_400_000n;
 export const cursorKey = (channelId: string) => `${PREFIX}${channelId}`;
 /** At most this many channels without a cursor are read after a new session, the newest messages first. */
 export const MAX_NEW_CHANNELS = 50;
+/** Archived threads are listed only after a longer gap than this: Discord's shortest auto-archive time (an hour). */
+export const ARCHIVE_GAP_MS = 3_600_000 - ALIVE_MARGIN_MS;
+/** The archived threads of at most this many channels are listed after a new session, the most recently active first. */
+export const MAX_THREAD_PARENTS = 50;
+/** Archived threads per listing page (Discord's maximum is 100), and pages per channel. */
+const ARCHIVED_PAGE = 50;
+const ARCHIVED_PAGES = 4;
+
+/** A thread as `GET /channels/:id/threads/archived/public` lists it (what chatC reads of it). */
+interface ArchivedThread {
+  id?: string;
+  last_message_id?: string | null;
+  thread_metadata?: { archive_timestamp?: string };
+}
 
 /** The newer of two snowflakes (undefined counts as oldest). */
 export function newer(a: string | undefined, b: string): string {
@@ -117,6 +135,8 @@ export class Backfill {
   private readonly startAt = new Map<string, string>();
   /** When the gateway was last known connected (the kit's `alive` mark). */
   private readonly alive: AliveMark;
+  /** While archived threads are listed after a new session: live messages of channels without a cursor wait for it. */
+  private listing: { promise: Promise<void>; resolve(): void } | undefined;
 
   constructor(private readonly o: BackfillOptions) {
     this.rounds = new HistoryRounds({ signal: o.signal, interval: o.interval, connected: o.connected, onSweep: () => this.sweep() });
@@ -153,15 +173,15 @@ export class Backfill {
    * margin), and whose history the bot may read; the newest first, at most MAX_NEW_CHANNELS. Each is noted in
    * `startAt` with the snowflake to read from.
    */
-  private newcomers(seen: SeenChannel[]): string[] {
+  private newcomers(seen: SeenChannel[], since: number | undefined): string[] {
     this.startAt.clear();
-    const since = this.lastAlive();
     if (since === undefined) return [];
     const floor = snowflakeAt(since - ALIVE_MARGIN_MS);
     const all = seen
       .filter(
         (c) =>
           isSnowflake(c.id) &&
+          !c.forum &&
           c.readable !== false &&
           c.lastMessageId !== undefined &&
           isSnowflake(c.lastMessageId) &&
@@ -210,16 +230,119 @@ export class Backfill {
   afterReady(seen: SeenChannel[] = []): void {
     this.session++;
     this.readTo.clear();
-    const list = [...this.channels(), ...this.newcomers(seen)];
+    const since = this.lastAlive();
+    const list = [...this.channels(), ...this.newcomers(seen, since)];
     // READY came: connected now, whatever the supervisor says before this handler returns.
     this.alive.mark(true);
     this.due = new Set(list);
-    this.rounds.afterConnect(list, (held, signal) => this.runRound(list, held, signal));
+    // Away for longer than a thread takes to archive itself: the archived threads are listed too.
+    const parents =
+      since !== undefined && Date.now() - since > ARCHIVE_GAP_MS
+        ? seen
+            .filter((c) => c.threads && c.readable !== false && isSnowflake(c.id))
+            .sort((a, b) => (BigInt(b.lastMessageId ?? '0') > BigInt(a.lastMessageId ?? '0') ? 1 : -1))
+            .slice(0, MAX_THREAD_PARENTS)
+            .map((c) => c.id)
+        : [];
+    this.listed();
+    const archived = parents.length ? { parents, floor: snowflakeAt(since! - ALIVE_MARGIN_MS) } : undefined;
+    if (archived) {
+      let resolve!: () => void;
+      const promise = new Promise<void>((r) => {
+        resolve = r;
+      });
+      this.listing = { promise, resolve };
+    }
+    const session = this.session;
+    this.rounds.afterConnect(list, (held, signal) => this.runRound(list, held, signal, undefined, archived && { ...archived, session }));
   }
 
-  /** While the history of `channelId` is still to be read, a promise that resolves once it is recorded. */
+  /**
+   * While the history of `channelId` is still to be read, a promise that resolves once it is recorded. While archived
+   * threads are being listed, a channel without a cursor waits for the list first (it may be one to read).
+   */
   gate(channelId: string): Promise<void> | undefined {
-    return this.gates.gate(channelId);
+    const held = this.gates.gate(channelId);
+    if (held || !this.listing) return held;
+    if (this.o.store.getValue(cursorKey(channelId)) !== undefined) return undefined;
+    return this.listing.promise.then(() => this.gates.gate(channelId));
+  }
+
+  /** Ends the wait for the list of archived threads (listed, failed, cut short, or not to be made). */
+  private listed(): void {
+    this.listing?.resolve();
+    this.listing = undefined;
+  }
+
+  /**
+   * The public archived threads of `parents` archived since `floor` (newest archived first, as Discord lists them)
+   * that have no cursor and messages after `floor`; the newest first, at most MAX_NEW_CHANNELS. Each is held from
+   * now, noted as due and in `startAt`. A channel whose threads cannot be listed is warned about once.
+   */
+  private async archivedThreads(
+    parents: string[],
+    floor: string,
+    known: Set<string>,
+    held: Set<string>,
+    signal: AbortSignal,
+  ): Promise<string[]> {
+    const floorMs = snowflakeMs(floor);
+    const found = new Map<string, string>();
+    for (const parent of parents) {
+      let before: string | undefined;
+      for (let page = 0; page < ARCHIVED_PAGES; page++) {
+        if (signal.aborted) return [];
+        let r: { threads?: ArchivedThread[]; has_more?: boolean };
+        try {
+          const query = new URLSearchParams({ limit: String(ARCHIVED_PAGE), ...(before ? { before } : {}) });
+          r = (await bounded(
+            this.o.rest.get(`/channels/${parent}/threads/archived/public`, { query, signal }),
+            HISTORY_CALL_TIMEOUT_MS,
+            signal,
+          )) as typeof r;
+        } catch (e) {
+          if (signal.aborted) return [];
+          const why = errorMessage(e);
+          const key = `archived:${parent}`;
+          if (this.warned.get(key) !== why) {
+            this.warned.set(key, why);
+            this.o.log.warn(
+              `chatC: could not list the archived threads of channel ${parent} (${why}); threads archived there while Keel was away are not caught up.`,
+            );
+          }
+          break;
+        }
+        this.warned.delete(`archived:${parent}`);
+        const threads = r.threads ?? [];
+        let older = false;
+        for (const t of threads) {
+          const at = Date.parse(t.thread_metadata?.archive_timestamp ?? '');
+          if (!(at >= floorMs)) {
+            older = true; // archived before Keel was away: so is every thread after it
+            continue;
+          }
+          const last = t.last_message_id;
+          if (!t.id || !isSnowflake(t.id) || !last || !isSnowflake(last) || BigInt(last) <= BigInt(floor)) continue;
+          if (known.has(t.id) || this.o.store.getValue(cursorKey(t.id)) !== undefined) continue;
+          found.set(t.id, last);
+        }
+        before = threads.at(-1)?.thread_metadata?.archive_timestamp;
+        if (older || !r.has_more || !before) break;
+      }
+    }
+    const all = [...found].sort((a, b) => (BigInt(a[1]) > BigInt(b[1]) ? -1 : 1)).map(([id]) => id);
+    if (all.length > MAX_NEW_CHANNELS)
+      this.o.log.warn(
+        `chatC: ${all.length} threads archived while Keel was away have messages from then; the ${MAX_NEW_CHANNELS} with the newest are read, not the other ${all.length - MAX_NEW_CHANNELS}.`,
+      );
+    const list = all.slice(0, MAX_NEW_CHANNELS);
+    for (const id of list) {
+      this.startAt.set(id, floor);
+      this.due.add(id);
+      this.gates.hold(id, held);
+    }
+    if (list.length) this.o.log.info(`chatC: ${list.length} thread(s) archived while Keel was away have messages from then; reading them.`);
+    return list;
   }
 
   /** Whether the history of `channelId` is still to be read this session: its live messages leave its cursor. */
@@ -230,6 +353,7 @@ export class Backfill {
   /** Stops the catch-up in progress (live messages waiting for it are let through), noting the time if connected. */
   stop(): Promise<void> {
     this.alive.stop();
+    this.listed();
     return this.rounds.stop();
   }
 
@@ -253,8 +377,22 @@ export class Backfill {
    * Reads `list`. A session's catch-up holds every channel of it from the start (`held`); a sweep (`sweep`: of that
    * session) holds each channel only while it reads it, and counts what the session should have delivered.
    */
-  private async runRound(list: string[], held: Set<string>, signal: AbortSignal, sweep?: { session: number }): Promise<void> {
+  private async runRound(
+    list: string[],
+    held: Set<string>,
+    signal: AbortSignal,
+    sweep?: { session: number },
+    archived?: { parents: string[]; floor: string; session: number },
+  ): Promise<void> {
     const rest = [...list];
+    if (archived) {
+      try {
+        rest.push(...(await this.archivedThreads(archived.parents, archived.floor, new Set(list), held, signal)));
+      } finally {
+        // Held from here on (the threads to read), or let go (the others).
+        if (archived.session === this.session) this.listed();
+      }
+    }
     let messages = 0;
     let channels = 0;
     const undelivered = new Map<string, number>();
@@ -281,7 +419,7 @@ export class Backfill {
         }
       }
     };
-    await Promise.all(Array.from({ length: Math.min(READERS, list.length) }, worker));
+    await Promise.all(Array.from({ length: Math.min(READERS, rest.length) }, worker));
     if (this.o.signal.aborted) return;
     this.lastCatchUpAt = new Date().toISOString();
     if (messages && !sweep)
@@ -317,7 +455,8 @@ export class Backfill {
    */
   private async readChannel(channelId: string, signal: AbortSignal, from?: string): Promise<DcInboundMessage[] | undefined> {
     // A channel without a cursor is read from when Keel was last connected (`startAt`), once.
-    const cursor = this.o.store.getValue(cursorKey(channelId)) ?? this.startAt.get(channelId);
+    // (From there even if a live message gave it a cursor meanwhile: the ingress drops what it has.)
+    const cursor = this.startAt.get(channelId) ?? this.o.store.getValue(cursorKey(channelId));
     if (!cursor || !isSnowflake(cursor)) return [];
     // From the older of the cursor and `from` (where the previous read of this session ended).
     const after = from && isSnowflake(from) && BigInt(from) < BigInt(cursor) ? from : cursor;

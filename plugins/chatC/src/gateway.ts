@@ -6,7 +6,7 @@
  * new one. Close codes Discord will not take back (4004 bad token, 4014 disallowed intents) end the connection
  * with a GatewayClosedError the plugin turns into one clear final message.
  */
-import { Client, Events, GatewayIntentBits, Options, Partials, PermissionFlagsBits } from 'discord.js';
+import { ChannelType, Client, Events, GatewayIntentBits, Options, Partials, PermissionFlagsBits } from 'discord.js';
 import type { ConnectionHooks } from '../../../sdk/channel-kit/index.js';
 import type { Logger } from '../../../sdk/index.js';
 import { GatewayClosedError } from './discord.js';
@@ -19,6 +19,10 @@ export interface SeenChannel {
   lastMessageId?: string;
   /** Whether the bot may read its history (View Channel + Read Message History); undefined when not known. */
   readable?: boolean;
+  /** A channel public threads are started in (text, announcement, forum, media): its archived threads can be listed. */
+  threads?: boolean;
+  /** A forum or media channel: no messages of its own, only threads (posts). */
+  forum?: boolean;
 }
 
 export interface GatewayEvents {
@@ -125,12 +129,17 @@ export function gatewayConnector(o: { token: string; apiUrl: string; log: Logger
 function seenChannels(client: Client): SeenChannel[] {
   const out: SeenChannel[] = [];
   for (const c of client.channels.cache.values()) {
-    if (!c.isTextBased() || c.isDMBased()) continue;
+    if (c.isDMBased()) continue;
+    const forum = c.type === ChannelType.GuildForum || c.type === ChannelType.GuildMedia;
+    if (!c.isTextBased() && !forum) continue;
     const perms = client.user ? c.permissionsFor(client.user) : null;
+    const last = 'lastMessageId' in c ? c.lastMessageId : undefined;
     out.push({
       id: c.id,
-      ...(c.lastMessageId ? { lastMessageId: c.lastMessageId } : {}),
+      ...(last ? { lastMessageId: last } : {}),
       ...(perms ? { readable: perms.has([PermissionFlagsBits.ViewChannel, PermissionFlagsBits.ReadMessageHistory]) } : {}),
+      ...(forum || c.type === ChannelType.GuildText || c.type === ChannelType.GuildAnnouncement ? { threads: true } : {}),
+      ...(forum ? { forum: true } : {}),
     });
   }
   return out;

@@ -153,6 +153,63 @@ describe('chatC history catch-up after a new session', () => {
     expect(warnings(/could not read the history/)).toHaveLength(0);
   });
 
+  it("a thread started and archived while Keel was away for over an hour is found among its channel's archived threads and read; its next live message waits for that; a thread archived before, or after a short absence, is not listed", async () => {
+    h = await bootChatC({ runAgent: false });
+    await waitFor(connected, 'connected');
+    h.dc.pushMessage('hello in A', { userId: USER });
+    await waitFor(() => has('hello in A'), 'first action');
+    // A thread archived long before Keel was away: listed by Discord, not read.
+    const OLD_THREAD = '330000000000000111';
+    h.dc.pushMessage('an old thread', {
+      userId: USER,
+      channelId: OLD_THREAD,
+      threadOf: h.dc.channelId,
+      at: Date.now() - 10_800_000,
+      historyOnly: true,
+    });
+    h.dc.archiveThread(OLD_THREAD, Date.now() - 9_000_000);
+
+    await h.kernel.stop();
+    // Away for two hours: a thread was started and archived meanwhile.
+    const db = new DatabaseSync(join(h.home, 'channels', 'chatC', 'kit.db'));
+    db.prepare("UPDATE kv SET value = ? WHERE key = 'alive'").run(String(Date.now() - 7_200_000));
+    db.close();
+    const THREAD = '330000000000000333';
+    const away = h.dc.pushMessage('in a thread, while away', {
+      userId: USER,
+      channelId: THREAD,
+      threadOf: h.dc.channelId,
+      mention: true,
+      at: Date.now() - 5_400_000,
+    });
+    h.dc.archiveThread(THREAD, Date.now() - 1_800_000);
+    let release!: () => void;
+    h.dc.historyGates.set(h.dc.channelId, new Promise<void>((r) => (release = r)));
+    const lists = () => h!.dc.callsOf('GET /channels/:id/threads/archived/public');
+    await h.restart();
+    await waitFor(() => connected() && lists().length === 1, 'the archived threads asked for');
+    expect(lists()[0]!.path).toBe(`/channels/${h.dc.channelId}/threads/archived/public`);
+
+    // Someone writes in the thread again (which unarchives it) while the list is not in yet: it waits.
+    const live = h.dc.pushMessage('live in the thread', { userId: USER, channelId: THREAD });
+    await new Promise((r) => setTimeout(r, 300));
+    expect(has('live in the thread')).toBe(false);
+    release();
+    await waitFor(() => has('in a thread, while away') && has('live in the thread'), 'both', 15_000);
+    expect(recorded(THREAD)).toEqual([away.id, live.id]);
+    const read = new Set(h.dc.callsOf('GET /channels/:id/messages').map((c) => c.path.split('/')[2]));
+    expect(read.has(THREAD)).toBe(true);
+    expect(read.has(OLD_THREAD)).toBe(false);
+    expect(has('an old thread')).toBe(false);
+
+    // A short absence: no thread can have archived itself meanwhile, so none is listed.
+    await h.kernel.stop();
+    await h.restart();
+    await waitFor(() => connected() && (h!.channel().status() as { lastCatchUpAt?: string }).lastCatchUpAt !== undefined, 'caught up');
+    expect(lists()).toHaveLength(1);
+    expect(tasks().filter((t) => t === 'in a thread, while away')).toHaveLength(1);
+  });
+
   it('a session that stops delivering messages (heartbeats still acknowledged) is found by a periodic read of the history: the message becomes one action, one warning, a new session', async () => {
     h = await bootChatC({ runAgent: false, config: { chatCCatchUpInterval: 1 } });
     await waitFor(connected, 'connected');
