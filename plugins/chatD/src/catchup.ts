@@ -84,6 +84,14 @@ const TYPE_SCOPES: Array<[string, string]> = [
   ['im', 'im:read'],
 ];
 
+/** What each conversation type is called in a log line. */
+const TYPE_WORDS: Record<string, string> = {
+  public_channel: 'public channels',
+  private_channel: 'private channels',
+  mpim: 'group direct messages',
+  im: 'direct messages',
+};
+
 /** A conversation as users.conversations lists it (what chatD reads of it). */
 interface ListedConversation {
   id?: string;
@@ -432,10 +440,12 @@ export class CatchUp {
     if (left.length === types.length) left = types.length > 1 && types.includes('public_channel') ? ['public_channel'] : [];
     if (!this.scopesSaid) {
       this.scopesSaid = true;
-      const missing = types.filter((t) => !left.includes(t)).map((t) => scopeOf.get(t)!);
+      const dropped = types.filter((t) => !left.includes(t));
+      const missing = dropped.map((t) => scopeOf.get(t)!);
+      const what = dropped.map((t) => TYPE_WORDS[t] ?? t).join(', ');
       this.o.log.info(
         `chatD: the bot token lacks the scope(s) ${missing.join(', ')} (Slack answered missing_scope), so Keel cannot find ` +
-          "direct messages or private channels it had not heard from that were written in while it was away. Add them to the app's bot token scopes to catch those up too.",
+          `${what} it had not heard from that were written in while it was away. Add the scope(s) to the app's bot token to catch those up too.`,
       );
     }
     return left;

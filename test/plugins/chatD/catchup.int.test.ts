@@ -168,6 +168,7 @@ describe('chatD catch-up from the history', () => {
     const said = h.logs.recent({ limit: 1000 }).filter((e) => /lacks the scope/.test(e.message));
     expect(said).toHaveLength(1);
     expect(said[0]!.message).toContain('groups:read, mpim:read, im:read');
+    expect(said[0]!.message).toContain('cannot find private channels, group direct messages, direct messages it had not heard from');
     expect(warnings(/could not list/)).toHaveLength(0);
   });
 
