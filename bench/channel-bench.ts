@@ -13,6 +13,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { Agent, request as httpRequest } from 'node:http';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -349,7 +350,87 @@ async function regimes(p: OutboundPair, n: number): Promise<Pick<OutboundFigures
   };
 }
 
-export type FakeKind = 'telegram' | 'slack' | 'discord';
+export type FakeKind = 'telegram' | 'slack' | 'discord' | 'minimal';
+
+/**
+ * What a fake itself costs per send request: the channel's send request (plain `node:http`, one kept-alive socket, no
+ * client library) to the fake and to a minimal `node:http` server that answers the fake's own reply bytes, each in a
+ * process of its own, interleaved, medians of `n`. Anything slow in a fake's request path lengthens both sides of
+ * every outbound ratio, and so flatters the kit; this row shows how much the fake adds over answering at all.
+ */
+export async function fakeCostRow<I>(o: {
+  channel: string;
+  kind: Exclude<FakeKind, 'minimal'>;
+  args?: string[];
+  /** The send request for the i-th call (a fresh nonce or text each time). */
+  request(info: I, i: number): { url: string; method: string; headers: Record<string, string>; body: string };
+  n?: number;
+}): Promise<BenchRow> {
+  const n = o.n ?? 1000;
+  const fake = await hostFake<I>(o.kind, o.args ?? []);
+  let minimal: HostedFake<{ url: string }> | undefined;
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  const send = (url: string, r: { method: string; headers: Record<string, string>; body: string }) =>
+    new Promise<{ status: number; type: string; body: string }>((resolve, reject) => {
+      const req = httpRequest(
+        url,
+        { method: r.method, headers: { ...r.headers, 'content-length': Buffer.byteLength(r.body) }, agent },
+        (res) => {
+          const parts: Buffer[] = [];
+          res.on('data', (d: Buffer) => parts.push(d));
+          res.on('end', () =>
+            resolve({
+              status: res.statusCode ?? 0,
+              type: String(res.headers['content-type'] ?? ''),
+              body: Buffer.concat(parts).toString('utf8'),
+            }),
+          );
+          res.on('error', reject);
+        },
+      );
+      req.on('error', reject);
+      req.end(r.body);
+    });
+  try {
+    const first = o.request(fake.info, -1);
+    const answer = await send(first.url, first);
+    if (answer.status !== 200)
+      throw new Error(`the fake ${o.kind} refused the bench's send request (${answer.status}): ${answer.body.slice(0, 200)}`);
+    minimal = await hostFake<{ url: string }>('minimal', [answer.body, answer.type || 'application/json']);
+    const path = new URL(first.url).pathname;
+    const call = async (which: 'fake' | 'minimal', i: number) => {
+      const r = o.request(fake.info, i);
+      const u = new URL(r.url);
+      const res = await send(which === 'fake' ? r.url : `${minimal!.info.url}${u.pathname}${u.search}`, r);
+      if (res.status !== 200) throw new Error(`${which} answered ${res.status} to ${path}`);
+    };
+    for (let i = 0; i < 100; i++) {
+      await call('fake', -2 - i);
+      await call('minimal', -2 - i);
+    }
+    const runs = { fake: [] as number[], minimal: [] as number[] };
+    for (let i = 0; i < n; i++) {
+      for (const which of i % 2 ? (['fake', 'minimal'] as const) : (['minimal', 'fake'] as const)) {
+        const t = performance.now();
+        await call(which, i);
+        runs[which].push(performance.now() - t);
+      }
+    }
+    return {
+      name: `${o.channel} the fake's own cost: its send request (${first.method} ${path.replace(/\d{5,}/g, ':id').replace(/\/bot[^/]+\//, '/bot<token>/')}, plain node:http), fake in its own process`,
+      value: median(runs.fake),
+      unit: 'ms/req',
+      peer: "a minimal node:http server in its own process answering the fake's reply bytes, same requests",
+      peerValue: median(runs.minimal),
+      budget: 'report',
+      ok: true,
+    };
+  } finally {
+    agent.destroy();
+    await minimal?.close();
+    await fake.close();
+  }
+}
 
 /**
  * The kit's outbound path for `channel` on a fresh store, limits wide open: the rate limiter's waits are a feature,

@@ -26,6 +26,7 @@ import {
   LONG_REPLY,
   REPLY_TEXT,
   benchOutbox,
+  fakeCostRow,
 } from './channel-bench.js';
 
 const CHATS = 100;
@@ -148,6 +149,16 @@ export async function benchChannels(): Promise<BenchRow[]> {
   const outInline = await outbound(1000, 'inline');
   const outLong = await outbound(1000, 'process', LONG_REPLY);
   const render = renderBench();
+  const fakeCost = await fakeCostRow<{ apiRoot: string; token: string }>({
+    channel: 'chatA',
+    kind: 'telegram',
+    request: (info, i) => ({
+      url: `${info.apiRoot}/bot${info.token}/sendMessage`,
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ chat_id: String(1000 + (Math.abs(i) % 100)), text: REPLY_TEXT }),
+    }),
+  });
   return [
     ...channelRows({
       channel: 'chatA',
@@ -170,6 +181,7 @@ export async function benchChannels(): Promise<BenchRow[]> {
       budget: 'report',
       ok: true,
     },
+    fakeCost,
   ];
 }
 

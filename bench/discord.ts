@@ -27,6 +27,7 @@ import {
   LONG_REPLY,
   REPLY_TEXT,
   benchOutbox,
+  fakeCostRow,
 } from './channel-bench.js';
 
 const CHANNELS = 50;
@@ -166,7 +167,18 @@ export async function benchDiscord(): Promise<BenchRow[]> {
   const out = await inRounds(OUTBOUND_ROUNDS, (r) => outbound(600, 'process', REPLY_TEXT, r));
   const outInline = await outbound(1000, 'inline');
   const outLong = await outbound(1000, 'process', LONG_REPLY);
-  return channelRows({
+  const fakeCost = await fakeCostRow<{ apiUrl: string; token: string }>({
+    channel: 'chatC',
+    kind: 'discord',
+    args: channelIds,
+    request: (info, i) => ({
+      url: `${info.apiUrl}/v10/channels/${channelIds[Math.abs(i) % CHANNELS]}/messages`,
+      method: 'POST',
+      headers: { authorization: `Bot ${info.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ content: REPLY_TEXT, nonce: `f${i}`, enforce_nonce: true, allowed_mentions: { parse: ['users'] } }),
+    }),
+  });
+  const rows = channelRows({
     channel: 'chatC',
     load: `${CHANNELS} channels x ${PER_CHANNEL} at once`,
     inboundPeer: 'bare discord.js raw MESSAGE_CREATE + queue.push (no ingress record, no dedupe)',
@@ -179,6 +191,7 @@ export async function benchDiscord(): Promise<BenchRow[]> {
     outInline,
     outLong,
   });
+  return [...rows, fakeCost];
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {

@@ -3,8 +3,12 @@
  * one JSON line with what a client needs (URL, token), forgets what it recorded every second (a bench sends
  * thousands of messages), and exits when its stdin closes.
  *
- * `fake-host.ts telegram` · `fake-host.ts slack` · `fake-host.ts discord <channel id>...` (channels it knows).
+ * `fake-host.ts telegram` · `fake-host.ts slack` · `fake-host.ts discord <channel id>...` (channels it knows) ·
+ * `fake-host.ts minimal <body> <content type>` (any request answered 200 with that body: the floor a fake is
+ * compared with).
  */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { startFakeDiscord } from '../test/fakes/discord-server.js';
 import { startFakeSlack } from '../test/fakes/slack-server.js';
 import { startFakeTelegram } from '../test/fakes/telegram-server.js';
@@ -39,8 +43,25 @@ if (kind === 'telegram') {
     dc.sent.length = 0;
   };
   close = () => dc.close();
+} else if (kind === 'minimal') {
+  const [body = '{}', type = 'application/json'] = args;
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      res.writeHead(200, { 'content-type': type, 'content-length': Buffer.byteLength(body) });
+      res.end(body);
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  info = { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
+  forget = () => undefined;
+  close = () =>
+    new Promise<void>((r) => {
+      server.closeAllConnections();
+      server.close(() => r());
+    });
 } else {
-  console.error('usage: fake-host.ts telegram|slack|discord [channel ids]');
+  console.error('usage: fake-host.ts telegram|slack|discord [channel ids] | minimal <body> <content type>');
   process.exit(2);
 }
 setInterval(forget, 1000).unref();

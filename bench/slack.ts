@@ -26,6 +26,7 @@ import {
   LONG_REPLY,
   REPLY_TEXT,
   benchOutbox,
+  fakeCostRow,
 } from './channel-bench.js';
 
 const silentSlack = { debug() {}, info() {}, warn() {}, error() {}, setLevel() {}, getLevel: () => 'error' as never, setName() {} };
@@ -124,7 +125,17 @@ export async function benchSlack(): Promise<BenchRow[]> {
   const out = await inRounds(OUTBOUND_ROUNDS, (r) => outbound(600, 'process', REPLY_TEXT, r));
   const outInline = await outbound(1000, 'inline');
   const outLong = await outbound(1000, 'process', LONG_REPLY);
-  return channelRows({
+  const fakeCost = await fakeCostRow<{ apiUrl: string; botToken: string }>({
+    channel: 'chatD',
+    kind: 'slack',
+    request: (info, i) => ({
+      url: `${info.apiUrl}chat.postMessage`,
+      method: 'POST',
+      headers: { authorization: `Bearer ${info.botToken}`, 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ channel: channelOf(Math.abs(i) % 100), text: REPLY_TEXT }).toString(),
+    }),
+  });
+  const rows = channelRows({
     channel: 'chatD',
     load: `${CHANNELS} channels x ${PER_CHANNEL} at once`,
     inboundPeer: 'bare SocketModeClient: ack at once + queue.push (no ingress record, no dedupe)',
@@ -136,6 +147,7 @@ export async function benchSlack(): Promise<BenchRow[]> {
     outInline,
     outLong,
   });
+  return [...rows, fakeCost];
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
