@@ -175,6 +175,29 @@ describe.skipIf(!existsSync(CHROMIUM) || !IP)('dashboard in chromium', () => {
     }
   }, 60_000);
 
+  it('shows each connected channel as whom, on Discord in how many servers, and what it read from the history', async () => {
+    // The channels' own status objects, as GET /api/connections returns them (chatC and chatD tests check those).
+    const status = {
+      chatC: { enabled: true, connected: true, state: 'connected', botUsername: 'keel', guilds: 3, reconnects: 1, caughtUp: 4 },
+      chatD: { enabled: true, connected: false, state: 'reconnecting', botUsername: '@keel', lastError: 'socket closed' },
+    };
+    await page.route('**/api/connections', (route) => route.fulfill({ json: status }));
+    try {
+      await show(page, 'connections');
+      const chatC = page.locator('li[data-channel="chatC"]');
+      await expect
+        .poll(() => chatC.textContent(), { timeout: 10_000 })
+        .toContain('as keel · 3 servers · 1 reconnects · 4 read from the history');
+      await expect(chatC.locator('.badge').textContent()).resolves.toBe('connected');
+      const chatD = page.locator('li[data-channel="chatD"]');
+      await expect(chatD.textContent()).resolves.toContain('as @keel · socket closed');
+      await expect(chatD.textContent()).resolves.not.toContain('server');
+      await expect(chatD.locator('.badge').textContent()).resolves.toBe('reconnecting');
+    } finally {
+      await page.unroute('**/api/connections');
+    }
+  }, 60_000);
+
   it('resumes the live stream after a dropped connection without a reload: what happened meanwhile shows up', async () => {
     const p2 = await browser!.context.newPage();
     const urls: string[] = [];
