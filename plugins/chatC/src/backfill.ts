@@ -92,6 +92,8 @@ export function snowflakeAt(ms: number): string {
 }
 
 const isSnowflake = (s: string) => /^\d{17,20}$/.test(s);
+/** A seen channel's newest message id as a number (0 when it has none), for ordering by activity. */
+const lastOf = (c: SeenChannel) => (c.lastMessageId && isSnowflake(c.lastMessageId) ? BigInt(c.lastMessageId) : 0n);
 
 export interface BackfillOptions {
   /** A REST client for the reads (one that waits out rate limits rather than throwing them). */
@@ -240,7 +242,7 @@ export class Backfill {
       since !== undefined && Date.now() - since > ARCHIVE_GAP_MS
         ? seen
             .filter((c) => c.threads && c.readable !== false && isSnowflake(c.id))
-            .sort((a, b) => (BigInt(b.lastMessageId ?? '0') > BigInt(a.lastMessageId ?? '0') ? 1 : -1))
+            .sort((a, b) => (lastOf(b) > lastOf(a) ? 1 : -1))
             .slice(0, MAX_THREAD_PARENTS)
             .map((c) => c.id)
         : [];
