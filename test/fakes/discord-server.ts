@@ -487,7 +487,7 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
         content: p.mention ? `<@${bot.id}> ${content}` : p.mentionRole ? `<@&${roleOf(p.mentionRole)}> ${content}` : content,
         author: user(userId),
         attachments,
-        mentions: p.mention ? [{ id: bot.id, username: bot.username, discriminator: '0', avatar: null }] : [],
+        mentions: [],
         timestamp: new Date(p.at ?? Date.now()).toISOString(),
         type: p.replyToBot ? 19 : 0,
         ...(p.replyToBot
@@ -503,6 +503,11 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
         pinned: false,
         flags: 0,
       };
+      // As Discord: every user the content mentions (`<@id>`, `<@!id>`), once each.
+      const mentioned = [...new Set([...String(m.content).matchAll(/<@!?(\d+)>/g)].map((x) => x[1]!))];
+      m.mentions = mentioned.map((id) =>
+        id === bot.id ? { id: bot.id, username: bot.username, discriminator: '0', avatar: null } : user(id),
+      );
       store(m);
       if (!p.historyOnly) dispatch('MESSAGE_CREATE', m);
       return m;

@@ -10,7 +10,32 @@ import type { InboundMessage, Logger } from '../../../sdk/index.js';
 interface DcUser {
   id: string;
   username?: string;
+  global_name?: string | null;
   bot?: boolean;
+}
+
+/**
+ * A Discord message's content as a person reads it: the bot's own mention (and its managed role's) dropped, another
+ * person's mention `<@id>` as `@username` (from the message's `mentions`), a custom emoji `<:name:id>` as `:name:`,
+ * a timestamp `<t:1700000000:R>` as its UTC time. Role and channel mentions are left as they are; Discord does not
+ * escape anything else.
+ * @example discordPlainText('<@1> ask <@2> <:wave:3> by <t:0:R>', { botId: '1', mentions: [{ id: '2', username: 'bob' }] })
+ * // 'ask @bob :wave: by 1970-01-01T00:00:00.000Z'
+ */
+export function discordPlainText(content: string, o: { botId?: string; selfRoleId?: string; mentions?: DcUser[] }): string {
+  const names = new Map((o.mentions ?? []).map((u) => [u.id, u.username ?? u.global_name ?? u.id]));
+  return content
+    .replace(
+      /<@!?(\d+)>|<@&(\d+)>|<a?:(\w+):\d+>|<t:(-?\d+)(?::[tTdDfFR])?>/g,
+      (all, user?: string, role?: string, emoji?: string, time?: string) => {
+        if (user !== undefined) return user === o.botId ? '' : names.has(user) ? `@${names.get(user)}` : all;
+        if (role !== undefined) return role === o.selfRoleId ? '' : all;
+        if (emoji !== undefined) return `:${emoji}:`;
+        const at = new Date(Number(time) * 1000);
+        return Number.isNaN(at.getTime()) ? all : at.toISOString();
+      },
+    )
+    .trim();
 }
 
 /** The parts of a Discord message object we use. */
@@ -76,10 +101,11 @@ export async function messageToInbound(
     !isGroup ||
     roleMentioned ||
     (botId !== undefined && ((m.mentions ?? []).some((u) => u.id === botId) || m.referenced_message?.author?.id === botId));
-  let text = m.content ?? '';
-  if (botId) text = text.replace(new RegExp(`<@!?${botId}>`, 'g'), '');
-  if (d.selfRoleId) text = text.replaceAll(`<@&${d.selfRoleId}>`, '');
-  text = text.trim();
+  const text = discordPlainText(m.content ?? '', {
+    ...(botId !== undefined ? { botId } : {}),
+    ...(d.selfRoleId !== undefined ? { selfRoleId: d.selfRoleId } : {}),
+    ...(m.mentions ? { mentions: m.mentions } : {}),
+  });
   // Discord's CDN URLs are signed: no token goes with them. A file that cannot be saved becomes a note.
   // Attachments of a message the gating will ignore (auto-reply off, not addressed) are not fetched.
   const { attachments, notes } = await saveInboundFiles(

@@ -98,6 +98,50 @@ function textCommand(text: string): string | undefined {
   return isBuiltin(name) ? name : undefined;
 }
 
+/** Whether `raw` mentions the user `id` (`<@U…>`, or the older `<@U…|name>`). */
+function mentions(raw: string, id: string): boolean {
+  return raw.includes(`<@${id}>`) || raw.includes(`<@${id}|`);
+}
+
+const ENTITIES: Record<string, string> = { '&amp;': '&', '&lt;': '<', '&gt;': '>' };
+
+/**
+ * A Slack message's text as the person wrote it. Slack escapes every `&`, `<` and `>` a person types (also in code)
+ * as `&amp;`, `&lt;`, `&gt;`, and writes mentions, channels, links and dates as control sequences in `<…>`
+ * (https://api.slack.com/reference/surfaces/formatting): those become their readable form, and the entities the
+ * characters again, in one pass (so a typed `&lt;` stays `&lt;`). The bot's own mention is dropped; the rest of
+ * the text (mrkdwn `*bold*`, code, quotes) is left as written.
+ * @example slackPlainText('run `ls &gt; out` &amp; ask <@U0BOB|bob> <https://x.io/?a=1&amp;b=2|here>', 'U0BOT')
+ * // 'run `ls > out` & ask @bob here (https://x.io/?a=1&b=2)'
+ */
+export function slackPlainText(raw: string, botUserId?: string): string {
+  return raw.replace(/<([^<>\n]*)>|&(?:amp|lt|gt);/g, (all, inner: string | undefined) => {
+    if (inner === undefined) return ENTITIES[all] ?? all;
+    const bar = inner.indexOf('|');
+    const target = bar >= 0 ? inner.slice(0, bar) : inner;
+    const label = bar >= 0 ? decode(inner.slice(bar + 1)) : undefined;
+    if (target.startsWith('@')) {
+      const id = target.slice(1);
+      if (botUserId !== undefined && id === botUserId) return '';
+      return `@${(label || id).replace(/^@/, '')}`;
+    }
+    if (target.startsWith('#')) return `#${(label || target.slice(1)).replace(/^#/, '')}`;
+    if (target.startsWith('!')) {
+      const [command = '', arg] = target.slice(1).split('^');
+      // <!date^1392734382^{date}|Feb 18, 2014>: the fallback, else the time itself.
+      if (command === 'date') return label || (arg && /^\d+$/.test(arg) ? new Date(Number(arg) * 1000).toISOString() : '');
+      if (label) return label.startsWith('@') ? label : `@${label}`;
+      return `@${command === 'subteam' && arg ? arg : command}`;
+    }
+    const url = decode(target);
+    if (!label) return url.replace(/^mailto:/, '');
+    if (label === url || label === url.replace(/^(?:https?:\/\/|mailto:)/, '')) return label;
+    return `${label} (${url})`;
+  });
+}
+
+const decode = (s: string) => s.replace(/&(?:amp|lt|gt);/g, (e) => ENTITIES[e] ?? e);
+
 /** The InboundMessage of a recorded item. */
 export function toInbound(item: IngressItem<SlackItem>, botUserId: string | undefined): InboundMessage {
   const p = item.payload;
@@ -123,9 +167,9 @@ export function toInbound(item: IngressItem<SlackItem>, botUserId: string | unde
   }
   const ev = p.event;
   const raw = ev.text ?? '';
-  const mention = botUserId ? `<@${botUserId}>` : undefined;
-  const mentioned = ev.channel_type === 'im' || (mention !== undefined && raw.includes(mention));
-  const text = (mention ? raw.split(mention).join(' ') : raw).replace(/\s+/g, ' ').trim();
+  const mentioned = ev.channel_type === 'im' || (botUserId !== undefined && mentions(raw, botUserId));
+  // Only trimmed: a pasted block keeps its lines and indentation.
+  const text = slackPlainText(raw, botUserId).trim();
   const command = textCommand(text);
   return {
     channel: 'chatD',

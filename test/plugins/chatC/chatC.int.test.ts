@@ -133,6 +133,14 @@ describe('chatC inbound → action → reply', () => {
     await waitFor(() => h!.actions().length === 2, 'two actions');
   });
 
+  it("the agent reads what the person saw: another person's mention as @name, custom emoji as :name:, a timestamp as its time", async () => {
+    h = await bootChatC({ runAgent: false });
+    await connected();
+    h.dc.pushMessage('ask <@400000000000000042> about <:wave:900000000000000001> before <t:1700000000:R>', { userId: USER, mention: true });
+    await waitFor(() => h!.actions().length === 1, 'one action');
+    expect(h.actions()[0]!.task).toBe('ask @user0042 about :wave: before 2023-11-14T22:13:20.000Z');
+  });
+
   it('admins (adminUsers.chatC by snowflake) are trusted, others are untrusted; sessions follow sessionScope', async () => {
     h = await bootChatC({ runAgent: false });
     await connected();

@@ -130,6 +130,18 @@ describe('chatD inbound → action → reply', () => {
     await waitFor(() => h!.actions().length === 4, 'four actions');
   });
 
+  it("the agent reads what the person typed: Slack's escapes and control sequences undone, lines and indentation kept", async () => {
+    await ready({ config: { chatDAutoReplyEnabled: true } });
+    // As Slack sends it: every &, < and > escaped (also in code), links and mentions as <…>.
+    h!.slack.pushMessage(
+      'run this &amp; tell <@U0BOB|bob>:\n```\nif x &lt; 2:\n    print(x &gt; 1)\n```\nsee <https://example.com/?a=1&amp;b=2|the docs>',
+    );
+    await waitFor(() => h!.actions().length === 1, 'one action');
+    expect(h!.actions()[0]!.task).toBe(
+      'run this & tell @bob:\n```\nif x < 2:\n    print(x > 1)\n```\nsee the docs (https://example.com/?a=1&b=2)',
+    );
+  });
+
   it('its own messages, other bots’ messages and edits are acknowledged and ignored; a redelivered event is one action', async () => {
     await ready();
     h!.slack.pushMessage('I am the bot', { user: h!.slack.botUserId });
