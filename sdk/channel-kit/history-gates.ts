@@ -24,6 +24,28 @@ export class HistoryGates {
   private readonly gates = new Map<string, Gate>();
   /** Held chats a live message is waiting for: read before the others. */
   private readonly wanted = new Set<string>();
+  /** While the chats to read are still being found (a list call): the promise `listed()` resolves. */
+  private finding: { done: Promise<void>; resolve: () => void } | undefined;
+
+  /**
+   * The chats to read are being found (e.g. a platform call listing conversations after a new connection): until
+   * `listed()`, a live message of a chat that may be among them (`gate(chat, mayBeListed)`) waits, then waits for
+   * that chat's gate if the list held it. Starting again ends the previous wait.
+   */
+  listing(): void {
+    this.listed();
+    let resolve!: () => void;
+    const done = new Promise<void>((r) => {
+      resolve = r;
+    });
+    this.finding = { done, resolve };
+  }
+
+  /** The list is in (or failed, or was cut short): the live messages waiting for it go on to their chat's gate. */
+  listed(): void {
+    this.finding?.resolve();
+    this.finding = undefined;
+  }
 
   /** Holds `chat` for one catch-up (`held`: the chats that catch-up holds; holding twice is one hold). */
   hold(chat: string, held: Set<string>): void {
@@ -58,6 +80,7 @@ export class HistoryGates {
 
   /** Opens every gate (the channel stops): the live messages waiting go on. */
   openAll(): void {
+    this.listed();
     for (const g of this.gates.values()) g.release();
     this.gates.clear();
     this.wanted.clear();
@@ -65,13 +88,18 @@ export class HistoryGates {
 
   /**
    * While `chat` is held, a promise that resolves when it is let go (and the chat is read next); else undefined, and
-   * the live message is recorded at once.
+   * the live message is recorded at once. While the chats to read are being found (`listing()`), a chat for which
+   * `mayBeListed()` says yes (e.g. one without a history cursor) waits for the list first.
    */
-  gate(chat: string): Promise<void> | undefined {
+  gate(chat: string, mayBeListed?: () => boolean): Promise<void> | undefined {
     const g = this.gates.get(chat);
-    if (!g) return undefined;
-    this.wanted.add(chat);
-    return g.open;
+    if (g) {
+      this.wanted.add(chat);
+      return g.open;
+    }
+    const finding = this.finding;
+    if (!finding || !mayBeListed?.()) return undefined;
+    return finding.done.then(() => this.gate(chat));
   }
 
   /** Whether a live message waits for `chat`. */

@@ -67,4 +67,38 @@ describe('HistoryGates', () => {
     expect(await Promise.all(waits.map(settled))).toEqual([true, true]);
     expect(gates.gate('A')).toBeUndefined();
   });
+
+  it('while the chats to read are being listed, a chat that may be among them waits for the list, then for its own gate if the list held it; others go on', async () => {
+    const gates = new HistoryGates();
+    const held = new Set<string>();
+    gates.listing();
+    const unknown = new Set(['NEW', 'OTHER']);
+    const may = (chat: string) => () => unknown.has(chat);
+    expect(gates.gate('KNOWN', may('KNOWN'))).toBeUndefined();
+    expect(gates.gate('NEW')).toBeUndefined(); // no say: not held by a list
+    const waitNew = gates.gate('NEW', may('NEW'))!;
+    const waitOther = gates.gate('OTHER', may('OTHER'))!;
+    expect(await settled(waitNew)).toBe(false);
+    // The list found NEW: it is held before the list is said to be in.
+    gates.hold('NEW', held);
+    gates.listed();
+    expect(await settled(waitOther)).toBe(true);
+    expect(await settled(waitNew)).toBe(false);
+    expect(gates.isWanted('NEW')).toBe(true);
+    gates.unhold('NEW', held);
+    expect(await settled(waitNew)).toBe(true);
+    expect(gates.gate('NEW', may('NEW'))).toBeUndefined();
+  });
+
+  it('a new listing ends the previous one, and openAll ends a listing', async () => {
+    const gates = new HistoryGates();
+    gates.listing();
+    const first = gates.gate('X', () => true)!;
+    gates.listing();
+    expect(await settled(first)).toBe(true);
+    const second = gates.gate('X', () => true)!;
+    expect(await settled(second)).toBe(false);
+    gates.openAll();
+    expect(await settled(second)).toBe(true);
+  });
 });

@@ -137,8 +137,6 @@ export class Backfill {
   private readonly startAt = new Map<string, string>();
   /** When the gateway was last known connected (the kit's `alive` mark). */
   private readonly alive: AliveMark;
-  /** While archived threads are listed after a new session: live messages of channels without a cursor wait for it. */
-  private listing: { promise: Promise<void>; resolve(): void } | undefined;
 
   constructor(private readonly o: BackfillOptions) {
     this.rounds = new HistoryRounds({ signal: o.signal, interval: o.interval, connected: o.connected, onSweep: () => this.sweep() });
@@ -246,15 +244,10 @@ export class Backfill {
             .slice(0, MAX_THREAD_PARENTS)
             .map((c) => c.id)
         : [];
-    this.listed();
     const archived = parents.length ? { parents, floor: snowflakeAt(since! - ALIVE_MARGIN_MS) } : undefined;
-    if (archived) {
-      let resolve!: () => void;
-      const promise = new Promise<void>((r) => {
-        resolve = r;
-      });
-      this.listing = { promise, resolve };
-    }
+    // Until the list is in, live messages of channels without a cursor wait (one may be a thread to read first).
+    if (archived) this.gates.listing();
+    else this.gates.listed();
     const session = this.session;
     this.rounds.afterConnect(list, (held, signal) => this.runRound(list, held, signal, undefined, archived && { ...archived, session }));
   }
@@ -264,16 +257,7 @@ export class Backfill {
    * threads are being listed, a channel without a cursor waits for the list first (it may be one to read).
    */
   gate(channelId: string): Promise<void> | undefined {
-    const held = this.gates.gate(channelId);
-    if (held || !this.listing) return held;
-    if (this.o.store.getValue(cursorKey(channelId)) !== undefined) return undefined;
-    return this.listing.promise.then(() => this.gates.gate(channelId));
-  }
-
-  /** Ends the wait for the list of archived threads (listed, failed, cut short, or not to be made). */
-  private listed(): void {
-    this.listing?.resolve();
-    this.listing = undefined;
+    return this.gates.gate(channelId, () => this.o.store.getValue(cursorKey(channelId)) === undefined);
   }
 
   /**
@@ -355,7 +339,6 @@ export class Backfill {
   /** Stops the catch-up in progress (live messages waiting for it are let through), noting the time if connected. */
   stop(): Promise<void> {
     this.alive.stop();
-    this.listed();
     return this.rounds.stop();
   }
 
@@ -392,7 +375,7 @@ export class Backfill {
         rest.push(...(await this.archivedThreads(archived.parents, archived.floor, new Set(list), held, signal)));
       } finally {
         // Held from here on (the threads to read), or let go (the others).
-        if (archived.session === this.session) this.listed();
+        if (archived.session === this.session) this.gates.listed();
       }
     }
     let messages = 0;

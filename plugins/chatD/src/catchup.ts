@@ -242,8 +242,6 @@ export class CatchUp {
   private readonly alive: AliveMark;
   /** The scopes users.conversations said were missing (said once). */
   private scopesSaid = false;
-  /** While the conversations are listed after a gap: live messages of conversations without a cursor wait for it. */
-  private listing: { promise: Promise<void>; resolve(): void } | undefined;
 
   constructor(private readonly o: CatchUpOptions) {
     this.rounds = new HistoryRounds({ signal: o.signal, interval: o.interval, connected: o.connected, onSweep: () => this.sweep() });
@@ -267,7 +265,6 @@ export class CatchUp {
    */
   stop(): Promise<void> {
     this.alive.stop();
-    this.listed();
     return this.rounds.stop();
   }
 
@@ -294,16 +291,7 @@ export class CatchUp {
    * conversation without a cursor waits for the list first (it may be one to read).
    */
   gate(channel: string): Promise<void> | undefined {
-    const held = this.gates.gate(channel);
-    if (held || !this.listing) return held;
-    if (this.o.store.getValue(cursorKey(channel)) !== undefined) return undefined;
-    return this.listing.promise.then(() => this.gates.gate(channel));
-  }
-
-  /** Ends the wait for the list of conversations (listed, failed, cut short, or not to be made). */
-  private listed(): void {
-    this.listing?.resolve();
-    this.listing = undefined;
+    return this.gates.gate(channel, () => this.o.store.getValue(cursorKey(channel)) === undefined);
   }
 
   /**
@@ -323,14 +311,9 @@ export class CatchUp {
     });
     const gap = since !== undefined && (connection === 1 || Date.now() - since > NEWCOMER_GAP_MS) ? since : undefined;
     this.alive.mark(true);
-    this.listed();
-    if (gap !== undefined) {
-      let resolve!: () => void;
-      const promise = new Promise<void>((r) => {
-        resolve = r;
-      });
-      this.listing = { promise, resolve };
-    }
+    // Until the list is in, live messages of conversations without a cursor wait (one may be among those to read).
+    if (gap !== undefined) this.gates.listing();
+    else this.gates.listed();
     this.due = new Set(list.map((c) => c.channel));
     this.rounds.afterConnect(
       list.map((c) => c.channel),
@@ -477,7 +460,7 @@ export class CatchUp {
       if (since !== undefined) newcomers = await this.newcomers(since, new Set(rest), held, signal, rate);
     } finally {
       // Held from here on (those to read), or let go (the others).
-      if (connection === this.connection) this.listed();
+      if (connection === this.connection) this.gates.listed();
     }
     rest.push(...newcomers);
     this.pruneThreads();
