@@ -135,7 +135,11 @@ export class Runner {
 
   private setReason(reason: string | undefined): void {
     this.reason = reason;
-    if (reason && reason !== this.lastLoggedReason) this.o.log.warn(`Actions are waiting: ${reason}.`);
+    if (reason && reason !== this.lastLoggedReason) {
+      // Said once per reason: at a start with an empty queue nothing waits yet, so the line says what will.
+      const pending = this.o.queue.counts().pending;
+      this.o.log.warn(pending ? `${pending} action(s) are waiting: ${reason}.` : `Actions will wait in the queue: ${reason}.`);
+    }
     this.lastLoggedReason = reason;
   }
 

@@ -47,6 +47,30 @@ describe('runner', () => {
     expect(k.queue.counts().pending).toBe(1);
   });
 
+  it('says once why actions wait: "will wait" with an empty queue, how many wait when some do', async () => {
+    const k = await boot(false);
+    await waitFor(() => k.runner!.status().state === 'waiting', 'runner to report waiting');
+    const lines = () => k.logs.recent({ level: 'warn', limit: 100 }).map((e) => e.message);
+    expect(lines().filter((l) => /wait/.test(l))).toEqual([
+      'Actions will wait in the queue: no plugin provides the "agent" capability, so actions wait in the queue.',
+    ]);
+    await k.queue.push({ task: 'wait for me' });
+    await k.stop();
+    // The same home with the built-in plugins: the agent is there now, but no model is configured.
+    kernel = await startKernel({
+      home: k.home,
+      env: {},
+      watchSkills: false,
+      runAgent: true,
+      logs: new LogSink({ quiet: true }),
+      runner: { maxIdleMs: 100 },
+    });
+    await waitFor(() => kernel!.runner!.status().state === 'waiting', 'runner to report waiting again');
+    expect(kernel.logs.recent({ level: 'warn', limit: 100 }).map((e) => e.message)).toContain(
+      '1 action(s) are waiting: no model configured: set modelName (and llmProvider or a provider key), e.g. keel config set modelName gpt-4o-mini.',
+    );
+  });
+
   it('runs actions by priority, FIFO within a priority, and records the result', async () => {
     const k = await boot(true);
     // Queue while the agent is busy so order is decided by the queue, not by arrival.
