@@ -51,6 +51,14 @@ const manifest = {
       policy: 'APPROVAL',
       description: 'Reply to every message; when false only mentions of the bot, direct messages and commands become actions.',
     },
+    chatDFollowThreads: {
+      schema: Type.Boolean(),
+      default: true,
+      env: ['CHATD_FOLLOW_THREADS'],
+      policy: 'APPROVAL',
+      description:
+        'With chatDAutoReplyEnabled false: a reply in a thread the bot takes part in (it was mentioned in the thread or in its first message, or the thread hangs under one of its own messages) is answered without a new mention. false: every channel message must mention the bot.',
+    },
     chatDApiUrl: {
       schema: Type.String({ pattern: '^https?://' }),
       default: 'https://slack.com/api/',

@@ -99,7 +99,7 @@ function textCommand(text: string): string | undefined {
 }
 
 /** Whether `raw` mentions the user `id` (`<@U…>`, or the older `<@U…|name>`). */
-function mentions(raw: string, id: string): boolean {
+export function mentions(raw: string, id: string): boolean {
   return raw.includes(`<@${id}>`) || raw.includes(`<@${id}|`);
 }
 
@@ -142,8 +142,15 @@ export function slackPlainText(raw: string, botUserId?: string): string {
 
 const decode = (s: string) => s.replace(/&(?:amp|lt|gt);/g, (e) => ENTITIES[e] ?? e);
 
-/** The InboundMessage of a recorded item. */
-export function toInbound(item: IngressItem<SlackItem>, botUserId: string | undefined): InboundMessage {
+/**
+ * The InboundMessage of a recorded item. `follows(channel, threadTs)`: whether the bot takes part in that thread (a
+ * reply there counts as addressed to it without a mention).
+ */
+export function toInbound(
+  item: IngressItem<SlackItem>,
+  botUserId: string | undefined,
+  follows?: (channel: string, threadTs: string) => boolean,
+): InboundMessage {
   const p = item.payload;
   if (p.kind === 'command') {
     // `/keel status` (one app command with the built-in as its text) or `/status` (each registered on its own).
@@ -167,7 +174,11 @@ export function toInbound(item: IngressItem<SlackItem>, botUserId: string | unde
   }
   const ev = p.event;
   const raw = ev.text ?? '';
-  const mentioned = ev.channel_type === 'im' || (botUserId !== undefined && mentions(raw, botUserId));
+  const inThread = ev.thread_ts !== undefined && ev.thread_ts !== ev.ts;
+  const mentioned =
+    ev.channel_type === 'im' ||
+    (botUserId !== undefined && mentions(raw, botUserId)) ||
+    (inThread && follows?.(ev.channel, ev.thread_ts!) === true);
   // Only trimmed: a pasted block keeps its lines and indentation.
   const text = slackPlainText(raw, botUserId).trim();
   const command = textCommand(text);

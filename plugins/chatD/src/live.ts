@@ -23,7 +23,7 @@ import type { Action, ChannelStatus, PluginContext } from '../../../sdk/index.js
 import type manifest from '../manifest.js';
 import { CatchUp, cursorKey, newerTs, threadKey } from './catchup.js';
 import { withSlackFiles } from './files.js';
-import { itemOf, messageItemOf, toInbound, type SlackItem } from './inbound.js';
+import { itemOf, mentions, messageItemOf, toInbound, type SlackItem, type SlackMessageEvent } from './inbound.js';
 import {
   badCredentials,
   classifySlack,
@@ -35,6 +35,7 @@ import {
   type SlackChunk,
 } from './slack.js';
 import { runSocket, SupervisedReceiver } from './socket.js';
+import { ThreadFollow } from './threads.js';
 
 /** chatD's status: the kit's, the bot's name, and the history catch-up (`caughtUp` always there). */
 export interface ChatDStatus extends ChannelStatus {
@@ -101,6 +102,7 @@ export async function startChatD(ctx: PluginContext<typeof manifest>) {
               // a thread first heard of while its conversation is behind is then read from its start.
               const thread = ev.thread_ts && ev.thread_ts !== ev.ts ? ev.thread_ts : undefined;
               await ingress.recordSoon(item, [
+                ...partOf(ev),
                 {
                   key: cursorKey(ev.channel),
                   value: (stored) => (stored !== undefined && catchUp.behind(ev.channel) ? stored : newerTs(stored, ev.ts)),
@@ -165,7 +167,12 @@ export async function startChatD(ctx: PluginContext<typeof manifest>) {
     name: 'chatD',
     policy: RATE_POLICIES.slack,
     classify: classifySlack,
-    sendChunk: (c, _i, channel) => sendChunk(client, channel, c),
+    // A message the bot posts: the thread it is in, or one hung under it, is a thread it takes part in.
+    sendChunk: (c, _i, channel) =>
+      sendChunk(client, channel, c).then((ts) => {
+        if (c.kind === 'text') threads.posted(channel, ts, c.thread);
+        return ts;
+      }),
     badAddress: (to) =>
       CONVERSATION_ID.test(to)
         ? undefined
@@ -204,6 +211,13 @@ export async function startChatD(ctx: PluginContext<typeof manifest>) {
   });
   const { send, outbox } = rt;
 
+  // ---------------------------------------------------------------- threads the bot takes part in
+  const threads = new ThreadFollow(rt.store, () => setting(ctx, 'chatDFollowThreads', true) === true);
+  threads.prune();
+  /** With the record of a message addressed to the bot in a channel: its thread is taken part in from now. */
+  const partOf = (ev: SlackMessageEvent) =>
+    ev.channel_type !== 'im' && bot.userId && mentions(ev.text ?? '', bot.userId) ? [threads.entryFor(ev)] : [];
+
   // ---------------------------------------------------------------- catch-up from the history
   const catchUp = new CatchUp({
     client,
@@ -219,7 +233,10 @@ export async function startChatD(ctx: PluginContext<typeof manifest>) {
       // catch-up reads them again. So no fsync here.
       const fresh = ingress.record(
         items,
-        cursors.map((c) => ({ key: c.key, value: (stored: string | undefined) => newerTs(stored, c.newest) })),
+        [
+          ...cursors.map((c) => ({ key: c.key, value: (stored: string | undefined) => newerTs(stored, c.newest) })),
+          ...events.flatMap(partOf),
+        ],
         { durability: 'NORMAL' },
       );
       if (fresh.length) supervisor.inbound();
@@ -241,7 +258,7 @@ export async function startChatD(ctx: PluginContext<typeof manifest>) {
     handle: async (item, turn) => {
       const p = item.payload;
       const autoReply = setting<boolean>(ctx, 'chatDAutoReplyEnabled', false) === true;
-      const plain = toInbound(item, bot.userId);
+      const plain = toInbound(item, bot.userId, (channel, threadTs) => threads.follows(channel, threadTs));
       // Files of a message the gating will ignore are not fetched (a busy channel would fill the disk).
       const files = p.kind === 'message' && (autoReply || plain.mentioned || plain.command) ? p.event.files : undefined;
       const inbound = await withSlackFiles(plain, files, {

@@ -98,6 +98,57 @@ describe('chatD inbound → action → reply', () => {
     ).toEqual(['a direct question', 'summarise the thread']);
   });
 
+  it("auto-reply off: a reply in a thread the bot takes part in is answered without a new mention (a mention in the thread or its first message, or the bot's own answer above it), also after a restart; other threads and the channel stay quiet", async () => {
+    await ready({ config: { chatDAutoReplyEnabled: false } });
+    const bot = `<@${h!.slack.botUserId}>`;
+    const tasks = () => h!.actions().map((a) => a.task);
+    const settled = () => h!.actions().every((a) => a.status === 'completed' || a.status === 'failed');
+    // A mention as a thread's first message: its thread is followed.
+    const root = h!.slack.pushMessage(`${bot} what is new?`, { user: 'U0A000001' });
+    // A thread started by someone else, where the bot is mentioned in a reply.
+    const other = h!.slack.pushMessage('a thread about lunch', { user: 'U0A000002' });
+    h!.slack.pushMessage(`${bot} where do we eat?`, { user: 'U0A000002', threadTs: other.ts });
+    await waitFor(() => tasks().length === 2 && settled(), 'the two mentions');
+    // The bot's own answer in the channel: a thread hung under it is followed too.
+    const answer = postedTo(h!, 'C0GENERAL1').find((m) => !m.thread_ts)!;
+    const quiet = h!.slack.pushMessage('a thread the bot is not in', { user: 'U0A000003' });
+
+    h!.slack.pushMessage('and the weekend?', { user: 'U0A000001', threadTs: root.ts });
+    h!.slack.pushMessage('pizza, then', { user: 'U0A000004', threadTs: other.ts });
+    h!.slack.pushMessage('about your answer', { user: 'U0A000005', threadTs: answer.ts });
+    h!.slack.pushMessage('nothing for the bot here', { user: 'U0A000003', threadTs: quiet.ts });
+    h!.slack.pushMessage('channel chatter', { user: 'U0A000003' });
+    await waitFor(() => tasks().length === 5 && settled(), 'the three follow-ups');
+    await waitFor(() => h!.slack.unacked() === 0, 'all acknowledged');
+    await new Promise((r) => setTimeout(r, 300));
+    expect(tasks().sort()).toEqual(['about your answer', 'and the weekend?', 'pizza, then', 'what is new?', 'where do we eat?']);
+    // Answered in their threads.
+    expect(postedTo(h!, 'C0GENERAL1').filter((m) => m.thread_ts === other.ts).length).toBeGreaterThanOrEqual(2);
+
+    // The threads where the bot was mentioned are remembered across a restart.
+    await h!.restart();
+    await waitFor(() => h!.channel().status().connected, 'connected again');
+    h!.slack.pushMessage('one more thing', { user: 'U0A000001', threadTs: root.ts });
+    await waitFor(() => tasks().includes('one more thing'), 'the follow-up after the restart');
+  });
+
+  it('chatDFollowThreads false: a reply in a thread the bot takes part in needs a mention again', async () => {
+    await ready({ config: { chatDAutoReplyEnabled: false, chatDFollowThreads: false } });
+    const root = h!.slack.pushMessage(`<@${h!.slack.botUserId}> first`, { user: 'U0A000001' });
+    await waitFor(() => h!.actions().length === 1, 'the mention');
+    h!.slack.pushMessage('follow-up without a mention', { user: 'U0A000001', threadTs: root.ts });
+    h!.slack.pushMessage(`<@${h!.slack.botUserId}> follow-up with one`, { user: 'U0A000001', threadTs: root.ts });
+    await waitFor(() => h!.actions().length === 2, 'the second mention');
+    await waitFor(() => h!.slack.unacked() === 0, 'all acknowledged');
+    await new Promise((r) => setTimeout(r, 300));
+    expect(
+      h!
+        .actions()
+        .map((a) => a.task)
+        .sort(),
+    ).toEqual(['first', 'follow-up with one']);
+  });
+
   it('a mention that raises both message and app_mention (an app subscribed to both) is one action and one reply; app_mention alone is answered too', async () => {
     await ready({ config: { chatDAutoReplyEnabled: false } });
     const mention = `<@${h!.slack.botUserId}>`;
