@@ -29,6 +29,14 @@ const manifest = {
       description:
         'Answer every message the bot can read; when false only mentions of the bot (or replies to it) in servers, direct messages and slash commands are answered.',
     },
+    chatCFollowThreads: {
+      schema: Type.Boolean(),
+      default: true,
+      env: ['CHATC_FOLLOW_THREADS'],
+      policy: 'APPROVAL',
+      description:
+        'With chatCAutoReplyEnabled false: a message in a thread the bot takes part in (it was addressed in the thread, or the thread was started from one of its messages) is answered without a mention. false: every server message must mention or reply to the bot.',
+    },
     chatCApiUrl: {
       schema: Type.String({ pattern: '^https?://' }),
       default: 'https://discord.com/api',

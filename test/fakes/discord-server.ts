@@ -503,6 +503,8 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
         pinned: false,
         flags: 0,
       };
+      // As Discord: a message in a thread carries its approximate place there.
+      if (channels.get(cid)?.type === 11) m.position = (history.get(cid) ?? []).length;
       // As Discord: every user the content mentions (`<@id>`, `<@!id>`), once each.
       const mentioned = [...new Set([...String(m.content).matchAll(/<@!?(\d+)>/g)].map((x) => x[1]!))];
       m.mentions = mentioned.map((id) =>

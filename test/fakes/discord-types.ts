@@ -18,6 +18,8 @@ export interface DcMessage {
   channel_id: string;
   guild_id?: string;
   content: string;
+  /** On a message in a thread: its approximate place there. */
+  position?: number;
   author: { id: string; username: string; bot?: boolean; global_name?: string | null; discriminator: string; avatar: null };
   nonce?: string;
   message_reference?: { message_id: string; channel_id?: string };

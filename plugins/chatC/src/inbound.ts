@@ -51,6 +51,8 @@ export interface DcInboundMessage {
   /** Ids of the roles the message mentions (`<@&id>`). */
   mention_roles?: string[];
   referenced_message?: { author?: DcUser } | null;
+  /** Set on a message in a thread (its approximate place there), absent elsewhere. */
+  position?: number;
   attachments?: Array<{ id: string; filename: string; url?: string; content_type?: string; size?: number }>;
 }
 
@@ -90,17 +92,13 @@ export async function messageToInbound(
     log: Logger;
     autoReply: boolean;
     signal?: AbortSignal;
+    /** Whether the bot takes part in the thread `channelId` (a message there counts as addressed to it). */
+    follows?: (channelId: string) => boolean;
   },
 ): Promise<InboundMessage> {
   const isGroup = m.guild_id !== undefined;
   const botId = d.botId;
-  // Discord's "@" list offers the bot and its managed role under the same name; either one addresses the bot.
-  // Any other role (one the bot merely has too, like "@everyone" or "@helpers") does not.
-  const roleMentioned = d.selfRoleId !== undefined && (m.mention_roles ?? []).includes(d.selfRoleId);
-  const mentioned =
-    !isGroup ||
-    roleMentioned ||
-    (botId !== undefined && ((m.mentions ?? []).some((u) => u.id === botId) || m.referenced_message?.author?.id === botId));
+  const mentioned = !isGroup || addressesBot(m, botId, d.selfRoleId) || (m.position !== undefined && d.follows?.(m.channel_id) === true);
   const text = discordPlainText(m.content ?? '', {
     ...(botId !== undefined ? { botId } : {}),
     ...(d.selfRoleId !== undefined ? { selfRoleId: d.selfRoleId } : {}),
@@ -137,6 +135,16 @@ export async function messageToInbound(
     ...(attachments.length ? { attachments } : {}),
     ...(m.guild_id ? { replyTo: { guildId: m.guild_id } } : {}),
   };
+}
+
+/**
+ * Whether a server message addresses the bot: it mentions the bot, or the bot's managed role (Discord's "@" list
+ * offers both under the same name; any other role the bot merely has, like "@everyone" or "@helpers", does not), or
+ * it replies to one of the bot's messages.
+ */
+export function addressesBot(m: DcInboundMessage, botId: string | undefined, selfRoleId: string | undefined): boolean {
+  if (selfRoleId !== undefined && (m.mention_roles ?? []).includes(selfRoleId)) return true;
+  return botId !== undefined && ((m.mentions ?? []).some((u) => u.id === botId) || m.referenced_message?.author?.id === botId);
 }
 
 /** The inbound message of a slash command (always a command, so never gated by auto-reply). */

@@ -19,12 +19,13 @@ import {
   renderChunks,
   runCommand,
   setting,
+  ThreadFollow,
 } from '../../../sdk/channel-kit/index.js';
 import type manifest from '../manifest.js';
 import { Backfill, cursorKey, newer } from './backfill.js';
 import { classifyDiscord, type DcChunk, fatalMessage, makeRest, sendChunkTo, SNOWFLAKE } from './discord.js';
 import { gatewayConnector, type GatewayInfo } from './gateway.js';
-import { type DcInboundMessage, type DcPayload, interactionToInbound, isUserMessage, messageToInbound } from './inbound.js';
+import { addressesBot, type DcInboundMessage, type DcPayload, interactionToInbound, isUserMessage, messageToInbound } from './inbound.js';
 import { registerSkills } from './skills.js';
 import { SlashAnswers } from './slash.js';
 
@@ -52,7 +53,12 @@ export async function startChatC(ctx: PluginContext<typeof manifest>) {
     name: 'chatC',
     policy: RATE_POLICIES.discord,
     classify: classifyDiscord,
-    sendChunk: (c, _i, target) => sendChunkTo(rest, target, c, dms),
+    // Each message the bot posts: a thread started from it (a thread's id is its first message's) is followed.
+    sendChunk: (c, _i, target) =>
+      sendChunkTo(rest, target, c, dms).then((id) => {
+        threads.posted(id);
+        return id;
+      }),
     badAddress: (to) => (SNOWFLAKE.test(to) ? undefined : `"${to}" is not a Discord channel id (a snowflake of 17 to 20 digits).`),
     chunks: (m, options, key) => {
       const replyTo = options.replyToMessageId && SNOWFLAKE.test(options.replyToMessageId) ? options.replyToMessageId : undefined;
@@ -87,6 +93,9 @@ export async function startChatC(ctx: PluginContext<typeof manifest>) {
     }),
   });
   const { store, send, outbox } = rt;
+  // Threads the bot takes part in: a message there needs no mention while auto-reply is off (docs/discord.md).
+  const threads = new ThreadFollow(store, () => setting(ctx, 'chatCFollowThreads', true) === true);
+  threads.prune();
 
   // ---------------------------------------------------------------- inbound
   /**
@@ -100,7 +109,7 @@ export async function startChatC(ctx: PluginContext<typeof manifest>) {
     const latest = fresh.reduce<string | undefined>((a, m) => newer(a, m.id), newest);
     const recorded = ingress.record(
       fresh.map(toItem),
-      latest ? historyCursor(channelId, latest, newest !== undefined) : undefined,
+      [...(latest ? [historyCursor(channelId, latest, newest !== undefined)] : []), ...fresh.flatMap(partOf)],
       // Discord is never acknowledged (a new session replays nothing); a power cut that undoes this commit undoes
       // the cursor with it, and the history after the cursor is read again at the next READY. So no fsync here.
       { durability: 'NORMAL' },
@@ -109,6 +118,11 @@ export async function startChatC(ctx: PluginContext<typeof manifest>) {
     return recorded.map((it) => (it.payload as { message: DcInboundMessage }).message);
   };
   const toItem = (message: DcInboundMessage) => ({ messageId: message.id, chatId: message.channel_id, payload: { message } });
+  /** With the record of a message addressed to the bot in a thread: that thread is taken part in from now. */
+  const partOf = (m: DcInboundMessage) =>
+    m.position !== undefined && m.guild_id !== undefined && addressesBot(m, bot.id, bot.selfRoles?.get(m.guild_id))
+      ? [threads.entry(m.channel_id)]
+      : [];
   /** The channel's history cursor, moved to `latest`; by a live message only once the channel's history was read. */
   const historyCursor = (channelId: string, latest: string, fromHistory: boolean) => ({
     key: cursorKey(channelId),
@@ -121,9 +135,11 @@ export async function startChatC(ctx: PluginContext<typeof manifest>) {
    */
   const recordLive = (m: DcInboundMessage): Promise<void> | void => {
     if (!isUserMessage(m, bot.id)) return;
-    return ingress.recordSoon(toItem(m), historyCursor(m.channel_id, m.id, false), { durability: 'NORMAL' }).then((fresh) => {
-      if (fresh) supervisor.inbound();
-    });
+    return ingress
+      .recordSoon(toItem(m), [historyCursor(m.channel_id, m.id, false), ...partOf(m)], { durability: 'NORMAL' })
+      .then((fresh) => {
+        if (fresh) supervisor.inbound();
+      });
   };
   const recordFailed = (m: DcInboundMessage) => (e: unknown) =>
     // Its cursor did not move: the history read of the next session brings it.
@@ -229,6 +245,7 @@ export async function startChatC(ctx: PluginContext<typeof manifest>) {
         log: ctx.log,
         autoReply,
         signal: rt.signal,
+        follows: (channelId) => threads.follows(channelId),
       });
       return rt.handle(inbound, { statusLine: discordStatusLine, turn });
     },

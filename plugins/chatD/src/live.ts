@@ -18,6 +18,7 @@ import {
   renderChunks,
   setting,
   skillSendKey,
+  ThreadFollow,
 } from '../../../sdk/channel-kit/index.js';
 import type { Action, ChannelStatus, PluginContext } from '../../../sdk/index.js';
 import type manifest from '../manifest.js';
@@ -35,7 +36,6 @@ import {
   type SlackChunk,
 } from './slack.js';
 import { runSocket, SupervisedReceiver } from './socket.js';
-import { ThreadFollow } from './threads.js';
 
 /** chatD's status: the kit's, the bot's name, and the history catch-up (`caughtUp` always there). */
 export interface ChatDStatus extends ChannelStatus {
@@ -170,7 +170,7 @@ export async function startChatD(ctx: PluginContext<typeof manifest>) {
     // A message the bot posts: the thread it is in, or one hung under it, is a thread it takes part in.
     sendChunk: (c, _i, channel) =>
       sendChunk(client, channel, c).then((ts) => {
-        if (c.kind === 'text') threads.posted(channel, ts, c.thread);
+        if (c.kind === 'text') threads.posted(threadOf(channel, c.thread ?? ts));
         return ts;
       }),
     badAddress: (to) =>
@@ -212,11 +212,16 @@ export async function startChatD(ctx: PluginContext<typeof manifest>) {
   const { send, outbox } = rt;
 
   // ---------------------------------------------------------------- threads the bot takes part in
+  // Slack has no "reply to a message" as Discord has: people go on talking to the bot in a thread (docs/slack.md).
   const threads = new ThreadFollow(rt.store, () => setting(ctx, 'chatDFollowThreads', true) === true);
   threads.prune();
-  /** With the record of a message addressed to the bot in a channel: its thread is taken part in from now. */
+  /** A Slack thread's key: the conversation and the thread's own ts (never a reply's). */
+  const threadOf = (channel: string, ts: string) => `${channel}:${ts}`;
+  /** With the record of a message addressed to the bot in a channel: its thread (or the one it may start) from now. */
   const partOf = (ev: SlackMessageEvent) =>
-    ev.channel_type !== 'im' && bot.userId && mentions(ev.text ?? '', bot.userId) ? [threads.entryFor(ev)] : [];
+    ev.channel_type !== 'im' && bot.userId && mentions(ev.text ?? '', bot.userId)
+      ? [threads.entry(threadOf(ev.channel, ev.thread_ts ?? ev.ts))]
+      : [];
 
   // ---------------------------------------------------------------- catch-up from the history
   const catchUp = new CatchUp({
@@ -258,7 +263,7 @@ export async function startChatD(ctx: PluginContext<typeof manifest>) {
     handle: async (item, turn) => {
       const p = item.payload;
       const autoReply = setting<boolean>(ctx, 'chatDAutoReplyEnabled', false) === true;
-      const plain = toInbound(item, bot.userId, (channel, threadTs) => threads.follows(channel, threadTs));
+      const plain = toInbound(item, bot.userId, (channel, threadTs) => threads.follows(threadOf(channel, threadTs)));
       // Files of a message the gating will ignore are not fetched (a busy channel would fill the disk).
       const files = p.kind === 'message' && (autoReply || plain.mentioned || plain.command) ? p.event.files : undefined;
       const inbound = await withSlackFiles(plain, files, {

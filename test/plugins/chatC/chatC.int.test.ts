@@ -125,6 +125,49 @@ describe('chatC inbound → action → reply', () => {
     ).toEqual(['and this one?', 'private question', 'summarise please', 'via the role']);
   });
 
+  it('auto-reply off: a message in a thread the bot takes part in needs no mention (addressed there, or started from its message), also after a restart; other threads and the channel stay quiet', async () => {
+    h = await bootChatC({ config: { chatCAutoReplyEnabled: false }, runAgent: false });
+    await connected();
+    const tasks = () => h!.actions().map((a) => a.task);
+    const THREAD = '330000000000000211';
+    const QUIET = '330000000000000212';
+    h.dc.pushMessage('help in here', { userId: USER, channelId: THREAD, threadOf: h.dc.channelId, mention: true });
+    h.dc.pushMessage('a thread without the bot', { userId: USER, channelId: QUIET, threadOf: h.dc.channelId });
+    await waitFor(() => tasks().length === 1, 'the mention');
+    // A thread started from one of the bot's messages has that message's id.
+    const mine = await h.channel().send(h.dc.channelId, 'I am the bot');
+    h.dc.pushMessage('about your message', { userId: USER, channelId: mine.messageId, threadOf: h.dc.channelId });
+    h.dc.pushMessage('and a follow-up', { userId: USER, channelId: THREAD });
+    h.dc.pushMessage('still nothing for the bot', { userId: USER, channelId: QUIET });
+    h.dc.pushMessage('channel chatter', { userId: USER });
+    await waitFor(() => tasks().length === 3, 'the two follow-ups');
+    await new Promise((r) => setTimeout(r, 400));
+    expect(tasks().sort()).toEqual(['about your message', 'and a follow-up', 'help in here']);
+
+    await h.restart();
+    await connected();
+    h.dc.pushMessage('after the restart', { userId: USER, channelId: THREAD });
+    await waitFor(() => tasks().includes('after the restart'), 'the follow-up after the restart');
+  });
+
+  it('chatCFollowThreads false: a message in a thread the bot takes part in needs a mention again', async () => {
+    h = await bootChatC({ config: { chatCAutoReplyEnabled: false, chatCFollowThreads: false }, runAgent: false });
+    await connected();
+    const THREAD = '330000000000000221';
+    h.dc.pushMessage('help in here', { userId: USER, channelId: THREAD, threadOf: h.dc.channelId, mention: true });
+    await waitFor(() => h!.actions().length === 1, 'the mention');
+    h.dc.pushMessage('a follow-up without a mention', { userId: USER, channelId: THREAD });
+    h.dc.pushMessage('one with a mention', { userId: USER, channelId: THREAD, mention: true });
+    await waitFor(() => h!.actions().length === 2, 'the second mention');
+    await new Promise((r) => setTimeout(r, 400));
+    expect(
+      h
+        .actions()
+        .map((a) => a.task)
+        .sort(),
+    ).toEqual(['help in here', 'one with a mention']);
+  });
+
   it('auto-reply on: every message becomes an action', async () => {
     h = await bootChatC({ config: { chatCAutoReplyEnabled: true }, runAgent: false });
     await connected();
