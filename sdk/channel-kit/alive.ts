@@ -7,7 +7,8 @@
  * @example
  * const alive = new AliveMark({ store, log, connected: () => up, channel: 'chatD' });
  * alive.start();
- * const since = alive.last(); // before alive.mark(true) at the new connection
+ * const since = alive.last(); // at a new connection; then alive.hold() until what was said since is read,
+ * // then alive.release() (or alive.mark(true) when there is nothing to read)
  */
 import { errorMessage } from '../errors.js';
 import type { Logger } from '../types.js';
@@ -34,6 +35,8 @@ export interface AliveMarkOptions {
 
 export class AliveMark {
   private timer: NodeJS.Timeout | undefined;
+  /** While held, the mark is not moved (a catch-up from it is not done yet). */
+  private held = false;
 
   constructor(private readonly o: AliveMarkOptions) {}
 
@@ -51,9 +54,24 @@ export class AliveMark {
     this.mark();
   }
 
-  /** Writes the mark (now) when connected (`connected`: what the caller knows better than `connected()`). */
+  /**
+   * Keeps the mark where it is until `release()`: a new connection's catch-up of chats without a cursor reads from it,
+   * and if the process stops or dies before that catch-up is done, the next start must read from there again, not
+   * from the time of this connection.
+   */
+  hold(): void {
+    this.held = true;
+  }
+
+  /** The catch-up from the mark is done (or there was none to do): the mark moves again, to now when connected. */
+  release(connected = this.o.connected()): void {
+    this.held = false;
+    this.mark(connected);
+  }
+
+  /** Writes the mark (now) when connected and not held (`connected`: what the caller knows better than `connected()`). */
   mark(connected = this.o.connected()): void {
-    if (!connected || !this.o.store.db.isOpen) return;
+    if (this.held || !connected || !this.o.store.db.isOpen) return;
     try {
       this.o.store.setValue(ALIVE_KEY, String(Date.now()));
     } catch (e) {

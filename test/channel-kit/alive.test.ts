@@ -72,4 +72,27 @@ describe('AliveMark', () => {
     expect(() => alive.mark()).not.toThrow();
     expect(debug[0]).toMatch(/^chatX: could not note the time: /);
   });
+
+  it('held, the mark does not move (not now, not every minute, not at a stop) until released', () => {
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval', 'Date'] });
+    vi.setSystemTime(1_000_000);
+    const s = open();
+    const alive = new AliveMark({ store: s, log, connected: () => true, channel: 'test' });
+    alive.mark();
+    alive.start();
+    alive.hold();
+    vi.setSystemTime(5_000_000);
+    alive.mark(true);
+    vi.advanceTimersByTime(3 * ALIVE_EVERY_MS);
+    alive.stop();
+    expect(alive.last()).toBe(1_000_000);
+    alive.release();
+    expect(alive.last()).toBe(5_000_000 + 3 * ALIVE_EVERY_MS);
+    alive.hold();
+    alive.release(false); // released while not connected: no write, and the next marks go on
+    expect(alive.last()).toBe(5_000_000 + 3 * ALIVE_EVERY_MS);
+    vi.setSystemTime(9_000_000);
+    alive.mark();
+    expect(alive.last()).toBe(9_000_000);
+  });
 });

@@ -232,8 +232,11 @@ export class Backfill {
     this.readTo.clear();
     const since = this.lastAlive();
     const list = [...this.channels(), ...this.newcomers(seen, since)];
-    // READY came: connected now, whatever the supervisor says before this handler returns.
-    this.alive.mark(true);
+    // READY came: connected now, whatever the supervisor says before this handler returns. After a gap the mark stays
+    // until this session's catch-up has read the channels without a cursor from it (a stop or a crash before then
+    // reads them from it again at the next start).
+    if (since !== undefined) this.alive.hold();
+    else this.alive.release(true);
     this.due = new Set(list);
     // Away for longer than a thread takes to archive itself: the archived threads are listed too.
     const parents =
@@ -249,7 +252,10 @@ export class Backfill {
     if (archived) this.gates.listing();
     else this.gates.listed();
     const session = this.session;
-    this.rounds.afterConnect(list, (held, signal) => this.runRound(list, held, signal, undefined, archived && { ...archived, session }));
+    this.rounds.afterConnect(list, async (held, signal) => {
+      await this.runRound(list, held, signal, undefined, archived && { ...archived, session });
+      if (since !== undefined && session === this.session && !signal.aborted) this.alive.release(this.o.connected());
+    });
   }
 
   /**

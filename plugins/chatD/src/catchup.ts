@@ -310,7 +310,10 @@ export class CatchUp {
       return newest && micros(newest) !== undefined ? tsMs(newest) : undefined;
     });
     const gap = since !== undefined && (connection === 1 || Date.now() - since > NEWCOMER_GAP_MS) ? since : undefined;
-    this.alive.mark(true);
+    // The mark stays until the conversations without a cursor are read from it (a stop or a crash before then reads
+    // them from it again at the next start).
+    if (gap !== undefined) this.alive.hold();
+    else this.alive.release(true);
     // Until the list is in, live messages of conversations without a cursor wait (one may be among those to read).
     if (gap !== undefined) this.gates.listing();
     else this.gates.listed();
@@ -508,6 +511,8 @@ export class CatchUp {
     const unread = newcomers.filter((c) => this.startAt.delete(c));
     for (const c of unread) this.done(c);
     if (this.o.signal.aborted) return;
+    // What was said while Keel was away is read (or was reported as not read): the mark moves again.
+    if (since !== undefined && connection === this.connection && !signal.aborted) this.alive.release(this.o.connected());
     if (unread.length && !signal.aborted)
       this.o.log.warn(
         `chatD: ${unread.length} conversation(s) Keel had not heard from were not read (Slack rate-limited reading the history); what was said there while Keel was away is not caught up.`,

@@ -210,6 +210,43 @@ describe('chatC history catch-up after a new session', () => {
     expect(tasks().filter((t) => t === 'in a thread, while away')).toHaveLength(1);
   });
 
+  it('stopped while a channel never heard from is still being read, the next start reads it again from when Keel was away (the mark did not move)', async () => {
+    h = await bootChatC({ runAgent: false });
+    await waitFor(connected, 'connected');
+    h.dc.pushMessage('hello in A', { userId: USER });
+    await waitFor(() => has('hello in A'), 'first action');
+    await h.kernel.stop();
+    const kv = join(h.home, 'channels', 'chatC', 'kit.db');
+    const alive = () => {
+      const db = new DatabaseSync(kv, { readOnly: true });
+      try {
+        return Number((db.prepare("SELECT value FROM kv WHERE key = 'alive'").get() as { value: string }).value);
+      } finally {
+        db.close();
+      }
+    };
+    const db = new DatabaseSync(kv);
+    db.prepare("UPDATE kv SET value = ? WHERE key = 'alive'").run(String(Date.now() - 600_000));
+    db.close();
+    const away = alive();
+    const NEW = '320000000000000998';
+    h.dc.pushMessage('said while Keel was away', { userId: USER, channelId: NEW, at: Date.now() - 300_000, mention: true });
+    let release!: () => void;
+    h.dc.historyGates.set(NEW, new Promise<void>((r) => (release = r)));
+    const reads = () => h!.dc.callsOf('GET /channels/:id/messages').filter((c) => c.path.includes(NEW)).length;
+    await h.restart();
+    await waitFor(() => reads() === 1, 'the read begun');
+    await h.kernel.stop();
+    expect(alive()).toBe(away);
+    expect(has('said while Keel was away')).toBe(false);
+
+    release();
+    h.dc.historyGates.delete(NEW);
+    await h.restart();
+    await waitFor(() => has('said while Keel was away'), 'read at the next start', 15_000);
+    await waitFor(() => alive() > away, 'the mark moved once it was read');
+  });
+
   it('a session that stops delivering messages (heartbeats still acknowledged) is found by a periodic read of the history: the message becomes one action, one warning, a new session', async () => {
     h = await bootChatC({ runAgent: false, config: { chatCCatchUpInterval: 1 } });
     await waitFor(connected, 'connected');

@@ -132,6 +132,45 @@ describe('chatD catch-up from the history', () => {
     expect(tasks().filter((t) => t === 'said where the bot was just invited')).toHaveLength(1);
   });
 
+  it('stopped while a conversation never heard from is still being read, the next start reads it again from when Keel was away (the mark did not move)', async () => {
+    h = await bootChatD({ runAgent: false, config: { chatDCatchUpInterval: 0 } });
+    await waitFor(connected, 'connected');
+    h.slack.pushMessage('hello', { channel: 'C0KNOWN01' });
+    await waitFor(() => has('hello'), 'the live message');
+    await h.kernel.stop();
+    const alive = () => {
+      const db = new DatabaseSync(join(h!.home, 'channels', 'chatD', 'kit.db'), { readOnly: true });
+      try {
+        return Number((db.prepare("SELECT value FROM kv WHERE key = 'alive'").get() as { value: string }).value);
+      } finally {
+        db.close();
+      }
+    };
+    // Away for ten minutes.
+    const db = new DatabaseSync(join(h.home, 'channels', 'chatD', 'kit.db'));
+    db.prepare("UPDATE kv SET value = ? WHERE key = 'alive'").run(String(Date.now() - 600_000));
+    db.close();
+    const away = alive();
+    h.slack.pushMessage('said while Keel was away', { channel: 'D0NEWDM07', channelType: 'im', ts: ago(300), historyOnly: true });
+    // Its history read never answers: Keel is stopped in the middle of it.
+    let begun = false;
+    h.slack.onCall = (call) => {
+      if (call.method !== 'conversations.history' || call.params.channel !== 'D0NEWDM07') return undefined;
+      begun = true;
+      return 'hold';
+    };
+    await h.restart();
+    await waitFor(() => begun, 'the read begun');
+    await h.kernel.stop();
+    expect(alive()).toBe(away);
+    expect(has('said while Keel was away')).toBe(false);
+
+    h.slack.onCall = undefined;
+    await h.restart();
+    await waitFor(() => has('said while Keel was away'), 'read at the next start', 15_000);
+    await waitFor(() => alive() > away, 'the mark moved once it was read');
+  });
+
   it('in a conversation Keel never heard from, a message Slack sends again right after the hello waits for the one before it, read from the history', async () => {
     h = await bootChatD({ runAgent: false, config: { chatDCatchUpInterval: 0 } });
     await waitFor(connected, 'connected');
