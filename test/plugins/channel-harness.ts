@@ -6,6 +6,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { startKernel, type Kernel } from '../../kernel/kernel.js';
 import { LogSink } from '../../kernel/log.js';
 import type { PluginCandidate } from '../../kernel/plugins/discover.js';
@@ -59,6 +60,8 @@ export interface ChannelKernel {
   actions(): Action[];
   restart(): Promise<void>;
   close(): Promise<void>;
+  /** The channel's `alive` mark in its kit.db (epoch ms), read, or set to `ms` (e.g. to fake an absence). */
+  alive(ms?: number): number;
 }
 
 /**
@@ -112,6 +115,15 @@ export async function bootChannelKernel(o: {
     async restart() {
       await kernel.stop();
       await start();
+    },
+    alive(ms?: number) {
+      const db = new DatabaseSync(join(home, 'channels', o.channel, 'kit.db'));
+      try {
+        if (ms !== undefined) db.prepare("UPDATE kv SET value = ? WHERE key = 'alive'").run(String(ms));
+        return Number((db.prepare("SELECT value FROM kv WHERE key = 'alive'").get() as { value: string } | undefined)?.value);
+      } finally {
+        db.close();
+      }
     },
     async close() {
       await kernel.stop();

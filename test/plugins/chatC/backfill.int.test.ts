@@ -171,9 +171,7 @@ describe('chatC history catch-up after a new session', () => {
 
     await h.kernel.stop();
     // Away for two hours: a thread was started and archived meanwhile.
-    const db = new DatabaseSync(join(h.home, 'channels', 'chatC', 'kit.db'));
-    db.prepare("UPDATE kv SET value = ? WHERE key = 'alive'").run(String(Date.now() - 7_200_000));
-    db.close();
+    h.alive(Date.now() - 7_200_000);
     const THREAD = '330000000000000333';
     const away = h.dc.pushMessage('in a thread, while away', {
       userId: USER,
@@ -216,19 +214,8 @@ describe('chatC history catch-up after a new session', () => {
     h.dc.pushMessage('hello in A', { userId: USER });
     await waitFor(() => has('hello in A'), 'first action');
     await h.kernel.stop();
-    const kv = join(h.home, 'channels', 'chatC', 'kit.db');
-    const alive = () => {
-      const db = new DatabaseSync(kv, { readOnly: true });
-      try {
-        return Number((db.prepare("SELECT value FROM kv WHERE key = 'alive'").get() as { value: string }).value);
-      } finally {
-        db.close();
-      }
-    };
-    const db = new DatabaseSync(kv);
-    db.prepare("UPDATE kv SET value = ? WHERE key = 'alive'").run(String(Date.now() - 600_000));
-    db.close();
-    const away = alive();
+    h.alive(Date.now() - 600_000);
+    const away = h.alive();
     const NEW = '320000000000000998';
     h.dc.pushMessage('said while Keel was away', { userId: USER, channelId: NEW, at: Date.now() - 300_000, mention: true });
     let release!: () => void;
@@ -237,14 +224,14 @@ describe('chatC history catch-up after a new session', () => {
     await h.restart();
     await waitFor(() => reads() === 1, 'the read begun');
     await h.kernel.stop();
-    expect(alive()).toBe(away);
+    expect(h!.alive()).toBe(away);
     expect(has('said while Keel was away')).toBe(false);
 
     release();
     h.dc.historyGates.delete(NEW);
     await h.restart();
     await waitFor(() => has('said while Keel was away'), 'read at the next start', 15_000);
-    await waitFor(() => alive() > away, 'the mark moved once it was read');
+    await waitFor(() => h!.alive() > away, 'the mark moved once it was read');
   });
 
   it('a session that stops delivering messages (heartbeats still acknowledged) is found by a periodic read of the history: the message becomes one action, one warning, a new session', async () => {

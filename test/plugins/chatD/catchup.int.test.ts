@@ -122,9 +122,7 @@ describe('chatD catch-up from the history', () => {
     expect(tasks().filter((t) => t === 'my first message to the bot')).toHaveLength(1);
 
     // A connection after a long gap (no connection for ten minutes): listed again.
-    const db = new DatabaseSync(join(h.home, 'channels', 'chatD', 'kit.db'));
-    db.prepare("UPDATE kv SET value = ? WHERE key = 'alive'").run(String(Date.now() - 600_000));
-    db.close();
+    h.alive(Date.now() - 600_000);
     h.slack.pushMessage('during the gap', { channel: 'D0GAP0001', channelType: 'im', historyOnly: true });
     await newConnectionCaughtUp();
     await waitFor(() => has('during the gap'), 'the message of the gap');
@@ -138,19 +136,9 @@ describe('chatD catch-up from the history', () => {
     h.slack.pushMessage('hello', { channel: 'C0KNOWN01' });
     await waitFor(() => has('hello'), 'the live message');
     await h.kernel.stop();
-    const alive = () => {
-      const db = new DatabaseSync(join(h!.home, 'channels', 'chatD', 'kit.db'), { readOnly: true });
-      try {
-        return Number((db.prepare("SELECT value FROM kv WHERE key = 'alive'").get() as { value: string }).value);
-      } finally {
-        db.close();
-      }
-    };
     // Away for ten minutes.
-    const db = new DatabaseSync(join(h.home, 'channels', 'chatD', 'kit.db'));
-    db.prepare("UPDATE kv SET value = ? WHERE key = 'alive'").run(String(Date.now() - 600_000));
-    db.close();
-    const away = alive();
+    h.alive(Date.now() - 600_000);
+    const away = h.alive();
     h.slack.pushMessage('said while Keel was away', { channel: 'D0NEWDM07', channelType: 'im', ts: ago(300), historyOnly: true });
     // Its history read never answers: Keel is stopped in the middle of it.
     let begun = false;
@@ -162,13 +150,13 @@ describe('chatD catch-up from the history', () => {
     await h.restart();
     await waitFor(() => begun, 'the read begun');
     await h.kernel.stop();
-    expect(alive()).toBe(away);
+    expect(h!.alive()).toBe(away);
     expect(has('said while Keel was away')).toBe(false);
 
     h.slack.onCall = undefined;
     await h.restart();
     await waitFor(() => has('said while Keel was away'), 'read at the next start', 15_000);
-    await waitFor(() => alive() > away, 'the mark moved once it was read');
+    await waitFor(() => h!.alive() > away, 'the mark moved once it was read');
   });
 
   it('in a conversation Keel never heard from, a message Slack sends again right after the hello waits for the one before it, read from the history', async () => {
