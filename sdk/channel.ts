@@ -137,6 +137,25 @@ export const SPEC_CHANNELS = {
 } as const satisfies Record<string, ChannelManifestInfo>;
 
 /**
+ * An earlier message the inbound one points at: the message it replies to (Discord, Telegram), or the first message
+ * of the thread it was written in (Slack). The agent sees it quoted before the task. Unless its author is an admin
+ * of the channel or the bot itself, it is marked untrusted there, and the action runs untrusted: a privileged
+ * skill is then refused, as after reading a web page (DESIGN section 8; docs/channels.md, "Quoted messages").
+ * @example const q: QuotedMessage = { userId: '42', userName: 'bob', text: 'the build fails on arm64' };
+ */
+export interface QuotedMessage {
+  /** The author's platform id; '' when unknown (then untrusted). */
+  userId: string;
+  userName?: string;
+  /** The bot itself wrote it (the channel compared the author with its own id). */
+  fromBot?: boolean;
+  /** The message's text as a person reads it (files named, not fetched). */
+  text: string;
+  /** When it was written (ISO), when the platform says. */
+  at?: string;
+}
+
+/**
  * One inbound platform message, as a channel hands it to `receive` (and as `messageIn` taps see it).
  * @example
  * const m: InboundMessage = { channel: 'echo', messageId: '17', chatId: 'room-1', userId: 'u1', text: 'hello' };
@@ -161,6 +180,8 @@ export interface InboundMessage {
   attachments?: Array<{ path: string; name?: string; mime?: string; kind?: string }>;
   /** Extra platform reply address fields (kept in action.metadata.replyTo). */
   replyTo?: Record<string, Json>;
+  /** The message this one replies to (see QuotedMessage): kept as `metadata.quoted` with the author's trust. */
+  quoted?: QuotedMessage;
   /** True when the content itself cannot be trusted whatever the sender (e.g. mail whose From is unproven). */
   forceUntrusted?: boolean;
   /** When given, overrides the admin decision to "not admin" (e.g. email sender not authenticated). */
@@ -267,6 +288,38 @@ function sessionOf(ctx: PluginContext, actor: Actor): string {
   return `${actor.channel}:${actor.userId ?? 'anonymous'}`;
 }
 
+/** The most of a quoted message's text an action keeps; a longer one is cut, and says so. */
+export const QUOTED_TEXT_CAP = 4000;
+
+/**
+ * `metadata.quoted` of an action: the text as the `messageIn` taps left it (a tap may redact it), the author and
+ * the trust as the channel gave them (a tap never changes whose words they are). Trusted only when the bot wrote
+ * it or its author is an admin of the channel, decided like the sender's (failing closed).
+ */
+function quotedOf(
+  ctx: PluginContext,
+  channel: string,
+  given: QuotedMessage | undefined,
+  shown: QuotedMessage | undefined,
+): Record<string, Json> | undefined {
+  if (!given || !shown || typeof shown.text !== 'string') return undefined;
+  const full = shown.text.trim();
+  if (!full) return undefined;
+  const text =
+    full.length > QUOTED_TEXT_CAP ? `${full.slice(0, QUOTED_TEXT_CAP)}... (${full.length - QUOTED_TEXT_CAP} more characters)` : full;
+  const userId = typeof given.userId === 'string' ? given.userId : '';
+  const fromBot = given.fromBot === true;
+  const trusted = fromBot || (userId !== '' && decideAdmin(ctx, { kind: 'user', channel, userId }));
+  return {
+    userId,
+    ...(typeof given.userName === 'string' && given.userName ? { userName: given.userName } : {}),
+    ...(fromBot ? { fromBot: true } : {}),
+    text,
+    ...(typeof given.at === 'string' ? { at: given.at } : {}),
+    trusted,
+  };
+}
+
 function taskOf(m: InboundMessage): string {
   const files = (m.attachments ?? []).map((a) => `[attachment: ${a.name ?? a.path} (${a.kind ?? a.mime ?? 'file'}) at ${a.path}]`);
   return [m.text.trim(), ...files].filter(Boolean).join('\n');
@@ -281,7 +334,8 @@ function taskOf(m: InboundMessage): string {
  * start, also when both deliveries arrive at once), computes the session key, runs the `messageIn` waterfall (a tap may set `dropped: true`), applies gating
  * (auto-reply off: only commands and mentions) and pushes the action with `source = channel`,
  * `metadata.replyTo = { chatId, messageId, threadId?, ...inbound.replyTo }`, `metadata.actor`,
- * `metadata.session` and `metadata.inbound = { channel, messageId, userId }`.
+ * `metadata.session`, `metadata.inbound = { channel, messageId, userId }` and, for a message that replies to
+ * another, `metadata.quoted = { userId, userName?, fromBot?, text, at?, trusted }` (see QuotedMessage).
  *
  * @example
  * const out = await receive(ctx, { channel: 'echo', messageId: '1', chatId: 'c1', userId: 'u1', text: 'hi' },
@@ -405,6 +459,7 @@ async function decide(ctx: PluginContext, inbound: InboundMessage, options: Rece
   if (!task) return { kind: 'ignored', reason: 'empty' };
   if (!options.autoReply && !m.command && m.mentioned !== true) return { kind: 'ignored', reason: 'auto-reply-off' };
 
+  const quoted = quotedOf(ctx, m.channel, inbound.quoted, m.quoted);
   const replyTo: Record<string, Json> = {
     chatId: m.chatId,
     messageId: m.messageId,
@@ -423,6 +478,7 @@ async function decide(ctx: PluginContext, inbound: InboundMessage, options: Rece
       ...(m.command !== undefined ? { command: m.command } : {}),
     },
     ...(m.attachments?.length ? { attachments: m.attachments.map((a) => ({ ...a })) as Json } : {}),
+    ...(quoted ? { quoted } : {}),
     ...(untrusted ? { untrusted: true } : {}),
   };
   let action: Action;

@@ -72,6 +72,52 @@ describe('receive', () => {
     expect((await actorOf({ text: 'e', userId: 'stranger' })).actor).toMatchObject({ untrusted: true });
   });
 
+  it("keeps the quoted message with its trust: the bot's own or an admin's is trusted, anyone else's not; taps may redact it, not re-author it", async () => {
+    const redactor = {
+      manifest: { id: 'redactor', version: '1.0.0', kind: 'service' as const, description: 'redacts' },
+      setup(ctx: PluginContext) {
+        ctx.hooks.tap('messageIn', (m) =>
+          m.quoted ? { ...m, quoted: { ...m.quoted, userId: 'boss', text: m.quoted.text.replace(/sk-\w+/g, '[key]') } } : m,
+        );
+      },
+    };
+    const chat = fakeChannel('chat');
+    const t = await bootKernel({ configYaml: 'adminUsers:\n  chat: ["boss"]\n', plugins: [chat, redactor] });
+    open.push(t);
+    const quotedOf = async (m: Partial<InboundMessage> & { text: string }) => {
+      const out = await chat.inbound({ userId: 'boss', ...m });
+      if (out.kind !== 'queued') throw new Error(`not queued: ${JSON.stringify(out)}`);
+      return out.action.metadata.quoted;
+    };
+    expect(
+      await quotedOf({
+        text: 'why?',
+        quoted: { userId: 'bob', userName: 'bob', text: 'use sk-abc123 here', at: '2026-11-26T10:00:00.000Z' },
+      }),
+    ).toEqual({
+      userId: 'bob',
+      userName: 'bob',
+      text: 'use [key] here',
+      at: '2026-11-26T10:00:00.000Z',
+      trusted: false,
+    });
+    expect(await quotedOf({ text: 'and this?', quoted: { userId: 'boss', text: 'my own note' } })).toMatchObject({ trusted: true });
+    expect(await quotedOf({ text: 'shorter', quoted: { userId: 'B0T', fromBot: true, text: 'a long answer' } })).toEqual({
+      userId: 'B0T',
+      fromBot: true,
+      text: 'a long answer',
+      trusted: true,
+    });
+    // An unknown author is never an admin; an empty quote is left out; a long one is cut and says so.
+    expect(await quotedOf({ text: 'who?', quoted: { userId: '', text: 'anonymous' } })).toMatchObject({ trusted: false });
+    expect(await quotedOf({ text: 'nothing', quoted: { userId: 'bob', text: '   ' } })).toBeUndefined();
+    const long = (await quotedOf({ text: 'sum up', quoted: { userId: 'bob', text: 'x'.repeat(5000) } })) as { text: string };
+    expect(long.text).toBe(`${'x'.repeat(4000)}... (1000 more characters)`);
+    // The sender's own trust is unchanged by what they quote: the admin stays an admin.
+    const out = await chat.inbound({ userId: 'boss', text: 'ok', quoted: { userId: 'bob', text: 'hi' } });
+    expect(out.kind === 'queued' && out.action.metadata.actor).toEqual({ kind: 'user', channel: 'chat', userId: 'boss' });
+  });
+
   it('with auto-reply off only commands and mentions (in groups and direct chats) become actions', async () => {
     const chat = fakeChannel('chat', { autoReply: false });
     const t = await boot('', chat);

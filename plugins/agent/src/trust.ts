@@ -3,6 +3,8 @@
  * `untrusted: true` in these cases, and the kernel then refuses privileged skills unless the local operator
  * is the one asking (kernel/policy/authorize.ts):
  * - the action carries `metadata.untrusted === true`, or its requester is flagged untrusted;
+ * - the action quotes a message (`metadata.quoted`, the message a chat task replies to) that is not marked
+ *   trusted: neither the bot's own nor an admin's, so the model reads words nobody vetted from the start;
  * - the action came from a chat channel or email (chatA..chatD, email, gateway-chat) and the requester is not
  *   an admin there (the kernel's decision, capability `kernel:policy`: `adminUsers` and `identityLinks`);
  * - an earlier skill in the same action brought outside content in (see `bringsOutsideContent`): from then on,
@@ -10,6 +12,7 @@
  */
 import { isUntrusted } from '../../../sdk/actor.js';
 import type { Action, Actor, SkillManifest } from '../../../sdk/index.js';
+import { quotedOf } from './quoted.js';
 
 export const CHAT_SOURCES: ReadonlySet<string> = new Set(['chatA', 'chatB', 'chatC', 'chatD', 'email', 'gateway-chat']);
 /** Categories of skills that return text from outside (web pages, mail, messages of others, stored documents). */
@@ -19,6 +22,8 @@ const OUTSIDE_NAMES = /^(?:web_|http_|browser_|extract_|fetch_email|search_email
 /** `isAdmin` is the kernel's decision (capability `kernel:policy`); without it nobody is an admin. */
 export function startsUntrusted(action: Action, isAdmin: (actor: Actor | undefined) => boolean): boolean {
   if (action.metadata?.untrusted === true) return true;
+  const quoted = quotedOf(action.metadata);
+  if (quoted && !quoted.trusted) return true;
   const actor = action.metadata?.actor;
   if (actor && isUntrusted(actor)) return true;
   if (CHAT_SOURCES.has(action.source)) return actor?.kind !== 'operator' && !isAdmin(actor);
