@@ -81,6 +81,7 @@ export class Ingress<T> {
     | { items: IngressItem<T>[]; cursors: IngressCursor[]; durability: 'FULL' | 'NORMAL'; done: Promise<Set<IngressItem<T>>> }
     | undefined;
   private readonly insert;
+  private readonly payloadOf;
   /** Done marks, written behind: [outcome, done at, message id]. */
   private readonly dones: WriteBehind<[string, number, string]>;
 
@@ -89,6 +90,7 @@ export class Ingress<T> {
     private readonly o: IngressOptions<T>,
   ) {
     this.insert = store.db.prepare('INSERT OR IGNORE INTO inbound(message_id, chat_id, payload, recorded_at) VALUES(?, ?, ?, ?)');
+    this.payloadOf = store.db.prepare('SELECT payload FROM inbound WHERE message_id = ?');
     // A done mark lost to a crash only makes the entry run again, and the handler is idempotent.
     this.dones = new WriteBehind(
       store,
@@ -218,6 +220,15 @@ export class Ingress<T> {
       | { outcome: string | null }
       | undefined;
     return row ? (row.outcome ?? '') : undefined;
+  }
+
+  /**
+   * The recorded payload of a message (handled or not), or undefined when it was never recorded: for the message a
+   * new one replies to, read without asking the platform.
+   */
+  payload(messageId: string): T | undefined {
+    const row = this.payloadOf.get(messageId) as { payload: string } | undefined;
+    return row ? (JSON.parse(row.payload) as T) : undefined;
   }
 
   /** Resolves when every scheduled entry has been handled. */

@@ -489,11 +489,11 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
         attachments,
         mentions: [],
         timestamp: new Date(p.at ?? Date.now()).toISOString(),
-        type: p.replyToBot ? 19 : 0,
-        ...(p.replyToBot
+        type: p.replyTo ? 19 : 0,
+        ...(p.replyTo
           ? {
-              message_reference: { message_id: p.replyToBot, channel_id: cid },
-              referenced_message: (history.get(cid) ?? []).find((x) => x.id === p.replyToBot) ?? null,
+              message_reference: { message_id: p.replyTo, channel_id: cid },
+              referenced_message: (history.get(cid) ?? []).find((x) => x.id === p.replyTo) ?? null,
             }
           : {}),
         tts: false,

@@ -91,7 +91,8 @@ export interface FakeDiscord {
       mention?: boolean;
       /** The message mentions a role instead (`<@&id>`): the bot's managed role, or another role of the server. */
       mentionRole?: 'bot' | 'other';
-      replyToBot?: string;
+      /** A reply (type 19) to this message of the same channel, anyone's: Discord includes it as `referenced_message`. */
+      replyTo?: string;
       /** `missing`: the CDN answers 404 for it (expired or deleted). */
       attachment?: { filename: string; data: Buffer; contentType?: string; missing?: boolean };
       /** When it was written (epoch ms, for its snowflake): default now. */

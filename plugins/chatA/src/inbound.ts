@@ -5,7 +5,7 @@
  */
 import type { Api } from 'grammy';
 import { downloadTo } from '../../../sdk/channel-kit/index.js';
-import { errorMessage, type InboundMessage } from '../../../sdk/index.js';
+import { errorMessage, type InboundMessage, type QuotedMessage } from '../../../sdk/index.js';
 
 /** The parts of a Telegram update we use (as JSON in the ingress). */
 export interface TgUpdate {
@@ -31,7 +31,54 @@ export interface TgMsg {
   document?: TgFile;
   voice?: TgFile;
   audio?: TgFile;
-  reply_to_message?: { from?: { id: number } };
+  /** The message this one replies to (in a forum topic, every message "replies" to the topic's creation). */
+  reply_to_message?: TgReplied;
+  /** The part of the replied-to message the person selected to quote. */
+  quote?: { text?: string };
+}
+
+/** What chatA reads of the message a reply answers. */
+export interface TgReplied {
+  message_id?: number;
+  date?: number;
+  from?: { id: number; is_bot?: boolean; first_name?: string; username?: string };
+  text?: string;
+  caption?: string;
+  photo?: unknown[];
+  document?: { file_name?: string };
+  voice?: unknown;
+  audio?: unknown;
+  forum_topic_created?: unknown;
+}
+
+/**
+ * The message `m` replies to, as the agent reads it quoted: the part the person selected when they quoted one,
+ * else its text or caption, its files named. Undefined for no reply, and for the topic's creation that every message
+ * of a forum topic points at.
+ * @example quoteOf({ ...msg, reply_to_message: { message_id: 7, from: { id: 42, username: 'bob' }, text: 'hi' } }, 1)
+ * // { userId: '42', userName: 'bob', text: 'hi' }
+ */
+export function quoteOf(m: TgMsg, botId: number | undefined): QuotedMessage | undefined {
+  const r = m.reply_to_message;
+  if (!r?.from || r.forum_topic_created !== undefined) return undefined;
+  if (m.message_thread_id !== undefined && r.message_id === m.message_thread_id) return undefined;
+  const files = [
+    ...(r.photo?.length ? ['[photo]'] : []),
+    ...(r.document ? [`[file: ${r.document.file_name ?? 'document'}]`] : []),
+    ...(r.voice ? ['[voice note]'] : []),
+    ...(r.audio ? ['[audio]'] : []),
+  ];
+  const chosen = m.quote?.text?.trim();
+  const text = [chosen || (r.text ?? r.caption ?? '').trim(), ...(chosen ? [] : files)].filter(Boolean).join('\n');
+  if (!text) return undefined;
+  const fromBot = botId !== undefined && r.from.id === botId;
+  return {
+    userId: String(r.from.id),
+    ...(r.from.username ? { userName: r.from.username } : r.from.first_name ? { userName: r.from.first_name } : {}),
+    ...(fromBot ? { fromBot: true } : {}),
+    text,
+    ...(typeof r.date === 'number' ? { at: new Date(r.date * 1000).toISOString() } : {}),
+  };
 }
 
 /** Where an update is kept in the ingress: unique per bot, one chat per key. */
@@ -164,6 +211,7 @@ export async function toInbound(u: TgUpdate, d: ToInboundDeps): Promise<InboundM
   }
   const text = [m.text ?? m.caption ?? '', ...notes].filter(Boolean).join('\n');
   const command = commandOf(m, d.bot.username);
+  const quoted = command ? undefined : quoteOf(m, d.bot.id);
   const isGroup = m.chat.type !== 'private';
   const mentioned =
     isGroup &&
@@ -183,5 +231,6 @@ export async function toInbound(u: TgUpdate, d: ToInboundDeps): Promise<InboundM
     ...(attachments.length ? { attachments } : {}),
     // The kit's key is chat-qualified; replies need Telegram's own message id.
     replyTo: { messageId: String(m.message_id) },
+    ...(quoted ? { quoted } : {}),
   };
 }

@@ -5,7 +5,7 @@
  * it already queued.
  */
 import { saveInboundFiles } from '../../../sdk/channel-kit/index.js';
-import type { InboundMessage, Logger } from '../../../sdk/index.js';
+import type { InboundMessage, Logger, QuotedMessage } from '../../../sdk/index.js';
 
 interface DcUser {
   id: string;
@@ -38,6 +38,53 @@ export function discordPlainText(content: string, o: { botId?: string; selfRoleI
     .trim();
 }
 
+/** What chatC reads of the message a reply answers. */
+export interface DcReferencedMessage {
+  id?: string;
+  content?: string;
+  author?: DcUser;
+  mentions?: DcUser[];
+  timestamp?: string;
+  attachments?: Array<{ filename?: string }>;
+  embeds?: Array<{ title?: string; description?: string }>;
+}
+
+/**
+ * The message a reply answers, as the agent reads it quoted (its text as a person reads it, its files and embeds
+ * named); undefined when there is nothing to quote (deleted, or empty).
+ * @example quoteOf({ content: 'build fails', author: { id: '42', username: 'bob' } }, '1') // { userId: '42', userName: 'bob', text: 'build fails' }
+ */
+export function quoteOf(
+  r: DcReferencedMessage | null | undefined,
+  botId: string | undefined,
+  selfRoleId?: string,
+): QuotedMessage | undefined {
+  if (!r?.author) return undefined;
+  const text = [
+    discordPlainText(r.content ?? '', {
+      ...(botId !== undefined ? { botId } : {}),
+      ...(selfRoleId !== undefined ? { selfRoleId } : {}),
+      ...(r.mentions ? { mentions: r.mentions } : {}),
+    }),
+    ...(r.attachments ?? []).map((a) => `[file: ${a.filename ?? 'unnamed'}]`),
+    ...(r.embeds ?? [])
+      .map((e) => [e.title, e.description].filter(Boolean).join(': '))
+      .filter(Boolean)
+      .map((e) => `[embed: ${e}]`),
+  ]
+    .filter(Boolean)
+    .join('\n');
+  if (!text) return undefined;
+  const fromBot = botId !== undefined && r.author.id === botId;
+  return {
+    userId: r.author.id,
+    ...(r.author.username ? { userName: r.author.username } : {}),
+    ...(fromBot ? { fromBot: true } : {}),
+    text,
+    ...(r.timestamp ? { at: r.timestamp } : {}),
+  };
+}
+
 /** The parts of a Discord message object we use. */
 export interface DcInboundMessage {
   id: string;
@@ -50,7 +97,9 @@ export interface DcInboundMessage {
   mentions?: DcUser[];
   /** Ids of the roles the message mentions (`<@&id>`). */
   mention_roles?: string[];
-  referenced_message?: { author?: DcUser } | null;
+  /** The message this one replies to (type 19), as Discord includes it; null when it was deleted. */
+  referenced_message?: DcReferencedMessage | null;
+  timestamp?: string;
   /** Set on a message in a thread (its approximate place there), absent elsewhere. */
   position?: number;
   attachments?: Array<{ id: string; filename: string; url?: string; content_type?: string; size?: number }>;
@@ -104,6 +153,7 @@ export async function messageToInbound(
     ...(d.selfRoleId !== undefined ? { selfRoleId: d.selfRoleId } : {}),
     ...(m.mentions ? { mentions: m.mentions } : {}),
   });
+  const quoted = quoteOf(m.referenced_message, botId, d.selfRoleId);
   // Discord's CDN URLs are signed: no token goes with them. A file that cannot be saved becomes a note.
   // Attachments of a message the gating will ignore (auto-reply off, not addressed) are not fetched.
   const { attachments, notes } = await saveInboundFiles(
@@ -134,6 +184,7 @@ export async function messageToInbound(
     mentioned,
     ...(attachments.length ? { attachments } : {}),
     ...(m.guild_id ? { replyTo: { guildId: m.guild_id } } : {}),
+    ...(quoted ? { quoted } : {}),
   };
 }
 

@@ -35,6 +35,7 @@ import {
   slackEscape,
   type SlackChunk,
 } from './slack.js';
+import { ThreadStarts } from './quoted.js';
 import { runSocket, SupervisedReceiver } from './socket.js';
 
 /** chatD's status: the kit's, the bot's name, and the history catch-up (`caughtUp` always there). */
@@ -266,13 +267,23 @@ export async function startChatD(ctx: PluginContext<typeof manifest>) {
       const plain = toInbound(item, bot.userId, (channel, threadTs) => threads.follows(threadOf(channel, threadTs)));
       // Files of a message the gating will ignore are not fetched (a busy channel would fill the disk).
       const files = p.kind === 'message' && (autoReply || plain.mentioned || plain.command) ? p.event.files : undefined;
-      const inbound = await withSlackFiles(plain, files, {
+      const withFiles = await withSlackFiles(plain, files, {
         home: ctx.home,
         botToken,
         apiUrl: slackApiUrl,
         log: ctx.log,
         signal: rt.signal,
       });
+      // A mention in a thread reply (or any reply in a direct message's thread) quotes the thread's first message,
+      // which the reply answers; a follow-up in a followed thread does not repeat it.
+      const ev = p.kind === 'message' ? p.event : undefined;
+      const quoting =
+        ev?.thread_ts !== undefined &&
+        ev.thread_ts !== ev.ts &&
+        !plain.command &&
+        (ev.channel_type === 'im' || (bot.userId !== undefined && mentions(ev.text ?? '', bot.userId)));
+      const quoted = quoting ? await threadStarts.of(ev.channel, ev.thread_ts!, rt.signal) : undefined;
+      const inbound = quoted ? { ...withFiles, quoted } : withFiles;
       return rt.handle(inbound, {
         turn,
         statusLine: () => {
@@ -288,6 +299,8 @@ export async function startChatD(ctx: PluginContext<typeof manifest>) {
       });
     },
   });
+
+  const threadStarts = new ThreadStarts({ ingress, client, botUserId: () => bot.userId, log: ctx.log });
 
   const capability = rt.capability({
     status,

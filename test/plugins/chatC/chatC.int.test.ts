@@ -110,7 +110,7 @@ describe('chatC inbound → action → reply', () => {
     const mine = await h.channel().send(h.dc.channelId, 'I am the bot');
     h.dc.pushMessage('just chatting', { userId: USER });
     h.dc.pushMessage('summarise please', { userId: USER, mention: true });
-    h.dc.pushMessage('and this one?', { userId: USER, replyToBot: mine.messageId });
+    h.dc.pushMessage('and this one?', { userId: USER, replyTo: mine.messageId });
     h.dc.pushMessage('private question', { userId: USER, dm: true });
     // "@keel-test" picked as the bot's managed role in Discord's list is a mention of the bot; another role is not.
     h.dc.pushMessage('via the role', { userId: USER, mentionRole: 'bot' });
@@ -123,6 +123,28 @@ describe('chatC inbound → action → reply', () => {
         .map((a) => a.task)
         .sort(),
     ).toEqual(['and this one?', 'private question', 'summarise please', 'via the role']);
+  });
+
+  it("a reply quotes the message it answers: another person's untrusted, an admin's and the bot's own trusted", async () => {
+    h = await bootChatC({ config: { chatCAutoReplyEnabled: false }, runAgent: false });
+    await connected();
+    const mine = await h.channel().send(h.dc.channelId, 'Shall I **restart** it?');
+    const theirs = h.dc.pushMessage('the deploy fails on <@420000000000000042> arm64 <:sad:123>', { userId: USER });
+    const boss = h.dc.pushMessage('note to self: check the cache', { userId: ADMIN });
+    h.dc.pushMessage('what went wrong here?', { userId: ADMIN, replyTo: theirs.id, mention: true });
+    h.dc.pushMessage('yes please', { userId: ADMIN, replyTo: mine.messageId });
+    h.dc.pushMessage('and this?', { userId: ADMIN, replyTo: boss.id, mention: true });
+    await waitFor(() => h!.actions().length >= 3, 'three actions');
+    const quoted = Object.fromEntries(h.actions().map((a) => [a.task, a.metadata.quoted]));
+    expect(quoted['what went wrong here?']).toEqual({
+      userId: USER,
+      userName: 'user0043',
+      text: 'the deploy fails on @user0042 arm64 :sad:',
+      at: theirs.timestamp,
+      trusted: false,
+    });
+    expect(quoted['yes please']).toMatchObject({ fromBot: true, text: 'Shall I **restart** it?', trusted: true });
+    expect(quoted['and this?']).toMatchObject({ userId: ADMIN, text: 'note to self: check the cache', trusted: true });
   });
 
   it('auto-reply off: a message in a thread the bot takes part in needs no mention (addressed there, or started from its message), also after a restart; other threads and the channel stay quiet', async () => {

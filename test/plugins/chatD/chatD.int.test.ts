@@ -132,6 +132,44 @@ describe('chatD inbound → action → reply', () => {
     await waitFor(() => tasks().includes('one more thing'), 'the follow-up after the restart');
   });
 
+  it("a mention in a thread reply quotes the thread's first message (from Keel's own record, else conversations.replies, once); a follow-up without a mention does not", async () => {
+    await ready({ config: { chatDAutoReplyEnabled: false }, runAgent: false });
+    const bot = `<@${h!.slack.botUserId}>`;
+    const quotedOf = (task: string) => h!.actions().find((a) => a.task === task)?.metadata.quoted;
+    // Recorded by Keel (live, not addressed): read from its own ingress, no call.
+    const lunch = h!.slack.pushMessage('lunch at <#C0FOOD001|food> &amp; then `ls &gt; x`?', { user: 'U0A000002' });
+    h!.slack.pushMessage(`${bot} what do you think?`, { user: ADMIN, threadTs: lunch.ts });
+    await waitFor(() => quotedOf('what do you think?'), 'the first quote');
+    expect(quotedOf('what do you think?')).toEqual({
+      userId: 'U0A000002',
+      text: 'lunch at #food & then `ls > x`?',
+      at: new Date(Math.floor(Number(lunch.ts) * 1000)).toISOString(),
+      trusted: false,
+    });
+    expect(h!.slack.callsOf('conversations.replies')).toHaveLength(0);
+    // A follow-up in the thread the bot now takes part in: answered, nothing quoted again.
+    h!.slack.pushMessage('and dessert?', { user: ADMIN, threadTs: lunch.ts });
+    await waitFor(() => h!.actions().some((a) => a.task === 'and dessert?'), 'the follow-up');
+    expect(quotedOf('and dessert?')).toBeUndefined();
+
+    // Never recorded by Keel (only in Slack's history): one conversations.replies, kept for the next mention.
+    const old = h!.slack.pushMessage('the release checklist', { user: ADMIN, channel: 'C0OLDTHRD', historyOnly: true });
+    h!.slack.pushMessage(`${bot} is step 3 done?`, { user: 'U0A000002', channel: 'C0OLDTHRD', threadTs: old.ts });
+    h!.slack.pushMessage(`${bot} and step 4?`, { user: 'U0A000002', channel: 'C0OLDTHRD', threadTs: old.ts });
+    await waitFor(() => quotedOf('and step 4?'), 'the quotes from the history');
+    expect(quotedOf('is step 3 done?')).toMatchObject({ userId: ADMIN, text: 'the release checklist', trusted: true });
+    expect(quotedOf('and step 4?')).toMatchObject({ userId: ADMIN, trusted: true });
+    expect(h!.slack.callsOf('conversations.replies').filter((c) => c.params.channel === 'C0OLDTHRD')).toHaveLength(1);
+
+    // A thread under the bot's own message quotes the bot (trusted; as Slack holds it, in mrkdwn); a direct message's
+    // thread needs no mention.
+    await h!.channel().send('D0DIRECT1', 'Deploy *now*?');
+    const mine = postedTo(h!, 'D0DIRECT1')[0]!;
+    h!.slack.pushMessage('yes, go', { user: ADMIN, channelType: 'im', threadTs: mine.ts });
+    await waitFor(() => quotedOf('yes, go'), 'the quote of the bot');
+    expect(quotedOf('yes, go')).toMatchObject({ userId: h!.slack.botUserId, fromBot: true, text: 'Deploy _now_?', trusted: true });
+  });
+
   it('chatDFollowThreads false: a reply in a thread the bot takes part in needs a mention again', async () => {
     await ready({ config: { chatDAutoReplyEnabled: false, chatDFollowThreads: false } });
     const root = h!.slack.pushMessage(`<@${h!.slack.botUserId}> first`, { user: 'U0A000001' });

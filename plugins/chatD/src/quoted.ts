@@ -1,0 +1,77 @@
+/**
+ * The first message of a Slack thread, quoted for the agent when someone mentions the bot in a reply there (Slack
+ * has no reply to one message: a thread reply answers the thread's first message). Read from chatD's own ingress
+ * when Keel recorded it, else with one `conversations.replies` call (scope `*:history`, which chatD already
+ * needs); the answers are kept ten minutes (500 threads), so a busy thread costs one call. A failed lookup quotes
+ * nothing, and the message goes on without it.
+ */
+import type { Ingress } from '../../../sdk/channel-kit/index.js';
+import { errorMessage, type Logger, type QuotedMessage } from '../../../sdk/index.js';
+import type { WebClient } from '@slack/web-api';
+import { slackPlainText, type SlackItem } from './inbound.js';
+
+const KEEP_MS = 10 * 60_000;
+const KEEP_MAX = 500;
+
+/** What chatD reads of a Slack message to quote it. */
+interface SlackMessage {
+  ts?: string;
+  user?: string;
+  bot_id?: string;
+  text?: string;
+  files?: Array<{ name?: string; title?: string }>;
+}
+
+/** A Slack `ts` (seconds.micros) as an ISO time, when it is one. */
+export function tsToIso(ts: string | undefined): string | undefined {
+  const s = Number(ts);
+  return Number.isFinite(s) && s > 0 ? new Date(Math.floor(s * 1000)).toISOString() : undefined;
+}
+
+/** A Slack message as the agent reads it quoted; undefined when it has neither text nor files. */
+export function quoteOf(m: SlackMessage, botUserId: string | undefined): QuotedMessage | undefined {
+  const files = (m.files ?? []).map((f) => `[file: ${f.name ?? f.title ?? 'unnamed'}]`);
+  const text = [slackPlainText(m.text ?? '', botUserId).trim(), ...files].filter(Boolean).join('\n');
+  if (!text) return undefined;
+  const fromBot = botUserId !== undefined && m.user === botUserId;
+  const at = tsToIso(m.ts);
+  return { userId: m.user ?? '', text, ...(fromBot ? { fromBot: true } : {}), ...(at ? { at } : {}) };
+}
+
+export class ThreadStarts {
+  /** `channel:ts` → the quote and when it was read, oldest first. */
+  private readonly kept = new Map<string, { at: number; quote: QuotedMessage | undefined }>();
+
+  constructor(
+    private readonly o: {
+      ingress: Pick<Ingress<SlackItem>, 'payload'>;
+      client: Pick<WebClient, 'conversations'>;
+      botUserId: () => string | undefined;
+      log: Logger;
+    },
+  ) {}
+
+  /** The first message of thread `threadTs` in `channel`, as a quote; undefined when it cannot be read. */
+  async of(channel: string, threadTs: string, signal?: AbortSignal): Promise<QuotedMessage | undefined> {
+    const key = `${channel}:${threadTs}`;
+    const recorded = this.o.ingress.payload(key);
+    if (recorded?.kind === 'message') return quoteOf(recorded.event, this.o.botUserId());
+    const hit = this.kept.get(key);
+    if (hit && Date.now() - hit.at < KEEP_MS) return hit.quote;
+    try {
+      const r = await this.o.client.conversations.replies({ channel, ts: threadTs, limit: 1 });
+      if (signal?.aborted) return undefined;
+      const first = (r.messages as SlackMessage[] | undefined)?.[0];
+      const quote = first && first.ts === threadTs ? quoteOf(first, this.o.botUserId()) : undefined;
+      this.kept.delete(key);
+      this.kept.set(key, { at: Date.now(), quote });
+      if (this.kept.size > KEEP_MAX) this.kept.delete(this.kept.keys().next().value!);
+      return quote;
+    } catch (e) {
+      this.o.log.debug(
+        `chatD: the first message of thread ${threadTs} in ${channel} could not be read (${errorMessage(e)}); the reply goes on without it.`,
+      );
+      return undefined;
+    }
+  }
+}
