@@ -56,7 +56,7 @@ function decide({ actor, skill, config }: AuthorizeInput): AuthorizeResult {
   if (isUntrusted(actor) && humanBehind(actor)?.kind !== 'operator') {
     return deny(
       ErrorCodes.FORBIDDEN,
-      `${name} is refused: this work was started by untrusted content (a web page, an email or a non-admin chat), ` +
+      `${name} is refused: this work was started by untrusted content (a web page, an email, a non-admin chat or a message quoted from one), ` +
         'and privileged skills run on such work only when the local operator asks.',
     );
   }
