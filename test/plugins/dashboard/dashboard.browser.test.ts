@@ -144,6 +144,33 @@ describe.skipIf(!existsSync(CHROMIUM) || !IP)('dashboard in chromium', () => {
     await page.screenshot({ path: join(SHOTS, 'task-timeline.png'), fullPage: true });
   }, 60_000);
 
+  it("shows the message a chat task replies to, and marks the task untrusted when the quote is not an admin's", async () => {
+    open!.fake.replies.push({ text: 'It is about arm64.' });
+    const admin = { kind: 'user' as const, channel: 'chatC', userId: '420000000000000042' };
+    const quoted = {
+      userId: '430000000000000043',
+      userName: 'bob',
+      text: `<b>the deploy</b> fails on arm64 ${'x'.repeat(300)}`,
+      trusted: false,
+    };
+    const a = await open!.kernel.queue.push({
+      task: 'what went wrong?',
+      source: 'chatC',
+      actor: admin,
+      metadata: { quoted },
+      maxRetries: 0,
+    });
+    await show(page, 'tasks');
+    const row = page.locator(`li[data-testid="task"][data-action="${a.id}"]`);
+    const quote = row.getByTestId('quoted');
+    await quote.waitFor({ timeout: 10_000 });
+    // Shown as text (never markup), cut at 200 characters.
+    await expect(quote.textContent()).resolves.toMatch(/replying to bob \(untrusted\):\s+<b>the deploy<\/b> fails on arm64 x+…/);
+    await expect(row.locator('b').count()).resolves.toBe(0);
+    await expect(row.locator('.badge.danger').textContent()).resolves.toBe('untrusted');
+    await page.screenshot({ path: join(SHOTS, 'task-quoted.png'), fullPage: true });
+  }, 60_000);
+
   it('chats with the agent through the gateway chat', async () => {
     open!.fake.replies.push({ text: 'Hi from the agent.' });
     await show(page, 'chat');

@@ -4,10 +4,25 @@ import { api } from '../api.js';
 import { html, isActionEvent, useApi, Err, fmtTime } from '../ui.js';
 import { Timeline } from './timeline.js';
 
+/** The message a chat task replies to (metadata.quoted), shortened: whose, and whether the agent trusts it. */
+function Quoted({ q }: { q: any }) {
+  const who = q.fromBot ? 'Keel' : (q.userName ?? q.userId ?? 'unknown');
+  const text = String(q.text ?? '');
+  return html`<blockquote class="quoted small" data-testid="quoted">
+    <span class="muted">replying to ${who}${q.trusted === true ? '' : ' (untrusted)'}:</span> ${text.length > 200 ? `${text.slice(0, 200)}…` : text}
+  </blockquote>`;
+}
+
 function Row({ a, onCancel }: { a: any; onCancel?: (id: string) => void }) {
   const [open, setOpen] = useState(false);
+  const quoted = a.metadata?.quoted;
+  // Why privileged skills are refused to it: a non-admin sender, or a quote of someone who is not an admin.
+  const untrusted = a.metadata?.untrusted === true || (quoted && quoted.trusted !== true);
   return html`<li class="card" data-testid="task" data-status=${a.status} data-action=${a.id}>
-    <div class="row"><strong>${a.task}</strong><span class="badge">p${a.priority}</span><span class="badge">${a.status}</span></div>
+    <div class="row"><strong>${a.task}</strong><span class="badge">p${a.priority}</span><span class="badge">${a.status}</span>${
+      untrusted ? html`<span class="badge danger" title="privileged skills are refused to this task">untrusted</span>` : null
+    }</div>
+    ${quoted ? html`<${Quoted} q=${quoted} />` : null}
     <div class="muted small">${a.id} · ${a.source} · ${fmtTime(a.createdAt)}</div>
     ${a.result ? html`<pre class="result">${a.result}</pre>` : null}
     ${a.error ? html`<pre class="error">${a.error}</pre>` : null}
