@@ -95,6 +95,13 @@ export interface FakeSlack {
   missingScopes: Set<string>;
   /** Conversations users.conversations leaves out (the bot is not a member). */
   notMember: Set<string>;
+  /**
+   * users.info: each user's profile `display_name` (default '' : none set, as for many people); a user named
+   * in `unknownUsers` is `user_not_found`. Every user's handle is `user` + the id's last four characters in lower
+   * case, and real name `Real ` + the handle. `users:read` in `missingScopes` makes it answer `missing_scope`.
+   */
+  displayNames: Map<string, string>;
+  unknownUsers: Set<string>;
   /** conversations.replies in a channel named here answers `{ ok: false, error }` (e.g. `missing_scope`). */
   repliesErrors: Map<string, string>;
   /**
@@ -419,6 +426,25 @@ export async function startFakeSlack(o: { pingMs?: number } = {}): Promise<FakeS
           },
         };
       }
+      case 'users.info': {
+        if (!bot) return { ok: false, error: 'invalid_auth' };
+        if (fake.missingScopes.has('users:read'))
+          return { ok: false, error: 'missing_scope', needed: 'users:read', provided: 'chat:write' };
+        const id = String(p.user ?? '');
+        if (!/^[UW][A-Z0-9]+$/.test(id) || fake.unknownUsers.has(id)) return { ok: false, error: 'user_not_found' };
+        const handle = id === botUserId ? 'keel' : `user${id.slice(-4).toLowerCase()}`;
+        return {
+          ok: true,
+          user: {
+            id,
+            team_id: 'T0KEEL',
+            name: handle,
+            real_name: `Real ${handle}`,
+            is_bot: id === botUserId,
+            profile: { display_name: fake.displayNames.get(id) ?? '', real_name: `Real ${handle}` },
+          },
+        };
+      }
       case 'users.conversations': {
         // The conversations the bot is a member of (every one the fake has a message in), of the types asked for.
         if (!bot) return { ok: false, error: 'invalid_auth' };
@@ -610,6 +636,8 @@ export async function startFakeSlack(o: { pingMs?: number } = {}): Promise<FakeS
     deaf: false,
     historyErrors: new Map(),
     missingScopes: new Set(),
+    displayNames: new Map(),
+    unknownUsers: new Set(),
     notMember: new Set(),
     repliesErrors: new Map(),
     historyPageMax: 999,

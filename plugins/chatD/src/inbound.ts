@@ -109,12 +109,13 @@ const ENTITIES: Record<string, string> = { '&amp;': '&', '&lt;': '<', '&gt;': '>
  * A Slack message's text as the person wrote it. Slack escapes every `&`, `<` and `>` a person types (also in code)
  * as `&amp;`, `&lt;`, `&gt;`, and writes mentions, channels, links and dates as control sequences in `<…>`
  * (https://api.slack.com/reference/surfaces/formatting): those become their readable form, and the entities the
- * characters again, in one pass (so a typed `&lt;` stays `&lt;`). The bot's own mention is dropped; the rest of
- * the text (mrkdwn `*bold*`, code, quotes) is left as written.
+ * characters again, in one pass (so a typed `&lt;` stays `&lt;`). The bot's own mention is dropped; another
+ * person's is `@name` with the name the sequence carries, else the one `names` has for the id (names.ts), else the
+ * id. The rest of the text (mrkdwn `*bold*`, code, quotes) is left as written.
  * @example slackPlainText('run `ls &gt; out` &amp; ask <@U0BOB|bob> <https://x.io/?a=1&amp;b=2|here>', 'U0BOT')
  * // 'run `ls > out` & ask @bob here (https://x.io/?a=1&b=2)'
  */
-export function slackPlainText(raw: string, botUserId?: string): string {
+export function slackPlainText(raw: string, botUserId?: string, names?: ReadonlyMap<string, string>): string {
   return raw.replace(/<([^<>\n]*)>|&(?:amp|lt|gt);/g, (all, inner: string | undefined) => {
     if (inner === undefined) return ENTITIES[all] ?? all;
     const bar = inner.indexOf('|');
@@ -123,7 +124,7 @@ export function slackPlainText(raw: string, botUserId?: string): string {
     if (target.startsWith('@')) {
       const id = target.slice(1);
       if (botUserId !== undefined && id === botUserId) return '';
-      return `@${(label || id).replace(/^@/, '')}`;
+      return `@${(label || names?.get(id) || id).replace(/^@/, '')}`;
     }
     if (target.startsWith('#')) return `#${(label || target.slice(1)).replace(/^#/, '')}`;
     if (target.startsWith('!')) {
@@ -144,12 +145,14 @@ const decode = (s: string) => s.replace(/&(?:amp|lt|gt);/g, (e) => ENTITIES[e] ?
 
 /**
  * The InboundMessage of a recorded item. `follows(channel, threadTs)`: whether the bot takes part in that thread (a
- * reply there counts as addressed to it without a mention).
+ * reply there counts as addressed to it without a mention). `names`: people's names by member id (names.ts), for
+ * the sender's `userName` and the mentions in the text.
  */
 export function toInbound(
   item: IngressItem<SlackItem>,
   botUserId: string | undefined,
   follows?: (channel: string, threadTs: string) => boolean,
+  names?: ReadonlyMap<string, string>,
 ): InboundMessage {
   const p = item.payload;
   if (p.kind === 'command') {
@@ -180,13 +183,15 @@ export function toInbound(
     (botUserId !== undefined && mentions(raw, botUserId)) ||
     (inThread && follows?.(ev.channel, ev.thread_ts!) === true);
   // Only trimmed: a pasted block keeps its lines and indentation.
-  const text = slackPlainText(raw, botUserId).trim();
+  const text = slackPlainText(raw, botUserId, names).trim();
   const command = textCommand(text);
+  const userName = names?.get(ev.user!);
   return {
     channel: 'chatD',
     messageId: item.messageId,
     chatId: ev.channel,
     userId: ev.user!,
+    ...(userName ? { userName } : {}),
     text,
     isGroup: ev.channel_type !== 'im',
     mentioned,

@@ -35,7 +35,8 @@ import {
   slackEscape,
   type SlackChunk,
 } from './slack.js';
-import { ThreadStarts } from './quoted.js';
+import { mentionedIds, SlackNames } from './names.js';
+import { quoteOf, ThreadStarts } from './quoted.js';
 import { runSocket, SupervisedReceiver } from './socket.js';
 
 /** chatD's status: the kit's, the bot's name, and the history catch-up (`caughtUp` always there). */
@@ -264,9 +265,32 @@ export async function startChatD(ctx: PluginContext<typeof manifest>) {
     handle: async (item, turn) => {
       const p = item.payload;
       const autoReply = setting<boolean>(ctx, 'chatDAutoReplyEnabled', false) === true;
-      const plain = toInbound(item, bot.userId, (channel, threadTs) => threads.follows(threadOf(channel, threadTs)));
+      const follows = (channel: string, threadTs: string) => threads.follows(threadOf(channel, threadTs));
+      const gated = toInbound(item, bot.userId, follows);
+      const acted = autoReply || gated.mentioned === true || gated.command !== undefined;
+      const ev = p.kind === 'message' ? p.event : undefined;
+      // A mention in a thread reply (or any reply in a direct message's thread) quotes the thread's first message,
+      // which the reply answers; a follow-up in a followed thread does not repeat it.
+      const quoting =
+        acted &&
+        ev?.thread_ts !== undefined &&
+        ev.thread_ts !== ev.ts &&
+        !gated.command &&
+        (ev.channel_type === 'im' || (bot.userId !== undefined && mentions(ev.text ?? '', bot.userId)));
+      const first = quoting ? await threadStarts.of(ev.channel, ev.thread_ts!, rt.signal) : undefined;
+      // People are named for the agent (sender, quoted author, mentions) only in messages that become actions.
+      const names =
+        acted && ev
+          ? await slackNames.of(
+              [ev.user ?? '', ...mentionedIds(ev.text ?? ''), first?.user ?? '', ...mentionedIds(first?.text ?? '')].filter(
+                (id) => id !== bot.userId,
+              ),
+            )
+          : undefined;
+      const plain = names?.size ? toInbound(item, bot.userId, follows, names) : gated;
+      const quoted = first ? quoteOf(first, bot.userId, names) : undefined;
       // Files of a message the gating will ignore are not fetched (a busy channel would fill the disk).
-      const files = p.kind === 'message' && (autoReply || plain.mentioned || plain.command) ? p.event.files : undefined;
+      const files = acted ? ev?.files : undefined;
       const withFiles = await withSlackFiles(plain, files, {
         home: ctx.home,
         botToken,
@@ -274,15 +298,6 @@ export async function startChatD(ctx: PluginContext<typeof manifest>) {
         log: ctx.log,
         signal: rt.signal,
       });
-      // A mention in a thread reply (or any reply in a direct message's thread) quotes the thread's first message,
-      // which the reply answers; a follow-up in a followed thread does not repeat it.
-      const ev = p.kind === 'message' ? p.event : undefined;
-      const quoting =
-        ev?.thread_ts !== undefined &&
-        ev.thread_ts !== ev.ts &&
-        !plain.command &&
-        (ev.channel_type === 'im' || (bot.userId !== undefined && mentions(ev.text ?? '', bot.userId)));
-      const quoted = quoting ? await threadStarts.of(ev.channel, ev.thread_ts!, rt.signal) : undefined;
       const inbound = quoted ? { ...withFiles, quoted } : withFiles;
       return rt.handle(inbound, {
         turn,
@@ -300,7 +315,8 @@ export async function startChatD(ctx: PluginContext<typeof manifest>) {
     },
   });
 
-  const threadStarts = new ThreadStarts({ ingress, client, botUserId: () => bot.userId, log: ctx.log });
+  const threadStarts = new ThreadStarts({ ingress, client, log: ctx.log });
+  const slackNames = new SlackNames({ client, log: ctx.log });
 
   const capability = rt.capability({
     status,

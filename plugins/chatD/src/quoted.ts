@@ -14,7 +14,7 @@ const KEEP_MS = 10 * 60_000;
 const KEEP_MAX = 500;
 
 /** What chatD reads of a Slack message to quote it. */
-interface SlackMessage {
+export interface SlackMessage {
   ts?: string;
   user?: string;
   bot_id?: string;
@@ -28,45 +28,48 @@ export function tsToIso(ts: string | undefined): string | undefined {
   return Number.isFinite(s) && s > 0 ? new Date(Math.floor(s * 1000)).toISOString() : undefined;
 }
 
-/** A Slack message as the agent reads it quoted; undefined when it has neither text nor files. */
-export function quoteOf(m: SlackMessage, botUserId: string | undefined): QuotedMessage | undefined {
+/**
+ * A Slack message as the agent reads it quoted (`names`: people's names by member id, for its author and
+ * mentions); undefined when it has neither text nor files.
+ */
+export function quoteOf(m: SlackMessage, botUserId: string | undefined, names?: ReadonlyMap<string, string>): QuotedMessage | undefined {
   const files = (m.files ?? []).map((f) => `[file: ${f.name ?? f.title ?? 'unnamed'}]`);
-  const text = [slackPlainText(m.text ?? '', botUserId).trim(), ...files].filter(Boolean).join('\n');
+  const text = [slackPlainText(m.text ?? '', botUserId, names).trim(), ...files].filter(Boolean).join('\n');
   if (!text) return undefined;
   const fromBot = botUserId !== undefined && m.user === botUserId;
   const at = tsToIso(m.ts);
-  return { userId: m.user ?? '', text, ...(fromBot ? { fromBot: true } : {}), ...(at ? { at } : {}) };
+  const userName = m.user ? names?.get(m.user) : undefined;
+  return { userId: m.user ?? '', ...(userName ? { userName } : {}), text, ...(fromBot ? { fromBot: true } : {}), ...(at ? { at } : {}) };
 }
 
 export class ThreadStarts {
   /** `channel:ts` → the quote and when it was read, oldest first. */
-  private readonly kept = new Map<string, { at: number; quote: QuotedMessage | undefined }>();
+  private readonly kept = new Map<string, { at: number; first: SlackMessage | undefined }>();
 
   constructor(
     private readonly o: {
       ingress: Pick<Ingress<SlackItem>, 'payload'>;
       client: Pick<WebClient, 'conversations'>;
-      botUserId: () => string | undefined;
       log: Logger;
     },
   ) {}
 
-  /** The first message of thread `threadTs` in `channel`, as a quote; undefined when it cannot be read. */
-  async of(channel: string, threadTs: string, signal?: AbortSignal): Promise<QuotedMessage | undefined> {
+  /** The first message of thread `threadTs` in `channel` (quote it with `quoteOf`); undefined when it cannot be read. */
+  async of(channel: string, threadTs: string, signal?: AbortSignal): Promise<SlackMessage | undefined> {
     const key = `${channel}:${threadTs}`;
     const recorded = this.o.ingress.payload(key);
-    if (recorded?.kind === 'message') return quoteOf(recorded.event, this.o.botUserId());
+    if (recorded?.kind === 'message') return recorded.event;
     const hit = this.kept.get(key);
-    if (hit && Date.now() - hit.at < KEEP_MS) return hit.quote;
+    if (hit && Date.now() - hit.at < KEEP_MS) return hit.first;
     try {
       const r = await this.o.client.conversations.replies({ channel, ts: threadTs, limit: 1 });
       if (signal?.aborted) return undefined;
-      const first = (r.messages as SlackMessage[] | undefined)?.[0];
-      const quote = first && first.ts === threadTs ? quoteOf(first, this.o.botUserId()) : undefined;
+      const top = (r.messages as SlackMessage[] | undefined)?.[0];
+      const first = top && top.ts === threadTs ? top : undefined;
       this.kept.delete(key);
-      this.kept.set(key, { at: Date.now(), quote });
+      this.kept.set(key, { at: Date.now(), first });
       if (this.kept.size > KEEP_MAX) this.kept.delete(this.kept.keys().next().value!);
-      return quote;
+      return first;
     } catch (e) {
       this.o.log.debug(
         `chatD: the first message of thread ${threadTs} in ${channel} could not be read (${errorMessage(e)}); the reply goes on without it.`,

@@ -142,6 +142,7 @@ describe('chatD inbound → action → reply', () => {
     await waitFor(() => quotedOf('what do you think?'), 'the first quote');
     expect(quotedOf('what do you think?')).toEqual({
       userId: 'U0A000002',
+      userName: 'Real user0002',
       text: 'lunch at #food & then `ls > x`?',
       at: new Date(Math.floor(Number(lunch.ts) * 1000)).toISOString(),
       trusted: false,
@@ -229,6 +230,37 @@ describe('chatD inbound → action → reply', () => {
     expect(h!.actions()[0]!.task).toBe(
       'run this & tell @bob:\n```\nif x < 2:\n    print(x > 1)\n```\nsee the docs (https://example.com/?a=1&b=2)',
     );
+  });
+
+  it('people are named for the agent (users.info, once per person): the sender, the mentions; an unknown id stays an id; without users:read one line says so', async () => {
+    await ready({ config: { chatDAutoReplyEnabled: false }, runAgent: false });
+    h!.slack.displayNames.set('U0ANN0001', 'Ann B.');
+    h!.slack.unknownUsers.add('U0GONE001');
+    const bot = `<@${h!.slack.botUserId}>`;
+    h!.slack.pushMessage(`${bot} ask <@U0CARL001> and <@U0GONE001>`, { user: 'U0ANN0001' });
+    h!.slack.pushMessage(`${bot} me too`, { user: 'U0ANN0001' });
+    h!.slack.pushMessage('chatter about <@U0DAVE001>', { user: 'U0ERIC001' });
+    await waitFor(() => h!.actions().length === 2, 'two actions');
+    const first = h!.actions().find((a) => a.task.startsWith('ask'))!;
+    expect(first.task).toBe('ask @Real userl001 and @U0GONE001');
+    expect(first.metadata.inbound).toMatchObject({ userId: 'U0ANN0001', userName: 'Ann B.' });
+    // Each person once (kept); nobody is looked up for a message that becomes no action.
+    await new Promise((r) => setTimeout(r, 300));
+    const asked = h!.slack.callsOf('users.info').map((c) => c.params.user);
+    expect(asked.sort()).toEqual(['U0ANN0001', 'U0CARL001', 'U0GONE001']);
+
+    await h!.close();
+    h = undefined;
+    await ready({ config: { chatDAutoReplyEnabled: true }, runAgent: false });
+    h!.slack.missingScopes.add('users:read');
+    h!.slack.pushMessage('hello <@U0CARL001>', { user: 'U0ANN0001' });
+    h!.slack.pushMessage('again', { user: 'U0ANN0001' });
+    await waitFor(() => h!.actions().length === 2, 'two actions without names');
+    expect(h!.actions().map((a) => a.task)).toContain('hello @U0CARL001');
+    const lines = h!.logs.recent({ level: 'info' }).filter((e) => e.message.includes('users:read'));
+    expect(lines).toHaveLength(1);
+    // The first message's two people were asked at once; nobody after the refusal.
+    expect(h!.slack.callsOf('users.info')).toHaveLength(2);
   });
 
   it('its own messages, other bots’ messages and edits are acknowledged and ignored; a redelivered event is one action', async () => {
