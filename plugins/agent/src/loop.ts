@@ -15,7 +15,7 @@ import type { Router } from './router.js';
 import { selectSkills, toToolSpec, type CatalogueSkill, type RoutingRule } from './tools.js';
 import { bringsOutsideContent, startsUntrusted } from './trust.js';
 import { inputMessage, type Inboxes } from './inbox.js';
-import { quotedOf, quotedPrompt } from './quoted.js';
+import { quotedOf, quotedPrompt, senderOf } from './quoted.js';
 import { errorMessage } from '../../../sdk/errors.js';
 import { AUTONOMY_SOURCE, OPERATOR_SOURCES } from '../../../sdk/actor.js';
 import type manifest from '../manifest.js';
@@ -116,7 +116,8 @@ async function runSteps(d: LoopDeps, action: Action, signal: AbortSignal): Promi
   }
   // The message a chat task replies to comes first, in the same user turn (some providers refuse two in a row).
   const quoted = quotedOf(action.metadata);
-  const task = `Task (action ${action.id}, from ${action.source}):\n${action.task}`;
+  const sender = senderOf(action.metadata);
+  const task = `Task (action ${action.id}, from ${action.source}${sender ? `, sent by "${sender}"` : ''}):\n${action.task}`;
   messages.push({ role: 'user', content: quoted ? `${quotedPrompt(quoted)}\n\n${task}` : task });
 
   const actorFor = (): Actor => ({

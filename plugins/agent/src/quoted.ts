@@ -47,3 +47,21 @@ export function quotedPrompt(q: Quoted): string {
   const intro = q.fromBot ? 'The sender replied to this earlier message of yours:' : 'The sender replied to this message:';
   return `${intro}\n<quoted_message ${attrs}>\n${body}\n</quoted_message>`;
 }
+
+/**
+ * Who sent a chat task, as the prompt names them: their name on the platform, else their id (`metadata.inbound`),
+ * on one line and at most 64 characters (a display name is anyone's to choose: it cannot start a line of its own).
+ * @example senderOf({ inbound: { channel: 'chatD', messageId: 'C1:1.2', userId: 'U1', userName: 'Ann B.' } }) // 'Ann B.'
+ */
+export function senderOf(metadata: ActionMetadata | undefined): string | undefined {
+  const raw = metadata?.inbound;
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return undefined;
+  const inb = raw as Record<string, unknown>;
+  const name = [inb.userName, inb.userId].find((x): x is string => typeof x === 'string' && x.trim() !== '');
+  const line = name
+    ?.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029"]+/g, ' ')
+    .replace(/\s+/g, ' ')
+    .trim()
+    .slice(0, 64);
+  return line || undefined;
+}
