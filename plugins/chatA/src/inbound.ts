@@ -222,7 +222,8 @@ export async function toInbound(u: TgUpdate, d: ToInboundDeps): Promise<InboundM
     messageId: key.messageId,
     chatId: key.chatId,
     userId: String(m.from.id),
-    ...(m.from.username ? { userName: m.from.username } : {}),
+    // The handle people mention them by, else the name Telegram shows (many people have no handle).
+    ...(m.from.username ? { userName: m.from.username } : m.from.first_name ? { userName: m.from.first_name } : {}),
     text,
     isGroup,
     mentioned,

@@ -29,6 +29,22 @@ export function shownName(u: SlackUser): string | undefined {
   return pick?.trim();
 }
 
+/**
+ * `p`'s value, or undefined once `ms` passed without one (`p` goes on; its value is not waited for): a lookup that
+ * adds to a message must not hold the chat's next messages behind a platform that does not answer.
+ */
+export async function within<T>(ms: number, p: Promise<T>): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<undefined>((r) => {
+    timer = setTimeout(() => r(undefined), ms);
+  });
+  try {
+    return await Promise.race([p, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** The member ids a Slack text mentions (`<@U…>`, `<@U…|name>`), in order, once each. */
 export function mentionedIds(raw: string): string[] {
   return [...new Set([...raw.matchAll(/<@([UW][A-Z0-9]+)(?:\|[^>]*)?>/g)].map((m) => m[1]!))];
@@ -47,24 +63,16 @@ export class SlackNames {
     const want = [...new Set(ids)].filter((id) => /^[UW][A-Z0-9]+$/.test(id)).slice(0, PER_MESSAGE);
     const out = new Map<string, string>();
     if (this.off || !want.length) return out;
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<void>((r) => {
-      timer = setTimeout(r, WAIT_MS);
-    });
-    try {
-      await Promise.race([
-        Promise.all(
-          want.map(async (id) => {
-            const name = await this.one(id);
-            if (name) out.set(id, name);
-          }),
-        ),
-        deadline,
-      ]);
-    } finally {
-      clearTimeout(timer);
-    }
-    return out;
+    await within(
+      WAIT_MS,
+      Promise.all(
+        want.map(async (id) => {
+          const name = await this.one(id);
+          if (name) out.set(id, name);
+        }),
+      ),
+    );
+    return new Map(out);
   }
 
   private one(id: string): Promise<string | undefined> {

@@ -2,16 +2,19 @@
  * The first message of a Slack thread, quoted for the agent when someone mentions the bot in a reply there (Slack
  * has no reply to one message: a thread reply answers the thread's first message). Read from chatD's own ingress
  * when Keel recorded it, else with one `conversations.replies` call (scope `*:history`, which chatD already
- * needs); the answers are kept ten minutes (500 threads), so a busy thread costs one call. A failed lookup quotes
- * nothing, and the message goes on without it.
+ * needs); the answers are kept ten minutes (500 threads), so a busy thread costs one call. A failed lookup, or one
+ * that takes over 5 s, quotes nothing, and the message goes on without it.
  */
 import type { Ingress } from '../../../sdk/channel-kit/index.js';
 import { errorMessage, type Logger, type QuotedMessage } from '../../../sdk/index.js';
 import type { WebClient } from '@slack/web-api';
 import { slackPlainText, type SlackItem } from './inbound.js';
+import { within } from './names.js';
 
 const KEEP_MS = 10 * 60_000;
 const KEEP_MAX = 500;
+/** The longest a reply waits for its thread's first message. */
+const WAIT_MS = 5000;
 
 /** What chatD reads of a Slack message to quote it. */
 export interface SlackMessage {
@@ -62,8 +65,14 @@ export class ThreadStarts {
     const hit = this.kept.get(key);
     if (hit && Date.now() - hit.at < KEEP_MS) return hit.first;
     try {
-      const r = await this.o.client.conversations.replies({ channel, ts: threadTs, limit: 1 });
+      const r = await within(WAIT_MS, this.o.client.conversations.replies({ channel, ts: threadTs, limit: 1 }));
       if (signal?.aborted) return undefined;
+      if (!r) {
+        this.o.log.debug(
+          `chatD: the first message of thread ${threadTs} in ${channel} took over ${WAIT_MS / 1000} s; the reply goes on without it.`,
+        );
+        return undefined;
+      }
       const top = (r.messages as SlackMessage[] | undefined)?.[0];
       const first = top && top.ts === threadTs ? top : undefined;
       this.kept.delete(key);

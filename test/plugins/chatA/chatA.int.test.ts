@@ -155,6 +155,8 @@ describe('chatA inbound → action → reply', () => {
     expect(quoted('and this photo?')).toMatchObject({ userId: '42', userName: 'Ann', text: 'the rack\n[photo]', trusted: true });
     expect(quoted('more please')).toMatchObject({ fromBot: true, text: 'Here are two.', trusted: true });
     expect(quoted('in the topic')).toBeUndefined();
+    // A sender without a Telegram handle is named by the name Telegram shows.
+    expect(h.actions().find((a) => a.task === 'this part')!.metadata.inbound).toMatchObject({ userId: '42', userName: 'Ann' });
   });
 
   it('a failed action tells the user once, briefly, without a stack trace; typing stops', async () => {
