@@ -59,7 +59,7 @@ export function senderOf(metadata: ActionMetadata | undefined): string | undefin
   const inb = raw as Record<string, unknown>;
   const name = [inb.userName, inb.userId].find((x): x is string => typeof x === 'string' && x.trim() !== '');
   const line = name
-    ?.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029"]+/g, ' ')
+    ?.replace(/[\p{Cc}\u2028\u2029"]+/gu, ' ')
     .replace(/\s+/g, ' ')
     .trim()
     .slice(0, 64);
