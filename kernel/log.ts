@@ -1,8 +1,9 @@
 /**
  * Kernel logging: consola for people, a bounded in-memory ring for `GET /api/logs`, and scrubbing of every
- * known secret value before a line goes anywhere.
+ * known secret value, and of anything shaped like a credential, before a line goes anywhere.
  */
 import { createConsola, type ConsolaInstance } from 'consola';
+import { scrubSecretShapes } from '../sdk/secret-shapes.js';
 import type { LogEntry, Logger } from '../sdk/types.js';
 
 export interface LogSinkOptions {
@@ -37,13 +38,17 @@ export class LogSink {
     });
   }
 
+  /**
+   * Keel's own secret values (their first three characters kept, so a line still says which key), then anything
+   * shaped like a credential (sdk/secret-shapes.ts): a token a person pasted into a chat message reaches no log.
+   */
   scrub(message: string): string {
     const secrets = this.opts.secrets?.() ?? [];
     let out = message;
     for (const s of secrets) {
       if (s.length >= 6 && out.includes(s)) out = out.split(s).join(`${s.slice(0, 3)}****`);
     }
-    return out;
+    return scrubSecretShapes(out);
   }
 
   logger(tag: string): Logger {

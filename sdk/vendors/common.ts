@@ -6,6 +6,7 @@
  *
  * This module imports no vendor SDK: plugins may load it at start-up for free.
  */
+import { scrubSecretShapes } from '../secret-shapes.js';
 import Type from 'typebox';
 import type { ConfigView } from '../types.js';
 import type { ConfigKeySpec } from '../types.js';
@@ -29,24 +30,13 @@ export function registerSecret(value: string | undefined): void {
   if (value && value.length >= 6) knownSecrets.add(value);
 }
 
-/** Patterns that look like keys even when not registered: bearer tokens, `key=` query parameters, common key shapes. */
-const SECRET_PATTERNS: Array<[RegExp, string]> = [
-  [/([?&](?:key|api_key|apikey|access_token|token)=)[^&\s"']+/gi, '$1[redacted]'],
-  [/(bearer\s+)[A-Za-z0-9._~+/=-]{6,}/gi, '$1[redacted]'],
-  [/((?:x-goog-api-key|x-api-key|api-key|authorization)["']?\s*[:=]\s*["']?)[^"'\s,}]+/gi, '$1[redacted]'],
-  [/\bsk-[A-Za-z0-9_-]{6,}/g, '[redacted]'],
-  [/\bAIza[0-9A-Za-z_-]{10,}/g, '[redacted]'],
-  [/\b(?:gsk|xai|nvapi|csk|sk-or-v1)[-_][A-Za-z0-9_-]{6,}/g, '[redacted]'],
-];
-
-/** `text` with every registered secret and anything key-shaped replaced by `[redacted]`. */
+/** `text` with every registered secret and anything key-shaped (sdk/secret-shapes.ts) replaced by `[redacted]`. */
 export function redact(text: string, extraSecrets: Array<string | undefined> = []): string {
   let out = text;
   for (const s of [...knownSecrets, ...extraSecrets]) {
     if (s && s.length >= 6) out = out.split(s).join('[redacted]');
   }
-  for (const [re, by] of SECRET_PATTERNS) out = out.replace(re, by);
-  return out;
+  return scrubSecretShapes(out);
 }
 
 function truncate(s: string, n = MAX_MESSAGE): string {
