@@ -30,6 +30,8 @@ export const SECRET_SHAPES: ReadonlyArray<readonly [RegExp, string]> = [
   [/\b\d{6,12}:[A-Za-z0-9_-]{30,}/g, '[redacted]'],
   // A Discord bot token: three base64url parts (the user id, a timestamp, an HMAC).
   [/\b[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}\b/g, '[redacted]'],
+  // A JSON Web Token (header.payload.signature, the header starting `{"` in base64url).
+  [/\beyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{5,}/g, '[redacted]'],
   // A private key, whole.
   [/-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)/g, '[redacted private key]'],
 ];
@@ -42,4 +44,15 @@ export function scrubSecretShapes(text: string): string {
   let out = text;
   for (const [shape, by] of SECRET_SHAPES) out = out.replace(shape, by);
   return out;
+}
+
+/**
+ * Whether `text` holds anything shaped like a credential (what `scrubSecretShapes` would replace).
+ * @example hasSecretShape('my token is ghp_abcdefghijklmnopqrstuvwxyz0123') // true
+ */
+export function hasSecretShape(text: string): boolean {
+  return SECRET_SHAPES.some(([shape]) => {
+    shape.lastIndex = 0;
+    return shape.test(text);
+  });
 }

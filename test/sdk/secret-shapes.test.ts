@@ -3,7 +3,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { LogSink } from '../../kernel/log.js';
-import { scrubSecretShapes } from '../../sdk/secret-shapes.js';
+import { hasSecretShape, scrubSecretShapes } from '../../sdk/secret-shapes.js';
 
 describe('secret shapes', () => {
   it.each([
@@ -17,9 +17,12 @@ describe('secret shapes', () => {
     ['an Anthropic key', 'sk-ant-api03-abcdefghijkl'],
     ['a Google key', 'AIzaSyA1234567890abcdefgh'],
     ['an AWS access key id', 'AKIAIOSFODNN7EXAMPLE'],
+    ['a JSON Web Token', 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U'],
   ])('%s is redacted wherever it stands', (_what, token) => {
     expect(scrubSecretShapes(`use ${token}, please`)).toBe('use [redacted], please');
     expect(scrubSecretShapes(`(${token})`)).toBe('([redacted])');
+    // Asked twice in a row (the shapes are global regexes: no state may leak from one call to the next).
+    expect([hasSecretShape(`a ${token}`), hasSecretShape(`b ${token}`)]).toEqual([true, true]);
   });
 
   it('keeps the label of a labelled credential, and takes a private key whole', () => {
@@ -41,7 +44,10 @@ describe('secret shapes', () => {
       'https://example.com/page?id=5&lang=en at 2026-11-26T10:00:00.000Z',
       'Basic configuration is done; Authorization failed for U0ADMIN01',
     ];
-    for (const line of plain) expect(scrubSecretShapes(line)).toBe(line);
+    for (const line of plain) {
+      expect(scrubSecretShapes(line)).toBe(line);
+      expect(hasSecretShape(line)).toBe(false);
+    }
   });
 
   it('a token pasted into a chat reaches no log line, the ring or the log file', () => {

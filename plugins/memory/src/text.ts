@@ -1,4 +1,5 @@
 /** Small text rules: the 500-character cap, tokens for keyword search, secrets, the USER.md section of a fact. */
+import { hasSecretShape } from '../../../sdk/secret-shapes.js';
 import type { UserSection } from './long-files.js';
 
 export const ENTRY_CAP = 500;
@@ -28,16 +29,8 @@ export function tokens(text: string): string[] {
   return out;
 }
 
-const SECRET_VALUE = [
-  /\b(sk|pk|rk)-[A-Za-z0-9_-]{16,}/, // OpenAI-style and similar keys
-  /\bgh[pousr]_[A-Za-z0-9]{20,}/, // GitHub tokens
-  /\bxox[abprs]-[A-Za-z0-9-]{10,}/, // chat workspace tokens
-  /\bAKIA[0-9A-Z]{16}\b/, // cloud access key ids
-  /\bAIza[0-9A-Za-z_-]{30,}/, // Google API keys
-  /\beyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{5,}/, // JWTs
-  /-----BEGIN [A-Z ]*PRIVATE KEY-----/,
-  /\b\d{6,}:[A-Za-z0-9_-]{30,}\b/, // bot tokens
-];
+/** Key shapes beyond the SDK's credential shapes (sdk/secret-shapes.ts): publishable and restricted keys. */
+const SECRET_VALUE = [/\b(pk|rk)-[A-Za-z0-9_-]{16,}/];
 const SECRET_WORD =
   /\b(pass(word|wd|phrase|code)?|pwd|pin|secret|api[\s_-]?key|access[\s_-]?key|token|credential|private[\s_-]?key|otp|2fa code)s?\b/i;
 const ASSIGNMENT =
@@ -45,7 +38,8 @@ const ASSIGNMENT =
 
 /** Why `text` looks like it holds a password, key or token; undefined when it does not. */
 export function secretReason(text: string): string | undefined {
-  if (SECRET_VALUE.some((r) => r.test(text))) return 'it contains something shaped like an API key, token or private key';
+  if (hasSecretShape(text) || SECRET_VALUE.some((r) => r.test(text)))
+    return 'it contains something shaped like an API key, token or private key';
   if (ASSIGNMENT.test(text)) return 'it gives a value for a password, PIN, key or token';
   // A long run of mixed letters and digits next to a secret-ish word.
   if (SECRET_WORD.test(text) && /(?=[A-Za-z0-9_+/=-]*\d)(?=[A-Za-z0-9_+/=-]*[A-Za-z])[A-Za-z0-9_+/=-]{16,}/.test(text))
