@@ -2,10 +2,13 @@
  * What the agent reads of a Slack or Discord message: Slack's escaping (`&amp;`, `&lt;`, `&gt;`, also in code) and
  * control sequences (`<@U…>`, `<#C…|name>`, `<!here>`, `<url|label>`, `<!date^…|fallback>`) and Discord's mentions,
  * custom emoji and timestamps become what the person wrote or saw; the bot's own mention is dropped; the rest stays.
+ * And what each channel quotes of the message a reply answers (docs/channels.md, "Quoted messages").
  */
 import { describe, expect, it } from 'vitest';
-import { discordPlainText } from '../../plugins/chatC/src/inbound.js';
+import { quoteOf as telegramQuote } from '../../plugins/chatA/src/inbound.js';
+import { discordPlainText, quoteOf as discordQuote } from '../../plugins/chatC/src/inbound.js';
 import { slackPlainText } from '../../plugins/chatD/src/inbound.js';
+import { quoteOf as slackQuote } from '../../plugins/chatD/src/quoted.js';
 
 describe('slackPlainText', () => {
   it.each([
@@ -47,5 +50,62 @@ describe('discordPlainText', () => {
     ['`a < b && c > d`', '`a < b && c > d`'],
   ])('%j', (raw, plain) => {
     expect(discordPlainText(raw, o)).toBe(plain);
+  });
+});
+
+describe('what a reply quotes', () => {
+  it('Discord: the text as a person reads it, its files and embeds named; nothing for a deleted or empty message', () => {
+    const author = { id: '430000000000000043', username: 'bob' };
+    expect(
+      discordQuote(
+        {
+          content: '<@1> see <@2>',
+          author,
+          mentions: [{ id: '2', username: 'ann' }],
+          attachments: [{ filename: 'log.txt' }],
+          embeds: [{ title: 'CI', description: 'failed' }, {}],
+          timestamp: '2026-11-26T10:00:00.000Z',
+        },
+        '1',
+      ),
+    ).toEqual({
+      userId: author.id,
+      userName: 'bob',
+      text: 'see @ann\n[file: log.txt]\n[embed: CI: failed]',
+      at: '2026-11-26T10:00:00.000Z',
+    });
+    expect(discordQuote({ content: 'mine', author: { id: '1', username: 'keel' } }, '1')).toMatchObject({ fromBot: true });
+    expect(discordQuote(null, '1')).toBeUndefined();
+    expect(discordQuote({ content: '', author }, '1')).toBeUndefined();
+  });
+
+  it('Slack: the text as typed, files named, the time from its ts; the bot known by its user id', () => {
+    expect(slackQuote({ ts: '1700000000.000100', user: 'U0ANN', text: 'a &lt; b', files: [{ name: 'x.pdf' }] }, 'U0BOT')).toEqual({
+      userId: 'U0ANN',
+      text: 'a < b\n[file: x.pdf]',
+      at: '2023-11-14T22:13:20.000Z',
+    });
+    expect(slackQuote({ ts: '1.0', user: 'U0BOT', text: 'mine' }, 'U0BOT')).toMatchObject({ fromBot: true });
+    expect(slackQuote({ ts: '1.0', user: 'U0ANN', text: '' }, 'U0BOT')).toBeUndefined();
+  });
+
+  it("Telegram: the selected part of a quote, else text or caption with files; never a forum topic's start", () => {
+    const base = { message_id: 9, chat: { id: -1, type: 'supergroup' }, from: { id: 42, first_name: 'Ann' }, text: 'why?' };
+    const bob = { id: 43, first_name: 'Bob', username: 'bob' };
+    expect(
+      telegramQuote({ ...base, reply_to_message: { message_id: 5, from: bob, caption: 'rack', document: { file_name: 'a.pdf' } } }, 1),
+    ).toEqual({
+      userId: '43',
+      userName: 'bob',
+      text: 'rack\n[file: a.pdf]',
+    });
+    expect(
+      telegramQuote({ ...base, reply_to_message: { message_id: 5, from: bob, text: 'long. short' }, quote: { text: 'short' } }, 1)?.text,
+    ).toBe('short');
+    expect(
+      telegramQuote({ ...base, message_thread_id: 5, reply_to_message: { message_id: 5, from: bob, text: 'topic' } }, 1),
+    ).toBeUndefined();
+    expect(telegramQuote({ ...base, reply_to_message: { message_id: 6, from: bob, forum_topic_created: {} } }, 1)).toBeUndefined();
+    expect(telegramQuote(base, 1)).toBeUndefined();
   });
 });
