@@ -374,6 +374,10 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
         const m = (history.get(cid) ?? []).find((x) => x.id === seg[3]);
         if (!m) return error(res, 404, 'Unknown Message', 10008);
         if (seg[4] === 'reactions' && method === 'PUT') return reply(res, 204);
+        if (seg.length === 4 && method === 'GET') {
+          if (fake.noHistoryAccess.has(cid)) return error(res, 403, 'Missing Access', 50001);
+          return reply(res, 200, m);
+        }
         if (seg.length === 4 && method === 'PATCH') {
           if (m.author.id !== bot.id) return error(res, 403, 'Cannot edit a message authored by another user', 50005);
           m.content = String(body.content ?? m.content);

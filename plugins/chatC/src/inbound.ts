@@ -143,6 +143,8 @@ export async function messageToInbound(
     signal?: AbortSignal;
     /** Whether the bot takes part in the thread `channelId` (a message there counts as addressed to it). */
     follows?: (channelId: string) => boolean;
+    /** The first message of thread `threadId` (thread-start.ts), quoted when the bot is mentioned in a thread. */
+    threadStart?: (threadId: string) => Promise<DcReferencedMessage | undefined>;
   },
 ): Promise<InboundMessage> {
   const isGroup = m.guild_id !== undefined;
@@ -153,7 +155,11 @@ export async function messageToInbound(
     ...(d.selfRoleId !== undefined ? { selfRoleId: d.selfRoleId } : {}),
     ...(m.mentions ? { mentions: m.mentions } : {}),
   });
-  const quoted = quoteOf(m.referenced_message, botId, d.selfRoleId);
+  // A reply quotes what it answers; a mention in a thread (not its own first message) quotes the thread's start.
+  const inThreadMention =
+    !m.referenced_message && m.position !== undefined && m.id !== m.channel_id && addressesBot(m, botId, d.selfRoleId);
+  const start = inThreadMention ? await d.threadStart?.(m.channel_id) : undefined;
+  const quoted = quoteOf(m.referenced_message ?? start, botId, d.selfRoleId);
   // Discord's CDN URLs are signed: no token goes with them. A file that cannot be saved becomes a note.
   // Attachments of a message the gating will ignore (auto-reply off, not addressed) are not fetched.
   const { attachments, notes } = await saveInboundFiles(

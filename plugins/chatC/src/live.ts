@@ -24,6 +24,7 @@ import {
 import type manifest from '../manifest.js';
 import { Backfill, cursorKey, newer } from './backfill.js';
 import { classifyDiscord, type DcChunk, fatalMessage, makeRest, sendChunkTo, SNOWFLAKE } from './discord.js';
+import { ThreadStarts } from './thread-start.js';
 import { gatewayConnector, type GatewayInfo } from './gateway.js';
 import { addressesBot, type DcInboundMessage, type DcPayload, interactionToInbound, isUserMessage, messageToInbound } from './inbound.js';
 import { registerSkills } from './skills.js';
@@ -246,10 +247,13 @@ export async function startChatC(ctx: PluginContext<typeof manifest>) {
         autoReply,
         signal: rt.signal,
         follows: (channelId) => threads.follows(channelId),
+        threadStart: (threadId) => threadStarts.of(threadId, rt.signal),
       });
       return rt.handle(inbound, { statusLine: discordStatusLine, turn });
     },
   });
+
+  const threadStarts = new ThreadStarts({ ingress, rest, log: ctx.log });
 
   const capability = rt.capability({
     status,

@@ -147,6 +147,35 @@ describe('chatC inbound → action → reply', () => {
     expect(quoted['and this?']).toMatchObject({ userId: ADMIN, text: 'note to self: check the cache', trusted: true });
   });
 
+  it("a mention in a thread quotes the thread's first message (from Keel's own record, else over REST, once); a reply there quotes what it answers instead", async () => {
+    h = await bootChatC({ config: { chatCAutoReplyEnabled: false }, runAgent: false });
+    await connected();
+    const quotedOf = (task: string) => h!.actions().find((a) => a.task === task)?.metadata.quoted;
+    const getMessage = () => h!.dc.callsOf('GET /channels/:id/messages/:id').length;
+    // A thread started from a message Keel recorded (on Discord the thread's id is that message's id).
+    // (Recorded no later than the mention below: the gateway delivers them in this order.)
+    const red = h.dc.pushMessage('the build is red', { userId: USER });
+    h.dc.pushMessage('why is that?', { userId: ADMIN, channelId: red.id, threadOf: h.dc.channelId, mention: true });
+    await waitFor(() => quotedOf('why is that?'), 'the quote from the record');
+    expect(quotedOf('why is that?')).toMatchObject({ userId: USER, text: 'the build is red', trusted: false });
+    expect(getMessage()).toBe(0);
+    // A reply in the thread quotes the message it answers, not the thread's start.
+    const inThread = h.dc.pushMessage('I restarted the runner', { userId: ADMIN, channelId: red.id, threadOf: h.dc.channelId });
+    h.dc.pushMessage('did it help?', { userId: USER, channelId: red.id, threadOf: h.dc.channelId, replyTo: inThread.id, mention: true });
+    await waitFor(() => quotedOf('did it help?'), 'the quote of the reply');
+    expect(quotedOf('did it help?')).toMatchObject({ userId: ADMIN, text: 'I restarted the runner', trusted: true });
+
+    // Started from a message Keel never recorded: read over REST (the thread, then the parent's message), once.
+    const old = h.dc.pushMessage('release notes for 2.0', { userId: ADMIN, historyOnly: true });
+    h.dc.pushMessage('ready to ship?', { userId: USER, channelId: old.id, threadOf: h.dc.channelId, mention: true });
+    h.dc.pushMessage('and the docs?', { userId: USER, channelId: old.id, threadOf: h.dc.channelId, mention: true });
+    await waitFor(() => quotedOf('and the docs?'), 'the quotes over REST');
+    expect(quotedOf('ready to ship?')).toMatchObject({ userId: ADMIN, text: 'release notes for 2.0', trusted: true });
+    expect(quotedOf('and the docs?')).toMatchObject({ text: 'release notes for 2.0' });
+    // In the thread (404: not a forum post), then in the parent; the second mention asks nothing.
+    expect(getMessage()).toBe(2);
+  });
+
   it('auto-reply off: a message in a thread the bot takes part in needs no mention (addressed there, or started from its message), also after a restart; other threads and the channel stay quiet', async () => {
     h = await bootChatC({ config: { chatCAutoReplyEnabled: false }, runAgent: false });
     await connected();
