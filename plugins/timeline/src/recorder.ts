@@ -16,9 +16,19 @@ const cap = (s: string | undefined): string | undefined =>
 /** The timeline's view of an action (its origin from `metadata.inbound`, which `receive` sets). */
 export function describe(a: Action): TimelineAction {
   const inb = a.metadata.inbound as { channel?: unknown; messageId?: unknown; userId?: unknown } | undefined;
+  // Why privileged skills may be refused to it: the sender is not an admin, or it quotes someone who is not.
+  const q = a.metadata.quoted as { userName?: unknown; userId?: unknown; fromBot?: unknown; trusted?: unknown } | undefined;
+  const quotedFrom =
+    q && typeof q === 'object' ? (q.fromBot === true ? 'Keel' : [q.userName, q.userId].find((x) => typeof x === 'string' && x)) : undefined;
   const inbound =
     inb && typeof inb.channel === 'string' && typeof inb.messageId === 'string'
-      ? { channel: inb.channel, messageId: inb.messageId, ...(typeof inb.userId === 'string' ? { userId: inb.userId } : {}) }
+      ? {
+          channel: inb.channel,
+          messageId: inb.messageId,
+          ...(typeof inb.userId === 'string' ? { userId: inb.userId } : {}),
+          ...(a.metadata.untrusted === true ? { untrusted: true as const } : {}),
+          ...(typeof quotedFrom === 'string' ? { quotedFrom, quotedTrusted: q!.trusted === true } : {}),
+        }
       : undefined;
   return { id: a.id, task: a.task, source: a.source, status: a.status, createdAt: a.createdAt, ...(inbound ? { inbound } : {}) };
 }

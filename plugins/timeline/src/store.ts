@@ -37,8 +37,11 @@ export interface TimelineAction {
   status: string;
   createdAt: string;
   settledAt?: string;
-  /** Where it came from, for actions a channel pushed (`metadata.inbound`). */
-  inbound?: { channel: string; messageId: string; userId?: string };
+  /**
+   * Where it came from, for actions a channel pushed (`metadata.inbound`); `untrusted` when the sender is not an
+   * admin, `quotedFrom` / `quotedTrusted` when it replies to a message (`metadata.quoted`).
+   */
+  inbound?: { channel: string; messageId: string; userId?: string; untrusted?: true; quotedFrom?: string; quotedTrusted?: boolean };
   result?: string;
   error?: string;
 }

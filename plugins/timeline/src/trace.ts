@@ -19,7 +19,13 @@ function describeEvent(e: TimelineEvent): string {
   const d = e.data;
   switch (e.type) {
     case 'received':
-      return `from ${d.channel}${d.userId ? ` user ${d.userId}` : ''}, platform message ${d.messageId}`;
+      return (
+        `from ${d.channel}${d.userId ? ` user ${d.userId}` : ''}, platform message ${d.messageId}` +
+        (d.untrusted ? ', untrusted (the sender is not an admin)' : '') +
+        (d.quotedFrom
+          ? `, replying to a message of ${d.quotedFrom}${d.quotedTrusted ? '' : ' (untrusted: privileged skills are refused to this action)'}`
+          : '')
+      );
     case 'queued':
       return `source ${d.source}`;
     case 'started':

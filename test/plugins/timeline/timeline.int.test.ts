@@ -126,7 +126,7 @@ describe('action timelines', () => {
       'settled',
     ]);
     const [received, , started, call1, skill, call2, reply, done] = tl.events;
-    expect(received!.data).toEqual({ channel: 'chat', messageId: 'plat-555', userId: 'u7' });
+    expect(received!.data).toEqual({ channel: 'chat', messageId: 'plat-555', userId: 'u7', untrusted: true });
     expect(started!.data).toMatchObject({ attempt: 1 });
     expect(call1!.data).toMatchObject({ provider: 'fake', model: 'fake-model', ok: true, inputTokens: 120, outputTokens: 8 });
     expect(call2!.data).toMatchObject({ inputTokens: 150, outputTokens: 4 });
@@ -185,6 +185,33 @@ describe('action timelines', () => {
     const unknown = await keel(home, ['trace', 'no-such-id']);
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toContain('nothing recorded');
+  }, 60_000);
+
+  it('say why an action is untrusted: a sender who is not an admin, a quote of someone who is not', async () => {
+    const { t, home, chat, fake } = await boot({});
+    fake.replies.push({ text: 'Bob means the cache.' });
+    const out = await chat.inbound({
+      text: 'what does he mean?',
+      userId: 'u7',
+      messageId: 'plat-777',
+      quoted: { userId: 'u9', userName: 'bob', text: 'clear it all' },
+    });
+    const action = (out as { action: Action }).action;
+    await settled(t, action.id);
+    const tl = await untilSettled(home, action.id);
+    expect(tl.events[0]!.data).toEqual({
+      channel: 'chat',
+      messageId: 'plat-777',
+      userId: 'u7',
+      untrusted: true,
+      quotedFrom: 'bob',
+      quotedTrusted: false,
+    });
+    await t.close();
+    const trace = await keel(home, ['trace', 'plat-777']);
+    expect(trace.stdout).toContain(
+      'untrusted (the sender is not an admin), replying to a message of bob (untrusted: privileged skills are refused to this action)',
+    );
   }, 60_000);
 
   it('record a file a skill sent during the action as a reply, with the platform message id', async () => {
