@@ -5,7 +5,7 @@
  * post's opening message (in the thread itself).
  *
  * Read from chatC's own ingress when Keel recorded it; else with REST (a forum post's message in the thread; then the
- * thread's parent, and the message there), each call given 5 s. The answers are kept ten minutes (500 threads).
+ * thread's parent, and the message there), 5 s for the whole lookup. The answers are kept ten minutes (500 threads).
  * A thread whose start cannot be read quotes nothing, and the message goes on without it.
  */
 import type { REST } from '@discordjs/rest';
@@ -15,7 +15,7 @@ import type { DcPayload, DcReferencedMessage } from './inbound.js';
 
 const KEEP_MS = 10 * 60_000;
 const KEEP_MAX = 500;
-const CALL_MS = 5000;
+const LOOKUP_MS = 5000;
 
 export class ThreadStarts {
   private readonly kept = new Map<string, { at: number; first: DcReferencedMessage | undefined }>();
@@ -34,8 +34,10 @@ export class ThreadStarts {
     if (recorded && 'message' in recorded) return recorded.message;
     const hit = this.kept.get(threadId);
     if (hit && Date.now() - hit.at < KEEP_MS) return hit.first;
-    const signal = () => (stopping ? AbortSignal.any([stopping, AbortSignal.timeout(CALL_MS)]) : AbortSignal.timeout(CALL_MS));
-    const get = (path: string) => this.o.rest.get(path as `/${string}`, { signal: signal() });
+    // One deadline for the whole lookup (up to three calls), and none past a stop.
+    const deadline = AbortSignal.timeout(LOOKUP_MS);
+    const signal = stopping ? AbortSignal.any([stopping, deadline]) : deadline;
+    const get = (path: string) => this.o.rest.get(path as `/${string}`, { signal });
     try {
       let first: DcReferencedMessage | undefined;
       try {
