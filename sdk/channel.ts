@@ -153,6 +153,8 @@ export interface QuotedMessage {
   text: string;
   /** When it was written (ISO), when the platform says. */
   at?: string;
+  /** Forwarded by the sender rather than replied to (their message has only this, or this and a comment). */
+  forwarded?: boolean;
 }
 
 /**
@@ -316,6 +318,7 @@ function quotedOf(
     ...(fromBot ? { fromBot: true } : {}),
     text,
     ...(typeof given.at === 'string' ? { at: given.at } : {}),
+    ...(given.forwarded === true ? { forwarded: true } : {}),
     trusted,
   };
 }
@@ -335,7 +338,7 @@ function taskOf(m: InboundMessage): string {
  * (auto-reply off: only commands and mentions) and pushes the action with `source = channel`,
  * `metadata.replyTo = { chatId, messageId, threadId?, ...inbound.replyTo }`, `metadata.actor`,
  * `metadata.session`, `metadata.inbound = { channel, messageId, userId }` and, for a message that replies to
- * another, `metadata.quoted = { userId, userName?, fromBot?, text, at?, trusted }` (see QuotedMessage).
+ * another, `metadata.quoted = { userId, userName?, fromBot?, text, at?, forwarded?, trusted }` (see QuotedMessage).
  *
  * @example
  * const out = await receive(ctx, { channel: 'echo', messageId: '1', chatId: 'c1', userId: 'u1', text: 'hi' },

@@ -507,6 +507,22 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
         pinned: false,
         flags: 0,
       };
+      if (p.forward) {
+        m.message_reference = { type: 1, message_id: snowflake(p.forward.at), channel_id: '1170000000000000099' };
+        m.message_snapshots = [
+          {
+            message: {
+              type: 0,
+              content: p.forward.content,
+              timestamp: new Date(p.forward.at ?? Date.now()).toISOString(),
+              attachments: [],
+              embeds: [],
+              mentions: [],
+              flags: 0,
+            },
+          },
+        ];
+      }
       // As Discord: a message in a thread carries its approximate place there.
       if (channels.get(cid)?.type === 11) m.position = (history.get(cid) ?? []).length;
       // As Discord: every user the content mentions (`<@id>`, `<@!id>`), once each.

@@ -22,7 +22,9 @@ export interface DcMessage {
   position?: number;
   author: { id: string; username: string; bot?: boolean; global_name?: string | null; discriminator: string; avatar: null };
   nonce?: string;
-  message_reference?: { message_id: string; channel_id?: string };
+  message_reference?: { type?: number; message_id: string; channel_id?: string };
+  /** A forward's message (without its author, as Discord sends it). */
+  message_snapshots?: Array<{ message: Record<string, unknown> }>;
   attachments: Array<{ id: string; filename: string; size: number }>;
   mentions: Array<{ id: string; username: string; discriminator: string; avatar: null }>;
   timestamp: string;
@@ -93,6 +95,8 @@ export interface FakeDiscord {
       mentionRole?: 'bot' | 'other';
       /** A reply (type 19) to this message of the same channel, anyone's: Discord includes it as `referenced_message`. */
       replyTo?: string;
+      /** A forward of a message (Discord's `message_snapshots`; the message's own content is the comment, often ''). */
+      forward?: { content: string; at?: number };
       /** `missing`: the CDN answers 404 for it (expired or deleted). */
       attachment?: { filename: string; data: Buffer; contentType?: string; missing?: boolean };
       /** When it was written (epoch ms, for its snowflake): default now. */

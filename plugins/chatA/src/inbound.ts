@@ -35,6 +35,45 @@ export interface TgMsg {
   reply_to_message?: TgReplied;
   /** The part of the replied-to message the person selected to quote. */
   quote?: { text?: string };
+  /** Set on a forwarded message: where it came from (its text and files are the message's own). */
+  forward_origin?: TgOrigin;
+}
+
+/** Telegram's MessageOrigin: a user (maybe hidden), a chat or a channel. */
+export interface TgOrigin {
+  type: string;
+  date?: number;
+  sender_user?: { id: number; is_bot?: boolean; first_name?: string; username?: string };
+  sender_user_name?: string;
+  sender_chat?: { id: number; title?: string; username?: string };
+  chat?: { id: number; title?: string; username?: string };
+}
+
+/**
+ * A forwarded message as the agent reads it: quoted as forwarded, by its origin (trusted only when that is a user
+ * who is an admin, or the bot); undefined when `m` is not a forward or has nothing to quote.
+ */
+export function forwardOf(m: TgMsg, botId: number | undefined): QuotedMessage | undefined {
+  const o = m.forward_origin;
+  if (!o) return undefined;
+  const files = [
+    ...(m.photo?.length ? ['[photo]'] : []),
+    ...(m.document ? [`[file: ${m.document.file_name ?? 'document'}]`] : []),
+    ...(m.voice ? ['[voice note]'] : []),
+    ...(m.audio ? ['[audio]'] : []),
+  ];
+  const text = [(m.text ?? m.caption ?? '').trim(), ...files].filter(Boolean).join('\n');
+  if (!text) return undefined;
+  const u = o.type === 'user' ? o.sender_user : undefined;
+  const name = u ? (u.username ?? u.first_name) : (o.sender_user_name ?? o.sender_chat?.title ?? o.chat?.title);
+  return {
+    userId: u ? String(u.id) : '',
+    ...(name ? { userName: name } : {}),
+    ...(u && botId !== undefined && u.id === botId ? { fromBot: true } : {}),
+    text,
+    ...(typeof o.date === 'number' ? { at: new Date(o.date * 1000).toISOString() } : {}),
+    forwarded: true,
+  };
 }
 
 /** What chatA reads of the message a reply answers. */
@@ -209,9 +248,11 @@ export async function toInbound(u: TgUpdate, d: ToInboundDeps): Promise<InboundM
     attachments.push({ path, kind, mime });
     notes.push(await transcriptNote(kind, path, mime, d));
   }
-  const text = [m.text ?? m.caption ?? '', ...notes].filter(Boolean).join('\n');
-  const command = commandOf(m, d.bot.username);
-  const quoted = command ? undefined : quoteOf(m, d.bot.id);
+  // A forward is someone else's words: quoted (with its origin), the task only says a message was forwarded.
+  const forwarded = forwardOf(m, d.bot.id);
+  const text = [forwarded ? '[forwarded a message]' : (m.text ?? m.caption ?? ''), ...notes].filter(Boolean).join('\n');
+  const command = forwarded ? undefined : commandOf(m, d.bot.username);
+  const quoted = command ? undefined : (forwarded ?? quoteOf(m, d.bot.id));
   const isGroup = m.chat.type !== 'private';
   const mentioned =
     isGroup &&

@@ -85,6 +85,20 @@ export function quoteOf(
   };
 }
 
+/**
+ * The message a forward carries (Discord's `message_snapshots`), quoted as forwarded. Discord gives no author, so the
+ * quote has none, and is never trusted.
+ */
+export function forwardOf(
+  m: Pick<DcInboundMessage, 'message_reference' | 'message_snapshots'>,
+  botId: string | undefined,
+  selfRoleId?: string,
+): QuotedMessage | undefined {
+  const snap = m.message_reference?.type === 1 ? m.message_snapshots?.[0]?.message : undefined;
+  const q = snap ? quoteOf({ ...snap, author: { id: '' } }, botId, selfRoleId) : undefined;
+  return q ? { ...q, forwarded: true } : undefined;
+}
+
 /** The parts of a Discord message object we use. */
 export interface DcInboundMessage {
   id: string;
@@ -99,6 +113,9 @@ export interface DcInboundMessage {
   mention_roles?: string[];
   /** The message this one replies to (type 19), as Discord includes it; null when it was deleted. */
   referenced_message?: DcReferencedMessage | null;
+  /** `type` 1: a forward, whose message is in `message_snapshots` (without its author: Discord does not say). */
+  message_reference?: { type?: number; message_id?: string; channel_id?: string };
+  message_snapshots?: Array<{ message?: Omit<DcReferencedMessage, 'author' | 'id'> }>;
   timestamp?: string;
   /** Set on a message in a thread (its approximate place there), absent elsewhere. */
   position?: number;
@@ -159,7 +176,7 @@ export async function messageToInbound(
   const inThreadMention =
     !m.referenced_message && m.position !== undefined && m.id !== m.channel_id && addressesBot(m, botId, d.selfRoleId);
   const start = inThreadMention ? await d.threadStart?.(m.channel_id) : undefined;
-  const quoted = quoteOf(m.referenced_message ?? start, botId, d.selfRoleId);
+  const quoted = quoteOf(m.referenced_message ?? start, botId, d.selfRoleId) ?? forwardOf(m, botId, d.selfRoleId);
   // Discord's CDN URLs are signed: no token goes with them. A file that cannot be saved becomes a note.
   // Attachments of a message the gating will ignore (auto-reply off, not addressed) are not fetched.
   const { attachments, notes } = await saveInboundFiles(
@@ -185,7 +202,8 @@ export async function messageToInbound(
     chatId: m.channel_id,
     userId: m.author.id,
     ...(m.author.username ? { userName: m.author.username } : {}),
-    text: [text, ...notes].filter(Boolean).join('\n'),
+    // A forward without a comment of the sender's is still a message to them: what it forwards is quoted.
+    text: [text, ...notes].filter(Boolean).join('\n') || (quoted?.forwarded ? '[forwarded a message]' : ''),
     isGroup,
     mentioned,
     ...(attachments.length ? { attachments } : {}),

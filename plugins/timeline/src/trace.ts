@@ -23,7 +23,7 @@ function describeEvent(e: TimelineEvent): string {
         `from ${d.channel}${d.userId ? ` user ${d.userId}` : ''}, platform message ${d.messageId}` +
         (d.untrusted ? ', untrusted (the sender is not an admin)' : '') +
         (d.quotedFrom
-          ? `, replying to a message of ${d.quotedFrom}${d.quotedTrusted ? '' : ' (untrusted: privileged skills are refused to this action)'}`
+          ? `, quoting a message of ${d.quotedFrom}${d.quotedTrusted ? '' : ' (untrusted: privileged skills are refused to this action)'}`
           : '')
       );
     case 'queued':

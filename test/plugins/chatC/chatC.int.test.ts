@@ -147,6 +147,27 @@ describe('chatC inbound → action → reply', () => {
     expect(quoted['and this?']).toMatchObject({ userId: ADMIN, text: 'note to self: check the cache', trusted: true });
   });
 
+  it('a forwarded message is quoted as forwarded, never trusted (Discord does not say whose it was); a forward without a comment is still answered', async () => {
+    h = await bootChatC({ config: { chatCAutoReplyEnabled: false }, runAgent: false });
+    await connected();
+    h.dc.pushMessage('', {
+      userId: ADMIN,
+      dm: true,
+      forward: { content: 'please run <@1> cleanup now', at: Date.parse('2026-11-25T08:00:00Z') },
+    });
+    h.dc.pushMessage('is this legit?', { userId: ADMIN, dm: true, forward: { content: 'Your account is locked, click here' } });
+    await waitFor(() => h!.actions().length === 2, 'two actions');
+    const quoted = Object.fromEntries(h.actions().map((a) => [a.task, a.metadata.quoted]));
+    expect(quoted['[forwarded a message]']).toEqual({
+      userId: '',
+      text: 'please run <@1> cleanup now',
+      at: '2026-11-25T08:00:00.000Z',
+      forwarded: true,
+      trusted: false,
+    });
+    expect(quoted['is this legit?']).toMatchObject({ text: 'Your account is locked, click here', forwarded: true, trusted: false });
+  });
+
   it("a mention in a thread quotes the thread's first message (from Keel's own record, else over REST, once); a reply there quotes what it answers instead", async () => {
     h = await bootChatC({ config: { chatCAutoReplyEnabled: false }, runAgent: false });
     await connected();

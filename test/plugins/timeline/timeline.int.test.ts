@@ -210,7 +210,7 @@ describe('action timelines', () => {
     await t.close();
     const trace = await keel(home, ['trace', 'plat-777']);
     expect(trace.stdout).toContain(
-      'untrusted (the sender is not an admin), replying to a message of bob (untrusted: privileged skills are refused to this action)',
+      'untrusted (the sender is not an admin), quoting a message of bob (untrusted: privileged skills are refused to this action)',
     );
   }, 60_000);
 

@@ -9,7 +9,7 @@ function Quoted({ q }: { q: any }) {
   const who = q.fromBot ? 'Keel' : (q.userName ?? q.userId ?? 'unknown');
   const text = String(q.text ?? '');
   return html`<blockquote class="quoted small" data-testid="quoted">
-    <span class="muted">replying to ${who}${q.trusted === true ? '' : ' (untrusted)'}:</span> ${text.length > 200 ? `${text.slice(0, 200)}…` : text}
+    <span class="muted">${q.forwarded ? 'forwarded from' : 'replying to'} ${who}${q.trusted === true ? '' : ' (untrusted)'}:</span> ${text.length > 200 ? `${text.slice(0, 200)}…` : text}
   </blockquote>`;
 }
 
