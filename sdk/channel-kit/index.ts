@@ -12,6 +12,7 @@ export { ChannelStore } from './store.js';
 export { Ingress, type IngressItem, type IngressOptions, type IngressTurn } from './ingress.js';
 export { HistoryGates } from './history-gates.js';
 export { ThreadFollow, partKey } from './thread-follow.js';
+export { TtlCache } from './ttl-cache.js';
 export { AliveMark, ALIVE_KEY, ALIVE_EVERY_MS, ALIVE_MARGIN_MS, type AliveMarkOptions } from './alive.js';
 export {
   HistoryRounds,

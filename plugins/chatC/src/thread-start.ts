@@ -9,7 +9,7 @@
  * A thread whose start cannot be read quotes nothing, and the message goes on without it.
  */
 import type { REST } from '@discordjs/rest';
-import type { Ingress } from '../../../sdk/channel-kit/index.js';
+import { type Ingress, TtlCache } from '../../../sdk/channel-kit/index.js';
 import { errorMessage, type Logger } from '../../../sdk/index.js';
 import type { DcPayload, DcReferencedMessage } from './inbound.js';
 
@@ -18,7 +18,7 @@ const KEEP_MAX = 500;
 const LOOKUP_MS = 5000;
 
 export class ThreadStarts {
-  private readonly kept = new Map<string, { at: number; first: DcReferencedMessage | undefined }>();
+  private readonly kept = new TtlCache<string, DcReferencedMessage | undefined>(KEEP_MS, KEEP_MAX);
 
   constructor(
     private readonly o: {
@@ -33,7 +33,7 @@ export class ThreadStarts {
     const recorded = this.o.ingress.payload(threadId);
     if (recorded && 'message' in recorded) return recorded.message;
     const hit = this.kept.get(threadId);
-    if (hit && Date.now() - hit.at < KEEP_MS) return hit.first;
+    if (hit) return hit.value;
     // One deadline for the whole lookup (up to three calls), and none past a stop.
     const deadline = AbortSignal.timeout(LOOKUP_MS);
     const signal = stopping ? AbortSignal.any([stopping, deadline]) : deadline;
@@ -49,13 +49,11 @@ export class ThreadStarts {
         const thread = (await get(`/channels/${threadId}`)) as { parent_id?: string | null };
         if (thread.parent_id) first = (await get(`/channels/${thread.parent_id}/messages/${threadId}`)) as DcReferencedMessage;
       }
-      this.kept.delete(threadId);
-      this.kept.set(threadId, { at: Date.now(), first });
-      if (this.kept.size > KEEP_MAX) this.kept.delete(this.kept.keys().next().value!);
+      this.kept.set(threadId, first);
       return first;
     } catch (e) {
       if ((e as { status?: number }).status === 404) {
-        this.kept.set(threadId, { at: Date.now(), first: undefined });
+        this.kept.set(threadId, undefined);
         return undefined;
       }
       this.o.log.debug(

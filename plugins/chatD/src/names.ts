@@ -8,6 +8,7 @@
  * one info line says so and chatD stops asking.
  */
 import type { WebClient } from '@slack/web-api';
+import { TtlCache } from '../../../sdk/channel-kit/index.js';
 import { errorMessage, type Logger } from '../../../sdk/index.js';
 import { slackErrorCode } from './slack.js';
 
@@ -51,8 +52,8 @@ export function mentionedIds(raw: string): string[] {
 }
 
 export class SlackNames {
-  /** id → name (undefined: Slack knows no such user) and when it was read, oldest first. */
-  private readonly kept = new Map<string, { at: number; name: string | undefined }>();
+  /** id → name (undefined: Slack knows no such user). */
+  private readonly kept = new TtlCache<string, string | undefined>(KEEP_MS, KEEP_MAX);
   private readonly asking = new Map<string, Promise<string | undefined>>();
   private off = false;
 
@@ -77,7 +78,7 @@ export class SlackNames {
 
   private one(id: string): Promise<string | undefined> {
     const hit = this.kept.get(id);
-    if (hit && Date.now() - hit.at < KEEP_MS) return Promise.resolve(hit.name);
+    if (hit) return Promise.resolve(hit.value);
     const running = this.asking.get(id);
     if (running) return running;
     const p = this.ask(id).finally(() => this.asking.delete(id));
@@ -89,11 +90,11 @@ export class SlackNames {
     try {
       const r = await this.o.client.users.info({ user: id });
       const name = shownName((r.user ?? {}) as SlackUser);
-      this.keep(id, name);
+      this.kept.set(id, name);
       return name;
     } catch (e) {
       const code = slackErrorCode(e);
-      if (code === 'user_not_found') this.keep(id, undefined);
+      if (code === 'user_not_found') this.kept.set(id, undefined);
       else if (code === 'missing_scope' && !this.off) {
         this.off = true;
         this.o.log.info(
@@ -102,11 +103,5 @@ export class SlackNames {
       } else this.o.log.debug(`chatD: the name of ${id} could not be read (${errorMessage(e)}).`);
       return undefined;
     }
-  }
-
-  private keep(id: string, name: string | undefined): void {
-    this.kept.delete(id);
-    this.kept.set(id, { at: Date.now(), name });
-    if (this.kept.size > KEEP_MAX) this.kept.delete(this.kept.keys().next().value!);
   }
 }

@@ -5,7 +5,7 @@
  * needs); the answers are kept ten minutes (500 threads), so a busy thread costs one call. A failed lookup, or one
  * that takes over 5 s, quotes nothing, and the message goes on without it.
  */
-import type { Ingress } from '../../../sdk/channel-kit/index.js';
+import { type Ingress, TtlCache } from '../../../sdk/channel-kit/index.js';
 import { errorMessage, type Logger, type QuotedMessage } from '../../../sdk/index.js';
 import type { WebClient } from '@slack/web-api';
 import { slackPlainText, type SlackItem } from './inbound.js';
@@ -46,8 +46,8 @@ export function quoteOf(m: SlackMessage, botUserId: string | undefined, names?: 
 }
 
 export class ThreadStarts {
-  /** `channel:ts` → the quote and when it was read, oldest first. */
-  private readonly kept = new Map<string, { at: number; first: SlackMessage | undefined }>();
+  /** `channel:ts` → the thread's first message (undefined: none could be read). */
+  private readonly kept = new TtlCache<string, SlackMessage | undefined>(KEEP_MS, KEEP_MAX);
 
   constructor(
     private readonly o: {
@@ -63,7 +63,7 @@ export class ThreadStarts {
     const recorded = this.o.ingress.payload(key);
     if (recorded?.kind === 'message') return recorded.event;
     const hit = this.kept.get(key);
-    if (hit && Date.now() - hit.at < KEEP_MS) return hit.first;
+    if (hit) return hit.value;
     try {
       const r = await within(WAIT_MS, this.o.client.conversations.replies({ channel, ts: threadTs, limit: 1 }));
       if (signal?.aborted) return undefined;
@@ -75,9 +75,7 @@ export class ThreadStarts {
       }
       const top = (r.messages as SlackMessage[] | undefined)?.[0];
       const first = top && top.ts === threadTs ? top : undefined;
-      this.kept.delete(key);
-      this.kept.set(key, { at: Date.now(), first });
-      if (this.kept.size > KEEP_MAX) this.kept.delete(this.kept.keys().next().value!);
+      this.kept.set(key, first);
       return first;
     } catch (e) {
       this.o.log.debug(
