@@ -277,16 +277,15 @@ export async function startChatD(ctx: PluginContext<typeof manifest>) {
         ev.thread_ts !== ev.ts &&
         !gated.command &&
         (ev.channel_type === 'im' || (bot.userId !== undefined && mentions(ev.text ?? '', bot.userId)));
-      const first = quoting ? await threadStarts.of(ev.channel, ev.thread_ts!, rt.signal) : undefined;
-      // People are named for the agent (sender, quoted author, mentions) only in messages that become actions.
-      const names =
-        acted && ev
-          ? await slackNames.of(
-              [ev.user ?? '', ...mentionedIds(ev.text ?? ''), first?.user ?? '', ...mentionedIds(first?.text ?? '')].filter(
-                (id) => id !== bot.userId,
-              ),
-            )
-          : undefined;
+      // People are named for the agent (sender, mentions, the quoted author and its mentions) only in messages that
+      // become actions; the sender's names are asked while the thread's first message is read.
+      const people = (m: { user?: string; text?: string } | undefined) =>
+        m ? [m.user ?? '', ...mentionedIds(m.text ?? '')].filter((id) => id !== bot.userId) : [];
+      const [first, own] = await Promise.all([
+        quoting ? threadStarts.of(ev.channel, ev.thread_ts!, rt.signal) : undefined,
+        acted ? slackNames.of(people(ev)) : undefined,
+      ]);
+      const names = first && own ? new Map([...own, ...(await slackNames.of(people(first)))]) : own;
       const plain = names?.size ? toInbound(item, bot.userId, follows, names) : gated;
       const quoted = first ? quoteOf(first, bot.userId, names) : undefined;
       // Files of a message the gating will ignore are not fetched (a busy channel would fill the disk).
