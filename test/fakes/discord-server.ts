@@ -486,7 +486,10 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
         id,
         channel_id: cid,
         ...(guild
-          ? { guild_id: guildId, member: { roles: [], joined_at: new Date().toISOString(), deaf: false, mute: false, flags: 0 } }
+          ? {
+              guild_id: guildId,
+              member: { roles: [], joined_at: new Date().toISOString(), deaf: false, mute: false, flags: 0, nick: p.nick ?? null },
+            }
           : {}),
         content: p.mention ? `<@${bot.id}> ${content}` : p.mentionRole ? `<@&${roleOf(p.mentionRole)}> ${content}` : content,
         author: user(userId),

@@ -95,6 +95,8 @@ export interface FakeDiscord {
       mentionRole?: 'bot' | 'other';
       /** A reply (type 19) to this message of the same channel, anyone's: Discord includes it as `referenced_message`. */
       replyTo?: string;
+      /** The author's nickname in the server (`member.nick`). */
+      nick?: string;
       /** A forward of a message (Discord's `message_snapshots`; the message's own content is the comment, often ''). */
       forward?: { content: string; at?: number };
       /** `missing`: the CDN answers 404 for it (expired or deleted). */

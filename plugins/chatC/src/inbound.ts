@@ -38,6 +38,14 @@ export function discordPlainText(content: string, o: { botId?: string; selfRoleI
     .trim();
 }
 
+/**
+ * The name Discord shows for a person: their nickname in the server, else their display name, else their handle.
+ * @example shownName({ id: '1', username: 'bob_1', global_name: 'Bob' }, null) // 'Bob'
+ */
+export function shownName(u: DcUser, nick?: string | null): string | undefined {
+  return [nick, u.global_name, u.username].find((x): x is string => typeof x === 'string' && x.trim() !== '');
+}
+
 /** What chatC reads of the message a reply answers. */
 export interface DcReferencedMessage {
   id?: string;
@@ -78,7 +86,7 @@ export function quoteOf(
   const fromBot = botId !== undefined && r.author.id === botId;
   return {
     userId: r.author.id,
-    ...(r.author.username ? { userName: r.author.username } : {}),
+    ...(shownName(r.author) ? { userName: shownName(r.author)! } : {}),
     ...(fromBot ? { fromBot: true } : {}),
     text,
     ...(r.timestamp ? { at: r.timestamp } : {}),
@@ -119,6 +127,8 @@ export interface DcInboundMessage {
   timestamp?: string;
   /** Set on a message in a thread (its approximate place there), absent elsewhere. */
   position?: number;
+  /** The author as a member of the server (server messages only): their nickname there, if any. */
+  member?: { nick?: string | null };
   attachments?: Array<{ id: string; filename: string; url?: string; content_type?: string; size?: number }>;
 }
 
@@ -130,7 +140,7 @@ export interface DcInteraction {
   type: number;
   channel_id?: string;
   guild_id?: string;
-  member?: { user: DcUser };
+  member?: { user: DcUser; nick?: string | null };
   user?: DcUser;
   data?: { name?: string };
 }
@@ -201,7 +211,7 @@ export async function messageToInbound(
     messageId: m.id,
     chatId: m.channel_id,
     userId: m.author.id,
-    ...(m.author.username ? { userName: m.author.username } : {}),
+    ...(shownName(m.author, m.member?.nick) ? { userName: shownName(m.author, m.member?.nick)! } : {}),
     // A forward without a comment of the sender's is still a message to them: what it forwards is quoted.
     text: [text, ...notes].filter(Boolean).join('\n') || (quoted?.forwarded ? '[forwarded a message]' : ''),
     isGroup,
@@ -231,7 +241,7 @@ export function interactionToInbound(i: DcInteraction): InboundMessage | undefin
     messageId: `i:${i.id}`,
     chatId: i.channel_id,
     userId: user.id,
-    ...(user.username ? { userName: user.username } : {}),
+    ...(shownName(user, i.member?.nick) ? { userName: shownName(user, i.member?.nick)! } : {}),
     text: `/${i.data.name}`,
     isGroup: i.guild_id !== undefined,
     mentioned: true,

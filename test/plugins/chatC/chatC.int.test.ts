@@ -131,7 +131,7 @@ describe('chatC inbound → action → reply', () => {
     const mine = await h.channel().send(h.dc.channelId, 'Shall I **restart** it?');
     const theirs = h.dc.pushMessage('the deploy fails on <@420000000000000042> arm64 <:sad:123>', { userId: USER });
     const boss = h.dc.pushMessage('note to self: check the cache', { userId: ADMIN });
-    h.dc.pushMessage('what went wrong here?', { userId: ADMIN, replyTo: theirs.id, mention: true });
+    h.dc.pushMessage('what went wrong here?', { userId: ADMIN, replyTo: theirs.id, mention: true, nick: 'Ann (ops)' });
     h.dc.pushMessage('yes please', { userId: ADMIN, replyTo: mine.messageId });
     h.dc.pushMessage('and this?', { userId: ADMIN, replyTo: boss.id, mention: true });
     await waitFor(() => h!.actions().length >= 3, 'three actions');
@@ -144,6 +144,10 @@ describe('chatC inbound → action → reply', () => {
       trusted: false,
     });
     expect(quoted['yes please']).toMatchObject({ fromBot: true, text: 'Shall I **restart** it?', trusted: true });
+    // The sender is named as the server shows them: their nickname there, else their handle.
+    const sender = (t: string) => h!.actions().find((a) => a.task === t)!.metadata.inbound;
+    expect(sender('what went wrong here?')).toMatchObject({ userId: ADMIN, userName: 'Ann (ops)' });
+    expect(sender('yes please')).toMatchObject({ userId: ADMIN, userName: 'user0042' });
     expect(quoted['and this?']).toMatchObject({ userId: ADMIN, text: 'note to self: check the cache', trusted: true });
   });
 
