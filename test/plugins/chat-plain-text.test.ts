@@ -36,12 +36,22 @@ describe('slackPlainText', () => {
 });
 
 describe('discordPlainText', () => {
-  const o = { botId: '100000000000000001', selfRoleId: '700000000000000001', mentions: [{ id: '400000000000000002', username: 'bob' }] };
+  const o = {
+    botId: '100000000000000001',
+    selfRoleId: '700000000000000001',
+    mentions: [
+      { id: '400000000000000002', username: 'bob' },
+      { id: '400000000000000004', username: 'ann_1', global_name: 'Ann' },
+      { id: '400000000000000005', username: 'carl_1', global_name: 'Carl', member: { nick: 'Carl (ops)' } },
+    ],
+  };
   it.each([
     ['<@100000000000000001> hello', 'hello'],
     ['<@!100000000000000001> hello', 'hello'],
     ['<@&700000000000000001> hello', 'hello'],
     ['ask <@400000000000000002> and <@!400000000000000002>', 'ask @bob and @bob'],
+    // As the server shows them: nickname, else display name, else handle.
+    ['ask <@400000000000000004> and <@400000000000000005>', 'ask @Ann and @Carl (ops)'],
     // Not in the message's mentions: left as it is.
     ['ask <@400000000000000009>', 'ask <@400000000000000009>'],
     ['for <@&700000000000000002> in <#300000000000000003>', 'for <@&700000000000000002> in <#300000000000000003>'],

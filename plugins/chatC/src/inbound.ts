@@ -9,6 +9,8 @@ import type { InboundMessage, Logger, QuotedMessage } from '../../../sdk/index.j
 
 interface DcUser {
   id: string;
+  /** On a mention in a server message: the person as a member there. */
+  member?: { nick?: string | null };
   username?: string;
   global_name?: string | null;
   bot?: boolean;
@@ -16,14 +18,15 @@ interface DcUser {
 
 /**
  * A Discord message's content as a person reads it: the bot's own mention (and its managed role's) dropped, another
- * person's mention `<@id>` as `@username` (from the message's `mentions`), a custom emoji `<:name:id>` as `:name:`,
+ * person's mention `<@id>` as `@` and the name the server shows for them (from the message's `mentions`: nickname,
+ * display name or handle), a custom emoji `<:name:id>` as `:name:`,
  * a timestamp `<t:1700000000:R>` as its UTC time. Role and channel mentions are left as they are; Discord does not
  * escape anything else.
  * @example discordPlainText('<@1> ask <@2> <:wave:3> by <t:0:R>', { botId: '1', mentions: [{ id: '2', username: 'bob' }] })
  * // 'ask @bob :wave: by 1970-01-01T00:00:00.000Z'
  */
 export function discordPlainText(content: string, o: { botId?: string; selfRoleId?: string; mentions?: DcUser[] }): string {
-  const names = new Map((o.mentions ?? []).map((u) => [u.id, u.username ?? u.global_name ?? u.id]));
+  const names = new Map((o.mentions ?? []).map((u) => [u.id, shownName(u, u.member?.nick) ?? u.id]));
   return content
     .replace(
       /<@!?(\d+)>|<@&(\d+)>|<a?:(\w+):\d+>|<t:(-?\d+)(?::[tTdDfFR])?>/g,
