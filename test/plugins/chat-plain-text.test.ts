@@ -117,5 +117,14 @@ describe('what a reply quotes', () => {
     ).toBeUndefined();
     expect(telegramQuote({ ...base, reply_to_message: { message_id: 6, from: bob, forum_topic_created: {} } }, 1)).toBeUndefined();
     expect(telegramQuote(base, 1)).toBeUndefined();
+    // A reply to a message of another chat: only the part the person quoted, by its origin.
+    const origin = { type: 'channel', date: 1_700_000_000, chat: { id: -1009, title: 'Release news' } };
+    expect(telegramQuote({ ...base, external_reply: { origin }, quote: { text: 'v2 is out' } }, 1)).toEqual({
+      userId: '',
+      userName: 'Release news',
+      text: 'v2 is out',
+      at: '2023-11-14T22:13:20.000Z',
+    });
+    expect(telegramQuote({ ...base, external_reply: { origin } }, 1)).toBeUndefined();
   });
 });

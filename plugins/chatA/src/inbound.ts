@@ -37,6 +37,8 @@ export interface TgMsg {
   quote?: { text?: string };
   /** Set on a forwarded message: where it came from (its text and files are the message's own). */
   forward_origin?: TgOrigin;
+  /** A reply to a message of another chat: where that came from (its text only as far as `quote` has it). */
+  external_reply?: { origin?: TgOrigin };
 }
 
 /** Telegram's MessageOrigin: a user (maybe hidden), a chat or a channel. */
@@ -64,17 +66,21 @@ export function forwardOf(m: TgMsg, botId: number | undefined): QuotedMessage | 
   ];
   const text = [(m.text ?? m.caption ?? '').trim(), ...files].filter(Boolean).join('\n');
   if (!text) return undefined;
+  return { ...originAuthor(o, botId), text, ...originAt(o), forwarded: true };
+}
+
+/** Who a message origin names: a user by id (the bot known as such); a hidden user, chat or channel by name only. */
+function originAuthor(o: TgOrigin, botId: number | undefined): Pick<QuotedMessage, 'userId' | 'userName' | 'fromBot'> {
   const u = o.type === 'user' ? o.sender_user : undefined;
   const name = u ? (u.username ?? u.first_name) : (o.sender_user_name ?? o.sender_chat?.title ?? o.chat?.title);
   return {
     userId: u ? String(u.id) : '',
     ...(name ? { userName: name } : {}),
     ...(u && botId !== undefined && u.id === botId ? { fromBot: true } : {}),
-    text,
-    ...(typeof o.date === 'number' ? { at: new Date(o.date * 1000).toISOString() } : {}),
-    forwarded: true,
   };
 }
+
+const originAt = (o: TgOrigin) => (typeof o.date === 'number' ? { at: new Date(o.date * 1000).toISOString() } : {});
 
 /** What chatA reads of the message a reply answers. */
 export interface TgReplied {
@@ -99,6 +105,9 @@ export interface TgReplied {
  */
 export function quoteOf(m: TgMsg, botId: number | undefined): QuotedMessage | undefined {
   const r = m.reply_to_message;
+  // A reply to a message of another chat: Telegram gives only where it came from, and the part the person quoted.
+  if (!r && m.external_reply?.origin && m.quote?.text?.trim())
+    return { ...originAuthor(m.external_reply.origin, botId), text: m.quote.text.trim(), ...originAt(m.external_reply.origin) };
   if (!r?.from || r.forum_topic_created !== undefined) return undefined;
   if (m.message_thread_id !== undefined && r.message_id === m.message_thread_id) return undefined;
   const files = [
