@@ -57,6 +57,9 @@ export class LogSink {
     // is printed without it: consola's `[chatC]` says it already.
     const own = `${tag}: `;
     const emit = (level: 'debug' | 'info' | 'warn' | 'error', message: string, rest: unknown[]) => {
+      // A debug line goes to the console only (never the ring or the file): unless it is printed, it is neither
+      // formatted nor scrubbed.
+      if (level === 'debug' && this.consola.level < 4) return;
       const text = this.scrub(rest.length ? `${message} ${rest.map(fmt).join(' ')}` : message);
       c[level](text.startsWith(own) ? text.slice(own.length) : text);
       if (level === 'debug') return;

@@ -19,6 +19,23 @@ describe('log sink', () => {
     expect(all[0]!.timestamp).toMatch(/^\d{4}-\d\d-\d\dT/);
   });
 
+  it('spends nothing on a debug line that is not printed (not formatted, not scrubbed); at debug level it is scrubbed', () => {
+    const secrets = vi.fn(() => ['sk-ant-very-secret-value-42']);
+    new LogSink({ quiet: true, secrets }).logger('t').debug('hot path', { big: 'object' });
+    expect(secrets).not.toHaveBeenCalled();
+    const printed: string[] = [];
+    const spy = vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => {
+      printed.push(String(chunk));
+      return true;
+    });
+    try {
+      new LogSink({ level: 4, secrets }).logger('t').debug('key sk-ant-very-secret-value-42 and xoxb-1234567890-abcdefghij');
+    } finally {
+      spy.mockRestore();
+    }
+    expect(printed.join('')).toContain('key sk-**** and [redacted]');
+  });
+
   it('prints a message that starts with its own tag without repeating it, and keeps it whole for the ring', () => {
     const printed: string[] = [];
     const spy = vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => {

@@ -15,6 +15,12 @@ afterEach(async () => {
 });
 
 const postedTo = (h: ChatDHarness, channel: string) => h.slack.posted.filter((m) => m.channel === channel && !m.deleted);
+/** The tasks of the actions so far, sorted. */
+const sortedTasks = (h: ChatDHarness) =>
+  h
+    .actions()
+    .map((a) => a.task)
+    .sort();
 
 async function ready(o: Parameters<typeof bootChatD>[0] = {}) {
   h = await bootChatD(o);
@@ -90,12 +96,7 @@ describe('chatD inbound → action → reply', () => {
     await waitFor(() => h!.actions().length >= 2 && h!.actions().every((a) => a.status === 'completed'), 'two actions');
     await waitFor(() => h!.slack.unacked() === 0, 'all acknowledged');
     await new Promise((r) => setTimeout(r, 300));
-    expect(
-      h!
-        .actions()
-        .map((a) => a.task)
-        .sort(),
-    ).toEqual(['a direct question', 'summarise the thread']);
+    expect(sortedTasks(h!)).toEqual(['a direct question', 'summarise the thread']);
   });
 
   it("auto-reply off: a reply in a thread the bot takes part in is answered without a new mention (a mention in the thread or its first message, or the bot's own answer above it), also after a restart; other threads and the channel stay quiet", async () => {
@@ -180,12 +181,7 @@ describe('chatD inbound → action → reply', () => {
     await waitFor(() => h!.actions().length === 2, 'the second mention');
     await waitFor(() => h!.slack.unacked() === 0, 'all acknowledged');
     await new Promise((r) => setTimeout(r, 300));
-    expect(
-      h!
-        .actions()
-        .map((a) => a.task)
-        .sort(),
-    ).toEqual(['first', 'follow-up with one']);
+    expect(sortedTasks(h!)).toEqual(['first', 'follow-up with one']);
   });
 
   it('a mention that raises both message and app_mention (an app subscribed to both) is one action and one reply; app_mention alone is answered too', async () => {
@@ -198,12 +194,7 @@ describe('chatD inbound → action → reply', () => {
     await waitFor(() => h!.actions().length === 2 && h!.actions().every((a) => a.status === 'completed'), 'the second');
     await waitFor(() => h!.slack.unacked() === 0, 'all acknowledged');
     await new Promise((r) => setTimeout(r, 300));
-    expect(
-      h!
-        .actions()
-        .map((a) => a.task)
-        .sort(),
-    ).toEqual(['in a thread', 'what is the status']);
+    expect(sortedTasks(h!)).toEqual(['in a thread', 'what is the status']);
     const replies = postedTo(h!, 'C0GENERAL1');
     expect(replies).toHaveLength(2);
     // The app_mention in a thread is answered in that thread.
@@ -278,12 +269,7 @@ describe('chatD inbound → action → reply', () => {
     h!.slack.redeliver(envelopeId);
     await waitFor(() => h!.slack.acked.filter((id) => id === envelopeId).length === 2, 'the redelivery acknowledged too');
     await new Promise((r) => setTimeout(r, 500));
-    expect(
-      h!
-        .actions()
-        .map((a) => a.task)
-        .sort(),
-    ).toEqual(['a person', 'sent twice']);
+    expect(sortedTasks(h!)).toEqual(['a person', 'sent twice']);
   });
 
   it('admins are trusted, others are untrusted', async () => {
