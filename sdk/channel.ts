@@ -184,6 +184,12 @@ export interface InboundMessage {
   replyTo?: Record<string, Json>;
   /** The message this one replies to (see QuotedMessage): kept as `metadata.quoted` with the author's trust. */
   quoted?: QuotedMessage;
+  /**
+   * Set by the channel kit when this is an edit of an earlier message (docs/channels.md, "Edits and deletions"):
+   * `of` the message's own id, `at` the platform's edit time, `replaces` the waiting action it took the place of,
+   * `after` the action that already answered (or still runs) the earlier version. Kept as `metadata.edit`.
+   */
+  edit?: { of: string; at: string; replaces?: string; after?: string };
   /** True when the content itself cannot be trusted whatever the sender (e.g. mail whose From is unproven). */
   forceUntrusted?: boolean;
   /** When given, overrides the admin decision to "not admin" (e.g. email sender not authenticated). */
@@ -323,6 +329,16 @@ function quotedOf(
   };
 }
 
+/** `metadata.edit` as the channel gave it (a tap never changes which message an edit is of). */
+function editOf(e: NonNullable<InboundMessage['edit']>): Record<string, Json> {
+  return {
+    of: String(e.of),
+    at: String(e.at),
+    ...(typeof e.replaces === 'string' ? { replaces: e.replaces } : {}),
+    ...(typeof e.after === 'string' ? { after: e.after } : {}),
+  };
+}
+
 function taskOf(m: InboundMessage): string {
   const files = (m.attachments ?? []).map((a) => `[attachment: ${a.name ?? a.path} (${a.kind ?? a.mime ?? 'file'}) at ${a.path}]`);
   return [m.text.trim(), ...files].filter(Boolean).join('\n');
@@ -338,7 +354,8 @@ function taskOf(m: InboundMessage): string {
  * (auto-reply off: only commands and mentions) and pushes the action with `source = channel`,
  * `metadata.replyTo = { chatId, messageId, threadId?, ...inbound.replyTo }`, `metadata.actor`,
  * `metadata.session`, `metadata.inbound = { channel, messageId, userId }` and, for a message that replies to
- * another, `metadata.quoted = { userId, userName?, fromBot?, text, at?, forwarded?, trusted }` (see QuotedMessage).
+ * another, `metadata.quoted = { userId, userName?, fromBot?, text, at?, forwarded?, trusted }` (see QuotedMessage),
+ * and for an edit of an earlier message `metadata.edit = { of, at, replaces?, after? }`.
  *
  * @example
  * const out = await receive(ctx, { channel: 'echo', messageId: '1', chatId: 'c1', userId: 'u1', text: 'hi' },
@@ -482,6 +499,7 @@ async function decide(ctx: PluginContext, inbound: InboundMessage, options: Rece
     },
     ...(m.attachments?.length ? { attachments: m.attachments.map((a) => ({ ...a })) as Json } : {}),
     ...(quoted ? { quoted } : {}),
+    ...(inbound.edit ? { edit: editOf(inbound.edit) } : {}),
     ...(untrusted ? { untrusted: true } : {}),
   };
   let action: Action;

@@ -13,6 +13,8 @@ export { Ingress, type IngressItem, type IngressOptions, type IngressTurn } from
 export { HistoryGates } from './history-gates.js';
 export { ThreadFollow, partKey } from './thread-follow.js';
 export { TtlCache } from './ttl-cache.js';
+export { HandedInputs } from './handed.js';
+export { EDIT_WINDOW_MS, editKey, latestActionOf, routeDelete, routeEdit, type EditedMessage } from './edits.js';
 export { AliveMark, ALIVE_KEY, ALIVE_EVERY_MS, ALIVE_MARGIN_MS, type AliveMarkOptions } from './alive.js';
 export {
   HistoryRounds,

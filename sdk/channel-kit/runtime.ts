@@ -25,6 +25,8 @@ import { BUILTIN_COMMANDS, isBuiltin, runCommand } from './commands.js';
 import type { IngressTurn } from './ingress.js';
 import { type ChunkSender, DeliveryLedger } from './ledger.js';
 import { Outbox } from './outbox.js';
+import { type EditedMessage, routeDelete, routeEdit } from './edits.js';
+import { HandedInputs } from './handed.js';
 import { failureNotice, ProgressFeedback, type ProgressTransport } from './progress.js';
 import { RateLimiter, type RatePolicy, type SendErrorDecision } from './rate-limit.js';
 import { ChannelStore } from './store.js';
@@ -101,6 +103,16 @@ export interface ChannelRuntime {
       turn?: IngressTurn;
     },
   ): Promise<string>;
+  /**
+   * An edit of an inbound message (`inbound.messageId` the message's own id, `inbound.text` as it reads now): it
+   * replaces the action while that waits, is handed to it while it runs, and is a new message (through `handle`,
+   * with the same options) once it was answered or if the earlier version was ignored. See edits.ts.
+   */
+  edited(e: EditedMessage, o: Parameters<ChannelRuntime['handle']>[1]): Promise<string>;
+  /** A deleted inbound message: its waiting or running action is cancelled. Returns the ingress outcome. */
+  deleted(messageId: string): Promise<string>;
+  /** Input handed to running actions (button presses, edits), on record until each action has settled. */
+  readonly handed: HandedInputs;
   /** The `channel:<name>` capability; `reply` and `react` as the platform needs. */
   capability(o: { status: () => ChannelStatus } & Partial<Pick<ChannelCapability, 'reply' | 'react'>>): ChannelCapability;
   /** The plugin's health from its status. */
@@ -205,10 +217,18 @@ export function createChannelRuntime<C extends Json>(o: ChannelRuntimeOptions<C>
     }
   });
 
-  return {
+  const autoReply = () => setting<boolean>(ctx, `${name}AutoReplyEnabled`, false) === true;
+  // Input handed to running actions: what a killed process left on record becomes new messages now.
+  const handed = new HandedInputs(store, ctx.log, (m) => receive(ctx, m, { autoReply: autoReply() }));
+  ctx.hooks.tap('actionSettled', (action: Action, outcome: { status: string }) => handed.settled(action.id, outcome.status));
+  const left = handed.recover();
+  if (left) ctx.log.info(`${name}: ${left} input(s) handed to actions that were interrupted become new messages.`);
+
+  const runtime: ChannelRuntime = {
     store,
     outbox,
     progress,
+    handed,
     signal: stopping.signal,
     send,
     reply,
@@ -232,10 +252,18 @@ export function createChannelRuntime<C extends Json>(o: ChannelRuntimeOptions<C>
         return `command:${inbound.command}`;
       }
       const out = await receive(ctx, inbound, {
-        autoReply: setting<boolean>(ctx, `${name}AutoReplyEnabled`, false) === true,
+        autoReply: autoReply(),
         ...(h.turn ? { onOrdered: h.turn.ordered } : {}),
       });
       return out.kind === 'ignored' ? `ignored:${out.reason}` : out.kind;
+    },
+    async edited(e, h) {
+      // After the chat's earlier messages are in the queue: the edit looks for the action one of them made.
+      await h.turn?.previous;
+      return routeEdit(ctx, handed, e, (m) => runtime.handle(m, h));
+    },
+    deleted(messageId) {
+      return routeDelete(ctx, name, messageId);
     },
     capability(c) {
       return {
@@ -260,7 +288,10 @@ export function createChannelRuntime<C extends Json>(o: ChannelRuntimeOptions<C>
       await connection();
       await progress.stopAll();
       await ingress?.close();
+      // An input the stopping action did not read is becoming a new message: let that finish while the store is open.
+      await handed.drain();
       store.close();
     },
   };
+  return runtime;
 }

@@ -5,8 +5,16 @@
  * platforms, this covers the shared wiring on its own.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { type ChannelRuntime, createChannelRuntime, renderChunks } from '../../sdk/channel-kit/index.js';
-import { type Action, definePlugin, type InboundMessage, type PluginManifest } from '../../sdk/index.js';
+import {
+  type ChannelRuntime,
+  ChannelStore,
+  createChannelRuntime,
+  HandedInputs,
+  renderChunks,
+  routeDelete,
+  routeEdit,
+} from '../../sdk/channel-kit/index.js';
+import { type Action, type AgentInput, definePlugin, type InboundMessage, type PluginManifest } from '../../sdk/index.js';
 import { bootKernel, type TestKernel, tempHome, removeHome } from '../../sdk/testing/index.js';
 
 interface Sent {
@@ -197,5 +205,206 @@ describe('channel runtime', () => {
     expect(p.sent).toHaveLength(answered);
     expect(await p.rt().handle(msg('m1', 'hello all'), { statusLine: () => '' })).toBe('ignored:auto-reply-off');
     expect(k.kernel.queue.list().pending).toHaveLength(0);
+  });
+});
+
+describe('channel runtime: edits and deletions', () => {
+  const msg = (id: string, text: string, extra: Partial<InboundMessage> = {}): InboundMessage => ({
+    channel: 'chatZ',
+    messageId: id,
+    chatId: '9',
+    userId: 'u1',
+    text,
+    isGroup: true,
+    mentioned: true,
+    ...extra,
+  });
+  const h = { statusLine: () => 'chatZ: fine.' };
+  async function setup() {
+    const p = platform();
+    const k = await boot(p);
+    return { p, rt: p.rt(), k, pending: () => k.kernel.queue.list().pending };
+  }
+
+  it('an edit of a waiting message takes its place; one that drops the mention withdraws it; a redelivered edit changes nothing', async () => {
+    const { rt, pending } = await setup();
+    expect(await rt.handle(msg('m1', 'deploy to stagng'), h)).toBe('queued');
+    const first = pending()[0]!;
+    const out = await rt.edited({ inbound: msg('m1', 'deploy to staging'), editedAt: 'e1' }, h);
+    expect(out).toBe(`replaced:${first.id} queued`);
+    const [now] = pending();
+    expect(pending()).toHaveLength(1);
+    expect(now!.task).toBe('deploy to staging');
+    expect(now!.metadata.edit).toEqual({ of: 'm1', at: 'e1', replaces: first.id });
+    // The answer still goes to the message the person wrote (and edited).
+    expect(now!.metadata.replyTo).toMatchObject({ chatId: '9', messageId: 'm1' });
+    expect(now!.metadata.inbound).toMatchObject({ messageId: 'm1:edit:e1' });
+    expect(t!.kernel.queue.list().failed.map((a) => a.id)).not.toContain(first.id);
+    // The same edit delivered again: the waiting action already reads so.
+    expect(await rt.edited({ inbound: msg('m1', 'deploy to staging'), editedAt: 'e1' }, h)).toBe('ignored:unchanged');
+    expect(pending().map((a) => a.id)).toEqual([now!.id]);
+    // Edited again without the mention (auto-reply is off): the request is withdrawn.
+    const out2 = await rt.edited({ inbound: msg('m1', 'never mind', { mentioned: false }), editedAt: 'e2' }, h);
+    expect(out2).toBe(`replaced:${now!.id} ignored:auto-reply-off`);
+    expect(pending()).toEqual([]);
+  });
+
+  it('an edit long after the message, or of a message never seen in a window, changes nothing; a command edit is a command', async () => {
+    const { rt, pending, p } = await setup();
+    await rt.handle(msg('m4', 'first'), h);
+    const before = pending();
+    const old = Date.now() - 16 * 60_000;
+    expect(await rt.edited({ inbound: msg('m4', 'second'), editedAt: 'e1', sentAt: old }, h)).toBe('ignored:edit-too-old');
+    expect(pending()).toEqual(before);
+    expect(await rt.edited({ inbound: msg('m5', '/help', { command: 'help' }), editedAt: 'e1' }, h)).toBe('command:help');
+    expect(p.sent.map((s) => s.text).join(' ')).toMatch(/status/);
+  });
+
+  it('an ignored message edited to mention the bot becomes an action; a deleted message takes its waiting action with it', async () => {
+    const { rt, pending } = await setup();
+    expect(await rt.handle(msg('m2', 'what time is it', { mentioned: false }), h)).toBe('ignored:auto-reply-off');
+    expect(await rt.edited({ inbound: msg('m2', '@bot what time is it'), editedAt: 'e1' }, h)).toBe('queued');
+    const a = pending()[0]!;
+    expect(a.metadata.edit).toEqual({ of: 'm2', at: 'e1' });
+    // The edit's action is found from the message it edits.
+    expect(await rt.deleted('m2')).toBe(`cancelled:${a.id} removed`);
+    expect(pending()).toEqual([]);
+    expect(await rt.deleted('m8')).toBe('ignored:unknown');
+  });
+});
+
+/** routeEdit / routeDelete against a queue whose actions are in the states a test needs (waiting, running, answered). */
+describe('routeEdit and routeDelete by the state of the action', () => {
+  const stores: Array<{ store: ChannelStore; dir: string }> = [];
+  afterEach(() => {
+    for (const { store, dir } of stores.splice(0)) {
+      store.close();
+      removeHome(dir);
+    }
+  });
+  const inbound = (text: string): InboundMessage => ({
+    channel: 'chatZ',
+    messageId: 'm3',
+    chatId: '9',
+    userId: 'u1',
+    userName: 'ann',
+    text,
+  });
+  const act = (id: string, status: Action['status'], task = 'summarise the report'): Action =>
+    ({
+      id,
+      task,
+      status,
+      source: 'chatZ',
+      priority: 5,
+      createdAt: `2026-11-26T10:00:0${id.slice(-1)}.000Z`,
+      metadata: { inbound: { channel: 'chatZ', messageId: 'm3', userId: 'u1' } },
+    }) as unknown as Action;
+  function world(actions: Action[], runningHere: string[] = []) {
+    const dir = tempHome('keel-edits-');
+    const store = ChannelStore.open(dir, 'chatZ');
+    stores.push({ store, dir });
+    const made: InboundMessage[] = [];
+    const cancelled: string[] = [];
+    const offered: Array<{ id: string; input: AgentInput }> = [];
+    const ctx = {
+      log: { debug() {}, info() {}, warn() {}, error() {} },
+      queue: {
+        list: () => ({
+          pending: actions.filter((a) => a.status === 'pending' || a.status === 'executing'),
+          completed: actions.filter((a) => a.status === 'completed'),
+          failed: actions.filter((a) => a.status === 'failed'),
+        }),
+        cancel: async (id: string) => {
+          cancelled.push(id);
+          const a = actions.find((x) => x.id === id);
+          return a?.status === 'pending' ? 'removed' : a?.status === 'executing' ? 'stopping' : 'settled';
+        },
+      },
+      use: (name: string) =>
+        name === 'agent:inbox'
+          ? {
+              running: (id: string) => runningHere.includes(id),
+              offer: (id: string, input: AgentInput) => runningHere.includes(id) && (offered.push({ id, input }), true),
+            }
+          : undefined,
+    } as unknown as Parameters<typeof routeEdit>[0];
+    const handed = new HandedInputs(store, ctx.log, async (m) => void made.push(m));
+    const deliver = async (m: InboundMessage) => (made.push(m), 'queued');
+    return { ctx, store, handed, deliver, made, cancelled, offered };
+  }
+
+  it('running here: handed to the action and on record until it settles; read, the record goes; unread, a new message', async () => {
+    const w = world([act('act_1', 'executing')], ['act_1']);
+    expect(await routeEdit(w.ctx, w.handed, { inbound: inbound('summarise the Q3 report'), editedAt: 'e1' }, w.deliver)).toBe(
+      'to-action:act_1',
+    );
+    expect(w.offered).toEqual([
+      {
+        id: 'act_1',
+        input: expect.objectContaining({
+          text: '[ann (u1) edited the message this task came from; it now reads:]\nsummarise the Q3 report',
+          untrusted: true,
+          from: 'chatZ:u1',
+        }),
+      },
+    ]);
+    expect(w.cancelled).toEqual([]);
+    expect(w.made).toEqual([]);
+    expect(w.store.values('handed:').map((v) => v.key)).toEqual(['handed:act_1:m3:edit:e1']);
+    // Read and settled for good: the record goes, nothing more is asked.
+    w.handed.settled('act_1', 'completed');
+    expect(w.store.values('handed:')).toEqual([]);
+    // Another edit the action never reads: it becomes a new message, after that action.
+    await routeEdit(w.ctx, w.handed, { inbound: inbound('summarise the Q4 report'), editedAt: 'e2' }, w.deliver);
+    w.offered[1]!.input.onUnread?.();
+    await w.handed.drain();
+    expect(w.made).toEqual([
+      expect.objectContaining({
+        text: 'summarise the Q4 report',
+        messageId: 'm3:edit:e2',
+        replyTo: { messageId: 'm3' },
+        edit: { of: 'm3', at: 'e2', after: 'act_1' },
+      }),
+    ]);
+    expect(w.store.values('handed:')).toEqual([]);
+  });
+
+  it('running elsewhere, or answered: a new message after it (nothing cancelled); failed alike', async () => {
+    for (const status of ['executing', 'completed', 'failed'] as const) {
+      const w = world([act('act_2', status)]);
+      expect(await routeEdit(w.ctx, w.handed, { inbound: inbound('summarise it'), editedAt: 'e1' }, w.deliver)).toBe('queued');
+      expect(w.cancelled).toEqual([]);
+      expect(w.made.map((m) => m.edit)).toEqual([{ of: 'm3', at: 'e1', after: 'act_2' }]);
+    }
+  });
+
+  it('the newest action of the message counts (an edit of an edit); an unchanged text changes nothing', async () => {
+    const older = act('act_1', 'completed');
+    const newer = {
+      ...act('act_3', 'pending', 'summarise the Q3 report'),
+      metadata: { inbound: { channel: 'chatZ', messageId: 'm3:edit:e1' }, edit: { of: 'm3', at: 'e1' } },
+    } as unknown as Action;
+    const w = world([older, newer]);
+    expect(await routeEdit(w.ctx, w.handed, { inbound: inbound('summarise the Q3 report '), editedAt: 'e2' }, w.deliver)).toBe(
+      'ignored:unchanged',
+    );
+    expect(await routeEdit(w.ctx, w.handed, { inbound: inbound('summarise the Q4 report'), editedAt: 'e3' }, w.deliver)).toBe(
+      'replaced:act_3 queued',
+    );
+    expect(w.cancelled).toEqual(['act_3']);
+    expect(w.made.map((m) => m.edit)).toEqual([{ of: 'm3', at: 'e3', replaces: 'act_3' }]);
+  });
+
+  it('a deletion: waiting or running here is cancelled; answered is left', async () => {
+    for (const [status, out] of [
+      ['pending', 'cancelled:act_4 removed'],
+      ['executing', 'cancelled:act_4 stopping'],
+      ['completed', 'ignored:answered'],
+    ] as const) {
+      const w = world([act('act_4', status)]);
+      expect(await routeDelete(w.ctx, 'chatZ', 'm3')).toBe(out);
+      expect(w.cancelled).toEqual(status === 'completed' ? [] : ['act_4']);
+    }
   });
 });

@@ -15,7 +15,7 @@ import type { Router } from './router.js';
 import { selectSkills, toToolSpec, type CatalogueSkill, type RoutingRule } from './tools.js';
 import { bringsOutsideContent, startsUntrusted } from './trust.js';
 import { inputMessage, type Inboxes } from './inbox.js';
-import { quotedOf, quotedPrompt, senderOf } from './quoted.js';
+import { editedAfter, quotedOf, quotedPrompt, senderOf } from './quoted.js';
 import { errorMessage } from '../../../sdk/errors.js';
 import { AUTONOMY_SOURCE, OPERATOR_SOURCES } from '../../../sdk/actor.js';
 import type manifest from '../manifest.js';
@@ -117,7 +117,9 @@ async function runSteps(d: LoopDeps, action: Action, signal: AbortSignal): Promi
   // The message a chat task replies to comes first, in the same user turn (some providers refuse two in a row).
   const quoted = quotedOf(action.metadata);
   const sender = senderOf(action.metadata);
-  const task = `Task (action ${action.id}, from ${action.source}${sender ? `, sent by "${sender}"` : ''}):\n${action.task}`;
+  const after = editedAfter(action.metadata);
+  const edited = after ? `, an edited message whose earlier version action ${after} took up` : '';
+  const task = `Task (action ${action.id}, from ${action.source}${sender ? `, sent by "${sender}"` : ''}${edited}):\n${action.task}`;
   messages.push({ role: 'user', content: quoted ? `${quotedPrompt(quoted)}\n\n${task}` : task });
 
   const actorFor = (): Actor => ({

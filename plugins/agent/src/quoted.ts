@@ -71,3 +71,15 @@ export function senderOf(metadata: ActionMetadata | undefined): string | undefin
     .slice(0, 64);
   return line || undefined;
 }
+
+/**
+ * The action that took up an earlier version of this edited message (`metadata.edit.after`, set by the channel kit),
+ * for the task header: the model is told the message was edited after it had been answered, so it answers the new
+ * version rather than repeating itself. Only an action id is accepted (the header is not a place for free text).
+ */
+export function editedAfter(metadata: ActionMetadata | undefined): string | undefined {
+  const raw = metadata?.edit;
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return undefined;
+  const after = (raw as Record<string, unknown>).after;
+  return typeof after === 'string' && /^[\w-]{1,64}$/.test(after) ? after : undefined;
+}

@@ -5,7 +5,7 @@
  * See docs/telegram.md and docs/channels-kit.md.
  */
 import type { Api } from 'grammy';
-import { errorMessage, receive, reportIgnored, type Action, type ChannelStatus, type PluginContext } from '../../../sdk/index.js';
+import { errorMessage, reportIgnored, type Action, type ChannelStatus, type PluginContext } from '../../../sdk/index.js';
 import {
   BUILTIN_COMMANDS,
   ConnectionSupervisor,
@@ -20,7 +20,7 @@ import {
 import type manifest from '../manifest.js';
 
 import { ingressKey, toInbound, type TgUpdate } from './inbound.js';
-import { ButtonRoutes, HandedPresses, routePress } from './buttons.js';
+import { ButtonRoutes, routePress } from './buttons.js';
 import { registerSkills } from './skills.js';
 import { makeTranscriber } from './transcribe.js';
 import { classifyTelegram, editText, isBadToken, makeApi, sendChunk, type TgChunk } from './telegram.js';
@@ -95,8 +95,7 @@ export async function startChatA(ctx: PluginContext<typeof manifest>) {
   const { store, send, outbox } = rt;
   const buttons = new ButtonRoutes(store);
   buttons.prune(30 * 24 * 3600 * 1000);
-  const handed = new HandedPresses(store, ctx.log, (m) => receive(ctx, m, { autoReply: ctx.config.get('chatAAutoReplyEnabled') }));
-  ctx.hooks.tap('actionSettled', (action: Action, outcome: { status: string }) => handed.settled(action.id, outcome.status));
+  const { handed } = rt;
 
   // ---------------------------------------------------------------- connection
   const supervisor = new ConnectionSupervisor({
@@ -187,16 +186,10 @@ export async function startChatA(ctx: PluginContext<typeof manifest>) {
     sentButtons: (chatId, ids, actionId) => buttons.remember(chatId, ids, actionId),
   });
 
-  const presses = handed.recover();
-  if (presses) ctx.log.info(`chatA: ${presses} button press(es) handed to actions that were interrupted become new messages.`);
   ingress.recover();
   supervisor.start();
   return {
-    // A press the stopping action did not read is becoming a new message: let that finish while the store is open.
-    stop: async () => {
-      await handed.drain();
-      await rt.stop(() => supervisor.stop(), ingress);
-    },
+    stop: () => rt.stop(() => supervisor.stop(), ingress),
     health: rt.health(status),
   };
 }

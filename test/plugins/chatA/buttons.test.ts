@@ -2,8 +2,8 @@
  * chatA's button routes (which action sent which keyboard, in the channel store) and the routing of one press.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { ButtonRoutes, HandedPresses, routePress } from '../../../plugins/chatA/src/buttons.js';
-import { ChannelStore } from '../../../sdk/channel-kit/index.js';
+import { ButtonRoutes, routePress } from '../../../plugins/chatA/src/buttons.js';
+import { ChannelStore, HandedInputs } from '../../../sdk/channel-kit/index.js';
 import type { AgentInput, InboundMessage } from '../../../sdk/index.js';
 import { rm, tmp } from '../../helpers.js';
 
@@ -21,7 +21,7 @@ function routes() {
   const later: InboundMessage[] = [];
   let refuse = false;
   const make = () =>
-    new HandedPresses(store, log, async (m) => {
+    new HandedInputs(store, log, async (m) => {
       if (refuse) throw new Error('the queue is closed');
       later.push(m);
     });
@@ -176,19 +176,19 @@ describe('chatA presses handed to a running action (durable until it settles for
     const r = new ButtonRoutes(store);
     r.remember('42', ['77'], 'act_a');
     const warned: string[] = [];
-    const handed = new HandedPresses(store, { warn: (m: string) => void warned.push(m) }, async () => {});
+    const handed = new HandedInputs(store, { warn: (m: string) => void warned.push(m) }, async () => {});
     const { ctx, offered } = ctxWith({ running: true, admin: true });
     store.db.exec('CREATE TRIGGER no_kv BEFORE INSERT ON kv BEGIN SELECT RAISE(ABORT, "disk full"); END;');
     expect(routePress(ctx, r, handed, press, '77')).toEqual({ handedTo: 'act_a' });
     expect(offered).toHaveLength(1);
-    expect(warned).toEqual([expect.stringMatching(/^A button press handed to action act_a could not be put on record \(.*disk full.*\)/)]);
+    expect(warned).toEqual([expect.stringMatching(/^Input handed to action act_a could not be put on record \(.*disk full.*\)/)]);
     expect(store.values('handed:')).toEqual([]);
   });
 
   it('drain() waits for the new messages on their way, so the store closes with them off the record', async () => {
     const { store, offered } = handOff();
     let queued: () => void = () => {};
-    const slow = new HandedPresses(store, log, () => new Promise<void>((r) => (queued = r)));
+    const slow = new HandedInputs(store, log, () => new Promise<void>((r) => (queued = r)));
     expect(slow.recover()).toBe(1);
     const drained = slow.drain();
     await settle();

@@ -1,0 +1,133 @@
+/**
+ * Edits and deletions of inbound messages (docs/channels.md, "Edits and deletions"). The message as it reads now is
+ * what counts: an edit of a message whose action still waits replaces that action; an edit while its action runs is
+ * handed to the action (the model reads it before its next step); an edit of a message already answered, or of one
+ * that was ignored (an edit adding the bot's mention), is a new message, gated as any. A deleted message takes its
+ * waiting or running action with it. An edit more than EDIT_WINDOW_MS after the message was written changes nothing.
+ */
+import type { InboundMessage } from '../channel.js';
+import type { PluginContext, QueueApi } from '../plugin.js';
+import type { Action } from '../types.js';
+import type { HandedInputs } from './handed.js';
+
+/** How long after a message was written an edit of it still counts. */
+export const EDIT_WINDOW_MS = 15 * 60_000;
+
+/**
+ * The dedupe key of one edit: the message's id and the platform's edit time (each version is handled once, however
+ * often the platform delivers it).
+ * @example editKey('1234', '2026-11-26T10:00:00.000Z') // '1234:edit:2026-11-26T10:00:00.000Z'
+ */
+export function editKey(messageId: string, editedAt: string): string {
+  return `${messageId}:edit:${editedAt}`;
+}
+
+/** The message id an action was made of: its own, or the one its edit was of. */
+function messageOf(a: Action): { channel?: unknown; messageId?: unknown } {
+  const inb = (a.metadata.inbound ?? {}) as { channel?: unknown; messageId?: unknown };
+  const edit = a.metadata.edit as { of?: unknown } | undefined;
+  return edit && typeof edit.of === 'string' ? { channel: inb.channel, messageId: edit.of } : inb;
+}
+
+/**
+ * The newest action made of a platform message (the message itself, or an edit of it), waiting, running or kept in
+ * the queue's history; undefined when none is.
+ * @example const a = latestActionOf(ctx.queue, 'chatC', '1300000000000000001');
+ */
+export function latestActionOf(queue: Pick<QueueApi, 'list'>, channel: string, messageId: string): Action | undefined {
+  const { pending, completed, failed } = queue.list();
+  let latest: Action | undefined;
+  for (const a of [...pending, ...completed, ...failed]) {
+    const m = messageOf(a);
+    if (m.channel !== channel || m.messageId !== messageId) continue;
+    if (!latest || a.createdAt > latest.createdAt || (a.createdAt === latest.createdAt && a.id > latest.id)) latest = a;
+  }
+  return latest;
+}
+
+/** One edit of an inbound message, as a channel hands it to the runtime's `edited`. */
+export interface EditedMessage {
+  /** The message as it reads now; `messageId` is the message's own id (as its first delivery had it). */
+  inbound: InboundMessage;
+  /** The platform's time of this edit (ISO, or its own timestamp): with the id, what makes each edit distinct. */
+  editedAt: string;
+  /** When the message was first written (epoch ms), when the platform says: the edit window counts from it. */
+  sentAt?: number;
+}
+
+function isAdmin(ctx: Pick<PluginContext, 'use'>, channel: string, userId: string): boolean {
+  try {
+    return ctx.use('kernel:policy')?.isAdmin({ kind: 'user', channel, userId }) === true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Routes one edit; returns the outcome the ingress records. `deliver` makes a new message of the edit (the runtime's
+ * path for a fresh message: built-in commands, then gated `receive`); it returns that path's outcome.
+ * @example await routeEdit(ctx, handed, { inbound, editedAt }, (m) => rt.handle(m, { statusLine }));
+ */
+export async function routeEdit(
+  ctx: Pick<PluginContext, 'queue' | 'use' | 'log'>,
+  handed: HandedInputs,
+  e: EditedMessage,
+  deliver: (m: InboundMessage) => Promise<string>,
+  now = Date.now(),
+): Promise<string> {
+  const { inbound } = e;
+  const original = inbound.messageId;
+  if (e.sentAt !== undefined && Number.isFinite(e.sentAt) && now - e.sentAt > EDIT_WINDOW_MS) return 'ignored:edit-too-old';
+  const text = inbound.text.trim();
+  const latest = latestActionOf(ctx.queue, inbound.channel, original);
+  if (latest && latest.task.trim() === text) return 'ignored:unchanged';
+  const asNew = (edit: { replaces?: string; after?: string }): InboundMessage => ({
+    ...inbound,
+    messageId: editKey(original, e.editedAt),
+    replyTo: { messageId: original, ...(inbound.replyTo ?? {}) },
+    edit: { of: original, at: e.editedAt, ...edit },
+  });
+  // A command is a command, whatever it was before: answered (or queued) as a new message.
+  if (!latest || inbound.command) return deliver(asNew({}));
+
+  if (latest.status === 'pending') {
+    // Not started: the edit takes its place (gated as a new message: an edit removing the mention withdraws it).
+    const r = await ctx.queue.cancel(latest.id, 'cancelled: its message was edited');
+    if (r === 'removed' || r === 'stopping') return `replaced:${latest.id} ${await deliver(asNew({ replaces: latest.id }))}`;
+    return deliver(asNew({ after: latest.id }));
+  }
+  if (latest.status === 'executing') {
+    const inbox = ctx.use('agent:inbox');
+    const linked = asNew({ after: latest.id });
+    if (inbox?.running(latest.id)) {
+      const who = inbound.userName ? `${inbound.userName} (${inbound.userId})` : `user ${inbound.userId}`;
+      const took = inbox.offer(latest.id, {
+        text: `[${who} edited the message this task came from; it now reads:]\n${text}`,
+        untrusted: inbound.forceUntrusted === true || inbound.notAdmin === true || !isAdmin(ctx, inbound.channel, inbound.userId),
+        from: `${inbound.channel}:${inbound.userId}`,
+        onUnread: () => handed.unreadBy(latest.id, linked.messageId, linked),
+      });
+      if (took) {
+        // On record before the ingress calls the edit handled: a crash before the model reads it makes it a new message.
+        handed.remember(latest.id, linked.messageId, linked);
+        return `to-action:${latest.id}`;
+      }
+    }
+    return deliver(linked);
+  }
+  // Answered (or failed): the edited message is asked again, the model told it edits one it answered.
+  return deliver(asNew({ after: latest.id }));
+}
+
+/**
+ * A deleted message: its action is cancelled when it still waits or runs (here; one running in another process is
+ * left alone). Returns the outcome the ingress records.
+ * @example await routeDelete(ctx, 'chatC', '1300000000000000001');
+ */
+export async function routeDelete(ctx: Pick<PluginContext, 'queue'>, channel: string, messageId: string): Promise<string> {
+  const latest = latestActionOf(ctx.queue, channel, messageId);
+  if (!latest) return 'ignored:unknown';
+  if (latest.status !== 'pending' && latest.status !== 'executing') return 'ignored:answered';
+  const r = await ctx.queue.cancel(latest.id, 'cancelled: its message was deleted');
+  return `cancelled:${latest.id} ${r}`;
+}
