@@ -496,6 +496,7 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
         attachments,
         mentions: [],
         timestamp: new Date(p.at ?? Date.now()).toISOString(),
+        edited_timestamp: null,
         type: p.replyTo ? 19 : 0,
         ...(p.replyTo
           ? {
@@ -536,6 +537,32 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
       store(m);
       if (!p.historyOnly) dispatch('MESSAGE_CREATE', m);
       return m;
+    },
+    editMessage(id, content, p = {}) {
+      const m = [...history.values()].flat().find((x) => x.id === id);
+      if (!m) throw new Error(`editMessage: no message ${id}`);
+      if (p.embedOnly) m.embeds = [{ type: 'link', url: 'https://example.com', title: 'Example' }] as never;
+      else {
+        m.content = p.mention ? `<@${bot.id}> ${content}` : content;
+        m.edited_timestamp = new Date(p.at ?? Date.now()).toISOString();
+        const mentioned = [...new Set([...String(m.content).matchAll(/<@!?(\d+)>/g)].map((x) => x[1]!))];
+        m.mentions = mentioned.map((uid) =>
+          uid === bot.id ? { id: bot.id, username: bot.username, discriminator: '0', avatar: null } : user(uid),
+        );
+      }
+      dispatch('MESSAGE_UPDATE', m);
+      return m;
+    },
+    deleteMessage(id) {
+      for (const [cid, list] of history) {
+        const i = list.findIndex((x) => x.id === id);
+        if (i < 0) continue;
+        list.splice(i, 1);
+        const guild = channels.get(cid)?.guild_id;
+        dispatch('MESSAGE_DELETE', { id, channel_id: cid, ...(guild ? { guild_id: guild } : {}) });
+        return;
+      }
+      throw new Error(`deleteMessage: no message ${id}`);
     },
     pushCommand(name, p = {}) {
       const id = snowflake();

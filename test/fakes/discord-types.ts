@@ -109,6 +109,14 @@ export interface FakeDiscord {
       threadOf?: string;
     },
   ): DcMessage;
+  /**
+   * The author edits a message pushed earlier: its content (with the bot's mention when `mention`) and
+   * `edited_timestamp` change, and the whole message is dispatched as MESSAGE_UPDATE, as Discord does. `embedOnly`:
+   * Discord's own update when it unfurls a link (embeds change; content and `edited_timestamp` do not).
+   */
+  editMessage(id: string, content: string, o?: { mention?: boolean; at?: number; embedOnly?: boolean }): DcMessage;
+  /** A message is deleted: gone from the history, MESSAGE_DELETE dispatched (`id`, `channel_id`, `guild_id`). */
+  deleteMessage(id: string): void;
   /** A slash command interaction (INTERACTION_CREATE). */
   pushCommand(name: string, o?: { userId?: string; channelId?: string }): { id: string; token: string };
   /** Dispatches an interaction again (as a replay after a resume would). */

@@ -62,6 +62,8 @@ export interface ChannelKernel {
   close(): Promise<void>;
   /** The channel's `alive` mark in its kit.db (epoch ms), read, or set to `ms` (e.g. to fake an absence). */
   alive(ms?: number): number;
+  /** The outcome the ingress recorded for an inbound key once handled (read beside the running channel; WAL allows it). */
+  outcome(messageId: string): string | undefined;
 }
 
 /**
@@ -121,6 +123,17 @@ export async function bootChannelKernel(o: {
       try {
         if (ms !== undefined) db.prepare("UPDATE kv SET value = ? WHERE key = 'alive'").run(String(ms));
         return Number((db.prepare("SELECT value FROM kv WHERE key = 'alive'").get() as { value: string } | undefined)?.value);
+      } finally {
+        db.close();
+      }
+    },
+    outcome(messageId: string) {
+      const db = new DatabaseSync(join(home, 'channels', o.channel, 'kit.db'), { readOnly: true });
+      try {
+        const row = db.prepare("SELECT outcome FROM inbound WHERE message_id = ? AND state = 'done'").get(messageId) as
+          | { outcome: string }
+          | undefined;
+        return row?.outcome;
       } finally {
         db.close();
       }

@@ -32,6 +32,10 @@ export interface GatewayEvents {
    */
   ready(info: { botId: string; username: string; applicationId: string | undefined; channels: SeenChannel[] }): Promise<void> | void;
   message(m: DcInboundMessage): void;
+  /** MESSAGE_UPDATE: the whole message as it reads now (an edit when `edited_timestamp` moved; an unfurl otherwise). */
+  edit(m: DcInboundMessage): void;
+  /** MESSAGE_DELETE. */
+  deleted(d: { id: string; channel_id: string }): void;
   interaction(i: DcInteraction): void;
   /**
    * The servers the bot is in (at READY and whenever one is joined or left): how many, and the bot's own managed
@@ -73,6 +77,8 @@ export function gatewayConnector(o: { token: string; apiUrl: string; log: Logger
     client.on(Events.Raw, (p: { t?: string; d?: unknown }) => {
       hooks.live();
       if (p.t === 'MESSAGE_CREATE') o.on.message(p.d as DcInboundMessage);
+      else if (p.t === 'MESSAGE_UPDATE') o.on.edit(p.d as DcInboundMessage);
+      else if (p.t === 'MESSAGE_DELETE') o.on.deleted(p.d as { id: string; channel_id: string });
       else if (p.t === 'INTERACTION_CREATE' && (p.d as DcInteraction).type === 2) o.on.interaction(p.d as DcInteraction);
     });
     const guilds = () => {

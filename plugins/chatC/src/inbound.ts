@@ -128,6 +128,8 @@ export interface DcInboundMessage {
   message_reference?: { type?: number; message_id?: string; channel_id?: string };
   message_snapshots?: Array<{ message?: Omit<DcReferencedMessage, 'author' | 'id'> }>;
   timestamp?: string;
+  /** When the author last edited it (ISO); null or absent when never. */
+  edited_timestamp?: string | null;
   /** Set on a message in a thread (its approximate place there), absent elsewhere. */
   position?: number;
   /** The author as a member of the server (server messages only): their nickname there, if any. */
@@ -149,7 +151,12 @@ export interface DcInteraction {
 }
 
 /** What the ingress keeps per entry. */
-export type DcPayload = { message: DcInboundMessage } | { interaction: DcInteraction };
+export type DcPayload =
+  | { message: DcInboundMessage }
+  | { interaction: DcInteraction }
+  /** An edit (MESSAGE_UPDATE with a new `edited_timestamp`): the whole message as it reads now. */
+  | { edit: DcInboundMessage }
+  | { deleted: { id: string; channel_id: string } };
 
 /** Default (0) and reply (19) are what people write; joins, pins, boosts and the like are not messages to answer. */
 const USER_TYPES = new Set([0, 19]);

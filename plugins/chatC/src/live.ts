@@ -11,6 +11,7 @@ import {
   BUILTIN_COMMANDS,
   ConnectionSupervisor,
   createChannelRuntime,
+  editKey,
   Ingress,
   isBuiltin,
   OwnerLock,
@@ -142,6 +143,15 @@ export async function startChatC(ctx: PluginContext<typeof manifest>) {
         if (fresh) supervisor.inbound();
       });
   };
+  /** An edit: its own record (one per version of the message), no history cursor (the message was counted). */
+  const recordEdit = (m: DcInboundMessage): Promise<void> =>
+    ingress
+      .recordSoon({ messageId: editKey(m.id, m.edited_timestamp!), chatId: m.channel_id, payload: { edit: m } }, [], {
+        durability: 'NORMAL',
+      })
+      .then((fresh) => {
+        if (fresh) supervisor.inbound();
+      });
   const recordFailed = (m: DcInboundMessage) => (e: unknown) =>
     // Its cursor did not move: the history read of the next session brings it.
     ctx.log.warn(`chatC: could not record message ${m.id} of channel ${m.channel_id}: ${errorMessage(e)}`);
@@ -191,6 +201,20 @@ export async function startChatC(ctx: PluginContext<typeof manifest>) {
           if (wait) void wait.then(() => recordLive(m)).catch(recordFailed(m));
           else void Promise.resolve(recordLive(m)).catch(recordFailed(m));
         },
+        // An edit waits for the channel's history read as a message does: the message it edits is recorded first.
+        edit: (m) => {
+          if (!m.edited_timestamp || !isUserMessage(m, bot.id)) return; // an unfurl, a bot's: nothing was edited
+          const wait = backfill.gate(m.channel_id);
+          if (wait) void wait.then(() => recordEdit(m)).catch(recordFailed(m));
+          else void Promise.resolve(recordEdit(m)).catch(recordFailed(m));
+        },
+        deleted: (d) => {
+          // Only a message chatC recorded can have an action to take back.
+          if (!ingress.payload(d.id)) return;
+          void ingress
+            .recordSoon({ messageId: `${d.id}:deleted`, chatId: d.channel_id, payload: { deleted: d } }, [], { durability: 'NORMAL' })
+            .catch(recordFailed({ id: d.id, channel_id: d.channel_id } as DcInboundMessage));
+        },
         interaction: (i) => {
           const fresh = ingress.record([{ messageId: `i:${i.id}`, chatId: i.channel_id ?? 'dm', payload: { interaction: i } }]);
           // Acknowledged now (a replayed one was already): the answer may wait behind the channel's earlier messages.
@@ -236,19 +260,26 @@ export async function startChatC(ctx: PluginContext<typeof manifest>) {
         if (rest2.length) await send(inbound.chatId, rest2.join('\n\n'), { idempotencyKey: `cmd:${inbound.messageId}` });
         return `command:${inbound.command}`;
       }
+      if ('deleted' in payload) return rt.deleted(payload.deleted.id);
+      const message = 'edit' in payload ? payload.edit : payload.message;
       const autoReply = setting<boolean>(ctx, 'chatCAutoReplyEnabled', false) === true;
-      const inbound = await messageToInbound(payload.message, {
+      const inbound = await messageToInbound(message, {
         home: ctx.home,
         botId: bot.id,
-        ...(payload.message.guild_id && bot.selfRoles?.has(payload.message.guild_id)
-          ? { selfRoleId: bot.selfRoles.get(payload.message.guild_id)! }
-          : {}),
+        ...(message.guild_id && bot.selfRoles?.has(message.guild_id) ? { selfRoleId: bot.selfRoles.get(message.guild_id)! } : {}),
         log: ctx.log,
         autoReply,
         signal: rt.signal,
         follows: (channelId) => threads.follows(channelId),
         threadStart: (threadId) => threadStarts.of(threadId, rt.signal),
       });
+      if ('edit' in payload) {
+        const sentAt = Date.parse(message.timestamp ?? '');
+        return rt.edited(
+          { inbound, editedAt: message.edited_timestamp!, ...(Number.isFinite(sentAt) ? { sentAt } : {}) },
+          { statusLine: discordStatusLine, turn },
+        );
+      }
       return rt.handle(inbound, { statusLine: discordStatusLine, turn });
     },
   });
