@@ -20,11 +20,23 @@ export function describe(a: Action): TimelineAction {
   const q = a.metadata.quoted as { userName?: unknown; userId?: unknown; fromBot?: unknown; trusted?: unknown } | undefined;
   const quotedFrom =
     q && typeof q === 'object' ? (q.fromBot === true ? 'Keel' : [q.userName, q.userId].find((x) => typeof x === 'string' && x)) : undefined;
+  // An edit is filed under the message it edits, so `keel trace <message id>` shows every version's action.
+  const e = a.metadata.edit as { of?: unknown; at?: unknown; replaces?: unknown; after?: unknown } | undefined;
+  const edit =
+    e && typeof e === 'object' && typeof e.of === 'string'
+      ? {
+          editOf: e.of,
+          ...(typeof e.at === 'string' ? { editedAt: e.at } : {}),
+          ...(typeof e.replaces === 'string' ? { replaces: e.replaces } : {}),
+          ...(typeof e.after === 'string' ? { after: e.after } : {}),
+        }
+      : undefined;
   const inbound =
     inb && typeof inb.channel === 'string' && typeof inb.messageId === 'string'
       ? {
           channel: inb.channel,
-          messageId: inb.messageId,
+          messageId: edit ? edit.editOf : inb.messageId,
+          ...(edit ?? {}),
           ...(typeof inb.userId === 'string' ? { userId: inb.userId } : {}),
           ...(a.metadata.untrusted === true ? { untrusted: true as const } : {}),
           ...(typeof quotedFrom === 'string' ? { quotedFrom, quotedTrusted: q!.trusted === true } : {}),

@@ -41,7 +41,19 @@ export interface TimelineAction {
    * Where it came from, for actions a channel pushed (`metadata.inbound`); `untrusted` when the sender is not an
    * admin, `quotedFrom` / `quotedTrusted` when it replies to a message (`metadata.quoted`).
    */
-  inbound?: { channel: string; messageId: string; userId?: string; untrusted?: true; quotedFrom?: string; quotedTrusted?: boolean };
+  inbound?: {
+    channel: string;
+    messageId: string;
+    userId?: string;
+    untrusted?: true;
+    quotedFrom?: string;
+    quotedTrusted?: boolean;
+    /** An edit of the message `messageId` (then also `messageId`): when, and the action it replaced or came after. */
+    editOf?: string;
+    editedAt?: string;
+    replaces?: string;
+    after?: string;
+  };
   result?: string;
   error?: string;
 }

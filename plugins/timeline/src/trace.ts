@@ -24,6 +24,9 @@ function describeEvent(e: TimelineEvent): string {
         (d.untrusted ? ', untrusted (the sender is not an admin)' : '') +
         (d.quotedFrom
           ? `, quoting a message of ${d.quotedFrom}${d.quotedTrusted ? '' : ' (untrusted: privileged skills are refused to this action)'}`
+          : '') +
+        (d.editOf
+          ? `, an edit of it${d.editedAt ? ` (${d.editedAt})` : ''}${d.replaces ? `, in place of action ${d.replaces}, which had not started` : ''}${d.after ? `, after action ${d.after} had taken up its earlier version` : ''}`
           : '')
       );
     case 'queued':

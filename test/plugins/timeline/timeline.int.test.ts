@@ -207,11 +207,34 @@ describe('action timelines', () => {
       quotedFrom: 'bob',
       quotedTrusted: false,
     });
+    // The sender edits the message after the answer: the edit's action is filed under the same platform message.
+    fake.replies.push({ text: 'He means the build cache.' });
+    const edited = await chat.inbound({
+      text: 'what does he mean by "it"?',
+      userId: 'u7',
+      messageId: 'plat-777:edit:2026-11-26T10:00:00Z',
+      edit: { of: 'plat-777', at: '2026-11-26T10:00:00Z', after: action.id },
+    });
+    const again = (edited as { action: Action }).action;
+    await settled(t, again.id);
+    const tl2 = await untilSettled(home, again.id);
+    expect(tl2.events[0]!.data).toEqual({
+      channel: 'chat',
+      messageId: 'plat-777',
+      userId: 'u7',
+      untrusted: true,
+      editOf: 'plat-777',
+      editedAt: '2026-11-26T10:00:00Z',
+      after: action.id,
+    });
     await t.close();
     const trace = await keel(home, ['trace', 'plat-777']);
     expect(trace.stdout).toContain(
       'untrusted (the sender is not an admin), quoting a message of bob (untrusted: privileged skills are refused to this action)',
     );
+    expect(trace.stdout).toContain(`an edit of it (2026-11-26T10:00:00Z), after action ${action.id} had taken up its earlier version`);
+    const both = JSON.parse((await keel(home, ['trace', 'plat-777', '--json'])).stdout) as { actions: Timeline[] };
+    expect(both.actions.map((a) => a.action.id)).toEqual([action.id, again.id]);
   }, 60_000);
 
   it('record a file a skill sent during the action as a reply, with the platform message id', async () => {
