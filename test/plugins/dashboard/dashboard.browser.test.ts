@@ -168,7 +168,21 @@ describe.skipIf(!existsSync(CHROMIUM) || !IP)('dashboard in chromium', () => {
     await expect(quote.textContent()).resolves.toMatch(/replying to bob \(untrusted\):\s+<b>the deploy<\/b> fails on arm64 x+…/);
     await expect(row.locator('b').count()).resolves.toBe(0);
     await expect(row.locator('.badge.danger').textContent()).resolves.toBe('untrusted');
+    await expect(row.getByTestId('edited').count()).resolves.toBe(0);
     await page.screenshot({ path: join(SHOTS, 'task-quoted.png'), fullPage: true });
+
+    // An edit of that message, asked again after the answer: marked edited, saying after which action.
+    open!.fake.replies.push({ text: 'Still arm64.' });
+    const e = await open!.kernel.queue.push({
+      task: 'what went wrong on arm64?',
+      source: 'chatC',
+      actor: admin,
+      metadata: { edit: { of: '1300000000000000001', at: '2026-11-26T10:00:00.000Z', after: a.id } },
+      maxRetries: 0,
+    });
+    const edited = page.locator(`li[data-testid="task"][data-action="${e.id}"]`).getByTestId('edited');
+    await edited.waitFor({ timeout: 10_000 });
+    await expect(edited.getAttribute('title')).resolves.toBe(`the message was edited after ${a.id} took it up`);
   }, 60_000);
 
   it('chats with the agent through the gateway chat', async () => {

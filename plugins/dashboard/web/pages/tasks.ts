@@ -18,10 +18,17 @@ function Row({ a, onCancel }: { a: any; onCancel?: (id: string) => void }) {
   const quoted = a.metadata?.quoted;
   // Why privileged skills are refused to it: a non-admin sender, or a quote of someone who is not an admin.
   const untrusted = a.metadata?.untrusted === true || (quoted && quoted.trusted !== true);
+  // An edited chat message: which action it replaced (not started yet) or came after (answered its earlier version).
+  const edit = a.metadata?.edit;
+  const editTitle = edit?.replaces
+    ? `the message was edited before ${edit.replaces} started; this task took its place`
+    : edit?.after
+      ? `the message was edited after ${edit.after} took it up`
+      : 'the message was edited';
   return html`<li class="card" data-testid="task" data-status=${a.status} data-action=${a.id}>
     <div class="row"><strong>${a.task}</strong><span class="badge">p${a.priority}</span><span class="badge">${a.status}</span>${
       untrusted ? html`<span class="badge danger" title="privileged skills are refused to this task">untrusted</span>` : null
-    }</div>
+    }${edit ? html`<span class="badge" data-testid="edited" title=${editTitle}>edited</span>` : null}</div>
     ${quoted ? html`<${Quoted} q=${quoted} />` : null}
     <div class="muted small">${a.id} · ${a.source} · ${fmtTime(a.createdAt)}</div>
     ${a.result ? html`<pre class="result">${a.result}</pre>` : null}
