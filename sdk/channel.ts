@@ -246,6 +246,13 @@ export type ReceiveOutcome =
   | { kind: 'handed'; actionId: string }
   | { kind: 'ignored'; reason: 'auto-reply-off' | 'not-admin' | 'duplicate' | 'dropped-by-hook' | 'rate-limited' | 'empty' };
 
+/**
+ * Why an inbound message or edit did not become an action, as `messageIgnored` reports it: `receive`'s reasons, and
+ * for an edit (the channel kit's `edited`) `edit-too-old` (more than 15 minutes after the message) or
+ * `edit-unchanged` (the text reads as the action already has it).
+ */
+export type IgnoredReason = Extract<ReceiveOutcome, { kind: 'ignored' }>['reason'] | 'edit-too-old' | 'edit-unchanged';
+
 /** Inbound keys remembered per queue (one per kernel), newest last; bounded. */
 const SEEN_LIMIT = 20_000;
 const seenByQueue = new WeakMap<object, Map<string, true>>();
@@ -339,7 +346,8 @@ function editOf(e: NonNullable<InboundMessage['edit']>): Record<string, Json> {
   };
 }
 
-function taskOf(m: InboundMessage): string {
+/** The task an inbound message becomes: its text, then a line per attachment. */
+export function taskOf(m: Pick<InboundMessage, 'text' | 'attachments'>): string {
   const files = (m.attachments ?? []).map((a) => `[attachment: ${a.name ?? a.path} (${a.kind ?? a.mime ?? 'file'}) at ${a.path}]`);
   return [m.text.trim(), ...files].filter(Boolean).join('\n');
 }
@@ -426,7 +434,7 @@ export async function outgoing(
 export function reportIgnored(
   ctx: Pick<PluginContext, 'emit'>,
   m: { channel: string; messageId: string; chatId?: string; userId?: string },
-  reason: Extract<ReceiveOutcome, { kind: 'ignored' }>['reason'],
+  reason: IgnoredReason,
 ): void {
   try {
     ctx.emit('messageIgnored', {

@@ -96,7 +96,8 @@ export interface MessageIgnoredEvent {
   messageId: string;
   chatId?: string;
   userId?: string;
-  reason: 'auto-reply-off' | 'not-admin' | 'duplicate' | 'dropped-by-hook' | 'rate-limited' | 'empty';
+  /** `receive`'s reasons, and for an edit of the message `edit-too-old` or `edit-unchanged` (sdk/channel.ts `IgnoredReason`). */
+  reason: 'auto-reply-off' | 'not-admin' | 'duplicate' | 'dropped-by-hook' | 'rate-limited' | 'empty' | 'edit-too-old' | 'edit-unchanged';
 }
 
 export interface ConfigChangeEvent {

@@ -5,7 +5,7 @@
  * that was ignored (an edit adding the bot's mention), is a new message, gated as any. A deleted message takes its
  * waiting or running action with it. An edit more than EDIT_WINDOW_MS after the message was written changes nothing.
  */
-import type { InboundMessage } from '../channel.js';
+import { type InboundMessage, reportIgnored, taskOf } from '../channel.js';
 import type { PluginContext, QueueApi } from '../plugin.js';
 import type { Action } from '../types.js';
 import type { HandedInputs } from './handed.js';
@@ -69,7 +69,7 @@ function isAdmin(ctx: Pick<PluginContext, 'use'>, channel: string, userId: strin
  * @example await routeEdit(ctx, handed, { inbound, editedAt }, (m) => rt.handle(m, { statusLine }));
  */
 export async function routeEdit(
-  ctx: Pick<PluginContext, 'queue' | 'use' | 'log'>,
+  ctx: Pick<PluginContext, 'queue' | 'use' | 'log' | 'emit'>,
   handed: HandedInputs,
   e: EditedMessage,
   deliver: (m: InboundMessage) => Promise<string>,
@@ -77,10 +77,16 @@ export async function routeEdit(
 ): Promise<string> {
   const { inbound } = e;
   const original = inbound.messageId;
-  if (e.sentAt !== undefined && Number.isFinite(e.sentAt) && now - e.sentAt > EDIT_WINDOW_MS) return 'ignored:edit-too-old';
+  // Reported under the message's own id: `keel trace <message id>` says why its edit changed nothing.
+  const ignored = (reason: 'edit-too-old' | 'edit-unchanged') => {
+    reportIgnored(ctx, { channel: inbound.channel, messageId: original, chatId: inbound.chatId, userId: inbound.userId }, reason);
+    return `ignored:${reason}`;
+  };
+  if (e.sentAt !== undefined && Number.isFinite(e.sentAt) && now - e.sentAt > EDIT_WINDOW_MS) return ignored('edit-too-old');
   const text = inbound.text.trim();
   const latest = latestActionOf(ctx.queue, inbound.channel, original);
-  if (latest && latest.task.trim() === text) return 'ignored:unchanged';
+  // Compared as the task it would become (text and attachment lines), as the action has it.
+  if (latest && latest.task.trim() === taskOf(inbound)) return ignored('edit-unchanged');
   const asNew = (edit: { replaces?: string; after?: string }): InboundMessage => ({
     ...inbound,
     messageId: editKey(original, e.editedAt),

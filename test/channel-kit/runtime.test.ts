@@ -241,7 +241,7 @@ describe('channel runtime: edits and deletions', () => {
     expect(now!.metadata.inbound).toMatchObject({ messageId: 'm1:edit:e1' });
     expect(t!.kernel.queue.list().failed.map((a) => a.id)).not.toContain(first.id);
     // The same edit delivered again: the waiting action already reads so.
-    expect(await rt.edited({ inbound: msg('m1', 'deploy to staging'), editedAt: 'e1' }, h)).toBe('ignored:unchanged');
+    expect(await rt.edited({ inbound: msg('m1', 'deploy to staging'), editedAt: 'e1' }, h)).toBe('ignored:edit-unchanged');
     expect(pending().map((a) => a.id)).toEqual([now!.id]);
     // Edited again without the mention (auto-reply is off): the request is withdrawn.
     const out2 = await rt.edited({ inbound: msg('m1', 'never mind', { mentioned: false }), editedAt: 'e2' }, h);
@@ -249,12 +249,19 @@ describe('channel runtime: edits and deletions', () => {
     expect(pending()).toEqual([]);
   });
 
-  it('an edit long after the message, or of a message never seen in a window, changes nothing; a command edit is a command', async () => {
-    const { rt, pending, p } = await setup();
+  it('an edit long after the message changes nothing (and says so to messageIgnored); a command edit is a command', async () => {
+    const { rt, pending, p, k } = await setup();
+    const ignored: string[] = [];
+    k.kernel.hooks.messageIgnored.tap(
+      'test',
+      (e: { messageId: string; reason: string }) => void ignored.push(`${e.messageId}:${e.reason}`),
+    );
     await rt.handle(msg('m4', 'first'), h);
     const before = pending();
     const old = Date.now() - 16 * 60_000;
     expect(await rt.edited({ inbound: msg('m4', 'second'), editedAt: 'e1', sentAt: old }, h)).toBe('ignored:edit-too-old');
+    expect(await rt.edited({ inbound: msg('m4', 'first'), editedAt: 'e2' }, h)).toBe('ignored:edit-unchanged');
+    expect(ignored).toEqual(['m4:edit-too-old', 'm4:edit-unchanged']);
     expect(pending()).toEqual(before);
     expect(await rt.edited({ inbound: msg('m5', '/help', { command: 'help' }), editedAt: 'e1' }, h)).toBe('command:help');
     expect(p.sent.map((s) => s.text).join(' ')).toMatch(/status/);
@@ -387,7 +394,7 @@ describe('routeEdit and routeDelete by the state of the action', () => {
     } as unknown as Action;
     const w = world([older, newer]);
     expect(await routeEdit(w.ctx, w.handed, { inbound: inbound('summarise the Q3 report '), editedAt: 'e2' }, w.deliver)).toBe(
-      'ignored:unchanged',
+      'ignored:edit-unchanged',
     );
     expect(await routeEdit(w.ctx, w.handed, { inbound: inbound('summarise the Q4 report'), editedAt: 'e3' }, w.deliver)).toBe(
       'replaced:act_3 queued',

@@ -13,6 +13,8 @@ const IGNORED_WHY: Record<string, string> = {
   'dropped-by-hook': 'a messageIn hook dropped it',
   'rate-limited': 'the sender was rate limited',
   empty: 'it had no text and no attachments',
+  'edit-too-old': 'an edit of it came more than 15 minutes after it was written',
+  'edit-unchanged': 'an edit of it left the text as its action already had it',
 };
 
 function describeEvent(e: TimelineEvent): string {
