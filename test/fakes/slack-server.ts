@@ -14,7 +14,8 @@
  * its replies oldest first, `oldest`/`latest`/`inclusive`/`limit`/`cursor`); `historyOnly` pushes a message Slack
  * never sends down the socket, and
  * `deaf` keeps hello, pings and pongs going while it withholds every envelope. Message ts follow the wall clock
- * (`<seconds>.<microseconds>`, increasing), as Slack's do.
+ * (`<seconds>.<microseconds>`, increasing), as Slack's do. `editMessage`, `unfurlMessage` and `deleteMessage` change
+ * a message in the history and send the `message_changed` / `message_deleted` events Slack sends for them.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -132,6 +133,24 @@ export interface FakeSlack {
       events?: Array<'message' | 'app_mention'>;
     },
   ): { envelopeId: string; ts: string; envelopeIds: string[] };
+  /**
+   * A person edits a message the fake knows (pushed, or the bot's own): its history reads `text` from now on, and a
+   * `message_changed` event goes down the socket as Slack sends it: `message` the message as it reads now with
+   * `edited: { user, ts }` (`user` the author unless given, `ts` the clock's next), `previous_message` as it read
+   * before, the event's own `ts` and `event_ts`. Returns the envelope id and `edited.ts`.
+   */
+  editMessage(channel: string, ts: string, text: string, o?: { user?: string }): { envelopeId: string; editedTs: string };
+  /**
+   * Slack unfurls a link in a message: a `message_changed` event whose `message` has `attachments` added and no new
+   * `edited` (the text as it was; an `edited` of an earlier edit stays, as on Slack).
+   */
+  unfurlMessage(channel: string, ts: string): { envelopeId: string };
+  /**
+   * A person deletes a message: it leaves the history and a `message_deleted` event (`deleted_ts`,
+   * `previous_message`) goes down the socket; a thread's first message with replies becomes a tombstone instead
+   * (`message_changed` to subtype `tombstone`, "This message was deleted."), as on Slack.
+   */
+  deleteMessage(channel: string, ts: string): { envelopeId: string };
   /** Every request for a private file URL: path, the Authorization header it carried, the status answered. */
   fileDownloads: Array<{ path: string; authorization: string | undefined; status: number }>;
   /** A slash command envelope (e.g. `/keel` with text `status`). */
@@ -309,6 +328,43 @@ export async function startFakeSlack(o: { pingMs?: number } = {}): Promise<FakeS
       has_more: all[limit] !== undefined,
       response_metadata: { next_cursor: nextCursor(all[limit]) },
     };
+  };
+  /** A message of the history or of a thread (as stored, so a change shows in both reads), or undefined. */
+  const stored = (channel: string, ts: string): Record<string, unknown> | undefined => {
+    const top = history.get(channel)?.find((m) => m.ts === ts);
+    if (top) return top;
+    for (const [key, replies] of threads) if (key.startsWith(`${channel}:`)) for (const m of replies) if (m.ts === ts) return m;
+    return undefined;
+  };
+  /** Removes a message from its conversation's history and its thread. */
+  const forget = (channel: string, m: Record<string, unknown>) => {
+    const list = history.get(channel);
+    const at = list?.indexOf(m) ?? -1;
+    if (at >= 0) list!.splice(at, 1);
+    const replies = m.thread_ts ? threads.get(`${channel}:${String(m.thread_ts)}`) : undefined;
+    const r = replies?.indexOf(m) ?? -1;
+    if (r >= 0) replies!.splice(r, 1);
+  };
+  /** An `events_api` envelope of one message event of `channel` (its channel_type added, as Slack does). */
+  const messageEnvelope = (channel: string, event: Record<string, unknown>) => {
+    const eventTs = nextTs();
+    return envelope('events_api', {
+      token: 'verif',
+      team_id: 'T0KEEL',
+      api_app_id: 'A111',
+      event: {
+        type: 'message',
+        ...event,
+        channel,
+        hidden: true,
+        ts: eventTs,
+        event_ts: eventTs,
+        channel_type: kinds.get(channel) ?? 'channel',
+      },
+      type: 'event_callback',
+      event_id: `Ev${++seq}`,
+      event_time: Math.floor(Date.now() / 1000),
+    });
   };
   const sockets = new Set<WebSocket>();
 
@@ -703,6 +759,42 @@ export async function startFakeSlack(o: { pingMs?: number } = {}): Promise<FakeS
           }).envelope_id,
       );
       return { envelopeId: ids[0] ?? '', ts, envelopeIds: ids };
+    },
+    editMessage(channel, ts, text, o = {}) {
+      const m = stored(channel, ts);
+      if (!m) throw new Error(`no message ${channel}:${ts}`);
+      const previous = { ...m };
+      const editedTs = nextTs();
+      Object.assign(m, { text, edited: { user: o.user ?? String(m.user ?? ''), ts: editedTs } });
+      const p = posted.find((x) => x.channel === channel && x.ts === ts);
+      if (p) p.text = text;
+      const e = messageEnvelope(channel, { subtype: 'message_changed', message: { ...m }, previous_message: previous });
+      return { envelopeId: e.envelope_id, editedTs };
+    },
+    unfurlMessage(channel, ts) {
+      const m = stored(channel, ts);
+      if (!m) throw new Error(`no message ${channel}:${ts}`);
+      const previous = { ...m };
+      m.attachments = [{ id: 1, from_url: 'https://example.com/', title: 'Example Domain', fallback: 'Example Domain' }];
+      const e = messageEnvelope(channel, { subtype: 'message_changed', message: { ...m }, previous_message: previous });
+      return { envelopeId: e.envelope_id };
+    },
+    deleteMessage(channel, ts) {
+      const m = stored(channel, ts);
+      if (!m) throw new Error(`no message ${channel}:${ts}`);
+      const previous = { ...m };
+      if (Number(m.reply_count ?? 0) > 0) {
+        // A thread's first message with replies stays as a tombstone, so its thread can still be read.
+        for (const k of Object.keys(m)) if (!['ts', 'thread_ts', 'reply_count', 'latest_reply'].includes(k)) delete m[k];
+        Object.assign(m, { type: 'message', subtype: 'tombstone', text: 'This message was deleted.', user: 'USLACKBOT', hidden: true });
+        const e = messageEnvelope(channel, { subtype: 'message_changed', message: { ...m }, previous_message: previous });
+        return { envelopeId: e.envelope_id };
+      }
+      forget(channel, m);
+      const p = posted.find((x) => x.channel === channel && x.ts === ts);
+      if (p) p.deleted = true;
+      const e = messageEnvelope(channel, { subtype: 'message_deleted', deleted_ts: ts, previous_message: previous });
+      return { envelopeId: e.envelope_id };
     },
     pushCommand(command, text, m = {}) {
       const e = envelope(

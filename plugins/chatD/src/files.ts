@@ -32,15 +32,19 @@ export function tokenMayGo(url: string, apiUrl: string): boolean {
   }
 }
 
-/** `inbound` with the message's files saved (attachments) or noted (text), for `receive`. */
+/**
+ * `inbound` with the message's files saved (attachments) or noted (text), for `receive`. `edit` (Slack's
+ * `edited.ts`): the files of an edited message go under names of their own (`<channel>_<ts>_e<edited ts>_<name>`),
+ * so the files an earlier version's action reads are never rewritten, or removed by a failed download, under it.
+ */
 export async function withSlackFiles(
   inbound: InboundMessage,
   files: SlackFile[] | undefined,
-  d: { home: string; botToken: string; apiUrl: string; log: Logger; signal?: AbortSignal },
+  d: { home: string; botToken: string; apiUrl: string; log: Logger; signal?: AbortSignal; edit?: string },
 ): Promise<InboundMessage> {
   const list = (files ?? []).filter((f) => f.mode !== 'tombstone');
   if (!list.length) return inbound;
-  const ts = String(inbound.replyTo?.messageId ?? inbound.messageId);
+  const ts = `${String(inbound.replyTo?.messageId ?? inbound.messageId)}${d.edit ? `_e${d.edit}` : ''}`;
   const { attachments, notes } = await saveInboundFiles(
     list.map((f) => ({ url: f.url_private_download ?? f.url_private, name: f.name ?? f.title, mime: f.mimetype, size: f.size })),
     {

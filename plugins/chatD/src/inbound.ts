@@ -1,11 +1,12 @@
 /**
- * A Socket Mode envelope → an ingress item (only what can become an action or a command: user messages of the
- * four subscribed message events, `app_mention` events under the same key, and slash commands), and a recorded item
- * → an InboundMessage for `receive`.
- * Own and other bots' messages, edits, joins and the like are acknowledged and dropped here.
+ * A Socket Mode envelope → an ingress item (only what can become an action or a command, or change one: user
+ * messages of the four subscribed message events, `app_mention` events under the same key, slash commands, and a
+ * person's edits and deletions of messages), and a recorded item → an InboundMessage for `receive`.
+ * Own and other bots' messages (and their edits and deletions), unfurls, joins and the like are acknowledged and
+ * dropped here.
  */
 import type { IngressItem } from '../../../sdk/channel-kit/index.js';
-import { isBuiltin } from '../../../sdk/channel-kit/index.js';
+import { editKey, isBuiltin } from '../../../sdk/channel-kit/index.js';
 import type { InboundMessage } from '../../../sdk/index.js';
 import type { SlackFile } from './files.js';
 import type { Envelope } from './socket.js';
@@ -13,6 +14,10 @@ import type { Envelope } from './socket.js';
 /** What the ingress keeps of an envelope (JSON). */
 export type SlackItem =
   | { kind: 'message'; event: SlackMessageEvent }
+  /** A person's edit: `event` the message as it reads now (its own ts), `editedTs` Slack's `message.edited.ts`. */
+  | { kind: 'edit'; event: SlackMessageEvent; editedTs: string }
+  /** A deleted message (`ts` its own). */
+  | { kind: 'delete'; channel: string; ts: string }
   | { kind: 'command'; command: string; text: string; channel: string; user: string; userName?: string; triggerId?: string };
 
 export interface SlackMessageEvent {
@@ -32,15 +37,91 @@ export interface SlackMessageEvent {
 /** Message subtypes that are a person writing (everything else: edits, joins, topic changes ... is not a task). */
 const USER_SUBTYPES = new Set([undefined, 'file_share', 'thread_broadcast']);
 
+/** The fields of a message that say who wrote it. */
+interface Author {
+  user?: string;
+  bot_id?: string;
+  subtype?: string;
+}
+
+/** Whether a message is the bot's own, another bot's, or has no person as its author. */
+const notAPerson = (m: Author, botUserId: string | undefined) =>
+  !!m.bot_id || m.subtype === 'bot_message' || !m.user || (botUserId !== undefined && m.user === botUserId);
+
+/** The key of a message's first delivery (and of its action): `channel:ts`. */
+export const messageKey = (channel: string, ts: string) => `${channel}:${ts}`;
+
 /**
  * The ingress item of a message event, or undefined when it is not a person writing: the one filter for messages
  * from the socket and from the history (catchup.ts), so a message seen both ways has the same id.
  */
 export function messageItemOf(ev: SlackMessageEvent | undefined, botUserId: string | undefined): IngressItem<SlackItem> | undefined {
   if (ev?.type !== 'message' || !ev.channel || !ev.ts) return undefined;
-  if (ev.bot_id || ev.subtype === 'bot_message' || !ev.user || (botUserId && ev.user === botUserId)) return undefined;
+  if (notAPerson(ev, botUserId)) return undefined;
   if (!USER_SUBTYPES.has(ev.subtype)) return undefined;
-  return { messageId: `${ev.channel}:${ev.ts}`, chatId: ev.channel, payload: { kind: 'message', event: ev } };
+  return { messageId: messageKey(ev.channel, ev.ts), chatId: ev.channel, payload: { kind: 'message', event: ev } };
+}
+
+/** A `message_changed` or `message_deleted` event, as far as chatD reads it. */
+interface SlackChangeEvent {
+  type: 'message';
+  subtype: string;
+  channel?: string;
+  channel_type?: SlackMessageEvent['channel_type'];
+  /** The message as it reads now (message_changed). */
+  message?: Author & {
+    text?: string;
+    ts?: string;
+    thread_ts?: string;
+    files?: SlackFile[];
+    /** Set when a person edited the text (Slack's own changes, an unfurl, leave it out, or as it was). */
+    edited?: { user?: string; ts?: string };
+  };
+  previous_message?: Author & { text?: string; ts?: string };
+  /** message_deleted: the ts of the message deleted. */
+  deleted_ts?: string;
+}
+
+/**
+ * The ingress item of a person's edit or deletion of a message, or undefined for any other change. An edit
+ * (`message_changed` with `message.edited`) is keyed by the kit's `editKey(<channel>:<ts>, edited.ts)`, so each
+ * version is handled once; a deletion (`message_deleted`, or `message_changed` to a `tombstone`, which is how Slack
+ * deletes a thread's first message that has replies) by `<channel>:<ts>:deleted`. Left out: changes without
+ * `edited` (Slack's own, such as a link unfurled), an edit that leaves the text as it was, and edits and deletions of
+ * the bot's own messages (its status message is edited, then deleted, at every action) and other bots'.
+ * Only from the socket: catch-up reads messages as they read now, not their edits.
+ */
+export function changeItemOf(ev: SlackChangeEvent, botUserId: string | undefined): IngressItem<SlackItem> | undefined {
+  const channel = ev.channel;
+  if (!channel) return undefined;
+  const m = ev.message;
+  const prev = ev.previous_message;
+  if (ev.subtype === 'message_deleted' || (ev.subtype === 'message_changed' && m?.subtype === 'tombstone')) {
+    const ts = ev.deleted_ts ?? m?.ts ?? prev?.ts;
+    if (!ts || (prev && notAPerson(prev, botUserId))) return undefined;
+    return { messageId: `${messageKey(channel, ts)}:deleted`, chatId: channel, payload: { kind: 'delete', channel, ts } };
+  }
+  if (ev.subtype !== 'message_changed' || !m?.ts || !m.edited?.ts) return undefined;
+  if (notAPerson(m, botUserId) || (botUserId !== undefined && m.edited.user === botUserId)) return undefined;
+  if (!USER_SUBTYPES.has(m.subtype)) return undefined;
+  if (prev && (prev.text ?? '') === (m.text ?? '')) return undefined;
+  const channelType = ev.channel_type ?? (channel.startsWith('D') ? 'im' : undefined);
+  const event: SlackMessageEvent = {
+    type: 'message',
+    channel,
+    ...(channelType ? { channel_type: channelType } : {}),
+    user: m.user!,
+    text: m.text ?? '',
+    ts: m.ts,
+    ...(m.thread_ts ? { thread_ts: m.thread_ts } : {}),
+    ...(m.subtype ? { subtype: m.subtype } : {}),
+    ...(m.files?.length ? { files: m.files } : {}),
+  };
+  return {
+    messageId: editKey(messageKey(channel, m.ts), m.edited.ts),
+    chatId: channel,
+    payload: { kind: 'edit', event, editedTs: m.edited.ts },
+  };
 }
 
 /**
@@ -68,6 +149,8 @@ export function itemOf(e: Envelope, botUserId: string | undefined): IngressItem<
   if (e.type === 'events_api') {
     const ev = (e.body as { event?: Record<string, unknown> }).event;
     if (ev?.type === 'app_mention') return messageItemOf(mentionAsMessage(ev), botUserId);
+    if (ev?.type === 'message' && (ev.subtype === 'message_changed' || ev.subtype === 'message_deleted'))
+      return changeItemOf(ev as unknown as SlackChangeEvent, botUserId);
     return messageItemOf(ev as SlackMessageEvent | undefined, botUserId);
   }
   if (e.type === 'slash_commands') {
@@ -146,10 +229,11 @@ const decode = (s: string) => s.replace(/&(?:amp|lt|gt);/g, (e) => ENTITIES[e] ?
 /**
  * The InboundMessage of a recorded item. `follows(channel, threadTs)`: whether the bot takes part in that thread (a
  * reply there counts as addressed to it without a mention). `names`: people's names by member id (names.ts), for
- * the sender's `userName` and the mentions in the text.
+ * the sender's `userName` and the mentions in the text. An edit is the message as its first delivery was (its id,
+ * its gating) with the text it has now: what the kit's `edited` takes.
  */
 export function toInbound(
-  item: IngressItem<SlackItem>,
+  item: IngressItem<Exclude<SlackItem, { kind: 'delete' }>>,
   botUserId: string | undefined,
   follows?: (channel: string, threadTs: string) => boolean,
   names?: ReadonlyMap<string, string>,
@@ -176,6 +260,7 @@ export function toInbound(
     };
   }
   const ev = p.event;
+  const messageId = p.kind === 'edit' ? messageKey(ev.channel, ev.ts) : item.messageId;
   const raw = ev.text ?? '';
   const inThread = ev.thread_ts !== undefined && ev.thread_ts !== ev.ts;
   const mentioned =
@@ -188,7 +273,7 @@ export function toInbound(
   const userName = names?.get(ev.user!);
   return {
     channel: 'chatD',
-    messageId: item.messageId,
+    messageId,
     chatId: ev.channel,
     userId: ev.user!,
     ...(userName ? { userName } : {}),

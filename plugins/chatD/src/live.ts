@@ -12,7 +12,9 @@ import type { WebClient } from '@slack/web-api';
 import {
   ConnectionSupervisor,
   createChannelRuntime,
+  EDIT_WINDOW_MS,
   Ingress,
+  type IngressItem,
   OwnerLock,
   RATE_POLICIES,
   renderChunks,
@@ -24,7 +26,7 @@ import type { Action, ChannelStatus, PluginContext } from '../../../sdk/index.js
 import type manifest from '../manifest.js';
 import { CatchUp, cursorKey, newerTs, threadKey } from './catchup.js';
 import { withSlackFiles } from './files.js';
-import { itemOf, mentions, messageItemOf, toInbound, type SlackItem, type SlackMessageEvent } from './inbound.js';
+import { itemOf, mentions, messageItemOf, messageKey, toInbound, type SlackItem, type SlackMessageEvent } from './inbound.js';
 import {
   badCredentials,
   classifySlack,
@@ -118,6 +120,18 @@ export async function startChatD(ctx: PluginContext<typeof manifest>) {
                     ]
                   : []),
               ]);
+            } else if (item.payload.kind === 'edit') {
+              // After the history being read before it (the message it edits may be in it); no cursor moves. An
+              // edit that adds the bot's mention, in time to count, makes its thread one the bot takes part in.
+              const ev = item.payload.event;
+              catchUp.live(ev.channel, ev.channel_type);
+              const gate = catchUp.gate(ev.channel);
+              if (gate) await gate;
+              await ingress.recordSoon(item, Date.now() - Number(ev.ts) * 1000 <= EDIT_WINDOW_MS ? partOf(ev) : []);
+            } else if (item.payload.kind === 'delete') {
+              const gate = catchUp.gate(item.payload.channel);
+              if (gate) await gate;
+              await ingress.recordSoon(item);
             } else await ingress.recordSoon(item);
             supervisor.inbound();
           },
@@ -262,13 +276,20 @@ export async function startChatD(ctx: PluginContext<typeof manifest>) {
   // ---------------------------------------------------------------- inbound
   const ingress: Ingress<SlackItem> = new Ingress<SlackItem>(rt.store, {
     log: ctx.log,
-    handle: async (item, turn) => {
-      const p = item.payload;
+    handle: async (recorded, turn) => {
+      const p = recorded.payload;
+      // A deletion: after the chat's earlier messages are in the queue (the action it cancels may be one of them).
+      if (p.kind === 'delete') {
+        await turn.previous;
+        return rt.deleted(messageKey(p.channel, p.ts));
+      }
+      // An edit is read as its message is (gating, names, quote, files), with the text it has now.
+      const item: IngressItem<typeof p> = { ...recorded, payload: p };
       const autoReply = setting<boolean>(ctx, 'chatDAutoReplyEnabled', false) === true;
       const follows = (channel: string, threadTs: string) => threads.follows(threadOf(channel, threadTs));
       const gated = toInbound(item, bot.userId, follows);
       const acted = autoReply || gated.mentioned === true || gated.command !== undefined;
-      const ev = p.kind === 'message' ? p.event : undefined;
+      const ev = p.kind === 'command' ? undefined : p.event;
       // A mention in a thread reply (or any reply in a direct message's thread) quotes the thread's first message,
       // which the reply answers; a follow-up in a followed thread does not repeat it.
       const quoting =
@@ -296,9 +317,10 @@ export async function startChatD(ctx: PluginContext<typeof manifest>) {
         apiUrl: slackApiUrl,
         log: ctx.log,
         signal: rt.signal,
+        ...(p.kind === 'edit' ? { edit: p.editedTs } : {}),
       });
       const inbound = quoted ? { ...withFiles, quoted } : withFiles;
-      return rt.handle(inbound, {
+      const options: Parameters<typeof rt.handle>[1] = {
         turn,
         statusLine: () => {
           const s = status();
@@ -310,7 +332,9 @@ export async function startChatD(ctx: PluginContext<typeof manifest>) {
             idempotencyKey: `cmd:${item.messageId}`,
             ...(inbound.threadId ? { threadId: inbound.threadId } : {}),
           }),
-      });
+      };
+      if (p.kind === 'edit') return rt.edited({ inbound, editedAt: p.editedTs, sentAt: Number(p.event.ts) * 1000 }, options);
+      return rt.handle(inbound, options);
     },
   });
 

@@ -254,7 +254,7 @@ describe('chatD inbound → action → reply', () => {
     expect(h!.slack.callsOf('users.info')).toHaveLength(2);
   });
 
-  it('its own messages, other bots’ messages and edits are acknowledged and ignored; a redelivered event is one action', async () => {
+  it('its own messages, other bots’ messages and a message_changed that is no edit are acknowledged and ignored; a redelivered event is one action', async () => {
     await ready();
     h!.slack.pushMessage('I am the bot', { user: h!.slack.botUserId });
     h!.slack.pushMessage('from another bot', { botId: 'B0OTHER01' });
