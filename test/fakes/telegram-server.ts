@@ -46,8 +46,14 @@ export interface FakeTelegram {
   /** A user's text message in a private chat (chat id = user id) or a group. */
   pushText(
     text: string,
-    opts?: { userId?: number; chatId?: number; group?: boolean; replyToBot?: boolean },
+    opts?: { userId?: number; chatId?: number; group?: boolean; replyToBot?: boolean; date?: number },
   ): { update_id: number; message_id: number };
+  /**
+   * The user's edit of a message pushed earlier (by `pushText` or `push`), as Telegram sends it: an `edited_message`
+   * update with the message as it was (same id, chat, sender, `date`, reply), the new `text` and `edit_date` (Unix
+   * seconds; default now). Pushing the same `editDate` again is the same edit delivered twice.
+   */
+  pushEdit(messageId: number, text: string, opts?: { editDate?: number }): { update_id: number; edit_date: number };
   /** After `after` more successful calls of `method`, the next `count` calls fail with `error`. */
   failNext(method: string, error: TgError, count?: number, after?: number): void;
   /** While true, getUpdates requests are never answered (a deaf long poll). */
@@ -62,6 +68,10 @@ export interface FakeTelegram {
   callsOf(method: string): TgCall[];
   close(): Promise<void>;
 }
+
+/** The `bot_command` entity Telegram marks at the start of a text beginning with `/`. */
+const commandEntities = (text: string) =>
+  text.startsWith('/') ? [{ type: 'bot_command', offset: 0, length: text.split(/\s/)[0]!.length }] : undefined;
 
 const BOT = { id: 7000001, is_bot: true, first_name: 'Keel', username: 'keel_test_bot' };
 
@@ -89,6 +99,8 @@ export async function startFakeTelegram(opts: { token?: string } = {}): Promise<
   let nextUpdate = 1;
   let nextMessage = 1000;
   let acked = 0;
+  /** Every message pushed as an update, by message id (what `pushEdit` edits). */
+  const inbound = new Map<number, Record<string, unknown>>();
   const waiters = new Set<() => void>();
   const failures = new Map<string, Array<{ after: number; error: TgError }>>();
   const open = new Set<ServerResponse>();
@@ -103,6 +115,8 @@ export async function startFakeTelegram(opts: { token?: string } = {}): Promise<
     ackedOffset: () => acked,
     push(update) {
       const u = { ...update, update_id: nextUpdate++ };
+      const m = update.message as { message_id?: unknown } | undefined;
+      if (m && typeof m.message_id === 'number') inbound.set(m.message_id, m as Record<string, unknown>);
       updates.push(u);
       for (const w of [...waiters]) w();
       return u;
@@ -111,11 +125,11 @@ export async function startFakeTelegram(opts: { token?: string } = {}): Promise<
       const userId = o.userId ?? 111;
       const chatId = o.chatId ?? userId;
       const message_id = nextMessage++;
-      const entities = text.startsWith('/') ? [{ type: 'bot_command', offset: 0, length: text.split(/\s/)[0]!.length }] : undefined;
+      const entities = commandEntities(text);
       const u = fake.push({
         message: {
           message_id,
-          date: Math.floor(Date.now() / 1000),
+          date: o.date ?? Math.floor(Date.now() / 1000),
           chat: { id: chatId, type: o.group ? 'group' : 'private' },
           from: { id: userId, is_bot: false, first_name: `User${userId}` },
           text,
@@ -124,6 +138,17 @@ export async function startFakeTelegram(opts: { token?: string } = {}): Promise<
         },
       });
       return { update_id: u.update_id, message_id };
+    },
+    pushEdit(messageId, text, o = {}) {
+      const before = inbound.get(messageId);
+      if (!before) throw new Error(`fake Telegram: no message ${messageId} was pushed to edit`);
+      const edit_date = o.editDate ?? Math.floor(Date.now() / 1000);
+      const { entities: _old, ...rest } = before;
+      // A photo's or a document's edit is of its caption; anything else's of its text.
+      const field = before.caption !== undefined && before.text === undefined ? 'caption' : 'text';
+      const entities = field === 'text' ? commandEntities(text) : undefined;
+      const u = fake.push({ edited_message: { ...rest, [field]: text, ...(entities ? { entities } : {}), edit_date } });
+      return { update_id: u.update_id, edit_date };
     },
     failNext(method, error, count = 1, after = 0) {
       const list = failures.get(method) ?? [];

@@ -4,13 +4,15 @@
  * step here is repeatable: downloads overwrite, `receive` recognises an action it already queued.
  */
 import type { Api } from 'grammy';
-import { downloadTo } from '../../../sdk/channel-kit/index.js';
+import { downloadTo, editKey } from '../../../sdk/channel-kit/index.js';
 import { errorMessage, type InboundMessage, type QuotedMessage } from '../../../sdk/index.js';
 
 /** The parts of a Telegram update we use (as JSON in the ingress). */
 export interface TgUpdate {
   update_id: number;
   message?: TgMsg;
+  /** A new version of a message sent earlier: the same shape, with `edit_date`. */
+  edited_message?: TgMsg;
   callback_query?: { id: string; from: { id: number; first_name?: string; username?: string }; data?: string; message?: TgMsg };
 }
 interface TgFile {
@@ -22,6 +24,10 @@ interface TgFile {
 export interface TgMsg {
   message_id: number;
   message_thread_id?: number;
+  /** When the message was written (Unix seconds); an edit keeps the original's. */
+  date?: number;
+  /** Set on an edit: when it was made (Unix seconds). */
+  edit_date?: number;
   chat: { id: number; type: string };
   from?: { id: number; is_bot?: boolean; first_name?: string; username?: string };
   text?: string;
@@ -129,9 +135,20 @@ export function quoteOf(m: TgMsg, botId: number | undefined): QuotedMessage | un
   };
 }
 
-/** Where an update is kept in the ingress: unique per bot, one chat per key. */
+/** The ingress id of a message's first delivery: `<chat id>:<message id>`. Its edits name it as the message they edit. */
+export const messageKey = (m: TgMsg): string => `${m.chat.id}:${m.message_id}`;
+
+/** The edit time the kit keys an edit by: Telegram's `edit_date` (Unix seconds) as a string. */
+export const editedAt = (m: TgMsg): string => String(m.edit_date ?? 0);
+
+/**
+ * Where an update is kept in the ingress: unique per bot, one chat per key. An edit has its own key (the kit's
+ * `editKey` of the message's key and its `edit_date`): each version is handled once, however often it is delivered.
+ */
 export function ingressKey(u: TgUpdate): { messageId: string; chatId: string } | undefined {
-  if (u.message) return { messageId: `${u.message.chat.id}:${u.message.message_id}`, chatId: String(u.message.chat.id) };
+  if (u.message) return { messageId: messageKey(u.message), chatId: String(u.message.chat.id) };
+  if (u.edited_message)
+    return { messageId: editKey(messageKey(u.edited_message), editedAt(u.edited_message)), chatId: String(u.edited_message.chat.id) };
   if (u.callback_query)
     return { messageId: `cb:${u.callback_query.id}`, chatId: String(u.callback_query.message?.chat.id ?? u.callback_query.from.id) };
   return undefined;
@@ -208,7 +225,12 @@ async function transcriptNote(kind: 'voice' | 'audio', path: string, mime: strin
   }
 }
 
-/** The inbound message of a Telegram message update (files downloaded). */
+/**
+ * The inbound message of a Telegram message update or edit (files downloaded), its `messageId` the update's ingress
+ * key. An edit is read exactly as a fresh message (the same gating fields, quote and command); its files are
+ * downloaded again under their own names (`<chat>_<message>_e<edit_date>_…`), so a running action's files of the
+ * earlier version are never overwritten.
+ */
 export async function toInbound(u: TgUpdate, d: ToInboundDeps): Promise<InboundMessage | undefined> {
   const key = ingressKey(u);
   if (!key) return undefined;
@@ -226,9 +248,9 @@ export async function toInbound(u: TgUpdate, d: ToInboundDeps): Promise<InboundM
       replyTo: { ...(q.message ? { messageId: String(q.message.message_id) } : {}), callbackData: q.data ?? '' },
     };
   }
-  const m = u.message!;
+  const m = (u.message ?? u.edited_message)!;
   if (!m.from || m.from.is_bot) return undefined;
-  const prefix = `${m.chat.id}_${m.message_id}`;
+  const prefix = `${m.chat.id}_${m.message_id}${u.edited_message ? `_e${editedAt(m)}` : ''}`;
   const attachments: NonNullable<InboundMessage['attachments']> = [];
   const notes: string[] = [];
   const photo = m.photo?.slice().sort((a, b) => b.width - a.width)[0];

@@ -19,7 +19,7 @@ import {
 } from '../../../sdk/channel-kit/index.js';
 import type manifest from '../manifest.js';
 
-import { ingressKey, toInbound, type TgUpdate } from './inbound.js';
+import { editedAt, ingressKey, messageKey, toInbound, type TgUpdate } from './inbound.js';
 import { ButtonRoutes, routePress } from './buttons.js';
 import { registerSkills } from './skills.js';
 import { makeTranscriber } from './transcribe.js';
@@ -117,7 +117,7 @@ export async function startChatA(ctx: PluginContext<typeof manifest>) {
       for (;;) {
         const offset = Number(store.getValue('offset') ?? 0);
         const updates = (await api.getUpdates(
-          { offset, timeout: pollTimeout, allowed_updates: ['message', 'callback_query'] },
+          { offset, timeout: pollTimeout, allowed_updates: ['message', 'edited_message', 'callback_query'] },
           signal as never,
         )) as unknown as TgUpdate[];
         live();
@@ -159,14 +159,26 @@ export async function startChatA(ctx: PluginContext<typeof manifest>) {
         if ('handedTo' in route) return `to-action:${route.handedTo}`;
         inbound = route.inbound;
       }
-      return rt.handle(inbound, {
+      const options = {
         turn,
         menu,
         statusLine: () => {
           const s = status();
           return `Telegram: ${s.state}${s.botUsername ? ` as @${s.botUsername}` : ''}.`;
         },
-      });
+      };
+      const edit = payload.edited_message;
+      // An edit names the message it edits by that message's own ingress id; the kit finds its action from it.
+      if (edit)
+        return rt.edited(
+          {
+            inbound: { ...inbound, messageId: messageKey(edit) },
+            editedAt: editedAt(edit),
+            ...(typeof edit.date === 'number' ? { sentAt: edit.date * 1000 } : {}),
+          },
+          options,
+        );
+      return rt.handle(inbound, options);
     },
   });
 
