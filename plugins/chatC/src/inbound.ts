@@ -209,7 +209,8 @@ export async function messageToInbound(
     {
       home: d.home,
       channel: 'chatC',
-      prefix: `${m.channel_id}_${m.id}`,
+      // An edit's files under names of their own: the files an earlier version's action reads are never rewritten.
+      prefix: `${m.channel_id}_${m.id}${m.edited_timestamp ? `_e${Date.parse(m.edited_timestamp) || 0}` : ''}`,
       platform: 'Discord',
       log: d.log,
       ...(d.signal ? { signal: d.signal } : {}),

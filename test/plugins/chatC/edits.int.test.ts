@@ -3,6 +3,7 @@
  * against the loopback Discord: the message as it reads now is what counts (docs/channels.md, "Edits and
  * deletions").
  */
+import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { editKey } from '../../../sdk/channel-kit/index.js';
 import { waitFor } from '../../helpers.js';
@@ -70,6 +71,25 @@ describe('chatC edits and deletions', () => {
     expect(a.metadata.edit).toMatchObject({ of: chatter.id });
     expect(a.metadata.actor).toMatchObject({ userId: ADMIN });
     expect(a.metadata.actor).not.toHaveProperty('untrusted');
+  });
+
+  it("an edit's files are saved under names of their own: the earlier version's stay as its action has them", async () => {
+    h = await bootChatC({ runAgent: false });
+    await connected();
+    const m = h.dc.pushMessage('look at this', {
+      userId: USER,
+      attachment: { filename: 'photo.png', data: Buffer.from('PNGDATA'), contentType: 'image/png' },
+    });
+    const first = await waitFor(() => pending()[0], 'the first action');
+    const e = h.dc.editMessage(m.id, 'look at this photo');
+    await waitFor(() => h!.outcome(editKey(m.id, String(e.edited_timestamp))), 'the edit');
+    const now = pending()[0]!;
+    const pathOf = (task: string) => /\[attachment: photo\.png \(photo\) at (\S+)\]/.exec(task)?.[1];
+    expect(now.task.startsWith('look at this photo\n')).toBe(true);
+    expect(pathOf(now.task)).toBeDefined();
+    expect(pathOf(now.task)).not.toBe(pathOf(first.task));
+    expect(readFileSync(pathOf(first.task)!, 'utf8')).toBe('PNGDATA');
+    expect(readFileSync(pathOf(now.task)!, 'utf8')).toBe('PNGDATA');
   });
 
   it('an edit while the action runs reaches it: the model reads the new text before its next step, no second action', async () => {
