@@ -12,7 +12,7 @@ import { LogSink } from '../../kernel/log.js';
 import type { PluginCandidate } from '../../kernel/plugins/discover.js';
 import type { Action, ChannelCapability } from '../../sdk/index.js';
 import { installFakeProvider, type FakeProviderControl } from '../../sdk/testing/index.js';
-import { rm, tmp } from '../helpers.js';
+import { rm, tmp, waitFor } from '../helpers.js';
 import { agentCandidate } from './agent/harness.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -64,6 +64,8 @@ export interface ChannelKernel {
   alive(ms?: number): number;
   /** The outcome the ingress recorded for an inbound key once handled (read beside the running channel; WAL allows it). */
   outcome(messageId: string): string | undefined;
+  /** Every inbound key the ingress recorded, in the order recorded. */
+  recorded(): string[];
 }
 
 /**
@@ -100,6 +102,14 @@ export async function bootChannelKernel(o: {
     });
   };
   await start();
+  const readKit = <T>(read: (db: DatabaseSync) => T): T => {
+    const db = new DatabaseSync(join(home, 'channels', o.channel, 'kit.db'), { readOnly: true });
+    try {
+      return read(db);
+    } finally {
+      db.close();
+    }
+  };
   return {
     home,
     model,
@@ -128,15 +138,17 @@ export async function bootChannelKernel(o: {
       }
     },
     outcome(messageId: string) {
-      const db = new DatabaseSync(join(home, 'channels', o.channel, 'kit.db'), { readOnly: true });
-      try {
+      return readKit((db) => {
         const row = db.prepare("SELECT outcome FROM inbound WHERE message_id = ? AND state = 'done'").get(messageId) as
           | { outcome: string }
           | undefined;
         return row?.outcome;
-      } finally {
-        db.close();
-      }
+      });
+    },
+    recorded() {
+      return readKit((db) =>
+        (db.prepare('SELECT message_id FROM inbound ORDER BY rowid').all() as Array<{ message_id: string }>).map((r) => r.message_id),
+      );
     },
     async close() {
       await kernel.stop();
@@ -185,3 +197,36 @@ export function crashHome(o: { prefix: string; replies: unknown[]; config: Recor
     },
   };
 }
+
+/**
+ * Scripts the fake model for an action that is still running when something reaches it: its first answer waits for
+ * `release()`, and `second()` is what the model was shown at its next call (the input handed to the action meanwhile).
+ * `started()` is true once the first call is under way.
+ */
+export function heldAnswer(model: FakeProviderControl, first: string, then: string) {
+  let release: () => void = () => {};
+  const gate = new Promise<void>((r) => {
+    release = r;
+  });
+  let started = false;
+  let second: Array<{ role: string; content: string }> = [];
+  model.replies.push(
+    async () => {
+      started = true;
+      await gate;
+      return { text: first };
+    },
+    (req) => {
+      second = req.messages.map((m) => ({ ...m }));
+      return { text: then };
+    },
+  );
+  return { release: () => release(), started: () => started, second: () => second };
+}
+
+/** Resolves with the action once it completed. */
+export const completed = (kernel: () => Kernel, id: string) =>
+  waitFor(() => {
+    const a = kernel().queue.get(id);
+    return a?.status === 'completed' ? a : undefined;
+  }, `action ${id} to complete`);

@@ -15,19 +15,6 @@ afterEach(async () => {
   h = undefined;
 });
 
-/** The ingress outcome recorded for an inbound key (read beside the running channel; WAL allows it). */
-function outcome(home: string, messageId: string): string | undefined {
-  const db = new DatabaseSync(join(home, 'channels', 'chatA', 'kit.db'), { readOnly: true });
-  try {
-    const row = db.prepare("SELECT outcome FROM inbound WHERE message_id = ? AND state = 'done'").get(messageId) as
-      | { outcome: string }
-      | undefined;
-    return row?.outcome;
-  } finally {
-    db.close();
-  }
-}
-
 /** Presses on record as handed to an action (`handed:*` in the store). */
 function handedOnRecord(home: string): number {
   const db = new DatabaseSync(join(home, 'channels', 'chatA', 'kit.db'), { readOnly: true });
@@ -95,8 +82,8 @@ describe('chatA button presses', () => {
       (e: { messageId: string; reason: string }) => void ignored.push(`${e.messageId}:${e.reason}`),
     );
     press('cq1', 5, 'yes', 42, asked.message_id);
-    await waitFor(() => outcome(h!.home, 'cb:cq1'), 'the press to be handled');
-    expect(outcome(h.home, 'cb:cq1')).toBe(`to-action:${action!.id}`);
+    await waitFor(() => h!.outcome('cb:cq1'), 'the press to be handled');
+    expect(h!.outcome('cb:cq1')).toBe(`to-action:${action!.id}`);
     // Telegram delivers the same press again: the ingress knows it, the action does not get it twice.
     press('cq1', 5, 'yes', 42, asked.message_id);
     await waitFor(() => ignored.includes('cb:cq1:duplicate'), 'the redelivery to be recognised');
@@ -128,7 +115,7 @@ describe('chatA button presses', () => {
       callbackData: 'yes',
       inResponseTo: action!.id,
     });
-    expect(outcome(h.home, 'cb:cq2')).toBe('queued');
+    expect(h!.outcome('cb:cq2')).toBe('queued');
 
     // A press on a keyboard no action of ours sent stays an ordinary message, without a link.
     press('cq3', 42, 'other', 42, 999);
@@ -163,8 +150,8 @@ describe('chatA button presses', () => {
     const asked = await waitFor(() => h!.tg.sent.find((m) => m.reply_markup), 'the keyboard');
     const [action] = h.actions();
     press('cq5', 42, 'yes', 42, asked.message_id);
-    await waitFor(() => outcome(h!.home, 'cb:cq5'), 'the press to be handed');
-    expect(outcome(h.home, 'cb:cq5')).toBe(`to-action:${action!.id}`);
+    await waitFor(() => h!.outcome('cb:cq5'), 'the press to be handed');
+    expect(h!.outcome('cb:cq5')).toBe(`to-action:${action!.id}`);
     expect(handedOnRecord(h.home)).toBe(1);
     h.model.defaultReply = { text: 'noted' };
 

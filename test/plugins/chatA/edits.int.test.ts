@@ -4,10 +4,9 @@
  * delivers it, an edit over 15 minutes after the message changes nothing, and an edit while the action runs is
  * handed to it through `agent:inbox`. The real kernel and grammy against the loopback Bot API.
  */
-import { join } from 'node:path';
-import { DatabaseSync } from 'node:sqlite';
 import { afterEach, describe, expect, it } from 'vitest';
 import { waitFor } from '../../helpers.js';
+import { completed, heldAnswer } from '../channel-harness.js';
 import { bootChatA, type ChatAHarness } from './harness.js';
 
 let h: ChatAHarness | undefined;
@@ -15,29 +14,6 @@ afterEach(async () => {
   await h?.close();
   h = undefined;
 });
-
-/** The ingress outcome recorded for an inbound key (read beside the running channel; WAL allows it). */
-function outcome(home: string, messageId: string): string | undefined {
-  const db = new DatabaseSync(join(home, 'channels', 'chatA', 'kit.db'), { readOnly: true });
-  try {
-    const row = db.prepare("SELECT outcome FROM inbound WHERE message_id = ? AND state = 'done'").get(messageId) as
-      | { outcome: string }
-      | undefined;
-    return row?.outcome;
-  } finally {
-    db.close();
-  }
-}
-
-/** How many entries the ingress holds for an inbound key (one, however often it was delivered). */
-function entries(home: string, messageId: string): number {
-  const db = new DatabaseSync(join(home, 'channels', 'chatA', 'kit.db'), { readOnly: true });
-  try {
-    return (db.prepare('SELECT COUNT(*) AS n FROM inbound WHERE message_id = ?').get(messageId) as { n: number }).n;
-  } finally {
-    db.close();
-  }
-}
 
 const now = () => Math.floor(Date.now() / 1000);
 
@@ -60,7 +36,7 @@ describe('chatA message edits', () => {
 
     const { edit_date } = h.tg.pushEdit(message_id, 'deploy to staging');
     const key = `555:${message_id}:edit:${edit_date}`;
-    expect(await waitFor(() => outcome(h!.home, key), 'the edit handled')).toBe(`replaced:${first.id} queued`);
+    expect(await waitFor(() => h!.outcome(key), 'the edit handled')).toBe(`replaced:${first.id} queued`);
     const actions = h.actions();
     expect(actions).toHaveLength(1);
     const [current] = actions;
@@ -75,17 +51,15 @@ describe('chatA message edits', () => {
     h = await bootChatA({ config: { chatAAutoReplyEnabled: false }, runAgent: false });
     await waitFor(() => h!.channel().status().connected, 'connected');
     const { message_id } = h.tg.pushText('what time is it', { userId: 12, chatId: -100, group: true });
-    expect(await waitFor(() => outcome(h!.home, `-100:${message_id}`), 'the message handled')).toBe('ignored:auto-reply-off');
+    expect(await waitFor(() => h!.outcome(`-100:${message_id}`), 'the message handled')).toBe('ignored:auto-reply-off');
 
     // Edited, still without the mention: still nothing to do.
     const e1 = h.tg.pushEdit(message_id, 'what time is it now', { editDate: now() });
-    expect(await waitFor(() => outcome(h!.home, `-100:${message_id}:edit:${e1.edit_date}`), 'the first edit')).toBe(
-      'ignored:auto-reply-off',
-    );
+    expect(await waitFor(() => h!.outcome(`-100:${message_id}:edit:${e1.edit_date}`), 'the first edit')).toBe('ignored:auto-reply-off');
     expect(h.actions()).toEqual([]);
 
     const e2 = h.tg.pushEdit(message_id, '@keel_test_bot what time is it now', { editDate: e1.edit_date + 1 });
-    expect(await waitFor(() => outcome(h!.home, `-100:${message_id}:edit:${e2.edit_date}`), 'the second edit')).toBe('queued');
+    expect(await waitFor(() => h!.outcome(`-100:${message_id}:edit:${e2.edit_date}`), 'the second edit')).toBe('queued');
     const [action, ...more] = h.actions();
     expect(more).toEqual([]);
     expect(action).toMatchObject({ task: '@keel_test_bot what time is it now', status: 'pending' });
@@ -103,7 +77,7 @@ describe('chatA message edits', () => {
     const editDate = now();
     h.tg.pushEdit(message_id, 'book a room for two', { editDate });
     const key = `556:${message_id}:edit:${editDate}`;
-    expect(await waitFor(() => outcome(h!.home, key), 'the edit handled')).toBe(`replaced:${first.id} queued`);
+    expect(await waitFor(() => h!.outcome(key), 'the edit handled')).toBe(`replaced:${first.id} queued`);
     const edited = h.actions();
     expect(edited).toHaveLength(1);
 
@@ -111,7 +85,7 @@ describe('chatA message edits', () => {
     const again = h.tg.pushEdit(message_id, 'book a room for two', { editDate });
     await waitFor(() => ignored.includes(`${key}:duplicate`), 'the redelivery recognised');
     await waitFor(() => h!.tg.ackedOffset() > again.update_id, 'the redelivery acknowledged');
-    expect(entries(h.home, key)).toBe(1);
+    expect(h!.recorded().filter((k) => k === key).length).toBe(1);
     expect(h.actions()).toEqual(edited);
   });
 
@@ -122,7 +96,7 @@ describe('chatA message edits', () => {
     const first = await waitFor(() => h!.actions()[0], 'the action');
 
     const { edit_date } = h.tg.pushEdit(message_id, 'second version');
-    expect(await waitFor(() => outcome(h!.home, `557:${message_id}:edit:${edit_date}`), 'the edit handled')).toBe('ignored:edit-too-old');
+    expect(await waitFor(() => h!.outcome(`557:${message_id}:edit:${edit_date}`), 'the edit handled')).toBe('ignored:edit-too-old');
     expect(h.actions()).toEqual([first]);
 
     // Another bot's message and its edit (a group whose bots see each other), and an edited channel post.
@@ -130,50 +104,31 @@ describe('chatA message edits', () => {
     const bot = { id: 9000, is_bot: true, first_name: 'OtherBot', username: 'other_bot' };
     h.tg.push({ message: { message_id: 70, date: now(), chat, from: bot, text: 'beep @keel_test_bot' } });
     const e = h.tg.pushEdit(70, 'beep beep @keel_test_bot');
-    expect(await waitFor(() => outcome(h!.home, `-200:70:edit:${e.edit_date}`), 'the bot edit handled')).toBe('skipped');
+    expect(await waitFor(() => h!.outcome(`-200:70:edit:${e.edit_date}`), 'the bot edit handled')).toBe('skipped');
     const post = h.tg.push({
       edited_channel_post: { message_id: 5, date: now(), edit_date: now(), chat: { id: -300, type: 'channel' }, text: 'news' },
     });
     await waitFor(() => h!.tg.ackedOffset() > post.update_id, 'the post acknowledged');
-    expect(entries(h.home, `-300:5`)).toBe(0);
+    expect(h!.recorded().filter((k) => k === `-300:5`).length).toBe(0);
     expect(h.actions()).toEqual([first]);
   });
 
   it('an edit while the action runs is handed to it: the model reads the new text before its next step, no new action', async () => {
     h = await bootChatA();
     await waitFor(() => h!.channel().status().connected, 'connected');
-    let started = false;
-    let release: () => void = () => {};
-    const gate = new Promise<void>((r) => {
-      release = r;
-    });
-    let second: Array<{ role: string; content: string }> = [];
-    h.model.replies.push(
-      async () => {
-        started = true;
-        await gate;
-        return { text: 'Summarising the report.' };
-      },
-      (req) => {
-        second = req.messages.map((m) => ({ ...m }));
-        return { text: 'The Q3 report, summarised.' };
-      },
-    );
+    const held = heldAnswer(h.model, 'Summarising the report.', 'The Q3 report, summarised.');
     const { message_id } = h.tg.pushText('summarise the report', { userId: 42 });
-    await waitFor(() => started, 'the first model call under way');
+    await waitFor(() => held.started(), 'the first model call under way');
     const [action] = h.actions();
     expect(action!.status).toBe('executing');
 
     const { edit_date } = h.tg.pushEdit(message_id, 'summarise the Q3 report');
-    expect(await waitFor(() => outcome(h!.home, `42:${message_id}:edit:${edit_date}`), 'the edit handed')).toBe(`to-action:${action!.id}`);
-    release();
-    const done = await waitFor(() => {
-      const a = h!.kernel.queue.get(action!.id);
-      return a?.status === 'completed' ? a : undefined;
-    }, 'the action to finish');
+    expect(await waitFor(() => h!.outcome(`42:${message_id}:edit:${edit_date}`), 'the edit handed')).toBe(`to-action:${action!.id}`);
+    held.release();
+    const done = await completed(() => h!.kernel, action!.id);
     expect(done.result).toBe('The Q3 report, summarised.');
     expect(h.actions()).toHaveLength(1);
-    const told = second.filter((m) => m.role === 'user' && m.content.includes('edited the message this task came from'));
+    const told = held.second().filter((m) => m.role === 'user' && m.content.includes('edited the message this task came from'));
     expect(told).toHaveLength(1);
     expect(told[0]!.content).toContain('[User42 (42) edited the message this task came from; it now reads:]\nsummarise the Q3 report');
   });

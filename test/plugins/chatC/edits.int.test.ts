@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { editKey } from '../../../sdk/channel-kit/index.js';
 import { waitFor } from '../../helpers.js';
+import { completed, heldAnswer } from '../channel-harness.js';
 import { ADMIN, bootChatC, type ChatCHarness, USER } from './harness.js';
 
 let h: ChatCHarness | undefined;
@@ -95,34 +96,17 @@ describe('chatC edits and deletions', () => {
   it('an edit while the action runs reaches it: the model reads the new text before its next step, no second action', async () => {
     h = await bootChatC();
     await connected();
-    let release: () => void = () => {};
-    const gate = new Promise<void>((r) => {
-      release = r;
-    });
-    let second: Array<{ role: string; content: string }> = [];
-    h.model.replies.push(
-      async () => {
-        await gate;
-        return { text: 'Summary of the report.' };
-      },
-      (req) => {
-        second = req.messages.map((m) => ({ ...m }));
-        return { text: 'Summary of the Q3 report.' };
-      },
-    );
+    const held = heldAnswer(h.model, 'Summary of the report.', 'Summary of the Q3 report.');
     const m = h.dc.pushMessage('summarise the report', { userId: USER, mention: true });
     const action = await waitFor(() => h!.actions().find((a) => a.status === 'executing'), 'the action to run');
     const e = h.dc.editMessage(m.id, 'summarise the Q3 report', { mention: true });
     const key = editKey(m.id, String(e.edited_timestamp));
     await waitFor(() => h!.outcome(key), 'the edit to be handed');
     expect(h.outcome(key)).toBe(`to-action:${action.id}`);
-    release();
-    const done = await waitFor(() => {
-      const a = h!.kernel.queue.get(action.id);
-      return a?.status === 'completed' ? a : undefined;
-    }, 'the action to finish');
+    held.release();
+    const done = await completed(() => h!.kernel, action.id);
     expect(done.result).toBe('Summary of the Q3 report.');
-    const told = second.filter((x) => x.role === 'user' && x.content.includes('edited the message this task came from'));
+    const told = held.second().filter((x) => x.role === 'user' && x.content.includes('edited the message this task came from'));
     expect(told).toHaveLength(1);
     expect(told[0]!.content).toMatch(
       /<channel_input untrusted="true" from="chatC:\d+">\n\[user\w+ \(\d+\) edited the message this task came from; it now reads:\]\nsummarise the Q3 report\n<\/channel_input>/,

@@ -5,10 +5,10 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { DatabaseSync } from 'node:sqlite';
 import { afterEach, describe, expect, it } from 'vitest';
 import { editKey } from '../../../sdk/channel-kit/index.js';
 import { waitFor } from '../../helpers.js';
+import { completed, heldAnswer } from '../channel-harness.js';
 import { ADMIN, bootChatD, type ChatDHarness } from './harness.js';
 
 let h: ChatDHarness | undefined;
@@ -20,27 +20,8 @@ afterEach(async () => {
 const C = 'C0GENERAL1';
 const USER = 'U0ANN0001';
 
-/** Reads chatD's ingress (kit.db) beside the running channel (WAL allows it). */
-function inboundDb<T>(read: (db: DatabaseSync) => T): T {
-  const db = new DatabaseSync(join(h!.home, 'channels', 'chatD', 'kit.db'), { readOnly: true });
-  try {
-    return read(db);
-  } finally {
-    db.close();
-  }
-}
-/** The outcome the ingress recorded for a key once it was handled. */
-const outcome = (key: string) =>
-  inboundDb(
-    (db) =>
-      (db.prepare("SELECT outcome FROM inbound WHERE message_id = ? AND state = 'done'").get(key) as { outcome: string } | undefined)
-        ?.outcome,
-  );
-/** The keys the ingress recorded, in order. */
-const recorded = () =>
-  inboundDb((db) =>
-    (db.prepare('SELECT message_id FROM inbound ORDER BY rowid').all() as Array<{ message_id: string }>).map((r) => r.message_id),
-  );
+const outcome = (key: string) => h!.outcome(key);
+const recorded = () => h!.recorded();
 const pending = () => h!.kernel.queue.list().pending;
 const acked = (envelopeId: string, times = 1) =>
   waitFor(() => h!.slack.acked.filter((id) => id === envelopeId).length >= times, `envelope ${envelopeId} acknowledged`);
@@ -203,21 +184,7 @@ describe('chatD edits and deletions', () => {
 
   it('an edit while the action runs reaches it: the model reads the new text before its next step, no second action', async () => {
     await ready({ config: { chatDAutoReplyEnabled: false } });
-    let release: () => void = () => {};
-    const gate = new Promise<void>((r) => {
-      release = r;
-    });
-    let second: Array<{ role: string; content: string }> = [];
-    h!.model.replies.push(
-      async () => {
-        await gate;
-        return { text: 'Summary of the report.' };
-      },
-      (req) => {
-        second = req.messages.map((m) => ({ ...m }));
-        return { text: 'Summary of the Q3 report.' };
-      },
-    );
+    const held = heldAnswer(h!.model, 'Summary of the report.', 'Summary of the Q3 report.');
     const bot = `<@${h!.slack.botUserId}>`;
     const m = h!.slack.pushMessage(`${bot} summarise the report`, { user: USER });
     const action = await waitFor(() => h!.actions().find((a) => a.status === 'executing'), 'the action to run');
@@ -225,13 +192,10 @@ describe('chatD edits and deletions', () => {
     const key = editKey(`${C}:${m.ts}`, e.editedTs);
     await waitFor(() => outcome(key), 'the edit to be handed');
     expect(outcome(key)).toBe(`to-action:${action.id}`);
-    release();
-    const done = await waitFor(() => {
-      const a = h!.kernel.queue.get(action.id);
-      return a?.status === 'completed' ? a : undefined;
-    }, 'the action to finish');
+    held.release();
+    const done = await completed(() => h!.kernel, action.id);
     expect(done.result).toBe('Summary of the Q3 report.');
-    const told = second.filter((x) => x.role === 'user' && x.content.includes('edited the message this task came from'));
+    const told = held.second().filter((x) => x.role === 'user' && x.content.includes('edited the message this task came from'));
     expect(told).toHaveLength(1);
     expect(told[0]!.content).toContain('summarise the Q3 report');
     expect(h!.actions()).toHaveLength(1);
