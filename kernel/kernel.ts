@@ -148,6 +148,12 @@ export async function startKernel(opts: KernelOptions = {}): Promise<Kernel> {
       await hooks.actionSettled.promise(a, { status: 'removed', detail: reason });
       return 'removed';
     },
+    amend: async (id, change) => {
+      if (!(await queue.amend(id, change))) return false;
+      const a = queue.get(id);
+      if (a) await hooks.actionAmended.promise(a);
+      return true;
+    },
     list: () => queue.list(),
     counts: () => queue.counts(),
   };

@@ -186,10 +186,10 @@ export interface InboundMessage {
   quoted?: QuotedMessage;
   /**
    * Set by the channel kit when this is an edit of an earlier message (docs/channels.md, "Edits and deletions"):
-   * `of` the message's own id, `at` the platform's edit time, `replaces` the waiting action it took the place of,
-   * `after` the action that already answered (or still runs) the earlier version. Kept as `metadata.edit`.
+   * `of` the message's own id, `at` the platform's edit time, `after` the action that already answered (or still
+   * runs) the earlier version. Kept as `metadata.edit` (also on a waiting action amended in place).
    */
-  edit?: { of: string; at: string; replaces?: string; after?: string };
+  edit?: { of: string; at: string; after?: string };
   /** True when the content itself cannot be trusted whatever the sender (e.g. mail whose From is unproven). */
   forceUntrusted?: boolean;
   /** When given, overrides the admin decision to "not admin" (e.g. email sender not authenticated). */
@@ -341,7 +341,6 @@ function editOf(e: NonNullable<InboundMessage['edit']>): Record<string, Json> {
   return {
     of: String(e.of),
     at: String(e.at),
-    ...(typeof e.replaces === 'string' ? { replaces: e.replaces } : {}),
     ...(typeof e.after === 'string' ? { after: e.after } : {}),
   };
 }
@@ -363,7 +362,7 @@ export function taskOf(m: Pick<InboundMessage, 'text' | 'attachments'>): string 
  * `metadata.replyTo = { chatId, messageId, threadId?, ...inbound.replyTo }`, `metadata.actor`,
  * `metadata.session`, `metadata.inbound = { channel, messageId, userId }` and, for a message that replies to
  * another, `metadata.quoted = { userId, userName?, fromBot?, text, at?, forwarded?, trusted }` (see QuotedMessage),
- * and for an edit of an earlier message `metadata.edit = { of, at, replaces?, after? }`.
+ * and for an edit of an earlier message `metadata.edit = { of, at, after? }`.
  *
  * @example
  * const out = await receive(ctx, { channel: 'echo', messageId: '1', chatId: 'c1', userId: 'u1', text: 'hi' },
@@ -449,7 +448,16 @@ export function reportIgnored(
   }
 }
 
-async function decide(ctx: PluginContext, inbound: InboundMessage, options: ReceiveOptions): Promise<ReceiveOutcome> {
+/** What `receive` decided before pushing: ignored, or the action to push (and how to forget its dedupe key). */
+type Prepared =
+  | Extract<ReceiveOutcome, { kind: 'ignored' }>
+  | {
+      kind: 'ready';
+      input: { task: string; source: string; actor: Actor; priority?: number; metadata: Record<string, Json> };
+      forget(): void;
+    };
+
+async function prepare(ctx: PluginContext, inbound: InboundMessage, options: ReceiveOptions): Promise<Prepared> {
   const operator = options.operator === true && inbound.notAdmin !== true;
   const admin =
     inbound.notAdmin === true ? false : operator || decideAdmin(ctx, { kind: 'user', channel: inbound.channel, userId: inbound.userId });
@@ -510,23 +518,56 @@ async function decide(ctx: PluginContext, inbound: InboundMessage, options: Rece
     ...(inbound.edit ? { edit: editOf(inbound.edit) } : {}),
     ...(untrusted ? { untrusted: true } : {}),
   };
+  return {
+    kind: 'ready',
+    input: { task, source: m.channel, actor, ...(options.priority !== undefined ? { priority: options.priority } : {}), metadata },
+    forget: () => seen?.delete(key),
+  };
+}
+
+async function decide(ctx: PluginContext, inbound: InboundMessage, options: ReceiveOptions): Promise<ReceiveOutcome> {
+  const p = await prepare(ctx, inbound, options);
+  if (p.kind === 'ignored') return p;
   let action: Action;
   try {
-    const pushing = ctx.queue.push({
-      task,
-      source: m.channel,
-      actor,
-      ...(options.priority !== undefined ? { priority: options.priority } : {}),
-      metadata,
-    });
+    const pushing = ctx.queue.push(p.input);
     options.onOrdered?.();
     action = await pushing;
   } catch (e) {
     // Not queued: a later delivery of the same message must get its chance.
-    seen?.delete(key);
+    p.forget();
     throw e;
   }
   return { kind: 'queued', action };
+}
+
+/**
+ * The same decisions as `receive` (admin, dedupe, `messageIn` taps, gating), but instead of pushing a new action,
+ * the waiting action `actionId` is amended in place to what the message would have queued (its task, and its
+ * metadata merged), keeping its place in line: for an edited message whose action has not started (the channel
+ * kit's `edited`). `started`: it is no longer waiting (nothing changed). An ignored outcome changes nothing either;
+ * the caller decides what becomes of the waiting action then.
+ * @example const out = await receiveInto(ctx, action.id, editedMessage, { autoReply: false });
+ */
+export async function receiveInto(
+  ctx: PluginContext,
+  actionId: string,
+  inbound: InboundMessage,
+  options: ReceiveOptions,
+): Promise<Extract<ReceiveOutcome, { kind: 'ignored' }> | { kind: 'amended' } | { kind: 'started' }> {
+  const p = await prepare(ctx, inbound, options);
+  if (p.kind === 'ignored') {
+    reportIgnored(ctx, inbound, p.reason);
+    return p;
+  }
+  try {
+    if (await ctx.queue.amend(actionId, { task: p.input.task, metadata: p.input.metadata })) return { kind: 'amended' };
+  } catch (e) {
+    p.forget();
+    throw e;
+  }
+  p.forget();
+  return { kind: 'started' };
 }
 
 /**

@@ -116,6 +116,8 @@ export interface PluginEvent {
 export interface HookCatalogue {
   /** An action entered the queue (after it is durable). */
   actionQueued: AsyncParallelHook<[Action]>;
+  /** A waiting action's task was changed in place (`queue.amend`: an edited chat message). */
+  actionAmended: AsyncParallelHook<[Action]>;
   /** The runner handed an action to the agent. */
   actionStarted: AsyncSeriesHook<[Action]>;
   /** An action completed, failed, went back for a retry, or was removed (TTL). */

@@ -59,6 +59,12 @@ export interface QueueApi {
    * executing in another process is left alone (`elsewhere`). `settled` and `unknown` change nothing.
    */
   cancel(id: string, reason: string): Promise<'removed' | 'stopping' | 'elsewhere' | 'settled' | 'unknown'>;
+  /**
+   * Changes the task (and merges `metadata` into the metadata) of an action that still waits, in place: its id,
+   * priority, schedule and place in line are kept, and `actionAmended` fires. Resolves false, changing nothing,
+   * when it is unknown, started or settled (an edited chat message whose action is still waiting: the channel kit).
+   */
+  amend(id: string, change: { task: string; metadata?: Record<string, Json> }): Promise<boolean>;
   list(): { pending: Action[]; completed: Action[]; failed: Action[] };
   counts(): { pending: number; completed: number; failed: number };
 }

@@ -16,6 +16,7 @@ import { ErrorCodes, KeelError, errorMessage } from '../errors.js';
 export function createHooks(): Readonly<HookCatalogue> {
   const hooks: HookCatalogue = {
     actionQueued: new AsyncParallelHook(['action'], 'actionQueued'),
+    actionAmended: new AsyncParallelHook(['action'], 'actionAmended'),
     actionStarted: new AsyncSeriesHook(['action'], 'actionStarted'),
     actionSettled: new AsyncParallelHook(['action', 'outcome'], 'actionSettled'),
     thinking: new SyncHook(['event'], 'thinking'),

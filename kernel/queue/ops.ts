@@ -12,7 +12,9 @@ export type QueueOp =
   | { op: 'fail'; id: string; error: string; at: number }
   /** A crashed runner's executing action goes back to pending (not a retry). */
   | { op: 'requeue'; id: string }
-  | { op: 'remove'; id: string; reason: string };
+  | { op: 'remove'; id: string; reason: string }
+  /** A pending action's task and metadata, changed in place (its id, priority, schedule and place in line kept). */
+  | { op: 'amend'; id: string; task: string; metadata: Action['metadata'] };
 
 export interface JournalHeader {
   keel: 'actions-journal';
@@ -80,6 +82,8 @@ export function decodeOp(line: string): QueueOp {
         return isStr(o.id) && isStr(o.error) && isNum(o.at);
       case 'remove':
         return isStr(o.id) && isStr(o.reason);
+      case 'amend':
+        return isStr(o.id) && isStr(o.task) && !!o.metadata && typeof o.metadata === 'object';
       default:
         return false;
     }

@@ -309,6 +309,24 @@ export class ActionQueue {
     return op.op === 'retry' ? 'retry' : 'failed';
   }
 
+  /**
+   * Changes the task and metadata of an action that still waits, in place: its id, priority, schedule, retries and
+   * place in line are kept. Resolves true when the change was applied (it was still pending when its op was
+   * written), false otherwise (unknown, started or settled): nothing changed then. An empty task is an error.
+   */
+  async amend(id: string, change: { task: string; metadata?: Record<string, unknown> }): Promise<boolean> {
+    this.assertOpen();
+    if (typeof change.task !== 'string' || !change.task.trim())
+      throw new KeelError(ErrorCodes.TASK_EMPTY, 'The task is empty: give the instruction to carry out as text.');
+    const a = this.state.get(id);
+    if (!a || a.status !== 'pending') return false;
+    const metadata = { ...a.metadata, ...(change.metadata ?? {}) } as Action['metadata'];
+    await this.store.append([{ op: 'amend', id, task: change.task, metadata }]);
+    this.afterWrite();
+    const now = this.state.get(id);
+    return now !== undefined && now.task === change.task;
+  }
+
   /** Removes an action from wherever it is. Resolves false when no action has that id. */
   async remove(id: string, reason: string): Promise<boolean> {
     this.assertOpen();

@@ -113,6 +113,18 @@ export class QueueState {
       }
       case 'remove':
         return this.takeActive(op.id) !== undefined || this.completed.delete(op.id) || this.failed.delete(op.id);
+      case 'amend': {
+        // Only while it waits: one already started runs what it was given. The pending index holds this same
+        // object, so its place in line is kept; what decides the place (priority, notBefore) is not in the op.
+        const a = this.active.get(op.id);
+        if (!a || a.status !== 'pending') return false;
+        const { retries, maxRetries, ttl, notBefore } = a.metadata;
+        a.task = op.task;
+        a.metadata = { ...op.metadata, retries, maxRetries, ttl };
+        if (notBefore === undefined) delete a.metadata.notBefore;
+        else a.metadata.notBefore = notBefore;
+        return true;
+      }
     }
   }
 

@@ -1,6 +1,6 @@
 /**
  * Edits and deletions of inbound messages (docs/channels.md, "Edits and deletions"). The message as it reads now is
- * what counts: an edit of a message whose action still waits replaces that action; an edit while its action runs is
+ * what counts: an edit of a message whose action still waits amends that action in place; an edit while it runs is
  * handed to the action (the model reads it before its next step); an edit of a message already answered, or of one
  * that was ignored (an edit adding the bot's mention), is a new message, gated as any. A deleted message takes its
  * waiting or running action with it. An edit more than EDIT_WINDOW_MS after the message was written changes nothing.
@@ -63,18 +63,29 @@ function isAdmin(ctx: Pick<PluginContext, 'use'>, channel: string, userId: strin
   }
 }
 
+/** How `routeEdit` makes its changes (the runtime's paths). */
+export interface EditPaths {
+  /** Makes a new message of the edit (built-in commands, then gated `receive`); returns that path's outcome. */
+  deliver(m: InboundMessage): Promise<string>;
+  /**
+   * Amends the waiting action to the edited message (gated `receiveInto`): `amended`, `started` (it no longer
+   * waits; nothing changed), or the reason the edited message would be ignored (nothing changed).
+   */
+  amend(actionId: string, m: InboundMessage): Promise<{ kind: 'amended' } | { kind: 'started' } | { kind: 'ignored'; reason: string }>;
+}
+
 /**
- * Routes one edit; returns the outcome the ingress records. `deliver` makes a new message of the edit (the runtime's
- * path for a fresh message: built-in commands, then gated `receive`); it returns that path's outcome.
- * @example await routeEdit(ctx, handed, { inbound, editedAt }, (m) => rt.handle(m, { statusLine }));
+ * Routes one edit; returns the outcome the ingress records.
+ * @example await routeEdit(ctx, handed, { inbound, editedAt }, { deliver: (m) => rt.handle(m, h), amend });
  */
 export async function routeEdit(
   ctx: Pick<PluginContext, 'queue' | 'use' | 'log' | 'emit'>,
   handed: HandedInputs,
   e: EditedMessage,
-  deliver: (m: InboundMessage) => Promise<string>,
+  paths: EditPaths,
   now = Date.now(),
 ): Promise<string> {
+  const { deliver } = paths;
   const { inbound } = e;
   const original = inbound.messageId;
   // Reported under the message's own id: `keel trace <message id>` says why its edit changed nothing.
@@ -87,7 +98,7 @@ export async function routeEdit(
   const latest = latestActionOf(ctx.queue, inbound.channel, original);
   // Compared as the task it would become (text and attachment lines), as the action has it.
   if (latest && latest.task.trim() === taskOf(inbound)) return ignored('edit-unchanged');
-  const asNew = (edit: { replaces?: string; after?: string }): InboundMessage => ({
+  const asNew = (edit: { after?: string }): InboundMessage => ({
     ...inbound,
     messageId: editKey(original, e.editedAt),
     replyTo: { messageId: original, ...(inbound.replyTo ?? {}) },
@@ -97,12 +108,17 @@ export async function routeEdit(
   if (!latest || inbound.command) return deliver(asNew({}));
 
   if (latest.status === 'pending') {
-    // Not started: the edit takes its place (gated as a new message: an edit removing the mention withdraws it).
-    const r = await ctx.queue.cancel(latest.id, 'cancelled: its message was edited');
-    if (r === 'removed' || r === 'stopping') return `replaced:${latest.id} ${await deliver(asNew({ replaces: latest.id }))}`;
-    return deliver(asNew({ after: latest.id }));
+    // Not started: the action becomes the edited message in place (its place in line kept). Gated as a message:
+    // an edit that would be ignored (the bot's mention dropped with auto-reply off) withdraws the request.
+    const out = await paths.amend(latest.id, asNew({}));
+    if (out.kind === 'amended') return `amended:${latest.id}`;
+    if (out.kind === 'ignored') {
+      const r = await ctx.queue.cancel(latest.id, 'cancelled: its message was edited into one that is not a request');
+      return `withdrawn:${latest.id} ${r} ignored:${out.reason}`;
+    }
+    // It started meanwhile: as a running one.
   }
-  if (latest.status === 'executing') {
+  if (latest.status === 'executing' || latest.status === 'pending') {
     const inbox = ctx.use('agent:inbox');
     const linked = asNew({ after: latest.id });
     if (inbox?.running(latest.id)) {

@@ -9,6 +9,7 @@ import { createHash } from 'node:crypto';
 import {
   outgoing,
   receive,
+  receiveInto,
   setting,
   type ChannelCapability,
   type ChannelStatus,
@@ -105,7 +106,7 @@ export interface ChannelRuntime {
   ): Promise<string>;
   /**
    * An edit of an inbound message (`inbound.messageId` the message's own id, `inbound.text` as it reads now): it
-   * replaces the action while that waits, is handed to it while it runs, and is a new message (through `handle`,
+   * amends the action in place while that waits, is handed to it while it runs, and is a new message (through `handle`,
    * with the same options) once it was answered or if the earlier version was ignored. See edits.ts.
    */
   edited(e: EditedMessage, o: Parameters<ChannelRuntime['handle']>[1]): Promise<string>;
@@ -260,7 +261,10 @@ export function createChannelRuntime<C extends Json>(o: ChannelRuntimeOptions<C>
     async edited(e, h) {
       // After the chat's earlier messages are in the queue: the edit looks for the action one of them made.
       await h.turn?.previous;
-      return routeEdit(ctx, handed, e, (m) => runtime.handle(m, h));
+      return routeEdit(ctx, handed, e, {
+        deliver: (m) => runtime.handle(m, h),
+        amend: (id, m) => receiveInto(ctx, id, m, { autoReply: autoReply() }),
+      });
     },
     deleted(messageId) {
       return routeDelete(ctx, name, messageId);

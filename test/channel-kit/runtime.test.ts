@@ -226,27 +226,33 @@ describe('channel runtime: edits and deletions', () => {
     return { p, rt: p.rt(), k, pending: () => k.kernel.queue.list().pending };
   }
 
-  it('an edit of a waiting message takes its place; one that drops the mention withdraws it; a redelivered edit changes nothing', async () => {
-    const { rt, pending } = await setup();
+  it('an edit of a waiting message amends it in place (its place in line kept); one that drops the mention withdraws it; a repeat changes nothing', async () => {
+    const { rt, pending, k } = await setup();
+    const amended: string[] = [];
+    k.kernel.hooks.actionAmended.tap('test', (a: Action) => void amended.push(`${a.id}:${a.task}`));
     expect(await rt.handle(msg('m1', 'deploy to stagng'), h)).toBe('queued');
-    const first = pending()[0]!;
+    expect(await rt.handle(msg('m2', 'then tell the team'), h)).toBe('queued');
+    const [first, second] = pending();
     const out = await rt.edited({ inbound: msg('m1', 'deploy to staging'), editedAt: 'e1' }, h);
-    expect(out).toBe(`replaced:${first.id} queued`);
-    const [now] = pending();
-    expect(pending()).toHaveLength(1);
-    expect(now!.task).toBe('deploy to staging');
-    expect(now!.metadata.edit).toEqual({ of: 'm1', at: 'e1', replaces: first.id });
+    expect(out).toBe(`amended:${first!.id}`);
+    // Same action, same place in line (before the message sent after it), the edited text.
+    expect(pending().map((a) => [a.id, a.task])).toEqual([
+      [first!.id, 'deploy to staging'],
+      [second!.id, 'then tell the team'],
+    ]);
+    const now = pending()[0]!;
+    expect(now.metadata.edit).toEqual({ of: 'm1', at: 'e1' });
+    expect(amended).toEqual([`${first!.id}:deploy to staging`]);
     // The answer still goes to the message the person wrote (and edited).
-    expect(now!.metadata.replyTo).toMatchObject({ chatId: '9', messageId: 'm1' });
-    expect(now!.metadata.inbound).toMatchObject({ messageId: 'm1:edit:e1' });
-    expect(t!.kernel.queue.list().failed.map((a) => a.id)).not.toContain(first.id);
+    expect(now.metadata.replyTo).toMatchObject({ chatId: '9', messageId: 'm1' });
+    expect(now.metadata.inbound).toMatchObject({ messageId: 'm1:edit:e1' });
     // The same edit delivered again: the waiting action already reads so.
     expect(await rt.edited({ inbound: msg('m1', 'deploy to staging'), editedAt: 'e1' }, h)).toBe('ignored:edit-unchanged');
-    expect(pending().map((a) => a.id)).toEqual([now!.id]);
+    expect(pending()).toHaveLength(2);
     // Edited again without the mention (auto-reply is off): the request is withdrawn.
     const out2 = await rt.edited({ inbound: msg('m1', 'never mind', { mentioned: false }), editedAt: 'e2' }, h);
-    expect(out2).toBe(`replaced:${now!.id} ignored:auto-reply-off`);
-    expect(pending()).toEqual([]);
+    expect(out2).toBe(`withdrawn:${first!.id} removed ignored:auto-reply-off`);
+    expect(pending().map((a) => a.id)).toEqual([second!.id]);
   });
 
   it('an edit long after the message changes nothing (and says so to messageIgnored); a command edit is a command', async () => {
@@ -337,13 +343,21 @@ describe('routeEdit and routeDelete by the state of the action', () => {
           : undefined,
     } as unknown as Parameters<typeof routeEdit>[0];
     const handed = new HandedInputs(store, ctx.log, async (m) => void made.push(m));
-    const deliver = async (m: InboundMessage) => (made.push(m), 'queued');
-    return { ctx, store, handed, deliver, made, cancelled, offered };
+    const amended: Array<{ id: string; m: InboundMessage }> = [];
+    const paths = {
+      deliver: async (m: InboundMessage) => (made.push(m), 'queued'),
+      amend: async (id: string, m: InboundMessage) => {
+        if (actions.find((a) => a.id === id)?.status !== 'pending') return { kind: 'started' as const };
+        amended.push({ id, m });
+        return { kind: 'amended' as const };
+      },
+    };
+    return { ctx, store, handed, paths, made, cancelled, offered, amended };
   }
 
   it('running here: handed to the action and on record until it settles; read, the record goes; unread, a new message', async () => {
     const w = world([act('act_1', 'executing')], ['act_1']);
-    expect(await routeEdit(w.ctx, w.handed, { inbound: inbound('summarise the Q3 report'), editedAt: 'e1' }, w.deliver)).toBe(
+    expect(await routeEdit(w.ctx, w.handed, { inbound: inbound('summarise the Q3 report'), editedAt: 'e1' }, w.paths)).toBe(
       'to-action:act_1',
     );
     expect(w.offered).toEqual([
@@ -363,7 +377,7 @@ describe('routeEdit and routeDelete by the state of the action', () => {
     w.handed.settled('act_1', 'completed');
     expect(w.store.values('handed:')).toEqual([]);
     // Another edit the action never reads: it becomes a new message, after that action.
-    await routeEdit(w.ctx, w.handed, { inbound: inbound('summarise the Q4 report'), editedAt: 'e2' }, w.deliver);
+    await routeEdit(w.ctx, w.handed, { inbound: inbound('summarise the Q4 report'), editedAt: 'e2' }, w.paths);
     w.offered[1]!.input.onUnread?.();
     await w.handed.drain();
     expect(w.made).toEqual([
@@ -380,7 +394,7 @@ describe('routeEdit and routeDelete by the state of the action', () => {
   it('running elsewhere, or answered: a new message after it (nothing cancelled); failed alike', async () => {
     for (const status of ['executing', 'completed', 'failed'] as const) {
       const w = world([act('act_2', status)]);
-      expect(await routeEdit(w.ctx, w.handed, { inbound: inbound('summarise it'), editedAt: 'e1' }, w.deliver)).toBe('queued');
+      expect(await routeEdit(w.ctx, w.handed, { inbound: inbound('summarise it'), editedAt: 'e1' }, w.paths)).toBe('queued');
       expect(w.cancelled).toEqual([]);
       expect(w.made.map((m) => m.edit)).toEqual([{ of: 'm3', at: 'e1', after: 'act_2' }]);
     }
@@ -393,14 +407,14 @@ describe('routeEdit and routeDelete by the state of the action', () => {
       metadata: { inbound: { channel: 'chatZ', messageId: 'm3:edit:e1' }, edit: { of: 'm3', at: 'e1' } },
     } as unknown as Action;
     const w = world([older, newer]);
-    expect(await routeEdit(w.ctx, w.handed, { inbound: inbound('summarise the Q3 report '), editedAt: 'e2' }, w.deliver)).toBe(
+    expect(await routeEdit(w.ctx, w.handed, { inbound: inbound('summarise the Q3 report '), editedAt: 'e2' }, w.paths)).toBe(
       'ignored:edit-unchanged',
     );
-    expect(await routeEdit(w.ctx, w.handed, { inbound: inbound('summarise the Q4 report'), editedAt: 'e3' }, w.deliver)).toBe(
-      'replaced:act_3 queued',
+    expect(await routeEdit(w.ctx, w.handed, { inbound: inbound('summarise the Q4 report'), editedAt: 'e3' }, w.paths)).toBe(
+      'amended:act_3',
     );
-    expect(w.cancelled).toEqual(['act_3']);
-    expect(w.made.map((m) => m.edit)).toEqual([{ of: 'm3', at: 'e3', replaces: 'act_3' }]);
+    expect(w.cancelled).toEqual([]);
+    expect(w.amended.map(({ id, m }) => [id, m.text, m.edit])).toEqual([['act_3', 'summarise the Q4 report', { of: 'm3', at: 'e3' }]]);
   });
 
   it('a deletion: waiting or running here is cancelled; answered is left', async () => {

@@ -170,6 +170,7 @@ export function createEventBus(deps: GatewayDeps): EventBus {
   tap('actionQueued', (a: Action) =>
     emit('action.queued', (f) => ({ actionId: a.id, task: text(a.task, f), priority: a.priority, source: a.source })),
   );
+  tap('actionAmended', (a: Action) => emit('action.amended', (f) => ({ actionId: a.id, task: text(a.task, f), priority: a.priority })));
   tap('actionStarted', (a: Action) => emit('action.started', (f) => ({ actionId: a.id, task: text(a.task, f), priority: a.priority })));
   tap('actionSettled', (a: Action, o: ActionOutcome) => {
     switch (o.status) {

@@ -21,13 +21,12 @@ export function describe(a: Action): TimelineAction {
   const quotedFrom =
     q && typeof q === 'object' ? (q.fromBot === true ? 'Keel' : [q.userName, q.userId].find((x) => typeof x === 'string' && x)) : undefined;
   // An edit is filed under the message it edits, so `keel trace <message id>` shows every version's action.
-  const e = a.metadata.edit as { of?: unknown; at?: unknown; replaces?: unknown; after?: unknown } | undefined;
+  const e = a.metadata.edit as { of?: unknown; at?: unknown; after?: unknown } | undefined;
   const edit =
     e && typeof e === 'object' && typeof e.of === 'string'
       ? {
           editOf: e.of,
           ...(typeof e.at === 'string' ? { editedAt: e.at } : {}),
-          ...(typeof e.replaces === 'string' ? { replaces: e.replaces } : {}),
           ...(typeof e.after === 'string' ? { after: e.after } : {}),
         }
       : undefined;
@@ -87,6 +86,17 @@ export function record(ctx: PluginContext, store: TimelineStore, onError: (e: un
   ctx.hooks.tap('actionQueued', (a) => {
     const s = snapshot(a);
     later(() => ensure(s));
+  });
+  // An edited chat message amended its waiting action: the task it now has, and when and which edit it was.
+  ctx.hooks.tap('actionAmended', (a) => {
+    const s = snapshot(a);
+    const at = new Date().toISOString();
+    later(() => {
+      ensure(s);
+      store.retask(s.id, s.task);
+      const e = s.metadata.edit as { at?: unknown } | undefined;
+      store.add(s.id, 'amended', { task: cap(s.task) as string, ...(typeof e?.at === 'string' ? { editedAt: e.at } : {}) }, at);
+    });
   });
   ctx.hooks.tap('actionStarted', (a) => {
     const s = snapshot(a);

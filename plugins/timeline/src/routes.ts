@@ -9,7 +9,7 @@ const Event = Type.Object(
     seq: Type.Integer(),
     at: Type.String({ format: 'date-time' }),
     type: Type.Union(
-      ['received', 'queued', 'started', 'model_call', 'skill_call', 'reply', 'retry', 'settled'].map((t) => Type.Literal(t)),
+      ['received', 'queued', 'amended', 'started', 'model_call', 'skill_call', 'reply', 'retry', 'settled'].map((t) => Type.Literal(t)),
     ),
     data: Type.Object({}, { additionalProperties: true }),
   },

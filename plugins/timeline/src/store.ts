@@ -16,7 +16,7 @@ export const DEFAULT_MAX_EVENTS = 200;
 export const DEFAULT_MAX_ACTIONS = 1000;
 
 /** Event kinds, in the order they usually happen. */
-export type TimelineEventType = 'received' | 'queued' | 'started' | 'model_call' | 'skill_call' | 'reply' | 'retry' | 'settled';
+export type TimelineEventType = 'received' | 'queued' | 'amended' | 'started' | 'model_call' | 'skill_call' | 'reply' | 'retry' | 'settled';
 
 /**
  * One entry of an action's timeline. `data` depends on `type` (docs/timelines.md).
@@ -48,10 +48,9 @@ export interface TimelineAction {
     untrusted?: true;
     quotedFrom?: string;
     quotedTrusted?: boolean;
-    /** An edit of the message `messageId` (then also `messageId`): when, and the action it replaced or came after. */
+    /** An edit of the message `messageId` (then also `messageId`): when, and the action that took up its earlier version. */
     editOf?: string;
     editedAt?: string;
-    replaces?: string;
     after?: string;
   };
   result?: string;
@@ -245,6 +244,11 @@ export class TimelineStore {
         this.st('UPDATE actions SET events = events - ?, dropped = dropped + ? WHERE id = ?').run(gone, gone, actionId);
       }
     });
+  }
+
+  /** A waiting action's task changed in place (an edited chat message): the new task is the action's. */
+  retask(actionId: string, task: string): void {
+    this.st('UPDATE actions SET task = ? WHERE id = ?').run(task.slice(0, 500), actionId);
   }
 
   /** Records the action's state after it settled (or went back for a retry). */

@@ -28,11 +28,13 @@ function describeEvent(e: TimelineEvent): string {
           ? `, quoting a message of ${d.quotedFrom}${d.quotedTrusted ? '' : ' (untrusted: privileged skills are refused to this action)'}`
           : '') +
         (d.editOf
-          ? `, an edit of it${d.editedAt ? ` (${d.editedAt})` : ''}${d.replaces ? `, in place of action ${d.replaces}, which had not started` : ''}${d.after ? `, after action ${d.after} had taken up its earlier version` : ''}`
+          ? `, an edit of it${d.editedAt ? ` (${d.editedAt})` : ''}${d.after ? `, after action ${d.after} had taken up its earlier version` : ''}`
           : '')
       );
     case 'queued':
       return `source ${d.source}`;
+    case 'amended':
+      return `the message was edited${d.editedAt ? ` (${d.editedAt})` : ''} before the action started; it now reads: ${d.task}`;
     case 'started':
       return `attempt ${d.attempt}`;
     case 'model_call':

@@ -50,6 +50,8 @@ export function describeEvent(event: string, d: Record<string, unknown>): string
       return `${time}${id} < ${String(d.result ?? '')}`;
     case 'action.queued':
       return `${time}${id} queued (P${String(d.priority ?? 5)}, ${String(d.source ?? '?')}): ${String(d.task ?? '')}`;
+    case 'action.amended':
+      return `${time}${id} edited before it started: ${String(d.task ?? '')}`;
     case 'action.started':
       return `${time}${id} started: ${String(d.task ?? '')}`;
     case 'action.completed':

@@ -325,6 +325,36 @@ describe('ActionQueue views from other processes', () => {
     expect(owner.problems).toEqual([]);
   });
 
+  it('amend changes a waiting action in place (its place, priority and retries kept), durably; never a started one', async () => {
+    const q = await openQueue();
+    const a = await q.push({ task: 'deploy to stagng', metadata: { replyTo: { chatId: '9' } } });
+    const b = await q.push({ task: 'then tell the team' });
+    expect(await q.amend(a.id, { task: 'deploy to staging', metadata: { edit: { of: 'm1', at: 'e1' } } })).toBe(true);
+    expect(q.list().pending.map((x) => [x.id, x.task])).toEqual([
+      [a.id, 'deploy to staging'],
+      [b.id, 'then tell the team'],
+    ]);
+    const amended = q.get(a.id)!;
+    expect(amended.metadata).toMatchObject({ replyTo: { chatId: '9' }, edit: { of: 'm1', at: 'e1' }, retries: 0 });
+    expect(amended.priority).toBe(a.priority);
+    await expect(q.amend(a.id, { task: '  ' })).rejects.toMatchObject({ code: ErrorCodes.TASK_EMPTY });
+    expect(await q.amend('act_nope', { task: 'x' })).toBe(false);
+    // Kept across a reopen (the journal replays the op), and a non-owner reading the journal sees it too.
+    await q.close();
+    open.splice(open.indexOf(q), 1);
+    const again = await openQueue();
+    expect(again.list().pending.map((x) => x.task)).toEqual(['deploy to staging', 'then tell the team']);
+    const viewer = await openQueue({ owner: false });
+    expect(viewer.get(a.id)?.task).toBe('deploy to staging');
+    // Started: it runs what it was given; the amend changes nothing.
+    const taken = await again.take();
+    expect(taken?.id).toBe(a.id);
+    expect(await again.amend(a.id, { task: 'something else' })).toBe(false);
+    expect(again.get(a.id)?.task).toBe('deploy to staging');
+    await again.complete(a.id, 'done');
+    expect(await again.amend(a.id, { task: 'something else' })).toBe(false);
+  });
+
   it('readQueueList and readQueueCounts read without writing anything', async () => {
     const { readQueueCounts, readQueueList } = await import('../../../kernel/queue/index.js');
     expect(await readQueueCounts(join(home, 'nothing-here'))).toEqual({ pending: 0, executing: 0, completed: 0, failed: 0 });

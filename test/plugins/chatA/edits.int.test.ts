@@ -25,7 +25,7 @@ function ignoredLog(h: ChatAHarness): string[] {
 }
 
 describe('chatA message edits', () => {
-  it('asks Telegram for edits; an edit of a waiting message replaces its action, the answer still replying to that message', async () => {
+  it('asks Telegram for edits; an edit of a waiting message amends its action in place, the answer still replying to that message', async () => {
     h = await bootChatA({ runAgent: false });
     await waitFor(() => h!.channel().status().connected, 'connected');
     expect(h.tg.callsOf('getUpdates')[0]!.params.allowed_updates).toContain('edited_message');
@@ -36,13 +36,12 @@ describe('chatA message edits', () => {
 
     const { edit_date } = h.tg.pushEdit(message_id, 'deploy to staging');
     const key = `555:${message_id}:edit:${edit_date}`;
-    expect(await waitFor(() => h!.outcome(key), 'the edit handled')).toBe(`replaced:${first.id} queued`);
+    expect(await waitFor(() => h!.outcome(key), 'the edit handled')).toBe(`amended:${first.id}`);
     const actions = h.actions();
     expect(actions).toHaveLength(1);
     const [current] = actions;
-    expect(current).toMatchObject({ task: 'deploy to staging', status: 'pending' });
-    expect(current!.id).not.toBe(first.id);
-    expect(current!.metadata.edit).toEqual({ of: `555:${message_id}`, at: String(edit_date), replaces: first.id });
+    expect(current).toMatchObject({ id: first.id, task: 'deploy to staging', status: 'pending' });
+    expect(current!.metadata.edit).toEqual({ of: `555:${message_id}`, at: String(edit_date) });
     expect(current!.metadata.replyTo).toMatchObject({ chatId: '555', messageId: String(message_id) });
     expect(current!.metadata.inbound).toMatchObject({ messageId: key });
   });
@@ -77,7 +76,7 @@ describe('chatA message edits', () => {
     const editDate = now();
     h.tg.pushEdit(message_id, 'book a room for two', { editDate });
     const key = `556:${message_id}:edit:${editDate}`;
-    expect(await waitFor(() => h!.outcome(key), 'the edit handled')).toBe(`replaced:${first.id} queued`);
+    expect(await waitFor(() => h!.outcome(key), 'the edit handled')).toBe(`amended:${first.id}`);
     const edited = h.actions();
     expect(edited).toHaveLength(1);
 

@@ -20,7 +20,7 @@ const connected = () => waitFor(() => h!.channel().status().connected, 'connecte
 const pending = () => h!.kernel.queue.list().pending;
 
 describe('chatC edits and deletions', () => {
-  it('an edit of a waiting message takes its place (answered at the same message); an unfurl or a repeat changes nothing; a deletion withdraws it', async () => {
+  it('an edit of a waiting message amends it in place (answered at the same message); an unfurl or a repeat changes nothing; a deletion withdraws it', async () => {
     h = await bootChatC({ runAgent: false, config: { chatCAutoReplyEnabled: false } });
     await connected();
     const m = h.dc.pushMessage('deploy to stagng', { userId: USER, mention: true });
@@ -32,13 +32,13 @@ describe('chatC edits and deletions', () => {
     const edited = h.dc.editMessage(m.id, 'deploy to staging', { mention: true, at });
     const key = editKey(m.id, String(edited.edited_timestamp));
     await waitFor(() => h!.outcome(key), 'the edit to be handled');
-    expect(h.outcome(key)).toBe(`replaced:${first.id} queued`);
+    expect(h.outcome(key)).toBe(`amended:${first.id}`);
     expect(pending()).toHaveLength(1);
     const now = pending()[0]!;
+    expect(now.id).toBe(first.id);
     expect(now.task).toBe('deploy to staging');
-    expect(now.metadata.edit).toEqual({ of: m.id, at: String(edited.edited_timestamp), replaces: first.id });
+    expect(now.metadata.edit).toEqual({ of: m.id, at: String(edited.edited_timestamp) });
     expect(now.metadata.replyTo).toMatchObject({ chatId: h.dc.channelId, messageId: m.id });
-    expect(h.kernel.queue.get(first.id)).toBeUndefined();
     expect(h.outcome(editKey(m.id, 'null'))).toBeUndefined();
 
     // The same edit delivered again: recorded once.
@@ -47,7 +47,7 @@ describe('chatC edits and deletions', () => {
     const later = h.dc.editMessage(m.id, 'deploy to staging now', { mention: true, at: at + 1000 });
     await waitFor(() => h!.outcome(editKey(m.id, String(later.edited_timestamp))), 'the later edit');
     expect(pending().map((a) => a.task)).toEqual(['deploy to staging now']);
-    expect(h.outcome(editKey(m.id, String(later.edited_timestamp)))).toBe(`replaced:${now.id} queued`);
+    expect(h.outcome(editKey(m.id, String(later.edited_timestamp)))).toBe(`amended:${first.id}`);
 
     h.dc.deleteMessage(m.id);
     await waitFor(() => h!.outcome(`${m.id}:deleted`), 'the deletion');

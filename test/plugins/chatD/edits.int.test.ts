@@ -52,16 +52,16 @@ describe('chatD edits and deletions', () => {
     const key1 = editKey(original, e1.editedTs);
     await waitFor(() => outcome(key1), 'the edit to be handled');
     expect(seenAtAck.get(e1.envelopeId)).toBe(true);
-    expect(outcome(key1)).toBe(`replaced:${first.id} queued`);
+    expect(outcome(key1)).toBe(`amended:${first.id}`);
     expect(pending()).toHaveLength(1);
     const now = pending()[0]!;
+    expect(now.id).toBe(first.id);
     expect(now.task).toBe('deploy to staging');
-    expect(now.metadata.edit).toEqual({ of: original, at: e1.editedTs, replaces: first.id });
+    expect(now.metadata.edit).toEqual({ of: original, at: e1.editedTs });
     expect(now.metadata.inbound).toMatchObject({ messageId: key1, userId: USER });
     // The answer goes where the first version's would have: the message's thread, at the message's ts.
     expect(now.metadata.replyTo).toMatchObject({ chatId: C, messageId: m.ts, threadTs: root.ts });
     expect(now.metadata.actor).toMatchObject({ userId: USER, untrusted: true });
-    expect(h!.kernel.queue.get(first.id)).toBeUndefined();
 
     // Slack unfurls a link in it (message_changed without a new `edited`): dropped before it is recorded.
     const before = recorded();
@@ -73,10 +73,10 @@ describe('chatD edits and deletions', () => {
     expect(recorded()).toEqual(before);
     expect(pending().map((a) => a.id)).toEqual([now.id]);
 
-    // A later edit replaces the edited version in turn.
+    // A later edit amends it again.
     const e2 = h!.slack.editMessage(C, m.ts, `${bot} deploy to staging now`);
     await waitFor(() => outcome(editKey(original, e2.editedTs)), 'the later edit');
-    expect(outcome(editKey(original, e2.editedTs))).toBe(`replaced:${now.id} queued`);
+    expect(outcome(editKey(original, e2.editedTs))).toBe(`amended:${first.id}`);
     expect(pending().map((a) => a.task)).toEqual(['deploy to staging now']);
     const latest = pending()[0]!;
 
@@ -171,7 +171,7 @@ describe('chatD edits and deletions', () => {
     const e = h!.slack.editMessage(C, m.ts, 'summarise this, briefly');
     const key = editKey(`${C}:${m.ts}`, e.editedTs);
     await waitFor(() => outcome(key), 'the edit');
-    expect(outcome(key)).toBe(`replaced:${first.id} queued`);
+    expect(outcome(key)).toBe(`amended:${first.id}`);
     const dir = join(h!.home, 'downloads', 'chatD');
     const path = (task: string) => /\[attachment: q3\.txt \(document\) at (\S+)\]/.exec(task)?.[1];
     const now = pending()[0]!;

@@ -237,6 +237,33 @@ describe('action timelines', () => {
     expect(both.actions.map((a) => a.action.id)).toEqual([action.id, again.id]);
   }, 60_000);
 
+  it('record an edit that amended a waiting action: the new task, and when; keel trace says so', async () => {
+    const { t, home, chat, fake } = await boot({});
+    fake.replies.push({ text: 'Deployed to staging.' });
+    // Held back a minute (as a scheduled action is), so it still waits when the edit comes.
+    const a = await chat.ctx!.queue.push({
+      task: 'deploy to stagng',
+      source: 'chat',
+      metadata: { notBefore: Date.now() + 60_000, inbound: { channel: 'chat', messageId: 'plat-888', userId: 'u7' } },
+    });
+    await waitFor(() => timelineOf(home, a.id), 'the queued action on record');
+    expect(
+      await chat.ctx!.queue.amend(a.id, { task: 'deploy to staging', metadata: { edit: { of: 'plat-888', at: '2026-11-26T10:00:00Z' } } }),
+    ).toBe(true);
+    const tl = await waitFor(() => {
+      const x = timelineOf(home, a.id);
+      return x?.events.some((e) => e.type === 'amended') ? x : undefined;
+    }, 'the amended event');
+    expect(tl.action.task).toBe('deploy to staging');
+    expect(tl.events.find((e) => e.type === 'amended')!.data).toEqual({ task: 'deploy to staging', editedAt: '2026-11-26T10:00:00Z' });
+    await chat.ctx!.queue.cancel(a.id, 'test over');
+    await t.close();
+    const trace = await keel(home, ['trace', a.id]);
+    expect(trace.stdout).toContain(
+      'the message was edited (2026-11-26T10:00:00Z) before the action started; it now reads: deploy to staging',
+    );
+  }, 60_000);
+
   it('record a file a skill sent during the action as a reply, with the platform message id', async () => {
     const { t, home, chat, fake } = await boot({ messaging: true });
     const file = join(home, 'report.txt');

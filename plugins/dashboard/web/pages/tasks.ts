@@ -18,13 +18,11 @@ function Row({ a, onCancel }: { a: any; onCancel?: (id: string) => void }) {
   const quoted = a.metadata?.quoted;
   // Why privileged skills are refused to it: a non-admin sender, or a quote of someone who is not an admin.
   const untrusted = a.metadata?.untrusted === true || (quoted && quoted.trusted !== true);
-  // An edited chat message: which action it replaced (not started yet) or came after (answered its earlier version).
+  // An edited chat message: amended before it started, or asked again after the action that took up its earlier version.
   const edit = a.metadata?.edit;
-  const editTitle = edit?.replaces
-    ? `the message was edited before ${edit.replaces} started; this task took its place`
-    : edit?.after
-      ? `the message was edited after ${edit.after} took it up`
-      : 'the message was edited';
+  const editTitle = edit?.after
+    ? `the message was edited after ${edit.after} took it up`
+    : 'the message was edited before this task started';
   return html`<li class="card" data-testid="task" data-status=${a.status} data-action=${a.id}>
     <div class="row"><strong>${a.task}</strong><span class="badge">p${a.priority}</span><span class="badge">${a.status}</span>${
       untrusted ? html`<span class="badge danger" title="privileged skills are refused to this task">untrusted</span>` : null
