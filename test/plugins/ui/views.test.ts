@@ -1,0 +1,19 @@
+/**
+ * `keel ui`'s event lines: what the activity pane prints for each gateway event.
+ */
+import { describe, expect, it } from 'vitest';
+import { describeEvent } from '../../../plugins/ui/src/views.js';
+
+describe('keel ui event lines', () => {
+  it('names each action event with its id and what changed, including an edit amending a waiting action', () => {
+    const at = { ts: '2026-11-26T10:00:00.000Z', actionId: 'act_1' };
+    expect(describeEvent('action.queued', { ...at, priority: 7, source: 'chatC', task: 'deploy to stagng' })).toMatch(
+      /act_1 queued \(P7, chatC\): deploy to stagng$/,
+    );
+    expect(describeEvent('action.amended', { ...at, task: 'deploy to staging' })).toMatch(
+      /act_1 edited before it started: deploy to staging$/,
+    );
+    expect(describeEvent('action.started', { ...at, task: 'deploy to staging' })).toMatch(/act_1 started: deploy to staging$/);
+    expect(describeEvent('no.such.event', at)).toBeUndefined();
+  });
+});
