@@ -148,7 +148,7 @@ describe('contained hook taps', () => {
         const k = await boot([driver(d), thrower(hook, mode, calls)], 100);
         expect(k.host.status('thrower')?.state).toBe('loaded');
 
-        // Every hook fires at least once in this sequence: push, run (skill, emits), settle, config change,
+        // Every hook fires at least once in this sequence: push, run (skill, emits), settle, amend, config change,
         // another plugin loading and unloading, another plugin quarantined.
         const task = `task for ${hook}`;
         const settled = await runOne(k, d, task);
@@ -166,6 +166,17 @@ describe('contained hook taps', () => {
         }
         expect(d.messageIn).toEqual(INBOUND);
         expect(d.messageOut).toEqual(OUTBOUND);
+
+        // An action amended while it waits (held back a minute), then taken back: the amend holds, whatever the tap.
+        const held = await d.ctx!.queue.push({
+          task: 'held',
+          source: 'test',
+          actor: OPERATOR,
+          metadata: { notBefore: Date.now() + 60_000 },
+        });
+        expect(await d.ctx!.queue.amend(held.id, { task: 'held, amended' })).toBe(true);
+        expect(k.queue.get(held.id)?.task).toBe('held, amended');
+        await d.ctx!.queue.cancel(held.id, 'test over');
 
         await k.config.set('queueCompletedLimit', 77, { kind: 'operator' });
         const other: PluginManifest = { id: 'other', version: '1.0.0', kind: 'service', description: 'comes and goes' };
