@@ -1,7 +1,8 @@
 /**
- * kill -9 of Keel while a button press waits in the inbox of the running action that sent the keyboard: Telegram was
- * told the press was received, so it must not be lost with the process. The next start makes it the new message
- * that names that action (`keel run` as a child, real grammy against the loopback Bot API, the scripted model).
+ * kill -9 of Keel while input waits in the inbox of a running action (a press of a button that action sent, an edit
+ * of the message it came from): Telegram was told the input was received, so it must not be lost with the process.
+ * The next start makes it the new message that names that action (`keel run` as a child, real grammy against the
+ * loopback Bot API, the scripted model).
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -41,7 +42,7 @@ async function actions(home: string): Promise<Action[]> {
   return [...list.pending, ...list.completed, ...list.failed];
 }
 
-describe('chatA button press across kill -9', () => {
+describe('chatA input handed to a running action, across kill -9', () => {
   it('a press handed to the running action is not lost when Keel dies before the action used it', async () => {
     const tg = await startFakeTelegram();
     const k = crashHome({
@@ -95,6 +96,41 @@ describe('chatA button press across kill -9', () => {
     // Once: the record is gone, and the interrupted action runs again on its own.
     expect((await actions(k.home)).filter(isPress)).toHaveLength(1);
     expect((await actions(k.home)).find((a) => a.id === actionId)).toBeDefined();
+    second.kill('SIGKILL');
+    await exited(second);
+  }, 120_000);
+
+  it('an edit handed to the running action is not lost when Keel dies before the action read it', async () => {
+    const tg = await startFakeTelegram();
+    const k = crashHome({
+      prefix: 'keel-chata-edit-',
+      // Every run: one long step (the edit arrives during it; the first run is killed in it).
+      replies: [{ text: 'Summarising.', delayMs: 60_000 }],
+      config: { chatAAutoReplyEnabled: true, chatAPollTimeout: 1, adminUsers: { chatA: ['77'] } },
+      env: { CHATA_TOKEN: tg.token, CHATA_API_ROOT: tg.apiRoot },
+    });
+    cleanups.push(async () => {
+      await k.close();
+      await tg.close();
+    });
+
+    const { message_id } = tg.pushText('summarise the report', { userId: 77 });
+    const first = k.start();
+    const running = await waitFor(async () => (await actions(k.home)).find((a) => a.status === 'executing'), 'the action to run', 30_000);
+    const { edit_date } = tg.pushEdit(message_id, 'summarise the Q3 report');
+    const key = `77:${message_id}:edit:${edit_date}`;
+    expect(await waitFor(() => outcome(k.home, key), 'the edit handed to the action', 30_000)).toBe(`to-action:${running.id}`);
+    expect(handedOnRecord(k.home)).toHaveLength(1);
+    first.kill('SIGKILL');
+    await exited(first);
+
+    const second = k.start();
+    const isEdit = (a: Action) => a.task === 'summarise the Q3 report';
+    const made = await waitFor(async () => (await actions(k.home)).find(isEdit), 'the edit as a new message', 30_000);
+    expect(made.metadata.edit).toEqual({ of: `77:${message_id}`, at: String(edit_date), after: running.id });
+    expect(made.metadata.replyTo).toMatchObject({ chatId: '77', messageId: String(message_id) });
+    await waitFor(() => (handedOnRecord(k.home).length === 0 ? true : undefined), 'the hand-off record cleared', 15_000);
+    expect((await actions(k.home)).filter(isEdit)).toHaveLength(1);
     second.kill('SIGKILL');
     await exited(second);
   }, 120_000);
