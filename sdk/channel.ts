@@ -283,7 +283,8 @@ function remember(seen: Map<string, true>, key: string): void {
   if (seen.size > SEEN_LIMIT) seen.delete(seen.keys().next().value as string);
 }
 
-function decideAdmin(ctx: PluginContext, actor: Actor): boolean {
+/** The kernel's admin decision for an actor; without the policy, or when it fails, nobody is (fail closed). */
+export function decideAdmin(ctx: Pick<PluginContext, 'use'>, actor: Actor): boolean {
   try {
     const policy = ctx.use('kernel:policy');
     // Fail closed: without the kernel's policy nobody on a channel is admin.

@@ -5,7 +5,7 @@
  * that was ignored (an edit adding the bot's mention), is a new message, gated as any. A deleted message takes its
  * waiting or running action with it. An edit more than EDIT_WINDOW_MS after the message was written changes nothing.
  */
-import { type InboundMessage, reportIgnored, taskOf } from '../channel.js';
+import { decideAdmin, type InboundMessage, reportIgnored, taskOf } from '../channel.js';
 import type { PluginContext, QueueApi } from '../plugin.js';
 import type { Action } from '../types.js';
 import type { HandedInputs } from './handed.js';
@@ -55,14 +55,6 @@ export interface EditedMessage {
   sentAt?: number;
 }
 
-function isAdmin(ctx: Pick<PluginContext, 'use'>, channel: string, userId: string): boolean {
-  try {
-    return ctx.use('kernel:policy')?.isAdmin({ kind: 'user', channel, userId }) === true;
-  } catch {
-    return false;
-  }
-}
-
 /** How `routeEdit` makes its changes (the runtime's paths). */
 export interface EditPaths {
   /** Makes a new message of the edit (built-in commands, then gated `receive`); returns that path's outcome. */
@@ -79,7 +71,7 @@ export interface EditPaths {
  * @example await routeEdit(ctx, handed, { inbound, editedAt }, { deliver: (m) => rt.handle(m, h), amend });
  */
 export async function routeEdit(
-  ctx: Pick<PluginContext, 'queue' | 'use' | 'log' | 'emit'>,
+  ctx: Pick<PluginContext, 'queue' | 'use' | 'emit'>,
   handed: HandedInputs,
   e: EditedMessage,
   paths: EditPaths,
@@ -125,7 +117,10 @@ export async function routeEdit(
       const who = inbound.userName ? `${inbound.userName} (${inbound.userId})` : `user ${inbound.userId}`;
       const took = inbox.offer(latest.id, {
         text: `[${who} edited the message this task came from; it now reads:]\n${text}`,
-        untrusted: inbound.forceUntrusted === true || inbound.notAdmin === true || !isAdmin(ctx, inbound.channel, inbound.userId),
+        untrusted:
+          inbound.forceUntrusted === true ||
+          inbound.notAdmin === true ||
+          !decideAdmin(ctx, { kind: 'user', channel: inbound.channel, userId: inbound.userId }),
         from: `${inbound.channel}:${inbound.userId}`,
         onUnread: () => handed.unreadBy(latest.id, linked.messageId, linked),
       });

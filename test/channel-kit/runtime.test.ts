@@ -88,6 +88,17 @@ const action = (id: string): Action =>
     metadata: { replyTo: { chatId: '7', messageId: '70' } },
   }) as unknown as Action;
 
+/** A message of user u1 in chatZ room 9, a group. */
+const groupMessage = (id: string, text: string, extra: Partial<InboundMessage> = {}): InboundMessage => ({
+  channel: 'chatZ',
+  messageId: id,
+  chatId: '9',
+  userId: 'u1',
+  text,
+  isGroup: true,
+  ...extra,
+});
+
 let t: TestKernel | undefined;
 let home: string | undefined;
 afterEach(async () => {
@@ -186,15 +197,7 @@ describe('channel runtime', () => {
   it('handle: a built-in command is answered by the channel under cmd:<id>; other messages are gated by <name>AutoReplyEnabled', async () => {
     const p = platform();
     const k = await boot(p);
-    const msg = (id: string, text: string, command?: string): InboundMessage => ({
-      channel: 'chatZ',
-      messageId: id,
-      chatId: '9',
-      userId: 'u1',
-      text,
-      isGroup: true,
-      ...(command ? { command } : {}),
-    });
+    const msg = (id: string, text: string, command?: string) => groupMessage(id, text, command ? { command } : {});
     expect(await p.rt().handle(msg('c1', '/help', 'help'), { statusLine: () => 'chatZ: fine.' })).toBe('command:help');
     const answered = p.sent.length;
     expect(answered).toBeGreaterThan(0);
@@ -209,16 +212,7 @@ describe('channel runtime', () => {
 });
 
 describe('channel runtime: edits and deletions', () => {
-  const msg = (id: string, text: string, extra: Partial<InboundMessage> = {}): InboundMessage => ({
-    channel: 'chatZ',
-    messageId: id,
-    chatId: '9',
-    userId: 'u1',
-    text,
-    isGroup: true,
-    mentioned: true,
-    ...extra,
-  });
+  const msg = (id: string, text: string, extra: Partial<InboundMessage> = {}) => groupMessage(id, text, { mentioned: true, ...extra });
   const h = { statusLine: () => 'chatZ: fine.' };
   async function setup() {
     const p = platform();
@@ -321,7 +315,6 @@ describe('routeEdit and routeDelete by the state of the action', () => {
     const cancelled: string[] = [];
     const offered: Array<{ id: string; input: AgentInput }> = [];
     const ctx = {
-      log: { debug() {}, info() {}, warn() {}, error() {} },
       queue: {
         list: () => ({
           pending: actions.filter((a) => a.status === 'pending' || a.status === 'executing'),
@@ -342,7 +335,7 @@ describe('routeEdit and routeDelete by the state of the action', () => {
             }
           : undefined,
     } as unknown as Parameters<typeof routeEdit>[0];
-    const handed = new HandedInputs(store, ctx.log, async (m) => void made.push(m));
+    const handed = new HandedInputs(store, { warn() {} }, async (m) => void made.push(m));
     const amended: Array<{ id: string; m: InboundMessage }> = [];
     const paths = {
       deliver: async (m: InboundMessage) => (made.push(m), 'queued'),
