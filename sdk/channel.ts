@@ -23,6 +23,12 @@ export interface ChannelStatus extends ConnectionStatus {
   lastCatchUpAt?: string;
   /** A channel that catches up from the platform's history: messages it recorded that the connection had not brought. */
   caughtUp?: number;
+  /** A linked-device channel (chatB): whether a session is linked to an account. */
+  linked?: boolean;
+  /** A linked-device channel: the account's id (chatB: its phone-number JID), once connected. */
+  account?: string;
+  /** A linked-device channel: a QR code is shown in Keel's terminal and waits to be scanned. */
+  waitingForScan?: boolean;
 }
 
 /**

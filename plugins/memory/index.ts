@@ -2,7 +2,7 @@
  * Memory plugin entry: opens the store, registers the skills, taps the agent's hooks, offers `memory`.
  * Layers and files: docs/memory.md.
  */
-import { definePlugin, type InboundMessage, errorMessage } from '../../sdk/index.js';
+import { definePlugin, type InboundMessage, errorMessage, setting } from '../../sdk/index.js';
 import manifest from './manifest.js';
 import { updateContact } from './src/contacts.js';
 import { resetCommand } from './src/reset.js';
@@ -16,9 +16,10 @@ export default definePlugin({
     svc.open();
     registerSkills(svc);
     svc.tapHooks();
-    // chatB contact profiles follow each incoming message (a waterfall: the message passes on unchanged).
+    // chatB contact profiles follow each incoming message (a waterfall: the message passes on unchanged), when the
+    // chatB plugin's chatBContextProfilingEnabled is on (off by default; without chatB the key is unknown here).
     ctx.hooks.tap('messageIn', async (m: InboundMessage) => {
-      if (m.channel === 'chatB' && m.userId) {
+      if (m.channel === 'chatB' && m.userId && setting<boolean>(ctx, 'chatBContextProfilingEnabled', true) === true) {
         const meta = m.metadata ?? {};
         const name =
           typeof meta.pushName === 'string' ? meta.pushName : typeof meta.displayName === 'string' ? meta.displayName : undefined;

@@ -72,6 +72,11 @@ export interface ChannelRuntimeOptions<C extends Json> {
   refreshMs?: number;
   /** False where bots have no typing indicator (Slack over Socket Mode): progress is then the status message only. */
   typing?: boolean;
+  /**
+   * False where a status message cannot be taken back without a trace (WhatsApp leaves "This message was deleted"
+   * for everyone): progress is then typing only, whatever `progressFeedbackTypingOnly` says.
+   */
+  statusMessages?: boolean;
   /** Dedupe memory kept in the store, in days (default 30). */
   keepDays?: number;
 }
@@ -175,7 +180,7 @@ export function createChannelRuntime<C extends Json>(o: ChannelRuntimeOptions<C>
 
   const showProgress = (action: Action, update: ProgressUpdate) => {
     if (!feedbackOn()) return;
-    const only = update.typingOnly || typingOnly();
+    const only = update.typingOnly || typingOnly() || o.statusMessages === false;
     // Without a typing indicator, a typing-only update has nothing to show.
     if (only && !typing) return;
     const t = o.target(action);

@@ -24,6 +24,16 @@ describe('keel status channel line', () => {
     ).toBe('chatC connected as keel (3 servers)');
   });
 
+  it('says when a linked-device channel waits for its QR code to be scanned', () => {
+    expect(
+      channelLine({
+        name: 'chatB',
+        plugin: 'chatB',
+        status: { enabled: true, connected: false, state: 'connecting', linked: false, waitingForScan: true },
+      }),
+    ).toBe('chatB connecting (not linked: scan the QR code in the terminal Keel runs in)');
+  });
+
   it('says why a configured channel is not connected, and what its catch-up read', () => {
     expect(
       channelLine({

@@ -1,0 +1,323 @@
+/**
+ * chatB (WhatsApp, a linked device through baileys) on the channel kit: each message recorded durably before
+ * WhatsApp gets its receipt (ack-gate.ts), replies rendered once as WhatsApp formatting, cut to 4,096 characters,
+ * quoting the message and delivered through the ledger under message ids derived from the ledger key, built-in
+ * commands answered by the kit, edits and "delete for everyone" routed by the kit, a supervised connection, QR
+ * linking in the terminal. See docs/whatsapp.md and docs/channels-kit.md.
+ */
+import { chmod, mkdir } from 'node:fs/promises';
+import { homedir } from 'node:os';
+import type { proto, WASocket } from '@whiskeysockets/baileys';
+import makeWASocket, {
+  Browsers,
+  DisconnectReason,
+  jidNormalizedUser,
+  makeCacheableSignalKeyStore,
+  useMultiFileAuthState as loadMultiFileAuthState,
+} from '@whiskeysockets/baileys';
+import QRCode from 'qrcode';
+import { errorMessage, reportIgnored, type Action, type ChannelStatus, type PluginContext } from '../../../sdk/index.js';
+import {
+  ConnectionSupervisor,
+  createChannelRuntime,
+  editKey,
+  Ingress,
+  OwnerLock,
+  RATE_POLICIES,
+  renderChunks,
+  setting,
+  TtlCache,
+} from '../../../sdk/channel-kit/index.js';
+import type manifest from '../manifest.js';
+import { AckGate } from './ack-gate.js';
+import { addressed, type Me, showJid, toInbound, toWaIn, type WaIn } from './inbound.js';
+import { quietSignal } from './quiet-signal.js';
+import { registerSkills } from './skills.js';
+import { CHAT_JID, chunkMessageId, classifyWhatsApp, fatalMessage, sendChunk, type WaChunk, WhatsAppClosedError } from './whatsapp.js';
+
+const LIMIT = 4096;
+const KEEP_ALIVE_MS = 30_000;
+
+/** Where the session lives: `$KEEL_HOME` and `~` expanded. */
+export function sessionPath(ctx: PluginContext): string {
+  const raw = setting(ctx, 'chatBSessionPath', '$KEEL_HOME/chatB-session');
+  return raw.replace(/^\$KEEL_HOME(?=\/|$)/, ctx.home).replace(/^~(?=\/|$)/, homedir());
+}
+
+/** baileys' pino-shaped logger onto Keel's: its errors as warnings, the rest at debug. */
+function baileysLogger(log: PluginContext['log']) {
+  const at = (f: (s: string) => void) => (obj: unknown, msg?: string) => {
+    const detail =
+      obj && typeof obj === 'object' && 'err' in obj ? errorMessage((obj as { err: unknown }).err) : typeof obj === 'string' ? obj : '';
+    f(`chatB (baileys): ${msg ?? ''}${msg && detail ? ': ' : ''}${detail}`.trim());
+  };
+  const logger = {
+    level: 'warn',
+    child: () => logger,
+    trace: () => {},
+    debug: () => {},
+    info: () => {},
+    warn: at((s) => log.debug(s)),
+    error: at((s) => log.warn(s)),
+  };
+  return logger;
+}
+
+/** The running channel (only once enabled: baileys loads with this module). */
+export async function startChatB(ctx: PluginContext<typeof manifest>) {
+  quietSignal((line) => ctx.log.debug(line));
+  const dir = sessionPath(ctx);
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  await chmod(dir, 0o700).catch(() => {});
+  const auth = await loadMultiFileAuthState(dir);
+  const logger = baileysLogger(ctx.log);
+  const url = setting(ctx, 'chatBWebSocketUrl', 'wss://web.whatsapp.com/ws/chat');
+
+  let sock: WASocket | undefined;
+  let me: Me | undefined;
+  let waitingForScan = false;
+  /** Texts of recent sends by id, for a recipient's phone that asks for a message again (it could not decrypt it). */
+  const recentlySent = new TtlCache<string, string>(3600_000, 2000);
+  const gate = new AckGate({
+    maxHoldMs: 5000,
+    onTimeout: (id) => ctx.log.debug(`chatB: message ${id} was not handed on within 5 s; its receipt goes out unrecorded`),
+  });
+
+  const trusted = (jid: string) => {
+    const owner = setting<string | undefined>(ctx, 'chatBOwnerJID', undefined);
+    const admins = setting<Record<string, string[]>>(ctx, 'adminUsers', {})?.chatB ?? [];
+    const user = jidNormalizedUser(jid);
+    return (owner !== undefined && jidNormalizedUser(owner) === user) || admins.some((a) => jidNormalizedUser(a) === user);
+  };
+
+  const replyTarget = (action: Action) => {
+    const r = action.metadata.replyTo ?? {};
+    const chatId = typeof r.chatId === 'string' ? r.chatId : '';
+    if (!CHAT_JID.test(chatId)) throw new Error(`Action ${action.id} has no chatB chat to answer (metadata.replyTo.chatId).`);
+    const messageId = typeof r.messageId === 'string' ? r.messageId : undefined;
+    return { chatId, options: messageId ? { replyToMessageId: messageId } : {} };
+  };
+
+  const rt = createChannelRuntime<WaChunk>({
+    ctx,
+    name: 'chatB',
+    policy: RATE_POLICIES.whatsapp,
+    classify: classifyWhatsApp,
+    sendChunk: (c, _i, to) =>
+      sendChunk(sock, to, c).then((id) => {
+        recentlySent.set(id, c.text);
+        return id;
+      }),
+    badAddress: (to) =>
+      CHAT_JID.test(to) ? undefined : `"${to}" is not a WhatsApp chat (a contact: <number>@s.whatsapp.net; a group: <id>@g.us).`,
+    chunks: (m, options, key) => {
+      const quote = quoteFor(options.replyToMessageId);
+      const texts = renderChunks(m.text ?? '', options.format === 'plain' ? 'plain' : 'whatsapp', { limit: LIMIT });
+      const files = (m.files ?? []).map((f) => `[file not sent: ${f.path}]`);
+      return [...texts, ...files].map((text, i) => ({
+        kind: 'text' as const,
+        text,
+        id: chunkMessageId(key, i),
+        ...(i === 0 && quote ? { quote } : {}),
+      }));
+    },
+    target: replyTarget,
+    // WhatsApp shows "typing…" for about 25 s after each update.
+    refreshMs: 10_000,
+    statusMessages: false,
+    transport: () => ({
+      typing: async (jid) => {
+        if (sock?.user) await sock.sendPresenceUpdate('composing', jid);
+      },
+      status: async () => {
+        throw new Error('chatB shows progress as typing only');
+      },
+    }),
+  });
+  const { store } = rt;
+
+  /** The message answered, as a quote: its author and the start of its text (WhatsApp shows both). */
+  const quoteFor = (messageId: string | undefined): WaChunk['quote'] => {
+    if (!messageId) return undefined;
+    const m = ingress.payload(messageId);
+    if (!m) return { id: messageId, text: '' };
+    return { id: m.id, ...(m.group ? { participant: m.sender } : {}), text: m.text.slice(0, 200) };
+  };
+
+  // ---------------------------------------------------------------- inbound
+  const record = (msg: proto.IWebMessageInfo) => {
+    const id = msg.key?.id ?? '';
+    if (!me) return gate.release(id);
+    const w = toWaIn(msg as Parameters<typeof toWaIn>[0], me, {
+      statusReplies: setting<boolean>(ctx, 'chatBStatusReplyEnabled', false) === true,
+    });
+    if ('skip' in w || !w.id || recentlySent.get(w.id)) return gate.release(id);
+    if (w.revoke && !ingress.payload(w.revoke.of)) return gate.release(id); // nothing of ours to take back
+    const key = w.edit ? editKey(w.edit.of, String(w.at)) : w.revoke ? `${w.revoke.of}:deleted` : w.id;
+    // FULL: WhatsApp is told "delivered" only after this commit (the gate holds the receipt until then).
+    ingress.recordSoon({ messageId: key, chatId: w.chat, payload: w }, [], { durability: 'FULL' }).then(
+      (fresh) => {
+        if (fresh) supervisor.inbound();
+        gate.release(id);
+      },
+      (e: unknown) => {
+        // Not recorded: its receipt must not go. Dropping the connection discards it; WhatsApp delivers again.
+        ctx.log.warn(`chatB: could not record message ${id}: ${errorMessage(e)}; reconnecting so that WhatsApp delivers it again`);
+        gate.detach();
+        supervisor.restart('a message could not be recorded');
+      },
+    );
+  };
+
+  const statusLine = () => {
+    const s = status();
+    return `WhatsApp: ${s.state}${me ? ` as ${showJid(me.pn)}` : waitingForScan ? ', waiting for the QR code to be scanned' : ''}.`;
+  };
+
+  const ingress: Ingress<WaIn> = new Ingress<WaIn>(store, {
+    log: ctx.log,
+    handle: async ({ payload: m }, turn) => {
+      if (m.revoke) return rt.deleted(m.revoke.of);
+      const autoReply = setting<boolean>(ctx, 'chatBAutoReplyEnabled', false) === true;
+      const account = me ?? { pn: '' };
+      if (m.edit) {
+        const original = ingress.payload(m.edit.of);
+        const edited: WaIn = { ...(original ?? m), id: m.edit.of, text: m.text, at: m.at };
+        const inbound = toInbound(edited, addressed(edited, account, { trusted, autoReply }));
+        return rt.edited({ inbound, editedAt: String(m.at), ...(original ? { sentAt: original.at * 1000 } : {}) }, { statusLine, turn });
+      }
+      const isAddressed = addressed(m, account, { trusted, autoReply });
+      const inbound = toInbound(m, isAddressed);
+      // A group message that does not address the account is never a task, auto-reply or not.
+      if (m.group && !isAddressed && !inbound.command) {
+        reportIgnored(ctx, inbound, 'auto-reply-off');
+        return 'ignored:auto-reply-off';
+      }
+      const outcome = await rt.handle(inbound, { statusLine, turn });
+      if (outcome === 'queued') afterQueued(m);
+      return outcome;
+    },
+  });
+
+  /** A queued message is marked read (blue ticks) and, with chatBAutoReactEnabled, gets 👀. Ignored ones are left unread. */
+  const afterQueued = (m: WaIn) => {
+    const s = sock;
+    if (!s?.user) return;
+    const key = {
+      remoteJid: m.status ? 'status@broadcast' : m.chat,
+      id: m.id,
+      fromMe: m.self === true,
+      ...(m.group || m.status ? { participant: m.sender } : {}),
+    };
+    if (!m.self) void s.readMessages([key]).catch((e: unknown) => ctx.log.debug(`chatB: read receipt: ${errorMessage(e)}`));
+    if (setting<boolean>(ctx, 'chatBAutoReactEnabled', false) === true)
+      void s
+        .sendMessage(m.chat, { react: { text: '👀', key } })
+        .catch((e: unknown) => ctx.log.debug(`chatB: auto-react: ${errorMessage(e)}`));
+  };
+
+  // ---------------------------------------------------------------- connection
+  const supervisor = new ConnectionSupervisor({
+    name: 'chatB',
+    log: ctx.log,
+    // baileys pings every 30 s and closes a connection whose pings go unanswered; this is the backstop.
+    stallMs: KEEP_ALIVE_MS * 3 + 5000,
+    lock: new OwnerLock(ctx.home, 'chatB', dir),
+    fatal: fatalMessage,
+    connect: (signal, hooks) =>
+      new Promise<void | 'reconnect'>((resolve, reject) => {
+        const s = makeWASocket({
+          auth: { creds: auth.state.creds, keys: makeCacheableSignalKeyStore(auth.state.keys, logger) },
+          waWebSocketUrl: url,
+          logger,
+          browser: Browsers.ubuntu('Keel'),
+          keepAliveIntervalMs: KEEP_ALIVE_MS,
+          markOnlineOnConnect: false,
+          syncFullHistory: false,
+          shouldSyncHistoryMessage: () => false,
+          emitOwnEvents: false,
+          generateHighQualityLinkPreview: false,
+          getMessage: async (key) => {
+            const text = key.id ? recentlySent.get(key.id)?.value : undefined;
+            return text !== undefined ? { conversation: text } : undefined;
+          },
+        });
+        gate.attach(s);
+        const ws = s.ws as unknown as { on(e: string, f: () => void): void };
+        ws.on('frame', () => hooks.live());
+        s.ev.on(
+          'creds.update',
+          () => void auth.saveCreds().catch((e: unknown) => ctx.log.warn(`chatB: saving the session failed: ${errorMessage(e)}`)),
+        );
+        s.ev.on('messages.upsert', ({ messages }) => {
+          for (const m of messages) record(m);
+        });
+        s.ev.on('connection.update', (u) => {
+          if (u.qr) {
+            waitingForScan = true;
+            void showQr(u.qr);
+          }
+          if (u.connection === 'open') {
+            waitingForScan = false;
+            sock = s;
+            const user = s.user;
+            me = { pn: jidNormalizedUser(user?.id ?? ''), ...(user?.lid ? { lid: jidNormalizedUser(user.lid) } : {}) };
+            hooks.connected(`as ${showJid(me.pn)} (linked device)`);
+            rt.resume();
+          }
+          if (u.connection === 'close') {
+            if (sock === s) sock = undefined;
+            gate.detach();
+            const err = u.lastDisconnect?.error as { output?: { statusCode?: number } } | undefined;
+            const code = err?.output?.statusCode;
+            if (signal.aborted) return resolve();
+            if (code === DisconnectReason.restartRequired) return resolve('reconnect'); // after linking, as WhatsApp asks
+            if (code === 401 || code === 440 || code === 411 || code === 403) return reject(new WhatsAppClosedError(code, dir));
+            reject(u.lastDisconnect?.error ?? new Error('WhatsApp closed the connection'));
+          }
+        });
+        signal.addEventListener('abort', () => s.end(undefined), { once: true });
+      }),
+  });
+
+  const showQr = async (qr: string) => {
+    const art = await QRCode.toString(qr, { type: 'terminal', small: true }).catch(() => '');
+    ctx.log.info(
+      `chatB: link Keel to WhatsApp: on your phone open WhatsApp → Settings → Linked devices → Link a device, and scan this code (a new one comes every 20 s):\n${art}`,
+    );
+  };
+
+  const status = (): ChannelStatus => ({
+    enabled: true,
+    ...supervisor.status(),
+    ...(me ? { botUsername: showJid(me.pn), account: me.pn } : {}),
+    linked: auth.state.creds.registered === true || me !== undefined,
+    ...(waitingForScan ? { waitingForScan: true } : {}),
+  });
+
+  const capability = rt.capability({
+    status,
+    async react(chatId, messageId, emoji) {
+      if (!CHAT_JID.test(chatId)) throw new Error(`react on WhatsApp needs a chat JID (got "${chatId}").`);
+      if (!sock?.user) throw new Error('WhatsApp is not connected.');
+      const m = ingress.payload(messageId);
+      const key = {
+        remoteJid: chatId,
+        id: messageId,
+        fromMe: m?.self === true || (!m && recentlySent.get(messageId) !== undefined),
+        ...(m?.group ? { participant: m.sender } : {}),
+      };
+      await rt.outbox.edit(chatId, () => sock!.sendMessage(chatId, { react: { text: emoji, key } }));
+      return { native: true };
+    },
+  });
+  ctx.provide('channel:chatB', capability);
+  registerSkills(ctx, { send: rt.send });
+
+  ingress.recover();
+  supervisor.start();
+  return {
+    stop: () => rt.stop(() => supervisor.stop(), ingress),
+    health: rt.health(status),
+  };
+}
