@@ -69,6 +69,14 @@ const manifest = {
       description:
         'Keep a profile of each contact who writes (name, language, message count, recent topics; $KEEL_HOME/contacts/<jid>.json) and give it to the agent when that contact writes.',
     },
+    chatBKeepAliveInterval: {
+      schema: Type.Integer({ minimum: 1, maximum: 300 }),
+      default: 30,
+      env: ['CHATB_KEEP_ALIVE_INTERVAL'],
+      policy: 'SAFE',
+      description:
+        'Seconds between pings to WhatsApp. A ping unanswered for this long plus 5 s closes the connection and a new one is made (a connection that stopped hearing). Lower it behind a NAT or proxy that drops quiet connections.',
+    },
     chatBWebSocketUrl: {
       schema: Type.String({ pattern: '^wss?://' }),
       default: 'wss://web.whatsapp.com/ws/chat',

@@ -23,6 +23,10 @@ const PLUGINS: Record<string, () => Promise<Pick<PluginCandidate, 'manifest' | '
     manifest: (await import('../../plugins/chatA/manifest.js')).default,
     load: async () => (await import('../../plugins/chatA/index.js')).default,
   }),
+  chatB: async () => ({
+    manifest: (await import('../../plugins/chatB/manifest.js')).default,
+    load: async () => (await import('../../plugins/chatB/index.js')).default,
+  }),
   chatC: async () => ({
     manifest: (await import('../../plugins/chatC/manifest.js')).default,
     load: async () => (await import('../../plugins/chatC/index.js')).default,
@@ -73,7 +77,7 @@ export interface ChannelKernel {
  * `plugins`, the agent running unless `runAgent` is false; `close` also closes the fake.
  */
 export async function bootChannelKernel(o: {
-  channel: 'chatA' | 'chatC' | 'chatD';
+  channel: 'chatA' | 'chatB' | 'chatC' | 'chatD';
   config: Record<string, unknown>;
   closeFake(): Promise<void>;
   runAgent?: boolean | undefined;

@@ -1,41 +1,101 @@
 /**
  * Record before acknowledge, on WhatsApp. WhatsApp keeps a message for a device until the device sends its receipt,
- * and baileys sends that receipt right after decrypting, before it hands the message to the app. A process killed in
- * between would have told WhatsApp "delivered" for a message it never recorded: lost.
+ * and delivers it again on the next connection otherwise. Baileys sends that receipt right after decrypting, before it
+ * hands the message to the app; a process killed in between would have told WhatsApp "delivered" for a message it
+ * never recorded: lost.
  *
- * So the gate holds everything the connection writes from the moment a `message` frame arrives until the channel has
- * recorded that message (or decided it records nothing): frames leave in their order (the Noise transport numbers
- * them), baileys is told each write went out, and if the connection dies meanwhile the receipt is never sent and
- * WhatsApp delivers the message again on the next connection, where the ingress recognises it if it was recorded.
+ * The gate holds two things from the moment a `message` frame arrives until the channel has recorded that message (or
+ * decided it records nothing):
+ * - **what the connection writes.** Frames leave later, in their order (the Noise transport numbers them); baileys is
+ *   told each write went out. If the connection dies meanwhile the receipt is never sent, and WhatsApp delivers the
+ *   message again.
+ * - **what the Signal state writes to disk** (sessions advanced, the one-time prekey a first message used up). Those
+ *   writes are applied, in order, just before the frames leave. Without this, a message decrypted and then lost to a
+ *   kill could never be decrypted again when WhatsApp delivers it again ("Key used already": its prekey is gone, and
+ *   baileys rejects it for good). With it, the disk holds the state that matches what the connection sent: a process
+ *   killed before the record restarts from the state before the decrypt, and decrypts the redelivered message as the
+ *   first time.
  *
  * A message baileys never hands on (it could not decrypt it and answered with a retry request or a negative ack) is
  * let go after `maxHoldMs`, so a stuck hold costs a short delay, never the connection.
  */
-import type { WASocket } from '@whiskeysockets/baileys';
+import type { SignalDataSet, SignalDataTypeMap, SignalKeyStore, WASocket } from '@whiskeysockets/baileys';
 
 type Send = (data: unknown, cb?: (err?: Error) => void) => void;
 
 export class AckGate {
   private readonly held = new Map<string, NodeJS.Timeout>();
-  private queue: unknown[] = [];
+  /** Frames written while something is held, in order, each with the connection it belongs to. */
+  private frames: Array<{ gen: number; data: unknown }> = [];
+  /** The connection now: frames of an earlier one are never sent on this one (their Noise session is another). */
+  private gen = 0;
+  /** Signal state writes made while something is held, in order. */
+  private keyWrites: SignalDataSet[] = [];
   private send: Send | undefined;
+  private store: SignalKeyStore | undefined;
+  private draining = false;
   /** How many frames were held at least once, for tests and status. */
   heldFrames = 0;
 
-  constructor(private readonly o: { maxHoldMs?: number; onTimeout?: (id: string) => void } = {}) {}
+  constructor(
+    private readonly o: {
+      maxHoldMs?: number;
+      onTimeout?: (id: string) => void;
+      /** Writing the held Signal state failed: the held frames are dropped (never sent); reconnect. */
+      onWriteFailed?: (e: unknown) => void;
+    } = {},
+  ) {}
+
+  /**
+   * Wraps the device's key store (above baileys' cache, so that a dropped write leaves no trace in memory either):
+   * its writes wait while a message is held.
+   */
+  wrapKeys(store: SignalKeyStore): SignalKeyStore {
+    this.store = store;
+    return {
+      get: async <T extends keyof SignalDataTypeMap>(type: T, ids: string[]) => {
+        const got = { ...(await store.get(type, ids)) } as Record<string, SignalDataTypeMap[T]>;
+        // Writes not yet on disk are the newest state.
+        for (const w of this.keyWrites) {
+          const t = w[type] as Record<string, SignalDataTypeMap[T] | null | undefined> | undefined;
+          if (!t) continue;
+          for (const id of ids) {
+            if (!(id in t)) continue;
+            const v = t[id];
+            if (v === null || v === undefined) delete got[id];
+            else got[id] = v;
+          }
+        }
+        return got;
+      },
+      set: (data: SignalDataSet) => {
+        if (this.busy()) {
+          this.keyWrites.push(data);
+          return;
+        }
+        return store.set(data);
+      },
+      ...(store.clear ? { clear: () => store.clear!() } : {}),
+    };
+  }
+
+  private busy(): boolean {
+    return this.held.size > 0 || this.draining || this.frames.length > 0 || this.keyWrites.length > 0;
+  }
 
   /** Puts the gate on one baileys socket (call right after `makeWASocket`, before it can receive anything). */
   attach(sock: WASocket): void {
-    this.detach();
+    this.frames = [];
+    const gen = ++this.gen;
     const ws = sock.ws as unknown as { socket?: { send: Send } | null; on(e: string, f: (n: unknown) => void): void };
     const raw = ws.socket;
     if (!raw) throw new Error('chatB: the WhatsApp socket has no connection to gate (baileys changed?)');
     const send = raw.send.bind(raw);
     this.send = send;
     raw.send = (data, cb) => {
-      if (this.held.size === 0 && this.queue.length === 0) return send(data, cb);
+      if (!this.busy()) return send(data, cb);
       this.heldFrames++;
-      this.queue.push(data);
+      this.frames.push({ gen, data });
       // Baileys waits for the write before it hands the message on: tell it the write is done.
       if (cb) queueMicrotask(() => cb());
     };
@@ -56,28 +116,49 @@ export class AckGate {
     this.held.set(id, t);
   }
 
-  /** The message is recorded (or will never be): its receipt, and what waited behind it, may go. */
+  /** The message is recorded (or will never be): the state it changed is written, then its receipt may go. */
   release(id: string): void {
     const t = this.held.get(id);
     if (!t) return;
     clearTimeout(t);
     this.held.delete(id);
-    if (this.held.size === 0) this.flush();
+    if (this.held.size === 0) void this.drain();
   }
 
-  private flush(): void {
-    const q = this.queue;
-    this.queue = [];
-    // Baileys was already told these went out; a write error now surfaces as the connection closing.
-    for (const data of q) this.send?.(data);
+  private async drain(): Promise<void> {
+    if (this.draining) return;
+    this.draining = true;
+    try {
+      while (this.held.size === 0 && (this.keyWrites.length || this.frames.length)) {
+        // What was written up to now goes together: the state first, then the frames that depend on it. A message
+        // arriving meanwhile is held on its own; its writes come after these.
+        const writes = this.keyWrites.splice(0);
+        const frames = this.frames.splice(0);
+        try {
+          for (const w of writes) await this.store?.set(w);
+        } catch (e) {
+          this.abandon();
+          this.o.onWriteFailed?.(e);
+          return;
+        }
+        for (const f of frames) if (f.gen === this.gen) this.send?.(f.data);
+      }
+    } finally {
+      this.draining = false;
+    }
   }
 
-  /** Drops what is held (the connection is gone: its receipts must not be sent, so WhatsApp delivers again). */
-  detach(): void {
-    for (const t of this.held.values()) clearTimeout(t);
-    this.held.clear();
-    this.queue = [];
+  /**
+   * The connection is gone, or a message could not be recorded: everything written since the last drain is dropped,
+   * frames and Signal state together. The receipts never go, so WhatsApp delivers those messages again, and the state
+   * is back to what it was before they were decrypted, so they decrypt again (a message whose record did finish is
+   * then recognised by the ingress). Sends whose frames are dropped lose their state change with them.
+   */
+  abandon(): void {
+    this.frames = [];
+    this.keyWrites = [];
     this.send = undefined;
+    this.gen++;
   }
 
   /** Message ids waiting to be recorded. */

@@ -155,9 +155,20 @@ export function addressed(m: WaIn, me: Me, o: { trusted: (jid: string) => boolea
   return toMe && (o.autoReply || o.trusted(m.sender));
 }
 
-/** The kit's inbound message for `m`. */
-export function toInbound(m: WaIn, isAddressed: boolean): InboundMessage {
+/** `/status` (or `/Status extra words`) → 'status'; anything else undefined. */
+export function commandOf(text: string): string | undefined {
+  const c = /^\/([a-z]+)(?:\s|$)/i.exec(text.trim());
+  return c ? c[1]!.toLowerCase() : undefined;
+}
+
+/**
+ * The kit's inbound message for `m`. A `/command` is one only from someone Keel answers (`isAddressed`, or anyone
+ * with auto-reply on): on a personal number a friend's "/help" is just text, and does not reveal Keel.
+ */
+export function toInbound(m: WaIn, isAddressed: boolean, o: { autoReply?: boolean } = {}): InboundMessage {
+  const command = isAddressed || o.autoReply ? commandOf(m.text) : undefined;
   return {
+    ...(command ? { command } : {}),
     channel: 'chatB',
     messageId: m.id,
     chatId: m.chat,

@@ -36,7 +36,6 @@ import { registerSkills } from './skills.js';
 import { CHAT_JID, chunkMessageId, classifyWhatsApp, fatalMessage, sendChunk, type WaChunk, WhatsAppClosedError } from './whatsapp.js';
 
 const LIMIT = 4096;
-const KEEP_ALIVE_MS = 30_000;
 
 /** Where the session lives: `$KEEL_HOME` and `~` expanded. */
 export function sessionPath(ctx: PluginContext): string {
@@ -72,6 +71,7 @@ export async function startChatB(ctx: PluginContext<typeof manifest>) {
   const auth = await loadMultiFileAuthState(dir);
   const logger = baileysLogger(ctx.log);
   const url = setting(ctx, 'chatBWebSocketUrl', 'wss://web.whatsapp.com/ws/chat');
+  const keepAliveMs = () => setting<number>(ctx, 'chatBKeepAliveInterval', 30) * 1000;
 
   let sock: WASocket | undefined;
   let me: Me | undefined;
@@ -81,7 +81,13 @@ export async function startChatB(ctx: PluginContext<typeof manifest>) {
   const gate = new AckGate({
     maxHoldMs: 5000,
     onTimeout: (id) => ctx.log.debug(`chatB: message ${id} was not handed on within 5 s; its receipt goes out unrecorded`),
+    onWriteFailed: (e) => {
+      ctx.log.warn(`chatB: could not save the session's keys: ${errorMessage(e)}; reconnecting without acknowledging`);
+      supervisor.restart('the session could not be saved');
+    },
   });
+  // One store for every connection: the gate above baileys' cache (its writes wait while a message is held).
+  const keys = gate.wrapKeys(makeCacheableSignalKeyStore(auth.state.keys, logger));
 
   const trusted = (jid: string) => {
     const owner = setting<string | undefined>(ctx, 'chatBOwnerJID', undefined);
@@ -113,8 +119,11 @@ export async function startChatB(ctx: PluginContext<typeof manifest>) {
     chunks: (m, options, key) => {
       const quote = quoteFor(options.replyToMessageId);
       const texts = renderChunks(m.text ?? '', options.format === 'plain' ? 'plain' : 'whatsapp', { limit: LIMIT });
-      const files = (m.files ?? []).map((f) => `[file not sent: ${f.path}]`);
-      return [...texts, ...files].map((text, i) => ({
+      if (m.files?.length)
+        throw new Error(
+          "chatB cannot send files yet (uploading to WhatsApp's media servers is not built); nothing was sent. Send the text alone, or the file on another channel.",
+        );
+      return texts.map((text, i) => ({
         kind: 'text' as const,
         text,
         id: chunkMessageId(key, i),
@@ -145,10 +154,17 @@ export async function startChatB(ctx: PluginContext<typeof manifest>) {
   };
 
   // ---------------------------------------------------------------- inbound
+  /** The linked account, from the session: known before 'open' (messages WhatsApp kept for the device come first). */
+  const account = (): Me | undefined => {
+    if (me) return me;
+    const c = auth.state.creds.me;
+    return c?.id ? { pn: jidNormalizedUser(c.id), ...(c.lid ? { lid: jidNormalizedUser(c.lid) } : {}) } : undefined;
+  };
   const record = (msg: proto.IWebMessageInfo) => {
     const id = msg.key?.id ?? '';
-    if (!me) return gate.release(id);
-    const w = toWaIn(msg as Parameters<typeof toWaIn>[0], me, {
+    const who = account();
+    if (!who) return gate.release(id);
+    const w = toWaIn(msg as Parameters<typeof toWaIn>[0], who, {
       statusReplies: setting<boolean>(ctx, 'chatBStatusReplyEnabled', false) === true,
     });
     if ('skip' in w || !w.id || recentlySent.get(w.id)) return gate.release(id);
@@ -163,7 +179,8 @@ export async function startChatB(ctx: PluginContext<typeof manifest>) {
       (e: unknown) => {
         // Not recorded: its receipt must not go. Dropping the connection discards it; WhatsApp delivers again.
         ctx.log.warn(`chatB: could not record message ${id}: ${errorMessage(e)}; reconnecting so that WhatsApp delivers it again`);
-        gate.detach();
+        gate.abandon();
+        gate.release(id);
         supervisor.restart('a message could not be recorded');
       },
     );
@@ -179,15 +196,15 @@ export async function startChatB(ctx: PluginContext<typeof manifest>) {
     handle: async ({ payload: m }, turn) => {
       if (m.revoke) return rt.deleted(m.revoke.of);
       const autoReply = setting<boolean>(ctx, 'chatBAutoReplyEnabled', false) === true;
-      const account = me ?? { pn: '' };
+      const linked = account() ?? { pn: '' };
       if (m.edit) {
         const original = ingress.payload(m.edit.of);
         const edited: WaIn = { ...(original ?? m), id: m.edit.of, text: m.text, at: m.at };
-        const inbound = toInbound(edited, addressed(edited, account, { trusted, autoReply }));
+        const inbound = toInbound(edited, addressed(edited, linked, { trusted, autoReply }), { autoReply });
         return rt.edited({ inbound, editedAt: String(m.at), ...(original ? { sentAt: original.at * 1000 } : {}) }, { statusLine, turn });
       }
-      const isAddressed = addressed(m, account, { trusted, autoReply });
-      const inbound = toInbound(m, isAddressed);
+      const isAddressed = addressed(m, linked, { trusted, autoReply });
+      const inbound = toInbound(m, isAddressed, { autoReply });
       // A group message that does not address the account is never a task, auto-reply or not.
       if (m.group && !isAddressed && !inbound.command) {
         reportIgnored(ctx, inbound, 'auto-reply-off');
@@ -220,18 +237,18 @@ export async function startChatB(ctx: PluginContext<typeof manifest>) {
   const supervisor = new ConnectionSupervisor({
     name: 'chatB',
     log: ctx.log,
-    // baileys pings every 30 s and closes a connection whose pings go unanswered; this is the backstop.
-    stallMs: KEEP_ALIVE_MS * 3 + 5000,
+    // baileys pings every chatBKeepAliveInterval and closes a connection whose pings go unanswered; this is the backstop.
+    stallMs: () => keepAliveMs() * 3 + 5000,
     lock: new OwnerLock(ctx.home, 'chatB', dir),
     fatal: fatalMessage,
     connect: (signal, hooks) =>
       new Promise<void | 'reconnect'>((resolve, reject) => {
         const s = makeWASocket({
-          auth: { creds: auth.state.creds, keys: makeCacheableSignalKeyStore(auth.state.keys, logger) },
+          auth: { creds: auth.state.creds, keys },
           waWebSocketUrl: url,
           logger,
           browser: Browsers.ubuntu('Keel'),
-          keepAliveIntervalMs: KEEP_ALIVE_MS,
+          keepAliveIntervalMs: keepAliveMs(),
           markOnlineOnConnect: false,
           syncFullHistory: false,
           shouldSyncHistoryMessage: () => false,
@@ -267,7 +284,7 @@ export async function startChatB(ctx: PluginContext<typeof manifest>) {
           }
           if (u.connection === 'close') {
             if (sock === s) sock = undefined;
-            gate.detach();
+            gate.abandon();
             const err = u.lastDisconnect?.error as { output?: { statusCode?: number } } | undefined;
             const code = err?.output?.statusCode;
             if (signal.aborted) return resolve();

@@ -1,0 +1,497 @@
+/**
+ * The WhatsApp fake (test/fakes/whatsapp-server.ts) driven by the real baileys client: if these pass, the fake speaks
+ * the protocol baileys implements (Noise handshake, binary nodes, Signal sessions, login/pairing, offline queue).
+ */
+import { execFile } from 'node:child_process';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import './whatsapp-trust.js';
+import makeWASocket, {
+  type ConnectionState,
+  DisconnectReason,
+  useMultiFileAuthState,
+  type WAMessage,
+  type WAMessageUpdate,
+  type WASocket,
+} from '@whiskeysockets/baileys';
+import pino from 'pino';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { startWhatsAppFake, type WhatsAppFake } from './whatsapp-server.js';
+
+const logger = pino({ level: process.env.WA_FAKE_LOG ?? 'silent' });
+const CONTACT = '4917612345678';
+const CONTACT_JID = `${CONTACT}@s.whatsapp.net`;
+
+// libsignal logs every session it closes / replaces on the console (both the client's and the fake's side), and every
+// message it cannot decrypt (the retry tests provoke that on purpose)
+const quiet =
+  /^(Closing session|Closing open session|Closing stale open session|Removing old closed session|Session already closed|Decrypted message with closed session|Failed to decrypt message with any known session|Session error:)/;
+const originals = { log: console.log, info: console.info, warn: console.warn, error: console.error };
+beforeAll(() => {
+  for (const k of ['log', 'info', 'warn', 'error'] as const) {
+    console[k] = (...args: unknown[]) => {
+      if (typeof args[0] === 'string' && quiet.test(args[0])) return;
+      originals[k](...args);
+    };
+  }
+});
+afterAll(() => Object.assign(console, originals));
+
+let fake: WhatsAppFake;
+let dirs: string[] = [];
+let socks: WASocket[] = [];
+
+beforeEach(async () => {
+  fake = await startWhatsAppFake();
+});
+afterEach(async () => {
+  for (const s of socks) s.end(undefined);
+  socks = [];
+  await fake.close();
+  await new Promise((r) => setTimeout(r, 100)); // let baileys finish writing its key files
+  for (const d of dirs) await rm(d, { recursive: true, force: true, maxRetries: 5, retryDelay: 50 });
+  dirs = [];
+});
+
+async function tempDir(): Promise<string> {
+  const d = await mkdtemp(join(tmpdir(), 'wa-fake-'));
+  dirs.push(d);
+  return d;
+}
+
+interface Client {
+  sock: WASocket;
+  updates: Array<Partial<ConnectionState>>;
+  upserts: Array<{ type: string; msg: WAMessage }>;
+  edits: WAMessageUpdate[];
+  until(pred: (u: Partial<ConnectionState>) => boolean, ms?: number): Promise<Partial<ConnectionState>>;
+  message(pred: (m: { type: string; msg: WAMessage }) => boolean, ms?: number): Promise<{ type: string; msg: WAMessage }>;
+}
+
+async function connect(dir: string, extra: Partial<Parameters<typeof makeWASocket>[0]> = {}): Promise<Client> {
+  // biome-ignore lint/correctness/useHookAtTopLevel: baileys' auth-state loader, not a React hook
+  const { state, saveCreds } = await useMultiFileAuthState(dir);
+  const sock = makeWASocket({
+    auth: state,
+    waWebSocketUrl: fake.url,
+    logger,
+    markOnlineOnConnect: false,
+    connectTimeoutMs: 10_000,
+    keepAliveIntervalMs: 5_000,
+    ...extra,
+  });
+  socks.push(sock);
+  const updates: Array<Partial<ConnectionState>> = [];
+  const upserts: Array<{ type: string; msg: WAMessage }> = [];
+  const edits: WAMessageUpdate[] = [];
+  const listeners: Array<() => void> = [];
+  const poke = () => {
+    for (const l of listeners) l();
+  };
+  sock.ev.on('creds.update', saveCreds);
+  sock.ev.on('connection.update', (u) => {
+    updates.push(u);
+    poke();
+  });
+  sock.ev.on('messages.upsert', ({ messages, type }) => {
+    for (const msg of messages) upserts.push({ type, msg });
+    poke();
+  });
+  sock.ev.on('messages.update', (list) => {
+    edits.push(...list);
+    poke();
+  });
+  const waitOn = <T>(find: () => T | undefined, ms: number, what: string) =>
+    new Promise<T>((resolve, reject) => {
+      const check = () => {
+        const hit = find();
+        if (hit !== undefined) {
+          clearTimeout(timer);
+          listeners.splice(listeners.indexOf(check), 1);
+          resolve(hit);
+        }
+      };
+      const timer = setTimeout(() => {
+        listeners.splice(listeners.indexOf(check), 1);
+        reject(new Error(`timed out waiting for ${what}; updates: ${JSON.stringify(updates)}; debug: ${fake.debug().join(' | ')}`));
+      }, ms);
+      listeners.push(check);
+      check();
+    });
+  return {
+    sock,
+    updates,
+    upserts,
+    edits,
+    until: (pred, ms = 10_000) => waitOn(() => updates.find(pred), ms, 'connection update'),
+    message: (pred, ms = 10_000) => waitOn(() => upserts.find(pred), ms, 'message'),
+  };
+}
+
+const statusOf = (u: Partial<ConnectionState>) =>
+  (u.lastDisconnect?.error as { output?: { statusCode?: number } } | undefined)?.output?.statusCode;
+
+describe('WhatsApp fake with the real baileys client', () => {
+  it('a linked session logs in and reaches connection: open', async () => {
+    const dir = await tempDir();
+    const { jid } = await fake.linkDevice(dir);
+    expect(jid).toMatch(/^4915123456789:\d+@s\.whatsapp\.net$/);
+    const c = await connect(dir);
+    await c.until((u) => u.connection === 'open');
+    expect(c.sock.user?.id).toBe(jid);
+    await c.until((u) => u.receivedPendingNotifications === true);
+    expect(fake.loggedIn()).toBe(1);
+  }, 15_000);
+
+  it('a contact text arrives as messages.upsert notify and is delivered once', async () => {
+    const dir = await tempDir();
+    await fake.linkDevice(dir);
+    const c = await connect(dir);
+    await c.until((u) => u.connection === 'open');
+    const id = await fake.sendText(CONTACT, 'hello bot', { pushName: 'Alice' });
+    const got = await c.message((m) => m.msg.key.id === id);
+    expect(got.type).toBe('notify');
+    expect(got.msg.key.remoteJid).toBe(CONTACT_JID);
+    expect(got.msg.key.fromMe).toBe(false);
+    expect(got.msg.pushName).toBe('Alice');
+    expect(got.msg.message?.conversation).toBe('hello bot');
+    await waitUntil(() => fake.acked(id));
+    expect(fake.deliveries(id)).toBe(1);
+    // a second message uses the established session
+    const id2 = await fake.sendText(CONTACT, 'second', { pushName: 'Alice' });
+    const got2 = await c.message((m) => m.msg.key.id === id2);
+    expect(got2.msg.message?.conversation).toBe('second');
+  }, 15_000);
+
+  it('outbound texts, replies and reactions reach the fake decrypted', async () => {
+    const dir = await tempDir();
+    await fake.linkDevice(dir);
+    const c = await connect(dir);
+    await c.until((u) => u.connection === 'open');
+    const first = await c.sock.sendMessage(CONTACT_JID, { text: 'hi there' });
+    const s1 = await fake.waitFor((m) => m.id === first?.key.id);
+    expect(s1.text).toBe('hi there');
+    expect(s1.toPhone).toBe(CONTACT);
+    expect(s1.encType).toBe('pkmsg');
+    const second = await c.sock.sendMessage(CONTACT_JID, { text: 'again' });
+    const s2 = await fake.waitFor((m) => m.id === second?.key.id);
+    expect(s2.text).toBe('again');
+    // Signal: the sender keeps sending pkmsg until it hears back from the recipient
+    expect(s2.encType).toBe('pkmsg');
+    // reply to an inbound message
+    const inId = await fake.sendText(CONTACT, 'question?');
+    const inbound = await c.message((m) => m.msg.key.id === inId);
+    const reply = await c.sock.sendMessage(CONTACT_JID, { text: 'answer' }, { quoted: inbound.msg });
+    const s3 = await fake.waitFor((m) => m.id === reply?.key.id);
+    expect(s3.text).toBe('answer');
+    expect(s3.quotedId).toBe(inId);
+    expect(s3.encType).toBe('msg'); // the contact wrote back: the session is established
+    const react = await c.sock.sendMessage(CONTACT_JID, { react: { text: '👍', key: inbound.msg.key } });
+    const s4 = await fake.waitFor((m) => m.id === react?.key.id);
+    expect(s4.reaction?.text).toBe('👍');
+    expect(s4.reaction?.key.id).toBe(inId);
+    // chatstates and read receipts
+    await c.sock.sendPresenceUpdate('composing', CONTACT_JID);
+    await c.sock.readMessages([inbound.msg.key]);
+    await waitUntil(() => fake.chatstates().some((s) => s.state === 'composing' && s.to === CONTACT_JID));
+    await waitUntil(() => fake.reads().includes(inId));
+    expect(fake.debug().filter((d) => d.includes('decrypt'))).toEqual([]);
+  }, 15_000);
+
+  it('LID-addressed inbound messages (from @lid with sender_pn) arrive with the phone JID as remoteJidAlt', async () => {
+    const dir = await tempDir();
+    await fake.linkDevice(dir);
+    const c = await connect(dir);
+    await c.until((u) => u.connection === 'open');
+    const id = await fake.sendText(CONTACT, 'via lid', { addressing: 'lid', pushName: 'Alice' });
+    const got = await c.message((m) => m.msg.key.id === id);
+    expect(got.msg.key.remoteJid).toBe(fake.lidOf(CONTACT));
+    expect(got.msg.key.remoteJidAlt).toBe(CONTACT_JID);
+    expect(got.msg.message?.conversation).toBe('via lid');
+    const out = await c.sock.sendMessage(got.msg.key.remoteJid!, { text: 'back via lid' });
+    const s = await fake.waitFor((m) => m.id === out?.key.id);
+    expect(s.to).toBe(fake.lidOf(CONTACT));
+    expect(s.toPhone).toBe(CONTACT);
+    expect(s.text).toBe('back via lid');
+  }, 15_000);
+
+  it('a child process preloading whatsapp-trust.mjs trusts the fake (connection: open)', async () => {
+    const dir = await tempDir();
+    await fake.linkDevice(dir);
+    const script = `
+      import makeWASocket, { useMultiFileAuthState } from '@whiskeysockets/baileys';
+      const { state } = await useMultiFileAuthState(process.env.WA_DIR);
+      const logger = { level: 'silent', child() { return logger; }, trace() {}, debug() {}, info() {}, warn() {}, error() {}, fatal() {} };
+      const sock = makeWASocket({ auth: state, waWebSocketUrl: process.env.WA_URL, logger, markOnlineOnConnect: false });
+      sock.ev.on('connection.update', (u) => {
+        if (u.connection === 'open') { console.log('OPEN'); process.exit(0); }
+        if (u.connection === 'close') { console.log('CLOSE', u.lastDisconnect?.error?.message); process.exit(1); }
+      });`;
+    const out = await new Promise<string>((resolve, reject) => {
+      execFile(
+        process.execPath,
+        ['--input-type=module', '-e', script],
+        {
+          cwd: join(import.meta.dirname, '..', '..'),
+          env: {
+            ...process.env,
+            NODE_OPTIONS: `--import=${join(import.meta.dirname, 'whatsapp-trust.mjs')}`,
+            WA_DIR: dir,
+            WA_URL: fake.url,
+          },
+          timeout: 12_000,
+        },
+        (err, stdout, stderr) => (err ? reject(new Error(`${err.message}\n${stdout}\n${stderr}`)) : resolve(stdout)),
+      );
+    });
+    expect(out).toContain('OPEN');
+  }, 15_000);
+
+  it('inbound replies, mentions and edits carry their context', async () => {
+    const dir = await tempDir();
+    await fake.linkDevice(dir);
+    const c = await connect(dir);
+    await c.until((u) => u.connection === 'open');
+    const sent = await c.sock.sendMessage(CONTACT_JID, { text: 'what is 2+2?' });
+    const replyId = await fake.sendText(CONTACT, '4', {
+      quoted: { id: sent!.key.id!, participant: c.sock.user!.id.replace(/:\d+@/, '@'), text: 'what is 2+2?' },
+      mentions: [c.sock.user!.id.replace(/:\d+@/, '@')],
+    });
+    const reply = await c.message((m) => m.msg.key.id === replyId);
+    const ext = reply.msg.message?.extendedTextMessage;
+    expect(ext?.text).toBe('4');
+    expect(ext?.contextInfo?.stanzaId).toBe(sent!.key.id);
+    expect(ext?.contextInfo?.quotedMessage?.conversation).toBe('what is 2+2?');
+    expect(ext?.contextInfo?.mentionedJid).toEqual(['4915123456789@s.whatsapp.net']);
+    const editId = await fake.sendEdit(CONTACT, replyId, 'four');
+    await c.message((m) => m.msg.key.id === editId);
+    const upd = await new Promise<WAMessageUpdate>((resolve, reject) => {
+      const t0 = Date.now();
+      const tick = () => {
+        const hit = c.edits.find((e) => e.key.id === replyId && e.update.message);
+        if (hit) return resolve(hit);
+        if (Date.now() - t0 > 5000) return reject(new Error('no edit update'));
+        setTimeout(tick, 20);
+      };
+      tick();
+    });
+    expect(upd.update.message?.editedMessage?.message?.conversation).toBe('four');
+  }, 15_000);
+
+  it('a delivery lost with the connection is re-delivered (offline, type append) on the next login', async () => {
+    const dir = await tempDir();
+    await fake.linkDevice(dir);
+    const c = await connect(dir);
+    await c.until((u) => u.connection === 'open');
+    fake.loseNextDelivery();
+    const id = await fake.sendText(CONTACT, 'lost in transit', { pushName: 'Alice' });
+    await c.until((u) => u.connection === 'close');
+    expect(fake.deliveries(id)).toBe(1);
+    expect(fake.acked(id)).toBe(false);
+    // while the device is offline, a second message waits in the queue
+    const queued = await fake.sendText(CONTACT, 'while you were away');
+    expect(fake.deliveries(queued)).toBe(0);
+    const c2 = await connect(dir);
+    const got = await c2.message((m) => m.msg.key.id === id);
+    expect(got.type).toBe('append');
+    expect(got.msg.message?.conversation).toBe('lost in transit');
+    const got2 = await c2.message((m) => m.msg.key.id === queued);
+    expect(got2.msg.message?.conversation).toBe('while you were away');
+    await waitUntil(() => fake.acked(id) && fake.acked(queued));
+    expect(fake.deliveries(id)).toBe(2);
+    expect(fake.deliveries(queued)).toBe(1);
+    expect(c2.upserts.filter((m) => m.msg.key.id === id)).toHaveLength(1);
+  }, 15_000);
+
+  it('a receipt lost with the device: the redelivered msg fails to decrypt, the retry receipt is answered with a new pkmsg', async () => {
+    const dir = await tempDir();
+    await fake.linkDevice(dir);
+    const c = await connect(dir);
+    await c.until((u) => u.connection === 'open');
+    // a session in both directions, so the contact's next message is a `msg` (a replayed pkmsg is nacked, see below)
+    const hello = await fake.sendText(CONTACT, 'hello');
+    await c.message((m) => m.msg.key.id === hello);
+    const out = await c.sock.sendMessage(CONTACT_JID, { text: 'hi' });
+    await fake.waitFor((m) => m.id === out?.key.id);
+    fake.loseNextReceipt();
+    const id = await fake.sendText(CONTACT, 'are you there?', { pushName: 'Alice' });
+    const first = await c.message((m) => m.msg.key.id === id);
+    expect(first.msg.message?.conversation).toBe('are you there?');
+    await c.until((u) => u.connection === 'close'); // killed right after decrypting, before its receipt left
+    expect(fake.acked(id)).toBe(false);
+    expect(fake.deliveries(id)).toBe(1);
+    // the restarted device gets the same ciphertext again, cannot decrypt it, asks for a retry; the contact resends
+    const c2 = await connect(dir);
+    const again = await c2.message((m) => m.msg.key.id === id && !!m.msg.message);
+    expect(again.type).toBe('notify');
+    expect(again.msg.message?.conversation).toBe('are you there?');
+    expect(again.msg.key.remoteJid).toBe(CONTACT_JID);
+    await waitUntil(() => fake.acked(id));
+    const texts = [...c.upserts, ...c2.upserts].filter((m) => m.msg.key.id === id && m.msg.message).map((m) => m.msg.message?.conversation);
+    expect(texts).toEqual(['are you there?', 'are you there?']);
+    // the failed attempt surfaced as a CIPHERTEXT stub (what baileys emits before the retry arrives)
+    expect(c2.upserts.some((m) => m.msg.key.id === id && m.msg.messageStubType === 2)).toBe(true);
+    expect(fake.deliveries(id)).toBe(3); // first delivery, offline redelivery, retry answer
+    expect(fake.retries(id)).toBe(1);
+    expect(fake.nacks(id)).toEqual(['500']);
+    // the session the retry built works for what follows
+    const next = await fake.sendText(CONTACT, 'still there');
+    expect((await c2.message((m) => m.msg.key.id === next)).msg.message?.conversation).toBe('still there');
+  }, 15_000);
+
+  it('a group message whose retry answer also fails (device lost its prekeys): retry 2 carries <keys>, which the fake uses', async () => {
+    const dir = await tempDir();
+    await fake.linkDevice(dir);
+    const c = await connect(dir);
+    await c.until((u) => u.connection === 'open');
+    const group = '120363012345678902@g.us';
+    fake.setGroup(group, { subject: 'Team', participants: [CONTACT] });
+    const hello = await fake.sendText(CONTACT, 'hello');
+    await c.message((m) => m.msg.key.id === hello);
+    const out = await c.sock.sendMessage(CONTACT_JID, { text: 'hi' });
+    await fake.waitFor((m) => m.id === out?.key.id);
+    fake.loseNextReceipt();
+    const id = await fake.sendText(CONTACT, 'team news', { group });
+    await c.message((m) => m.msg.key.id === id);
+    await c.until((u) => u.connection === 'close');
+    // the device lost every one-time prekey the server still hands out: the first retry answer cannot be decrypted
+    for (const f of await readdir(dir)) if (/^pre-key-\d+\.json$/.test(f)) await rm(join(dir, f));
+    const c2 = await connect(dir);
+    const again = await c2.message((m) => m.msg.key.id === id && !!m.msg.message);
+    expect(again.msg.key.remoteJid).toBe(group);
+    expect(again.msg.key.participant).toBe(CONTACT_JID);
+    expect(again.msg.message?.conversation).toBe('team news');
+    await waitUntil(() => fake.acked(id));
+    expect(fake.retries(id)).toBe(2);
+    expect(fake.deliveries(id)).toBe(4);
+    expect(fake.debug()).toContain(`retry 2 for ${id} answered (keys from the receipt)`);
+  }, 15_000);
+
+  it('a replayed pkmsg (receipt lost on a fresh session) is nacked 487 by baileys, and the fake stops delivering it', async () => {
+    const dir = await tempDir();
+    await fake.linkDevice(dir);
+    const c = await connect(dir);
+    await c.until((u) => u.connection === 'open');
+    fake.loseNextReceipt();
+    const id = await fake.sendText(CONTACT, 'first contact');
+    await c.message((m) => m.msg.key.id === id);
+    await c.until((u) => u.connection === 'close');
+    const c2 = await connect(dir);
+    await c2.until((u) => u.receivedPendingNotifications === true);
+    await waitUntil(() => fake.nacks(id).length > 0);
+    expect(fake.nacks(id)).toEqual(['487']); // libsignal: "Key used already or never filled" — no retry receipt
+    expect(fake.retries(id)).toBe(0);
+    expect(fake.deliveries(id)).toBe(2);
+    expect(c2.upserts.filter((m) => m.msg.key.id === id)).toHaveLength(0);
+    c2.sock.end(undefined);
+    const c3 = await connect(dir);
+    await c3.until((u) => u.receivedPendingNotifications === true);
+    expect(fake.deliveries(id)).toBe(2);
+  }, 15_000);
+
+  it('a message the device sends twice with the same id is kept once and acked twice', async () => {
+    const dir = await tempDir();
+    await fake.linkDevice(dir);
+    const c = await connect(dir);
+    await c.until((u) => u.connection === 'open');
+    const acks: string[] = [];
+    c.sock.ws.on('CB:ack,class:message', (node: { attrs: { id: string } }) => acks.push(node.attrs.id));
+    await c.sock.sendMessage(CONTACT_JID, { text: 'x' }, { messageId: 'SAMEID1' });
+    await c.sock.sendMessage(CONTACT_JID, { text: 'x' }, { messageId: 'SAMEID1' });
+    await waitUntil(() => fake.sendAttempts('SAMEID1') === 2 && acks.length === 2);
+    expect(fake.sent().filter((m) => m.id === 'SAMEID1')).toHaveLength(1);
+    expect(fake.sent().find((m) => m.id === 'SAMEID1')?.text).toBe('x');
+    expect(acks).toEqual(['SAMEID1', 'SAMEID1']);
+    // a new id still goes through, on the same session
+    const other = await c.sock.sendMessage(CONTACT_JID, { text: 'y' });
+    expect((await fake.waitFor((m) => m.id === other?.key.id)).text).toBe('y');
+  }, 15_000);
+
+  it('QR pairing: qr → scanQr → 515 restart → the saved creds log in', async () => {
+    const dir = await tempDir();
+    // a freshly paired device waits (up to 20 s) for the phone's history sync unless history sync is off
+    const opts = { shouldSyncHistoryMessage: () => false };
+    const c = await connect(dir, opts);
+    const withQr = await c.until((u) => !!u.qr);
+    await fake.scanQr(withQr.qr!, '4915199999999');
+    const closed = await c.until((u) => u.connection === 'close');
+    expect(statusOf(closed)).toBe(DisconnectReason.restartRequired);
+    await new Promise((r) => setTimeout(r, 200)); // saveCreds is async
+    const c2 = await connect(dir, opts);
+    await c2.until((u) => u.connection === 'open');
+    expect(c2.sock.user?.id).toMatch(/^4915199999999:\d+@s\.whatsapp\.net$/);
+    const id = await fake.sendText(CONTACT, 'welcome', { to: '4915199999999' });
+    const got = await c2.message((m) => m.msg.key.id === id);
+    expect(got.msg.message?.conversation).toBe('welcome');
+    const out = await c2.sock.sendMessage(CONTACT_JID, { text: 'thanks' });
+    expect((await fake.waitFor((m) => m.id === out?.key.id)).text).toBe('thanks');
+  }, 15_000);
+
+  it('logout() unlinks the device: connection close with loggedOut (401), later logins refused', async () => {
+    const dir = await tempDir();
+    await fake.linkDevice(dir);
+    const c = await connect(dir);
+    await c.until((u) => u.connection === 'open');
+    fake.logout();
+    const closed = await c.until((u) => u.connection === 'close');
+    expect(statusOf(closed)).toBe(DisconnectReason.loggedOut);
+    const c2 = await connect(dir);
+    const closed2 = await c2.until((u) => u.connection === 'close');
+    expect(statusOf(closed2)).toBe(DisconnectReason.loggedOut);
+  }, 15_000);
+
+  it('conflict() replaces the session (440); drop() closes it; a deaf connection is detected by keep-alive', async () => {
+    const dir = await tempDir();
+    await fake.linkDevice(dir);
+    const c = await connect(dir);
+    await c.until((u) => u.connection === 'open');
+    fake.conflict();
+    expect(statusOf(await c.until((u) => u.connection === 'close'))).toBe(DisconnectReason.connectionReplaced);
+    const c2 = await connect(dir, { keepAliveIntervalMs: 500 });
+    await c2.until((u) => u.connection === 'open');
+    fake.drop();
+    expect(statusOf(await c2.until((u) => u.connection === 'close'))).toBe(DisconnectReason.connectionClosed);
+    const c3 = await connect(dir, { keepAliveIntervalMs: 500 });
+    await c3.until((u) => u.connection === 'open');
+    fake.silent(true);
+    expect(statusOf(await c3.until((u) => u.connection === 'close', 12_000))).toBe(DisconnectReason.connectionLost);
+    fake.silent(false);
+    expect(fake.connections()).toBe(3);
+  }, 15_000);
+
+  it('group messages in and out', async () => {
+    const dir = await tempDir();
+    await fake.linkDevice(dir);
+    const c = await connect(dir);
+    await c.until((u) => u.connection === 'open');
+    const group = '120363012345678901@g.us';
+    const other = '4917699988877';
+    fake.setGroup(group, { subject: 'Team', participants: [CONTACT, other] });
+    const id = await fake.sendText(CONTACT, 'hi team', { group, pushName: 'Alice' });
+    const got = await c.message((m) => m.msg.key.id === id);
+    expect(got.msg.key.remoteJid).toBe(group);
+    expect(got.msg.key.participant).toBe(CONTACT_JID);
+    expect(got.msg.message?.conversation).toBe('hi team');
+    const meta = await c.sock.groupMetadata(group);
+    expect(meta.subject).toBe('Team');
+    expect(meta.participants.map((p) => p.id).sort()).toEqual(
+      ['4915123456789@s.whatsapp.net', CONTACT_JID, `${other}@s.whatsapp.net`].sort(),
+    );
+    const out = await c.sock.sendMessage(group, { text: 'hello team' });
+    const s = await fake.waitFor((m) => m.id === out?.key.id);
+    expect(s.to).toBe(group);
+    expect(s.text).toBe('hello team');
+    expect(s.encType).toBe('skmsg');
+    const out2 = await c.sock.sendMessage(group, { text: 'and again' });
+    expect((await fake.waitFor((m) => m.id === out2?.key.id)).text).toBe('and again');
+  }, 15_000);
+});
+
+async function waitUntil(cond: () => boolean, ms = 5000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}

@@ -1,0 +1,1626 @@
+/**
+ * A loopback WhatsApp (127.0.0.1, port 0) for the real baileys client (`makeWASocket` with
+ * `waWebSocketUrl: fake.url`), speaking the wire protocol baileys 7 implements: the Noise XX handshake
+ * (`Noise_XX_25519_AESGCM_SHA256`, intro header `WA\x06\x03`, 3-byte length-prefixed frames, a server certificate
+ * chain signed by a fixed fake root — import test/fakes/whatsapp-trust.ts (or preload whatsapp-trust.mjs) so baileys
+ * trusts it), WhatsApp's binary XML nodes (baileys' own `encodeBinaryNode` / `decodeBinaryNode`), and end-to-end
+ * Signal encryption: the fake plays the phones of the people who write to the linked device (libsignal sessions,
+ * prekey bundles made with libsignal's KeyHelper) and the account's own phone.
+ *
+ * Login (`success` with the account's LID, every IQ baileys sends at login answered: prekey count, digest, passive,
+ * usync devices/LIDs, abt props, privacy, blocklist, pings), QR pairing (`pair-device` refs, `pair-success` with a
+ * valid ADV signed device identity, then the 515 "restart required" stream error), linked sessions written straight
+ * into a `useMultiFileAuthState` folder, inbound texts / replies / mentions / edits / group messages (pkmsg for a new
+ * session, msg afterwards), outbound messages decrypted as their recipient sees them (pkmsg/msg per device, skmsg with
+ * a sender key for groups whose members the fake answers via `w:g2`), stream errors (conflict, device_removed),
+ * network drops and deaf connections.
+ *
+ * As WhatsApp's offline queue does, a message stays owed to the device until the device acknowledges it (a delivery
+ * `receipt` or an `ack class=message`): every unacknowledged message is delivered again, with the `offline` attribute,
+ * on the device's next login, followed by the `<ib><offline count=…/></ib>` marker baileys waits for. The stored
+ * ciphertext is delivered again unchanged (the server cannot re-encrypt), exactly as WhatsApp does.
+ *
+ * A device that cannot decrypt a message answers with a `<receipt type="retry">` (`<retry count=…/>`, `<registration>`,
+ * from the second retry on a `<keys>` bundle) and a negative ack (`<ack class=message error=500>`). As the sender's phone
+ * does on WhatsApp, the fake answers every retry receipt for a message it delivered (1:1 or group, at most
+ * {@link MAX_RETRIES} per message): it builds a fresh Signal session from the contact to that device — from the receipt's
+ * `<keys>` when present, otherwise from a one-time prekey of the device not handed out before (or the signed prekey
+ * alone) — and delivers the same plaintext again under the same message id as a `pkmsg` whose `<enc>` carries
+ * `count=<retry count>`. A message stays owed until a receipt or a plain ack; a negative ack other than 500 (e.g. 487,
+ * which baileys sends for a message it already decrypted — libsignal's "Key used already or never filled") ends the
+ * delivery, as the server drops a message the device rejected.
+ *
+ * Messages the device sends twice with the same id to the same chat (a resend after a lost server ack) are acked every
+ * time but kept (and answered with a delivery receipt) once, as WhatsApp deduplicates them; see `sendAttempts(id)`.
+ */
+import { createHash, randomBytes, randomInt } from 'node:crypto';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import {
+  aesDecryptGCM,
+  aesEncryptGCM,
+  type BinaryNode,
+  BufferJSON,
+  Curve,
+  decodeBinaryNode,
+  encodeBigEndian,
+  encodeBinaryNode,
+  generateSignalPubKey,
+  getBinaryNodeChild,
+  getBinaryNodeChildren,
+  hkdf,
+  hmacSign,
+  initAuthCreds,
+  jidDecode,
+  NOISE_MODE,
+  proto,
+  S_WHATSAPP_NET,
+  sha256,
+  unpadRandomMax16,
+  WA_ADV_ACCOUNT_SIG_PREFIX,
+  WA_ADV_DEVICE_SIG_PREFIX,
+  writeRandomPadMax16,
+} from '@whiskeysockets/baileys';
+import {
+  GroupCipher,
+  GroupSessionBuilder,
+  SenderKeyDistributionMessage,
+  SenderKeyName,
+  SenderKeyRecord,
+} from '@whiskeysockets/baileys/lib/Signal/Group/index.js';
+import * as libsignal from 'libsignal';
+import { WebSocket, WebSocketServer } from 'ws';
+
+/**
+ * The fake's fixed root private key (Curve25519). Its public half is `FAKE_WA_ROOT_PUBLIC_KEY_HEX` in
+ * whatsapp-trust.ts / whatsapp-trust.mjs; the intermediate noise certificate is signed with it (issuerSerial 0).
+ */
+export const FAKE_ROOT_PRIVATE_KEY = Buffer.from('43444cd05fca19798e135c100114a943077206d2a418efc27efefaf511a991b0', 'hex');
+
+/** One message the linked device sent, decrypted as its recipient sees it. */
+export interface FakeSent {
+  /** The stanza's `to`: the contact's JID (`<phone>@s.whatsapp.net`, or `@lid` if baileys addressed a LID) or the group JID. */
+  to: string;
+  /** The contact's phone number for 1:1 messages (resolved from a LID too). */
+  toPhone?: string;
+  /** Stanza id (= the message key id baileys returned). */
+  id: string;
+  /** The stanza `type` attribute (`text`, `media`, `reaction`, …). */
+  type: string;
+  /** The decrypted proto Message (the contact's copy; for groups the sender-key ciphertext). */
+  message: proto.IMessage;
+  /** `conversation` or `extendedTextMessage.text` (or an image/document caption), if any. */
+  text?: string;
+  /** Stanza id of the quoted message (`contextInfo.stanzaId`), if a reply. */
+  quotedId?: string;
+  /** JIDs mentioned (`contextInfo.mentionedJid`). */
+  mentions?: string[];
+  /** Set for a reaction message. */
+  reaction?: { key: proto.IMessageKey; text: string };
+  /** Set for an edit (protocolMessage MESSAGE_EDIT): the edited message id and its new text. */
+  edit?: { id: string; text?: string };
+  /** Device JIDs the stanza carried an `enc` for (`participants/to@jid`). */
+  recipients: string[];
+  /** `pkmsg`, `msg` or `skmsg` — the encryption the recipient's copy used. */
+  encType: string;
+}
+
+/** Options of {@link WhatsAppFake.sendText} (and the other inbound senders). */
+export interface FakeSendOptions {
+  /** A group JID (`<id>@g.us`): the message is a group message from `from` (with `participant`). */
+  group?: string;
+  /** Stanza id; random (WhatsApp-like `3EB0…`) by default. */
+  id?: string;
+  /** Reply to a message: its stanza id, its author's JID, optionally its text (→ contextInfo.quotedMessage). */
+  quoted?: { id: string; participant: string; text?: string };
+  /** JIDs mentioned (→ contextInfo.mentionedJid). */
+  mentions?: string[];
+  /** The sender's push name (`notify` attribute). */
+  pushName?: string;
+  /** Unix seconds; now by default. */
+  timestamp?: number;
+  /** The account (phone) the message is for; the most recently linked account by default. */
+  to?: string;
+  /**
+   * How the stanza addresses the sender. `pn` (default): `from` / `participant` is the phone JID, with `sender_lid` /
+   * `participant_lid`. `lid`: WhatsApp's newer LID addressing — `from` / `participant` is the sender's `@lid` JID with
+   * `sender_pn` / `participant_pn` (baileys then reports `remoteJid` / `participant` as the LID and the phone JID as
+   * `remoteJidAlt` / `participantAlt`).
+   */
+  addressing?: 'pn' | 'lid';
+}
+
+/** The loopback WhatsApp; see the module comment. */
+export interface WhatsAppFake {
+  /** `ws://127.0.0.1:<port>/ws/chat` — baileys' `waWebSocketUrl`. */
+  url: string;
+  /**
+   * Writes a linked-device session, already paired to account `phone` (default '4915123456789'), into `dir` in the
+   * format `useMultiFileAuthState(dir)` reads (creds.json: registered, me {id '<phone>:<device>@s.whatsapp.net', lid},
+   * identity/signed prekey/noise key/registration id/adv secret, the ADV signed `account`, accountSyncCounter 1 so baileys
+   * does not wait 20 s for a history sync; plus 30 `pre-key-<id>.json`). The fake remembers the device's keys so it can
+   * encrypt to it. Returns the device JID.
+   */
+  linkDevice(dir: string, phone?: string): Promise<{ jid: string; phone: string }>;
+  /**
+   * QR pairing as a phone does it: takes the `qr` string baileys emitted in `connection.update` and pairs the waiting
+   * connection to account `phone` (pair-success with a valid ADV signed device identity → baileys saves registered
+   * creds, answers pair-device-sign; the fake then ends the stream with the 515 "restart required" error). Resolves
+   * once the 515 is sent.
+   */
+  scanQr(qr: string, phone?: string): Promise<void>;
+  /** A contact (phone number, `+` and `@s.whatsapp.net` optional) writes a text to the linked device(s). Returns the id. */
+  sendText(from: string, text: string, opts?: FakeSendOptions): Promise<string>;
+  /** The contact edits an earlier message of theirs (protocolMessage MESSAGE_EDIT inside editedMessage). Returns the edit's id. */
+  sendEdit(from: string, originalId: string, newText: string, opts?: FakeSendOptions): Promise<string>;
+  /** The contact reacts to a message (`key.id` = target stanza id; `fromMe` from the contact's perspective). Returns the id. */
+  sendReaction(
+    from: string,
+    target: { id: string; fromMe: boolean; participant?: string },
+    emoji: string,
+    opts?: FakeSendOptions,
+  ): Promise<string>;
+  /** The contact sends an arbitrary proto Message (escape hatch for media stubs etc.). Returns the id. */
+  sendMessage(from: string, message: proto.IMessage, opts?: FakeSendOptions & { stanzaType?: string }): Promise<string>;
+  /** The `@lid` JID the fake assigned to a phone number (a contact's or an account's; stable across runs). */
+  lidOf(phone: string): string;
+  /** Defines (or redefines) a group: subject and member phone numbers (the account is always a member). */
+  setGroup(jid: string, opts: { subject?: string; participants: string[] }): void;
+  /**
+   * Every message the linked device(s) sent, in order; one entry per (`to`, id): a repeated send is dropped as WhatsApp
+   * drops it (a retry resend — `<enc count=…>` — is not a repeat).
+   */
+  sent(): FakeSent[];
+  /** How many message stanzas with id `id` the device sent (each acked; only the first of a (`to`, id) pair is kept). */
+  sendAttempts(id: string): number;
+  /** Resolves with the first (already or later) sent message matching `pred`; rejects after `timeoutMs` (default 5000). */
+  waitFor(pred: (m: FakeSent) => boolean, timeoutMs?: number): Promise<FakeSent>;
+  /** How many times message `id` was written to a device connection (counting deliveries lost to {@link loseNextDelivery}). */
+  deliveries(id: string): number;
+  /** Whether the device acknowledged message `id` (receipt or ack). */
+  acked(id: string): boolean;
+  /**
+   * The next delivery is counted but never reaches the client: the fake cuts that connection instead of writing the
+   * frame (a network drop mid-delivery). The message stays owed and is re-delivered, offline-marked, on the next login.
+   */
+  loseNextDelivery(): void;
+  /**
+   * The next delivery receipt (or plain message ack) for a message the fake delivered is treated as never received: the
+   * fake ignores it — the message stays owed — and cuts that connection right away, as if the device's process was
+   * killed after decrypting but before its receipt left. On the next login the stored ciphertext is delivered again;
+   * baileys cannot decrypt it a second time (its Signal chain key moved on) — a `msg` makes it send a retry receipt,
+   * which the fake answers with a re-encrypted `pkmsg`; a replayed `pkmsg` makes it nack with 487 (see the module comment).
+   */
+  loseNextReceipt(): void;
+  /** Retry receipts the device sent for message `id` (each answered with a re-encrypted delivery, up to {@link MAX_RETRIES}). */
+  retries(id: string): number;
+  /** Error codes of the device's negative acks (`<ack class="message" error=…>`) for message `id`, in order. */
+  nacks(id: string): string[];
+  /** Closes every client socket abruptly (simulated network drop). */
+  drop(): void;
+  /** `true`: the fake keeps sockets open but stops answering anything, pings included, and holds deliveries (a deaf connection). */
+  silent(on: boolean): void;
+  /** Sends `<stream:error><conflict type="replaced"/>` (another session took over; baileys: 440) to every open connection. */
+  conflict(): void;
+  /**
+   * Unlinks the device(s): `<stream:error code="401"><conflict type="device_removed"/>` (baileys: loggedOut 401) to every
+   * open connection; the device is forgotten, later logins get `<failure reason="401"/>`.
+   */
+  logout(): void;
+  /** Client WebSocket connections opened so far. */
+  connections(): number;
+  /** Client WebSocket connections open now. */
+  open(): number;
+  /** Logged-in (authenticated) connections open now. */
+  loggedIn(): number;
+  /** Chatstates received (`composing`, `paused`, `recording`) with their `to`. */
+  chatstates(): Array<{ to: string; state: string }>;
+  /** Presence updates received (`available`, `unavailable`). */
+  presences(): string[];
+  /** Message ids the device sent read receipts (`read` / `read-self`) for. */
+  reads(): string[];
+  /** IQs the fake did not know (answered with an empty result), and other oddities, for debugging. */
+  debug(): string[];
+  /** Stops the server, closing every connection. */
+  close(): Promise<void>;
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// helpers
+
+interface SignalKeyPair {
+  pubKey: Buffer;
+  privKey: Buffer;
+}
+interface KeyHelper {
+  generateIdentityKeyPair(): SignalKeyPair;
+  generateRegistrationId(): number;
+  generateSignedPreKey(identity: SignalKeyPair, keyId: number): { keyId: number; keyPair: SignalKeyPair; signature: Buffer };
+  generatePreKey(keyId: number): { keyId: number; keyPair: SignalKeyPair };
+}
+const keyhelper = (libsignal as unknown as { keyhelper: KeyHelper }).keyhelper;
+type SessionRecordT = InstanceType<typeof libsignal.SessionRecord>;
+
+const DEFAULT_PHONE = '4915123456789';
+/** Retry receipts per message the fake answers (WhatsApp's phones and baileys both stop after 5). */
+export const MAX_RETRIES = 5;
+const now = () => Math.floor(Date.now() / 1000);
+const EMPTY = Buffer.alloc(0);
+
+function n(tag: string, attrs: Record<string, string | undefined> = {}, content?: BinaryNode['content']): BinaryNode {
+  const clean: Record<string, string> = {};
+  for (const [k, v] of Object.entries(attrs)) if (v !== undefined) clean[k] = v;
+  return content === undefined ? { tag, attrs: clean } : { tag, attrs: clean, content };
+}
+function children(node: BinaryNode | undefined): BinaryNode[] {
+  return node && Array.isArray(node.content) ? (node.content as BinaryNode[]) : [];
+}
+function bytes(node: BinaryNode | undefined): Buffer | undefined {
+  const c = node?.content;
+  if (c instanceof Uint8Array) return Buffer.from(c);
+  if (typeof c === 'string') return Buffer.from(c, 'utf8');
+  return undefined;
+}
+function uintOf(buf: Buffer | undefined): number {
+  let v = 0;
+  for (const b of buf ?? []) v = v * 256 + b;
+  return v;
+}
+/** Digits of a phone number / PN JID (`+49 151…`, `4915…@s.whatsapp.net`, `4915…:3@s.whatsapp.net`). */
+function phoneOf(s: string): string {
+  return s
+    .split('@')[0]!
+    .split(':')[0]!
+    .replace(/[^0-9]/g, '');
+}
+function pnJid(phone: string, device = 0): string {
+  return device ? `${phone}:${device}@s.whatsapp.net` : `${phone}@s.whatsapp.net`;
+}
+/** A stable 15-digit LID user for a phone number, as WhatsApp's opaque LIDs look. */
+function lidUserFor(phone: string): string {
+  const h = createHash('sha256').update(`lid:${phone}`).digest();
+  return (100000000000000n + (h.readBigUInt64BE(0) % 899999999999999n)).toString();
+}
+function newMessageId(): string {
+  return '3EB0' + randomBytes(9).toString('hex').toUpperCase();
+}
+function textOf(m: proto.IMessage | null | undefined): string | undefined {
+  if (!m) return undefined;
+  return (
+    m.conversation ??
+    m.extendedTextMessage?.text ??
+    m.imageMessage?.caption ??
+    m.videoMessage?.caption ??
+    m.documentMessage?.caption ??
+    m.ephemeralMessage?.message?.conversation ??
+    m.ephemeralMessage?.message?.extendedTextMessage?.text ??
+    undefined
+  );
+}
+function contextOf(m: proto.IMessage): proto.IContextInfo | undefined {
+  return (m.extendedTextMessage?.contextInfo ??
+    m.imageMessage?.contextInfo ??
+    m.documentMessage?.contextInfo ??
+    m.videoMessage?.contextInfo ??
+    m.audioMessage?.contextInfo ??
+    undefined) as proto.IContextInfo | undefined;
+}
+
+/** The Noise XX responder state during the handshake (mirrors baileys' lib/Utils/noise-handler.js from the other side). */
+class NoiseResponder {
+  private hash: Buffer;
+  private salt: Buffer;
+  private key: Buffer;
+  private counter = 0;
+  constructor() {
+    const mode = Buffer.from(NOISE_MODE);
+    this.hash = mode.byteLength === 32 ? mode : sha256(mode);
+    this.salt = this.hash;
+    this.key = this.hash;
+  }
+  authenticate(data: Uint8Array): void {
+    this.hash = sha256(Buffer.concat([this.hash, data]));
+  }
+  private iv(): Buffer {
+    const iv = Buffer.alloc(12);
+    iv.writeUInt32BE(this.counter++, 8);
+    return iv;
+  }
+  encrypt(plaintext: Uint8Array): Buffer {
+    const ct = aesEncryptGCM(plaintext, this.key, this.iv(), this.hash);
+    this.authenticate(ct);
+    return ct;
+  }
+  decrypt(ciphertext: Uint8Array): Buffer {
+    const pt = aesDecryptGCM(ciphertext, this.key, this.iv(), this.hash);
+    this.authenticate(ciphertext);
+    return pt;
+  }
+  mixIntoKey(data: Uint8Array): void {
+    const k = Buffer.from(hkdf(Buffer.from(data), 64, { salt: this.salt, info: '' }));
+    this.salt = k.subarray(0, 32);
+    this.key = k.subarray(32);
+    this.counter = 0;
+  }
+  /** [client write key, client read key]. */
+  split(): [Buffer, Buffer] {
+    const k = Buffer.from(hkdf(EMPTY, 64, { salt: this.salt, info: '' }));
+    return [k.subarray(0, 32), k.subarray(32)];
+  }
+}
+
+/** A Signal participant the fake plays: a contact's phone, or the account's own phone (device 0). */
+class Party {
+  readonly identity: SignalKeyPair;
+  readonly registrationId: number;
+  readonly signedPreKey: { keyId: number; keyPair: SignalKeyPair; signature: Buffer };
+  private readonly preKeys = new Map<number, SignalKeyPair>();
+  private readonly handedOut = new Set<number>();
+  private nextPreKeyId = 1;
+  private readonly sessions = new Map<string, SessionRecordT>();
+  private readonly senderKeys = new Map<string, SenderKeyRecord>();
+  readonly lidUser: string;
+  constructor(readonly phone: string) {
+    this.identity = keyhelper.generateIdentityKeyPair();
+    this.registrationId = keyhelper.generateRegistrationId();
+    this.signedPreKey = keyhelper.generateSignedPreKey(this.identity, 1);
+    this.lidUser = lidUserFor(phone);
+  }
+  get jid(): string {
+    return pnJid(this.phone);
+  }
+  get lid(): string {
+    return `${this.lidUser}@lid`;
+  }
+  /** The identity public key without the 0x05 type byte (what WhatsApp puts on the wire / in ADV). */
+  get identityPub32(): Buffer {
+    return Buffer.from(this.identity.pubKey).subarray(1);
+  }
+  readonly storage: libsignal.SignalStorage = {
+    loadSession: async (id) => this.sessions.get(id),
+    storeSession: async (id, record) => {
+      this.sessions.set(id, record);
+    },
+    isTrustedIdentity: () => true,
+    loadPreKey: async (id) => this.preKeys.get(Number(id)),
+    removePreKey: (id) => {
+      this.preKeys.delete(Number(id));
+    },
+    loadSignedPreKey: () => this.signedPreKey.keyPair,
+    getOurRegistrationId: () => this.registrationId,
+    getOurIdentity: () => this.identity,
+  };
+  readonly senderKeyStore = {
+    loadSenderKey: async (name: SenderKeyName) => this.senderKeys.get(name.toString()) ?? new SenderKeyRecord(),
+    storeSenderKey: async (name: SenderKeyName, record: SenderKeyRecord) => {
+      this.senderKeys.set(name.toString(), record);
+    },
+  };
+  /** The `<user>` node of an `encrypt` key fetch: identity, signed prekey and one fresh one-time prekey. */
+  bundleNode(jid: string): BinaryNode {
+    let id = this.nextPreKeyId++;
+    while (this.handedOut.has(id)) id = this.nextPreKeyId++;
+    const pk = keyhelper.generatePreKey(id);
+    this.preKeys.set(id, pk.keyPair);
+    this.handedOut.add(id);
+    return n('user', { jid }, [
+      n('registration', {}, encodeBigEndian(this.registrationId, 4)),
+      n('type', {}, Buffer.from([5])),
+      n('identity', {}, this.identityPub32),
+      n('skey', {}, [
+        n('id', {}, encodeBigEndian(this.signedPreKey.keyId, 3)),
+        n('value', {}, Buffer.from(this.signedPreKey.keyPair.pubKey).subarray(1)),
+        n('signature', {}, this.signedPreKey.signature),
+      ]),
+      n('key', {}, [n('id', {}, encodeBigEndian(id, 3)), n('value', {}, Buffer.from(pk.keyPair.pubKey).subarray(1))]),
+    ]);
+  }
+  hasSession(addr: libsignal.ProtocolAddress): boolean {
+    return this.sessions.has(addr.toString());
+  }
+}
+
+interface Account {
+  phone: string;
+  /** The phone (device 0); its identity key is the account signature key of the ADV identities. */
+  party: Party;
+  nextDevice: number;
+  keyIndex: number;
+}
+
+/** A linked device (companion) as the server knows it. */
+interface Device {
+  account: Account;
+  device: number;
+  jid: string;
+  lid: string;
+  noisePub: Buffer;
+  identityPub: Buffer; // 32 bytes
+  registrationId: number;
+  signedPreKey: { keyId: number; pub: Buffer; signature: Buffer };
+  /** One-time prekeys uploaded (public halves), not yet handed out. */
+  preKeys: Map<number, Buffer>;
+  keyIndex: number;
+  removed: boolean;
+}
+
+interface Registration {
+  refs: string[];
+  noisePub: Buffer;
+  identityPub: Buffer;
+  registrationId: number;
+  signedPreKey: { keyId: number; pub: Buffer; signature: Buffer };
+  pairIqId?: string;
+  pending?: { device: Device; resolve: () => void; reject: (e: Error) => void } | undefined;
+}
+
+/** What a Signal session to a device is built from (public keys without the 0x05 type byte). */
+interface DeviceBundle {
+  registrationId: number;
+  identityPub: Buffer;
+  signedPreKey: { keyId: number; pub: Buffer; signature: Buffer };
+  preKey?: { keyId: number; pub: Buffer };
+}
+
+/** A message owed to one device. */
+interface Delivery {
+  id: string;
+  device: Device;
+  /** The stanza as stored by the server (replaced by the re-encrypted one when a retry receipt is answered). */
+  node: BinaryNode;
+  /** The contact who wrote it (whose Signal session to the device a retry rebuilds) and the padded plaintext. */
+  sender: Party;
+  plaintext: Uint8Array;
+  delivered: number;
+  acked: boolean;
+  /** The device nacked it with an error other than 500: the server stops delivering it. */
+  rejected: boolean;
+  /** Retry receipts received (answered or not). */
+  retries: number;
+  nacks: string[];
+}
+
+class Conn {
+  inBytes: Buffer = EMPTY;
+  gotIntro = false;
+  stage: 'hello' | 'finish' | 'transport' = 'hello';
+  noise = new NoiseResponder();
+  eph = Curve.generateKeyPair();
+  tx: { enc: Buffer; dec: Buffer; r: number; w: number } | null = null;
+  device: Device | null = null;
+  reg: Registration | null = null;
+  queue: Promise<void> = Promise.resolve();
+  /** Cut by the fake (loseNextReceipt): whatever the client had sent after that is never read. */
+  killed = false;
+  constructor(readonly ws: WebSocket) {}
+  get isOpen(): boolean {
+    return this.ws.readyState === WebSocket.OPEN;
+  }
+}
+
+const IV = (c: number): Buffer => {
+  const iv = Buffer.alloc(12);
+  iv.writeUInt32BE(c, 8);
+  return iv;
+};
+
+// ---------------------------------------------------------------------------------------------------------------------
+
+/** Starts the fake on 127.0.0.1 (`opts.port`, default an ephemeral port). */
+export async function startWhatsAppFake(opts: { port?: number } = {}): Promise<WhatsAppFake> {
+  const serverStatic = Curve.generateKeyPair();
+  const intermediate = Curve.generateKeyPair();
+  const t0 = now();
+  const interDetails = proto.CertChain.NoiseCertificate.Details.encode({
+    serial: 1,
+    issuerSerial: 0,
+    key: intermediate.public,
+    notBefore: t0 - 86400,
+    notAfter: t0 + 365 * 86400,
+  }).finish();
+  const leafDetails = proto.CertChain.NoiseCertificate.Details.encode({
+    serial: 2,
+    issuerSerial: 1,
+    key: serverStatic.public,
+    notBefore: t0 - 86400,
+    notAfter: t0 + 30 * 86400,
+  }).finish();
+  const certChain = proto.CertChain.encode({
+    intermediate: { details: interDetails, signature: Curve.sign(FAKE_ROOT_PRIVATE_KEY, interDetails) },
+    leaf: { details: leafDetails, signature: Curve.sign(intermediate.private, leafDetails) },
+  }).finish();
+
+  const accounts = new Map<string, Account>();
+  const parties = new Map<string, Party>(); // phone → party (contacts and account phones)
+  const partiesByLid = new Map<string, Party>();
+  const devices = new Map<string, Device>(); // '<phone>:<device>' → device
+  const groups = new Map<string, { subject: string; participants: string[]; creation: number }>();
+  const conns = new Set<Conn>();
+  const owed: Delivery[] = [];
+  const sentLog: FakeSent[] = [];
+  const waiters: Array<{ pred: (m: FakeSent) => boolean; resolve: (m: FakeSent) => void }> = [];
+  const chatstateLog: Array<{ to: string; state: string }> = [];
+  const presenceLog: string[] = [];
+  const readLog: string[] = [];
+  const debugLog: string[] = [];
+  let connectionCount = 0;
+  let deaf = false;
+  let loseNext = 0;
+  let loseReceipts = 0;
+  const sendAttempts = new Map<string, number>(); // message id → stanzas received from the device
+  const sentKeys = new Set<string>(); // `${to} ${id}` already in sentLog (or being decrypted)
+  let lastAccount: string | undefined;
+
+  const party = (phoneOrJid: string): Party => {
+    if (phoneOrJid.endsWith('@lid')) {
+      const p = partiesByLid.get(phoneOrJid.split('@')[0]!.split(':')[0]!);
+      if (p) return p;
+    }
+    const phone = phoneOf(phoneOrJid);
+    let p = parties.get(phone);
+    if (!p) {
+      p = new Party(phone);
+      parties.set(phone, p);
+      partiesByLid.set(p.lidUser, p);
+    }
+    return p;
+  };
+  const account = (phone: string): Account => {
+    let a = accounts.get(phone);
+    if (!a) {
+      a = { phone, party: party(phone), nextDevice: 1, keyIndex: 0 };
+      accounts.set(phone, a);
+    }
+    lastAccount = phone;
+    return a;
+  };
+  const deviceAddr = (d: Device) => new libsignal.ProtocolAddress(d.account.phone, d.device);
+
+  /** ADV signed device identity for `identityPub` (32 bytes), signed by the account's phone. */
+  const advIdentity = (acct: Account, identityPub: Buffer) => {
+    acct.keyIndex += 1;
+    const details = Buffer.from(
+      proto.ADVDeviceIdentity.encode({ rawId: randomInt(1, 2 ** 31), timestamp: now(), keyIndex: acct.keyIndex }).finish(),
+    );
+    const accountSignature = Buffer.from(
+      Curve.sign(acct.party.identity.privKey, Buffer.concat([WA_ADV_ACCOUNT_SIG_PREFIX, details, identityPub])),
+    );
+    return { details, accountSignatureKey: acct.party.identityPub32, accountSignature, keyIndex: acct.keyIndex };
+  };
+
+  // ---- transport ------------------------------------------------------------------------------------------------
+
+  const sendRaw = (c: Conn, payload: Uint8Array) => {
+    if (!c.isOpen) return;
+    let data = Buffer.from(payload);
+    if (c.tx) data = aesEncryptGCM(data, c.tx.enc, IV(c.tx.w++), EMPTY);
+    const frame = Buffer.alloc(3 + data.length);
+    frame.writeUIntBE(data.length, 0, 3);
+    data.copy(frame, 3);
+    c.ws.send(frame);
+  };
+  const sendNode = (c: Conn, node: BinaryNode) => {
+    if (!c.tx) return;
+    sendRaw(c, encodeBinaryNode(node));
+  };
+  const iqResult = (c: Conn, iq: BinaryNode, content?: BinaryNode[], from = S_WHATSAPP_NET) =>
+    sendNode(c, n('iq', { id: iq.attrs.id, type: 'result', from }, content));
+  const streamError = (c: Conn, attrs: Record<string, string>, child?: BinaryNode) => {
+    sendNode(c, n('stream:error', attrs, child ? [child] : undefined));
+    setTimeout(() => c.ws.close(), 20);
+  };
+
+  const onData = (c: Conn, data: Buffer) => {
+    c.inBytes = c.inBytes.length ? Buffer.concat([c.inBytes, data]) : data;
+    if (!c.gotIntro) {
+      if (c.inBytes.length < 4) return;
+      let off = 0;
+      if (c.inBytes[0] === 0x45 && c.inBytes[1] === 0x44) {
+        // 'ED' edge routing prefix: 'ED' 0 1 <len:3> <routing info>, then the WA header
+        if (c.inBytes.length < 7) return;
+        const len = c.inBytes.readUIntBE(4, 3);
+        if (c.inBytes.length < 7 + len + 4) return;
+        off = 7 + len;
+      }
+      const header = c.inBytes.subarray(off, off + 4);
+      if (header[0] !== 0x57 || header[1] !== 0x41) {
+        debugLog.push('bad intro header');
+        c.ws.terminate();
+        return;
+      }
+      c.noise.authenticate(header);
+      c.inBytes = c.inBytes.subarray(off + 4);
+      c.gotIntro = true;
+    }
+    while (c.inBytes.length >= 3) {
+      const size = c.inBytes.readUIntBE(0, 3);
+      if (c.inBytes.length < 3 + size) return;
+      const frame = c.inBytes.subarray(3, 3 + size);
+      c.inBytes = c.inBytes.subarray(3 + size);
+      try {
+        onFrame(c, frame);
+      } catch (err) {
+        debugLog.push(`frame error: ${(err as Error).message}`);
+        c.ws.terminate();
+        return;
+      }
+    }
+  };
+
+  const onFrame = (c: Conn, frame: Buffer) => {
+    if (c.stage === 'hello') {
+      if (deaf) return;
+      const hello = proto.HandshakeMessage.decode(frame);
+      const clientEph = hello.clientHello?.ephemeral;
+      if (!clientEph) throw new Error('no client hello');
+      c.noise.authenticate(clientEph);
+      c.noise.authenticate(c.eph.public);
+      c.noise.mixIntoKey(Curve.sharedKey(c.eph.private, clientEph));
+      const staticEnc = c.noise.encrypt(serverStatic.public);
+      c.noise.mixIntoKey(Curve.sharedKey(serverStatic.private, clientEph));
+      const payloadEnc = c.noise.encrypt(certChain);
+      c.stage = 'finish';
+      sendRaw(
+        c,
+        proto.HandshakeMessage.encode({ serverHello: { ephemeral: c.eph.public, static: staticEnc, payload: payloadEnc } }).finish(),
+      );
+      return;
+    }
+    if (c.stage === 'finish') {
+      const finish = proto.HandshakeMessage.decode(frame).clientFinish;
+      if (!finish?.static || !finish.payload) throw new Error('no client finish');
+      const clientNoise = c.noise.decrypt(finish.static);
+      c.noise.mixIntoKey(Curve.sharedKey(c.eph.private, clientNoise));
+      const payload = proto.ClientPayload.decode(c.noise.decrypt(finish.payload));
+      const [write, read] = c.noise.split();
+      c.tx = { enc: read, dec: write, r: 0, w: 0 };
+      c.stage = 'transport';
+      onLogin(c, Buffer.from(clientNoise), payload);
+      return;
+    }
+    const tx = c.tx!;
+    const plain = aesDecryptGCM(frame, tx.dec, IV(tx.r++), EMPTY);
+    c.queue = c.queue
+      .then(async () => {
+        const node = await decodeBinaryNode(plain);
+        if (deaf || c.killed) return;
+        await onNode(c, node);
+      })
+      .catch((err) => {
+        debugLog.push(`node error: ${(err as Error).stack ?? err}`);
+      });
+  };
+
+  // ---- login / pairing ------------------------------------------------------------------------------------------
+
+  const onLogin = (c: Conn, clientNoise: Buffer, payload: proto.ClientPayload) => {
+    const pairing = payload.devicePairingData;
+    if (pairing && !payload.username) {
+      const refs = Array.from({ length: 6 }, () => `2@${randomBytes(24).toString('base64')}`);
+      c.reg = {
+        refs: [...refs],
+        noisePub: clientNoise,
+        identityPub: Buffer.from(pairing.eIdent ?? EMPTY),
+        registrationId: uintOf(Buffer.from(pairing.eRegid ?? EMPTY)),
+        signedPreKey: {
+          keyId: uintOf(Buffer.from(pairing.eSkeyId ?? EMPTY)),
+          pub: Buffer.from(pairing.eSkeyVal ?? EMPTY),
+          signature: Buffer.from(pairing.eSkeySig ?? EMPTY),
+        },
+      };
+      sendNode(
+        c,
+        n('iq', { from: S_WHATSAPP_NET, type: 'set', id: `pair-${randomBytes(4).toString('hex')}`, xmlns: 'md' }, [
+          n(
+            'pair-device',
+            {},
+            refs.map((r) => n('ref', {}, Buffer.from(r))),
+          ),
+        ]),
+      );
+      return;
+    }
+    const phone = String(payload.username ?? '');
+    const dev = devices.get(`${phone}:${payload.device ?? 0}`);
+    if (!dev || dev.removed || !dev.noisePub.equals(clientNoise)) {
+      debugLog.push(`login refused for ${phone}:${payload.device}`);
+      sendNode(c, n('failure', { reason: '401', location: 'fake' }));
+      setTimeout(() => c.ws.close(), 20);
+      return;
+    }
+    // a new login of the same device replaces the old connection, as WhatsApp does
+    for (const other of conns) {
+      if (other !== c && other.device === dev && other.isOpen) streamError(other, {}, n('conflict', { type: 'replaced' }));
+    }
+    c.device = dev;
+    sendNode(
+      c,
+      n('success', {
+        t: String(now()),
+        props: '1',
+        abprops: '1',
+        location: 'fake',
+        lid: dev.lid,
+        display_name: '',
+        creation: String(now() - 86400),
+      }),
+    );
+    // the offline queue: everything still owed, offline-marked, then the offline marker
+    let count = 0;
+    for (const d of owed) {
+      if (d.device !== dev || d.acked || d.rejected) continue;
+      count++;
+      deliver(d, c, true);
+    }
+    sendNode(c, n('ib', { from: S_WHATSAPP_NET }, [n('offline', { count: String(count) })]));
+  };
+
+  const scanQr: WhatsAppFake['scanQr'] = async (qr, phone = DEFAULT_PHONE) => {
+    const [ref, noiseB64, identB64, advB64] = qr.replace(/^https:\/\/wa\.me\/settings\/linked_devices#/, '').split(',');
+    if (!ref || !noiseB64 || !identB64 || !advB64) throw new Error(`not a WhatsApp pairing QR: ${qr}`);
+    const c = [...conns].find((x) => x.isOpen && x.reg?.refs.includes(ref));
+    if (!c?.reg) throw new Error('no connection is waiting for that QR (expired ref?)');
+    const reg = c.reg;
+    if (!reg.noisePub.equals(Buffer.from(noiseB64, 'base64')) || !reg.identityPub.equals(Buffer.from(identB64, 'base64'))) {
+      throw new Error('QR keys do not match the waiting connection');
+    }
+    const acct = account(phone);
+    const deviceNo = acct.nextDevice++;
+    const adv = advIdentity(acct, reg.identityPub);
+    const signed = Buffer.from(
+      proto.ADVSignedDeviceIdentity.encode({
+        details: adv.details,
+        accountSignatureKey: adv.accountSignatureKey,
+        accountSignature: adv.accountSignature,
+      }).finish(),
+    );
+    const hmac = hmacSign(signed, Buffer.from(advB64, 'base64'));
+    const identityHmac = proto.ADVSignedDeviceIdentityHMAC.encode({ details: signed, hmac }).finish();
+    const device: Device = {
+      account: acct,
+      device: deviceNo,
+      jid: pnJid(phone, deviceNo),
+      lid: `${acct.party.lidUser}:${deviceNo}@lid`,
+      noisePub: reg.noisePub,
+      identityPub: reg.identityPub,
+      registrationId: reg.registrationId,
+      signedPreKey: reg.signedPreKey,
+      preKeys: new Map(),
+      keyIndex: adv.keyIndex,
+      removed: false,
+    };
+    const iqId = `pair-success-${randomBytes(4).toString('hex')}`;
+    reg.pairIqId = iqId;
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error('no pair-device-sign from the client')), 10_000);
+      reg.pending = {
+        device,
+        resolve: () => {
+          clearTimeout(timer);
+          resolve();
+        },
+        reject: (e) => {
+          clearTimeout(timer);
+          reject(e);
+        },
+      };
+      sendNode(
+        c,
+        n('iq', { from: S_WHATSAPP_NET, type: 'set', id: iqId, xmlns: 'md' }, [
+          n('pair-success', {}, [
+            n('device-identity', {}, identityHmac),
+            n('platform', { name: 'android' }),
+            n('device', { jid: device.jid, lid: device.lid }),
+          ]),
+        ]),
+      );
+    });
+  };
+
+  const onPairSign = (c: Conn, iq: BinaryNode) => {
+    const reg = c.reg;
+    const pending = reg?.pending;
+    if (!reg || !pending) return;
+    const sign = getBinaryNodeChild(iq, 'pair-device-sign');
+    const ident = bytes(getBinaryNodeChild(sign, 'device-identity'));
+    if (!ident) {
+      pending.reject(new Error('pair-device-sign without device-identity'));
+      return;
+    }
+    const account = proto.ADVSignedDeviceIdentity.decode(ident);
+    const dev = pending.device;
+    const ok = Curve.verify(
+      dev.identityPub,
+      Buffer.concat([WA_ADV_DEVICE_SIG_PREFIX, Buffer.from(account.details ?? EMPTY), dev.identityPub, dev.account.party.identityPub32]),
+      Buffer.from(account.deviceSignature ?? EMPTY),
+    );
+    if (!ok) {
+      pending.reject(new Error('bad device signature in pair-device-sign'));
+      return;
+    }
+    devices.set(`${dev.account.phone}:${dev.device}`, dev);
+    reg.pending = undefined;
+    c.reg = null;
+    // WhatsApp ends the registration stream: the client must log in again with its new identity
+    streamError(c, { code: '515' });
+    pending.resolve();
+  };
+
+  // ---- inbound node dispatch --------------------------------------------------------------------------------------
+
+  const onNode = async (c: Conn, node: BinaryNode) => {
+    switch (node.tag) {
+      case 'iq':
+        return onIq(c, node);
+      case 'message':
+        return onClientMessage(c, node);
+      case 'receipt':
+        return onReceipt(c, node);
+      case 'ack':
+        if (node.attrs.class !== 'message') return;
+        if (node.attrs.error) return onNack(c, node.attrs.id ?? '', node.attrs.error);
+        if (loseThisReceipt(c, [node.attrs.id ?? ''])) return;
+        markAcked(c, [node.attrs.id ?? '']);
+        return;
+      case 'chatstate': {
+        const child = children(node)[0];
+        if (child) chatstateLog.push({ to: node.attrs.to ?? '', state: child.attrs.media === 'audio' ? 'recording' : child.tag });
+        return;
+      }
+      case 'presence':
+        presenceLog.push(node.attrs.type ?? 'available');
+        return;
+      case 'ib':
+      case 'call':
+        return;
+      default:
+        debugLog.push(`unhandled node <${node.tag}>`);
+    }
+  };
+
+  const markAcked = (c: Conn, ids: string[]) => {
+    for (const d of owed) if (d.device === c.device && ids.includes(d.id)) d.acked = true;
+  };
+
+  /** A negative ack: 500 (baileys, after a retry receipt or a handler error) keeps the message owed; others end it. */
+  const onNack = (c: Conn, id: string, error: string) => {
+    debugLog.push(`nack ${error} for ${id}`);
+    for (const d of owed) {
+      if (d.device !== c.device || d.id !== id) continue;
+      d.nacks.push(error);
+      if (error !== '500' && !d.acked) d.rejected = true;
+    }
+  };
+
+  /** {@link WhatsAppFake.loseNextReceipt}: swallows a receipt for an owed message and kills the connection. */
+  const loseThisReceipt = (c: Conn, ids: string[]): boolean => {
+    if (loseReceipts <= 0) return false;
+    if (!owed.some((d) => d.device === c.device && !d.acked && ids.includes(d.id))) return false;
+    loseReceipts--;
+    debugLog.push(`receipt for ${ids.join(',')} lost with the connection`);
+    c.killed = true;
+    c.ws.terminate();
+    return true;
+  };
+
+  const onReceipt = async (c: Conn, node: BinaryNode) => {
+    const ids = [node.attrs.id ?? '', ...getBinaryNodeChildren(getBinaryNodeChild(node, 'list'), 'item').map((i) => i.attrs.id ?? '')];
+    const type = node.attrs.type;
+    const isDelivery = type === undefined || type === 'inactive' || type === 'sender' || type === 'peer_msg';
+    if (isDelivery && loseThisReceipt(c, ids)) return;
+    if (type !== 'retry') markAcked(c, ids);
+    if (type === 'read' || type === 'read-self') readLog.push(...ids);
+    sendNode(
+      c,
+      n('ack', {
+        class: 'receipt',
+        id: node.attrs.id,
+        from: node.attrs.to,
+        type,
+        participant: node.attrs.participant,
+      }),
+    );
+    // the sender's phone answers the retry receipt (after the server acked it)
+    if (type === 'retry') await onRetryReceipt(c, node);
+  };
+
+  /**
+   * A retry receipt: the contact's phone re-encrypts the message for the device on a fresh session (keys from the
+   * receipt, else the device's prekeys the server holds) and sends it again, same id, `<enc type=pkmsg count=…>`.
+   */
+  const onRetryReceipt = async (c: Conn, node: BinaryNode) => {
+    const dev = c.device;
+    const id = node.attrs.id ?? '';
+    const retry = getBinaryNodeChild(node, 'retry');
+    const count = Number(retry?.attrs.count) || 1;
+    const mine = owed.filter((d) => d.device === dev && d.id === id);
+    const d = mine.findLast((x) => !x.acked) ?? mine.at(-1);
+    if (!dev || !d) {
+      debugLog.push(`retry receipt (count ${count}) for unknown message ${id}`);
+      return;
+    }
+    d.retries++;
+    if (d.retries > MAX_RETRIES) {
+      debugLog.push(`retry receipt ${d.retries} for ${id}: retry limit reached, not answered`);
+      return;
+    }
+    const keys = getBinaryNodeChild(node, 'keys');
+    let bundle: DeviceBundle;
+    try {
+      bundle = keys ? bundleFromRetryKeys(dev, node, keys) : deviceBundle(dev);
+    } catch (err) {
+      debugLog.push(`retry receipt for ${id} refused: ${(err as Error).message}`);
+      return;
+    }
+    const addr = deviceAddr(dev);
+    try {
+      await startSession(d.sender, addr, bundle);
+      const { type: sigType, body } = await new libsignal.SessionCipher(d.sender.storage, addr).encrypt(Buffer.from(d.plaintext));
+      if (sigType !== 3) throw new Error(`expected a pkmsg, got Signal type ${sigType}`);
+      const enc = n('enc', { v: '2', type: 'pkmsg', count: String(count) }, Buffer.from(body as unknown as Uint8Array));
+      d.node = { ...d.node, content: [enc] };
+    } catch (err) {
+      debugLog.push(`retry for ${id} failed: ${(err as Error).message}`);
+      return;
+    }
+    debugLog.push(
+      `retry ${count} for ${id} answered (${keys ? 'keys from the receipt' : bundle.preKey ? `prekey ${bundle.preKey.keyId}` : 'signed prekey only'})`,
+    );
+    d.rejected = false;
+    if (!deaf && c.isOpen && !c.killed) deliver(d, c, false);
+  };
+
+  /** The `<keys>` of a retry receipt (identity, one-time `key`, signed `skey`, ADV `device-identity`) as a bundle. */
+  const bundleFromRetryKeys = (dev: Device, receipt: BinaryNode, keys: BinaryNode): DeviceBundle => {
+    const identityPub = bytes(getBinaryNodeChild(keys, 'identity'));
+    const signedPreKey = readSkey(getBinaryNodeChild(keys, 'skey'));
+    if (!identityPub || !signedPreKey) throw new Error('<keys> without identity or skey');
+    const advNode = bytes(getBinaryNodeChild(keys, 'device-identity'));
+    if (advNode) {
+      const adv = proto.ADVSignedDeviceIdentity.decode(advNode);
+      const ok = Curve.verify(
+        dev.account.party.identityPub32,
+        Buffer.concat([WA_ADV_ACCOUNT_SIG_PREFIX, Buffer.from(adv.details ?? EMPTY), identityPub]),
+        Buffer.from(adv.accountSignature ?? EMPTY),
+      );
+      if (!ok) throw new Error('device-identity not signed by the account for that identity key');
+    }
+    if (!identityPub.equals(dev.identityPub)) debugLog.push(`retry keys carry a new identity for ${dev.jid}`);
+    const keyNode = getBinaryNodeChild(keys, 'key');
+    const preKeyPub = bytes(getBinaryNodeChild(keyNode, 'value'));
+    const preKeyId = uintOf(bytes(getBinaryNodeChild(keyNode, 'id')));
+    const regNode = bytes(getBinaryNodeChild(receipt, 'registration'));
+    dev.signedPreKey = signedPreKey;
+    dev.preKeys.delete(preKeyId);
+    return {
+      registrationId: regNode ? uintOf(regNode) : dev.registrationId,
+      identityPub,
+      signedPreKey,
+      ...(keyNode && preKeyPub ? { preKey: { keyId: preKeyId, pub: preKeyPub } } : {}),
+    };
+  };
+
+  /** The device's bundle as the server hands it out: its next one-time prekey (consumed) or the signed prekey alone. */
+  const deviceBundle = (dev: Device): DeviceBundle => {
+    const [pkId, pkPub] = [...dev.preKeys.entries()][0] ?? [];
+    if (pkId !== undefined) dev.preKeys.delete(pkId);
+    return {
+      registrationId: dev.registrationId,
+      identityPub: dev.identityPub,
+      signedPreKey: dev.signedPreKey,
+      ...(pkId !== undefined && pkPub ? { preKey: { keyId: pkId, pub: pkPub } } : {}),
+    };
+  };
+
+  /** A new outgoing Signal session from `sender` to a device (closing any open one). */
+  const startSession = (sender: Party, addr: libsignal.ProtocolAddress, b: DeviceBundle) =>
+    new libsignal.SessionBuilder(sender.storage, addr).initOutgoing({
+      registrationId: b.registrationId,
+      identityKey: generateSignalPubKey(b.identityPub),
+      signedPreKey: {
+        keyId: b.signedPreKey.keyId,
+        publicKey: generateSignalPubKey(b.signedPreKey.pub),
+        signature: b.signedPreKey.signature,
+      },
+      ...(b.preKey ? { preKey: { keyId: b.preKey.keyId, publicKey: generateSignalPubKey(b.preKey.pub) } } : {}),
+    } as Parameters<libsignal.SessionBuilder['initOutgoing']>[0]);
+
+  const onIq = async (c: Conn, iq: BinaryNode) => {
+    const { type, xmlns } = iq.attrs;
+    if (type === 'result' || type === 'error') {
+      if (getBinaryNodeChild(iq, 'pair-device-sign')) onPairSign(c, iq);
+      return;
+    }
+    const first = children(iq)[0];
+    const dev = c.device;
+    switch (xmlns) {
+      case 'w:p':
+        return iqResult(c, iq);
+      case 'passive':
+        return iqResult(c, iq);
+      case 'encrypt': {
+        if (!dev) return iqResult(c, iq);
+        if (first?.tag === 'count') return iqResult(c, iq, [n('count', { value: String(dev.preKeys.size) })]);
+        if (first?.tag === 'digest') return iqResult(c, iq, [n('digest', {})]);
+        if (first?.tag === 'key')
+          return iqResult(c, iq, [
+            n(
+              'list',
+              {},
+              children(first).map((u) => keyBundle(u.attrs.jid ?? '')),
+            ),
+          ]);
+        if (first?.tag === 'rotate') {
+          const skey = getBinaryNodeChild(first, 'skey');
+          dev.signedPreKey = readSkey(skey) ?? dev.signedPreKey;
+          return iqResult(c, iq);
+        }
+        // prekey upload
+        const list = getBinaryNodeChild(iq, 'list');
+        for (const k of getBinaryNodeChildren(list, 'key')) {
+          const id = uintOf(bytes(getBinaryNodeChild(k, 'id')));
+          const pub = bytes(getBinaryNodeChild(k, 'value'));
+          if (pub) dev.preKeys.set(id, pub);
+        }
+        dev.signedPreKey = readSkey(getBinaryNodeChild(iq, 'skey')) ?? dev.signedPreKey;
+        return iqResult(c, iq);
+      }
+      case 'usync':
+        return iqResult(c, iq, [usync(first!)]);
+      case 'abt':
+        return iqResult(c, iq, [n('props', { protocol: '1' }, [])]);
+      case 'privacy':
+        if (type === 'get') {
+          const cats: Array<[string, string]> = [
+            ['last', 'all'],
+            ['online', 'all'],
+            ['profile', 'all'],
+            ['status', 'all'],
+            ['groupadd', 'all'],
+            ['readreceipts', 'all'],
+            ['calladd', 'all'],
+          ];
+          return iqResult(c, iq, [
+            n(
+              'privacy',
+              {},
+              cats.map(([name, value]) => n('category', { name, value })),
+            ),
+          ]);
+        }
+        return iqResult(c, iq);
+      case 'blocklist':
+        return iqResult(c, iq, [n('list', {}, [])]);
+      case 'w:g2': {
+        const to = iq.attrs.to ?? '';
+        const g = groups.get(to);
+        if (type === 'get' && first?.tag === 'query') {
+          if (!g)
+            return sendNode(
+              c,
+              n('iq', { id: iq.attrs.id, type: 'error', from: to }, [n('error', { code: '404', text: 'item-not-found' })]),
+            );
+          return iqResult(c, iq, [groupNode(to, g)], to);
+        }
+        if (type === 'get' && first?.tag === 'participating') {
+          return iqResult(c, iq, [
+            n(
+              'groups',
+              {},
+              [...groups.entries()].map(([jid, grp]) => groupNode(jid, grp)),
+            ),
+          ]);
+        }
+        debugLog.push(`w:g2 ${type} ${first?.tag}`);
+        return iqResult(c, iq);
+      }
+      case 'md':
+        if (first?.tag === 'remove-companion-device' && dev) dev.removed = true;
+        return iqResult(c, iq);
+      default:
+        debugLog.push(`unknown iq xmlns=${xmlns} type=${type} child=${first?.tag}`);
+        return iqResult(c, iq);
+    }
+  };
+
+  const readSkey = (skey: BinaryNode | undefined) => {
+    if (!skey) return undefined;
+    const pub = bytes(getBinaryNodeChild(skey, 'value'));
+    const signature = bytes(getBinaryNodeChild(skey, 'signature'));
+    if (!pub || !signature) return undefined;
+    return { keyId: uintOf(bytes(getBinaryNodeChild(skey, 'id'))), pub, signature };
+  };
+
+  /** A key bundle `<user>` for a JID: a party the fake plays, or another linked device's uploaded keys. */
+  const keyBundle = (jid: string): BinaryNode => {
+    const dec = jidDecode(jid);
+    const deviceNo = dec?.device ?? 0;
+    if (deviceNo === 0) return party(jid).bundleNode(jid);
+    const p = party(jid);
+    const d = devices.get(`${p.phone}:${deviceNo}`);
+    if (!d) return n('user', { jid }, [n('error', { code: '404', text: 'item-not-found' })]);
+    const [pkId, pkPub] = [...d.preKeys.entries()][0] ?? [];
+    if (pkId !== undefined) d.preKeys.delete(pkId);
+    return n('user', { jid }, [
+      n('registration', {}, encodeBigEndian(d.registrationId, 4)),
+      n('type', {}, Buffer.from([5])),
+      n('identity', {}, d.identityPub),
+      n('skey', {}, [
+        n('id', {}, encodeBigEndian(d.signedPreKey.keyId, 3)),
+        n('value', {}, d.signedPreKey.pub),
+        n('signature', {}, d.signedPreKey.signature),
+      ]),
+      ...(pkId !== undefined && pkPub ? [n('key', {}, [n('id', {}, encodeBigEndian(pkId, 3)), n('value', {}, pkPub)])] : []),
+    ]);
+  };
+
+  /** The `<usync>` answer: devices (contacts: device 0; accounts: the phone + linked devices), LIDs, contact=in. */
+  const usync = (req: BinaryNode): BinaryNode => {
+    const protocols = children(getBinaryNodeChild(req, 'query')).map((p) => p.tag);
+    const users = children(getBinaryNodeChild(req, 'list'));
+    const out = users.map((u) => {
+      const contactNode = getBinaryNodeChild(u, 'contact');
+      const raw = u.attrs.jid ?? (typeof contactNode?.content === 'string' ? contactNode.content : (bytes(contactNode)?.toString() ?? ''));
+      const p = party(raw);
+      const jid = u.attrs.jid ?? p.jid;
+      const content: BinaryNode[] = [];
+      for (const proto_ of protocols) {
+        if (proto_ === 'devices') {
+          const acct = accounts.get(p.phone);
+          const linked = [...devices.values()].filter((d) => d.account === acct && !d.removed);
+          content.push(
+            n('devices', {}, [
+              n('device-list', {}, [
+                n('device', { id: '0' }),
+                ...linked.map((d) => n('device', { id: String(d.device), 'key-index': String(d.keyIndex) })),
+              ]),
+              ...(linked.length ? [n('key-index-list', { ts: String(now()) })] : []),
+            ]),
+          );
+        } else if (proto_ === 'lid') {
+          content.push(n('lid', { val: p.lid }));
+        } else if (proto_ === 'contact') {
+          content.push(n('contact', { type: 'in' }));
+        } else {
+          content.push(n(proto_, {}));
+        }
+      }
+      return n('user', { jid }, content);
+    });
+    return n('usync', { ...req.attrs }, [n('result', {}, []), n('list', {}, out)]);
+  };
+
+  const groupNode = (jid: string, g: { subject: string; participants: string[]; creation: number }): BinaryNode =>
+    n(
+      'group',
+      {
+        id: jid.split('@')[0],
+        subject: g.subject,
+        s_t: String(g.creation),
+        s_o: pnJid(g.participants[0] ?? DEFAULT_PHONE),
+        creation: String(g.creation),
+        creator: pnJid(g.participants[0] ?? DEFAULT_PHONE),
+        addressing_mode: 'pn',
+        size: String(g.participants.length),
+      },
+      g.participants.map((ph, i) => n('participant', { jid: pnJid(ph), lid: party(ph).lid, type: i === 0 ? 'superadmin' : undefined })),
+    );
+
+  // ---- messages the device sends ---------------------------------------------------------------------------------
+
+  const decryptFor = async (p: Party, from: libsignal.ProtocolAddress, enc: BinaryNode): Promise<proto.Message> => {
+    const cipher = new libsignal.SessionCipher(p.storage, from);
+    const body = bytes(enc) ?? EMPTY;
+    const padded = enc.attrs.type === 'pkmsg' ? await cipher.decryptPreKeyWhisperMessage(body) : await cipher.decryptWhisperMessage(body);
+    return proto.Message.decode(unpadRandomMax16(padded));
+  };
+
+  const onClientMessage = async (c: Conn, node: BinaryNode) => {
+    const dev = c.device;
+    const id = node.attrs.id ?? '';
+    const to = node.attrs.to ?? '';
+    sendNode(c, n('ack', { class: 'message', id, from: to, t: String(now()) }));
+    if (!dev) return;
+    sendAttempts.set(id, (sendAttempts.get(id) ?? 0) + 1);
+    // WhatsApp drops a second stanza with the same id to the same chat (a resend after a lost ack): acked, not
+    // forwarded. Retry resends (`<enc count=…>`, answering a retry receipt) are forwarded.
+    const isRetryResend = [node, ...children(getBinaryNodeChild(node, 'participants'))]
+      .flatMap((x) => getBinaryNodeChildren(x, 'enc'))
+      .some((e) => e.attrs.count !== undefined);
+    const sentKey = `${to} ${id}`;
+    if (sentKeys.has(sentKey) && !isRetryResend) {
+      debugLog.push(`duplicate message ${id} to ${to} (attempt ${sendAttempts.get(id)}) dropped`);
+      return;
+    }
+    sentKeys.add(sentKey);
+    const from = deviceAddr(dev);
+    const isGroup = to.endsWith('@g.us');
+    const recipients: string[] = [];
+    let primary: proto.IMessage | undefined;
+    let encType = '';
+    let skdmParty: Party | undefined;
+    for (const toNode of getBinaryNodeChildren(getBinaryNodeChild(node, 'participants'), 'to')) {
+      const rjid = toNode.attrs.jid ?? '';
+      recipients.push(rjid);
+      const enc = getBinaryNodeChild(toNode, 'enc');
+      if (!enc) continue;
+      const p = party(rjid);
+      try {
+        let msg: proto.IMessage = await decryptFor(p, from, enc);
+        if (msg.deviceSentMessage?.message) msg = msg.deviceSentMessage.message;
+        const skdm = msg.senderKeyDistributionMessage;
+        if (skdm?.axolotlSenderKeyDistributionMessage && skdm.groupId) {
+          await new GroupSessionBuilder(p.senderKeyStore).process(
+            new SenderKeyName(skdm.groupId, from),
+            new SenderKeyDistributionMessage(null, null, null, null, skdm.axolotlSenderKeyDistributionMessage),
+          );
+          skdmParty ??= p;
+        }
+        const isOwnPhone = accounts.has(p.phone) && dev.account.party === p;
+        if (!isGroup && !isOwnPhone && !primary) {
+          primary = msg;
+          encType = enc.attrs.type ?? '';
+        }
+      } catch (err) {
+        debugLog.push(`decrypt ${enc.attrs.type} for ${rjid} failed: ${(err as Error).message}`);
+      }
+    }
+    const sk = getBinaryNodeChildren(node, 'enc').find((e) => e.attrs.type === 'skmsg');
+    if (isGroup && sk) {
+      const g = groups.get(to);
+      const candidates = [skdmParty, ...(g?.participants ?? []).map((ph) => party(ph))].filter((x): x is Party => !!x);
+      for (const p of candidates) {
+        try {
+          const plain = await new GroupCipher(p.senderKeyStore, new SenderKeyName(to, from)).decrypt(bytes(sk) ?? EMPTY);
+          primary = proto.Message.decode(unpadRandomMax16(plain));
+          encType = 'skmsg';
+          break;
+        } catch (err) {
+          debugLog.push(`skmsg decrypt as ${p.phone} failed: ${(err as Error).message}`);
+        }
+      }
+    }
+    if (!primary) {
+      debugLog.push(`could not decrypt message ${id} to ${to}`);
+      return;
+    }
+    const record = describe(primary, { id, to, type: node.attrs.type ?? '', recipients, encType });
+    sentLog.push(record);
+    for (const w of [...waiters]) {
+      if (w.pred(record)) {
+        waiters.splice(waiters.indexOf(w), 1);
+        w.resolve(record);
+      }
+    }
+    // the recipient's phone confirms delivery
+    if (!isGroup) sendNode(c, n('receipt', { from: to, id, t: String(now()) }));
+  };
+
+  const describe = (m: proto.IMessage, base: { id: string; to: string; type: string; recipients: string[]; encType: string }): FakeSent => {
+    const rec: FakeSent = { ...base, message: m };
+    if (!base.to.endsWith('@g.us')) rec.toPhone = party(base.to).phone;
+    const text = textOf(m);
+    if (text !== undefined) rec.text = text;
+    const ctx = contextOf(m);
+    if (ctx?.stanzaId) rec.quotedId = ctx.stanzaId;
+    if (ctx?.mentionedJid?.length) rec.mentions = ctx.mentionedJid;
+    if (m.reactionMessage) rec.reaction = { key: m.reactionMessage.key ?? {}, text: m.reactionMessage.text ?? '' };
+    const pm = m.protocolMessage ?? m.editedMessage?.message?.protocolMessage;
+    if (pm?.type === proto.Message.ProtocolMessage.Type.MESSAGE_EDIT) {
+      const editText = textOf(pm.editedMessage);
+      rec.edit = { id: pm.key?.id ?? '', ...(editText !== undefined ? { text: editText } : {}) };
+    }
+    return rec;
+  };
+
+  // ---- messages to the device -----------------------------------------------------------------------------------
+
+  const deliver = (d: Delivery, c: Conn, offline: boolean) => {
+    d.delivered++;
+    if (loseNext > 0) {
+      loseNext--;
+      c.ws.terminate();
+      return;
+    }
+    sendNode(c, offline ? { ...d.node, attrs: { ...d.node.attrs, offline: '1' } } : d.node);
+  };
+
+  const targetAccount = (opts?: FakeSendOptions): Account => {
+    const phone = opts?.to ? phoneOf(opts.to) : lastAccount;
+    const acct = phone ? accounts.get(phone) : undefined;
+    if (!acct) throw new Error('no linked account: call linkDevice() or scanQr() first');
+    return acct;
+  };
+
+  const sendMessage: WhatsAppFake['sendMessage'] = async (from, message, opts = {}) => {
+    const acct = targetAccount(opts);
+    const sender = party(from);
+    const id = opts.id ?? newMessageId();
+    const t = String(opts.timestamp ?? now());
+    const group = opts.group;
+    if (group) {
+      const g = groups.get(group);
+      if (!g) groups.set(group, { subject: 'Group', participants: [acct.phone, sender.phone], creation: now() });
+      else if (!g.participants.includes(sender.phone)) g.participants.push(sender.phone);
+    }
+    const type =
+      opts.stanzaType ??
+      (message.reactionMessage
+        ? 'reaction'
+        : message.imageMessage || message.documentMessage || message.videoMessage || message.audioMessage
+          ? 'media'
+          : 'text');
+    const plaintext = writeRandomPadMax16(proto.Message.encode(message).finish());
+    const targets = [...devices.values()].filter((d) => d.account === acct && !d.removed);
+    if (!targets.length) throw new Error(`account ${acct.phone} has no linked device`);
+    for (const dev of targets) {
+      const addr = deviceAddr(dev);
+      if (!sender.hasSession(addr)) await startSession(sender, addr, deviceBundle(dev));
+      const { type: sigType, body } = await new libsignal.SessionCipher(sender.storage, addr).encrypt(plaintext);
+      const enc = n('enc', { v: '2', type: sigType === 3 ? 'pkmsg' : 'msg' }, Buffer.from(body as unknown as Uint8Array));
+      const lid = opts.addressing === 'lid';
+      const attrs: Record<string, string | undefined> = group
+        ? {
+            from: group,
+            participant: lid ? sender.lid : sender.jid,
+            ...(lid ? { participant_pn: sender.jid } : { participant_lid: sender.lid }),
+            addressing_mode: lid ? 'lid' : 'pn',
+            id,
+            t,
+            type,
+            notify: opts.pushName,
+          }
+        : {
+            from: lid ? sender.lid : sender.jid,
+            ...(lid ? { sender_pn: sender.jid, addressing_mode: 'lid' } : { sender_lid: sender.lid }),
+            id,
+            t,
+            type,
+            notify: opts.pushName,
+          };
+      const d: Delivery = {
+        id,
+        device: dev,
+        node: n('message', attrs, [enc]),
+        sender,
+        plaintext,
+        delivered: 0,
+        acked: false,
+        rejected: false,
+        retries: 0,
+        nacks: [],
+      };
+      owed.push(d);
+      if (!deaf) {
+        const c = [...conns].find((x) => x.device === dev && x.isOpen);
+        if (c) deliver(d, c, false);
+      }
+    }
+    return id;
+  };
+
+  const sendText: WhatsAppFake['sendText'] = (from, text, opts = {}) => {
+    const needsContext = opts.quoted || opts.mentions?.length;
+    const message: proto.IMessage = needsContext
+      ? {
+          extendedTextMessage: {
+            text,
+            contextInfo: {
+              ...(opts.quoted
+                ? {
+                    stanzaId: opts.quoted.id,
+                    participant: opts.quoted.participant,
+                    quotedMessage: { conversation: opts.quoted.text ?? '' },
+                  }
+                : {}),
+              ...(opts.mentions?.length ? { mentionedJid: opts.mentions } : {}),
+            },
+          },
+        }
+      : { conversation: text };
+    return sendMessage(from, message, opts);
+  };
+
+  const sendEdit: WhatsAppFake['sendEdit'] = (from, originalId, newText, opts = {}) => {
+    const sender = party(from);
+    const remoteJid = opts.group ?? targetAccount(opts).party.jid;
+    return sendMessage(
+      from,
+      {
+        editedMessage: {
+          message: {
+            protocolMessage: {
+              key: { remoteJid, fromMe: true, id: originalId, ...(opts.group ? { participant: sender.jid } : {}) },
+              type: proto.Message.ProtocolMessage.Type.MESSAGE_EDIT,
+              editedMessage: { conversation: newText },
+              timestampMs: Date.now(),
+            },
+          },
+        },
+      },
+      { ...opts, stanzaType: 'text' },
+    );
+  };
+
+  const sendReaction: WhatsAppFake['sendReaction'] = (from, target, emoji, opts = {}) => {
+    const remoteJid = opts.group ?? (target.fromMe ? targetAccount(opts).party.jid : party(from).jid);
+    return sendMessage(
+      from,
+      {
+        reactionMessage: {
+          key: { remoteJid, fromMe: target.fromMe, id: target.id, ...(target.participant ? { participant: target.participant } : {}) },
+          text: emoji,
+          senderTimestampMs: Date.now(),
+        },
+      },
+      opts,
+    );
+  };
+
+  // ---- linked sessions ------------------------------------------------------------------------------------------
+
+  const linkDevice: WhatsAppFake['linkDevice'] = async (dir, phone = DEFAULT_PHONE) => {
+    phone = phoneOf(phone);
+    const acct = account(phone);
+    const deviceNo = acct.nextDevice++;
+    const creds = initAuthCreds();
+    const identityPub = Buffer.from(creds.signedIdentityKey.public);
+    const adv = advIdentity(acct, identityPub);
+    const deviceSignature = Buffer.from(
+      Curve.sign(
+        creds.signedIdentityKey.private,
+        Buffer.concat([WA_ADV_DEVICE_SIG_PREFIX, adv.details, identityPub, adv.accountSignatureKey]),
+      ),
+    );
+    const jid = pnJid(phone, deviceNo);
+    const lid = `${acct.party.lidUser}:${deviceNo}@lid`;
+    const preKeyCount = 30;
+    await mkdir(dir, { recursive: true });
+    const preKeys = new Map<number, Buffer>();
+    for (let i = 1; i <= preKeyCount; i++) {
+      const kp = Curve.generateKeyPair();
+      preKeys.set(i, Buffer.from(kp.public));
+      await writeFile(join(dir, `pre-key-${i}.json`), JSON.stringify(kp, BufferJSON.replacer));
+    }
+    const full = {
+      ...creds,
+      registered: true,
+      me: { id: jid, lid, name: 'Keel Test' },
+      account: {
+        details: adv.details,
+        accountSignatureKey: adv.accountSignatureKey,
+        accountSignature: adv.accountSignature,
+        deviceSignature,
+      },
+      signalIdentities: [{ identifier: { name: lid, deviceId: 0 }, identifierKey: generateSignalPubKey(adv.accountSignatureKey) }],
+      platform: 'android',
+      nextPreKeyId: preKeyCount + 1,
+      firstUnuploadedPreKeyId: preKeyCount + 1,
+      accountSyncCounter: 1,
+      lastAccountSyncTimestamp: now(),
+    };
+    await writeFile(join(dir, 'creds.json'), JSON.stringify(full, BufferJSON.replacer));
+    devices.set(`${phone}:${deviceNo}`, {
+      account: acct,
+      device: deviceNo,
+      jid,
+      lid,
+      noisePub: Buffer.from(creds.noiseKey.public),
+      identityPub: Buffer.from(creds.signedIdentityKey.public),
+      registrationId: creds.registrationId,
+      signedPreKey: {
+        keyId: creds.signedPreKey.keyId,
+        pub: Buffer.from(creds.signedPreKey.keyPair.public),
+        signature: Buffer.from(creds.signedPreKey.signature),
+      },
+      preKeys,
+      keyIndex: adv.keyIndex,
+      removed: false,
+    });
+    return { jid, phone };
+  };
+
+  // ---- server -----------------------------------------------------------------------------------------------------
+
+  const http: Server = createServer((_req, res) => {
+    res.writeHead(426).end();
+  });
+  const wss = new WebSocketServer({ server: http, path: '/ws/chat' });
+  wss.on('connection', (ws) => {
+    connectionCount++;
+    const c = new Conn(ws);
+    conns.add(c);
+    ws.on('message', (data: Buffer) => onData(c, Buffer.from(data)));
+    ws.on('close', () => conns.delete(c));
+    ws.on('error', () => conns.delete(c));
+  });
+  await new Promise<void>((resolve) => http.listen(opts.port ?? 0, '127.0.0.1', resolve));
+  const port = (http.address() as AddressInfo).port;
+
+  const flushOwed = () => {
+    for (const c of conns) {
+      if (!c.device || !c.isOpen) continue;
+      for (const d of owed) if (d.device === c.device && !d.acked && !d.rejected && d.delivered === 0) deliver(d, c, false);
+    }
+  };
+
+  return {
+    url: `ws://127.0.0.1:${port}/ws/chat`,
+    linkDevice,
+    scanQr,
+    sendText,
+    sendEdit,
+    sendReaction,
+    sendMessage,
+    lidOf: (phone) => party(phone).lid,
+    setGroup: (jid, o) => {
+      const existing = groups.get(jid);
+      groups.set(jid, {
+        subject: o.subject ?? existing?.subject ?? 'Group',
+        participants: [...new Set([...(lastAccount ? [lastAccount] : []), ...o.participants.map(phoneOf)])],
+        creation: existing?.creation ?? now(),
+      });
+    },
+    sent: () => [...sentLog],
+    waitFor: (pred, timeoutMs = 5000) => {
+      const hit = sentLog.find(pred);
+      if (hit) return Promise.resolve(hit);
+      return new Promise<FakeSent>((resolve, reject) => {
+        const w = {
+          pred,
+          resolve: (m: FakeSent) => {
+            clearTimeout(timer);
+            resolve(m);
+          },
+        };
+        const timer = setTimeout(() => {
+          waiters.splice(waiters.indexOf(w), 1);
+          reject(new Error(`no matching message sent within ${timeoutMs} ms (sent: ${JSON.stringify(sentLog.map((s) => s.text))})`));
+        }, timeoutMs);
+        waiters.push(w);
+      });
+    },
+    deliveries: (id) => owed.filter((d) => d.id === id).reduce((sum, d) => sum + d.delivered, 0),
+    acked: (id) => owed.some((d) => d.id === id && d.acked),
+    loseNextDelivery: () => {
+      loseNext++;
+    },
+    loseNextReceipt: () => {
+      loseReceipts++;
+    },
+    retries: (id) => owed.filter((d) => d.id === id).reduce((sum, d) => sum + d.retries, 0),
+    nacks: (id) => owed.filter((d) => d.id === id).flatMap((d) => d.nacks),
+    sendAttempts: (id) => sendAttempts.get(id) ?? 0,
+    drop: () => {
+      for (const c of conns) c.ws.terminate();
+    },
+    silent: (on) => {
+      deaf = on;
+      if (!on) flushOwed();
+    },
+    conflict: () => {
+      for (const c of conns) if (c.tx && c.isOpen) streamError(c, {}, n('conflict', { type: 'replaced' }));
+    },
+    logout: () => {
+      for (const c of conns) {
+        if (c.device) c.device.removed = true;
+        if (c.tx && c.isOpen) streamError(c, { code: '401' }, n('conflict', { type: 'device_removed' }));
+      }
+      for (const d of devices.values()) d.removed = true;
+    },
+    connections: () => connectionCount,
+    open: () => [...conns].filter((c) => c.isOpen).length,
+    loggedIn: () => [...conns].filter((c) => c.isOpen && c.device).length,
+    chatstates: () => [...chatstateLog],
+    presences: () => [...presenceLog],
+    reads: () => [...readLog],
+    debug: () => [...debugLog],
+    close: async () => {
+      for (const c of conns) c.ws.terminate();
+      await new Promise<void>((resolve) => wss.close(() => resolve()));
+      await new Promise<void>((resolve) => http.close(() => resolve()));
+    },
+  };
+}

@@ -1,0 +1,88 @@
+/**
+ * chatB's connection: linking by QR code, drops, a connection that stops hearing, and the closes no retry fixes
+ * (unlinked, replaced by another client).
+ */
+import { existsSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { waitFor } from '../../helpers.js';
+import { BOT, bootChatB, type ChatBHarness, OWNER } from './harness.js';
+import { readTerminalQr } from './qr.js';
+
+let h: ChatBHarness | undefined;
+afterEach(async () => {
+  await h?.close();
+  h = undefined;
+});
+
+const state = () => h!.channel().status().state;
+
+describe('chatB connection', () => {
+  it('an empty session shows a QR code; scanning it links the device, which reconnects as WhatsApp asks and answers', async () => {
+    h = await bootChatB({ link: false });
+    const qrLine = await waitFor(
+      () => h!.logs.recent({ level: 'info' }).find((e) => e.message.startsWith('chatB: link Keel to WhatsApp')),
+      'the QR code in the log',
+      10_000,
+    );
+    expect(qrLine.message).toMatch(/Linked devices → Link a device/);
+    expect(qrLine.message).toMatch(/[▀▄█]/); // the code itself, drawn for a terminal
+    expect(h.channel().status()).toMatchObject({ connected: false, linked: false, waitingForScan: true });
+    // The phone scans what the terminal shows.
+    const qr = readTerminalQr(qrLine.message);
+    // WhatsApp's form: a link to the Linked devices screen, with the ref and the device's public keys after '#'.
+    expect(qr).toMatch(/^https:\/\/wa\.me\/settings\/linked_devices#2@/);
+    await h.wa.scanQr(qr!, BOT);
+    await waitFor(() => h!.channel().status().connected, 'connected after linking', 15_000);
+    expect(h.channel().status()).toMatchObject({ linked: true, account: `${BOT}@s.whatsapp.net` });
+    expect(h.channel().status().waitingForScan).toBeUndefined();
+    // The session is kept, private.
+    expect(existsSync(join(h.session, 'creds.json'))).toBe(true);
+    expect(statSync(h.session).mode & 0o077).toBe(0);
+    h.model.replies.push({ text: 'linked and listening' });
+    await h.wa.sendText(OWNER, 'hello');
+    await h.wa.waitFor((m) => m.text === 'linked and listening', 10_000);
+  });
+
+  it('a dropped connection comes back, and a connection that stops hearing is rebuilt', async () => {
+    h = await bootChatB({ config: { chatBKeepAliveInterval: 1 } });
+    await waitFor(() => state() === 'connected', 'connected', 10_000);
+    const before = h.wa.connections();
+    h.wa.drop();
+    await waitFor(() => h!.wa.connections() > before && state() === 'connected', 'reconnected', 15_000);
+    const reconnects = h.channel().status().reconnects!;
+    expect(reconnects).toBeGreaterThanOrEqual(1);
+    h.wa.silent(true);
+    const deaf = h.wa.connections();
+    await waitFor(() => h!.wa.connections() > deaf, 'a new connection after the silent one', 20_000);
+    h.wa.silent(false);
+    await waitFor(() => state() === 'connected', 'connected again', 15_000);
+    expect(h.channel().status().reconnects).toBeGreaterThan(reconnects);
+    h.model.replies.push({ text: 'still here' });
+    await h.wa.sendText(OWNER, 'ping');
+    await h.wa.waitFor((m) => m.text === 'still here', 10_000);
+  });
+
+  it('unlinked from the phone (401): stops once with a message naming the session to delete, no reconnect loop', async () => {
+    h = await bootChatB();
+    await waitFor(() => state() === 'connected', 'connected', 10_000);
+    const opened = h.wa.connections();
+    h.wa.logout();
+    await waitFor(() => state() === 'failed', 'failed', 10_000);
+    expect(h.channel().status().lastError).toMatch(/unlinked this device.*delete that directory/);
+    expect(h.channel().status().lastError).toContain(h.session);
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(h.wa.connections()).toBe(opened);
+  });
+
+  it('replaced by another client (440): stops with the cause instead of taking turns with it', async () => {
+    h = await bootChatB();
+    await waitFor(() => state() === 'connected', 'connected', 10_000);
+    const opened = h.wa.connections();
+    h.wa.conflict();
+    await waitFor(() => state() === 'failed', 'failed', 10_000);
+    expect(h.channel().status().lastError).toMatch(/Another client took over this WhatsApp session/);
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(h.wa.connections()).toBe(opened);
+  });
+});
