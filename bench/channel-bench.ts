@@ -52,7 +52,7 @@ function pct(xs: number[], p: number): number {
  * A kernel without the agent, with channel `plugin` (from plugins/<plugin>) configured by `config`, or with no
  * channel at all (the bare peers push onto its queue themselves).
  */
-export async function benchKernel(plugin?: 'chatA' | 'chatC' | 'chatD', config: Record<string, unknown> = {}) {
+export async function benchKernel(plugin?: 'chatA' | 'chatB' | 'chatC' | 'chatD', config: Record<string, unknown> = {}) {
   const home = tmp('keel-bench-home-');
   const builtins = tmp('keel-bench-builtins-');
   writeFileSync(join(home, 'keel.config.yaml'), JSON.stringify(config));
@@ -350,7 +350,7 @@ async function regimes(p: OutboundPair, n: number): Promise<Pick<OutboundFigures
   };
 }
 
-export type FakeKind = 'telegram' | 'slack' | 'discord' | 'minimal';
+export type FakeKind = 'telegram' | 'slack' | 'discord' | 'whatsapp' | 'minimal';
 
 /**
  * What a fake itself costs per send request: the channel's send request (plain `node:http`, one kept-alive socket, no

@@ -4,6 +4,7 @@
  * thousands of messages), and exits when its stdin closes.
  *
  * `fake-host.ts telegram` · `fake-host.ts slack` · `fake-host.ts discord <channel id>...` (channels it knows) ·
+ * `fake-host.ts whatsapp <session dir> <phone>` (links a device into the directory first) ·
  * `fake-host.ts minimal <body> <content type>` (any request answered 200 with that body: the floor a fake is
  * compared with).
  */
@@ -12,6 +13,7 @@ import type { AddressInfo } from 'node:net';
 import { startFakeDiscord } from '../test/fakes/discord-server.js';
 import { startFakeSlack } from '../test/fakes/slack-server.js';
 import { startFakeTelegram } from '../test/fakes/telegram-server.js';
+import { startWhatsAppFake } from '../test/fakes/whatsapp-server.js';
 
 const [kind, ...args] = process.argv.slice(2);
 let info: Record<string, string>;
@@ -43,6 +45,13 @@ if (kind === 'telegram') {
     dc.sent.length = 0;
   };
   close = () => dc.close();
+} else if (kind === 'whatsapp') {
+  // args: the session directory to link (as `linkDevice` writes it) and the account's phone number.
+  const wa = await startWhatsAppFake();
+  await wa.linkDevice(args[0]!, args[1]);
+  info = { url: wa.url };
+  forget = () => undefined;
+  close = () => wa.close();
 } else if (kind === 'minimal') {
   const [body = '{}', type = 'application/json'] = args;
   const server = createServer((req, res) => {

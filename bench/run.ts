@@ -23,6 +23,7 @@ const suites: Array<[string, () => Promise<BenchRow[]>]> = [
   ['email', async () => (await import('./email.js')).benchEmail()],
   ['browser', async () => (await import('./browser.js')).benchBrowser()],
   ['slack', async () => (await import('./slack.js')).benchSlack()],
+  ['whatsapp', async () => (await import('./whatsapp.js')).benchWhatsApp()],
 ];
 
 const only = process.argv.slice(2);
