@@ -24,13 +24,19 @@ import type { SignalDataSet, SignalDataTypeMap, SignalKeyStore, WASocket } from 
 type Send = (data: unknown, cb?: (err?: Error) => void) => void;
 
 export class AckGate {
-  private readonly held = new Map<string, NodeJS.Timeout>();
-  /** Frames written while something is held, in order, each with the connection it belongs to. */
-  private frames: Array<{ gen: number; data: unknown }> = [];
+  /**
+   * Messages being recorded, each with the marks of what had been written when it arrived: what was written before
+   * the earliest of them may go, whatever came after waits for it.
+   */
+  private readonly held = new Map<string, { timer: NodeJS.Timeout; frameMark: number; writeMark: number }>();
+  /** Frames written while something is held, in order, each with its number and the connection it belongs to. */
+  private frames: Array<{ seq: number; gen: number; data: unknown }> = [];
+  private frameSeq = 0;
   /** The connection now: frames of an earlier one are never sent on this one (their Noise session is another). */
   private gen = 0;
-  /** Signal state writes made while something is held, in order. */
-  private keyWrites: SignalDataSet[] = [];
+  /** Signal state writes made while something is held, in order, numbered. */
+  private keyWrites: Array<{ seq: number; data: SignalDataSet }> = [];
+  private writeSeq = 0;
   private send: Send | undefined;
   private store: SignalKeyStore | undefined;
   private draining = false;
@@ -57,7 +63,7 @@ export class AckGate {
         const got = { ...(await store.get(type, ids)) } as Record<string, SignalDataTypeMap[T]>;
         // Writes not yet on disk are the newest state.
         for (const w of this.keyWrites) {
-          const t = w[type] as Record<string, SignalDataTypeMap[T] | null | undefined> | undefined;
+          const t = w.data[type] as Record<string, SignalDataTypeMap[T] | null | undefined> | undefined;
           if (!t) continue;
           for (const id of ids) {
             if (!(id in t)) continue;
@@ -70,7 +76,7 @@ export class AckGate {
       },
       set: (data: SignalDataSet) => {
         if (this.busy()) {
-          this.keyWrites.push(data);
+          this.keyWrites.push({ seq: this.writeSeq++, data });
           return;
         }
         return store.set(data);
@@ -95,7 +101,7 @@ export class AckGate {
     raw.send = (data, cb) => {
       if (!this.busy()) return send(data, cb);
       this.heldFrames++;
-      this.frames.push({ gen, data });
+      this.frames.push({ seq: this.frameSeq++, gen, data });
       // Baileys waits for the write before it hands the message on: tell it the write is done.
       if (cb) queueMicrotask(() => cb());
     };
@@ -108,40 +114,55 @@ export class AckGate {
 
   private hold(id: string): void {
     if (this.held.has(id)) return;
-    const t = setTimeout(() => {
+    const timer = setTimeout(() => {
       this.o.onTimeout?.(id);
       this.release(id);
     }, this.o.maxHoldMs ?? 3000);
-    t.unref?.();
-    this.held.set(id, t);
+    timer.unref?.();
+    this.held.set(id, { timer, frameMark: this.frameSeq, writeMark: this.writeSeq });
   }
 
   /** The message is recorded (or will never be): the state it changed is written, then its receipt may go. */
   release(id: string): void {
-    const t = this.held.get(id);
-    if (!t) return;
-    clearTimeout(t);
+    const h = this.held.get(id);
+    if (!h) return;
+    clearTimeout(h.timer);
     this.held.delete(id);
-    if (this.held.size === 0) void this.drain();
+    void this.drain();
+  }
+
+  /** What may go now: everything written before the earliest message still being recorded arrived. */
+  private limits(): { frames: number; writes: number } {
+    let frames = Number.POSITIVE_INFINITY;
+    let writes = Number.POSITIVE_INFINITY;
+    for (const h of this.held.values()) {
+      frames = Math.min(frames, h.frameMark);
+      writes = Math.min(writes, h.writeMark);
+    }
+    return { frames, writes };
   }
 
   private async drain(): Promise<void> {
     if (this.draining) return;
     this.draining = true;
     try {
-      while (this.held.size === 0 && (this.keyWrites.length || this.frames.length)) {
-        // What was written up to now goes together: the state first, then the frames that depend on it. A message
-        // arriving meanwhile is held on its own; its writes come after these.
-        const writes = this.keyWrites.splice(0);
-        const frames = this.frames.splice(0);
+      for (;;) {
+        const limit = this.limits();
+        // The state first, then the frames that depend on it. A receipt written before the earliest held message
+        // arrived belongs to a message that was decrypted, and so wrote its state, before that too.
+        const w = this.keyWrites.findIndex((x) => x.seq >= limit.writes);
+        const writes = this.keyWrites.splice(0, w < 0 ? this.keyWrites.length : w);
+        const f = this.frames.findIndex((x) => x.seq >= limit.frames);
+        const frames = this.frames.splice(0, f < 0 ? this.frames.length : f);
+        if (!writes.length && !frames.length) return;
         try {
-          for (const w of writes) await this.store?.set(w);
+          for (const x of writes) await this.store?.set(x.data);
         } catch (e) {
           this.abandon();
           this.o.onWriteFailed?.(e);
           return;
         }
-        for (const f of frames) if (f.gen === this.gen) this.send?.(f.data);
+        for (const x of frames) if (x.gen === this.gen) this.send?.(x.data);
       }
     } finally {
       this.draining = false;
