@@ -460,6 +460,106 @@ describe('WhatsApp fake with the real baileys client', () => {
     expect(fake.connections()).toBe(3);
   }, 15_000);
 
+  it("the account's phone writes a note to self: fromMe in the self chat, acked with a sender receipt", async () => {
+    const dir = await tempDir();
+    const { phone } = await fake.linkDevice(dir);
+    const ownJid = `${phone}@s.whatsapp.net`;
+    const c = await connect(dir);
+    await c.until((u) => u.connection === 'open');
+    const id = await fake.sendFromPhone('remind me', {});
+    const got = await c.message((m) => m.msg.key.id === id);
+    expect(got.type).toBe('notify');
+    expect(got.msg.key.fromMe).toBe(true);
+    expect(got.msg.key.remoteJid).toBe(ownJid);
+    expect(got.msg.key.participant || undefined).toBeUndefined();
+    expect(got.msg.message?.conversation).toBe('remind me');
+    expect(got.msg.message?.deviceSentMessage).toBeFalsy(); // baileys unwraps it
+    await waitUntil(() => fake.acked(id));
+    expect(fake.deliveries(id)).toBe(1);
+    // LID addressing (the form baileys 7 users report for notes to self): the chat is the account's own LID
+    const lidId = await fake.sendFromPhone('and via lid', { addressing: 'lid' });
+    const viaLid = await c.message((m) => m.msg.key.id === lidId);
+    expect(viaLid.msg.key.fromMe).toBe(true);
+    expect(viaLid.msg.key.remoteJid).toBe(fake.lidOf(phone));
+    expect(viaLid.msg.key.remoteJidAlt).toBe(ownJid);
+    expect(viaLid.msg.message?.conversation).toBe('and via lid');
+    await waitUntil(() => fake.acked(lidId));
+    expect(fake.debug().filter((d) => d.includes('decrypt') || d.includes('nack'))).toEqual([]);
+  }, 15_000);
+
+  it("the account's phone writes to a contact: the linked device gets the fromMe copy in the contact's chat", async () => {
+    const dir = await tempDir();
+    await fake.linkDevice(dir);
+    const c = await connect(dir);
+    await c.until((u) => u.connection === 'open');
+    const t = Math.floor(Date.now() / 1000) - 60;
+    const id = await fake.sendFromPhone('see you at 8', { peer: CONTACT, timestamp: t });
+    const got = await c.message((m) => m.msg.key.id === id);
+    expect(got.msg.key.fromMe).toBe(true);
+    expect(got.msg.key.remoteJid).toBe(CONTACT_JID);
+    expect(got.msg.key.participant || undefined).toBeUndefined();
+    expect(Number(got.msg.messageTimestamp)).toBe(t);
+    expect(got.msg.message?.conversation).toBe('see you at 8');
+    await waitUntil(() => fake.acked(id));
+    // the contact's own messages still arrive as theirs, and the phone's next one goes over the established session
+    const fromContact = await fake.sendText(CONTACT, 'ok!');
+    expect((await c.message((m) => m.msg.key.id === fromContact)).msg.key.fromMe).toBe(false);
+    const id2 = await fake.sendFromPhone('bring wine', { peer: `+${CONTACT}` });
+    const got2 = await c.message((m) => m.msg.key.id === id2);
+    expect(got2.msg.key.remoteJid).toBe(CONTACT_JID);
+    expect(got2.msg.message?.conversation).toBe('bring wine');
+    await waitUntil(() => fake.acked(id2));
+  }, 15_000);
+
+  it('a phone message lost in transit is re-delivered (offline, append) on the next login', async () => {
+    const dir = await tempDir();
+    const { phone } = await fake.linkDevice(dir);
+    const c = await connect(dir);
+    await c.until((u) => u.connection === 'open');
+    fake.loseNextDelivery();
+    const id = await fake.sendFromPhone('lost note');
+    await c.until((u) => u.connection === 'close');
+    expect(fake.deliveries(id)).toBe(1);
+    expect(fake.acked(id)).toBe(false);
+    const c2 = await connect(dir);
+    const got = await c2.message((m) => m.msg.key.id === id);
+    expect(got.type).toBe('append');
+    expect(got.msg.key.fromMe).toBe(true);
+    expect(got.msg.key.remoteJid).toBe(`${phone}@s.whatsapp.net`);
+    expect(got.msg.message?.conversation).toBe('lost note');
+    await waitUntil(() => fake.acked(id));
+    expect(fake.deliveries(id)).toBe(2);
+  }, 15_000);
+
+  it('the linked device writes to its own "Message yourself" chat: sent() has to = the account JID', async () => {
+    const dir = await tempDir();
+    const { phone } = await fake.linkDevice(dir);
+    const ownJid = `${phone}@s.whatsapp.net`;
+    const c = await connect(dir);
+    await c.until((u) => u.connection === 'open');
+    const out = await c.sock.sendMessage(ownJid, { text: 'noted' });
+    const s = await fake.waitFor((m) => m.text === 'noted');
+    expect(s.id).toBe(out?.key.id);
+    expect(s.to).toBe(ownJid);
+    expect(s.toPhone).toBe(phone);
+    expect(s.message.extendedTextMessage?.text).toBe('noted'); // the phone's deviceSentMessage, unwrapped
+    expect(s.message.deviceSentMessage).toBeFalsy();
+    expect(s.recipients.map((r) => r.replace(/@.*/, ''))).toContain(phone);
+    // the phone's note, then a reply to it from the linked device (sessions in both directions now)
+    const noteId = await fake.sendFromPhone('buy milk');
+    const note = await c.message((m) => m.msg.key.id === noteId);
+    const reply = await c.sock.sendMessage(ownJid, { text: 'done' }, { quoted: note.msg });
+    const s2 = await fake.waitFor((m) => m.id === reply?.key.id);
+    expect(s2.to).toBe(ownJid);
+    expect(s2.text).toBe('done');
+    expect(s2.quotedId).toBe(noteId);
+    expect(s2.encType).toBe('msg');
+    // the self chat's delivery receipt is the phone's `sender` receipt: baileys marks the message SERVER_ACK, own chat
+    await waitUntil(() => c.edits.some((e) => e.key.id === out?.key.id && e.key.remoteJid === ownJid && e.update.status !== undefined));
+    expect(fake.sent().filter((m) => m.to === ownJid)).toHaveLength(2);
+    expect(fake.debug().filter((d) => d.includes('decrypt'))).toEqual([]);
+  }, 15_000);
+
   it('group messages in and out', async () => {
     const dir = await tempDir();
     await fake.linkDevice(dir);

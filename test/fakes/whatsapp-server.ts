@@ -5,7 +5,8 @@
  * chain signed by a fixed fake root — import test/fakes/whatsapp-trust.ts (or preload whatsapp-trust.mjs) so baileys
  * trusts it), WhatsApp's binary XML nodes (baileys' own `encodeBinaryNode` / `decodeBinaryNode`), and end-to-end
  * Signal encryption: the fake plays the phones of the people who write to the linked device (libsignal sessions,
- * prekey bundles made with libsignal's KeyHelper) and the account's own phone.
+ * prekey bundles made with libsignal's KeyHelper) and the account's own phone (`sendFromPhone`: the fromMe copies
+ * — deviceSentMessage — a linked device gets of what the phone writes, including notes to self).
  *
  * Login (`success` with the account's LID, every IQ baileys sends at login answered: prekey count, digest, passive,
  * usync devices/LIDs, abt props, privacy, blocklist, pings), QR pairing (`pair-device` refs, `pair-success` with a
@@ -164,6 +165,22 @@ export interface WhatsAppFake {
   ): Promise<string>;
   /** The contact sends an arbitrary proto Message (escape hatch for media stubs etc.). Returns the id. */
   sendMessage(from: string, message: proto.IMessage, opts?: FakeSendOptions & { stanzaType?: string }): Promise<string>;
+  /**
+   * The account's own phone (device 0 of account `opts.to`, default the last linked) writes `text` to `peer` (a phone
+   * number or JID; omitted or the account itself: its "Message yourself" chat). Linked devices get the copy WhatsApp
+   * sends them (deviceSentMessage, fromMe). Returns the message id.
+   *
+   * The stanza is `<message from="<account>@s.whatsapp.net" recipient="<peer JID>" id t type="text">` (baileys:
+   * `key.fromMe` true, `key.remoteJid` the peer's JID — the account's own `<phone>@s.whatsapp.net` for a note to self);
+   * with `addressing: 'lid'` it is `from="<account LID>" recipient="<peer LID>" addressing_mode="lid"
+   * peer_recipient_pn="<peer JID>"` (baileys: `remoteJid` the peer's — or the account's own — `@lid`, `remoteJidAlt` the
+   * phone JID) — baileys 7 users report notes to self arriving in that form (remoteJid the own `@lid`). The phone is a Signal party of its own (the account's identity key);
+   * delivery, receipts (baileys answers with `type="sender"`), retries and redelivery work as for a contact's message.
+   */
+  sendFromPhone(
+    text: string,
+    opts?: { peer?: string; id?: string; timestamp?: number; to?: string; addressing?: 'pn' | 'lid' },
+  ): Promise<string>;
   /** The `@lid` JID the fake assigned to a phone number (a contact's or an account's; stable across runs). */
   lidOf(phone: string): string;
   /** Defines (or redefines) a group: subject and member phone numbers (the account is always a member). */
@@ -1237,6 +1254,9 @@ export async function startWhatsAppFake(opts: { port?: number } = {}): Promise<W
     sentKeys.add(sentKey);
     const from = deviceAddr(dev);
     const isGroup = to.endsWith('@g.us');
+    // the account's "Message yourself" chat (`to` its own PN or LID): the only recipients are the account's own devices,
+    // and the copy for the phone (device 0, a deviceSentMessage) is the one the fake reads
+    const toSelf = !isGroup && party(to) === dev.account.party;
     const recipients: string[] = [];
     let primary: proto.IMessage | undefined;
     let encType = '';
@@ -1247,6 +1267,8 @@ export async function startWhatsAppFake(opts: { port?: number } = {}): Promise<W
       const enc = getBinaryNodeChild(toNode, 'enc');
       if (!enc) continue;
       const p = party(rjid);
+      // another linked device of the account: only that device can decrypt its copy (the server cannot)
+      if ((jidDecode(rjid)?.device ?? 0) !== 0 && accounts.get(p.phone)) continue;
       try {
         let msg: proto.IMessage = await decryptFor(p, from, enc);
         if (msg.deviceSentMessage?.message) msg = msg.deviceSentMessage.message;
@@ -1258,8 +1280,8 @@ export async function startWhatsAppFake(opts: { port?: number } = {}): Promise<W
           );
           skdmParty ??= p;
         }
-        const isOwnPhone = accounts.has(p.phone) && dev.account.party === p;
-        if (!isGroup && !isOwnPhone && !primary) {
+        const isOwnPhone = dev.account.party === p;
+        if (!isGroup && isOwnPhone === toSelf && !primary) {
           primary = msg;
           encType = enc.attrs.type ?? '';
         }
@@ -1294,8 +1316,10 @@ export async function startWhatsAppFake(opts: { port?: number } = {}): Promise<W
         w.resolve(record);
       }
     }
-    // the recipient's phone confirms delivery
-    if (!isGroup) sendNode(c, n('receipt', { from: to, id, t: String(now()) }));
+    // the recipient's phone confirms delivery; for a note to self that is the account's own phone, whose receipt reaches
+    // the sending device as a `sender` receipt with the chat as `recipient` (baileys: fromMe, remoteJid = the chat)
+    if (toSelf) sendNode(c, n('receipt', { from: to, recipient: to, type: 'sender', id, t: String(now()) }));
+    else if (!isGroup) sendNode(c, n('receipt', { from: to, id, t: String(now()) }));
   };
 
   const describe = (m: proto.IMessage, base: { id: string; to: string; type: string; recipients: string[]; encType: string }): FakeSent => {
@@ -1352,6 +1376,35 @@ export async function startWhatsAppFake(opts: { port?: number } = {}): Promise<W
         : message.imageMessage || message.documentMessage || message.videoMessage || message.audioMessage
           ? 'media'
           : 'text');
+    const lid = opts.addressing === 'lid';
+    const attrs: Record<string, string | undefined> = group
+      ? {
+          from: group,
+          participant: lid ? sender.lid : sender.jid,
+          ...(lid ? { participant_pn: sender.jid } : { participant_lid: sender.lid }),
+          addressing_mode: lid ? 'lid' : 'pn',
+          id,
+          t,
+          type,
+          notify: opts.pushName,
+        }
+      : {
+          from: lid ? sender.lid : sender.jid,
+          ...(lid ? { sender_pn: sender.jid, addressing_mode: 'lid' } : { sender_lid: sender.lid }),
+          id,
+          t,
+          type,
+          notify: opts.pushName,
+        };
+    await fanOut(acct, sender, message, attrs);
+    return id;
+  };
+
+  /**
+   * Encrypts `message` from `sender` (a contact's phone, or the account's own phone) to every linked device of `acct`
+   * (one Signal session per device: pkmsg on a new one, msg afterwards) and delivers — or queues — one stanza per device.
+   */
+  const fanOut = async (acct: Account, sender: Party, message: proto.IMessage, attrs: Record<string, string | undefined>) => {
     const plaintext = writeRandomPadMax16(proto.Message.encode(message).finish());
     const targets = [...devices.values()].filter((d) => d.account === acct && !d.removed);
     if (!targets.length) throw new Error(`account ${acct.phone} has no linked device`);
@@ -1360,28 +1413,8 @@ export async function startWhatsAppFake(opts: { port?: number } = {}): Promise<W
       if (!sender.hasSession(addr)) await startSession(sender, addr, deviceBundle(dev));
       const { type: sigType, body } = await new libsignal.SessionCipher(sender.storage, addr).encrypt(plaintext);
       const enc = n('enc', { v: '2', type: sigType === 3 ? 'pkmsg' : 'msg' }, Buffer.from(body as unknown as Uint8Array));
-      const lid = opts.addressing === 'lid';
-      const attrs: Record<string, string | undefined> = group
-        ? {
-            from: group,
-            participant: lid ? sender.lid : sender.jid,
-            ...(lid ? { participant_pn: sender.jid } : { participant_lid: sender.lid }),
-            addressing_mode: lid ? 'lid' : 'pn',
-            id,
-            t,
-            type,
-            notify: opts.pushName,
-          }
-        : {
-            from: lid ? sender.lid : sender.jid,
-            ...(lid ? { sender_pn: sender.jid, addressing_mode: 'lid' } : { sender_lid: sender.lid }),
-            id,
-            t,
-            type,
-            notify: opts.pushName,
-          };
       const d: Delivery = {
-        id,
+        id: attrs.id ?? '',
         device: dev,
         node: n('message', attrs, [enc]),
         sender,
@@ -1398,6 +1431,32 @@ export async function startWhatsAppFake(opts: { port?: number } = {}): Promise<W
         if (c) deliver(d, c, false);
       }
     }
+  };
+
+  /**
+   * The account's own phone writes `text` to `peer` (default: the account itself, its "Message yourself" chat). As
+   * WhatsApp fans a message out to the sender's other devices, each linked device gets a copy from the phone (device 0)
+   * with `recipient` = the chat: `<message from="<account>" recipient="<peer>" …>` whose plaintext is a
+   * `deviceSentMessage { destinationJid: <peer>, message }`. baileys' decodeMessageNode then reports `fromMe: true` and
+   * `remoteJid` = the `recipient` attribute (the account's own JID for a note to self).
+   */
+  const sendFromPhone: WhatsAppFake['sendFromPhone'] = async (text, opts = {}) => {
+    const acct = targetAccount(opts);
+    const phone = acct.party;
+    if (opts.peer?.endsWith('@g.us')) throw new Error('sendFromPhone: 1:1 chats only (not a group JID)');
+    const peer = opts.peer === undefined ? phone : party(opts.peer);
+    const lid = opts.addressing === 'lid';
+    const id = opts.id ?? newMessageId();
+    const destinationJid = lid ? peer.lid : peer.jid;
+    const attrs: Record<string, string | undefined> = {
+      from: lid ? phone.lid : phone.jid,
+      recipient: destinationJid,
+      ...(lid ? { addressing_mode: 'lid', peer_recipient_pn: peer.jid } : {}),
+      id,
+      t: String(opts.timestamp ?? now()),
+      type: 'text',
+    };
+    await fanOut(acct, phone, { deviceSentMessage: { destinationJid, message: { conversation: text } } }, attrs);
     return id;
   };
 
@@ -1554,6 +1613,7 @@ export async function startWhatsAppFake(opts: { port?: number } = {}): Promise<W
     sendEdit,
     sendReaction,
     sendMessage,
+    sendFromPhone,
     lidOf: (phone) => party(phone).lid,
     setGroup: (jid, o) => {
       const existing = groups.get(jid);

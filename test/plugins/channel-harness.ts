@@ -35,6 +35,10 @@ const PLUGINS: Record<string, () => Promise<Pick<PluginCandidate, 'manifest' | '
     manifest: (await import('../../plugins/chatD/manifest.js')).default,
     load: async () => (await import('../../plugins/chatD/index.js')).default,
   }),
+  memory: async () => ({
+    manifest: (await import('../../plugins/memory/manifest.js')).default,
+    load: async () => (await import('../../plugins/memory/index.js')).default,
+  }),
   messaging: async () => ({
     manifest: (await import('../../plugins/messaging/manifest.js')).default,
     load: async () => (await import('../../plugins/messaging/index.js')).default,

@@ -2,6 +2,8 @@
  * chatB end to end: the real baileys linked to the loopback WhatsApp (Noise, binary nodes, Signal), a real kernel,
  * the agent driven by the scripted fake provider.
  */
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { waitFor } from '../../helpers.js';
 import { ADMIN, ADMIN_JID, BOT, bootChatB, type ChatBHarness, OWNER, OWNER_JID, USER, USER_JID } from './harness.js';
@@ -83,5 +85,28 @@ describe('chatB inbound → action → reply', () => {
     expect(h.outcome(chatter)).toBe('ignored:auto-reply-off');
     expect(h.actions().map((a) => a.task)).toEqual(expect.arrayContaining(['hello', '@keel what time is it']));
     expect(h.actions()).toHaveLength(2);
+  });
+});
+
+describe('chatB contact profiles', () => {
+  it('with chatBContextProfilingEnabled, each contact who writes gets a profile (name, count, topics); off by default', async () => {
+    h = await bootChatB({
+      runAgent: false,
+      plugins: ['memory'],
+      config: { chatBAutoReplyEnabled: true, chatBContextProfilingEnabled: true },
+    });
+    await connected();
+    const id = await h.wa.sendText(USER, 'planning the trip to Lisbon', { pushName: 'Ulla' });
+    await waitFor(() => h!.outcome(id), 'handled');
+    const file = join(h.home, 'contacts', `${USER_JID}.json`);
+    const profile = await waitFor(() => (existsSync(file) ? JSON.parse(readFileSync(file, 'utf8')) : undefined), 'the profile');
+    expect(profile).toMatchObject({ displayName: 'Ulla', messageCount: 1 });
+    expect(JSON.stringify(profile.lastTopics)).toContain('planning the trip to Lisbon');
+    await h.close();
+    h = await bootChatB({ runAgent: false, plugins: ['memory'], config: { chatBAutoReplyEnabled: true } });
+    await connected();
+    const id2 = await h.wa.sendText(USER, 'hello again', { pushName: 'Ulla' });
+    await waitFor(() => h!.outcome(id2), 'handled');
+    expect(existsSync(join(h.home, 'contacts', `${USER_JID}.json`))).toBe(false);
   });
 });

@@ -34,6 +34,35 @@ describe('chatB messages', () => {
     expect(h.channel().status().reconnects).toBeGreaterThanOrEqual(1);
   });
 
+  it('"message yourself" from the phone is answered in that chat (also in its LID form); what the account writes elsewhere is not', async () => {
+    h = await bootChatB();
+    await connected();
+    h.model.replies.push({ text: 'noted' }, { text: 'noted again' });
+    // The account's phone writing to a friend: the account's own message, in another chat.
+    const elsewhere = await h.wa.sendFromPhone('see you at 8', { peer: USER });
+    const note = await h.wa.sendFromPhone('remind me to call mum');
+    const reply = await h.wa.waitFor((m) => m.text === 'noted', 10_000);
+    expect(reply.to).toBe(BOT_JID);
+    expect(reply.quotedId).toBe(note);
+    const action = await waitFor(() => h!.actions().find((a) => a.status === 'completed'), 'completed');
+    expect(action).toMatchObject({ task: 'remind me to call mum' });
+    expect(action!.metadata.replyTo).toMatchObject({ chatId: BOT_JID, messageId: note });
+    await h.wa.sendFromPhone('and buy bread', { addressing: 'lid' });
+    const again = await h.wa.waitFor((m) => m.text === 'noted again', 10_000);
+    // Answered in the chat as WhatsApp named it: the account's own LID this time.
+    expect([BOT_JID, h.wa.lidOf(BOT)]).toContain(again.to);
+    await waitFor(() => h!.wa.acked(elsewhere), 'acked');
+    expect(h.recorded()).not.toContain(elsewhere);
+    expect(
+      h
+        .actions()
+        .map((a) => a.task)
+        .sort(),
+    ).toEqual(['and buy bread', 'remind me to call mum']);
+    // Keel's own answers in the self chat do not come back as notes.
+    expect(h.wa.sent().filter((m) => m.to === BOT_JID || m.to === h!.wa.lidOf(BOT))).toHaveLength(2);
+  });
+
   it('a sender addressed by LID is known by their phone number: an admin stays an admin', async () => {
     h = await bootChatB();
     await connected();
