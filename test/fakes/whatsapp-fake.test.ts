@@ -3,13 +3,18 @@
  * the protocol baileys implements (Noise handshake, binary nodes, Signal sessions, login/pairing, offline queue).
  */
 import { execFile } from 'node:child_process';
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { get as httpsGet } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import './whatsapp-trust.js';
 import makeWASocket, {
   type ConnectionState,
   DisconnectReason,
+  downloadContentFromMessage,
+  downloadMediaMessage,
+  normalizeMessageContent,
   useMultiFileAuthState,
   type WAMessage,
   type WAMessageUpdate,
@@ -585,6 +590,168 @@ describe('WhatsApp fake with the real baileys client', () => {
     expect(s.encType).toBe('skmsg');
     const out2 = await c.sock.sendMessage(group, { text: 'and again' });
     expect((await fake.waitFor((m) => m.id === out2?.key.id)).text).toBe('and again');
+  }, 15_000);
+});
+
+/** A valid 1x1 PNG (so baileys' thumbnail step, sharp, succeeds). */
+const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==', 'base64');
+
+describe('WhatsApp fake media (HTTPS media server, media_conn, trust routing)', () => {
+  it('the device sends an image with caption, a document and a voice note from files: sent() has the exact bytes', async () => {
+    const dir = await tempDir();
+    await fake.linkDevice(dir);
+    const c = await connect(dir);
+    await c.until((u) => u.connection === 'open');
+    const files = await tempDir();
+    const doc = randomBytes(150_000 + 7); // several AES blocks, not block-aligned
+    const voice = randomBytes(4321);
+    await writeFile(join(files, 'pic.png'), PNG);
+    await writeFile(join(files, 'report.pdf'), doc);
+    await writeFile(join(files, 'voice.ogg'), voice);
+
+    const img = await c.sock.sendMessage(CONTACT_JID, { image: { url: join(files, 'pic.png') }, caption: 'a picture' });
+    const s1 = await fake.waitFor((m) => m.id === img?.key.id);
+    expect(s1.type).toBe('media');
+    expect(s1.text).toBe('a picture');
+    expect(s1.media).toMatchObject({ kind: 'image', mimetype: 'image/jpeg', caption: 'a picture' });
+    expect(s1.media?.error).toBeUndefined();
+    expect(s1.media?.data.equals(PNG)).toBe(true);
+    expect(s1.message.imageMessage?.url).toMatch(/^https:\/\/mmg\.whatsapp\.net\/v\/t62\./);
+
+    const d = await c.sock.sendMessage(CONTACT_JID, {
+      document: { url: join(files, 'report.pdf') },
+      fileName: 'report.pdf',
+      mimetype: 'application/pdf',
+    });
+    const s2 = await fake.waitFor((m) => m.id === d?.key.id);
+    expect(s2.media).toMatchObject({ kind: 'document', mimetype: 'application/pdf', fileName: 'report.pdf' });
+    expect(s2.media?.data.equals(doc)).toBe(true);
+
+    const a = await c.sock.sendMessage(CONTACT_JID, {
+      audio: { url: join(files, 'voice.ogg') },
+      ptt: true,
+      mimetype: 'audio/ogg; codecs=opus',
+    });
+    const s3 = await fake.waitFor((m) => m.id === a?.key.id);
+    expect(s3.media).toMatchObject({ kind: 'audio', mimetype: 'audio/ogg; codecs=opus', ptt: true });
+    expect(s3.media?.data.equals(voice)).toBe(true);
+    expect(fake.debug().filter((l) => l.startsWith('media upload'))).toHaveLength(3);
+  }, 15_000);
+
+  it("a contact's image, document and voice note arrive and baileys downloads the exact bytes (also a byte range)", async () => {
+    const dir = await tempDir();
+    await fake.linkDevice(dir);
+    const c = await connect(dir);
+    await c.until((u) => u.connection === 'open');
+    const photo = randomBytes(20_000);
+    const id = await fake.sendMedia(
+      CONTACT,
+      { kind: 'image', data: photo, mimetype: 'image/jpeg', caption: 'look' },
+      { pushName: 'Alice' },
+    );
+    const got = await c.message((m) => m.msg.key.id === id);
+    expect(got.msg.message?.imageMessage?.caption).toBe('look');
+    expect(got.msg.message?.imageMessage?.url).toMatch(/^https:\/\/mmg\.whatsapp\.net\//);
+    const bytes = await downloadMediaMessage(got.msg, 'buffer', {});
+    expect(Buffer.compare(bytes, photo)).toBe(0);
+    // a byte range (baileys sends `Range`, starting one AES block early for the IV)
+    const part = await downloadMediaMessage(got.msg, 'buffer', { startByte: 1000, endByte: 5000 });
+    expect(Buffer.compare(part, photo.subarray(1000, 5000))).toBe(0);
+
+    const pdf = randomBytes(33_333);
+    const docId = await fake.sendMedia(CONTACT, {
+      kind: 'document',
+      data: pdf,
+      mimetype: 'application/pdf',
+      fileName: 'a.pdf',
+      caption: 'the file',
+    });
+    const gotDoc = await c.message((m) => m.msg.key.id === docId);
+    const docContent = normalizeMessageContent(gotDoc.msg.message);
+    expect(docContent?.documentMessage?.fileName).toBe('a.pdf');
+    expect(docContent?.documentMessage?.caption).toBe('the file');
+    expect(Buffer.compare(await downloadMediaMessage(gotDoc.msg, 'buffer', {}), pdf)).toBe(0);
+
+    const ogg = randomBytes(999);
+    const pttId = await fake.sendMedia(CONTACT, { kind: 'audio', data: ogg, mimetype: 'audio/ogg; codecs=opus', ptt: true, seconds: 2 });
+    const gotPtt = await c.message((m) => m.msg.key.id === pttId);
+    expect(gotPtt.msg.message?.audioMessage?.ptt).toBe(true);
+    const stream = await downloadContentFromMessage(gotPtt.msg.message!.audioMessage!, 'audio');
+    const chunks: Buffer[] = [];
+    for await (const chunk of stream) chunks.push(chunk as Buffer);
+    expect(Buffer.compare(Buffer.concat(chunks), ogg)).toBe(0);
+    await waitUntil(() => fake.acked(id) && fake.acked(docId) && fake.acked(pttId));
+  }, 15_000);
+
+  it('only the media hosts are routed and trusted; unknown paths are 404, uploads without the media_conn auth 401', async () => {
+    expect((await fetch('https://mmg.whatsapp.net/v/t62.7118-24/nothing_n.enc?oh=x')).status).toBe(404);
+    const upload = await fetch('https://media-lo1-1.cdn.whatsapp.net/mms/image/abc?auth=nope&token=abc', { method: 'POST', body: 'x' });
+    expect(upload.status).toBe(401);
+    // the fake's certificate is trusted for the media host names only, not in general: straight to its port fails
+    const { port } = JSON.parse(fake.mediaEnv().KEEL_WA_FAKE_MEDIA) as { port: number };
+    await expect(fetch(`https://127.0.0.1:${port}/`)).rejects.toThrow();
+    const viaHttps = await new Promise<string>((resolve) => {
+      httpsGet(`https://127.0.0.1:${port}/`, (res) => resolve(`status ${res.statusCode}`)).on('error', (e) =>
+        resolve((e as NodeJS.ErrnoException).code ?? e.message),
+      );
+    });
+    expect(viaHttps).toMatch(/SELF_SIGNED|UNABLE_TO_VERIFY|CERT/);
+    // other hosts / ports are not sent to the fake (there is no network here, so these fail elsewhere)
+    await expect(fetch('https://example.invalid/', { signal: AbortSignal.timeout(3000) })).rejects.toThrow();
+    await expect(fetch('https://mmg.whatsapp.net:8443/', { signal: AbortSignal.timeout(3000) })).rejects.toThrow();
+  }, 15_000);
+
+  it('a child process preloading whatsapp-trust.mjs with mediaEnv() uploads and downloads media', async () => {
+    const dir = await tempDir();
+    await fake.linkDevice(dir);
+    const files = await tempDir();
+    const out = randomBytes(12_345);
+    await writeFile(join(files, 'out.bin'), out);
+    const inbound = randomBytes(54_321);
+    const script = `
+      import { createHash } from 'node:crypto';
+      import makeWASocket, { downloadMediaMessage, useMultiFileAuthState } from '@whiskeysockets/baileys';
+      const { state } = await useMultiFileAuthState(process.env.WA_DIR);
+      const logger = { level: 'silent', child() { return logger; }, trace() {}, debug() {}, info() {}, warn() {}, error() {}, fatal() {} };
+      const sock = makeWASocket({ auth: state, waWebSocketUrl: process.env.WA_URL, logger, markOnlineOnConnect: false });
+      sock.ev.on('connection.update', async (u) => {
+        if (u.connection === 'open') {
+          await sock.sendMessage('${CONTACT_JID}', { document: { url: process.env.WA_FILE }, fileName: 'out.bin', mimetype: 'application/octet-stream' });
+          console.log('SENT');
+        }
+        if (u.connection === 'close') { console.log('CLOSE', u.lastDisconnect?.error?.message); process.exit(1); }
+      });
+      sock.ev.on('messages.upsert', async ({ messages }) => {
+        for (const m of messages) {
+          if (m.key.fromMe || !m.message?.documentMessage) continue;
+          const buf = await downloadMediaMessage(m, 'buffer', {});
+          console.log('GOT', createHash('sha256').update(buf).digest('hex'));
+          process.exit(0);
+        }
+      });`;
+    const child = new Promise<string>((resolve, reject) => {
+      execFile(
+        process.execPath,
+        ['--input-type=module', '-e', script],
+        {
+          cwd: join(import.meta.dirname, '..', '..'),
+          env: {
+            ...process.env,
+            NODE_OPTIONS: `--import=${join(import.meta.dirname, 'whatsapp-trust.mjs')}`,
+            WA_DIR: dir,
+            WA_URL: fake.url,
+            WA_FILE: join(files, 'out.bin'),
+            ...fake.mediaEnv(),
+          },
+          timeout: 12_000,
+        },
+        (err, stdout, stderr) => (err ? reject(new Error(`${err.message}\n${stdout}\n${stderr}`)) : resolve(stdout)),
+      );
+    });
+    const sent = await fake.waitFor((m) => m.media?.fileName === 'out.bin', 10_000);
+    expect(sent.media?.data.equals(out)).toBe(true);
+    await fake.sendMedia(CONTACT, { kind: 'document', data: inbound, mimetype: 'application/octet-stream', fileName: 'in.bin' });
+    expect(await child).toContain(`GOT ${createHash('sha256').update(inbound).digest('hex')}`);
   }, 15_000);
 });
 

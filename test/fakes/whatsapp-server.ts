@@ -33,12 +33,36 @@
  *
  * Messages the device sends twice with the same id to the same chat (a resend after a lost server ack) are acked every
  * time but kept (and answered with a delivery receipt) once, as WhatsApp deduplicates them; see `sendAttempts(id)`.
+ *
+ * Media, as WhatsApp's media servers do it: an HTTPS server on 127.0.0.1 (its own port; a self-signed certificate for
+ * {@link FAKE_WA_MEDIA_HOSTS} and 127.0.0.1 made with the openssl command line at start, nothing kept on disk). The
+ * `w:m` `<media_conn/>` IQ is answered with an upload auth token, its ttl and the upload hosts; uploads
+ * (`POST /mms/<type>/<fileEncSha256>?auth=…&token=…`, the encrypted file) are checked and stored and answered with
+ * `{ url: 'https://mmg.whatsapp.net/v/t62…', direct_path }`; downloads (`GET <direct path>`, `Range` honoured) serve the
+ * stored bytes. whatsapp-trust.ts / .mjs route those host names to it (the fake publishes its port and certificate in
+ * `globalThis.__keelWaMedia`; `mediaEnv()` for child processes). Media the device sends shows in `sent()` decrypted
+ * (`media`); `sendMedia` has a contact send media encrypted as a phone does. Without openssl the fake still starts,
+ * without media (media_conn answered with an error, `sendMedia` / `mediaEnv` throw).
  */
-import { createHash, randomBytes, randomInt } from 'node:crypto';
-import { mkdir, writeFile } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
+import { execFile } from 'node:child_process';
+import {
+  createCipheriv,
+  createDecipheriv,
+  createHash,
+  createHmac,
+  hkdfSync,
+  randomBytes,
+  randomInt,
+  randomUUID,
+  timingSafeEqual,
+} from 'node:crypto';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import {
   aesDecryptGCM,
   aesEncryptGCM,
@@ -106,6 +130,44 @@ export interface FakeSent {
   recipients: string[];
   /** `pkmsg`, `msg` or `skmsg` — the encryption the recipient's copy used. */
   encType: string;
+  /**
+   * Set for an image / document / audio / video message: the file the device uploaded to the fake's media server, found
+   * by the message's `directPath` and decrypted with its `mediaKey` (MAC, `fileEncSha256` and `fileSha256` checked).
+   */
+  media?: FakeSentMedia;
+}
+
+/** The kinds of media the fake sends and decodes (WhatsApp's image / document / audio / video messages). */
+export type FakeMediaKind = 'image' | 'document' | 'audio' | 'video';
+
+/** A media file in a message the device sent ({@link FakeSent.media}). */
+export interface FakeSentMedia {
+  kind: FakeMediaKind;
+  mimetype: string;
+  fileName?: string;
+  caption?: string;
+  /** Audio recorded as a voice note. */
+  ptt?: boolean;
+  /** The decrypted file (empty if it could not be fetched or decrypted: see `error`). */
+  data: Buffer;
+  /** Why `data` is empty: no upload at the message's directPath, bad MAC, hash or length mismatch. */
+  error?: string;
+}
+
+/** What a contact sends with {@link WhatsAppFake.sendMedia}. */
+export interface FakeMedia {
+  kind: FakeMediaKind;
+  /** The plain file; the fake encrypts it as WhatsApp clients do and stores it on its media server. */
+  data: Buffer;
+  mimetype: string;
+  /** Documents: the file name shown (also the `title`). */
+  fileName?: string;
+  /** Image / video / document caption (a document with a caption is sent as WhatsApp does: `documentWithCaptionMessage`). */
+  caption?: string;
+  /** Audio: a voice note. */
+  ptt?: boolean;
+  /** Audio / video duration in seconds. */
+  seconds?: number;
 }
 
 /** Options of {@link WhatsAppFake.sendText} (and the other inbound senders). */
@@ -163,6 +225,20 @@ export interface WhatsAppFake {
     emoji: string,
     opts?: FakeSendOptions,
   ): Promise<string>;
+  /**
+   * The contact sends a media message, as a WhatsApp phone does: the file is encrypted with a fresh mediaKey
+   * (AES-256-CBC + 10-byte HMAC-SHA256 MAC, keys from HKDF "WhatsApp <Type> Keys"), stored on the fake's media server
+   * and the message (url `https://mmg.whatsapp.net/v/…`, directPath, mediaKey, fileEncSha256, fileSha256, fileLength,
+   * mimetype, caption / fileName / ptt, quote / mentions from `opts`) is delivered, stanza `type="media"` with
+   * `<enc mediatype=…>`. baileys' `downloadMediaMessage` then fetches it from the media server (see whatsapp-trust.ts).
+   * Returns the id.
+   */
+  sendMedia(from: string, media: FakeMedia, opts?: FakeSendOptions): Promise<string>;
+  /**
+   * What a child process needs in its env (with the whatsapp-trust.mjs preload) to reach the media server:
+   * `KEEL_WA_FAKE_MEDIA` = JSON `{ port, ca, hosts }`. In this process the fake sets `globalThis.__keelWaMedia` itself.
+   */
+  mediaEnv(): { KEEL_WA_FAKE_MEDIA: string };
   /** The contact sends an arbitrary proto Message (escape hatch for media stubs etc.). Returns the id. */
   sendMessage(from: string, message: proto.IMessage, opts?: FakeSendOptions & { stanzaType?: string }): Promise<string>;
   /**
@@ -311,6 +387,7 @@ function textOf(m: proto.IMessage | null | undefined): string | undefined {
     m.imageMessage?.caption ??
     m.videoMessage?.caption ??
     m.documentMessage?.caption ??
+    m.documentWithCaptionMessage?.message?.documentMessage?.caption ??
     m.ephemeralMessage?.message?.conversation ??
     m.ephemeralMessage?.message?.extendedTextMessage?.text ??
     undefined
@@ -322,7 +399,134 @@ function contextOf(m: proto.IMessage): proto.IContextInfo | undefined {
     m.documentMessage?.contextInfo ??
     m.videoMessage?.contextInfo ??
     m.audioMessage?.contextInfo ??
+    m.documentWithCaptionMessage?.message?.documentMessage?.contextInfo ??
     undefined) as proto.IContextInfo | undefined;
+}
+
+// ---- media ----------------------------------------------------------------------------------------------------------
+
+/**
+ * The media hosts the fake's `media_conn` names (upload hosts, in order) — a regional CDN host first and
+ * `mmg.whatsapp.net` last, as WhatsApp lists them — all served by the one HTTPS media server. Uploads answer with a
+ * `https://mmg.whatsapp.net/…` url, so downloads go there. whatsapp-trust.ts routes these names to the fake.
+ */
+export const FAKE_WA_MEDIA_HOSTS = ['media-lo1-1.cdn.whatsapp.net', 'mmg.whatsapp.net'];
+const MEDIA_INFO: Record<FakeMediaKind, string> = {
+  image: 'WhatsApp Image Keys',
+  video: 'WhatsApp Video Keys',
+  audio: 'WhatsApp Audio Keys',
+  document: 'WhatsApp Document Keys',
+};
+/** The `t62.<n>` segment of WhatsApp direct paths, per upload path (`/mms/<type>`). */
+const DIRECT_PATH_KIND: Record<string, string> = { image: '7118-24', video: '7161-24', audio: '7114-24', document: '7119-24' };
+/** The upload size limit the fake announces and enforces (WhatsApp: 100 MB for media, more for documents). */
+const MEDIA_MAX_BYTES = 100 * 1024 * 1024;
+const sha256Of = (b: Uint8Array) => createHash('sha256').update(b).digest();
+
+/** iv, cipherKey, macKey: the 112-byte HKDF-SHA256 expansion of a 32-byte mediaKey with the kind's info string. */
+function mediaKeys(mediaKey: Uint8Array, kind: FakeMediaKind) {
+  const k = Buffer.from(hkdfSync('sha256', mediaKey, Buffer.alloc(0), MEDIA_INFO[kind], 112));
+  return { iv: k.subarray(0, 16), cipherKey: k.subarray(16, 48), macKey: k.subarray(48, 80) };
+}
+
+/** A file encrypted as WhatsApp clients upload it: AES-256-CBC ciphertext followed by the first 10 bytes of HMAC(iv‖ct). */
+function encryptMedia(data: Buffer, kind: FakeMediaKind) {
+  const mediaKey = randomBytes(32);
+  const { iv, cipherKey, macKey } = mediaKeys(mediaKey, kind);
+  const c = createCipheriv('aes-256-cbc', cipherKey, iv);
+  const ct = Buffer.concat([c.update(data), c.final()]);
+  const mac = createHmac('sha256', macKey).update(iv).update(ct).digest().subarray(0, 10);
+  const blob = Buffer.concat([ct, mac]);
+  return { mediaKey, blob, fileSha256: sha256Of(data), fileEncSha256: sha256Of(blob), fileLength: data.length };
+}
+
+/** The inverse of {@link encryptMedia}, checking what a recipient can: MAC, encrypted and plain hashes, length. */
+function decryptMedia(
+  blob: Buffer,
+  kind: FakeMediaKind,
+  m: { mediaKey?: Uint8Array | null; fileEncSha256?: Uint8Array | null; fileSha256?: Uint8Array | null; fileLength?: unknown },
+): Buffer {
+  if (!m.mediaKey?.length) throw new Error('message has no mediaKey');
+  if (blob.length < 26) throw new Error(`upload too short (${blob.length} bytes)`);
+  if (m.fileEncSha256 && !sha256Of(blob).equals(Buffer.from(m.fileEncSha256))) throw new Error('fileEncSha256 does not match the upload');
+  const { iv, cipherKey, macKey } = mediaKeys(m.mediaKey, kind);
+  const ct = blob.subarray(0, -10);
+  const mac = createHmac('sha256', macKey).update(iv).update(ct).digest().subarray(0, 10);
+  if (!timingSafeEqual(mac, blob.subarray(-10))) throw new Error('media MAC mismatch (wrong mediaKey or kind)');
+  const d = createDecipheriv('aes-256-cbc', cipherKey, iv);
+  const data = Buffer.concat([d.update(ct), d.final()]);
+  if (m.fileSha256 && !sha256Of(data).equals(Buffer.from(m.fileSha256))) throw new Error('fileSha256 does not match the decrypted file');
+  if (m.fileLength != null && Number(m.fileLength) !== data.length) throw new Error(`fileLength ${m.fileLength} but ${data.length} bytes`);
+  return data;
+}
+
+/** The media content of a message (unwrapping documentWithCaption / ephemeral / view-once wrappers). */
+function mediaContentOf(
+  m: proto.IMessage,
+): { kind: FakeMediaKind; c: proto.Message.IImageMessage & proto.Message.IDocumentMessage & proto.Message.IAudioMessage } | undefined {
+  const inner =
+    m.documentWithCaptionMessage?.message ?? m.ephemeralMessage?.message ?? m.viewOnceMessage?.message ?? m.viewOnceMessageV2?.message ?? m;
+  if (inner !== m) return mediaContentOf(inner);
+  type C = proto.Message.IImageMessage & proto.Message.IDocumentMessage & proto.Message.IAudioMessage;
+  if (m.imageMessage) return { kind: 'image', c: m.imageMessage as C };
+  if (m.videoMessage) return { kind: 'video', c: m.videoMessage as C };
+  if (m.audioMessage) return { kind: 'audio', c: m.audioMessage as C };
+  if (m.documentMessage) return { kind: 'document', c: m.documentMessage as C };
+  return undefined;
+}
+
+/** The `mediatype` attribute WhatsApp puts on a media message's `<enc>` (baileys' getMediaType). */
+function encMediaType(m: proto.IMessage): string | undefined {
+  const mc = mediaContentOf(m);
+  if (!mc) return undefined;
+  if (mc.kind === 'audio') return mc.c.ptt ? 'ptt' : 'audio';
+  if (mc.kind === 'video') return m.videoMessage?.gifPlayback ? 'gif' : 'video';
+  return mc.kind;
+}
+
+let mediaCert: Promise<{ key: string; cert: string }> | undefined;
+/**
+ * A self-signed P-256 certificate (2 days) for the media hosts and 127.0.0.1, made once per process with the openssl
+ * command line in a temp dir that is removed right away (nothing is written to the repository).
+ */
+function fakeMediaCert(): Promise<{ key: string; cert: string }> {
+  mediaCert ??= (async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'keel-wa-media-'));
+    try {
+      const san = [...FAKE_WA_MEDIA_HOSTS.map((h) => `DNS:${h}`), 'IP:127.0.0.1'].join(',');
+      const [keyPath, certPath] = [join(dir, 'key.pem'), join(dir, 'cert.pem')];
+      await promisify(execFile)(
+        'openssl',
+        [
+          'req',
+          '-x509',
+          '-newkey',
+          'ec',
+          '-pkeyopt',
+          'ec_paramgen_curve:prime256v1',
+          '-nodes',
+          '-days',
+          '2',
+          '-subj',
+          '/CN=mmg.whatsapp.net',
+          '-addext',
+          `subjectAltName=${san}`,
+          '-keyout',
+          keyPath,
+          '-out',
+          certPath,
+        ],
+        { timeout: 10_000 },
+      );
+      return { key: await readFile(keyPath, 'utf8'), cert: await readFile(certPath, 'utf8') };
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  })();
+  mediaCert.catch(() => {
+    mediaCert = undefined;
+  });
+  return mediaCert;
 }
 
 /** The Noise XX responder state during the handshake (mirrors baileys' lib/Utils/noise-handler.js from the other side). */
@@ -569,6 +773,11 @@ export async function startWhatsAppFake(opts: { port?: number } = {}): Promise<W
   const sendAttempts = new Map<string, number>(); // message id → stanzas received from the device
   const sentKeys = new Set<string>(); // `${to} ${id}` already in sentLog (or being decrypted)
   let lastAccount: string | undefined;
+  // the media server: encrypted uploads by direct-path pathname (with the `oh` signature their URLs carry), auth tokens
+  const blobs = new Map<string, { data: Buffer; oh: string }>();
+  const mediaAuths = new Set<string>();
+  let media: { server: HttpsServer; target: { port: number; ca: string; hosts: string[] } } | undefined;
+  let mediaError = 'not started';
 
   const party = (phoneOrJid: string): Party => {
     if (phoneOrJid.endsWith('@lid')) {
@@ -976,7 +1185,8 @@ export async function startWhatsAppFake(opts: { port?: number } = {}): Promise<W
       await startSession(d.sender, addr, bundle);
       const { type: sigType, body } = await new libsignal.SessionCipher(d.sender.storage, addr).encrypt(Buffer.from(d.plaintext));
       if (sigType !== 3) throw new Error(`expected a pkmsg, got Signal type ${sigType}`);
-      const enc = n('enc', { v: '2', type: 'pkmsg', count: String(count) }, Buffer.from(body as unknown as Uint8Array));
+      const mediatype = children(d.node).find((e) => e.tag === 'enc')?.attrs.mediatype;
+      const enc = n('enc', { v: '2', type: 'pkmsg', count: String(count), mediatype }, Buffer.from(body as unknown as Uint8Array));
       d.node = { ...d.node, content: [enc] };
     } catch (err) {
       debugLog.push(`retry for ${id} failed: ${(err as Error).message}`);
@@ -1136,10 +1346,35 @@ export async function startWhatsAppFake(opts: { port?: number } = {}): Promise<W
       case 'md':
         if (first?.tag === 'remove-companion-device' && dev) dev.removed = true;
         return iqResult(c, iq);
-      default:
-        debugLog.push(`unknown iq xmlns=${xmlns} type=${type} child=${first?.tag}`);
-        return iqResult(c, iq);
+      case 'w:m': {
+        if (first?.tag !== 'media_conn') break;
+        if (!media) {
+          debugLog.push(`media_conn refused: ${mediaError}`);
+          return sendNode(
+            c,
+            n('iq', { id: iq.attrs.id, type: 'error', from: S_WHATSAPP_NET }, [n('error', { code: '503', text: 'service-unavailable' })]),
+          );
+        }
+        // as WhatsApp: an upload auth token with its ttl, and the upload hosts in order of preference
+        const auth = randomBytes(36).toString('base64');
+        mediaAuths.add(auth);
+        return iqResult(c, iq, [
+          n(
+            'media_conn',
+            { auth, ttl: '21600', auth_ttl: '21600', max_buckets: '12' },
+            FAKE_WA_MEDIA_HOSTS.map((hostname, i) =>
+              n('host', {
+                hostname,
+                class: i === FAKE_WA_MEDIA_HOSTS.length - 1 ? 'fallback' : 'pop',
+                maxContentLengthBytes: String(MEDIA_MAX_BYTES),
+              }),
+            ),
+          ),
+        ]);
+      }
     }
+    debugLog.push(`unknown iq xmlns=${xmlns} type=${type} child=${first?.tag}`);
+    return iqResult(c, iq);
   };
 
   const readSkey = (skey: BinaryNode | undefined) => {
@@ -1331,12 +1566,37 @@ export async function startWhatsAppFake(opts: { port?: number } = {}): Promise<W
     if (ctx?.stanzaId) rec.quotedId = ctx.stanzaId;
     if (ctx?.mentionedJid?.length) rec.mentions = ctx.mentionedJid;
     if (m.reactionMessage) rec.reaction = { key: m.reactionMessage.key ?? {}, text: m.reactionMessage.text ?? '' };
+    const media = sentMedia(m, base.id);
+    if (media) rec.media = media;
     const pm = m.protocolMessage ?? m.editedMessage?.message?.protocolMessage;
     if (pm?.type === proto.Message.ProtocolMessage.Type.MESSAGE_EDIT) {
       const editText = textOf(pm.editedMessage);
       rec.edit = { id: pm.key?.id ?? '', ...(editText !== undefined ? { text: editText } : {}) };
     }
     return rec;
+  };
+
+  /** {@link FakeSent.media}: the upload the message points at, decrypted (or why not). */
+  const sentMedia = (m: proto.IMessage, id: string): FakeSentMedia | undefined => {
+    const mc = mediaContentOf(m);
+    if (!mc) return undefined;
+    const { kind, c } = mc;
+    const out: FakeSentMedia = { kind, mimetype: c.mimetype ?? '', data: EMPTY };
+    if (c.fileName) out.fileName = c.fileName;
+    if (c.caption) out.caption = c.caption;
+    if (kind === 'audio') out.ptt = !!c.ptt;
+    try {
+      const where = c.directPath ?? c.url;
+      if (!where) throw new Error('message has neither directPath nor url');
+      const path = new URL(where, 'https://mmg.whatsapp.net').pathname;
+      const blob = blobs.get(path);
+      if (!blob) throw new Error(`nothing uploaded at ${path}`);
+      out.data = decryptMedia(blob.data, kind, c);
+    } catch (err) {
+      out.error = (err as Error).message;
+      debugLog.push(`media of message ${id}: ${out.error}`);
+    }
+    return out;
   };
 
   // ---- messages to the device -----------------------------------------------------------------------------------
@@ -1369,13 +1629,7 @@ export async function startWhatsAppFake(opts: { port?: number } = {}): Promise<W
       if (!g) groups.set(group, { subject: 'Group', participants: [acct.phone, sender.phone], creation: now() });
       else if (!g.participants.includes(sender.phone)) g.participants.push(sender.phone);
     }
-    const type =
-      opts.stanzaType ??
-      (message.reactionMessage
-        ? 'reaction'
-        : message.imageMessage || message.documentMessage || message.videoMessage || message.audioMessage
-          ? 'media'
-          : 'text');
+    const type = opts.stanzaType ?? (message.reactionMessage ? 'reaction' : mediaContentOf(message) ? 'media' : 'text');
     const lid = opts.addressing === 'lid';
     const attrs: Record<string, string | undefined> = group
       ? {
@@ -1396,7 +1650,7 @@ export async function startWhatsAppFake(opts: { port?: number } = {}): Promise<W
           type,
           notify: opts.pushName,
         };
-    await fanOut(acct, sender, message, attrs);
+    await fanOut(acct, sender, message, attrs, { mediatype: encMediaType(message) });
     return id;
   };
 
@@ -1404,7 +1658,13 @@ export async function startWhatsAppFake(opts: { port?: number } = {}): Promise<W
    * Encrypts `message` from `sender` (a contact's phone, or the account's own phone) to every linked device of `acct`
    * (one Signal session per device: pkmsg on a new one, msg afterwards) and delivers — or queues — one stanza per device.
    */
-  const fanOut = async (acct: Account, sender: Party, message: proto.IMessage, attrs: Record<string, string | undefined>) => {
+  const fanOut = async (
+    acct: Account,
+    sender: Party,
+    message: proto.IMessage,
+    attrs: Record<string, string | undefined>,
+    encAttrs: Record<string, string | undefined> = {},
+  ) => {
     const plaintext = writeRandomPadMax16(proto.Message.encode(message).finish());
     const targets = [...devices.values()].filter((d) => d.account === acct && !d.removed);
     if (!targets.length) throw new Error(`account ${acct.phone} has no linked device`);
@@ -1412,7 +1672,7 @@ export async function startWhatsAppFake(opts: { port?: number } = {}): Promise<W
       const addr = deviceAddr(dev);
       if (!sender.hasSession(addr)) await startSession(sender, addr, deviceBundle(dev));
       const { type: sigType, body } = await new libsignal.SessionCipher(sender.storage, addr).encrypt(plaintext);
-      const enc = n('enc', { v: '2', type: sigType === 3 ? 'pkmsg' : 'msg' }, Buffer.from(body as unknown as Uint8Array));
+      const enc = n('enc', { v: '2', type: sigType === 3 ? 'pkmsg' : 'msg', ...encAttrs }, Buffer.from(body as unknown as Uint8Array));
       const d: Delivery = {
         id: attrs.id ?? '',
         device: dev,
@@ -1460,25 +1720,73 @@ export async function startWhatsAppFake(opts: { port?: number } = {}): Promise<W
     return id;
   };
 
-  const sendText: WhatsAppFake['sendText'] = (from, text, opts = {}) => {
-    const needsContext = opts.quoted || opts.mentions?.length;
-    const message: proto.IMessage = needsContext
+  /** contextInfo for a quote / mentions in `opts`, if any. */
+  const contextInfoFor = (opts: FakeSendOptions): proto.IContextInfo | undefined =>
+    opts.quoted || opts.mentions?.length
       ? {
-          extendedTextMessage: {
-            text,
-            contextInfo: {
-              ...(opts.quoted
-                ? {
-                    stanzaId: opts.quoted.id,
-                    participant: opts.quoted.participant,
-                    quotedMessage: { conversation: opts.quoted.text ?? '' },
-                  }
-                : {}),
-              ...(opts.mentions?.length ? { mentionedJid: opts.mentions } : {}),
-            },
-          },
+          ...(opts.quoted
+            ? {
+                stanzaId: opts.quoted.id,
+                participant: opts.quoted.participant,
+                quotedMessage: { conversation: opts.quoted.text ?? '' },
+              }
+            : {}),
+          ...(opts.mentions?.length ? { mentionedJid: opts.mentions } : {}),
         }
-      : { conversation: text };
+      : undefined;
+
+  const sendText: WhatsAppFake['sendText'] = (from, text, opts = {}) => {
+    const contextInfo = contextInfoFor(opts);
+    const message: proto.IMessage = contextInfo ? { extendedTextMessage: { text, contextInfo } } : { conversation: text };
+    return sendMessage(from, message, opts);
+  };
+
+  /** Stores an encrypted upload; returns the JSON WhatsApp's upload endpoint answers (url on mmg.whatsapp.net, direct_path). */
+  const storeBlob = (mmsType: string, data: Buffer) => {
+    const pathname = `/v/t62.${DIRECT_PATH_KIND[mmsType] ?? '7118-24'}/${randomInt(1e8, 1e9)}_${randomInt(1e14, 2 ** 47)}_${randomInt(1e14, 2 ** 47)}_n.enc`;
+    const oh = `01_${randomBytes(30).toString('base64url')}`;
+    const oe = (now() + 30 * 86400).toString(16).toUpperCase();
+    const directPath = `${pathname}?ccb=11-4&oh=${oh}&oe=${oe}&_nc_sid=5e03e0`;
+    blobs.set(pathname, { data, oh });
+    return { url: `https://mmg.whatsapp.net${directPath}&mms3=true`, direct_path: directPath, handle: null, object_id: randomUUID() };
+  };
+
+  const sendMedia: WhatsAppFake['sendMedia'] = async (from, file, opts = {}) => {
+    if (!media) throw new Error(`the fake's media server is not running: ${mediaError}`);
+    const enc = encryptMedia(file.data, file.kind);
+    const { url, direct_path: directPath } = storeBlob(file.kind, enc.blob);
+    const contextInfo = contextInfoFor(opts);
+    const common = {
+      url,
+      directPath,
+      mediaKey: enc.mediaKey,
+      fileEncSha256: enc.fileEncSha256,
+      fileSha256: enc.fileSha256,
+      fileLength: enc.fileLength,
+      mimetype: file.mimetype,
+      mediaKeyTimestamp: now(),
+      ...(contextInfo ? { contextInfo } : {}),
+    };
+    const caption = file.caption !== undefined ? { caption: file.caption } : {};
+    const seconds = file.seconds !== undefined ? { seconds: file.seconds } : {};
+    let message: proto.IMessage;
+    switch (file.kind) {
+      case 'image':
+        message = { imageMessage: { ...common, ...caption } };
+        break;
+      case 'video':
+        message = { videoMessage: { ...common, ...caption, ...seconds } };
+        break;
+      case 'audio':
+        message = { audioMessage: { ...common, ...seconds, ptt: !!file.ptt } };
+        break;
+      case 'document': {
+        const fileName = file.fileName ?? 'file';
+        const documentMessage: proto.Message.IDocumentMessage = { ...common, fileName, title: fileName, ...caption };
+        message = file.caption !== undefined ? { documentWithCaptionMessage: { message: { documentMessage } } } : { documentMessage };
+        break;
+      }
+    }
     return sendMessage(from, message, opts);
   };
 
@@ -1598,6 +1906,83 @@ export async function startWhatsAppFake(opts: { port?: number } = {}): Promise<W
   await new Promise<void>((resolve) => http.listen(opts.port ?? 0, '127.0.0.1', resolve));
   const port = (http.address() as AddressInfo).port;
 
+  // ---- media server ---------------------------------------------------------------------------------------------
+
+  /**
+   * WhatsApp's media servers: `POST /mms/<type>/<fileEncSha256, base64url>?auth=<media_conn auth>&token=<same hash>`
+   * with the encrypted file (checked: auth, token, hash, size) → `{ url, direct_path, handle, object_id }`;
+   * `GET <direct path>` → the stored bytes (`oh` signature checked; `Range` honoured, as baileys asks for byte ranges
+   * when a caller passes startByte / endByte).
+   */
+  const onMediaRequest = (req: IncomingMessage, res: ServerResponse) => {
+    const u = new URL(req.url ?? '/', 'https://mmg.whatsapp.net');
+    const json = (status: number, body: unknown) => {
+      res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+    };
+    const upload = /^\/mms\/([a-z0-9-]+)\/([A-Za-z0-9_-]+)$/.exec(u.pathname);
+    if (req.method === 'POST' && upload) {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      req.on('data', (chunk: Buffer) => {
+        size += chunk.length;
+        if (size <= MEDIA_MAX_BYTES) chunks.push(chunk);
+      });
+      req.on('end', () => {
+        const [, mmsType = '', token = ''] = upload;
+        const auth = u.searchParams.get('auth') ?? '';
+        if (!mediaAuths.has(auth)) return json(401, { error: 'bad or missing auth' });
+        if (u.searchParams.get('token') !== token) return json(400, { error: 'token does not match the path' });
+        if (size > MEDIA_MAX_BYTES) return json(413, { error: 'too large' });
+        const data = Buffer.concat(chunks);
+        if (sha256Of(data).toString('base64url') !== token) return json(400, { error: 'hash mismatch' });
+        const result = storeBlob(mmsType, data);
+        debugLog.push(`media upload ${mmsType} ${data.length} bytes → ${result.direct_path.split('?')[0]}`);
+        json(200, result);
+      });
+      return;
+    }
+    const blob = blobs.get(u.pathname);
+    if (req.method !== 'GET' && req.method !== 'HEAD') return json(405, { error: 'method not allowed' });
+    if (!blob) return json(404, { error: 'not found' });
+    if (u.searchParams.get('oh') !== blob.oh) return json(403, { error: 'URL signature mismatch' });
+    const total = blob.data.length;
+    const range = /^bytes=(\d*)-(\d*)$/.exec(req.headers.range ?? '');
+    if (req.headers.range && range) {
+      let start = range[1] ? Number(range[1]) : undefined;
+      let end = range[2] ? Number(range[2]) : total - 1;
+      if (start === undefined) [start, end] = [Math.max(0, total - end), total - 1]; // suffix range: the last N bytes
+      end = Math.min(end, total - 1);
+      if (start > end || start >= total) {
+        res.writeHead(416, { 'content-range': `bytes */${total}` }).end();
+        return;
+      }
+      res.writeHead(206, {
+        'content-type': 'application/octet-stream',
+        'content-length': String(end - start + 1),
+        'content-range': `bytes ${start}-${end}/${total}`,
+        'accept-ranges': 'bytes',
+      });
+      res.end(req.method === 'HEAD' ? undefined : blob.data.subarray(start, end + 1));
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': String(total), 'accept-ranges': 'bytes' });
+    res.end(req.method === 'HEAD' ? undefined : blob.data);
+  };
+  try {
+    const { key, cert } = await fakeMediaCert();
+    const server = createHttpsServer({ key, cert }, onMediaRequest);
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(0, '127.0.0.1', resolve);
+    });
+    const mediaPort = (server.address() as AddressInfo).port;
+    media = { server, target: { port: mediaPort, ca: cert, hosts: [...FAKE_WA_MEDIA_HOSTS] } };
+    (globalThis as { __keelWaMedia?: unknown }).__keelWaMedia = media.target;
+  } catch (err) {
+    mediaError = (err as Error).message;
+    debugLog.push(`media server not started: ${mediaError}`);
+  }
+
   const flushOwed = () => {
     for (const c of conns) {
       if (!c.device || !c.isOpen) continue;
@@ -1613,6 +1998,11 @@ export async function startWhatsAppFake(opts: { port?: number } = {}): Promise<W
     sendEdit,
     sendReaction,
     sendMessage,
+    sendMedia,
+    mediaEnv: () => {
+      if (!media) throw new Error(`the fake's media server is not running: ${mediaError}`);
+      return { KEEL_WA_FAKE_MEDIA: JSON.stringify(media.target) };
+    },
     sendFromPhone,
     lidOf: (phone) => party(phone).lid,
     setGroup: (jid, o) => {
@@ -1681,6 +2071,17 @@ export async function startWhatsAppFake(opts: { port?: number } = {}): Promise<W
       for (const c of conns) c.ws.terminate();
       await new Promise<void>((resolve) => wss.close(() => resolve()));
       await new Promise<void>((resolve) => http.close(() => resolve()));
+      if (media) {
+        const g = globalThis as { __keelWaMedia?: unknown };
+        if (g.__keelWaMedia === media.target) delete g.__keelWaMedia;
+        const server = media.server;
+        media = undefined;
+        mediaError = 'closed';
+        await new Promise<void>((resolve) => {
+          server.close(() => resolve());
+          server.closeAllConnections();
+        });
+      }
     },
   };
 }

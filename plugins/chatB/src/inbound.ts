@@ -5,6 +5,7 @@
 import type { proto, WAMessage } from '@whiskeysockets/baileys';
 import { getContentType, isJidGroup, isLidUser, jidDecode, jidNormalizedUser, normalizeMessageContent } from '@whiskeysockets/baileys';
 import type { InboundMessage } from '../../../sdk/index.js';
+import { mediaOf, type WaMedia } from './media.js';
 
 /** One recorded WhatsApp message (or edit, or deletion), JSON. */
 export interface WaIn {
@@ -31,6 +32,8 @@ export interface WaIn {
   edit?: { of: string };
   /** A REVOKE ("delete for everyone"): `of` the deleted message's id. */
   revoke?: { of: string };
+  /** The file it carries (fetched when the message is handled). */
+  media?: WaMedia;
 }
 
 /** The account this device is linked to: its phone-number JID and LID, without device parts. */
@@ -125,8 +128,10 @@ export function toWaIn(msg: WAMessage, me: Me, o: { statusReplies: boolean }): W
   const ctxInfo = contextOf(content);
   const mentions = (ctxInfo?.mentionedJid ?? []).filter((j): j is string => typeof j === 'string');
   const quotedText = ctxInfo?.quotedMessage ? textOf(ctxInfo.quotedMessage) : '';
+  const media = mediaOf(content);
   return {
     ...base,
+    ...(media ? { media } : {}),
     text: status ? `[status update] ${text}` : text,
     mentions,
     ...(ctxInfo?.stanzaId

@@ -30,6 +30,7 @@ import {
 } from '../../../sdk/channel-kit/index.js';
 import type manifest from '../manifest.js';
 import { AckGate } from './ack-gate.js';
+import { saveMedia } from './media.js';
 import { addressed, type Me, showJid, toInbound, toWaIn, type WaIn } from './inbound.js';
 import { quietSignal } from './quiet-signal.js';
 import { registerSkills } from './skills.js';
@@ -111,7 +112,7 @@ export async function startChatB(ctx: PluginContext<typeof manifest>) {
     classify: classifyWhatsApp,
     sendChunk: (c, _i, to) =>
       sendChunk(sock, to, c).then((id) => {
-        recentlySent.set(id, c.text);
+        if (c.kind === 'text') recentlySent.set(id, c.text);
         return id;
       }),
     badAddress: (to) =>
@@ -119,16 +120,16 @@ export async function startChatB(ctx: PluginContext<typeof manifest>) {
     chunks: (m, options, key) => {
       const quote = quoteFor(options.replyToMessageId);
       const texts = renderChunks(m.text ?? '', options.format === 'plain' ? 'plain' : 'whatsapp', { limit: LIMIT });
-      if (m.files?.length)
-        throw new Error(
-          "chatB cannot send files yet (uploading to WhatsApp's media servers is not built); nothing was sent. Send the text alone, or the file on another channel.",
-        );
-      return texts.map((text, i) => ({
-        kind: 'text' as const,
-        text,
-        id: chunkMessageId(key, i),
-        ...(i === 0 && quote ? { quote } : {}),
-      }));
+      const parts: Array<Omit<WaChunk, 'id' | 'quote'>> = [
+        ...texts.map((text) => ({ kind: 'text' as const, text })),
+        ...(m.files ?? []).map((f) => ({
+          kind: 'file' as const,
+          path: f.path,
+          ...(f.caption ? { caption: f.caption } : {}),
+          ...(f.kind ? { as: f.kind } : {}),
+        })),
+      ];
+      return parts.map((p, i) => ({ ...p, id: chunkMessageId(key, i), ...(i === 0 && quote ? { quote } : {}) }) as WaChunk);
     },
     target: replyTarget,
     // WhatsApp shows "typing…" for about 25 s after each update.
@@ -205,6 +206,12 @@ export async function startChatB(ctx: PluginContext<typeof manifest>) {
       }
       const isAddressed = addressed(m, linked, { trusted, autoReply });
       const inbound = toInbound(m, isAddressed, { autoReply });
+      // A file is fetched only for a message that will be handled (not for chatter the gating ignores).
+      if (m.media && (isAddressed || (autoReply && !m.group))) {
+        const saved = await saveMedia(m.media, { home: ctx.home, prefix: `${m.chat}_${m.id}`, log: ctx.log });
+        if (saved.attachment) inbound.attachments = [saved.attachment];
+        if (saved.note) inbound.text = `${inbound.text}\n${saved.note}`;
+      }
       // A group message that does not address the account is never a task, auto-reply or not.
       if (m.group && !isAddressed && !inbound.command) {
         reportIgnored(ctx, inbound, 'auto-reply-off');

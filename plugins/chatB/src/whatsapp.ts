@@ -7,9 +7,16 @@
 import { createHash } from 'node:crypto';
 import type { WASocket } from '@whiskeysockets/baileys';
 import type { SendErrorDecision } from '../../../sdk/channel-kit/index.js';
+import type { OutboundFile } from '../../../sdk/index.js';
+import { fileContent } from './media.js';
 
 /** One ledger entry of an outbound WhatsApp message (JSON: the id survives a crash with it). */
-export type WaChunk = { kind: 'text'; text: string; id: string; quote?: { id: string; participant?: string; text: string } };
+export type WaChunk =
+  | { kind: 'text'; text: string; id: string; quote?: WaQuote }
+  | { kind: 'file'; path: string; caption?: string; as?: NonNullable<OutboundFile['kind']>; id: string; quote?: WaQuote };
+
+/** The message a reply quotes: its id, its author in a group, the start of its text. */
+export type WaQuote = { id: string; participant?: string; text: string };
 
 /** A contact (`<number>@s.whatsapp.net`, the older `@c.us`, a LID) or a group (`<id>@g.us`, `<id>-<t>@g.us`). */
 export const CHAT_JID = /^(?:\d{5,20}(?::\d+)?@(?:s\.whatsapp\.net|c\.us|lid)|\d{5,20}(?:-\d{5,20})?@g\.us)$/;
@@ -39,7 +46,11 @@ export async function sendChunk(sock: WASocket | undefined, to: string, c: WaChu
         message: { conversation: c.quote.text },
       }
     : undefined;
-  const sent = await sock.sendMessage(jid, { text: c.text }, { messageId: c.id, ...(quoted ? { quoted } : {}) });
+  const content =
+    c.kind === 'file'
+      ? fileContent({ path: c.path, ...(c.caption ? { caption: c.caption } : {}), ...(c.as ? { kind: c.as } : {}) })
+      : { text: c.text };
+  const sent = await sock.sendMessage(jid, content, { messageId: c.id, ...(quoted ? { quoted } : {}) });
   return sent?.key.id ?? c.id;
 }
 
