@@ -6,7 +6,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { waitFor } from '../../helpers.js';
-import { ADMIN, ADMIN_JID, BOT, bootChatB, type ChatBHarness, OWNER, OWNER_JID, USER, USER_JID } from './harness.js';
+import { ADMIN, ADMIN_JID, BOT, bootChatB, type ChatBHarness, OWNER, OWNER_JID, USER, USER_JID, whenConnected } from './harness.js';
 
 let h: ChatBHarness | undefined;
 afterEach(async () => {
@@ -14,7 +14,7 @@ afterEach(async () => {
   h = undefined;
 });
 
-const connected = () => waitFor(() => h!.channel().status().connected, 'connected', 10_000);
+const connected = () => whenConnected(h!);
 
 describe('chatB inbound → action → reply', () => {
   it("answers the owner's direct message in the same chat, quoting it, as WhatsApp formatting; status says as whom", async () => {

@@ -4,7 +4,8 @@
  */
 import '../../fakes/whatsapp-trust.js';
 import { startWhatsAppFake, type WhatsAppFake } from '../../fakes/whatsapp-server.js';
-import { rm, tmp } from '../../helpers.js';
+import type { Actor } from '../../../sdk/index.js';
+import { rm, tmp, waitFor } from '../../helpers.js';
 import { bootChannelKernel, type ChannelKernel } from '../channel-harness.js';
 
 /** The account Keel is linked to. */
@@ -52,3 +53,11 @@ export async function bootChatB(
   });
   return Object.assign(h, { wa, session });
 }
+
+const OPERATOR: Actor = { kind: 'operator', channel: 'cli' };
+
+/** Runs a skill as the operator (outside any action). */
+export const runSkill = (h: ChatBHarness, name: string, args: unknown) => h.kernel.execute(name, args, OPERATOR, {});
+
+/** Resolves once chatB is connected. */
+export const whenConnected = (h: ChatBHarness) => waitFor(() => h.channel().status().connected, 'connected', 10_000);

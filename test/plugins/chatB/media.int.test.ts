@@ -6,9 +6,8 @@
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Actor } from '../../../sdk/index.js';
 import { tmp, waitFor } from '../../helpers.js';
-import { ADMIN, ADMIN_JID, bootChatB, type ChatBHarness, USER } from './harness.js';
+import { ADMIN, ADMIN_JID, bootChatB, type ChatBHarness, runSkill, USER, whenConnected } from './harness.js';
 
 let h: ChatBHarness | undefined;
 afterEach(async () => {
@@ -16,9 +15,8 @@ afterEach(async () => {
   h = undefined;
 });
 
-const OPERATOR: Actor = { kind: 'operator', channel: 'cli' };
-const run = (name: string, args: unknown) => h!.kernel.execute(name, args, OPERATOR, {});
-const connected = () => waitFor(() => h!.channel().status().connected, 'connected', 10_000);
+const run = (name: string, args: unknown) => runSkill(h!, name, args);
+const connected = () => whenConnected(h!);
 // A tiny PNG (1x1, red) and a small PDF-like document.
 const PNG = Buffer.from(
   '89504e470d0a1a0a0000000d4948445200000001000000010802000000907753de0000000c4944415408d763f8cfc0000003010100c9fe92ef0000000049454e44ae426082',

@@ -5,9 +5,20 @@
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Actor } from '../../../sdk/index.js';
 import { waitFor } from '../../helpers.js';
-import { ADMIN, ADMIN_JID, BOT, BOT_JID, bootChatB, type ChatBHarness, OWNER, OWNER_JID, USER } from './harness.js';
+import {
+  ADMIN,
+  ADMIN_JID,
+  BOT,
+  BOT_JID,
+  bootChatB,
+  type ChatBHarness,
+  OWNER,
+  OWNER_JID,
+  runSkill,
+  USER,
+  whenConnected,
+} from './harness.js';
 
 let h: ChatBHarness | undefined;
 afterEach(async () => {
@@ -15,9 +26,8 @@ afterEach(async () => {
   h = undefined;
 });
 
-const OPERATOR: Actor = { kind: 'operator', channel: 'cli' };
-const run = (name: string, args: unknown) => h!.kernel.execute(name, args, OPERATOR, {});
-const connected = () => waitFor(() => h!.channel().status().connected, 'connected', 10_000);
+const run = (name: string, args: unknown) => runSkill(h!, name, args);
+const connected = () => whenConnected(h!);
 
 describe('chatB messages', () => {
   it('a message whose delivery was cut is delivered again and becomes one action', async () => {
