@@ -195,3 +195,26 @@ describe('chatB records before WhatsApp hears "delivered"', () => {
     ).toBe(true);
   }, 60_000);
 });
+
+describe('chatB status updates', () => {
+  it('ignored by default; with chatBStatusReplyEnabled, one from someone Keel answers becomes a task answered in the direct chat', async () => {
+    h = await bootChatB({ config: { chatBStatusReplyEnabled: false } });
+    await connected();
+    const off = await h.wa.sendText(ADMIN, 'sunset at the beach', { group: 'status@broadcast' });
+    await waitFor(() => h!.wa.acked(off), 'acked');
+    expect(h.recorded()).not.toContain(off);
+    await h.close();
+    h = await bootChatB({ config: { chatBStatusReplyEnabled: true } });
+    await connected();
+    h.model.replies.push({ text: 'lovely!' });
+    const on = await h.wa.sendText(ADMIN, 'new job starts monday', { group: 'status@broadcast' });
+    const reply = await h.wa.waitFor((m) => m.text === 'lovely!', 10_000);
+    expect(reply.to).toBe(ADMIN_JID);
+    const action = await waitFor(() => h!.actions().find((a) => a.metadata.replyTo?.messageId === on), 'the action');
+    expect(action.task).toBe('[status update] new job starts monday');
+    // A stranger's status update is not answered (auto-reply off).
+    const stranger = await h.wa.sendText(USER, 'gym time', { group: 'status@broadcast' });
+    await waitFor(() => h!.outcome(stranger), 'handled');
+    expect(h.outcome(stranger)).toBe('ignored:auto-reply-off');
+  });
+});
