@@ -14,7 +14,7 @@ afterEach(async () => {
 
 describe('unconfigured chat channels', () => {
   it('offer a stopped channel and skills that say which key to set', async () => {
-    t = await bootKernel({ builtins: ['chatA', 'chatC', 'chatD'] });
+    t = await bootKernel({ builtins: ['chatA', 'chatB', 'chatC', 'chatD'] });
     const k = t.kernel;
     const cases = [
       {
@@ -26,9 +26,15 @@ describe('unconfigured chat channels', () => {
           chatA_pin_message: { chatId: '5', messageId: 1 },
         },
       },
+      {
+        name: 'chatB',
+        key: 'chatBEnabled',
+        skills: { send_chatB: { jid: '4915123456789@s.whatsapp.net', message: 'hi' } },
+        says: 'chatB is not enabled: set chatBEnabled to true',
+      },
       { name: 'chatC', key: 'chatCToken', skills: { send_chatC: { channel_id: '123456789012345678', message: 'hi' } } },
       { name: 'chatD', key: 'chatDBotToken', skills: { send_chatD: { channel_id: 'C0123ABC', message: 'hi' } } },
-    ];
+    ] as Array<{ name: string; key: string; skills: Record<string, unknown>; says?: string }>;
     for (const c of cases) {
       const ch = k.registry.use<ChannelCapability>(`channel:${c.name}`)!;
       expect(ch.status()).toMatchObject({ enabled: false, connected: false, state: 'stopped' });
@@ -36,7 +42,7 @@ describe('unconfigured chat channels', () => {
       for (const [s, args] of Object.entries(c.skills)) {
         const r = await k.execute(s, args, k.operator);
         expect(r.success).toBe(false);
-        expect(r.result).toContain(`${c.name} is not configured: set ${c.key}`);
+        expect(r.result).toContain(c.says ?? `${c.name} is not configured: set ${c.key}`);
       }
     }
   });

@@ -238,7 +238,7 @@ describe('gateway REST', () => {
     // The built-in gateway chat is a running channel too, and the built-in email channel runs unconfigured
     // (receiving off) and lists itself as such.
     expect(conns.email).toEqual({ enabled: false, connected: false, state: 'stopped' });
-    expect(Object.keys(conns).sort()).toEqual(['chatA', 'chatC', 'chatD', 'email', 'gateway-chat']);
+    expect(Object.keys(conns).sort()).toEqual(['chatA', 'chatB', 'chatC', 'chatD', 'email', 'gateway-chat']);
   });
 
   it('GET /api/logs returns log entries, filtered by level and limited', async () => {
