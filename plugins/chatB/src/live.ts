@@ -304,10 +304,21 @@ export async function startChatB(ctx: PluginContext<typeof manifest>) {
       }),
   });
 
+  /**
+   * The QR code goes to the process's stderr (the terminal, or daemon.log with --daemon), never into the log: the log
+   * is served by the gateway (`GET /api/logs`, the dashboard), and whoever scans the code attaches their account to
+   * this Keel. The log says once where to look.
+   */
+  let toldWhereQrIs = false;
   const showQr = async (qr: string) => {
     const art = await QRCode.toString(qr, { type: 'terminal', small: true }).catch(() => '');
+    process.stderr.write(
+      `\nchatB: link Keel to WhatsApp: on your phone open WhatsApp → Settings → Linked devices → Link a device, and scan this code (a new one comes every 20 s):\n${art}\n`,
+    );
+    if (toldWhereQrIs) return;
+    toldWhereQrIs = true;
     ctx.log.info(
-      `chatB: link Keel to WhatsApp: on your phone open WhatsApp → Settings → Linked devices → Link a device, and scan this code (a new one comes every 20 s):\n${art}`,
+      'chatB: not linked yet: scan the QR code printed on the terminal Keel runs in (with --daemon: in daemon.log) with WhatsApp → Settings → Linked devices → Link a device.',
     );
   };
 

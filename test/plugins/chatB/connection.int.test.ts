@@ -4,7 +4,7 @@
  */
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { waitFor } from '../../helpers.js';
 import { BOT, bootChatB, type ChatBHarness, OWNER } from './harness.js';
 import { readTerminalQr } from './qr.js';
@@ -19,17 +19,26 @@ const state = () => h!.channel().status().state;
 
 describe('chatB connection', () => {
   it('an empty session shows a QR code; scanning it links the device, which reconnects as WhatsApp asks and answers', async () => {
+    // The code is written to the terminal (stderr), never into the log the gateway serves.
+    let terminal = '';
+    const write = process.stderr.write.bind(process.stderr);
+    const spy = vi.spyOn(process.stderr, 'write').mockImplementation(((chunk: string | Uint8Array, ...rest: never[]) => {
+      terminal += String(chunk);
+      return String(chunk).includes('chatB: link Keel') ? true : write(chunk, ...rest);
+    }) as typeof process.stderr.write);
     h = await bootChatB({ link: false });
-    const qrLine = await waitFor(
-      () => h!.logs.recent({ level: 'info' }).find((e) => e.message.startsWith('chatB: link Keel to WhatsApp')),
-      'the QR code in the log',
+    const shown = await waitFor(
+      () => (terminal.includes('Linked devices → Link a device') && /[▀▄█]/.test(terminal) ? terminal : undefined),
+      'the QR code on the terminal',
       10_000,
     );
-    expect(qrLine.message).toMatch(/Linked devices → Link a device/);
-    expect(qrLine.message).toMatch(/[▀▄█]/); // the code itself, drawn for a terminal
+    spy.mockRestore();
+    const told = h.logs.recent({ level: 'info' }).filter((e) => e.message.startsWith('chatB: not linked yet'));
+    expect(told).toHaveLength(1);
+    expect(h.logs.recent({}).some((e) => /[▀▄█]/.test(e.message))).toBe(false);
     expect(h.channel().status()).toMatchObject({ connected: false, linked: false, waitingForScan: true });
     // The phone scans what the terminal shows.
-    const qr = readTerminalQr(qrLine.message);
+    const qr = readTerminalQr(shown.slice(shown.lastIndexOf('chatB: link Keel')));
     // WhatsApp's form: a link to the Linked devices screen, with the ref and the device's public keys after '#'.
     expect(qr).toMatch(/^https:\/\/wa\.me\/settings\/linked_devices#2@/);
     await h.wa.scanQr(qr!, BOT);
