@@ -77,6 +77,11 @@ export interface SpeechRequest {
   text: string;
   voice?: string;
   model?: string;
+  /**
+   * `opus`: Ogg Opus, what WhatsApp and Telegram play as a voice note (asked for by `send_voice_note` on those
+   * channels). A provider that cannot make it answers in its own format (the `mimeType` it returns says which).
+   */
+  format?: 'mp3' | 'opus';
   signal?: AbortSignal;
 }
 

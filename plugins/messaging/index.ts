@@ -120,9 +120,15 @@ export default definePlugin({
       const p = provider(ctx, 'speak');
       if (args.voice && p.voices?.length && !p.voices.includes(args.voice))
         throw new Error(`Voice "${args.voice}" is not one of ${p.id}'s: ${p.voices.join(', ')}.`);
-      const audio = await p.speak!({ text: args.text, ...(args.voice ? { voice: args.voice } : {}), signal: call.signal });
-      const path = saveMedia(ctx, 'voice', audio.mimeType, audio.base64);
       const kind = VOICE_NOTE_CHANNELS.has(name) ? 'voice' : 'audio';
+      // A voice note wants Ogg Opus (WhatsApp plays nothing else as one); elsewhere MP3 plays everywhere.
+      const audio = await p.speak!({
+        text: args.text,
+        ...(args.voice ? { voice: args.voice } : {}),
+        ...(kind === 'voice' ? { format: 'opus' as const } : {}),
+        signal: call.signal,
+      });
+      const path = saveMedia(ctx, 'voice', audio.mimeType, audio.base64);
       const sent = delivered(
         ctx,
         call,

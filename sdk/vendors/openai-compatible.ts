@@ -231,12 +231,14 @@ export function createOpenAICompatibleProvider(o: OpenAICompatibleOptions): Prov
         throw badRequest(id, `unknown voice "${req.voice}"; choose one of: ${voices.join(', ')}.`);
       }
       if (!req.text.trim()) throw badRequest(id, 'speak needs non-empty text.');
-      const body = { model: req.model ?? defaultModel, voice, input: req.text, response_format: 'mp3' as const };
+      const format = req.format === 'opus' ? ('opus' as const) : ('mp3' as const);
+      const body = { model: req.model ?? defaultModel, voice, input: req.text, response_format: format };
       const buf = await call(async (c, signal) => {
         const res = await c.audio.speech.create(body, { signal });
         return Buffer.from(await res.arrayBuffer());
       }, req);
-      return { mimeType: 'audio/mpeg', base64: buf.toString('base64') };
+      // `opus` comes in an Ogg container.
+      return { mimeType: format === 'opus' ? 'audio/ogg' : 'audio/mpeg', base64: buf.toString('base64') };
     };
   }
 

@@ -179,6 +179,8 @@ export const PNG_1x1 = Buffer.from(
 export const FAKE_TRANSCRIPT = 'please book the meeting room for Friday';
 /** Bytes standing for an MP3. */
 export const FAKE_MP3 = Buffer.from('ID3\u0004\u0000fake-mp3-bytes', 'latin1');
+/** What the fake answers `response_format: 'opus'` with: an Ogg page header, then filler. */
+export const FAKE_OGG_OPUS = Buffer.from('OggS\u0000\u0002fake-opus-bytes', 'latin1');
 
 function openaiDefaults(req: RecordedRequest): FakeReply {
   const path = req.url.split('?')[0]!;
@@ -197,7 +199,10 @@ function openaiDefaults(req: RecordedRequest): FakeReply {
   if (path.endsWith('/images/generations')) {
     return { json: { created: 1_700_000_000, data: [{ b64_json: PNG_1x1.toString('base64') }] } };
   }
-  if (path.endsWith('/audio/speech')) return { headers: { 'content-type': 'audio/mpeg' }, body: FAKE_MP3 };
+  if (path.endsWith('/audio/speech'))
+    return req.body?.response_format === 'opus'
+      ? { headers: { 'content-type': 'audio/ogg' }, body: FAKE_OGG_OPUS }
+      : { headers: { 'content-type': 'audio/mpeg' }, body: FAKE_MP3 };
   if (path.endsWith('/audio/transcriptions')) {
     const file = req.body?.files?.file as UploadedFile | undefined;
     if (!file?.data.length) return errorReply(400, 'file is required');

@@ -6,13 +6,17 @@
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { FAKE_OGG_OPUS, type ScriptedServer, startOpenAIFake } from '../../fakes/openai-server.js';
 import { tmp, waitFor } from '../../helpers.js';
 import { ADMIN, ADMIN_JID, bootChatB, type ChatBHarness, runSkill, USER, whenConnected } from './harness.js';
 
 let h: ChatBHarness | undefined;
+let openai: ScriptedServer | undefined;
 afterEach(async () => {
   await h?.close();
+  await openai?.close();
   h = undefined;
+  openai = undefined;
 });
 
 const run = (name: string, args: unknown) => runSkill(h!, name, args);
@@ -76,5 +80,23 @@ describe('chatB media', () => {
     expect(voice.media).toMatchObject({ ptt: true });
     expect(voice.media!.data.toString()).toBe('OggS fake opus');
     expect(h.wa.sent().every((m) => m.to === ADMIN_JID)).toBe(true);
+  });
+
+  it('send_voice_note asks providerA for Ogg Opus and sends a WhatsApp voice note', async () => {
+    openai = await startOpenAIFake();
+    h = await bootChatB({
+      runAgent: false,
+      plugins: ['messaging', 'providerA'],
+      config: { providerAApiKey: 'sk-test-123', providerABaseUrl: openai.url },
+    });
+    await connected();
+    const r = await run('send_voice_note', { jid: ADMIN_JID, text: 'Hello there', voice: 'nova' });
+    expect(r.success, r.result).toBe(true);
+    expect(JSON.parse(r.result)).toMatchObject({ channel: 'chatB', kind: 'voice', provider: 'providerA' });
+    expect(openai.requests.find((q) => q.url.endsWith('/audio/speech'))!.body).toMatchObject({ response_format: 'opus', voice: 'nova' });
+    const note = await h.wa.waitFor((m) => m.media?.kind === 'audio', 10_000);
+    expect(note.media).toMatchObject({ ptt: true });
+    expect(note.media!.mimetype).toMatch(/^audio\/ogg/);
+    expect(note.media!.data.equals(FAKE_OGG_OPUS)).toBe(true);
   });
 });
