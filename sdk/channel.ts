@@ -29,6 +29,8 @@ export interface ChannelStatus extends ConnectionStatus {
   account?: string;
   /** A linked-device channel: a QR code is shown in Keel's terminal and waits to be scanned. */
   waitingForScan?: boolean;
+  /** A linked-device channel linking by phone number: the code to enter on that phone (`ABCD-EFGH`). */
+  pairingCode?: string;
 }
 
 /**

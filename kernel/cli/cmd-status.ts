@@ -21,7 +21,12 @@ export function channelLine(c: ChannelListing): string {
   const who = s.connected && s.botUsername ? ` as ${s.botUsername}` : '';
   const notes: string[] = [];
   if (s.connected && typeof s.guilds === 'number') notes.push(`${s.guilds} server${s.guilds === 1 ? '' : 's'}`);
-  if (s.waitingForScan) notes.push('not linked: scan the QR code in the terminal Keel runs in');
+  if (s.waitingForScan)
+    notes.push(
+      s.pairingCode
+        ? `not linked: enter ${s.pairingCode} on the phone (Link with phone number)`
+        : 'not linked: scan the QR code in the terminal Keel runs in',
+    );
   if (!s.connected && s.enabled && s.lastError) notes.push(`last error: ${s.lastError}`);
   if (s.caughtUp) notes.push(`${s.caughtUp} read from the history`);
   return `${c.name} ${state}${who}${notes.length ? ` (${notes.join('; ')})` : ''}`;

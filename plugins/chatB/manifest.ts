@@ -31,6 +31,13 @@ const manifest = {
       description:
         'Directory of the linked-device session (its keys: keep it private, mode 0700). Persistent; deleting it forces re-linking. APPROVAL: whoever reads it can act as this device.',
     },
+    chatBPairingPhone: {
+      schema: Type.String({ pattern: '^\\+?[0-9][0-9 ]{6,20}$' }),
+      env: ['CHATB_PAIRING_PHONE'],
+      policy: 'APPROVAL',
+      description:
+        "Link by phone number instead of the QR code (for a server without a terminal to scan): the account's number with its country code (e.g. +4915123456789). While not linked, Keel asks WhatsApp for a code and shows it in the log, `keel status` and the dashboard; enter it on that phone under Linked devices → Link with phone number instead.",
+    },
     chatBAutoReplyEnabled: {
       schema: Type.Boolean(),
       default: false,

@@ -32,6 +32,13 @@ describe('keel status channel line', () => {
         status: { enabled: true, connected: false, state: 'connecting', linked: false, waitingForScan: true },
       }),
     ).toBe('chatB connecting (not linked: scan the QR code in the terminal Keel runs in)');
+    expect(
+      channelLine({
+        name: 'chatB',
+        plugin: 'chatB',
+        status: { enabled: true, connected: false, state: 'connecting', linked: false, waitingForScan: true, pairingCode: 'ABCD-EFGH' },
+      }),
+    ).toBe('chatB connecting (not linked: enter ABCD-EFGH on the phone (Link with phone number))');
   });
 
   it('says why a configured channel is not connected, and what its catch-up read', () => {

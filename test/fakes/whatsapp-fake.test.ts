@@ -433,6 +433,51 @@ describe('WhatsApp fake with the real baileys client', () => {
     expect((await fake.waitFor((m) => m.id === out?.key.id)).text).toBe('thanks');
   }, 15_000);
 
+  it('pairing code: requestPairingCode → enterPairingCode on the phone → 515 restart → the saved creds log in', async () => {
+    const dir = await tempDir();
+    const opts = { shouldSyncHistoryMessage: () => false };
+    const c = await connect(dir, opts);
+    // baileys can only send companion_hello on a registering connection: once the first QR is out
+    await c.until((u) => !!u.qr);
+    const code = await c.sock.requestPairingCode('4915123456789');
+    expect(code).toMatch(/^[1-9A-HJ-NP-TV-Z]{8}$/);
+    await fake.enterPairingCode(`${code.slice(0, 4)}-${code.slice(4)}`);
+    const closed = await c.until((u) => u.connection === 'close');
+    expect(statusOf(closed)).toBe(DisconnectReason.restartRequired);
+    expect(c.updates.some((u) => u.isNewLogin)).toBe(true);
+    await new Promise((r) => setTimeout(r, 200)); // saveCreds is async
+    const c2 = await connect(dir, opts);
+    await c2.until((u) => u.connection === 'open');
+    expect(c2.sock.user?.id).toMatch(/^4915123456789:\d+@s\.whatsapp\.net$/);
+    expect(c2.sock.authState.creds.me?.lid).toBe(fake.lidOf('4915123456789').replace('@', ':1@'));
+    const id = await fake.sendText(CONTACT, 'linked by code', { to: '4915123456789' });
+    expect((await c2.message((m) => m.msg.key.id === id)).msg.message?.conversation).toBe('linked by code');
+    const out = await c2.sock.sendMessage(CONTACT_JID, { text: 'hi from the new device' });
+    expect((await fake.waitFor((m) => m.id === out?.key.id)).text).toBe('hi from the new device');
+  }, 15_000);
+
+  it('pairing code: a wrong code is refused and nothing is linked; the right one then links', async () => {
+    const dir = await tempDir();
+    const c = await connect(dir, { shouldSyncHistoryMessage: () => false });
+    await c.until((u) => !!u.qr);
+    const code = await c.sock.requestPairingCode('4915122222222', 'KEELTEST');
+    expect(code).toBe('KEELTEST');
+    // no request for another account's phone
+    await expect(fake.enterPairingCode('KEELTEST', '4915100000000')).rejects.toThrow(/no device is waiting to link to 4915100000000/);
+    await expect(fake.enterPairingCode('KEELTES7')).rejects.toThrow(/wrong pairing code/);
+    await new Promise((r) => setTimeout(r, 200));
+    const creds = c.sock.authState.creds;
+    expect(creds.registered).toBe(false);
+    expect(creds.me?.lid).toBeUndefined();
+    expect(creds.account).toBeUndefined();
+    expect(c.updates.some((u) => u.connection === 'close' || u.isNewLogin)).toBe(false);
+    expect(fake.open()).toBe(1);
+    // the phone lets the user try again
+    await fake.enterPairingCode('keeltest', '+49 151 22222222');
+    expect(statusOf(await c.until((u) => u.connection === 'close'))).toBe(DisconnectReason.restartRequired);
+    expect(c.sock.authState.creds.me?.id).toMatch(/^4915122222222:\d+@s\.whatsapp\.net$/);
+  }, 15_000);
+
   it('logout() unlinks the device: connection close with loggedOut (401), later logins refused', async () => {
     const dir = await tempDir();
     await fake.linkDevice(dir);

@@ -10,7 +10,9 @@
  *
  * Login (`success` with the account's LID, every IQ baileys sends at login answered: prekey count, digest, passive,
  * usync devices/LIDs, abt props, privacy, blocklist, pings), QR pairing (`pair-device` refs, `pair-success` with a
- * valid ADV signed device identity, then the 515 "restart required" stream error), linked sessions written straight
+ * valid ADV signed device identity, then the 515 "restart required" stream error), pairing with a link code
+ * (`requestPairingCode`'s `companion_hello`, the phone's `primary_hello` / the companion's `companion_finish` with the
+ * ADV secret both derive — `enterPairingCode` — then the same pair-success / 515), linked sessions written straight
  * into a `useMultiFileAuthState` folder, inbound texts / replies / mentions / edits / group messages (pkmsg for a new
  * session, msg afterwards), outbound messages decrypted as their recipient sees them (pkmsg/msg per device, skmsg with
  * a sender key for groups whose members the fake answers via `w:g2`), stream errors (conflict, device_removed),
@@ -51,6 +53,7 @@ import {
   createHash,
   createHmac,
   hkdfSync,
+  pbkdf2,
   randomBytes,
   randomInt,
   randomUUID,
@@ -214,6 +217,20 @@ export interface WhatsAppFake {
    * once the 515 is sent.
    */
   scanQr(qr: string, phone?: string): Promise<void>;
+  /**
+   * "Link with phone number instead", the phone's side: the user types `code` (the 8 characters
+   * `sock.requestPairingCode(phoneNumber)` returned; `-` / spaces ignored, case-insensitive) on the phone of account
+   * `phone` (default: the account of the latest pending request). Waits (up to 5 s, while none is pending at all) for a
+   * connection's `companion_hello`, rejects if none is for that account (the phone got no request), then runs the
+   * phone's half of the link-code handshake: unwraps the companion's ephemeral key with the typed code, sends `primary_hello` (its own ephemeral key wrapped with the typed code, the account's
+   * identity key), decrypts the companion's `companion_finish` key bundle, derives the ADV secret as baileys does and
+   * pairs exactly as {@link scanQr} does (pair-success → pair-device-sign → 515). Resolves once the 515 is sent.
+   *
+   * A wrong code is only detectable when the key bundle fails to decrypt (the wrapped keys are AES-CTR, unauthenticated):
+   * the fake then answers `companion_finish` with an IQ error (baileys logs it, stays unregistered, keeps waiting) and
+   * rejects with "wrong pairing code"; nothing is linked and the request stays open for another attempt.
+   */
+  enterPairingCode(code: string, phone?: string): Promise<void>;
   /** A contact (phone number, `+` and `@s.whatsapp.net` optional) writes a text to the linked device(s). Returns the id. */
   sendText(from: string, text: string, opts?: FakeSendOptions): Promise<string>;
   /** The contact edits an earlier message of theirs (protocolMessage MESSAGE_EDIT inside editedMessage). Returns the edit's id. */
@@ -677,6 +694,21 @@ interface Registration {
   pending?: { device: Device; resolve: () => void; reject: (e: Error) => void } | undefined;
 }
 
+/** A `link_code_companion_reg` `companion_hello` a registering connection sent (`sock.requestPairingCode`). */
+interface LinkCodeRequest {
+  /** The account the companion wants to link to (digits of the request's `jid`). */
+  phone: string;
+  /** `link_code_pairing_wrapped_companion_ephemeral_pub`: salt (32) | iv (16) | AES-256-CTR(companion ephemeral pub) (32). */
+  wrapped: Buffer;
+  /** The `link_code_pairing_ref` the server answered with; `primary_hello` and `companion_finish` carry it. */
+  ref: Buffer;
+  platformId: string;
+  platformDisplay: string;
+  seq: number;
+  /** The phone, between `primary_hello` and the companion's `companion_finish`. */
+  finish?: { resolve: (iq: BinaryNode) => void; reject: (e: Error) => void } | undefined;
+}
+
 /** What a Signal session to a device is built from (public keys without the 0x05 type byte). */
 interface DeviceBundle {
   registrationId: number;
@@ -712,6 +744,7 @@ class Conn {
   tx: { enc: Buffer; dec: Buffer; r: number; w: number } | null = null;
   device: Device | null = null;
   reg: Registration | null = null;
+  linkCode: LinkCodeRequest | null = null;
   queue: Promise<void> = Promise.resolve();
   /** Cut by the fake (loseNextReceipt): whatever the client had sent after that is never read. */
   killed = false;
@@ -720,6 +753,14 @@ class Conn {
     return this.ws.readyState === WebSocket.OPEN;
   }
 }
+
+const pbkdf2Async = promisify(pbkdf2);
+/** The link-code wrapping key, as baileys' `derivePairingCodeKey`: PBKDF2-SHA256(code, salt, 2 << 16 rounds), 32 bytes. */
+const pairingCodeKey = (code: string, salt: Buffer) => pbkdf2Async(code, salt, 2 << 16, 32, 'sha256');
+const aesCtr = (data: Buffer, key: Buffer, iv: Buffer) => {
+  const c = createCipheriv('aes-256-ctr', key, iv);
+  return Buffer.concat([c.update(data), c.final()]);
+};
 
 const IV = (c: number): Buffer => {
   const iv = Buffer.alloc(12);
@@ -992,6 +1033,14 @@ export async function startWhatsAppFake(opts: { port?: number } = {}): Promise<W
     if (!reg.noisePub.equals(Buffer.from(noiseB64, 'base64')) || !reg.identityPub.equals(Buffer.from(identB64, 'base64'))) {
       throw new Error('QR keys do not match the waiting connection');
     }
+    return pairConnection(c, reg, phoneOf(phone), Buffer.from(advB64, 'base64'));
+  };
+
+  /**
+   * What the phone does once it trusts the waiting connection `c` (QR scanned, or link code confirmed): pair-success
+   * with an ADV signed device identity HMAC'd with `advSecret`; resolves when pair-device-sign came back and the 515 is out.
+   */
+  const pairConnection = async (c: Conn, reg: Registration, phone: string, advSecret: Buffer): Promise<void> => {
     const acct = account(phone);
     const deviceNo = acct.nextDevice++;
     const adv = advIdentity(acct, reg.identityPub);
@@ -1002,7 +1051,7 @@ export async function startWhatsAppFake(opts: { port?: number } = {}): Promise<W
         accountSignature: adv.accountSignature,
       }).finish(),
     );
-    const hmac = hmacSign(signed, Buffer.from(advB64, 'base64'));
+    const hmac = hmacSign(signed, advSecret);
     const identityHmac = proto.ADVSignedDeviceIdentityHMAC.encode({ details: signed, hmac }).finish();
     const device: Device = {
       account: acct,
@@ -1072,6 +1121,148 @@ export async function startWhatsAppFake(opts: { port?: number } = {}): Promise<W
     // WhatsApp ends the registration stream: the client must log in again with its new identity
     streamError(c, { code: '515' });
     pending.resolve();
+  };
+
+  // ---- pairing with a link code ("Link with phone number instead") -------------------------------------------------
+
+  let linkCodeSeq = 0;
+  const iqError = (c: Conn, iq: BinaryNode, code: string, text: string) =>
+    sendNode(c, n('iq', { id: iq.attrs.id, type: 'error', from: S_WHATSAPP_NET }, [n('error', { code, text })]));
+
+  /** `<iq xmlns="md" type="set"><link_code_companion_reg stage=…>`: the companion's `companion_hello` / `companion_finish`. */
+  const onLinkCodeIq = (c: Conn, iq: BinaryNode, reg: BinaryNode) => {
+    const stage = reg.attrs.stage;
+    if (stage === 'companion_hello') {
+      const wrapped = bytes(getBinaryNodeChild(reg, 'link_code_pairing_wrapped_companion_ephemeral_pub'));
+      const authKey = bytes(getBinaryNodeChild(reg, 'companion_server_auth_key_pub'));
+      const phone = phoneOf(reg.attrs.jid ?? '');
+      if (!c.reg || !phone || wrapped?.length !== 80 || !authKey?.equals(c.reg.noisePub)) {
+        debugLog.push(`companion_hello refused (registering: ${!!c.reg}, jid ${reg.attrs.jid}, wrapped ${wrapped?.length})`);
+        return iqError(c, iq, '400', 'bad-request');
+      }
+      c.linkCode?.finish?.reject(new Error('the device requested a new pairing code'));
+      const ref = Buffer.from(`2@${randomBytes(18).toString('base64')}`);
+      c.linkCode = {
+        phone,
+        wrapped,
+        ref,
+        platformId: bytes(getBinaryNodeChild(reg, 'companion_platform_id'))?.toString() ?? '',
+        platformDisplay: bytes(getBinaryNodeChild(reg, 'companion_platform_display'))?.toString() ?? '',
+        seq: ++linkCodeSeq,
+      };
+      return iqResult(c, iq, [n('link_code_companion_reg', {}, [n('link_code_pairing_ref', {}, ref)])]);
+    }
+    if (stage === 'companion_finish') {
+      const req = c.linkCode;
+      const ref = bytes(getBinaryNodeChild(reg, 'link_code_pairing_ref'));
+      if (!req?.finish || !ref?.equals(req.ref)) {
+        debugLog.push('companion_finish without a primary_hello');
+        return iqError(c, iq, '404', 'item-not-found');
+      }
+      // the phone (enterPairingCode) checks the bundle and answers the IQ
+      return req.finish.resolve(iq);
+    }
+    debugLog.push(`link_code_companion_reg stage=${stage}`);
+    return iqError(c, iq, '400', 'bad-request');
+  };
+
+  const enterPairingCode: WhatsAppFake['enterPairingCode'] = async (code, phone) => {
+    const typed = code.replace(/[\s-]/g, '').toUpperCase();
+    if (typed.length !== 8) throw new Error(`a pairing code has 8 characters, got ${JSON.stringify(code)}`);
+    const want = phone === undefined ? undefined : phoneOf(phone);
+    // the request reaches the phone as a push notification: while none is pending at all, give it a moment to arrive
+    const requests = () =>
+      [...conns].filter((x) => x.isOpen && x.reg && !x.reg.pending && x.linkCode).sort((a, b) => b.linkCode!.seq - a.linkCode!.seq);
+    const deadline = Date.now() + 5000;
+    while (requests().length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    const c = requests().find((x) => !want || x.linkCode!.phone === want);
+    if (!c?.reg || !c.linkCode) {
+      const pending = requests().map((x) => x.linkCode!.phone);
+      throw new Error(
+        `no device is waiting to link${want ? ` to ${want}` : ''} with a pairing code (pending: ${pending.join(', ') || 'none'})`,
+      );
+    }
+    const req = c.linkCode;
+    const reg = c.reg;
+    if (req.finish) throw new Error('a pairing code is already being entered for that device');
+    const acct = account(req.phone);
+
+    // the companion's ephemeral key, unwrapped with the typed code (a wrong code gives 32 random bytes: CTR has no tag)
+    const w = req.wrapped;
+    const companionEph = aesCtr(w.subarray(48, 80), await pairingCodeKey(typed, w.subarray(0, 32)), w.subarray(32, 48));
+    // the phone's ephemeral key, wrapped with the typed code as well
+    const eph = Curve.generateKeyPair();
+    const salt = randomBytes(32);
+    const iv = randomBytes(16);
+    const wrappedPrimary = Buffer.concat([salt, iv, aesCtr(Buffer.from(eph.public), await pairingCodeKey(typed, salt), iv)]);
+    const finishIq = await new Promise<BinaryNode>((resolve, reject) => {
+      const done = () => {
+        clearTimeout(timer);
+        req.finish = undefined;
+      };
+      const timer = setTimeout(() => {
+        done();
+        reject(new Error('no companion_finish from the client within 10 s'));
+      }, 10_000);
+      req.finish = {
+        resolve: (iq) => {
+          done();
+          resolve(iq);
+        },
+        reject: (e) => {
+          done();
+          reject(e);
+        },
+      };
+      sendNode(
+        c,
+        n('notification', { from: S_WHATSAPP_NET, type: 'link_code_companion_reg', id: String(randomInt(1, 2 ** 31)), t: String(now()) }, [
+          n('link_code_companion_reg', { stage: 'primary_hello' }, [
+            n('link_code_pairing_ref', {}, req.ref),
+            n('primary_identity_pub', {}, acct.party.identityPub32),
+            n('link_code_pairing_wrapped_primary_ephemeral_pub', {}, wrappedPrimary),
+          ]),
+        ]),
+      );
+    });
+
+    // companion_finish: salt (32) | iv (12) | AES-256-GCM(companion identity | primary identity | random (32 each))
+    // under HKDF-SHA256(ECDH(ephemerals), salt, 'link_code_pairing_key_bundle_encryption_key')
+    const finish = getBinaryNodeChild(finishIq, 'link_code_companion_reg');
+    const bundle = bytes(getBinaryNodeChild(finish, 'link_code_pairing_wrapped_key_bundle')) ?? EMPTY;
+    const companionIdentity = bytes(getBinaryNodeChild(finish, 'companion_identity_public'));
+    const shared = Curve.sharedKey(eph.private, companionEph);
+    let plain: Buffer | undefined;
+    if (bundle.length > 32 + 12 + 16) {
+      const key = Buffer.from(hkdfSync('sha256', shared, bundle.subarray(0, 32), 'link_code_pairing_key_bundle_encryption_key', 32));
+      try {
+        const d = createDecipheriv('aes-256-gcm', key, bundle.subarray(32, 44));
+        d.setAuthTag(bundle.subarray(bundle.length - 16));
+        plain = Buffer.concat([d.update(bundle.subarray(44, bundle.length - 16)), d.final()]);
+      } catch {
+        plain = undefined;
+      }
+    }
+    if (!plain) {
+      iqError(c, finishIq, '401', 'not-authorized');
+      throw new Error(`wrong pairing code ${JSON.stringify(code)}: the phone cannot decrypt the companion's key bundle`);
+    }
+    const random = plain.subarray(64, 96);
+    if (
+      plain.length !== 96 ||
+      !companionIdentity?.equals(reg.identityPub) ||
+      !plain.subarray(0, 32).equals(reg.identityPub) ||
+      !plain.subarray(32, 64).equals(acct.party.identityPub32)
+    ) {
+      iqError(c, finishIq, '400', 'bad-request');
+      throw new Error("companion_finish: the key bundle does not carry the registering device's and the account's identity keys");
+    }
+    // both sides: adv_secret = HKDF-SHA256(ECDH(ephemerals) | ECDH(identities) | random, no salt, 'adv_secret')
+    const identityShared = Curve.sharedKey(acct.party.identity.privKey, reg.identityPub);
+    const advSecret = Buffer.from(hkdfSync('sha256', Buffer.concat([shared, identityShared, random]), EMPTY, 'adv_secret', 32));
+    iqResult(c, finishIq);
+    c.linkCode = null;
+    return pairConnection(c, reg, req.phone, advSecret);
   };
 
   // ---- inbound node dispatch --------------------------------------------------------------------------------------
@@ -1344,6 +1535,7 @@ export async function startWhatsAppFake(opts: { port?: number } = {}): Promise<W
         return iqResult(c, iq);
       }
       case 'md':
+        if (first?.tag === 'link_code_companion_reg') return onLinkCodeIq(c, iq, first);
         if (first?.tag === 'remove-companion-device' && dev) dev.removed = true;
         return iqResult(c, iq);
       case 'w:m': {
@@ -1900,7 +2092,10 @@ export async function startWhatsAppFake(opts: { port?: number } = {}): Promise<W
     const c = new Conn(ws);
     conns.add(c);
     ws.on('message', (data: Buffer) => onData(c, Buffer.from(data)));
-    ws.on('close', () => conns.delete(c));
+    ws.on('close', () => {
+      conns.delete(c);
+      c.linkCode?.finish?.reject(new Error('the device disconnected before companion_finish'));
+    });
     ws.on('error', () => conns.delete(c));
   });
   await new Promise<void>((resolve) => http.listen(opts.port ?? 0, '127.0.0.1', resolve));
@@ -1994,6 +2189,7 @@ export async function startWhatsAppFake(opts: { port?: number } = {}): Promise<W
     url: `ws://127.0.0.1:${port}/ws/chat`,
     linkDevice,
     scanQr,
+    enterPairingCode,
     sendText,
     sendEdit,
     sendReaction,

@@ -267,6 +267,7 @@ export async function startChatB(ctx: PluginContext<typeof manifest>) {
           },
         });
         gate.attach(s);
+        let codeAsked = false;
         const ws = s.ws as unknown as { on(e: string, f: () => void): void };
         ws.on('frame', () => hooks.live());
         s.ev.on(
@@ -279,10 +280,19 @@ export async function startChatB(ctx: PluginContext<typeof manifest>) {
         s.ev.on('connection.update', (u) => {
           if (u.qr) {
             waitingForScan = true;
-            void showQr(u.qr);
+            const phone = pairingPhone();
+            if (!phone) void showQr(u.qr);
+            else if (!codeAsked) {
+              // Linking by phone number: one code per connection (baileys keeps offering QR codes meanwhile).
+              codeAsked = true;
+              void s
+                .requestPairingCode(phone)
+                .then(showCode, (e: unknown) => ctx.log.warn(`chatB: asking WhatsApp for a pairing code failed: ${errorMessage(e)}`));
+            }
           }
           if (u.connection === 'open') {
             waitingForScan = false;
+            pairingCode = undefined;
             sock = s;
             const user = s.user;
             me = { pn: jidNormalizedUser(user?.id ?? ''), ...(user?.lid ? { lid: jidNormalizedUser(user.lid) } : {}) };
@@ -322,12 +332,30 @@ export async function startChatB(ctx: PluginContext<typeof manifest>) {
     );
   };
 
+  /** chatBPairingPhone as WhatsApp wants it (digits only), when set. */
+  const pairingPhone = () => {
+    const raw = setting<string | undefined>(ctx, 'chatBPairingPhone', undefined);
+    return raw ? raw.replace(/\D/g, '') : undefined;
+  };
+  let pairingCode: string | undefined;
+  /**
+   * A pairing code works only on the phone of the number it was asked for, so unlike the QR code it may be shown
+   * where the operator looks on a server without a terminal: the log and `keel status` (channel status).
+   */
+  const showCode = (code: string) => {
+    pairingCode = code.length === 8 ? `${code.slice(0, 4)}-${code.slice(4)}` : code;
+    ctx.log.info(
+      `chatB: link Keel to WhatsApp: on the phone of +${pairingPhone()}, open WhatsApp → Settings → Linked devices → Link a device → Link with phone number instead, and enter ${pairingCode}`,
+    );
+  };
+
   const status = (): ChannelStatus => ({
     enabled: true,
     ...supervisor.status(),
     ...(me ? { botUsername: showJid(me.pn), account: me.pn } : {}),
     linked: auth.state.creds.registered === true || me !== undefined,
     ...(waitingForScan ? { waitingForScan: true } : {}),
+    ...(waitingForScan && pairingCode ? { pairingCode } : {}),
   });
 
   const capability = rt.capability({

@@ -53,6 +53,25 @@ describe('chatB connection', () => {
     await h.wa.waitFor((m) => m.text === 'linked and listening', 10_000);
   });
 
+  it('linking by phone number: the code is in the log and the status; entered on that phone, the device links', async () => {
+    h = await bootChatB({ link: false, config: { chatBPairingPhone: `+${BOT}` } });
+    const code = await waitFor(() => h!.channel().status().pairingCode, 'a pairing code', 10_000);
+    expect(code).toMatch(/^[A-Z0-9]{4}-[A-Z0-9]{4}$/);
+    expect(h.channel().status()).toMatchObject({ connected: false, linked: false, waitingForScan: true });
+    expect(h.logs.recent({ level: 'info' }).some((e) => e.message.includes(`Link with phone number instead, and enter ${code}`))).toBe(
+      true,
+    );
+    // A wrong code is refused by the phone; the right one links.
+    await expect(h.wa.enterPairingCode('AAAABBBB', BOT)).rejects.toThrow();
+    await h.wa.enterPairingCode(code.replace('-', ''), BOT);
+    await waitFor(() => h!.channel().status().connected, 'connected after linking', 15_000);
+    expect(h.channel().status()).toMatchObject({ linked: true, account: `${BOT}@s.whatsapp.net` });
+    expect(h.channel().status().pairingCode).toBeUndefined();
+    h.model.replies.push({ text: 'linked by number' });
+    await h.wa.sendText(OWNER, 'hello');
+    await h.wa.waitFor((m) => m.text === 'linked by number', 10_000);
+  });
+
   it('a dropped connection comes back, and a connection that stops hearing is rebuilt', async () => {
     h = await bootChatB({ config: { chatBKeepAliveInterval: 1 } });
     await waitFor(() => state() === 'connected', 'connected', 10_000);

@@ -12,7 +12,7 @@ export function Connections() {
       ${names.map((n) => {
         const s = data[n];
         return html`<li class="card" data-channel=${n}><strong>${n}</strong> <span class=${`badge ${s.connected ? 'good' : 'danger'}`}>${s.state ?? (s.connected ? 'connected' : 'not connected')}</span>
-          <div class="small muted">${s.botUsername ? `as ${s.botUsername} · ` : ''}${typeof s.guilds === 'number' ? `${s.guilds} ${s.guilds === 1 ? 'server' : 'servers'} · ` : ''}${s.lastInboundAt ? `last message ${s.lastInboundAt} · ` : ''}${s.reconnects ? `${s.reconnects} reconnects · ` : ''}${s.caughtUp ? `${s.caughtUp} read from the history · ` : ''}${s.waitingForScan ? 'not linked: scan the QR code shown in the terminal Keel runs in · ' : ''}${s.lastError ?? ''}</div></li>`;
+          <div class="small muted">${s.botUsername ? `as ${s.botUsername} · ` : ''}${typeof s.guilds === 'number' ? `${s.guilds} ${s.guilds === 1 ? 'server' : 'servers'} · ` : ''}${s.lastInboundAt ? `last message ${s.lastInboundAt} · ` : ''}${s.reconnects ? `${s.reconnects} reconnects · ` : ''}${s.caughtUp ? `${s.caughtUp} read from the history · ` : ''}${s.waitingForScan ? (s.pairingCode ? `not linked: enter ${s.pairingCode} on the phone (Link with phone number) · ` : 'not linked: scan the QR code shown in the terminal Keel runs in · ') : ''}${s.lastError ?? ''}</div></li>`;
       })}
     </ul>
   </section>`;
