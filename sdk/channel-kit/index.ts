@@ -49,6 +49,7 @@ export {
   type ReplyTarget,
 } from './runtime.js';
 export { DOWNLOAD_LIMIT_BYTES, downloadTo, safeFileName, saveInboundFiles, type DownloadRequest, type InboundFile } from './download.js';
+export { makeTranscriber, SPEECH_PROVIDERS, transcriptNote, type Transcribe } from './transcribe.js';
 export {
   ProgressFeedback,
   failureNotice,

@@ -4,7 +4,7 @@
  * step here is repeatable: downloads overwrite, `receive` recognises an action it already queued.
  */
 import type { Api } from 'grammy';
-import { downloadTo, editKey } from '../../../sdk/channel-kit/index.js';
+import { downloadTo, editKey, type Transcribe, transcriptNote } from '../../../sdk/channel-kit/index.js';
 import { errorMessage, type InboundMessage, type QuotedMessage } from '../../../sdk/index.js';
 
 /** The parts of a Telegram update we use (as JSON in the ingress). */
@@ -199,30 +199,10 @@ export interface ToInboundDeps {
    * Speech to text of a saved voice note or audio file: `undefined` when no provider can transcribe, a rejection
    * when the provider failed (the message still goes through, with a note and the file's path).
    */
-  transcribe?: (path: string, mimeType: string, signal?: AbortSignal) => Promise<string | undefined>;
+  transcribe?: Transcribe;
   /** Where a failed transcription is reported (never with the file's content or a key). */
   warn?: (message: string) => void;
   signal?: AbortSignal;
-}
-
-/**
- * The line a voice note or audio file adds to the task: its transcript inside an untrusted marker (a machine heard
- * it, and anyone may have spoken), or why there is none. A failed transcription never loses the message.
- */
-async function transcriptNote(kind: 'voice' | 'audio', path: string, mime: string, d: ToInboundDeps): Promise<string> {
-  const none = `[${kind} note received; it was not transcribed because no speech-to-text provider is configured]`;
-  if (!d.transcribe) return none;
-  try {
-    const text = await d.transcribe(path, mime, d.signal);
-    if (text === undefined) return none;
-    if (!text) return `[${kind} note received; the transcription is empty (silence?). The audio is saved at ${path}]`;
-    // A closing marker inside the speech cannot end the untrusted block early.
-    const safe = text.replace(/<\/?untrusted_transcript/gi, (m) => m.replace('<', '&lt;'));
-    return `[${kind} transcript, machine transcription]\n<untrusted_transcript kind="${kind}">\n${safe}\n</untrusted_transcript>`;
-  } catch (e) {
-    d.warn?.(`Transcription of a ${kind} note failed; the message goes on untranscribed: ${errorMessage(e)}`);
-    return `[${kind} note received; transcription failed, so it was not transcribed. The audio is saved at ${path}]`;
-  }
 }
 
 /**

@@ -16,13 +16,13 @@ import {
   renderChunks,
   renderTelegram,
   setting,
+  makeTranscriber,
 } from '../../../sdk/channel-kit/index.js';
 import type manifest from '../manifest.js';
 
 import { editedAt, ingressKey, messageKey, toInbound, type TgUpdate } from './inbound.js';
 import { ButtonRoutes, routePress } from './buttons.js';
 import { registerSkills } from './skills.js';
-import { makeTranscriber } from './transcribe.js';
 import { classifyTelegram, editText, isBadToken, makeApi, sendChunk, type TgChunk } from './telegram.js';
 
 /** The running channel (only once it is configured: its platform library loads with this module). */

@@ -61,9 +61,9 @@ export function textOf(message: proto.IMessage | null | undefined): string {
   const type = getContentType(m);
   const label = type ? MEDIA_LABEL[type] : undefined;
   if (!label || !type) return '';
-  const part = (m as Record<string, { caption?: string | null; fileName?: string | null } | undefined>)[type];
+  const part = (m as Record<string, { caption?: string | null; fileName?: string | null; ptt?: boolean | null } | undefined>)[type];
   const name = part?.fileName ? `: ${part.fileName}` : '';
-  return [`[${label}${name}]`, part?.caption ?? ''].filter(Boolean).join(' ');
+  return [`[${part?.ptt ? 'voice note' : label}${name}]`, part?.caption ?? ''].filter(Boolean).join(' ');
 }
 
 const contextOf = (m: proto.IMessage | null | undefined): proto.IContextInfo | undefined => {

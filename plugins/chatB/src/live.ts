@@ -23,10 +23,12 @@ import {
   editKey,
   Ingress,
   OwnerLock,
+  makeTranscriber,
   RATE_POLICIES,
   renderChunks,
   setting,
   TtlCache,
+  transcriptNote,
 } from '../../../sdk/channel-kit/index.js';
 import type manifest from '../manifest.js';
 import { AckGate } from './ack-gate.js';
@@ -72,6 +74,7 @@ export async function startChatB(ctx: PluginContext<typeof manifest>) {
   const auth = await loadMultiFileAuthState(dir);
   const logger = baileysLogger(ctx.log);
   const url = setting(ctx, 'chatBWebSocketUrl', 'wss://web.whatsapp.com/ws/chat');
+  const transcribe = makeTranscriber(ctx);
   const keepAliveMs = () => setting<number>(ctx, 'chatBKeepAliveInterval', 30) * 1000;
 
   let sock: WASocket | undefined;
@@ -211,6 +214,10 @@ export async function startChatB(ctx: PluginContext<typeof manifest>) {
         const saved = await saveMedia(m.media, { home: ctx.home, prefix: `${m.chat}_${m.id}`, log: ctx.log });
         if (saved.attachment) inbound.attachments = [saved.attachment];
         if (saved.note) inbound.text = `${inbound.text}\n${saved.note}`;
+        // A voice note or audio file is read to the agent as its transcript (untrusted: anyone may have spoken).
+        const a = saved.attachment;
+        if (a && (a.kind === 'voice' || a.kind === 'audio'))
+          inbound.text = `${inbound.text}\n${await transcriptNote(a.kind, a.path, a.mime ?? 'audio/ogg', { transcribe, signal: rt.signal, warn: (w) => ctx.log.warn(`chatB: ${w}`) })}`;
       }
       // A group message that does not address the account is never a task, auto-reply or not.
       if (m.group && !isAddressed && !inbound.command) {

@@ -2,7 +2,7 @@
  * Which provider transcribes chatA's voice notes: the first configured one that can (providerA, then providerB).
  */
 import { describe, expect, it } from 'vitest';
-import { makeTranscriber } from '../../../plugins/chatA/src/transcribe.js';
+import { makeTranscriber } from '../../../sdk/channel-kit/index.js';
 import type { ProviderCapability } from '../../../sdk/index.js';
 
 const provider = (id: string, o: { ok: boolean; stt: boolean }, heard: string[]): ProviderCapability => ({

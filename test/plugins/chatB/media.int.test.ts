@@ -6,7 +6,7 @@
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { FAKE_OGG_OPUS, type ScriptedServer, startOpenAIFake } from '../../fakes/openai-server.js';
+import { FAKE_OGG_OPUS, FAKE_TRANSCRIPT, type ScriptedServer, startOpenAIFake } from '../../fakes/openai-server.js';
 import { tmp, waitFor } from '../../helpers.js';
 import { ADMIN, ADMIN_JID, bootChatB, type ChatBHarness, runSkill, USER, whenConnected } from './harness.js';
 
@@ -98,5 +98,23 @@ describe('chatB media', () => {
     expect(note.media).toMatchObject({ ptt: true });
     expect(note.media!.mimetype).toMatch(/^audio\/ogg/);
     expect(note.media!.data.equals(FAKE_OGG_OPUS)).toBe(true);
+  });
+
+  it('a voice note is saved and read to the agent as its transcript, marked untrusted', async () => {
+    openai = await startOpenAIFake();
+    h = await bootChatB({
+      runAgent: false,
+      plugins: ['providerA'],
+      config: { providerAApiKey: 'sk-test-123', providerABaseUrl: openai.url },
+    });
+    await connected();
+    const id = await h.wa.sendMedia(ADMIN, { kind: 'audio', data: FAKE_OGG_OPUS, mimetype: 'audio/ogg; codecs=opus', ptt: true });
+    const action = await waitFor(() => h!.actions().find((a) => a.metadata.replyTo?.messageId === id), 'queued', 10_000);
+    expect(action.task).toContain('[voice note]');
+    expect(action.task).toContain(`<untrusted_transcript kind="voice">\n${FAKE_TRANSCRIPT}\n</untrusted_transcript>`);
+    const files = action.metadata.attachments as Array<{ path: string; kind: string }>;
+    expect(files[0]).toMatchObject({ kind: 'voice' });
+    expect(readFileSync(files[0]!.path).equals(FAKE_OGG_OPUS)).toBe(true);
+    expect(openai.requests.some((q) => q.url.endsWith('/audio/transcriptions'))).toBe(true);
   });
 });
