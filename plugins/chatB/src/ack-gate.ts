@@ -36,6 +36,10 @@ export class AckGate {
   private gen = 0;
   /** Signal state writes made while something is held, in order, numbered. */
   private keyWrites: Array<{ seq: number; data: SignalDataSet }> = [];
+  /** Writes taken by a drain and not yet in the store. */
+  private writing: SignalDataSet[] = [];
+  /** The newest value of every key in `writing` and `keyWrites` (null: deleted), by type and id: what reads see. */
+  private readonly pending = new Map<string, Map<string, unknown>>();
   private writeSeq = 0;
   private send: Send | undefined;
   private store: SignalKeyStore | undefined;
@@ -60,29 +64,41 @@ export class AckGate {
     this.store = store;
     return {
       get: async <T extends keyof SignalDataTypeMap>(type: T, ids: string[]) => {
-        const got = { ...(await store.get(type, ids)) } as Record<string, SignalDataTypeMap[T]>;
-        // Writes not yet on disk are the newest state.
-        for (const w of this.keyWrites) {
-          const t = w.data[type] as Record<string, SignalDataTypeMap[T] | null | undefined> | undefined;
-          if (!t) continue;
+        // Writes not yet on disk are the newest state; only the rest is read from the store.
+        const newest = this.pending.get(type);
+        const rest = newest ? ids.filter((id) => !newest.has(id)) : ids;
+        const got = (rest.length ? { ...(await store.get(type, rest)) } : {}) as Record<string, SignalDataTypeMap[T]>;
+        if (newest)
           for (const id of ids) {
-            if (!(id in t)) continue;
-            const v = t[id];
-            if (v === null || v === undefined) delete got[id];
-            else got[id] = v;
+            const v = newest.get(id);
+            if (v !== undefined && v !== null) got[id] = v as SignalDataTypeMap[T];
           }
-        }
         return got;
       },
       set: (data: SignalDataSet) => {
         if (this.busy()) {
           this.keyWrites.push({ seq: this.writeSeq++, data });
+          this.index(data);
           return;
         }
         return store.set(data);
       },
       ...(store.clear ? { clear: () => store.clear!() } : {}),
     };
+  }
+
+  private index(data: SignalDataSet): void {
+    for (const [type, values] of Object.entries(data)) {
+      let byId = this.pending.get(type);
+      if (!byId) this.pending.set(type, (byId = new Map()));
+      for (const [id, v] of Object.entries(values ?? {})) byId.set(id, v ?? null);
+    }
+  }
+
+  private reindex(): void {
+    this.pending.clear();
+    for (const w of this.writing) this.index(w);
+    for (const w of this.keyWrites) this.index(w.data);
   }
 
   private busy(): boolean {
@@ -156,7 +172,16 @@ export class AckGate {
         const frames = this.frames.splice(0, f < 0 ? this.frames.length : f);
         if (!writes.length && !frames.length) return;
         try {
-          for (const x of writes) await this.store?.set(x.data);
+          // Until each is in the store, reads still see it.
+          this.writing = writes.map((x) => x.data);
+          const gen = this.gen;
+          for (const x of writes) {
+            // Abandoned meanwhile: the rest is dropped with the frames that depend on it.
+            if (this.gen !== gen) return;
+            await this.store?.set(x.data);
+            this.writing.shift();
+          }
+          this.reindex();
         } catch (e) {
           this.abandon();
           this.o.onWriteFailed?.(e);
@@ -178,6 +203,8 @@ export class AckGate {
   abandon(): void {
     this.frames = [];
     this.keyWrites = [];
+    this.writing = [];
+    this.pending.clear();
     this.send = undefined;
     this.gen++;
   }

@@ -111,4 +111,29 @@ describe('chatB ack gate', () => {
     expect(timedOut).toEqual(['undecryptable']);
     expect(s.log).toEqual(['frame nack']);
   });
+
+  it('a read while the held state is being written sees the newest value, not the store’s old one', async () => {
+    const s = fakeSocket();
+    const gate = new AckGate();
+    const inner = memoryStore(s.log);
+    inner.data.session = { a: 'old' };
+    let finish: () => void = () => {};
+    const slow: SignalKeyStore = {
+      get: inner.get,
+      set: (d) => new Promise<void>((r) => (finish = () => (inner.set(d), r()))),
+    };
+    const keys = gate.wrapKeys(slow);
+    gate.attach(s.sock);
+    s.arrive('m1');
+    await keys.set({ session: { a: 'new' } } as never);
+    gate.release('m1');
+    await tick();
+    // The drain is writing (the store has not finished): reads still get the new value.
+    expect(inner.data.session).toEqual({ a: 'old' });
+    expect(await keys.get('session', ['a'])).toEqual({ a: 'new' });
+    finish();
+    await tick();
+    expect(inner.data.session).toEqual({ a: 'new' });
+    expect(await keys.get('session', ['a'])).toEqual({ a: 'new' });
+  });
 });
