@@ -6,7 +6,7 @@
  * Standalone: `npx tsx bench/whatsapp.ts`.
  */
 import { pathToFileURL } from 'node:url';
-import makeWASocket, { useMultiFileAuthState as loadAuth, type WASocket } from '@whiskeysockets/baileys';
+import makeWASocket, { makeCacheableSignalKeyStore, useMultiFileAuthState as loadAuth, type WASocket } from '@whiskeysockets/baileys';
 import '../test/fakes/whatsapp-trust.js';
 import { startWhatsAppFake, type WhatsAppFake } from '../test/fakes/whatsapp-server.js';
 import { quietSignal } from '../plugins/chatB/src/quiet-signal.js';
@@ -46,7 +46,8 @@ const push = (wa: WhatsAppFake) => (i: number) => {
 async function bareSocket(url: string, dir: string): Promise<WASocket> {
   const auth = await loadAuth(dir);
   const sock = makeWASocket({
-    auth: auth.state,
+    // Keys cached in memory, as baileys recommends and chatB does.
+    auth: { creds: auth.state.creds, keys: makeCacheableSignalKeyStore(auth.state.keys, silent as never) },
     waWebSocketUrl: url,
     logger: silent as never,
     markOnlineOnConnect: false,
