@@ -59,6 +59,22 @@ afterEach(async () => {
   dirs = [];
 });
 
+/** Runs an ES module script in a child Node process that preloads whatsapp-trust.mjs (as `keel run` children do); its stdout. */
+function runTrusting(script: string, env: Record<string, string>): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
+    execFile(
+      process.execPath,
+      ['--input-type=module', '-e', script],
+      {
+        cwd: join(import.meta.dirname, '..', '..'),
+        env: { ...process.env, NODE_OPTIONS: `--import=${join(import.meta.dirname, 'whatsapp-trust.mjs')}`, ...env },
+        timeout: 12_000,
+      },
+      (err, stdout, stderr) => (err ? reject(new Error(`${err.message}\n${stdout}\n${stderr}`)) : resolve(stdout)),
+    );
+  });
+}
+
 async function tempDir(): Promise<string> {
   const d = await mkdtemp(join(tmpdir(), 'wa-fake-'));
   dirs.push(d);
@@ -233,23 +249,7 @@ describe('WhatsApp fake with the real baileys client', () => {
         if (u.connection === 'open') { console.log('OPEN'); process.exit(0); }
         if (u.connection === 'close') { console.log('CLOSE', u.lastDisconnect?.error?.message); process.exit(1); }
       });`;
-    const out = await new Promise<string>((resolve, reject) => {
-      execFile(
-        process.execPath,
-        ['--input-type=module', '-e', script],
-        {
-          cwd: join(import.meta.dirname, '..', '..'),
-          env: {
-            ...process.env,
-            NODE_OPTIONS: `--import=${join(import.meta.dirname, 'whatsapp-trust.mjs')}`,
-            WA_DIR: dir,
-            WA_URL: fake.url,
-          },
-          timeout: 12_000,
-        },
-        (err, stdout, stderr) => (err ? reject(new Error(`${err.message}\n${stdout}\n${stderr}`)) : resolve(stdout)),
-      );
-    });
+    const out = await runTrusting(script, { WA_DIR: dir, WA_URL: fake.url });
     expect(out).toContain('OPEN');
   }, 15_000);
 
@@ -774,25 +774,7 @@ describe('WhatsApp fake media (HTTPS media server, media_conn, trust routing)', 
           process.exit(0);
         }
       });`;
-    const child = new Promise<string>((resolve, reject) => {
-      execFile(
-        process.execPath,
-        ['--input-type=module', '-e', script],
-        {
-          cwd: join(import.meta.dirname, '..', '..'),
-          env: {
-            ...process.env,
-            NODE_OPTIONS: `--import=${join(import.meta.dirname, 'whatsapp-trust.mjs')}`,
-            WA_DIR: dir,
-            WA_URL: fake.url,
-            WA_FILE: join(files, 'out.bin'),
-            ...fake.mediaEnv(),
-          },
-          timeout: 12_000,
-        },
-        (err, stdout, stderr) => (err ? reject(new Error(`${err.message}\n${stdout}\n${stderr}`)) : resolve(stdout)),
-      );
-    });
+    const child = runTrusting(script, { WA_DIR: dir, WA_URL: fake.url, WA_FILE: join(files, 'out.bin'), ...fake.mediaEnv() });
     const sent = await fake.waitFor((m) => m.media?.fileName === 'out.bin', 10_000);
     expect(sent.media?.data.equals(out)).toBe(true);
     await fake.sendMedia(CONTACT, { kind: 'document', data: inbound, mimetype: 'application/octet-stream', fileName: 'in.bin' });

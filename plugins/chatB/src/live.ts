@@ -78,7 +78,6 @@ export async function startChatB(ctx: PluginContext<typeof manifest>) {
   const keepAliveMs = () => setting<number>(ctx, 'chatBKeepAliveInterval', 30) * 1000;
 
   let sock: WASocket | undefined;
-  let me: Me | undefined;
   let waitingForScan = false;
   /** Texts of recent sends by id, for a recipient's phone that asks for a message again (it could not decrypt it). */
   const recentlySent = new TtlCache<string, string>(3600_000, 2000);
@@ -158,9 +157,11 @@ export async function startChatB(ctx: PluginContext<typeof manifest>) {
   };
 
   // ---------------------------------------------------------------- inbound
-  /** The linked account, from the session: known before 'open' (messages WhatsApp kept for the device come first). */
+  /**
+   * The linked account, from the session (baileys' `sock.user` is the same object): known before 'open', when the
+   * messages WhatsApp kept for the device come first.
+   */
   const account = (): Me | undefined => {
-    if (me) return me;
     const c = auth.state.creds.me;
     return c?.id ? { pn: jidNormalizedUser(c.id), ...(c.lid ? { lid: jidNormalizedUser(c.lid) } : {}) } : undefined;
   };
@@ -192,6 +193,7 @@ export async function startChatB(ctx: PluginContext<typeof manifest>) {
 
   const statusLine = () => {
     const s = status();
+    const me = s.connected ? account() : undefined;
     return `WhatsApp: ${s.state}${me ? ` as ${showJid(me.pn)}` : waitingForScan ? ', waiting for the QR code to be scanned' : ''}.`;
   };
 
@@ -301,9 +303,7 @@ export async function startChatB(ctx: PluginContext<typeof manifest>) {
             waitingForScan = false;
             pairingCode = undefined;
             sock = s;
-            const user = s.user;
-            me = { pn: jidNormalizedUser(user?.id ?? ''), ...(user?.lid ? { lid: jidNormalizedUser(user.lid) } : {}) };
-            hooks.connected(`as ${showJid(me.pn)} (linked device)`);
+            hooks.connected(`as ${showJid(account()?.pn ?? '')} (linked device)`);
             rt.resume();
           }
           if (u.connection === 'close') {
@@ -356,14 +356,18 @@ export async function startChatB(ctx: PluginContext<typeof manifest>) {
     );
   };
 
-  const status = (): ChannelStatus => ({
-    enabled: true,
-    ...supervisor.status(),
-    ...(me ? { botUsername: showJid(me.pn), account: me.pn } : {}),
-    linked: auth.state.creds.registered === true || me !== undefined,
-    ...(waitingForScan ? { waitingForScan: true } : {}),
-    ...(waitingForScan && pairingCode ? { pairingCode } : {}),
-  });
+  const status = (): ChannelStatus => {
+    const me = supervisor.state === 'connected' ? account() : undefined;
+    return {
+      enabled: true,
+      ...supervisor.status(),
+      ...(me ? { botUsername: showJid(me.pn), account: me.pn } : {}),
+      // The ADV-signed identity the phone gives at pairing (baileys sets `registered` only for pairing codes).
+      linked: auth.state.creds.account != null,
+      ...(waitingForScan ? { waitingForScan: true } : {}),
+      ...(waitingForScan && pairingCode ? { pairingCode } : {}),
+    };
+  };
 
   const capability = rt.capability({
     status,

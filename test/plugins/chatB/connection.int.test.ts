@@ -63,6 +63,7 @@ describe('chatB connection', () => {
     );
     // A wrong code is refused by the phone; the right one links.
     await expect(h.wa.enterPairingCode('AAAABBBB', BOT)).rejects.toThrow();
+    expect(h.channel().status().linked).toBe(false);
     await h.wa.enterPairingCode(code.replace('-', ''), BOT);
     await waitFor(() => h!.channel().status().connected, 'connected after linking', 15_000);
     expect(h.channel().status()).toMatchObject({ linked: true, account: `${BOT}@s.whatsapp.net` });
