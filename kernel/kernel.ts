@@ -8,7 +8,8 @@ import { basename, dirname, join } from 'node:path';
 import type { HookCatalogue } from '../sdk/hooks.js';
 import type { AgentCapability, KernelInfoCapability, PolicyCapability, QueueApi } from '../sdk/plugin.js';
 import { isAdmin, sessionKey } from './policy/index.js';
-import type { Actor, Logger } from '../sdk/types.js';
+import type { ChannelCapability } from '../sdk/channel.js';
+import type { Action, Actor, Logger } from '../sdk/types.js';
 import { ConfigStore, describeSchema, KeyRegistry, KERNEL_KEYS } from './config/index.js';
 import { errorMessage } from './errors.js';
 import { createHooks } from './hooks/catalogue.js';
@@ -18,6 +19,7 @@ import { CustomSkills } from './plugins/custom-skills.js';
 import { discoverAll, type PluginCandidate } from './plugins/discover.js';
 import { PluginHost, type HostOptions } from './plugins/host.js';
 import type { HostConfig } from './plugins/context.js';
+import { redisBackend } from './queue/backend.js';
 import { ActionQueue } from './queue/index.js';
 import { createDispatcher, type Dispatcher } from './registry/dispatch.js';
 import { Registry } from './registry/registry.js';
@@ -127,14 +129,26 @@ export async function startKernel(opts: KernelOptions = {}): Promise<Kernel> {
     log: logs.logger('queue'),
     completedLimit: cfg.get<number>('queueCompletedLimit'),
     failedLimit: cfg.get<number>('queueFailedLimit'),
+    redis: redisBackend(
+      cfg.has('queueRedisUrl') ? cfg.get('queueRedisUrl') : undefined,
+      cfg.get('queueRedisPrefix'),
+      cfg.get('queueWorkerLeaseSeconds'),
+    ),
   });
   for (const p of queue.problems) log.error(p);
   const hooks = createHooks();
   const registry = new Registry();
   const execute = createDispatcher({ registry, hooks, config: cfg, log: logs.logger('skills') });
+  // A shared queue: an action from a chat is pinned to the runner that received it (its replies, typing and
+  // reactions need that runner's connection); it moves only when that runner is gone (docs/scaling.md).
+  const chatHere = (source: string | undefined) =>
+    source !== undefined && registry.use<ChannelCapability>(`channel:${source}`) !== undefined;
   const queueApi: QueueApi = {
     push: async (input) => {
-      const a = await queue.push(input);
+      const worker = queue.worker;
+      const a = await queue.push(
+        worker !== undefined && chatHere(input.source) ? { ...input, metadata: { ...input.metadata, originWorker: worker } } : input,
+      );
       await hooks.actionQueued.promise(a);
       return a;
     },
@@ -234,6 +248,16 @@ export async function startKernel(opts: KernelOptions = {}): Promise<Kernel> {
       agent: () => registry.use<AgentCapability>('agent'),
       log: logs.logger('runner'),
       ...(opts.runner?.maxIdleMs ? { maxIdleMs: opts.runner.maxIdleMs } : {}),
+      ...(queue.worker !== undefined
+        ? {
+            accept: (a: Action) => {
+              const origin = a.metadata.originWorker;
+              if (typeof origin !== 'string' || origin === queue.worker) return true;
+              if (queue.isWorkerAlive(origin)) return false;
+              return registry.use<ChannelCapability>(`channel:${a.source}`)?.status().enabled === true;
+            },
+          }
+        : {}),
     });
     runner.start();
   }

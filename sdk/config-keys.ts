@@ -15,6 +15,10 @@
 export interface KnownConfig {
   queueCompletedLimit: number;
   queueFailedLimit: number;
+  /** No default: absent means the file queue in KEEL_HOME. */
+  queueRedisUrl: string | undefined;
+  queueRedisPrefix: string;
+  queueWorkerLeaseSeconds: number;
   safeMode: boolean;
   sudoMode: boolean;
   overrideMode: boolean;

@@ -40,7 +40,9 @@ export async function status(opts: { json?: boolean; config?: string }): Promise
   let queue = state?.queue;
   if (!agent) {
     const { readQueueCounts } = await import('../queue/index.js');
-    queue = await readQueueCounts(home);
+    const { queueBackendOf } = await import('../queue/backend.js');
+    const redis = await queueBackendOf(home, process.env, opts.config);
+    queue = await readQueueCounts(home, undefined, redis ? { redis } : {});
   }
   const plugins = state?.plugins ?? [];
   const quarantined = plugins.filter((p) => p.state === 'quarantined').map((p) => ({ id: p.id, reason: p.reason }));

@@ -6,7 +6,10 @@ import { truncateForLog } from '../queue/index.js';
 
 export async function listTasks(opts: { json?: boolean }): Promise<number> {
   const { readQueueList } = await import('../queue/index.js');
-  const list = await readQueueList(keelHome());
+  const { queueBackendOf } = await import('../queue/backend.js');
+  const home = keelHome();
+  const redis = await queueBackendOf(home);
+  const list = await readQueueList(home, undefined, redis ? { redis } : {});
   if (opts.json) {
     process.stdout.write(`${JSON.stringify(list, null, 2)}\n`);
     return 0;

@@ -39,6 +39,29 @@ export const KERNEL_KEYS = {
     policy: 'SAFE',
     description: 'How many failed actions the queue keeps for inspection; older ones are dropped.',
   },
+  queueRedisUrl: {
+    schema: Type.String({ pattern: '^rediss?://.+' }),
+    env: ['KEEL_QUEUE_REDIS_URL'],
+    policy: 'LOCKED',
+    secret: true,
+    description:
+      'A Redis (redis://[:password@]host:port[/db], rediss:// for TLS) that holds the action queue instead of KEEL_HOME, so that several `keel run` processes on several machines share one queue (docs/scaling.md). Unset: the file queue. LOCKED: it decides where every task goes.',
+  },
+  queueRedisPrefix: {
+    schema: Type.String({ pattern: '^[A-Za-z0-9:_.-]{1,64}$' }),
+    default: 'keel:',
+    env: ['KEEL_QUEUE_REDIS_PREFIX'],
+    policy: 'LOCKED',
+    description: "Prefix of the shared queue's Redis keys, so that several Keel deployments can share one Redis.",
+  },
+  queueWorkerLeaseSeconds: {
+    schema: Type.Integer({ minimum: 2, maximum: 600 }),
+    default: 15,
+    env: ['KEEL_QUEUE_WORKER_LEASE_SECONDS'],
+    policy: 'LOCKED',
+    description:
+      "Shared queue: how long a runner's lease lasts without renewal (renewed every third of it). An action whose runner died goes back to the queue after at most this long.",
+  },
 
   // ---------------------------------------------------------------- security modes
   safeMode: {

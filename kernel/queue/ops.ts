@@ -4,14 +4,20 @@
  */
 import type { Action } from '../../sdk/types.js';
 
+/**
+ * `by` names the runner (a worker of a shared store) that took the action. A `start` with `by` is a claim: the first
+ * in the stream wins. A settle or requeue with `by` applies only while that runner still holds the action, which
+ * fences off a runner whose lease lapsed and whose action another runner took over. Absent (the file store's single
+ * runner), no such check is made.
+ */
 export type QueueOp =
   | { op: 'push'; action: Action }
-  | { op: 'start'; id: string }
-  | { op: 'complete'; id: string; result: string; at: number }
-  | { op: 'retry'; id: string; retries: number; notBefore: number; error: string }
-  | { op: 'fail'; id: string; error: string; at: number }
+  | { op: 'start'; id: string; by?: string }
+  | { op: 'complete'; id: string; result: string; at: number; by?: string }
+  | { op: 'retry'; id: string; retries: number; notBefore: number; error: string; by?: string }
+  | { op: 'fail'; id: string; error: string; at: number; by?: string }
   /** A crashed runner's executing action goes back to pending (not a retry). */
-  | { op: 'requeue'; id: string }
+  | { op: 'requeue'; id: string; by?: string }
   | { op: 'remove'; id: string; reason: string }
   /** A pending action's task and metadata, changed in place (its id, priority, schedule and place in line kept). */
   | { op: 'amend'; id: string; task: string; metadata: Action['metadata'] };
@@ -67,6 +73,7 @@ export function isActionLike(a: unknown): a is Action {
 export function decodeOp(line: string): QueueOp {
   const o = JSON.parse(line) as Record<string, unknown>;
   if (!o || typeof o !== 'object') throw new Error('not an object');
+  if (o.by !== undefined && !isStr(o.by)) throw new Error(`not a valid queue op: ${line.slice(0, 120)}`);
   const ok = (() => {
     switch (o.op) {
       case 'push':

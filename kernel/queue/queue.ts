@@ -13,6 +13,7 @@ import { ErrorCodes, errorMessage, KeelError } from '../errors.js';
 import { createAction, expiresAt } from './action.js';
 import { FileStore, type FileStoreOptions } from './file-store.js';
 import type { QueueOp } from './ops.js';
+import type { RedisStoreOptions } from './redis-store.js';
 import { QueueState } from './state.js';
 import type { QueueStore, StoreChange } from './store.js';
 
@@ -28,6 +29,8 @@ export interface ActionQueueOptions {
   log?: Logger;
   /** Another backend; default: the file store in `home`. */
   store?: QueueStore;
+  /** A shared queue in Redis (queueRedisUrl), for several runners: see redis-store.ts. */
+  redis?: Omit<RedisStoreOptions, 'owner' | 'readOnly' | 'log'> | undefined;
   /** Read the state once and change nothing (for `keel status`, `keel tasks`). */
   readOnly?: boolean;
   /** Tuning of the default file store. */
@@ -89,6 +92,8 @@ export class ActionQueue {
   private quietTimer: NodeJS.Timeout | undefined;
   private lastChangeAt = 0;
   private readonly quietMs: number;
+  private orphanTimer: NodeJS.Timeout | undefined;
+  private liveWorkers = new Set<string>();
 
   private constructor(
     private readonly store: QueueStore,
@@ -105,7 +110,14 @@ export class ActionQueue {
     const log = opts.log ?? consoleLog;
     const store =
       opts.store ??
-      new FileStore({ home: opts.home, owner: opts.owner, log, ...(opts.readOnly ? { readOnly: true } : {}), ...opts.fileStore });
+      (opts.redis
+        ? new (await import('./redis-store.js')).RedisStore({
+            ...opts.redis,
+            owner: opts.owner,
+            log,
+            ...(opts.readOnly ? { readOnly: true } : {}),
+          })
+        : new FileStore({ home: opts.home, owner: opts.owner, log, ...(opts.readOnly ? { readOnly: true } : {}), ...opts.fileStore }));
     const q = new ActionQueue(store, opts);
     try {
       await q.init();
@@ -123,16 +135,60 @@ export class ActionQueue {
     this.state.reset(load.snapshot, now);
     for (const op of load.ops) this.state.apply(op, now);
     if (!this.owner) return;
-    // The previous runner died (or was stopped) mid-action: at-least-once delivery runs it again. Not a retry:
-    // the action did not fail, its runner went away.
-    const stuck = this.state.executingActions();
-    if (stuck.length) {
-      this.log.warn(
-        `Queue: ${stuck.length} action(s) were executing when the previous runner stopped; they are pending again: ${stuck.map((a) => a.id).join(', ')}`,
-      );
-      await this.store.append(stuck.map((a) => ({ op: 'requeue', id: a.id })));
+    if (this.store.worker !== undefined) {
+      // A shared store: other runners may be working right now. Only a dead runner's actions go back.
+      await this.requeueOrphans();
+      const every = Math.max(100, Math.floor((this.store.leaseDurationMs ?? 15_000) / 2));
+      this.orphanTimer = setInterval(() => {
+        this.requeueOrphans().catch((e) => this.log.warn(`Queue: looking for a dead runner's actions failed: ${errorMessage(e)}`));
+      }, every);
+      this.orphanTimer.unref();
+    } else {
+      // The previous runner died (or was stopped) mid-action: at-least-once delivery runs it again. Not a retry:
+      // the action did not fail, its runner went away.
+      const stuck = this.state.executingActions();
+      if (stuck.length) {
+        this.log.warn(
+          `Queue: ${stuck.length} action(s) were executing when the previous runner stopped; they are pending again: ${stuck.map((a) => a.id).join(', ')}`,
+        );
+        await this.store.append(stuck.map((a) => ({ op: 'requeue', id: a.id })));
+      }
     }
     if (this.store.wantsCompaction(this.state.active.size)) await this.compact();
+  }
+
+  /**
+   * Shared stores: executing actions whose runner's lease is gone (killed, crashed, cut off for longer than its
+   * lease) go back to pending, each stamped with the dead runner's id so that a runner that only paused cannot
+   * settle it afterwards, and a second runner doing the same at the same time changes nothing.
+   */
+  private async requeueOrphans(): Promise<void> {
+    if (this.closed || !this.store.liveWorkers) return;
+    const live = await this.store.liveWorkers();
+    this.liveWorkers = live;
+    if (this.state.executing === 0) return;
+    const ops: Array<Extract<QueueOp, { op: 'requeue' }>> = [];
+    for (const a of this.state.executingActions()) {
+      const by = this.state.executorOf(a.id);
+      if (by !== undefined && live.has(by)) continue;
+      ops.push(by === undefined ? { op: 'requeue', id: a.id } : { op: 'requeue', id: a.id, by });
+    }
+    if (ops.length === 0 || this.closed) return;
+    this.log.warn(
+      `Queue: ${ops.length} action(s) were executing on a runner that is gone; they are pending again: ${ops.map((o) => o.id).join(', ')}`,
+    );
+    await this.store.append(ops);
+    this.afterWrite();
+  }
+
+  /** Shared stores: this runner's id. */
+  get worker(): string | undefined {
+    return this.store.worker;
+  }
+
+  /** Shared stores: whether the runner `worker` held a lease when this process last looked (this one always). */
+  isWorkerAlive(worker: string): boolean {
+    return worker === this.store.worker || this.liveWorkers.has(worker);
   }
 
   private now(): number {
@@ -185,6 +241,14 @@ export class ActionQueue {
       throw new KeelError(
         ErrorCodes.ACTION_NOT_EXECUTING,
         `Action ${id} is ${a.status}, not executing: only a taken action can be settled.`,
+        { id },
+      );
+    }
+    const worker = this.store.worker;
+    if (worker !== undefined && this.state.executorOf(id) !== worker) {
+      throw new KeelError(
+        ErrorCodes.ACTION_NOT_EXECUTING,
+        `Action ${id} is no longer this runner's: its lease lapsed and another runner took the action over, so this result is not recorded.`,
         { id },
       );
     }
@@ -250,24 +314,35 @@ export class ActionQueue {
   /**
    * The next action to run: highest priority first, first-in first-out within a priority, skipping actions held
    * back until their notBefore. Marks it executing. Actions whose TTL passed are removed on the way, not returned.
-   * `busy` names lanes to leave alone (the runner's lanes that already run an action; see lanes.ts).
+   * `busy` names lanes to leave alone (the runner's lanes that already run an action; see lanes.ts). `accept`, when
+   * given, passes over actions this runner must not run (they keep their place for another runner).
    */
-  async take(busy?: (lane: string) => boolean): Promise<Action | undefined> {
+  async take(busy?: (lane: string) => boolean, accept?: (action: Action) => boolean): Promise<Action | undefined> {
     this.assertOwner('take');
+    const by = this.store.worker;
     for (;;) {
       const now = this.now();
       const ops: QueueOp[] = [];
       const shifted: Action[] = [];
+      const passed: Action[] = [];
       let next: Action | undefined;
       for (let a = this.state.pending.shift(now, busy); a; a = this.state.pending.shift(now, busy)) {
-        shifted.push(a);
-        if (expiresAt(a) > now) {
-          next = a;
-          ops.push({ op: 'start', id: a.id });
-          break;
+        if (expiresAt(a) <= now) {
+          shifted.push(a);
+          ops.push({ op: 'remove', id: a.id, reason: 'ttl expired' });
+          continue;
         }
-        ops.push({ op: 'remove', id: a.id, reason: 'ttl expired' });
+        if (accept && !accept(a)) {
+          passed.push(a);
+          continue;
+        }
+        shifted.push(a);
+        next = a;
+        ops.push(by === undefined ? { op: 'start', id: a.id } : { op: 'start', id: a.id, by });
+        break;
       }
+      // Passed over: back in front, in the order they were in.
+      for (let i = passed.length - 1; i >= 0; i--) this.state.pending.add(passed[i]!, now, true);
       if (ops.length === 0) return undefined;
       try {
         await this.store.append(ops);
@@ -278,8 +353,9 @@ export class ActionQueue {
       }
       this.afterWrite();
       if (!next) return undefined;
-      // Another process may have removed it while the start was being written; then look again.
-      if (this.state.active.get(next.id) === next && next.status === 'executing') return copy(next);
+      // Another process may have removed it, or (a shared store) another runner's claim came first; then look again.
+      if (this.state.active.get(next.id) === next && next.status === 'executing' && this.state.executorOf(next.id) === by)
+        return copy(next);
     }
   }
 
@@ -287,7 +363,8 @@ export class ActionQueue {
   async complete(id: string, result: string): Promise<void> {
     this.assertOwner('complete');
     this.executingOrThrow(id);
-    await this.store.append([{ op: 'complete', id, result, at: this.now() }]);
+    const by = this.store.worker;
+    await this.store.append([{ op: 'complete', id, result, at: this.now(), ...(by === undefined ? {} : { by }) }]);
     this.afterWrite();
   }
 
@@ -300,10 +377,11 @@ export class ActionQueue {
     const a = this.executingOrThrow(id);
     const now = this.now();
     const { retries, maxRetries } = a.metadata;
+    const stamp = this.store.worker === undefined ? {} : { by: this.store.worker };
     const op: QueueOp =
       retries < maxRetries
-        ? { op: 'retry', id, retries: retries + 1, notBefore: now + backoffMs(retries + 1), error }
-        : { op: 'fail', id, error, at: now };
+        ? { op: 'retry', id, retries: retries + 1, notBefore: now + backoffMs(retries + 1), error, ...stamp }
+        : { op: 'fail', id, error, at: now, ...stamp };
     await this.store.append([op]);
     this.afterWrite();
     return op.op === 'retry' ? 'retry' : 'failed';
@@ -397,6 +475,7 @@ export class ActionQueue {
     if (this.closed) return;
     this.closed = true;
     if (this.quietTimer) clearTimeout(this.quietTimer);
+    if (this.orphanTimer) clearInterval(this.orphanTimer);
     try {
       await this.store.compact(() => this.state.snapshot(this.now()));
     } catch (e) {
@@ -407,9 +486,12 @@ export class ActionQueue {
   }
 }
 
-/** The queue as stored in `home`, read once without taking part (no lock held afterwards, nothing written). */
-export async function readQueueList(home: string, log?: Logger): Promise<QueueList> {
-  const q = await ActionQueue.open({ home, owner: false, readOnly: true, ...(log ? { log } : {}) });
+/** Where a queue lives when it is not in `home`'s files. */
+export type QueueBackend = Pick<ActionQueueOptions, 'redis'>;
+
+/** The queue as stored in `home` (or in the shared backend), read once without taking part (nothing written). */
+export async function readQueueList(home: string, log?: Logger, backend: QueueBackend = {}): Promise<QueueList> {
+  const q = await ActionQueue.open({ home, owner: false, readOnly: true, ...(log ? { log } : {}), ...backend });
   try {
     return q.list();
   } finally {
@@ -417,8 +499,8 @@ export async function readQueueList(home: string, log?: Logger): Promise<QueueLi
   }
 }
 
-export async function readQueueCounts(home: string, log?: Logger): Promise<QueueCounts> {
-  const q = await ActionQueue.open({ home, owner: false, readOnly: true, ...(log ? { log } : {}) });
+export async function readQueueCounts(home: string, log?: Logger, backend: QueueBackend = {}): Promise<QueueCounts> {
+  const q = await ActionQueue.open({ home, owner: false, readOnly: true, ...(log ? { log } : {}), ...backend });
   try {
     return q.counts();
   } finally {

@@ -8,6 +8,9 @@
  * FIFO; the snapshot's record of how far it absorbed the journal is what prevents a second replay outright.
  * `remove` wins over anything else on the same id in either order, so a remove from another process racing the
  * runner ends the same way in memory and on replay.
+ *
+ * Runners of a shared store stamp their ops with `by` (ops.ts): the first `start` of an action wins, and a settle
+ * or requeue from a runner that no longer holds the action is ignored (the fence).
  */
 import type { Action } from '../../sdk/types.js';
 import type { QueueOp } from './ops.js';
@@ -27,6 +30,8 @@ export class QueueState {
   readonly completed = new Map<string, Action>();
   readonly failed = new Map<string, Action>();
   executing = 0;
+  /** Which runner holds each executing action, where runners say so (shared stores). */
+  readonly executors = new Map<string, string>();
 
   constructor(private readonly limits: StateLimits) {}
 
@@ -36,6 +41,8 @@ export class QueueState {
     this.failed.clear();
     this.pending = new LanedPending();
     this.executing = 0;
+    this.executors.clear();
+    for (const [id, by] of Object.entries(s.executors ?? {})) this.executors.set(id, by);
     for (const a of s.actions) {
       if (this.active.has(a.id)) continue;
       this.active.set(a.id, a);
@@ -53,8 +60,19 @@ export class QueueState {
     return this.active.get(id) ?? this.completed.get(id) ?? this.failed.get(id);
   }
 
+  /** Whether a settle or requeue stamped `by` comes from the runner holding the action (always true unstamped). */
+  private holds(id: string, by: string | undefined): boolean {
+    return by === undefined || this.executors.get(id) === by;
+  }
+
+  /** The runner holding an executing action, when runners say so. */
+  executorOf(id: string): string | undefined {
+    return this.executors.get(id);
+  }
+
   /** Applies one op; returns whether anything changed. */
   apply(op: QueueOp, now: number): boolean {
+    if (op.op !== 'push' && op.op !== 'start' && op.op !== 'remove' && op.op !== 'amend' && !this.holds(op.id, op.by)) return false;
     switch (op.op) {
       case 'push': {
         const a = op.action;
@@ -70,6 +88,7 @@ export class QueueState {
         this.pending.delete(a.id);
         a.status = 'executing';
         this.executing++;
+        if (op.by !== undefined) this.executors.set(a.id, op.by);
         return true;
       }
       case 'requeue': {
@@ -77,6 +96,7 @@ export class QueueState {
         if (!a || a.status !== 'executing') return false;
         a.status = 'pending';
         this.executing--;
+        this.executors.delete(a.id);
         // It was the next to run when its runner went away: it keeps that place.
         this.pending.add(a, now, true);
         return true;
@@ -85,6 +105,7 @@ export class QueueState {
         const a = this.active.get(op.id);
         if (!a) return false;
         if (a.status === 'executing') this.executing--;
+        this.executors.delete(a.id);
         a.status = 'pending';
         a.error = op.error;
         a.metadata.retries = op.retries;
@@ -132,6 +153,7 @@ export class QueueState {
     const a = this.active.get(id);
     if (!a) return undefined;
     this.active.delete(id);
+    this.executors.delete(id);
     if (a.status === 'executing') this.executing--;
     else this.pending.delete(id);
     return a;
@@ -156,6 +178,7 @@ export class QueueState {
       actions: [...this.executingActions(), ...this.pending.ordered(now)],
       completed: [...this.completed.values()],
       failed: [...this.failed.values()],
+      ...(this.executors.size ? { executors: Object.fromEntries(this.executors) } : {}),
     };
   }
 }

@@ -13,6 +13,8 @@ export interface QueueSnapshot {
   actions: Action[];
   completed: Action[];
   failed: Action[];
+  /** Shared stores: the runner holding each executing action (by action id). */
+  executors?: Record<string, string>;
 }
 
 export interface StoreLoad {
@@ -55,5 +57,14 @@ export interface QueueStore {
   wantsCompaction(liveActions: number): boolean;
   /** Whether the base lags behind the op stream (or is missing): the quiet-time compaction then brings it up to date. */
   stale?(): boolean;
+  /**
+   * Shared stores (several runners): this runner's id, stamped on its claims and settles. Absent for a store with
+   * one runner per home (the file store).
+   */
+  readonly worker?: string | undefined;
+  /** Shared stores: the runners whose lease is alive. */
+  liveWorkers?(): Promise<Set<string>>;
+  /** Shared stores: how long a runner's lease lasts (how often to look for a dead runner's actions). */
+  readonly leaseDurationMs?: number;
   close(): Promise<void>;
 }

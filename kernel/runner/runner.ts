@@ -22,6 +22,8 @@ export interface RunnerOptions {
   /** How often expired actions are swept. */
   sweepEveryMs?: number;
   clock?: { now(): number };
+  /** Passes over actions this runner must not run (a shared queue: a chat's action runs where its chat is). */
+  accept?: (action: Action) => boolean;
 }
 
 export interface RunnerStatus {
@@ -118,7 +120,7 @@ export class Runner {
           continue;
         }
         this.setReason(undefined);
-        const action = await this.o.queue.take(this.isBusy);
+        const action = await this.o.queue.take(this.isBusy, this.o.accept);
         if (!action) {
           const due = this.o.queue.nextDueAt(this.isBusy);
           const wait = due === undefined ? maxIdle : Math.max(0, Math.min(maxIdle, due - this.now()));

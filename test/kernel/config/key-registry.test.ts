@@ -98,6 +98,9 @@ describe('kernel keys', () => {
     expect(cls).toEqual({
       queueCompletedLimit: 'SAFE',
       queueFailedLimit: 'SAFE',
+      queueRedisUrl: 'LOCKED',
+      queueRedisPrefix: 'LOCKED',
+      queueWorkerLeaseSeconds: 'LOCKED',
       safeMode: 'LOCKED',
       sudoMode: 'LOCKED',
       overrideMode: 'LOCKED',

@@ -1,0 +1,251 @@
+/**
+ * The shared queue (queueRedisUrl) against a real redis-server on 127.0.0.1: several runners, each with its own
+ * KEEL_HOME as on separate machines, share one queue; claims are unambiguous, a dead runner's actions come back,
+ * a runner that lost its action cannot settle it, Redis restarts lose nothing acknowledged, compaction trims the
+ * stream and a reader that was away reloads.
+ */
+import { Redis } from 'ioredis';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { ErrorCodes } from '../../../kernel/errors.js';
+import { ActionQueue } from '../../../kernel/queue/index.js';
+import { compareIds, RedisStore } from '../../../kernel/queue/redis-store.js';
+import { rm, tmp, waitFor } from '../../helpers.js';
+import { redisProblem, startRedis, type TestRedis } from '../../redis-server.js';
+import { captureLog, type CapturedLog } from './helpers.js';
+
+const problem = redisProblem();
+let redis: TestRedis;
+let admin: Redis;
+let dir: string;
+let prefix: string;
+let n = 0;
+const open: ActionQueue[] = [];
+const homes: string[] = [];
+
+beforeAll(async () => {
+  if (problem) return;
+  dir = tmp('keel-redis-');
+  redis = await startRedis(dir);
+  admin = new Redis(redis.url);
+  admin.on('error', () => {});
+});
+
+afterAll(async () => {
+  if (problem) return;
+  admin.disconnect();
+  await redis.stop();
+  rm(dir);
+});
+
+afterEach(async () => {
+  for (const q of open.splice(0)) await q.close().catch(() => {});
+  homes.splice(0).forEach(rm);
+});
+
+/** A fresh prefix per test: each test has a queue of its own in the one Redis. */
+function newPrefix(): string {
+  prefix = `t${++n}-${process.pid}:`;
+  return prefix;
+}
+
+interface Opened {
+  q: ActionQueue;
+  log: CapturedLog;
+}
+
+async function runner(opts: { owner?: boolean; leaseMs?: number; trimLagMs?: number; compactMinOps?: number } = {}): Promise<Opened> {
+  const home = tmp('keel-worker-');
+  homes.push(home);
+  const log = captureLog();
+  const store = new RedisStore({
+    url: redis.url,
+    prefix,
+    owner: opts.owner ?? true,
+    log,
+    leaseMs: opts.leaseMs ?? 1000,
+    ...(opts.trimLagMs !== undefined ? { trimLagMs: opts.trimLagMs } : {}),
+    ...(opts.compactMinOps !== undefined ? { compactMinOps: opts.compactMinOps } : {}),
+  });
+  const q = await ActionQueue.open({ home, owner: opts.owner ?? true, log, store, quietCompactMs: 0 });
+  open.push(q);
+  return { q, log };
+}
+
+const storeOf = (q: ActionQueue) => (q as unknown as { store: RedisStore }).store;
+
+describe.skipIf(problem)('shared queue in Redis', () => {
+  it('a push on one machine is seen by the others, in priority order, and survives a fresh open', async () => {
+    newPrefix();
+    const a = await runner({ owner: false });
+    const b = await runner();
+    await a.q.push({ task: 'low', priority: 2 });
+    await a.q.push({ task: 'high', priority: 9 });
+    await waitFor(() => b.q.counts().pending === 2, 'the other runner to see both pushes');
+    expect(b.q.list().pending.map((x) => x.task)).toEqual(['high', 'low']);
+    const c = await runner({ owner: false });
+    expect(c.q.list().pending.map((x) => x.task)).toEqual(['high', 'low']);
+  });
+
+  it('three runners taking at once: every action is taken exactly once', async () => {
+    newPrefix();
+    const rs = await Promise.all([runner(), runner(), runner()]);
+    const total = 90;
+    for (let i = 0; i < total; i++) await rs[i % 3]!.q.push({ task: `t${i}` });
+    await Promise.all(rs.map((r) => waitFor(() => r.q.counts().pending === total, 'every runner to see every push')));
+    const taken = new Map<string, number>();
+    await Promise.all(
+      rs.map(async (r, i) => {
+        for (let a = await r.q.take(); a; a = await r.q.take()) {
+          expect(taken.has(a.id), `${a.id} taken twice`).toBe(false);
+          taken.set(a.id, i);
+          await r.q.complete(a.id, `by ${i}`);
+        }
+      }),
+    );
+    expect(taken.size).toBe(total);
+    // the work was shared, not done by one
+    expect(new Set(taken.values()).size).toBeGreaterThan(1);
+    for (const r of rs) await waitFor(() => r.q.counts().completed === Math.min(total, 100), 'every view to show all completed');
+    // each completed action carries the result of the runner that took it
+    const byId = new Map(rs[0]!.q.list().completed.map((x) => [x.id, x.result]));
+    for (const [id, who] of taken) expect(byId.get(id)).toBe(`by ${who}`);
+  });
+
+  it("a killed runner's action goes back after its lease and runs elsewhere; the killed one's late result is refused", async () => {
+    newPrefix();
+    const a = await runner({ leaseMs: 600 });
+    const b = await runner({ leaseMs: 600 });
+    const pushed = await a.q.push({ task: 'survive me' });
+    await waitFor(() => b.q.counts().pending === 1, 'b to see the push');
+    const took = await a.q.take();
+    expect(took?.id).toBe(pushed.id);
+    await waitFor(() => b.q.counts().executing === 1, 'b to see it executing');
+    expect(await b.q.take()).toBeUndefined();
+    // kill -9: no close, no lease release
+    storeOf(a.q).crash();
+    open.splice(open.indexOf(a.q), 1);
+    const again = await waitFor(
+      async () => (b.q.get(pushed.id)?.status === 'pending' ? b.q.take() : undefined),
+      'b to take it over',
+      10_000,
+    );
+    expect(again.id).toBe(pushed.id);
+    expect(b.log.text('warn')).toMatch(/executing on a runner that is gone.*pending again/);
+    // The dead runner's settle, had it reached Redis after all, is fenced off: the op names a runner that no
+    // longer holds the action.
+    await storeOf(b.q).append([{ op: 'complete', id: pushed.id, result: 'stale', at: Date.now(), by: storeOf(a.q).worker! }]);
+    expect(b.q.get(pushed.id)?.status).toBe('executing');
+    await b.q.complete(pushed.id, 'fresh');
+    expect(b.q.get(pushed.id)?.result).toBe('fresh');
+  });
+
+  it('a runner whose lease lapsed (paused, cut off) cannot settle the action another runner took over', async () => {
+    newPrefix();
+    const a = await runner({ leaseMs: 600 });
+    const b = await runner({ leaseMs: 600 });
+    const pushed = await a.q.push({ task: 'paused runner' });
+    await waitFor(() => b.q.counts().pending === 1, 'b to see the push');
+    await a.q.take();
+    // a's lease lapses as if the process had been paused longer than its lease
+    const aLease = `${prefix}queue:worker:${storeOf(a.q).worker}`;
+    await admin.del(aLease);
+    clearInterval((storeOf(a.q) as unknown as { leaseTimer: NodeJS.Timeout }).leaseTimer);
+    const taken = await waitFor(
+      async () => (b.q.get(pushed.id)?.status === 'pending' ? b.q.take() : undefined),
+      'b to take it over',
+      10_000,
+    );
+    expect(taken.id).toBe(pushed.id);
+    await waitFor(() => a.q.get(pushed.id)?.status === 'executing' && a.q.counts().executing === 1, 'a to see it taken again');
+    await expect(a.q.complete(pushed.id, 'late')).rejects.toMatchObject({ code: ErrorCodes.ACTION_NOT_EXECUTING });
+    await expect(a.q.fail(pushed.id, 'late')).rejects.toThrow(/another runner took the action over/);
+    await b.q.complete(pushed.id, 'b did it');
+    await waitFor(() => a.q.get(pushed.id)?.result === 'b did it', 'a to see b’s result');
+  });
+
+  it('passes over actions a runner must not run, and leaves their place to another runner', async () => {
+    newPrefix();
+    const a = await runner();
+    const b = await runner();
+    await a.q.push({ task: 'for b', priority: 9, metadata: { only: 'b' } });
+    await a.q.push({ task: 'for anyone', priority: 5 });
+    await waitFor(() => b.q.counts().pending === 2, 'b to see both');
+    const notB = (x: { metadata: Record<string, unknown> }) => x.metadata.only !== 'b';
+    const first = await a.q.take(undefined, notB);
+    expect(first?.task).toBe('for anyone');
+    expect(await a.q.take(undefined, notB)).toBeUndefined();
+    await waitFor(() => b.q.counts().executing === 1, 'b to see a’s claim');
+    expect((await b.q.take())?.task).toBe('for b');
+  });
+
+  it('acknowledged pushes survive kill -9 of Redis (appendfsync always), and runners carry on after it restarts', async () => {
+    newPrefix();
+    const a = await runner({ owner: false });
+    const b = await runner();
+    for (let i = 0; i < 20; i++) await a.q.push({ task: `before ${i}` });
+    await redis.kill();
+    await redis.restart();
+    const fresh = await runner({ owner: false });
+    expect(fresh.q.counts().pending).toBe(20);
+    // the open queues reconnect by themselves
+    await waitFor(
+      () =>
+        a.q
+          .push({ task: 'after' })
+          .then(() => true)
+          .catch(() => false),
+      'a push after the restart',
+      15_000,
+    );
+    await waitFor(() => b.q.counts().pending === 21, 'b to see the push made after the restart', 15_000);
+    expect(a.log.text('warn')).toMatch(/lost the connection to Redis/);
+    expect(a.log.text()).not.toMatch(/\d+\.\d+\.\d+\.\d+:\d+.*password/);
+  });
+
+  it('compaction folds the stream into the base and trims it; a new open and a reader that was away see the same queue', async () => {
+    newPrefix();
+    const a = await runner({ trimLagMs: 0, compactMinOps: 10 });
+    const away = await runner({ owner: false });
+    // `away` stops following (its reader is gone) and misses what comes next
+    (storeOf(away.q) as unknown as { reader: Redis }).reader.disconnect();
+    await new Promise((r) => setTimeout(r, 50));
+    for (let i = 0; i < 30; i++) await a.q.push({ task: `c${i}`, priority: (i % 10) + 1 });
+    for (let i = 0; i < 5; i++) {
+      const t = await a.q.take();
+      await a.q.complete(t!.id, 'ok');
+    }
+    expect(await a.q.compact()).toBe(true);
+    expect(await admin.xlen(`${prefix}queue:ops`)).toBe(0);
+    const base = JSON.parse((await admin.get(`${prefix}queue:base`))!) as { lastId: string };
+    expect(compareIds(base.lastId, '0-0')).toBeGreaterThan(0);
+    const fresh = await runner({ owner: false });
+    expect(fresh.q.list()).toEqual(a.q.list());
+    // the away reader's main connection drops and comes back: it finds the trimmed gap and reloads from the base
+    const id = (await (storeOf(away.q) as unknown as { redis: Redis }).redis.client('ID')) as number;
+    await admin.client('KILL', 'ID', String(id));
+    await waitFor(() => away.q.counts().completed === 5, 'the away reader to reload', 10_000);
+    expect(away.q.list()).toEqual(a.q.list());
+    expect(away.log.text('warn')).toMatch(/reloaded/);
+  });
+
+  it('an unreachable Redis fails the open with a clear error that hides the password', async () => {
+    const store = new RedisStore({ url: 'redis://:sekret-pw@127.0.0.1:1/0', owner: true, log: captureLog(), connectTimeoutMs: 1000 });
+    const err = await ActionQueue.open({ home: tmp('keel-worker-'), owner: true, store }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: ErrorCodes.QUEUE_UNREACHABLE });
+    expect(String((err as Error).message)).toMatch(/Cannot reach the queue's Redis at redis:\/\/:\*\*\*@127\.0\.0\.1:1\/0/);
+    expect(String((err as Error).message)).not.toContain('sekret-pw');
+  });
+
+  it('says at open when Redis keeps the queue in memory only', async () => {
+    newPrefix();
+    await admin.config('SET', 'appendonly', 'no');
+    try {
+      const r = await runner();
+      expect(r.log.text('warn')).toMatch(/in memory only \(appendonly is off\)/);
+    } finally {
+      await admin.config('SET', 'appendonly', 'yes');
+    }
+    const r2 = await runner();
+    expect(r2.log.text('warn')).not.toMatch(/in memory only/);
+  });
+});

@@ -1,0 +1,136 @@
+/**
+ * A real, private redis-server on 127.0.0.1 for the shared-queue tests and the bench: Debian's redis-server with
+ * its own directory, a free port, no config file, and the append-only file synced on every write (the setting
+ * docs/scaling.md recommends). When redis-server is missing the set-up installs it (`apt-get install -y
+ * redis-server`, as root); where it cannot, `redisProblem()` says why and the tests skip with that message.
+ */
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { createConnection, createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+
+function findRedis(): string | undefined {
+  for (const p of ['/usr/bin/redis-server', '/usr/local/bin/redis-server']) if (existsSync(p)) return p;
+  const r = spawnSync('sh', ['-c', 'command -v redis-server'], { encoding: 'utf8' });
+  return r.status === 0 && r.stdout.trim() ? r.stdout.trim() : undefined;
+}
+
+let installTried = false;
+
+/** Why redis-server cannot run here (undefined: it can). Installs it first when missing and running as root. */
+export function redisProblem(): string | undefined {
+  if (findRedis()) return undefined;
+  if (!installTried && process.getuid?.() === 0) {
+    installTried = true;
+    const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+    let r = spawnSync('apt-get', ['install', '-y', 'redis-server'], { stdio: 'pipe', env, timeout: 300_000 });
+    if (r.status !== 0) {
+      spawnSync('apt-get', ['update'], { stdio: 'pipe', env, timeout: 300_000 });
+      r = spawnSync('apt-get', ['install', '-y', 'redis-server'], { stdio: 'pipe', env, timeout: 300_000 });
+    }
+    // The package may start a system-wide Redis on 6379; the tests run their own.
+    spawnSync(
+      'sh',
+      ['-c', 'command -v systemctl >/dev/null && systemctl stop redis-server; command -v service >/dev/null && service redis-server stop'],
+      { stdio: 'pipe' },
+    );
+    if (findRedis()) return undefined;
+    return `redis-server could not be installed (apt-get install -y redis-server exited ${r.status})`;
+  }
+  return 'redis-server is not installed and this user cannot install it: run `apt-get install -y redis-server` as root';
+}
+
+async function freePort(): Promise<number> {
+  const s = createServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+  const port = (s.address() as AddressInfo).port;
+  await new Promise<void>((r) => s.close(() => r()));
+  return port;
+}
+
+async function listening(port: number): Promise<boolean> {
+  return new Promise<boolean>((resolve) => {
+    const s = createConnection({ port, host: '127.0.0.1' }, () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.on('error', () => resolve(false));
+  });
+}
+
+export interface TestRedis {
+  port: number;
+  url: string;
+  dir: string;
+  /** kill -9 (what Redis has acknowledged and synced to its append-only file survives). */
+  kill(): Promise<void>;
+  /** Starts it again on the same port and directory (after kill or stop). */
+  restart(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** Starts a private redis-server in `dir`; `password` adds `requirepass`. */
+export async function startRedis(
+  dir: string,
+  opts: { password?: string; appendfsync?: 'always' | 'everysec' | 'no' } = {},
+): Promise<TestRedis> {
+  const bin = findRedis();
+  if (!bin) throw new Error(redisProblem() ?? 'redis-server is missing');
+  mkdirSync(dir, { recursive: true });
+  const port = await freePort();
+  const log = join(dir, 'redis.log');
+  let child: ChildProcess | undefined;
+  const start = async () => {
+    const args = [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--dir',
+      dir,
+      '--save',
+      '',
+      '--appendonly',
+      'yes',
+      '--appendfsync',
+      opts.appendfsync ?? 'always',
+      '--logfile',
+      log,
+      '--daemonize',
+      'no',
+      ...(opts.password ? ['--requirepass', opts.password] : []),
+    ];
+    child = spawn(bin, args, { stdio: 'ignore' });
+    const deadline = Date.now() + 15_000;
+    while (!(await listening(port))) {
+      if (child.exitCode !== null)
+        throw new Error(`redis-server exited with ${child.exitCode}: ${existsSync(log) ? readFileSync(log, 'utf8') : ''}`);
+      if (Date.now() > deadline) throw new Error(`redis-server did not listen on ${port}`);
+      await new Promise((r) => setTimeout(r, 25));
+    }
+  };
+  const waitExit = (c: ChildProcess) =>
+    c.exitCode !== null || c.signalCode !== null ? Promise.resolve() : new Promise<void>((r) => c.once('exit', () => r()));
+  await start();
+  const auth = opts.password ? `:${encodeURIComponent(opts.password)}@` : '';
+  return {
+    port,
+    url: `redis://${auth}127.0.0.1:${port}`,
+    dir,
+    kill: async () => {
+      if (!child) return;
+      child.kill('SIGKILL');
+      await waitExit(child);
+    },
+    restart: start,
+    // SIGTERM can take Redis most of a minute here (its shutdown waits for a cron tick that the idle event loop
+    // puts off); everything it acknowledged is on disk already (appendfsync always), so it is killed.
+    stop: async () => {
+      if (!child) return;
+      child.kill('SIGKILL');
+      await waitExit(child);
+      child = undefined;
+    },
+  };
+}
