@@ -1,0 +1,172 @@
+/**
+ * Several machines, one queue (queueRedisUrl, docs/scaling.md), through the real CLI and real kernels: two
+ * `keel run --daemon` processes, each with its own KEEL_HOME as on two machines, share a queue in a real
+ * redis-server; `keel push` from a third home lands in it; every action runs exactly once; `kill -9` of a runner
+ * mid-action hands its action to the other after the lease; an action that came from a chat stays with the runner
+ * whose channel received it.
+ */
+import { execFile } from 'node:child_process';
+import { cpSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { ChannelCapability } from '../../sdk/index.js';
+import { bootKernel, installFakeAgent, type TestKernel } from '../../sdk/testing/index.js';
+import { rm, tmp, waitFor } from '../helpers.js';
+import { redisProblem, startRedis, type TestRedis } from '../redis-server.js';
+
+const CLI = join(import.meta.dirname, '..', '..', 'dist', 'cli.js');
+const ECHO = join(import.meta.dirname, '..', '..', 'examples', 'plugins', 'echo-channel');
+const problem = redisProblem();
+let redis: TestRedis;
+let redisDir: string;
+let n = 0;
+
+beforeAll(async () => {
+  if (problem) return;
+  redisDir = tmp('keel-redis-');
+  redis = await startRedis(redisDir);
+});
+afterAll(async () => {
+  if (problem) return;
+  await redis.stop();
+  rm(redisDir);
+});
+
+interface Out {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+function keel(home: string, args: string[], env: Record<string, string> = {}): Promise<Out> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [CLI, ...args],
+      { env: { ...process.env, KEEL_HOME: home, ...env }, timeout: 30_000 },
+      (err, stdout, stderr) => {
+        const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : 1) : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
+  });
+}
+
+const homes: string[] = [];
+const kernels: TestKernel[] = [];
+afterEach(async () => {
+  for (const k of kernels.splice(0)) await k.close().catch(() => {});
+  for (const h of homes.splice(0)) {
+    await keel(h, ['stop', '--timeout', '3000']);
+    rm(h);
+  }
+});
+
+/** A "machine": its own home, configured for the shared queue through keel.config.yaml. */
+function machine(prefix: string, withAgent = true): string {
+  const h = tmp('keel-machine-');
+  homes.push(h);
+  writeFileSync(join(h, 'keel.config.yaml'), `queueRedisUrl: ${redis.url}\nqueueRedisPrefix: "${prefix}"\nqueueWorkerLeaseSeconds: 2\n`, {
+    mode: 0o600,
+  });
+  if (withAgent) installFakeAgent(h);
+  return h;
+}
+
+const ran = (h: string): Array<{ id: string; task: string; pid: number }> =>
+  existsSync(join(h, 'fake-agent.log'))
+    ? readFileSync(join(h, 'fake-agent.log'), 'utf8')
+        .trim()
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as { id: string; task: string; pid: number })
+    : [];
+
+async function tasks(h: string) {
+  const out = await keel(h, ['tasks', '--json']);
+  if (out.code !== 0) throw new Error(`keel tasks failed (${out.code}): ${out.stderr}`);
+  return JSON.parse(out.stdout) as {
+    pending: Array<{ id: string; status: string }>;
+    completed: Array<{ id: string; result: string }>;
+    failed: Array<{ id: string }>;
+  };
+}
+
+describe.skipIf(problem)('one queue, several machines (Redis)', () => {
+  it('two runners share the work of pushes made elsewhere, each action once; kill -9 of one hands its action over', async () => {
+    const prefix = `e2e${++n}-${process.pid}:`;
+    const [a, b, cli] = [machine(prefix), machine(prefix), machine(prefix, false)];
+    expect((await keel(a, ['run', '--daemon'])).code).toBe(0);
+    expect((await keel(b, ['run', '--daemon'])).code).toBe(0);
+    // a long action first: one runner takes it and is killed in the middle of it
+    const long = await keel(cli, ['push', 'sleep:60000 the long one', '-p', '9', '--json']);
+    expect(long.code, long.stderr).toBe(0);
+    const longId = (JSON.parse(long.stdout) as { id: string }).id;
+    const holder = await waitFor(() => [a, b].find((h) => ran(h).some((r) => r.id === longId)), 'a runner to start the long action');
+    const other = holder === a ? b : a;
+    const pushed: string[] = [];
+    for (let i = 0; i < 12; i++) {
+      const r = await keel(cli, ['push', `task ${i}`, '--json']);
+      expect(r.code, r.stderr).toBe(0);
+      pushed.push((JSON.parse(r.stdout) as { id: string }).id);
+    }
+    await waitFor(async () => (await tasks(cli)).completed.length === 12, 'the twelve to complete', 30_000);
+    const pid = (JSON.parse(readFileSync(join(holder, 'run', 'agent.pid'), 'utf8')) as { pid: number }).pid;
+    process.kill(pid, 'SIGKILL');
+    // after the lease (2 s) the other runner takes the long action over
+    await waitFor(() => ran(other).some((r) => r.id === longId), 'the other runner to take the long action over', 20_000);
+    const all = [...ran(a), ...ran(b)].map((r) => r.id);
+    for (const id of pushed)
+      expect(
+        all.filter((x) => x === id),
+        id,
+      ).toHaveLength(1);
+    expect(all.filter((x) => x === longId)).toHaveLength(2);
+    const status = JSON.parse((await keel(cli, ['status', '--json'])).stdout) as { queue: { pending: number; completed: number } };
+    expect(status.queue).toMatchObject({ pending: 1, completed: 12 });
+  });
+
+  it("a chat's action runs on the runner whose channel received it, and moves only when that runner is gone", async () => {
+    const prefix = `chat${++n}-${process.pid}:`;
+    const config = { queueRedisUrl: redis.url, queueRedisPrefix: prefix, queueWorkerLeaseSeconds: 2, echoChannelPort: 0 };
+    const bootMachine = async (withEcho: boolean) => {
+      const t = await bootKernel({
+        runAgent: true,
+        before: (home) => {
+          installFakeAgent(home);
+          if (withEcho) cpSync(ECHO, join(home, 'plugins', 'echo-channel'), { recursive: true });
+        },
+        config,
+      });
+      kernels.push(t);
+      return t;
+    };
+    const a = await bootMachine(true);
+    const b = await bootMachine(false);
+    // a's runner is stopped but a is alive (its lease held): b must leave a's chat actions alone
+    await a.kernel.runner!.stop();
+    const echo = a.kernel.registry.use<ChannelCapability & { url: string }>('channel:echo')!;
+    const res = await fetch(`${echo.url}/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ chatId: 'room-1', userId: 'alice', text: 'from the chat', messageId: 'p-1' }),
+    });
+    const { actionId } = (await res.json()) as { actionId: string };
+    await waitFor(() => b.kernel.queue.get(actionId), 'b to see the chat action');
+    expect(b.kernel.queue.get(actionId)!.metadata.originWorker).toBe(a.kernel.queue.worker);
+    const other = await b.kernel.queue.push({ task: 'anyone may run this' });
+    await waitFor(() => ran(b.home).some((r) => r.id === other.id), 'b to run the task that is not pinned');
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(ran(b.home).some((r) => r.id === actionId)).toBe(false);
+    expect(b.kernel.queue.get(actionId)!.status).toBe('pending');
+    // a goes away; b has no echo channel, so the action still waits for a runner that has one
+    await a.close();
+    kernels.splice(kernels.indexOf(a), 1);
+    await new Promise((r) => setTimeout(r, 2500));
+    expect(ran(b.home).some((r) => r.id === actionId)).toBe(false);
+    // a machine with the echo channel comes up (a new runner): it takes the action over
+    const c = await bootMachine(true);
+    await waitFor(() => ran(c.home).some((r) => r.id === actionId), 'the new runner with the channel to run it', 15_000);
+    expect(ran(b.home).some((r) => r.id === actionId)).toBe(false);
+  });
+});
