@@ -123,7 +123,9 @@ export class Runner {
         const action = await this.o.queue.take(this.isBusy, this.o.accept);
         if (!action) {
           const due = this.o.queue.nextDueAt(this.isBusy);
-          const wait = due === undefined ? maxIdle : Math.max(0, Math.min(maxIdle, due - this.now()));
+          let wait = due === undefined ? maxIdle : Math.max(0, Math.min(maxIdle, due - this.now()));
+          // Due but not taken: everything due was passed over (another runner's chats); a queue change wakes the loop.
+          if (wait === 0 && this.o.accept) wait = maxIdle;
           await this.sleep(wait);
           continue;
         }

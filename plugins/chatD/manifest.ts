@@ -11,7 +11,11 @@ const manifest = {
     'Slack channel (chatD): Socket Mode with durable ingress (acknowledged only once recorded), ledgered replies rendered as mrkdwn, threads, slash commands, reactions, file uploads.',
   provides: ['channel:chatD'],
   channel: { name: 'chatD', userIdPattern: '^[UW][A-Z0-9]+$', userIdExample: 'U012AB3CD' },
-  permissions: { network: true, filesystem: ['$KEEL_HOME'], secrets: ['chatDBotToken', 'chatDAppToken', 'chatDSigningSecret'] },
+  permissions: {
+    network: true,
+    filesystem: ['$KEEL_HOME'],
+    secrets: ['chatDBotToken', 'chatDAppToken', 'chatDSigningSecret', 'queueRedisUrl'],
+  },
   config: {
     chatDBotToken: {
       schema: Type.String({

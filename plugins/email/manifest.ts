@@ -26,7 +26,7 @@ const manifest = {
     'Email channel: sends with SMTP (nodemailer), receives with IMAP IDLE (imapflow); loop-safe auto replies; search, fetch, index and report skills.',
   provides: ['channel:email'],
   channel: { name: 'email', userIdPattern: ADDRESS_PATTERN, userIdExample: 'ada@example.org' },
-  permissions: { network: true, filesystem: ['$KEEL_HOME'], secrets: ['smtpPassword', 'imapPassword'] },
+  permissions: { network: true, filesystem: ['$KEEL_HOME'], secrets: ['smtpPassword', 'imapPassword', 'queueRedisUrl'] },
   config: {
     emailEnabled: {
       schema: Type.Boolean(),

@@ -38,6 +38,7 @@ export {
   type SendErrorDecision,
 } from './rate-limit.js';
 export { type ConnectionHooks, ConnectionSupervisor, StallError, type ConnectionState, type SupervisorOptions } from './supervisor.js';
+export { type ConnectionLock, connectionLock, RedisLease, type RedisLeaseOptions } from './lease.js';
 export { OwnerLock, type LockResult } from './owner-lock.js';
 export { BUILTIN_COMMANDS, isBuiltin, runCommand } from './commands.js';
 export { setting } from '../channel.js';

@@ -2,14 +2,18 @@
  * "Who owns this connection": a lock file under `$KEEL_HOME/channels/<name>/` named after a hash of the
  * credential, holding the owner's pid. A second Keel process on the same bot token waits instead of polling at the
  * same time (Telegram would answer both with 409 Conflict and split the updates). A lock whose pid is gone is
- * taken over. The seam for a multi-machine lease later is this class's three methods.
+ * taken over. Across machines (a queue shared through Redis) the Redis lease in lease.ts takes its place.
  */
 import { createHash } from 'node:crypto';
 import { mkdirSync, openSync, readFileSync, renameSync, unlinkSync, writeSync, closeSync, fsyncSync } from 'node:fs';
 import { join } from 'node:path';
 import { isPidAlive } from '../pid.js';
 
-export type LockResult = { ok: true } | { ok: false; ownerPid: number };
+/**
+ * `ownerHost`: where the holder runs, when it is known and may be another machine (a Redis lease). `why`: the lock
+ * could not be checked at all (the lease's Redis is unreachable); the channel waits and tries again.
+ */
+export type LockResult = { ok: true } | { ok: false; ownerPid: number; ownerHost?: string; why?: string };
 
 /**
  * @example

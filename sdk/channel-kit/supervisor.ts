@@ -8,7 +8,7 @@
 import { errorMessage } from '../errors.js';
 import type { Logger } from '../types.js';
 import type { ChannelStatus } from '../channel.js';
-import type { OwnerLock } from './owner-lock.js';
+import type { ConnectionLock } from './lease.js';
 
 export type ConnectionState = NonNullable<ChannelStatus['state']>;
 
@@ -32,7 +32,7 @@ export interface SupervisorOptions {
   stallMs: number | (() => number);
   backoff?: { baseMs?: number; maxMs?: number };
   /** Only the lock's owner connects; others wait and try again. */
-  lock?: OwnerLock;
+  lock?: ConnectionLock;
   /** How often a process that does not own the lock looks again (default 5000 ms). */
   lockRetryMs?: number;
 }
@@ -116,7 +116,7 @@ export class ConnectionSupervisor {
     this.wake?.();
     await this.loop;
     this.loop = undefined;
-    this.o.lock?.release();
+    await this.o.lock?.release();
     if (this.state !== 'failed') this.set('stopped');
   }
 
@@ -142,15 +142,25 @@ export class ConnectionSupervisor {
     while (!this.stopped) {
       this.set(first ? 'connecting' : 'reconnecting');
       if (this.o.lock) {
-        const got = this.o.lock.acquire();
+        const got = await this.o.lock.acquire();
+        if (this.stopped) break;
         if (!got.ok) {
-          this.lastError = `Another Keel process (pid ${got.ownerPid}) is connected with the same credentials; waiting for it to stop.`;
+          this.lastError = got.why
+            ? `Not connecting: ${got.why}; trying again.`
+            : `Another Keel process (pid ${got.ownerPid}${got.ownerHost ? ` on ${got.ownerHost}` : ''}) is connected with the same credentials; waiting for it to stop.`;
           if (attempt++ === 0) this.o.log.warn(`${this.o.name}: ${this.lastError}`);
           await this.pause(this.o.lockRetryMs ?? 5000);
           continue;
         }
       }
       const controller = (this.controller = new AbortController());
+      // A lease can be lost while connected (another machine took the connection after this one could not renew):
+      // the connection is closed, and the loop waits for the lease again.
+      this.o.lock?.watch?.((why) => {
+        if (controller.signal.aborted) return;
+        this.o.log.warn(`${this.o.name}: giving the connection up: ${why}.`);
+        controller.abort(new RestartError(`gave the connection up: ${why}`));
+      });
       let lastLive = Date.now();
       const stallMs = () => (typeof this.o.stallMs === 'function' ? this.o.stallMs() : this.o.stallMs);
       const watchdog = setInterval(
@@ -194,7 +204,7 @@ export class ConnectionSupervisor {
           this.lastError = fatal;
           this.o.log.error(`${this.o.name}: ${fatal}`);
           this.set('failed');
-          this.o.lock?.release();
+          await this.o.lock?.release();
           return;
         }
         this.lastError = stall ? (controller.signal.reason as Error).message : message(e);

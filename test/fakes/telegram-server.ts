@@ -58,6 +58,8 @@ export interface FakeTelegram {
   failNext(method: string, error: TgError, count?: number, after?: number): void;
   /** While true, getUpdates requests are never answered (a deaf long poll). */
   stallPolls: boolean;
+  /** getUpdates calls answered 409 because another poller came (two bot instances on one token). */
+  conflicts: number;
   /**
    * Called with every API call before it is handled; returning 'hold' leaves it unanswered and unrecorded in
    * `sent` (the platform never accepted it), e.g. to kill the client at that moment.
@@ -99,6 +101,8 @@ export async function startFakeTelegram(opts: { token?: string } = {}): Promise<
   let nextUpdate = 1;
   let nextMessage = 1000;
   let acked = 0;
+  /** The long poll in flight, if any. */
+  let polling: ServerResponse | undefined;
   /** Every message pushed as an update, by message id (what `pushEdit` edits). */
   const inbound = new Map<number, Record<string, unknown>>();
   const waiters = new Set<() => void>();
@@ -111,6 +115,7 @@ export async function startFakeTelegram(opts: { token?: string } = {}): Promise<
     calls: [],
     sent: [],
     stallPolls: false,
+    conflicts: 0,
     files: new Map(),
     ackedOffset: () => acked,
     push(update) {
@@ -221,6 +226,19 @@ export async function startFakeTelegram(opts: { token?: string } = {}): Promise<
   }
 
   async function getUpdates(res: ServerResponse, p: Record<string, any>) {
+    // As Telegram does: a second poller terminates the long poll in flight with 409 Conflict.
+    if (polling && !polling.writableEnded) {
+      fake.conflicts++;
+      reply(polling, 409, {
+        ok: false,
+        error_code: 409,
+        description: 'Conflict: terminated by other getUpdates request; make sure that only one bot instance is running',
+      });
+    }
+    polling = res;
+    res.on('close', () => {
+      if (polling === res) polling = undefined;
+    });
     const offset = Number(p.offset ?? 0);
     if (offset > acked) acked = offset;
     while (updates.length && updates[0]!.update_id < offset) updates.shift();
@@ -238,7 +256,7 @@ export async function startFakeTelegram(opts: { token?: string } = {}): Promise<
         waiters.add(done);
         res.on('close', done);
       });
-      if (fake.stallPolls) return;
+      if (fake.stallPolls || res.writableEnded) return;
       got = ready();
     }
     reply(res, 200, { ok: true, result: got });

@@ -11,7 +11,7 @@ import {
   ConnectionSupervisor,
   createChannelRuntime,
   Ingress,
-  OwnerLock,
+  connectionLock,
   RATE_POLICIES,
   renderChunks,
   renderTelegram,
@@ -102,7 +102,7 @@ export async function startChatA(ctx: PluginContext<typeof manifest>) {
     name: 'chatA',
     log: ctx.log,
     stallMs: pollTimeout * 1000 + 5000,
-    lock: new OwnerLock(ctx.home, 'chatA', token),
+    lock: connectionLock(ctx, 'chatA', token),
     fatal: (e) =>
       isBadToken(e)
         ? 'Telegram rejected the bot token (getMe answered 401/404). Set a valid chatAToken; the channel stays stopped until then.'

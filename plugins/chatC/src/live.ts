@@ -14,7 +14,7 @@ import {
   editKey,
   Ingress,
   isBuiltin,
-  OwnerLock,
+  connectionLock,
   platformNonce,
   RATE_POLICIES,
   renderChunks,
@@ -173,7 +173,7 @@ export async function startChatC(ctx: PluginContext<typeof manifest>) {
     log: ctx.log,
     // Three heartbeat intervals without a dispatch or a heartbeat ACK (discord.js itself acts after one).
     stallMs: () => (info.heartbeatMs ? info.heartbeatMs * 3 + 5000 : 90_000),
-    lock: new OwnerLock(ctx.home, 'chatC', token),
+    lock: connectionLock(ctx, 'chatC', token),
     fatal: fatalMessage,
     connect: gatewayConnector({
       token,

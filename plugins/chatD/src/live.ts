@@ -15,7 +15,7 @@ import {
   EDIT_WINDOW_MS,
   Ingress,
   type IngressItem,
-  OwnerLock,
+  connectionLock,
   RATE_POLICIES,
   renderChunks,
   setting,
@@ -65,7 +65,7 @@ export async function startChatD(ctx: PluginContext<typeof manifest>) {
     name: 'chatD',
     log: ctx.log,
     stallMs: setting(ctx, 'chatDSocketTimeout', 30) * 1000,
-    lock: new OwnerLock(ctx.home, 'chatD', appToken),
+    lock: connectionLock(ctx, 'chatD', appToken),
     fatal: (e) => badCredentials(e, (e as { chatDToken?: 'bot' | 'app' }).chatDToken ?? 'app'),
     connect: async (signal, { live, connected }) => {
       try {

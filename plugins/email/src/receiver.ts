@@ -1,6 +1,6 @@
 /**
  * The inbound connection, run by the channel kit's ConnectionSupervisor (states, backoff with jitter, stall
- * watchdog, one final stop on errors retrying cannot fix, one process per mailbox through its OwnerLock):
+ * watchdog, one final stop on errors retrying cannot fix, one process per mailbox through its connection lock, a Redis lease when the queue is shared):
  * IMAP IDLE on INBOX (new mail is pushed as EXISTS) and a periodic sweep as a fallback for servers whose IDLE
  * goes quiet. The sweep is also the heartbeat: each answered search is a sign of life, and a command the server
  * does not answer within twice the socket timeout drops the connection (imapflow alone cannot see a server that
@@ -12,7 +12,7 @@
  */
 import type { ImapFlow } from 'imapflow';
 import type { ChannelStatus, ConfigView, Logger } from '../../../sdk/index.js';
-import { type ConnectionHooks, ConnectionSupervisor, OwnerLock } from '../../../sdk/channel-kit/index.js';
+import { type ConnectionHooks, ConnectionSupervisor, connectionLock } from '../../../sdk/channel-kit/index.js';
 import { describeImapError, imapClient } from './imap.js';
 import { emailSettings, imapSettings } from './settings.js';
 
@@ -77,7 +77,7 @@ export class Receiver {
       log: this.log,
       stallMs: s.sweepIntervalMs + 2 * s.socketTimeoutMs,
       backoff: { baseMs: 500, maxMs: 60_000 },
-      lock: new OwnerLock(this.home, 'email', `${server}:${imap.user}`),
+      lock: connectionLock({ config: this.config, home: this.home }, 'email', `${server}:${imap.user}`),
       fatal: (e) => {
         const d = describeImapError(e, server, imap.user);
         return d.fatal
