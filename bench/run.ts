@@ -9,6 +9,7 @@ const suites: Array<[string, () => Promise<BenchRow[]>]> = [
   ['dispatch', async () => (await import('./dispatch.js')).benchDispatch()],
   ['daemon', async () => (await import('./daemon.js')).benchDaemon()],
   ['queue', async () => (await import('./queue.js')).benchQueue()],
+  ['shared queue', async () => (await import('./shared-queue.js')).benchSharedQueue()],
   ['receive', async () => (await import('./receive.js')).benchReceive()],
   ['hot reload', async () => (await import('./hot-reload.js')).benchHotReload()],
   ['agent', async () => (await import('./agent.js')).benchAgent()],

@@ -53,14 +53,14 @@ interface Base {
 
 const EMPTY: QueueSnapshot = { actions: [], completed: [], failed: [] };
 
-/** Stream ids (`<ms>-<seq>`) in order. */
+/** Stream ids (`<ms>-<seq>`) in order. Both parts stay below 2^53 (milliseconds since 1970, a per-ms counter). */
 export function compareIds(a: string, b: string): number {
-  const [am = '0', as = '0'] = a.split('-');
-  const [bm = '0', bs = '0'] = b.split('-');
-  const d = BigInt(am) - BigInt(bm);
-  if (d !== 0n) return d < 0n ? -1 : 1;
-  const e = BigInt(as) - BigInt(bs);
-  return e === 0n ? 0 : e < 0n ? -1 : 1;
+  const ai = a.indexOf('-');
+  const bi = b.indexOf('-');
+  const d = Number(a.slice(0, ai)) - Number(b.slice(0, bi));
+  if (d !== 0) return d < 0 ? -1 : 1;
+  const e = Number(a.slice(ai + 1)) - Number(b.slice(bi + 1));
+  return e === 0 ? 0 : e < 0 ? -1 : 1;
 }
 
 /** The URL with its password (and user) replaced, for messages and logs. */
@@ -125,6 +125,8 @@ export class RedisStore implements QueueStore {
   private leaseTimer: NodeJS.Timeout | undefined;
   private closed = false;
   private readLoop: Promise<void> | undefined;
+  private batch: { ops: QueueOp[]; promise: Promise<void>; resolve: () => void; reject: (e: unknown) => void } | undefined;
+  private flushing = false;
 
   constructor(private readonly o: RedisStoreOptions) {
     this.prefix = o.prefix ?? 'keel:';
@@ -333,20 +335,58 @@ export class RedisStore implements QueueStore {
     this.listener({ reset: read.base.snapshot, ops: read.ops, ...(problems.length ? { problems } : {}) });
   }
 
-  async append(ops: QueueOp[]): Promise<void> {
-    if (this.closed) throw new KeelError(ErrorCodes.QUEUE_CLOSED, 'The queue is closed; open it again to continue.');
-    if (this.o.readOnly) throw new KeelError(ErrorCodes.QUEUE_CLOSED, 'This queue was opened read-only.');
-    if (ops.length === 0) return;
-    const multi = this.redis!.multi();
-    for (const op of ops) multi.xadd(this.streamKey, '*', 'op', encodeOp(op).trimEnd());
-    const res = await multi.exec();
-    if (!res) throw new KeelError(ErrorCodes.QUEUE_UNREACHABLE, 'Redis discarded the queue write; nothing was stored.');
-    let last = '0-0';
-    for (const [err, id] of res) {
-      if (err) throw new KeelError(ErrorCodes.QUEUE_UNREACHABLE, `Redis refused the queue write: ${errorMessage(err)}`);
-      last = String(id);
+  /**
+   * Appends from one turn of the event loop, and those made while a write is in flight, share one write (group
+   * commit): one MULTI with every entry and a read of everything after what this process has applied (its own
+   * entries included), so the ops are handed over in stream order in the same round trip.
+   */
+  append(ops: QueueOp[]): Promise<void> {
+    if (this.closed) return Promise.reject(new KeelError(ErrorCodes.QUEUE_CLOSED, 'The queue is closed; open it again to continue.'));
+    if (this.o.readOnly) return Promise.reject(new KeelError(ErrorCodes.QUEUE_CLOSED, 'This queue was opened read-only.'));
+    if (ops.length === 0) return Promise.resolve();
+    if (!this.batch) {
+      let resolve!: () => void;
+      let reject!: (e: unknown) => void;
+      const promise = new Promise<void>((res, rej) => {
+        resolve = res;
+        reject = rej;
+      });
+      this.batch = { ops: [], promise, resolve, reject };
+      if (!this.flushing) queueMicrotask(() => void this.flush());
     }
-    await this.serial(() => this.catchUp(last));
+    this.batch.ops.push(...ops);
+    return this.batch.promise;
+  }
+
+  private async flush(): Promise<void> {
+    const batch = this.batch;
+    if (!batch || this.flushing) return;
+    this.batch = undefined;
+    this.flushing = true;
+    try {
+      const multi = this.redis!.multi();
+      for (const op of batch.ops) multi.xadd(this.streamKey, '*', 'op', encodeOp(op).trimEnd());
+      multi.xrange(this.streamKey, `(${this.lastSeen}`, '+');
+      const res = await multi.exec();
+      if (!res) throw new KeelError(ErrorCodes.QUEUE_UNREACHABLE, 'Redis discarded the queue write; nothing was stored.');
+      let last = '0-0';
+      for (let i = 0; i < batch.ops.length; i++) {
+        const [err, id] = res[i]!;
+        if (err) throw new KeelError(ErrorCodes.QUEUE_UNREACHABLE, `Redis refused the queue write: ${errorMessage(err)}`);
+        last = String(id);
+      }
+      const [err, entries] = res[batch.ops.length]!;
+      await this.serial(async () => {
+        if (!err) this.deliver(entries as Array<[string, string[]]>);
+        await this.catchUp(last);
+      });
+      batch.resolve();
+    } catch (e) {
+      batch.reject(e);
+    } finally {
+      this.flushing = false;
+      if (this.batch) void this.flush();
+    }
   }
 
   async compact(snapshot: () => QueueSnapshot): Promise<boolean> {
