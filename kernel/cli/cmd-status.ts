@@ -38,17 +38,23 @@ export async function status(opts: { json?: boolean; config?: string }): Promise
   const agent = procs.find((p) => p.name === 'agent');
   const state = agent ? readRunState(home) : undefined;
   let queue = state?.queue;
+  const { queueBackendOf } = await import('../queue/backend.js');
+  const redis = await queueBackendOf(home, process.env, opts.config);
   if (!agent) {
     const { readQueueCounts } = await import('../queue/index.js');
-    const { queueBackendOf } = await import('../queue/backend.js');
-    const redis = await queueBackendOf(home, process.env, opts.config);
     queue = await readQueueCounts(home, undefined, redis ? { redis } : {});
+  }
+  // A queue shared through Redis: where, and which runners (on any machine) hold a lease on it.
+  let shared: { url: string; prefix: string; runners: Array<{ id: string; host?: string; pid?: number; since?: string }> } | undefined;
+  if (redis) {
+    const { redactRedisUrl, sharedQueueRunners } = await import('../queue/redis-store.js');
+    shared = { url: redactRedisUrl(redis.url), prefix: redis.prefix ?? 'keel:', runners: await sharedQueueRunners(redis) };
   }
   const plugins = state?.plugins ?? [];
   const quarantined = plugins.filter((p) => p.state === 'quarantined').map((p) => ({ id: p.id, reason: p.reason }));
   const failed = plugins.filter((p) => p.state === 'failed' || p.state === 'invalid').map((p) => ({ id: p.id, reason: p.reason }));
   let waiting: string | undefined = state?.runner.reason;
-  if (!agent) waiting = 'the agent is not running; start it with `keel run` (or `keel run --daemon`)';
+  if (!agent) waiting = shared?.runners.length ? undefined : 'the agent is not running; start it with `keel run` (or `keel run --daemon`)';
   const report = {
     running: Boolean(agent),
     pid: agent?.pid ?? null,
@@ -62,6 +68,7 @@ export async function status(opts: { json?: boolean; config?: string }): Promise
     failed,
     channels: state?.channels ?? [],
     version: state?.version ?? null,
+    ...(shared ? { sharedQueue: shared } : {}),
   };
   if (opts.json) {
     process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
@@ -71,6 +78,12 @@ export async function status(opts: { json?: boolean; config?: string }): Promise
       `Data: ${home}`,
       `Queue: ${report.queue.pending} pending, ${report.queue.completed} completed, ${report.queue.failed} failed.`,
     ];
+    if (shared) {
+      const who = shared.runners.map((r) => `${r.host ?? r.id}${r.pid ? ` (pid ${r.pid})` : ''}`);
+      lines.push(
+        `Shared queue: ${shared.url} (prefix ${shared.prefix}); ${who.length ? `${who.length} runner${who.length === 1 ? '' : 's'}: ${who.join(', ')}` : 'no runner holds a lease: actions wait until one starts'}.`,
+      );
+    }
     for (const p of procs.filter((p) => p.name !== 'agent')) lines.push(`Also running: ${p.name} (pid ${p.pid}).`);
     if (state?.runner.current) lines.push(`Working on ${state.runner.current}.`);
     if (report.queue.pending > 0 && waiting) lines.push(`Actions wait because ${waiting}.`);

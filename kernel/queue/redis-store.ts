@@ -490,3 +490,46 @@ export async function pushToRedis(backend: Omit<RedisStoreOptions, 'owner' | 're
     await redis.quit().catch(() => redis.disconnect());
   }
 }
+
+/** A runner holding a lease on the shared queue, as `keel status` lists it. */
+export interface SharedRunner {
+  id: string;
+  host?: string;
+  pid?: number;
+  since?: string;
+}
+
+/** The runners whose lease on the shared queue is alive (for `keel status`). */
+export async function sharedQueueRunners(backend: Omit<RedisStoreOptions, 'owner' | 'readOnly' | 'log'>): Promise<SharedRunner[]> {
+  const quiet: Logger = { debug() {}, info() {}, warn() {}, error() {} };
+  const store = new RedisStore({ ...backend, owner: false, log: quiet });
+  const redis = await store.connect();
+  const prefix = `${backend.prefix ?? 'keel:'}queue:worker:`;
+  try {
+    const keys: string[] = [];
+    let cursor = '0';
+    do {
+      const [next, found] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 500);
+      cursor = next;
+      keys.push(...found);
+    } while (cursor !== '0');
+    if (keys.length === 0) return [];
+    const values = await redis.mget(...keys);
+    return keys
+      .map((k, i) => {
+        const r: SharedRunner = { id: k.slice(prefix.length) };
+        try {
+          const v = JSON.parse(values[i] ?? '{}') as { host?: unknown; pid?: unknown; since?: unknown };
+          if (typeof v.host === 'string') r.host = v.host;
+          if (typeof v.pid === 'number') r.pid = v.pid;
+          if (typeof v.since === 'string') r.since = v.since;
+        } catch {
+          // a lease value this version does not read: the id is enough
+        }
+        return r;
+      })
+      .sort((a, b) => a.id.localeCompare(b.id));
+  } finally {
+    await redis.quit().catch(() => redis.disconnect());
+  }
+}

@@ -111,6 +111,16 @@ describe.skipIf(problem)('one queue, several machines (Redis)', () => {
       pushed.push((JSON.parse(r.stdout) as { id: string }).id);
     }
     await waitFor(async () => (await tasks(cli)).completed.length === 12, 'the twelve to complete', 30_000);
+    // `keel status` on the machine without a runner shows the shared queue and both runners
+    const shared = JSON.parse((await keel(cli, ['status', '--json'])).stdout) as {
+      running: boolean;
+      waiting: string | null;
+      sharedQueue: { url: string; prefix: string; runners: Array<{ pid: number }> };
+    };
+    expect(shared).toMatchObject({ running: false, waiting: null, sharedQueue: { url: `redis://127.0.0.1:${redis.port}`, prefix } });
+    expect(shared.sharedQueue.runners).toHaveLength(2);
+    const text = (await keel(cli, ['status'])).stdout;
+    expect(text).toMatch(new RegExp(`Shared queue: redis://127\\.0\\.0\\.1:${redis.port} \\(prefix ${prefix}\\); 2 runners: `));
     const pid = (JSON.parse(readFileSync(join(holder, 'run', 'agent.pid'), 'utf8')) as { pid: number }).pid;
     process.kill(pid, 'SIGKILL');
     // after the lease (2 s) the other runner takes the long action over

@@ -264,6 +264,29 @@ export async function buildReport(src: DoctorSources, now = new Date()): Promise
       );
     }
   }
+  const redisUrl = src.get('queueRedisUrl');
+  if (typeof redisUrl === 'string' && redisUrl) {
+    let u: URL | undefined;
+    try {
+      u = new URL(redisUrl);
+    } catch {
+      // the key's schema keeps unparsable values out; nothing to judge
+    }
+    if (u && !u.password)
+      add(
+        'security',
+        'warn',
+        `The shared queue's Redis (queueRedisUrl, ${u.host}) is used without a password: anyone who can reach it can queue tasks as the operator (admin) on every machine of this Keel.`,
+        'set requirepass (or an ACL user) on that Redis, then: keel config set queueRedisUrl redis://:<password>@<host>:<port>',
+      );
+    if (u && u.protocol === 'redis:' && !isLoopbackHost(u.hostname))
+      add(
+        'security',
+        'warn',
+        `The shared queue's Redis (queueRedisUrl, ${u.host}) is reached without TLS: tasks, results and the password cross the network in clear text.`,
+        'enable TLS on that Redis (or a tunnel), then use rediss:// in queueRedisUrl',
+      );
+  }
   if (src.get('sudoMode') === true)
     add(
       'security',

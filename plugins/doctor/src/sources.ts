@@ -55,6 +55,7 @@ const KNOWN: Record<string, { default?: unknown; env?: string; type: 'boolean' |
   modelName: { env: 'KEEL_MODEL_NAME', type: 'string' },
   llmProvider: { env: 'KEEL_LLM_PROVIDER', type: 'string' },
   gatewayApiKey: { env: 'KEEL_GATEWAY_API_KEY', type: 'string' },
+  queueRedisUrl: { env: 'KEEL_QUEUE_REDIS_URL', type: 'string' },
   gatewayAutoStart: { default: false, env: 'KEEL_GATEWAY_AUTO_START', type: 'boolean' },
   sudoMode: { default: false, env: 'KEEL_SUDO_MODE', type: 'boolean' },
   overrideMode: { default: false, env: 'KEEL_OVERRIDE_MODE', type: 'boolean' },
