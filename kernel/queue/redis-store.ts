@@ -127,6 +127,8 @@ export class RedisStore implements QueueStore {
   private readLoop: Promise<void> | undefined;
   private batch: { ops: QueueOp[]; promise: Promise<void>; resolve: () => void; reject: (e: unknown) => void } | undefined;
   private flushing = false;
+  /** The write in flight, for close to wait on. */
+  private flushed: Promise<void> = Promise.resolve();
 
   constructor(private readonly o: RedisStoreOptions) {
     this.prefix = o.prefix ?? 'keel:';
@@ -255,8 +257,18 @@ export class RedisStore implements QueueStore {
   /** The base and every op after it. */
   private async read(problems: string[]): Promise<{ base: Base; ops: QueueOp[] }> {
     const redis = this.redis!;
-    const base = this.parseBase(await redis.get(this.baseKey), problems);
-    const entries = (await redis.xrange(this.streamKey, `(${base.lastId}`, '+')) as Array<[string, string[]]>;
+    let raw = await redis.get(this.baseKey);
+    let base = this.parseBase(raw, problems);
+    let entries: Array<[string, string[]]>;
+    for (;;) {
+      entries = (await redis.xrange(this.streamKey, `(${base.lastId}`, '+')) as Array<[string, string[]]>;
+      // A compaction between the two reads may have trimmed entries after the base just read: read both again.
+      const now = await redis.get(this.baseKey);
+      if (now === raw) break;
+      raw = now;
+      problems.length = 0;
+      base = this.parseBase(raw, problems);
+    }
     const { ops, last } = this.decodeEntries(entries, problems);
     this.lastSeen = last ?? base.lastId;
     this.opsSinceBase = entries.length;
@@ -352,7 +364,10 @@ export class RedisStore implements QueueStore {
         reject = rej;
       });
       this.batch = { ops: [], promise, resolve, reject };
-      if (!this.flushing) queueMicrotask(() => void this.flush());
+      if (!this.flushing)
+        queueMicrotask(() => {
+          this.flushed = this.flush();
+        });
     }
     this.batch.ops.push(...ops);
     return this.batch.promise;
@@ -385,7 +400,7 @@ export class RedisStore implements QueueStore {
       batch.reject(e);
     } finally {
       this.flushing = false;
-      if (this.batch) void this.flush();
+      if (this.batch) this.flushed = this.flush();
     }
   }
 
@@ -459,6 +474,8 @@ export class RedisStore implements QueueStore {
     if (this.closed) return;
     this.closed = true;
     if (this.leaseTimer) clearInterval(this.leaseTimer);
+    // Writes already handed over finish first (a push in flight is acknowledged or fails, never cut off).
+    while (this.flushing || this.batch) await this.flushed.catch(() => {});
     await this.chain.catch(() => {});
     // Gone on purpose: the lease goes with it, so the others take over this runner's actions at once.
     if (this.worker) await this.redis?.del(this.leaseKey(this.worker)).catch(() => {});
