@@ -170,6 +170,7 @@ export async function startKernel(opts: KernelOptions = {}): Promise<Kernel> {
     },
     list: () => queue.list(),
     counts: () => queue.counts(),
+    ...(queue.knowsInbound ? { knowsInbound: queue.knowsInbound } : {}),
   };
   const startedAt = new Date().toISOString();
   let runner: Runner | undefined;

@@ -484,6 +484,10 @@ async function prepare(ctx: PluginContext, inbound: InboundMessage, options: Rec
   const seen = options.checkDuplicates === false ? undefined : seenKeys(ctx);
   if (seen?.has(key)) return { kind: 'ignored', reason: 'duplicate' };
   if (seen) remember(seen, key);
+  // A queue shared by several machines: another machine may have queued this message already (the channel's
+  // connection moved here, and its catch-up reads from an older cursor).
+  if (seen && ctx.queue.knowsInbound && (await ctx.queue.knowsInbound(inbound.channel, inbound.messageId).catch(() => false)))
+    return { kind: 'ignored', reason: 'duplicate' };
   const session = sessionOf(ctx, actor);
 
   const rewritten = (await ctx.emit('messageIn', { ...inbound })) as InboundMessage | null | undefined;

@@ -67,6 +67,14 @@ export interface QueueApi {
   amend(id: string, change: { task: string; metadata?: Record<string, Json> }): Promise<boolean>;
   list(): { pending: Action[]; completed: Action[]; failed: Action[] };
   counts(): { pending: number; completed: number; failed: number };
+  /**
+   * A queue shared by several machines (queueRedisUrl): whether any of them queued an action for this inbound
+   * message in the last 7 days (recorded with the push, atomically). Absent on the file queue, where the queue's
+   * own history is all there is. The channel kit's `receive` asks it, so that a message a channel reads again after
+   * its connection moved to another machine (a history catch-up from an older cursor) is not handled twice.
+   * @example if (await ctx.queue.knowsInbound?.('chatC', '1234567890123456789')) return; // queued elsewhere already
+   */
+  knowsInbound?(channel: string, messageId: string): Promise<boolean>;
 }
 
 /**

@@ -181,6 +181,12 @@ export class ActionQueue {
     this.afterWrite();
   }
 
+  /** Shared stores: whether any process queued an action for this inbound chat message (see QueueApi.knowsInbound). */
+  get knowsInbound(): ((channel: string, messageId: string) => Promise<boolean>) | undefined {
+    const store = this.store;
+    return store.knowsInbound ? (channel, messageId) => store.knowsInbound!(channel, messageId) : undefined;
+  }
+
   /** Shared stores: this runner's id. */
   get worker(): string | undefined {
     return this.store.worker;

@@ -53,6 +53,15 @@ interface Base {
 
 const EMPTY: QueueSnapshot = { actions: [], completed: [], failed: [] };
 
+/** How long every machine remembers that an inbound chat message was queued (knowsInbound). */
+const INBOUND_TTL_S = 7 * 24 * 3600;
+
+/** The chat message an action answers (set by the channel kit's `receive`), if any. */
+function inboundOf(a: Action): { channel: string; messageId: string } | undefined {
+  const i = a.metadata.inbound as { channel?: unknown; messageId?: unknown } | undefined;
+  return i && typeof i.channel === 'string' && typeof i.messageId === 'string' ? { channel: i.channel, messageId: i.messageId } : undefined;
+}
+
 /** Stream ids (`<ms>-<seq>`) in order. Both parts stay below 2^53 (milliseconds since 1970, a per-ms counter). */
 export function compareIds(a: string, b: string): number {
   const ai = a.indexOf('-');
@@ -382,6 +391,13 @@ export class RedisStore implements QueueStore {
       const multi = this.redis!.multi();
       for (const op of batch.ops) multi.xadd(this.streamKey, '*', 'op', encodeOp(op).trimEnd());
       multi.xrange(this.streamKey, `(${this.lastSeen}`, '+');
+      // The inbound chat messages these pushes answer, for every machine's dedupe (knowsInbound), in the same
+      // transaction as the pushes: after it, the message is known everywhere exactly when its action exists.
+      for (const op of batch.ops) {
+        if (op.op !== 'push') continue;
+        const inbound = inboundOf(op.action);
+        if (inbound) multi.set(this.inboundKey(inbound.channel, inbound.messageId), op.action.id, 'EX', INBOUND_TTL_S);
+      }
       const res = await multi.exec();
       if (!res) throw new KeelError(ErrorCodes.QUEUE_UNREACHABLE, 'Redis discarded the queue write; nothing was stored.');
       let last = '0-0';
@@ -423,6 +439,15 @@ export class RedisStore implements QueueStore {
       this.opsSinceBase = 0;
       return done === 1;
     });
+  }
+
+  private inboundKey(channel: string, messageId: string): string {
+    return `${this.prefix}inbound:${channel}:${messageId}`;
+  }
+
+  async knowsInbound(channel: string, messageId: string): Promise<boolean> {
+    if (!this.redis || this.closed) return false;
+    return (await this.redis.exists(this.inboundKey(channel, messageId))) === 1;
   }
 
   wantsCompaction(liveActions: number): boolean {

@@ -64,6 +64,8 @@ export interface QueueStore {
   readonly worker?: string | undefined;
   /** Shared stores: the runners whose lease is alive. */
   liveWorkers?(): Promise<Set<string>>;
+  /** Shared stores: whether an action was pushed for this inbound chat message (recorded with its push). */
+  knowsInbound?(channel: string, messageId: string): Promise<boolean>;
   /** Shared stores: how long a runner's lease lasts (how often to look for a dead runner's actions). */
   readonly leaseDurationMs?: number;
   close(): Promise<void>;

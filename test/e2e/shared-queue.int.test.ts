@@ -179,4 +179,37 @@ describe.skipIf(problem)('one queue, several machines (Redis)', () => {
     await waitFor(() => ran(c.home).some((r) => r.id === actionId), 'the new runner with the channel to run it', 15_000);
     expect(ran(b.home).some((r) => r.id === actionId)).toBe(false);
   });
+
+  it('a message one machine queued is a duplicate on every other (a catch-up after the connection moved)', async () => {
+    const prefix = `dup${++n}-${process.pid}:`;
+    const config = { queueRedisUrl: redis.url, queueRedisPrefix: prefix, echoChannelPort: 0, echoChannelAutoReply: true };
+    const boot = async () => {
+      const t = await bootKernel({
+        runAgent: false,
+        before: (home) => cpSync(ECHO, join(home, 'plugins', 'echo-channel'), { recursive: true }),
+        config,
+      });
+      kernels.push(t);
+      return t;
+    };
+    const post = async (t: TestKernel, messageId: string) => {
+      const echo = t.kernel.registry.use<ChannelCapability & { url: string }>('channel:echo')!;
+      const res = await fetch(`${echo.url}/messages`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ chatId: 'room-1', userId: 'alice', text: `message ${messageId}`, messageId }),
+      });
+      return (await res.json()) as { outcome: string; reason?: string; actionId?: string };
+    };
+    const a = await boot();
+    const b = await boot();
+    // b has handled a message before (its own memory of what it saw is set up from the queue at that point)
+    expect((await post(b, 'm-0')).outcome).toBe('queued');
+    const first = await post(a, 'm-1');
+    expect(first.outcome).toBe('queued');
+    await waitFor(() => b.kernel.queue.get(first.actionId!), 'b to see the action a queued');
+    // the same message reaches b (its catch-up read it again): recognised, nothing queued twice
+    expect(await post(b, 'm-1')).toEqual({ outcome: 'ignored', reason: 'duplicate' });
+    expect(b.kernel.queue.list().pending.filter((x) => x.task.includes('message m-1'))).toHaveLength(1);
+  });
 });
