@@ -178,7 +178,8 @@ export async function startKernel(opts: KernelOptions = {}): Promise<Kernel> {
     version,
     home,
     startedAt,
-    agentRunning: () => Boolean(runner) || livePids(home).some((p) => p.name === 'agent'),
+    // A shared queue: a runner on any machine works on it.
+    agentRunning: () => Boolean(runner) || livePids(home).some((p) => p.name === 'agent') || (queue.sharedRunners() ?? 0) > 0,
     runner: () => runner?.status(),
     logs: (o) => logs.recent(o),
     onLog: (l) => logs.onEntry(l),

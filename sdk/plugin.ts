@@ -287,7 +287,10 @@ export interface KernelInfoCapability {
   home: string;
   /** ISO time this kernel started. */
   startedAt: string;
-  /** Whether an agent runner works on the queue: in this process, or another `keel run` on the same home. */
+  /**
+   * Whether an agent runner works on the queue: in this process, another `keel run` on the same home, or (a queue
+   * shared through Redis) a runner holding a lease on any machine.
+   */
   agentRunning(): boolean;
   /** This process's runner, if it runs one. */
   runner(): { state: string; reason?: string; current?: string } | undefined;

@@ -120,7 +120,7 @@ export class ActionQueue {
         : new FileStore({ home: opts.home, owner: opts.owner, log, ...(opts.readOnly ? { readOnly: true } : {}), ...opts.fileStore }));
     const q = new ActionQueue(store, opts);
     try {
-      await q.init();
+      await q.init(opts);
     } catch (e) {
       await store.close().catch(() => {});
       throw e;
@@ -128,13 +128,28 @@ export class ActionQueue {
     return q;
   }
 
-  private async init(): Promise<void> {
+  private async init(o: ActionQueueOptions): Promise<void> {
     const load = await this.store.load((c) => this.onStoreChange(c));
     this.problems.push(...load.problems);
     const now = this.now();
     this.state.reset(load.snapshot, now);
     for (const op of load.ops) this.state.apply(op, now);
-    if (!this.owner) return;
+    if (!this.owner) {
+      // A shared store seen from a process that runs no runner (a gateway, the dashboard): which runners are alive
+      // elsewhere, for "is an agent working on this queue".
+      if (this.store.liveWorkers && !o.readOnly) {
+        const refresh = () =>
+          this.store.liveWorkers!()
+            .then((live) => {
+              this.liveWorkers = live;
+            })
+            .catch(() => {});
+        await refresh();
+        this.orphanTimer = setInterval(refresh, Math.max(100, Math.floor((this.store.leaseDurationMs ?? 15_000) / 2)));
+        this.orphanTimer.unref();
+      }
+      return;
+    }
     if (this.store.worker !== undefined) {
       // A shared store: other runners may be working right now. Only a dead runner's actions go back.
       await this.requeueOrphans();
@@ -190,6 +205,11 @@ export class ActionQueue {
   /** Shared stores: this runner's id. */
   get worker(): string | undefined {
     return this.store.worker;
+  }
+
+  /** Shared stores: how many runners (on any machine) held a lease when this process last looked; undefined otherwise. */
+  sharedRunners(): number | undefined {
+    return this.store.liveWorkers ? this.liveWorkers.size : undefined;
   }
 
   /** Shared stores: whether the runner `worker` held a lease when this process last looked (this one always). */

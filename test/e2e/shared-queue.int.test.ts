@@ -9,7 +9,7 @@ import { execFile } from 'node:child_process';
 import { cpSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { ChannelCapability } from '../../sdk/index.js';
+import type { ChannelCapability, KernelInfoCapability } from '../../sdk/index.js';
 import { bootKernel, installFakeAgent, type TestKernel } from '../../sdk/testing/index.js';
 import { rm, tmp, waitFor } from '../helpers.js';
 import { redisProblem, startRedis, type TestRedis } from '../redis-server.js';
@@ -211,5 +211,20 @@ describe.skipIf(problem)('one queue, several machines (Redis)', () => {
     // the same message reaches b (its catch-up read it again): recognised, nothing queued twice
     expect(await post(b, 'm-1')).toEqual({ outcome: 'ignored', reason: 'duplicate' });
     expect(b.kernel.queue.list().pending.filter((x) => x.task.includes('message m-1'))).toHaveLength(1);
+  });
+
+  it('a process without a runner (a gateway, the dashboard) knows whether a runner works on the queue elsewhere', async () => {
+    const prefix = `obs${++n}-${process.pid}:`;
+    const config = { queueRedisUrl: redis.url, queueRedisPrefix: prefix, queueWorkerLeaseSeconds: 2 };
+    const observer = await bootKernel({ runAgent: false, config });
+    kernels.push(observer);
+    const info = observer.kernel.registry.use<KernelInfoCapability>('kernel:info')!;
+    expect(info.agentRunning()).toBe(false);
+    const runner = await bootKernel({ runAgent: true, before: (home) => installFakeAgent(home), config });
+    kernels.push(runner);
+    await waitFor(() => info.agentRunning(), 'the observer to see the runner');
+    await runner.close();
+    kernels.splice(kernels.indexOf(runner), 1);
+    await waitFor(() => !info.agentRunning(), 'the observer to see the runner gone', 5000);
   });
 });
