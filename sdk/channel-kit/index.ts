@@ -40,6 +40,7 @@ export {
 export { type ConnectionHooks, ConnectionSupervisor, StallError, type ConnectionState, type SupervisorOptions } from './supervisor.js';
 export { type ConnectionLock, connectionLock, RedisLease, type RedisLeaseOptions } from './lease.js';
 export { OwnerLock, type LockResult } from './owner-lock.js';
+export { RedisSharedLedger, type SharedLedger, sharedLedger } from './shared-ledger.js';
 export { BUILTIN_COMMANDS, isBuiltin, runCommand } from './commands.js';
 export { setting } from '../channel.js';
 export {

@@ -11,6 +11,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Json } from '../types.js';
+import type { SharedLedger } from './shared-ledger.js';
 import type { ChannelStore } from './store.js';
 import { WriteBehind } from './write-behind.js';
 
@@ -77,7 +78,14 @@ export class DeliveryLedger {
   /** Confirmed chunks whose mark is not committed yet: [platform id, sent at, key, chunk]. */
   private readonly marks: WriteBehind<[string, number, string, number]>;
 
-  constructor(private readonly store: ChannelStore) {
+  /**
+   * `shared`: the ledger's copy in Redis when several machines share the queue (shared-ledger.ts): a key first
+   * sent on another machine delivers that machine's chunks, minus the ones it had confirmed.
+   */
+  constructor(
+    private readonly store: ChannelStore,
+    private readonly shared?: SharedLedger,
+  ) {
     // Prepared once: a message's bookkeeping is two statements (write its chunks, mark each sent), not compilations.
     this.select = store.db.prepare('SELECT chunk, chat_id, body, state, platform_id FROM delivery WHERE key = ? ORDER BY chunk');
     // NORMAL (WAL): durable across a process crash; a mark lost to a power cut means a repeat, never a loss. A
@@ -99,6 +107,7 @@ export class DeliveryLedger {
 
   private markSent(id: string, key: string, chunk: number): void {
     this.marks.add([id, Date.now(), key, chunk]);
+    this.shared?.mark(key, chunk, id);
   }
 
   /**
@@ -170,6 +179,14 @@ export class DeliveryLedger {
     // has not completed yet (a reply is awaited before completion), so the re-run sends it: a repeat, never a loss.
     this.flush();
     this.store.durability('NORMAL');
+    // Several machines: a key this machine has never seen may have been sent (in part) by another one.
+    let sentElsewhere: Map<number, string> | undefined;
+    if (this.shared && chunks.length && (this.select.all(key) as Row[]).length === 0) {
+      const claimed = await this.shared.claim(key, chatId, chunks);
+      chunks = claimed.chunks as C[];
+      chatId = claimed.chatId;
+      if (claimed.sent.size) sentElsewhere = claimed.sent;
+    }
     let rows: Row[];
     if (chunks.length && chunks.length <= MAX_ROWS_PER_INSERT) {
       const now = Date.now();
@@ -191,6 +208,16 @@ export class DeliveryLedger {
         return chunks.map((c, i): Row => ({ chunk: i, chat_id: chatId, body: c, state: 'pending', platform_id: null }));
       }, 'NORMAL');
     } else rows = this.select.all(key) as Row[];
+    if (sentElsewhere) {
+      // Confirmed by the machine that sent first: recorded here as sent, never sent again.
+      for (const r of rows) {
+        const id = sentElsewhere.get(r.chunk);
+        if (id === undefined || r.state === 'sent') continue;
+        this.marks.add([id, Date.now(), key, r.chunk]);
+        r.state = 'sent';
+        r.platform_id = id;
+      }
+    }
     const ids: string[] = [];
     for (const r of rows) {
       if (r.state === 'sent') {

@@ -25,6 +25,7 @@ import type { Action, Json } from '../types.js';
 import { BUILTIN_COMMANDS, isBuiltin, runCommand } from './commands.js';
 import type { IngressTurn } from './ingress.js';
 import { type ChunkSender, DeliveryLedger } from './ledger.js';
+import { sharedLedger } from './shared-ledger.js';
 import { Outbox } from './outbox.js';
 import { type EditedMessage, routeDelete, routeEdit } from './edits.js';
 import { HandedInputs } from './handed.js';
@@ -138,8 +139,9 @@ export function createChannelRuntime<C extends Json>(o: ChannelRuntimeOptions<C>
   const store = ChannelStore.open(ctx.home, name);
   store.prune((o.keepDays ?? 30) * 24 * 3600 * 1000);
   const stopping = new AbortController();
+  const shared = sharedLedger(ctx, name);
   const outbox = new Outbox({
-    ledger: new DeliveryLedger(store),
+    ledger: new DeliveryLedger(store, shared),
     limiter: new RateLimiter(o.policy),
     classify: o.classify,
     log: ctx.log,
@@ -300,6 +302,7 @@ export function createChannelRuntime<C extends Json>(o: ChannelRuntimeOptions<C>
       // An input the stopping action did not read is becoming a new message: let that finish while the store is open.
       await handed.drain();
       store.close();
+      await shared?.close();
     },
   };
   return runtime;

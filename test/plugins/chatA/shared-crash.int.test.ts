@@ -1,0 +1,84 @@
+/**
+ * kill -9 in the middle of a multi-chunk reply on one machine, with the queue shared through Redis and the same bot
+ * configured on a second machine (its own KEEL_HOME): the second takes over the connection and the action, and
+ * sends what the first had not confirmed, from the first one's chunks; nothing twice, nothing missing. Its own model
+ * would have worded the reply differently: none of that is sent.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startFakeTelegram } from '../../fakes/telegram-server.js';
+import { rm, tmp, waitFor } from '../../helpers.js';
+import { redisProblem, startRedis, type TestRedis } from '../../redis-server.js';
+import { crashHome, exited } from '../channel-harness.js';
+
+const problem = redisProblem();
+let redis: TestRedis;
+let dir: string;
+const cleanups: Array<() => Promise<void> | void> = [];
+
+beforeAll(async () => {
+  if (problem) return;
+  dir = tmp('keel-redis-');
+  redis = await startRedis(dir);
+});
+afterAll(async () => {
+  if (problem) return;
+  await redis.stop();
+  rm(dir);
+});
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+describe.skipIf(problem)('chatA on two machines, kill -9 mid-reply', () => {
+  it('the machine that takes over sends the rest of the first reply once, not a reply of its own', async () => {
+    const tg = await startFakeTelegram();
+    cleanups.push(() => tg.close());
+    const paragraphs = Array.from({ length: 30 }, (_, i) => `Part ${i}. ${'The quick brown fox jumps over the lazy dog. '.repeat(10)}`);
+    const other = Array.from({ length: 30 }, (_, i) => `Other ${i}. ${'A different wording of the same report. '.repeat(10)}`);
+    const shared = {
+      chatAAutoReplyEnabled: true,
+      chatAPollTimeout: 1,
+      queueRedisUrl: redis.url,
+      queueRedisPrefix: `crash-${process.pid}:`,
+      queueWorkerLeaseSeconds: 2,
+    };
+    const env = { CHATA_TOKEN: tg.token, CHATA_API_ROOT: tg.apiRoot };
+    const a = crashHome({ prefix: 'keel-chata-a-', replies: [{ text: paragraphs.join('\n\n') }], config: shared, env });
+    const b = crashHome({ prefix: 'keel-chata-b-', replies: [{ text: other.join('\n\n') }], config: shared, env });
+    cleanups.push(
+      () => a.close(),
+      () => b.close(),
+    );
+    const first = a.start();
+    await waitFor(() => tg.callsOf('getUpdates').length > 0, 'a to poll', 20_000);
+    b.start();
+    tg.pushText('write the long report', { userId: 77 });
+    // The third chunk's request is never accepted: the first machine dies while it is in flight.
+    tg.onCall = (c) => {
+      if (c.method === 'sendMessage' && tg.callsOf('sendMessage').length === 3) {
+        first.kill('SIGKILL');
+        return 'hold';
+      }
+    };
+    await exited(first);
+    tg.onCall = undefined;
+    expect(tg.sent.filter((m) => m.chat.id === 77)).toHaveLength(2);
+    await waitFor(
+      () =>
+        tg.sent
+          .filter((m) => m.chat.id === 77)
+          .map((m) => m.text)
+          .join('\n\n')
+          .includes('Part 29.'),
+      'the whole reply from the second machine',
+      60_000,
+    );
+    await new Promise((r) => setTimeout(r, 2500));
+    const texts = tg.sent.filter((m) => m.chat.id === 77).map((m) => m.text!);
+    expect(new Set(texts).size).toBe(texts.length);
+    const joined = texts.join('\n\n');
+    for (const p of paragraphs) expect(joined.split(p.slice(0, 9)).length - 1, p.slice(0, 8)).toBe(1);
+    expect(joined).not.toContain('Other 0.');
+    expect(tg.conflicts).toBe(0);
+  }, 120_000);
+});
