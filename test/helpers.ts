@@ -1,9 +1,34 @@
 /**
  * Shared test helpers: temporary homes, plugin folders written on the fly, bounded waiting.
  */
+import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+
+/** The built CLI (dist/cli.js; the global set-up builds it). */
+export const KEEL_CLI = join(import.meta.dirname, '..', 'dist', 'cli.js');
+
+export interface CliOut {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `keel <args>` (the built CLI) with `KEEL_HOME=home` and `env` on top of this process's environment. */
+export function keelCli(home: string, args: string[], env: Record<string, string> = {}): Promise<CliOut> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [KEEL_CLI, ...args],
+      { env: { ...process.env, KEEL_HOME: home, ...env }, timeout: 30_000 },
+      (err, stdout, stderr) => {
+        const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : 1) : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
+  });
+}
 
 export function tmp(prefix = 'keel-test-'): string {
   return mkdtempSync(join(tmpdir(), prefix));

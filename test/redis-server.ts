@@ -5,10 +5,13 @@
  * redis-server`, as root); where it cannot, `redisProblem()` says why and the tests skip with that message.
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { debianPackageProblem } from './debian-package.js';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createConnection, createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { afterAll, beforeAll } from 'vitest';
 
 function findRedis(): string | undefined {
   for (const p of ['/usr/bin/redis-server', '/usr/local/bin/redis-server']) if (existsSync(p)) return p;
@@ -16,29 +19,9 @@ function findRedis(): string | undefined {
   return r.status === 0 && r.stdout.trim() ? r.stdout.trim() : undefined;
 }
 
-let installTried = false;
-
 /** Why redis-server cannot run here (undefined: it can). Installs it first when missing and running as root. */
 export function redisProblem(): string | undefined {
-  if (findRedis()) return undefined;
-  if (!installTried && process.getuid?.() === 0) {
-    installTried = true;
-    const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-    let r = spawnSync('apt-get', ['install', '-y', 'redis-server'], { stdio: 'pipe', env, timeout: 300_000 });
-    if (r.status !== 0) {
-      spawnSync('apt-get', ['update'], { stdio: 'pipe', env, timeout: 300_000 });
-      r = spawnSync('apt-get', ['install', '-y', 'redis-server'], { stdio: 'pipe', env, timeout: 300_000 });
-    }
-    // The package may start a system-wide Redis on 6379; the tests run their own.
-    spawnSync(
-      'sh',
-      ['-c', 'command -v systemctl >/dev/null && systemctl stop redis-server; command -v service >/dev/null && service redis-server stop'],
-      { stdio: 'pipe' },
-    );
-    if (findRedis()) return undefined;
-    return `redis-server could not be installed (apt-get install -y redis-server exited ${r.status})`;
-  }
-  return 'redis-server is not installed and this user cannot install it: run `apt-get install -y redis-server` as root';
+  return debianPackageProblem({ pkg: 'redis-server', service: 'redis-server', find: findRedis });
 }
 
 async function freePort(): Promise<number> {
@@ -132,5 +115,28 @@ export async function startRedis(
       await waitExit(child);
       child = undefined;
     },
+  };
+}
+
+/**
+ * A private redis-server for the tests of one file: started before them, killed after; call the returned function
+ * inside a test for it. Pair with `describe.skipIf(redisProblem())`, which says why when it cannot run here.
+ * @example const redis = privateRedis(); it('...', async () => { const url = redis().url; });
+ */
+export function privateRedis(): () => TestRedis {
+  let r: TestRedis | undefined;
+  let dir: string | undefined;
+  beforeAll(async () => {
+    if (redisProblem()) return;
+    dir = mkdtempSync(join(tmpdir(), 'keel-redis-'));
+    r = await startRedis(dir);
+  });
+  afterAll(async () => {
+    await r?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+  return () => {
+    if (!r) throw new Error('redis-server is not running (see redisProblem())');
+    return r;
   };
 }

@@ -1,34 +1,13 @@
 /**
  * The `keel` CLI through real child processes of the built dist/cli.js, each with its own KEEL_HOME.
  */
-import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { installFakeAgent } from '../../sdk/testing/index.js';
-import { rm, tmp, waitFor } from '../helpers.js';
+import { keelCli, rm, tmp, waitFor } from '../helpers.js';
 
-const CLI = join(import.meta.dirname, '..', '..', 'dist', 'cli.js');
-
-interface Out {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-function keel(home: string, args: string[], env: Record<string, string> = {}): Promise<Out> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [CLI, ...args],
-      { env: { ...process.env, KEEL_HOME: home, ...env }, timeout: 30_000 },
-      (err, stdout, stderr) => {
-        const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : 1) : 0;
-        resolve({ code, stdout, stderr });
-      },
-    );
-  });
-}
+const keel = keelCli;
 
 const homes: string[] = [];
 afterEach(async () => {

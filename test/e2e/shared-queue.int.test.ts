@@ -5,52 +5,25 @@
  * mid-action hands its action to the other after the lease; an action that came from a chat stays with the runner
  * whose channel received it.
  */
-import { execFile } from 'node:child_process';
 import { cpSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ChannelCapability, KernelInfoCapability } from '../../sdk/index.js';
 import { bootKernel, installFakeAgent, type TestKernel } from '../../sdk/testing/index.js';
-import { rm, tmp, waitFor } from '../helpers.js';
-import { redisProblem, startRedis, type TestRedis } from '../redis-server.js';
+import { keelCli, rm, tmp, waitFor } from '../helpers.js';
+import { redisProblem, type TestRedis, privateRedis } from '../redis-server.js';
 
-const CLI = join(import.meta.dirname, '..', '..', 'dist', 'cli.js');
 const ECHO = join(import.meta.dirname, '..', '..', 'examples', 'plugins', 'echo-channel');
 const problem = redisProblem();
+const server = privateRedis();
 let redis: TestRedis;
-let redisDir: string;
 let n = 0;
 
-beforeAll(async () => {
-  if (problem) return;
-  redisDir = tmp('keel-redis-');
-  redis = await startRedis(redisDir);
-});
-afterAll(async () => {
-  if (problem) return;
-  await redis.stop();
-  rm(redisDir);
+beforeAll(() => {
+  if (!problem) redis = server();
 });
 
-interface Out {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-function keel(home: string, args: string[], env: Record<string, string> = {}): Promise<Out> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [CLI, ...args],
-      { env: { ...process.env, KEEL_HOME: home, ...env }, timeout: 30_000 },
-      (err, stdout, stderr) => {
-        const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : 1) : 0;
-        resolve({ code, stdout, stderr });
-      },
-    );
-  });
-}
+const keel = keelCli;
 
 const homes: string[] = [];
 const kernels: TestKernel[] = [];

@@ -10,13 +10,13 @@ import { ErrorCodes } from '../../../kernel/errors.js';
 import { ActionQueue } from '../../../kernel/queue/index.js';
 import { compareIds, RedisStore } from '../../../kernel/queue/redis-store.js';
 import { rm, tmp, waitFor } from '../../helpers.js';
-import { redisProblem, startRedis, type TestRedis } from '../../redis-server.js';
+import { redisProblem, type TestRedis, privateRedis } from '../../redis-server.js';
 import { captureLog, type CapturedLog } from './helpers.js';
 
 const problem = redisProblem();
+const server = privateRedis();
 let redis: TestRedis;
 let admin: Redis;
-let dir: string;
 let prefix: string;
 let n = 0;
 const open: ActionQueue[] = [];
@@ -24,17 +24,13 @@ const homes: string[] = [];
 
 beforeAll(async () => {
   if (problem) return;
-  dir = tmp('keel-redis-');
-  redis = await startRedis(dir);
+  redis = server();
   admin = new Redis(redis.url);
   admin.on('error', () => {});
 });
 
-afterAll(async () => {
-  if (problem) return;
-  admin.disconnect();
-  await redis.stop();
-  rm(dir);
+afterAll(() => {
+  admin?.disconnect();
 });
 
 afterEach(async () => {

@@ -8,29 +8,25 @@ import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { RedisLease } from '../../../sdk/channel-kit/index.js';
 import { startFakeTelegram, type FakeTelegram } from '../../fakes/telegram-server.js';
-import { rm, tmp, waitFor } from '../../helpers.js';
-import { redisProblem, startRedis, type TestRedis } from '../../redis-server.js';
+import { waitFor } from '../../helpers.js';
+import { redisProblem, type TestRedis, privateRedis } from '../../redis-server.js';
 import { bootChannelKernel, type ChannelKernel } from '../channel-harness.js';
 
 const problem = redisProblem();
+const server = privateRedis();
 let redis: TestRedis;
 let admin: Redis;
-let dir: string;
 let tg: FakeTelegram | undefined;
 const machines: ChannelKernel[] = [];
 
-beforeAll(async () => {
+beforeAll(() => {
   if (problem) return;
-  dir = tmp('keel-redis-');
-  redis = await startRedis(dir);
+  redis = server();
   admin = new Redis(redis.url);
   admin.on('error', () => {});
 });
-afterAll(async () => {
-  if (problem) return;
-  admin.disconnect();
-  await redis.stop();
-  rm(dir);
+afterAll(() => {
+  admin?.disconnect();
 });
 afterEach(async () => {
   for (const m of machines.splice(0)) await m.close().catch(() => {});

@@ -4,27 +4,16 @@
  * sends what the first had not confirmed, from the first one's chunks; nothing twice, nothing missing. Its own model
  * would have worded the reply differently: none of that is sent.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { startFakeTelegram } from '../../fakes/telegram-server.js';
-import { rm, tmp, waitFor } from '../../helpers.js';
-import { redisProblem, startRedis, type TestRedis } from '../../redis-server.js';
+import { waitFor } from '../../helpers.js';
+import { redisProblem, privateRedis } from '../../redis-server.js';
 import { crashHome, exited } from '../channel-harness.js';
 
 const problem = redisProblem();
-let redis: TestRedis;
-let dir: string;
+const redis = privateRedis();
 const cleanups: Array<() => Promise<void> | void> = [];
 
-beforeAll(async () => {
-  if (problem) return;
-  dir = tmp('keel-redis-');
-  redis = await startRedis(dir);
-});
-afterAll(async () => {
-  if (problem) return;
-  await redis.stop();
-  rm(dir);
-});
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
@@ -38,7 +27,7 @@ describe.skipIf(problem)('chatA on two machines, kill -9 mid-reply', () => {
     const shared = {
       chatAAutoReplyEnabled: true,
       chatAPollTimeout: 1,
-      queueRedisUrl: redis.url,
+      queueRedisUrl: redis().url,
       queueRedisPrefix: `crash-${process.pid}:`,
       queueWorkerLeaseSeconds: 2,
     };

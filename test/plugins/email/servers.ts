@@ -9,6 +9,7 @@
  * - a TCP proxy that can stop answering, to play a server that hangs.
  */
 import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { debianPackageProblem } from '../../debian-package.js';
 import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createConnection, createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { userInfo } from 'node:os';
@@ -153,31 +154,9 @@ function findDovecot(): string | undefined {
   return r.status === 0 && r.stdout.trim() ? r.stdout.trim() : undefined;
 }
 
-let installTried = false;
-
 /** Why dovecot cannot run here (undefined: it can). Installs it first when missing and running as root. */
 export function dovecotProblem(): string | undefined {
-  if (findDovecot()) return undefined;
-  if (!installTried && process.getuid?.() === 0) {
-    installTried = true;
-    const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-    let r = spawnSync('apt-get', ['install', '-y', 'dovecot-imapd'], { stdio: 'pipe', env, timeout: 300_000 });
-    if (r.status !== 0) {
-      spawnSync('apt-get', ['update'], { stdio: 'pipe', env, timeout: 300_000 });
-      r = spawnSync('apt-get', ['install', '-y', 'dovecot-imapd'], { stdio: 'pipe', env, timeout: 300_000 });
-    }
-    // The package starts a system-wide dovecot on 143/993; the tests run their own instance.
-    spawnSync(
-      'sh',
-      ['-c', 'command -v systemctl >/dev/null && systemctl stop dovecot; command -v service >/dev/null && service dovecot stop'],
-      { stdio: 'pipe' },
-    );
-    if (findDovecot()) return undefined;
-    return `dovecot-imapd could not be installed (apt-get install -y dovecot-imapd exited ${r.status}): ${r.stderr?.toString().trim().split('\n').pop() ?? ''}`;
-  }
-  return process.getuid?.() === 0
-    ? 'dovecot-imapd is not installed and apt-get could not install it'
-    : 'dovecot-imapd is not installed and this user cannot install it: run `apt-get install -y dovecot-imapd` as root (Debian/Ubuntu)';
+  return debianPackageProblem({ pkg: 'dovecot-imapd', service: 'dovecot', find: findDovecot });
 }
 
 export async function freePort(): Promise<number> {
