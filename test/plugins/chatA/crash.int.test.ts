@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { startFakeTelegram } from '../../fakes/telegram-server.js';
 import { waitFor } from '../../helpers.js';
 import { crashHome, exited } from '../channel-harness.js';
+import { expectReplyOnce } from './harness.js';
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -91,22 +92,6 @@ describe('chatA crash safety (kill -9)', () => {
     tg.onCall = undefined;
     expect(tg.sent.filter((m) => m.chat.id === 77)).toHaveLength(2);
     start();
-    await waitFor(
-      () =>
-        tg.sent
-          .filter((m) => m.chat.id === 77)
-          .map((m) => m.text)
-          .join('\n\n')
-          .includes('Part 29.'),
-      'the whole reply',
-      60_000,
-    );
-    await new Promise((r) => setTimeout(r, 2500));
-    const texts = tg.sent.filter((m) => m.chat.id === 77).map((m) => m.text!);
-    expect(new Set(texts).size).toBe(texts.length);
-    const joined = texts.join('\n\n');
-    for (const p of paragraphs) expect(joined.split(p.slice(0, 9)).length - 1, p.slice(0, 8)).toBe(1);
-    const order = paragraphs.map((p) => joined.indexOf(p.slice(0, 9)));
-    expect([...order].sort((a, b) => a - b)).toEqual(order);
+    await expectReplyOnce(tg, 77, paragraphs);
   }, 90_000);
 });

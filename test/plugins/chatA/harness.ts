@@ -1,7 +1,9 @@
 /**
  * A real kernel with the agent, the chatA plugin and the scripted fake provider, talking to the loopback Bot API.
  */
+import { expect } from 'vitest';
 import { startFakeTelegram, type FakeTelegram } from '../../fakes/telegram-server.js';
+import { waitFor } from '../../helpers.js';
 import { bootChannelKernel, type ChannelKernel } from '../channel-harness.js';
 
 export interface ChatAHarness extends ChannelKernel {
@@ -27,4 +29,22 @@ export async function bootChatA(
     closeFake: () => tg.close(),
   });
   return Object.assign(h, { tg });
+}
+
+/**
+ * Waits for the last of `paragraphs` in chat `chatId`, lets a moment pass for anything sent twice, then checks that
+ * every paragraph arrived exactly once, in order, and no message twice; returns everything sent there, joined.
+ */
+export async function expectReplyOnce(tg: FakeTelegram, chatId: number, paragraphs: string[]): Promise<string> {
+  const sent = () => tg.sent.filter((m) => m.chat.id === chatId).map((m) => m.text!);
+  const last = paragraphs.at(-1)!.slice(0, 9);
+  await waitFor(() => sent().join('\n\n').includes(last), 'the whole reply', 60_000);
+  await new Promise((r) => setTimeout(r, 2500));
+  const texts = sent();
+  expect(new Set(texts).size).toBe(texts.length);
+  const joined = texts.join('\n\n');
+  for (const p of paragraphs) expect(joined.split(p.slice(0, 9)).length - 1, p.slice(0, 8)).toBe(1);
+  const order = paragraphs.map((p) => joined.indexOf(p.slice(0, 9)));
+  expect([...order].sort((a, b) => a - b)).toEqual(order);
+  return joined;
 }

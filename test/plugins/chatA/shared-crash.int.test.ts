@@ -9,6 +9,7 @@ import { startFakeTelegram } from '../../fakes/telegram-server.js';
 import { waitFor } from '../../helpers.js';
 import { redisProblem, privateRedis } from '../../redis-server.js';
 import { crashHome, exited } from '../channel-harness.js';
+import { expectReplyOnce } from './harness.js';
 
 const problem = redisProblem();
 const redis = privateRedis();
@@ -52,21 +53,7 @@ describe.skipIf(problem)('chatA on two machines, kill -9 mid-reply', () => {
     await exited(first);
     tg.onCall = undefined;
     expect(tg.sent.filter((m) => m.chat.id === 77)).toHaveLength(2);
-    await waitFor(
-      () =>
-        tg.sent
-          .filter((m) => m.chat.id === 77)
-          .map((m) => m.text)
-          .join('\n\n')
-          .includes('Part 29.'),
-      'the whole reply from the second machine',
-      60_000,
-    );
-    await new Promise((r) => setTimeout(r, 2500));
-    const texts = tg.sent.filter((m) => m.chat.id === 77).map((m) => m.text!);
-    expect(new Set(texts).size).toBe(texts.length);
-    const joined = texts.join('\n\n');
-    for (const p of paragraphs) expect(joined.split(p.slice(0, 9)).length - 1, p.slice(0, 8)).toBe(1);
+    const joined = await expectReplyOnce(tg, 77, paragraphs);
     expect(joined).not.toContain('Other 0.');
     expect(tg.conflicts).toBe(0);
   }, 120_000);
