@@ -21,6 +21,7 @@ import { PluginHost, type HostOptions } from './plugins/host.js';
 import type { HostConfig } from './plugins/context.js';
 import { redisBackend } from './queue/backend.js';
 import { ActionQueue } from './queue/index.js';
+import { moveFileQueueInto } from './queue/queue.js';
 import { createDispatcher, type Dispatcher } from './registry/dispatch.js';
 import { Registry } from './registry/registry.js';
 import { Runner } from './runner/runner.js';
@@ -136,6 +137,7 @@ export async function startKernel(opts: KernelOptions = {}): Promise<Kernel> {
     ),
   });
   for (const p of queue.problems) log.error(p);
+  if (queue.worker !== undefined) await moveFileQueueInto(queue, home, logs.logger('queue'));
   const hooks = createHooks();
   const registry = new Registry();
   const execute = createDispatcher({ registry, hooks, config: cfg, log: logs.logger('skills') });

@@ -338,6 +338,17 @@ export class ActionQueue {
   }
 
   /**
+   * Takes in an action as it is, id included (moving a home's file queue into a shared queue): pending again,
+   * its retries and metadata kept. An id the queue knows already is left alone, so doing it twice is harmless.
+   */
+  async adopt(action: Action): Promise<void> {
+    this.assertOpen();
+    if (this.state.get(action.id)) return;
+    await this.store.append([{ op: 'push', action: { ...action, status: 'pending', metadata: { ...action.metadata } } }]);
+    this.afterWrite();
+  }
+
+  /**
    * The next action to run: highest priority first, first-in first-out within a priority, skipping actions held
    * back until their notBefore. Marks it executing. Actions whose TTL passed are removed on the way, not returned.
    * `busy` names lanes to leave alone (the runner's lanes that already run an action; see lanes.ts). `accept`, when
@@ -509,6 +520,30 @@ export class ActionQueue {
     }
     await this.store.close();
     this.listeners.clear();
+  }
+}
+
+/**
+ * A runner on a shared queue (queueRedisUrl) moves what still waits in its home's file queue (from before the switch)
+ * into it, so nothing queued there is stranded: each action pushed with its id, then removed from the file queue.
+ * A crash in between moves it again, which the shared queue ignores (same id). Returns how many moved.
+ */
+export async function moveFileQueueInto(shared: ActionQueue, home: string, log: Logger): Promise<number> {
+  const { existsSync } = await import('node:fs');
+  const { queuePaths } = await import('./journal-file.js');
+  const paths = queuePaths(home);
+  if (!existsSync(paths.snapshot) && !existsSync(paths.journal)) return 0;
+  const file = await ActionQueue.open({ home, owner: false, log, quietCompactMs: 0 });
+  try {
+    const waiting = file.list().pending;
+    for (const a of waiting) {
+      await shared.adopt(a);
+      await file.remove(a.id, 'moved to the shared queue (queueRedisUrl)');
+    }
+    if (waiting.length) log.info(`Queue: moved ${waiting.length} action(s) that waited in this home's file queue to the shared queue.`);
+    return waiting.length;
+  } finally {
+    await file.close();
   }
 }
 

@@ -8,7 +8,8 @@
 import { cpSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { ChannelCapability, KernelInfoCapability } from '../../sdk/index.js';
+import type { Action, ChannelCapability, KernelInfoCapability } from '../../sdk/index.js';
+import { appendPush, readQueueList } from '../../kernel/queue/index.js';
 import { bootKernel, installFakeAgent, type TestKernel } from '../../sdk/testing/index.js';
 import { keelCli, rm, tmp, waitFor } from '../helpers.js';
 import { redisProblem, type TestRedis, privateRedis } from '../redis-server.js';
@@ -199,5 +200,32 @@ describe.skipIf(problem)('one queue, several machines (Redis)', () => {
     await runner.close();
     kernels.splice(kernels.indexOf(runner), 1);
     await waitFor(() => !info.agentRunning(), 'the observer to see the runner gone', 5000);
+  });
+
+  it("a runner switched to the shared queue moves what waited in its home's file queue, and runs it once", async () => {
+    const prefix = `move${++n}-${process.pid}:`;
+    const home = tmp('keel-machine-');
+    homes.push(home);
+    const before: Action[] = [];
+    for (let i = 0; i < 3; i++) before.push(await appendPush(home, { task: `queued before the switch ${i}` }));
+    const t = await bootKernel({
+      home,
+      runAgent: true,
+      before: (h) => installFakeAgent(h),
+      config: { queueRedisUrl: redis.url, queueRedisPrefix: prefix },
+    });
+    kernels.push(t);
+    await waitFor(() => before.every((a) => ran(home).some((r) => r.id === a.id)), 'the moved actions to run');
+    expect((await readQueueList(home)).pending).toEqual([]);
+    expect(t.kernel.logs.recent({ limit: 100 }).map((e) => e.message)).toContain(
+      "Queue: moved 3 action(s) that waited in this home's file queue to the shared queue.",
+    );
+    await t.close();
+    kernels.splice(kernels.indexOf(t), 1);
+    // a second start moves nothing and runs nothing again
+    const again = await bootKernel({ home, runAgent: true, config: { queueRedisUrl: redis.url, queueRedisPrefix: prefix } });
+    kernels.push(again);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(ran(home).filter((r) => before.some((a) => a.id === r.id))).toHaveLength(3);
   });
 });
