@@ -45,7 +45,7 @@ export const KERNEL_KEYS = {
     policy: 'LOCKED',
     secret: true,
     description:
-      'A Redis (redis://[:password@]host:port[/db], rediss:// for TLS) that holds the action queue instead of KEEL_HOME, so that several `keel run` processes on several machines share one queue (docs/scaling.md). Unset: the file queue. LOCKED: it decides where every task goes.',
+      'A Redis (redis://[:password@]host:port[/db], rediss:// for TLS) that holds the action queue instead of KEEL_HOME, so that several `keel run` processes on several machines share one queue (docs/scaling.md). Unset: the file queue. Read at start. LOCKED: it decides where every task goes.',
   },
   queueRedisPrefix: {
     schema: Type.String({ pattern: '^[A-Za-z0-9:_.-]{1,64}$' }),
