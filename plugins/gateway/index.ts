@@ -2,9 +2,10 @@
  * Gateway plugin entry. In setup it serves only when asked to (`keel gateway`, `keel run --with-gateway`,
  * `gatewayAutoStart`); otherwise it stays idle, so `keel run` alone opens no port.
  */
-import { definePlugin, type CommandContext } from '../../sdk/index.js';
+import { definePlugin, errorMessage, type CommandContext } from '../../sdk/index.js';
 import manifest from './manifest.js';
 import { readSettings } from './src/deps.js';
+import { relaySettings } from './src/relay.js';
 
 async function gatewayCommand(c: CommandContext): Promise<number> {
   const o = c.options as { port?: string; host?: string; apiKey?: string; static?: string; withAgent?: boolean; background?: boolean };
@@ -39,8 +40,27 @@ async function gatewayCommand(c: CommandContext): Promise<number> {
 export default definePlugin({
   manifest,
   async setup(ctx) {
-    if (!ctx.config.get('gatewayAutoStart')) return {};
     const info = ctx.use('kernel:info');
+    if (!ctx.config.get('gatewayAutoStart')) {
+      // Not serving. With a shared queue, this process's agent events still go to the gateways that serve.
+      const shared = relaySettings(ctx.config);
+      if (!shared || !info) return {};
+      const [{ createEventBus }, { startRelay }] = await Promise.all([import('./src/events.js'), import('./src/relay.js')]);
+      const bus = createEventBus({ ctx, settings: readSettings(ctx), info });
+      const relay = await startRelay({ ...shared, bus, receive: false, log: ctx.log }).catch((e: unknown) => {
+        ctx.log.warn(`gateway: this process's live events are not relayed: ${errorMessage(e)}`);
+        bus.dispose();
+        return undefined;
+      });
+      return relay
+        ? {
+            stop: async () => {
+              bus.dispose();
+              await relay.stop();
+            },
+          }
+        : {};
+    }
     if (!info) throw new Error('the kernel did not provide kernel:info');
     // fastify loads only when the gateway serves: `keel run` alone pays nothing for it.
     const { startServer } = await import('./src/server.js');

@@ -12,7 +12,7 @@ const manifest = {
   // gateway:events: other plugins put events on the WebSocket stream (sdk/gateway.ts); they add routes by providing
   // gateway:routes:<their id>, which the gateway looks up per request.
   provides: ['gateway:address', 'gateway:events'],
-  permissions: { network: true, filesystem: ['$KEEL_HOME'], secrets: ['gatewayApiKey'] },
+  permissions: { network: true, filesystem: ['$KEEL_HOME'], secrets: ['gatewayApiKey', 'queueRedisUrl'] },
   config: {
     gatewayPort: {
       schema: Type.Integer({ minimum: 0, maximum: 65535 }),

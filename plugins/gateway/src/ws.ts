@@ -20,6 +20,7 @@ import { Type, type Actor, type GatewayCaller, type TSchema, errorCodeOf, errorM
 import type { GatewayDeps } from './deps.js';
 import { isLoopback } from './deps.js';
 import { createEventBus } from './events.js';
+import { relaySettings, startRelay } from './relay.js';
 import type { Extensions } from './extensions.js';
 import { normOrigin } from './gate.js';
 import { agentStatus } from './status.js';
@@ -120,6 +121,14 @@ export async function registerWebSocket(
   const bus = createEventBus(deps);
   const stream = createEventStream(bus);
   const log = deps.ctx.log;
+  // A shared queue: the agent events of every process on it reach this gateway's clients (relay.ts).
+  const shared = relaySettings(deps.ctx.config);
+  const relay = shared
+    ? await startRelay({ ...shared, bus, receive: true, log }).catch((e: unknown) => {
+        log.warn(`gateway: live events of other processes are not shown: ${errorMessage(e)}`);
+        return undefined;
+      })
+    : undefined;
   try {
     deps.ctx.provide('gateway:events', {
       emit(event, data) {
@@ -160,6 +169,7 @@ export async function registerWebSocket(
   // Before @fastify/websocket's own preClose (hooks run in order): a going-away close code for every client.
   app.addHook('preClose', (done) => {
     unsubscribe();
+    void relay?.stop();
     stream.dispose();
     bus.dispose();
     for (const c of clients) {
