@@ -413,7 +413,13 @@ export class RedisStore implements QueueStore {
       });
       batch.resolve();
     } catch (e) {
-      batch.reject(e);
+      // Whatever Redis or its client said (a lost connection, retries used up), for callers it is one thing: the
+      // write was not stored, and trying again later may work.
+      batch.reject(
+        e instanceof KeelError
+          ? e
+          : new KeelError(ErrorCodes.QUEUE_UNREACHABLE, `The shared queue's Redis did not take the write: ${errorMessage(e)}`),
+      );
     } finally {
       this.flushing = false;
       if (this.batch) this.flushed = this.flush();

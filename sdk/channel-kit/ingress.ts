@@ -10,10 +10,13 @@
  * directly) holds the chat until it finishes. Each message is still marked done only once its own handler
  * finished, so a crash drives again exactly what was not durable.
  */
-import { errorMessage } from '../errors.js';
+import { errorCodeOf, errorMessage } from '../errors.js';
 import type { Logger } from '../types.js';
 import type { ChannelStore } from './store.js';
 import { WriteBehind } from './write-behind.js';
+
+/** Errors that say the queue is out of reach for now, not that the message is bad (kernel/errors.ts). */
+const QUEUE_AWAY = new Set(['KEEL_E_QUEUE_UNREACHABLE', 'KEEL_E_QUEUE_LOCKED']);
 
 /** One inbound platform message as the ingress keeps it. `payload` is the raw platform object (JSON). */
 export interface IngressItem<T> {
@@ -270,14 +273,25 @@ export class Ingress<T> {
 
   private async run(it: IngressItem<T>, turn: IngressTurn): Promise<void> {
     const max = this.o.maxAttempts ?? 5;
+    let waited = 0;
     for (let attempt = 1; ; attempt++) {
-      if (this.closed && attempt > 1) return; // left recorded: the next start drives it
+      if (this.closed && (attempt > 1 || waited > 0)) return; // left recorded: the next start drives it
       try {
         const outcome = await this.o.handle(it, turn);
         this.done(outcome ?? 'handled', it.messageId);
+        if (waited > 0) this.o.log.info(`Ingress: message ${it.messageId} went through once the queue was back.`);
         return;
       } catch (e) {
         const msg = errorMessage(e);
+        if (QUEUE_AWAY.has(errorCodeOf(e) ?? '')) {
+          // The queue cannot be reached (the shared queue's Redis is down, the file queue stays locked): the
+          // message is fine, so it waits for the queue without using up its attempts, however long that takes.
+          const wait = Math.min(30_000, (this.o.retryBaseMs ?? 500) * 2 ** Math.min(waited, 6));
+          if (waited++ === 0) this.o.log.warn(`Ingress: message ${it.messageId} waits for the queue (${msg}); it is kept and tried again.`);
+          attempt--;
+          await new Promise((r) => setTimeout(r, wait));
+          continue;
+        }
         if (attempt >= max) {
           this.o.log.error(`Ingress: message ${it.messageId} failed ${attempt} times and is dropped: ${msg}`);
           this.done(`failed: ${msg.slice(0, 200)}`, it.messageId);

@@ -353,6 +353,32 @@ describe('ingress', () => {
     expect(seen).toEqual(['good']);
     expect(ingress.outcome('bad')).toMatch(/^failed: boom/);
   });
+
+  it('a message whose queue is out of reach waits for it, past the attempts a failing handler gets, and goes through once', async () => {
+    const { store } = open();
+    const warned: string[] = [];
+    let calls = 0;
+    const queued: string[] = [];
+    const ingress = new Ingress<{ n: number }>(store, {
+      log: { ...log, warn: (m: string) => void warned.push(m) },
+      maxAttempts: 2,
+      retryBaseMs: 1,
+      handle: async (it) => {
+        if (++calls <= 7)
+          throw Object.assign(new Error("Cannot reach the queue's Redis"), {
+            code: calls % 2 ? 'KEEL_E_QUEUE_UNREACHABLE' : 'KEEL_E_QUEUE_LOCKED',
+          });
+        queued.push(it.messageId);
+        return 'queued';
+      },
+    });
+    ingress.record([{ messageId: 'm1', chatId: 'a', payload: { n: 1 } }]);
+    await ingress.idle();
+    expect(calls).toBe(8);
+    expect(queued).toEqual(['m1']);
+    expect(ingress.outcome('m1')).toBe('queued');
+    expect(warned.filter((w) => /waits for the queue/.test(w))).toHaveLength(1);
+  });
 });
 
 describe('delivery ledger', () => {

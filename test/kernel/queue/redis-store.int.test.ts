@@ -180,8 +180,11 @@ describe.skipIf(problem)('shared queue in Redis', () => {
     const b = await runner();
     for (let i = 0; i < 20; i++) await a.q.push({ task: `before ${i}` });
     await redis.kill();
+    // while Redis is down a push is refused (not acknowledged and lost), with the code the channel kit waits on
+    await expect(a.q.push({ task: 'while Redis is down' })).rejects.toMatchObject({ code: ErrorCodes.QUEUE_UNREACHABLE });
     await redis.restart();
     const fresh = await runner({ owner: false });
+    expect(fresh.q.list().pending.map((x) => x.task)).not.toContain('while Redis is down');
     expect(fresh.q.counts().pending).toBe(20);
     // the open queues reconnect by themselves
     await waitFor(
