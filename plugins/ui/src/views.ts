@@ -39,7 +39,8 @@ export function fit(s: string, width: number): string {
 
 /** A line of the live activity for a gateway event, or undefined for events the screen does not show. */
 export function describeEvent(event: string, d: Record<string, unknown>): string | undefined {
-  const time = new Date().toISOString().slice(11, 19);
+  // Relayed from another machine on a shared queue (docs/websocket.md): say which.
+  const time = `${new Date().toISOString().slice(11, 19)}${typeof d.host === 'string' && d.host ? ` @${d.host}` : ''}`;
   const id = typeof d.actionId === 'string' ? ` ${d.actionId.slice(-6)}` : '';
   switch (event) {
     case 'thinking':

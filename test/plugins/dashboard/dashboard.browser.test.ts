@@ -128,6 +128,13 @@ describe.skipIf(!existsSync(CHROMIUM) || !IP)('dashboard in chromium', () => {
     await expect(page.locator('li[data-event="thinking"]').first().textContent()).resolves.toContain('Let me list the knowledge first.');
     await expect(page.locator('li[data-event="action"]').first().textContent()).resolves.toContain('rag_list');
     expect(await page.locator('li[data-event="observation"]').count()).toBeGreaterThan(0);
+    // An event relayed from another machine on a shared queue (docs/websocket.md) says which machine.
+    open!.kernel.registry
+      .use<{ emit(event: string, data: Record<string, unknown>): unknown }>('gateway:events')!
+      .emit('action.started', { actionId: 'act_relayed_1', task: 'on the other machine', priority: 5, host: 'runner-b' });
+    const relayed = page.locator('li[data-event="action.started"][data-host="runner-b"]');
+    await relayed.waitFor({ timeout: 10_000 });
+    await expect(relayed.textContent()).resolves.toMatch(/on runner-b.*act_relayed_1: on the other machine/);
     await page.screenshot({ path: join(SHOTS, 'live-after-task.png'), fullPage: true });
     expect(open!.kernel.queue.get(id!)?.status).toBe('completed');
 

@@ -16,4 +16,10 @@ describe('keel ui event lines', () => {
     expect(describeEvent('action.started', { ...at, task: 'deploy to staging' })).toMatch(/act_1 started: deploy to staging$/);
     expect(describeEvent('no.such.event', at)).toBeUndefined();
   });
+
+  it('says which machine an event relayed from another machine comes from', () => {
+    const line = describeEvent('action.started', { actionId: 'act_1', task: 'deploy', host: 'runner-b' });
+    expect(line).toMatch(/^\d\d:\d\d:\d\d @runner-b act_1 started: deploy$/);
+    expect(describeEvent('action.started', { actionId: 'act_1', task: 'deploy' })).not.toMatch(/@/);
+  });
 });

@@ -1,4 +1,7 @@
-/** Live activity: thinking, skill calls with parameters, observations and action lifecycle, as they stream in. */
+/**
+ * Live activity: thinking, skill calls with parameters, observations and action lifecycle, as they stream in. An
+ * event relayed from another machine on a shared queue says which (`on <host>`).
+ */
 import { useEffect, useState } from 'preact/hooks';
 import { stream, type StreamMsg } from '../api.js';
 import { html } from '../ui.js';
@@ -49,8 +52,8 @@ export function Live() {
         .map(
           (
             m,
-          ) => html`<li class=${`ev ev-${String(m.event).replace(/\./g, '-')}`} data-event=${m.event} data-action=${m.data?.actionId ?? ''}>
-          <span class="badge">${m.event}</span> <span class="text">${line(m)}</span></li>`,
+          ) => html`<li class=${`ev ev-${String(m.event).replace(/\./g, '-')}`} data-event=${m.event} data-action=${m.data?.actionId ?? ''} data-host=${m.data?.host ?? ''}>
+          <span class="badge">${m.event}</span>${m.data?.host ? html` <span class="muted small host">on ${m.data.host}</span>` : ''} <span class="text">${line(m)}</span></li>`,
         )}
     </ul>
   </section>`;
