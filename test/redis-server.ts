@@ -11,6 +11,7 @@ import { createConnection, createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll } from 'vitest';
 
 function findRedis(): string | undefined {
@@ -118,20 +119,37 @@ export async function startRedis(
   };
 }
 
+/** A private redis-server for the tests of one file, with a client of its own for what the tests inspect or break. */
+export interface PrivateRedis extends TestRedis {
+  /** A plain ioredis client on it (created on first use, closed with the server; it reconnects after a restart). */
+  admin(): Redis;
+}
+
 /**
  * A private redis-server for the tests of one file: started before them, killed after; call the returned function
  * inside a test for it. Pair with `describe.skipIf(redisProblem())`, which says why when it cannot run here.
- * @example const redis = privateRedis(); it('...', async () => { const url = redis().url; });
+ * @example const redis = privateRedis(); it('...', async () => { const url = redis().url; await redis().admin().get(k); });
  */
-export function privateRedis(): () => TestRedis {
-  let r: TestRedis | undefined;
+export function privateRedis(): () => PrivateRedis {
+  let r: PrivateRedis | undefined;
   let dir: string | undefined;
+  let client: Redis | undefined;
   beforeAll(async () => {
     if (redisProblem()) return;
     dir = mkdtempSync(join(tmpdir(), 'keel-redis-'));
-    r = await startRedis(dir);
+    const server = await startRedis(dir);
+    r = Object.assign(server, {
+      admin: () => {
+        if (!client) {
+          client = new Redis(server.url);
+          client.on('error', () => {}); // the tests kill the server on purpose
+        }
+        return client;
+      },
+    });
   });
   afterAll(async () => {
+    client?.disconnect();
     await r?.stop();
     if (dir) rmSync(dir, { recursive: true, force: true });
   });

@@ -462,16 +462,9 @@ export class RedisStore implements QueueStore {
 
   /** Workers whose lease is alive (this one included). */
   async liveWorkers(): Promise<Set<string>> {
-    const live = new Set<string>();
-    const redis = this.redis;
-    if (!redis) return live;
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', this.leaseKey('*'), 'COUNT', 500);
-      cursor = next;
-      for (const k of keys) live.add(k.slice(this.leaseKey('').length));
-    } while (cursor !== '0');
-    return live;
+    if (!this.redis) return new Set();
+    const keys = await scanKeys(this.redis, this.leaseKey('*'));
+    return new Set(keys.map((k) => k.slice(this.leaseKey('').length)));
   }
 
   private async renewLease(first = false): Promise<void> {
@@ -524,14 +517,30 @@ export class RedisStore implements QueueStore {
   }
 }
 
+/** Every key matching `pattern` (SCAN, so a large Redis is not blocked). */
+async function scanKeys(redis: RedisClient, pattern: string): Promise<string[]> {
+  const keys: string[] = [];
+  let cursor = '0';
+  do {
+    const [next, found] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 500);
+    cursor = next;
+    keys.push(...found);
+  } while (cursor !== '0');
+  return keys;
+}
+
+/** A connection for a one-off CLI command (its failure is the clear KEEL_E_QUEUE_UNREACHABLE of `connect`). */
+function quietClient(backend: Omit<RedisStoreOptions, 'owner' | 'readOnly' | 'log'>): Promise<RedisClient> {
+  const quiet: Logger = { debug() {}, info() {}, warn() {}, error() {} };
+  return new RedisStore({ ...backend, owner: false, log: quiet }).connect();
+}
+
 /**
  * `keel push` to a shared queue: one XADD, without reading the queue (its cost does not depend on the queue's
  * length). The runners pick it up from the stream at once.
  */
 export async function pushToRedis(backend: Omit<RedisStoreOptions, 'owner' | 'readOnly' | 'log'>, action: Action): Promise<void> {
-  const quiet: Logger = { debug() {}, info() {}, warn() {}, error() {} };
-  const store = new RedisStore({ ...backend, owner: false, log: quiet });
-  const redis = await store.connect();
+  const redis = await quietClient(backend);
   try {
     await redis.xadd(`${backend.prefix ?? 'keel:'}queue:ops`, '*', 'op', encodeOp({ op: 'push', action }).trimEnd());
   } finally {
@@ -549,18 +558,10 @@ export interface SharedRunner {
 
 /** The runners whose lease on the shared queue is alive (for `keel status`). */
 export async function sharedQueueRunners(backend: Omit<RedisStoreOptions, 'owner' | 'readOnly' | 'log'>): Promise<SharedRunner[]> {
-  const quiet: Logger = { debug() {}, info() {}, warn() {}, error() {} };
-  const store = new RedisStore({ ...backend, owner: false, log: quiet });
-  const redis = await store.connect();
+  const redis = await quietClient(backend);
   const prefix = `${backend.prefix ?? 'keel:'}queue:worker:`;
   try {
-    const keys: string[] = [];
-    let cursor = '0';
-    do {
-      const [next, found] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 500);
-      cursor = next;
-      keys.push(...found);
-    } while (cursor !== '0');
+    const keys = await scanKeys(redis, `${prefix}*`);
     if (keys.length === 0) return [];
     const values = await redis.mget(...keys);
     return keys

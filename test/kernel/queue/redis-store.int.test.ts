@@ -4,8 +4,8 @@
  * a runner that lost its action cannot settle it, Redis restarts lose nothing acknowledged, compaction trims the
  * stream and a reader that was away reloads.
  */
-import { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { Redis } from 'ioredis';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ErrorCodes } from '../../../kernel/errors.js';
 import { ActionQueue } from '../../../kernel/queue/index.js';
 import { compareIds, RedisStore } from '../../../kernel/queue/redis-store.js';
@@ -25,12 +25,7 @@ const homes: string[] = [];
 beforeAll(async () => {
   if (problem) return;
   redis = server();
-  admin = new Redis(redis.url);
-  admin.on('error', () => {});
-});
-
-afterAll(() => {
-  admin?.disconnect();
+  admin = server().admin();
 });
 
 afterEach(async () => {

@@ -4,8 +4,8 @@
  * Telegram does). The other takes over when the holder stops; a holder whose lease was taken gives the connection
  * up.
  */
-import { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { Redis } from 'ioredis';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { RedisLease } from '../../../sdk/channel-kit/index.js';
 import { startFakeTelegram, type FakeTelegram } from '../../fakes/telegram-server.js';
 import { waitFor } from '../../helpers.js';
@@ -22,11 +22,7 @@ const machines: ChannelKernel[] = [];
 beforeAll(() => {
   if (problem) return;
   redis = server();
-  admin = new Redis(redis.url);
-  admin.on('error', () => {});
-});
-afterAll(() => {
-  admin?.disconnect();
+  admin = server().admin();
 });
 afterEach(async () => {
   for (const m of machines.splice(0)) await m.close().catch(() => {});
