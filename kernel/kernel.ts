@@ -159,7 +159,13 @@ export async function startKernel(opts: KernelOptions = {}): Promise<Kernel> {
       const a = queue.get(id);
       if (!a) return 'unknown';
       if (a.status === 'completed' || a.status === 'failed') return 'settled';
-      if (a.status === 'executing') return runner?.abort(id, reason) ? 'stopping' : 'elsewhere';
+      if (a.status === 'executing') {
+        // Recorded in the queue, so the runner holding it stops it wherever it runs, and it is never run again.
+        if ((await queue.stop(id, reason)) || queue.stopReason(id) !== undefined) return 'stopping';
+        const now = queue.get(id);
+        if (!now) return 'unknown';
+        if (now.status !== 'pending') return now.status === 'executing' ? 'stopping' : 'settled';
+      }
       if (!(await queue.remove(id, reason))) return 'unknown';
       await hooks.actionSettled.promise(a, { status: 'removed', detail: reason });
       return 'removed';

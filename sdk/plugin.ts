@@ -55,8 +55,10 @@ export interface QueueApi {
   get(id: string): Action | undefined;
   /**
    * Stops an action: a pending one is removed (`removed`, and `actionSettled` fires with status `removed`); an
-   * executing one run by this process's runner has its signal aborted and settles as a failure (`stopping`); one
-   * executing in another process is left alone (`elsewhere`). `settled` and `unknown` change nothing.
+   * executing one is stopped wherever it runs, in this process, another process or on another machine sharing the
+   * queue (`stopping`): its runner's signal is aborted and it settles as a failure with `reason`, never retried and
+   * never run again. `settled` and `unknown` change nothing. (`elsewhere` is no longer returned: kept in the type
+   * for plugins written against the earlier contract.)
    */
   cancel(id: string, reason: string): Promise<'removed' | 'stopping' | 'elsewhere' | 'settled' | 'unknown'>;
   /**

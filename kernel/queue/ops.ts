@@ -19,6 +19,11 @@ export type QueueOp =
   /** A crashed runner's executing action goes back to pending (not a retry). */
   | { op: 'requeue'; id: string; by?: string }
   | { op: 'remove'; id: string; reason: string }
+  /**
+   * The operator stopped an executing action (from any process or machine): the runner holding it aborts it, and it
+   * ends failed with `reason`, never retried, never run again (a requeue after its runner died fails it instead).
+   */
+  | { op: 'stop'; id: string; reason: string; at: number }
   /** A pending action's task and metadata, changed in place (its id, priority, schedule and place in line kept). */
   | { op: 'amend'; id: string; task: string; metadata: Action['metadata'] };
 
@@ -89,6 +94,8 @@ export function decodeOp(line: string): QueueOp {
         return isStr(o.id) && isStr(o.error) && isNum(o.at);
       case 'remove':
         return isStr(o.id) && isStr(o.reason);
+      case 'stop':
+        return isStr(o.id) && isStr(o.reason) && isNum(o.at);
       case 'amend':
         return isStr(o.id) && isStr(o.task) && !!o.metadata && typeof o.metadata === 'object';
       default:

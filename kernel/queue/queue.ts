@@ -83,6 +83,7 @@ export class ActionQueue {
   readonly owner: boolean;
   private readonly state: QueueState;
   private readonly listeners = new Set<() => void>();
+  private readonly stopListeners = new Set<(id: string, reason: string) => void>();
   private readonly clock: { now(): number };
   private readonly log: Logger;
   private closed = false;
@@ -228,11 +229,25 @@ export class ActionQueue {
       this.state.reset(c.reset, now);
       changed = true;
     }
-    for (const op of c.ops) changed = this.state.apply(op, now) || changed;
+    const stopped: Array<{ id: string; reason: string }> = [];
+    for (const op of c.ops) {
+      const applied = this.state.apply(op, now);
+      if (applied && op.op === 'stop' && this.state.stopOf(op.id)) stopped.push(op);
+      changed = applied || changed;
+    }
     if (c.problems?.length) this.problems.push(...c.problems);
     if (changed) {
       this.noteChange();
       this.emit();
+    }
+    for (const { id, reason } of stopped) {
+      for (const l of this.stopListeners) {
+        try {
+          l(id, reason);
+        } catch (e) {
+          this.log.error(`Queue: a stop listener threw: ${errorMessage(e)}`);
+        }
+      }
     }
   }
 
@@ -415,13 +430,15 @@ export class ActionQueue {
     const now = this.now();
     const { retries, maxRetries } = a.metadata;
     const stamp = this.store.worker === undefined ? {} : { by: this.store.worker };
+    // Stopped by the operator: failed for good, whatever retries it has left.
     const op: QueueOp =
-      retries < maxRetries
+      retries < maxRetries && !this.state.stopOf(id)
         ? { op: 'retry', id, retries: retries + 1, notBefore: now + backoffMs(retries + 1), error, ...stamp }
         : { op: 'fail', id, error, at: now, ...stamp };
     await this.store.append([op]);
     this.afterWrite();
-    return op.op === 'retry' ? 'retry' : 'failed';
+    // A stop that reached the journal first turns the retry into a failure (state.ts): say what happened.
+    return op.op === 'retry' && this.state.get(id)?.status !== 'failed' ? 'retry' : 'failed';
   }
 
   /**
@@ -449,6 +466,37 @@ export class ActionQueue {
     await this.store.append([{ op: 'remove', id, reason }]);
     this.afterWrite();
     return true;
+  }
+
+  /**
+   * Stops an executing action, whichever process or machine runs it: a `stop` op is recorded, the runner holding
+   * the action aborts it when it sees the op (see `onStop`), and it ends failed with `reason`, never retried; if
+   * its runner is gone, the requeue that would run it again fails it instead. Any process may call it. Resolves
+   * false when the action is not executing (unknown, pending, settled) or was stopped already: nothing is written.
+   */
+  async stop(id: string, reason: string): Promise<boolean> {
+    this.assertOpen();
+    const a = this.state.get(id);
+    if (!a || a.status !== 'executing' || this.state.stopOf(id)) return false;
+    await this.store.append([{ op: 'stop', id, reason, at: this.now() }]);
+    this.afterWrite();
+    return true;
+  }
+
+  /** Why the operator stopped this executing action (its runner is aborting it); undefined when nobody did. */
+  stopReason(id: string): string | undefined {
+    return this.state.stopOf(id)?.reason;
+  }
+
+  /**
+   * Called with each action the operator stopped, here or in another process, once that `stop` is applied: the
+   * runner aborts the action if it runs it.
+   */
+  onStop(listener: (id: string, reason: string) => void): () => void {
+    this.stopListeners.add(listener);
+    return () => {
+      this.stopListeners.delete(listener);
+    };
   }
 
   /** Removes pending and failed actions whose TTL (from createdAt) has passed; resolves with what it removed. */
@@ -520,6 +568,7 @@ export class ActionQueue {
     }
     await this.store.close();
     this.listeners.clear();
+    this.stopListeners.clear();
   }
 }
 

@@ -131,7 +131,9 @@ export function readIfExists(path: string): Buffer | undefined {
  */
 export function recoverBeforeLive(ctx: RecoveryContext): { base: SnapshotFile | undefined; snapshot: QueueSnapshot; ops: QueueOp[] } {
   const { base, fromBackup } = recoverBase(ctx);
-  const snapshot: QueueSnapshot = base ? { actions: base.actions, completed: base.completed, failed: base.failed } : emptySnapshot();
+  const snapshot: QueueSnapshot = base
+    ? { actions: base.actions, completed: base.completed, failed: base.failed, ...(base.stops ? { stops: base.stops } : {}) }
+    : emptySnapshot();
   const ops: QueueOp[] = [];
   if (fromBackup) {
     const bak = readIfExists(ctx.paths.journalBak);

@@ -55,9 +55,27 @@ export function readSnapshot(path: string): SnapshotRead {
     return out;
   };
   const file: SnapshotFile = { actions: group('actions'), completed: group('completed'), failed: group('failed') };
+  const stops = readStops(r.stops, invalid);
+  if (stops) file.stops = stops;
   if (typeof r.journal === 'string') file.journal = r.journal;
   if (typeof r.journalOffset === 'number') file.journalOffset = r.journalOffset;
   return { kind: 'ok', file, invalid };
+}
+
+/** The `stops` field (executing actions the operator stopped): entries that are not `{reason, at}` are reported. */
+function readStops(v: unknown, invalid: string[]): QueueSnapshot['stops'] {
+  if (v === undefined) return undefined;
+  if (!v || typeof v !== 'object' || Array.isArray(v)) {
+    invalid.push('"stops" is not an object');
+    return undefined;
+  }
+  const out: NonNullable<QueueSnapshot['stops']> = {};
+  for (const [id, s] of Object.entries(v)) {
+    const x = s as { reason?: unknown; at?: unknown } | null;
+    if (x && typeof x.reason === 'string' && typeof x.at === 'number' && Number.isFinite(x.at)) out[id] = { reason: x.reason, at: x.at };
+    else invalid.push(`stops.${id} is not a valid stop: ${JSON.stringify(s)?.slice(0, 200)}`);
+  }
+  return Object.keys(out).length ? out : undefined;
 }
 
 /** One action per line: still one JSON object, but diffable and readable by a human with `less`. */
@@ -65,6 +83,7 @@ export function encodeSnapshot(s: QueueSnapshot, journal: string, journalOffset:
   const list = (xs: Action[]) => (xs.length ? `\n${xs.map((a) => JSON.stringify(a)).join(',\n')}\n` : '');
   return (
     `{"actions":[${list(s.actions)}],\n"completed":[${list(s.completed)}],\n"failed":[${list(s.failed)}],\n` +
+    (s.stops ? `"stops":${JSON.stringify(s.stops)},\n` : '') +
     `"journal":${JSON.stringify(journal)},"journalOffset":${journalOffset}}\n`
   );
 }

@@ -11,6 +11,11 @@
  *
  * Runners of a shared store stamp their ops with `by` (ops.ts): the first `start` of an action wins, and a settle
  * or requeue from a runner that no longer holds the action is ignored (the fence).
+ *
+ * A `stop` (the operator cancelled an executing action, from any process) is remembered with the action until it
+ * settles: its runner aborts it, and whatever comes next for it (the runner's retry, a requeue after its runner
+ * died) fails it for good with the stop's reason and time. A `stop` reaching an action that is pending again (it
+ * was requeued in between) fails it at once. A completion that beat the stop stands.
  */
 import type { Action } from '../../sdk/types.js';
 import type { QueueOp } from './ops.js';
@@ -32,6 +37,8 @@ export class QueueState {
   executing = 0;
   /** Which runner holds each executing action, where runners say so (shared stores). */
   readonly executors = new Map<string, string>();
+  /** Executing actions the operator stopped (by id): the reason and when, until they settle. */
+  readonly stops = new Map<string, { reason: string; at: number }>();
 
   constructor(private readonly limits: StateLimits) {}
 
@@ -42,7 +49,9 @@ export class QueueState {
     this.pending = new LanedPending();
     this.executing = 0;
     this.executors.clear();
+    this.stops.clear();
     for (const [id, by] of Object.entries(s.executors ?? {})) this.executors.set(id, by);
+    for (const [id, stop] of Object.entries(s.stops ?? {})) this.stops.set(id, { reason: stop.reason, at: stop.at });
     for (const a of s.actions) {
       if (this.active.has(a.id)) continue;
       this.active.set(a.id, a);
@@ -72,7 +81,8 @@ export class QueueState {
 
   /** Applies one op; returns whether anything changed. */
   apply(op: QueueOp, now: number): boolean {
-    if (op.op !== 'push' && op.op !== 'start' && op.op !== 'remove' && op.op !== 'amend' && !this.holds(op.id, op.by)) return false;
+    if (op.op !== 'push' && op.op !== 'start' && op.op !== 'remove' && op.op !== 'amend' && op.op !== 'stop' && !this.holds(op.id, op.by))
+      return false;
     switch (op.op) {
       case 'push': {
         const a = op.action;
@@ -94,6 +104,9 @@ export class QueueState {
       case 'requeue': {
         const a = this.active.get(op.id);
         if (!a || a.status !== 'executing') return false;
+        // Its runner died after the operator stopped it: it is not run again.
+        const stop = this.stops.get(a.id);
+        if (stop) return this.failStopped(a.id, stop.reason, stop.at);
         a.status = 'pending';
         this.executing--;
         this.executors.delete(a.id);
@@ -104,6 +117,8 @@ export class QueueState {
       case 'retry': {
         const a = this.active.get(op.id);
         if (!a) return false;
+        const stop = this.stops.get(a.id);
+        if (stop) return this.failStopped(a.id, op.error, stop.at);
         if (a.status === 'executing') this.executing--;
         this.executors.delete(a.id);
         a.status = 'pending';
@@ -134,6 +149,14 @@ export class QueueState {
       }
       case 'remove':
         return this.takeActive(op.id) !== undefined || this.completed.delete(op.id) || this.failed.delete(op.id);
+      case 'stop': {
+        const a = this.active.get(op.id);
+        if (!a) return false;
+        if (a.status === 'pending') return this.failStopped(a.id, op.reason, op.at);
+        if (this.stops.has(a.id)) return false;
+        this.stops.set(a.id, { reason: op.reason, at: op.at });
+        return true;
+      }
       case 'amend': {
         // Only while it waits: one already started runs what it was given. The pending index holds this same
         // object, so its place in line is kept; what decides the place (priority, notBefore) is not in the op.
@@ -149,11 +172,27 @@ export class QueueState {
     }
   }
 
+  /** Whether the operator stopped this executing action (it is being aborted). */
+  stopOf(id: string): { reason: string; at: number } | undefined {
+    return this.stops.get(id);
+  }
+
+  private failStopped(id: string, error: string, at: number): boolean {
+    const a = this.takeActive(id);
+    if (!a) return false;
+    a.status = 'failed';
+    a.error = error;
+    a.settledAt = new Date(at).toISOString();
+    this.settle(this.failed, a, this.limits.failedLimit);
+    return true;
+  }
+
   private takeActive(id: string): Action | undefined {
     const a = this.active.get(id);
     if (!a) return undefined;
     this.active.delete(id);
     this.executors.delete(id);
+    this.stops.delete(id);
     if (a.status === 'executing') this.executing--;
     else this.pending.delete(id);
     return a;
@@ -179,6 +218,7 @@ export class QueueState {
       completed: [...this.completed.values()],
       failed: [...this.failed.values()],
       ...(this.executors.size ? { executors: Object.fromEntries(this.executors) } : {}),
+      ...(this.stops.size ? { stops: Object.fromEntries(this.stops) } : {}),
     };
   }
 }

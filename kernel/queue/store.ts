@@ -15,6 +15,8 @@ export interface QueueSnapshot {
   failed: Action[];
   /** Shared stores: the runner holding each executing action (by action id). */
   executors?: Record<string, string>;
+  /** Executing actions the operator stopped, not yet settled (by action id): the reason and when. */
+  stops?: Record<string, { reason: string; at: number }>;
 }
 
 export interface StoreLoad {

@@ -52,6 +52,7 @@ export class Runner {
   private reason: string | undefined;
   private lastSweep = 0;
   private unsubscribe: (() => void) | undefined;
+  private unsubscribeStop: (() => void) | undefined;
   private lastLoggedReason: string | undefined;
 
   constructor(private readonly o: RunnerOptions) {}
@@ -71,6 +72,8 @@ export class Runner {
     if (!this.stopped) return;
     this.stopped = false;
     this.unsubscribe = this.o.queue.onChange(() => this.poke());
+    // The operator stopped an action, in this process or another one: abort it if it runs here.
+    this.unsubscribeStop = this.o.queue.onStop((id, reason) => this.abort(id, reason));
     this.loopDone = this.loop();
   }
 
@@ -153,6 +156,9 @@ export class Runner {
     const abort = new AbortController();
     const entry: InFlight = { action, abort, done: Promise.resolve() };
     this.running.set(lane, entry);
+    // Stopped between its claim and here: the stop found nothing to abort then, so it is honoured now.
+    const stopped = this.o.queue.stopReason(action.id);
+    if (stopped !== undefined) abort.abort(new Error(stopped));
     entry.done = this.run(agent, action, abort)
       .catch((e) => this.o.log.error(`Runner error in lane ${lane}: ${errorMessage(e)}`))
       .finally(() => {
@@ -162,8 +168,8 @@ export class Runner {
   }
 
   /**
-   * Stops the action `id` if it runs here: its signal is aborted with `reason`, and it settles as a failure (retried
-   * while it has retries left). False when it does not run in this runner.
+   * Aborts the action `id` if it runs here: its signal is aborted with `reason`, and it settles as a failure (for
+   * good when the operator stopped it through the queue, `ActionQueue.stop`). False when it does not run here.
    */
   abort(id: string, reason: string): boolean {
     for (const r of this.running.values()) {
@@ -209,6 +215,7 @@ export class Runner {
     if (this.stopped) return;
     this.stopped = true;
     this.unsubscribe?.();
+    this.unsubscribeStop?.();
     for (const r of this.running.values()) r.abort.abort();
     this.poke();
     await this.loopDone;

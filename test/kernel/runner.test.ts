@@ -135,11 +135,12 @@ describe('running kernel configuration', () => {
     expect(k.queue.get(b2.id)).toMatchObject({ status: 'completed', result: 'done: sleep:10 b2' });
   });
 
-  it('cancels: a pending action is removed, a running one is stopped and fails with the reason', async () => {
+  it('cancels: a pending action is removed, a running one is stopped and fails with the reason, never retried', async () => {
     const k = await boot(true);
     const settled: Array<[string, string, string | undefined]> = [];
     k.hooks.actionSettled.tapPromise('test', async (a, o) => void settled.push([a.id, o.status, o.detail]));
-    const running = await k.queue.push({ task: 'sleep:30000 long', maxRetries: 0 });
+    // Retries left (the default): a cancel is not a failure to retry.
+    const running = await k.queue.push({ task: 'sleep:30000 long' });
     await waitFor(() => k.runner!.status().current === running.id, 'the long action to start');
     const waiting = await k.queue.push({ task: 'never' });
     expect(await k.cancel(waiting.id, 'not needed')).toBe('removed');
@@ -154,7 +155,42 @@ describe('running kernel configuration', () => {
       [waiting.id, 'removed', 'not needed'],
       [running.id, 'failed', 'stopped by the test'],
     ]);
+    expect(failed.metadata.retries).toBe(0);
     expect(await k.cancel(running.id, 'again')).toBe('settled');
     expect(await k.cancel('act_0_nope', 'x')).toBe('unknown');
+    // Run once: no retry was scheduled behind the cancel.
+    const after = await k.queue.push({ task: 'sleep:1 after' });
+    await waitFor(() => k.queue.get(after.id)?.status === 'completed', 'the next action to run');
+    expect(ranIds(k).filter((id) => id === running.id)).toHaveLength(1);
+  });
+
+  it('cancels an action running in another process on the same home (a gateway or keel ui beside keel run)', async () => {
+    const k = await boot(true);
+    const running = await k.queue.push({ task: 'sleep:30000 long' });
+    await waitFor(() => k.runner!.status().current === running.id, 'the long action to start');
+    const builtins = tmp('keel-builtins-');
+    dirs.push(builtins);
+    // A second kernel on the same home without a runner: it does not own the queue.
+    const other = await startKernel({
+      home: k.home,
+      builtinDir: builtins,
+      env: {},
+      watchSkills: false,
+      runAgent: false,
+      logs: new LogSink({ quiet: true }),
+    });
+    try {
+      expect(other.runner).toBeUndefined();
+      await waitFor(() => other.queue.get(running.id)?.status === 'executing', 'the other process to see it running');
+      expect(await other.cancel(running.id, 'stopped from the other process')).toBe('stopping');
+      const failed = await waitFor(
+        () => (k.queue.get(running.id)?.status === 'failed' ? k.queue.get(running.id) : undefined),
+        'the runner to stop it',
+      );
+      expect(failed).toMatchObject({ error: 'stopped from the other process', metadata: { retries: 0 } });
+      await waitFor(() => other.queue.get(running.id)?.status === 'failed', 'the other process to see it failed');
+    } finally {
+      await other.stop();
+    }
   });
 });

@@ -355,6 +355,95 @@ describe('ActionQueue views from other processes', () => {
     expect(await again.amend(a.id, { task: 'something else' })).toBe(false);
   });
 
+  it('stop from another process: the owner hears it, the action fails for good with the reason (no retry)', async () => {
+    const owner = await openQueue({ clock: undefined });
+    const viewer = await openQueue({ owner: false, clock: undefined });
+    const a = await owner.push({ task: 'long job' }); // default maxRetries: retries left
+    expect((await owner.take())?.id).toBe(a.id);
+    const heard: Array<[string, string]> = [];
+    owner.onStop((id, reason) => heard.push([id, reason]));
+    await until(viewer, () => viewer.get(a.id)?.status === 'executing');
+    expect(await viewer.stop(a.id, 'stopped from the dashboard')).toBe(true);
+    expect(await viewer.stop(a.id, 'twice')).toBe(false);
+    await until(owner, () => heard.length > 0);
+    expect(heard).toEqual([[a.id, 'stopped from the dashboard']]);
+    expect(owner.stopReason(a.id)).toBe('stopped from the dashboard');
+    // The runner's abort ends in fail(): a failure for good, though it had retries left.
+    expect(await owner.fail(a.id, 'stopped from the dashboard')).toBe('failed');
+    expect(owner.get(a.id)).toMatchObject({ status: 'failed', error: 'stopped from the dashboard' });
+    await until(viewer, () => viewer.get(a.id)?.status === 'failed');
+    // Not executing: nothing to stop, nothing written.
+    expect(await viewer.stop(a.id, 'late')).toBe(false);
+    const pending = await viewer.push({ task: 'waiting' });
+    expect(await viewer.stop(pending.id, 'not running')).toBe(false);
+    expect(viewer.get(pending.id)?.status).toBe('pending');
+  });
+
+  it('a stopped action whose runner died is not run again: the restart fails it with the stop reason', async () => {
+    const q = await openQueue();
+    const a = await q.push({ task: 'runaway' });
+    const b = await q.push({ task: 'innocent' });
+    await q.take();
+    expect(await q.stop(a.id, 'cancelled by the operator (gateway)')).toBe(true);
+    // The runner dies before it aborts it (the process is gone, nothing settled).
+    await q.close();
+    open.splice(open.indexOf(q), 1);
+    const again = await openQueue();
+    expect(again.get(a.id)).toMatchObject({ status: 'failed', error: 'cancelled by the operator (gateway)' });
+    expect(again.list().pending.map((x) => x.id)).toEqual([b.id]);
+    expect((await again.take())?.id).toBe(b.id);
+    expect(again.problems).toEqual([]);
+  });
+
+  it('a stop outlives a compaction; a completion that beat it stands', async () => {
+    const q = await openQueue();
+    const a = await q.push({ task: 'one' });
+    const b = await q.push({ task: 'two' });
+    await q.take();
+    await q.stop(a.id, 'stop one');
+    await q.compact();
+    const snap = JSON.parse(readFileSync(join(home, 'actions.json'), 'utf8')) as { stops?: Record<string, { reason: string }> };
+    expect(snap.stops?.[a.id]?.reason).toBe('stop one');
+    await q.close();
+    open.splice(open.indexOf(q), 1);
+    const again = await openQueue();
+    expect(again.get(a.id)).toMatchObject({ status: 'failed', error: 'stop one' });
+    // Completed before the runner saw the stop: the result stands.
+    await again.take();
+    expect(await again.stop(b.id, 'too late')).toBe(true);
+    await again.complete(b.id, 'finished');
+    expect(again.get(b.id)).toMatchObject({ status: 'completed', result: 'finished' });
+    expect(again.stopReason(b.id)).toBeUndefined();
+  });
+
+  it('the stop op replays the same everywhere: racing a requeue or a retry, it fails the action; malformed, it is refused', async () => {
+    const { QueueState } = await import('../../../kernel/queue/state.js');
+    const { decodeOp } = await import('../../../kernel/queue/ops.js');
+    const q = await openQueue();
+    const x = await q.push({ task: 'x' });
+    const action = () => ({ ...q.get(x.id)!, metadata: { ...q.get(x.id)!.metadata } });
+    const fold = (ops: Parameters<InstanceType<typeof QueueState>['apply']>[0][]) => {
+      const st = new QueueState({ completedLimit: 10, failedLimit: 10 });
+      st.reset({ actions: [action()], completed: [], failed: [] }, 0);
+      for (const op of ops) st.apply(op, 0);
+      return st.get(x.id);
+    };
+    const stop = { op: 'stop', id: x.id, reason: 'operator', at: 1_700_000_000_000 } as const;
+    // Requeued (its runner died) before the stop was applied: pending when the stop lands, failed at once.
+    expect(fold([{ op: 'start', id: x.id }, { op: 'requeue', id: x.id }, stop])).toMatchObject({ status: 'failed', error: 'operator' });
+    // Stop, then the runner's retry: failed for good, at the stop's time.
+    expect(fold([{ op: 'start', id: x.id }, stop, { op: 'retry', id: x.id, retries: 1, notBefore: 5, error: 'operator' }])).toMatchObject({
+      status: 'failed',
+      settledAt: new Date(stop.at).toISOString(),
+    });
+    // A stop of a settled action changes nothing.
+    expect(fold([{ op: 'start', id: x.id }, { op: 'complete', id: x.id, result: 'r', at: 1 }, stop])).toMatchObject({
+      status: 'completed',
+    });
+    expect(decodeOp(JSON.stringify(stop))).toEqual(stop);
+    expect(() => decodeOp(JSON.stringify({ op: 'stop', id: x.id, reason: 'no time' }))).toThrow(/not a valid queue op/);
+  });
+
   it('readQueueList and readQueueCounts read without writing anything', async () => {
     const { readQueueCounts, readQueueList } = await import('../../../kernel/queue/index.js');
     expect(await readQueueCounts(join(home, 'nothing-here'))).toEqual({ pending: 0, executing: 0, completed: 0, failed: 0 });

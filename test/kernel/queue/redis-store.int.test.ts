@@ -102,6 +102,39 @@ describe.skipIf(problem)('shared queue in Redis', () => {
     for (const [id, who] of taken) expect(byId.get(id)).toBe(`by ${who}`);
   });
 
+  it('a stop from another machine reaches the runner holding the action; a stopped action whose runner dies is not run again', async () => {
+    newPrefix();
+    const a = await runner({ leaseMs: 600 });
+    const b = await runner({ leaseMs: 600 });
+    const viewer = await runner({ owner: false });
+    const one = await viewer.q.push({ task: 'stop me' });
+    await waitFor(() => a.q.counts().pending === 1, 'a to see the push');
+    expect((await a.q.take())?.id).toBe(one.id);
+    const heard: string[] = [];
+    a.q.onStop((id, reason) => heard.push(`${id}: ${reason}`));
+    b.q.onStop((id) => heard.push(`b heard ${id}`));
+    await waitFor(() => viewer.q.get(one.id)?.status === 'executing', 'the viewer to see it executing');
+    expect(await viewer.q.stop(one.id, 'stopped on the dashboard of another machine')).toBe(true);
+    await waitFor(() => heard.length >= 1, 'the runner holding it to hear the stop');
+    // Every process hears it; only the one running the action has something to abort (the runner's job).
+    expect(heard).toContain(`${one.id}: stopped on the dashboard of another machine`);
+    expect(await a.q.fail(one.id, 'stopped on the dashboard of another machine')).toBe('failed');
+    await waitFor(() => viewer.q.get(one.id)?.status === 'failed', 'the viewer to see it failed');
+    expect(viewer.q.get(one.id)?.metadata.retries).toBe(0);
+
+    // Stopped, then its runner is killed before it could abort: b's takeover fails it instead of running it.
+    const two = await viewer.q.push({ task: 'stop me too' });
+    await waitFor(() => a.q.counts().pending === 1, 'a to see the second push');
+    expect((await a.q.take())?.id).toBe(two.id);
+    await waitFor(() => viewer.q.get(two.id)?.status === 'executing', 'the viewer to see it executing');
+    storeOf(a.q).crash();
+    open.splice(open.indexOf(a.q), 1);
+    expect(await viewer.q.stop(two.id, 'runaway')).toBe(true);
+    await waitFor(() => b.q.get(two.id)?.status === 'failed', "b's orphan check to fail it");
+    expect(b.q.get(two.id)).toMatchObject({ error: 'runaway' });
+    expect(await b.q.take()).toBeUndefined();
+  });
+
   it("a killed runner's action goes back after its lease and runs elsewhere; the killed one's late result is refused", async () => {
     newPrefix();
     const a = await runner({ leaseMs: 600 });

@@ -118,7 +118,8 @@ export function consoleRoutes(env: RouteEnv): RouteDef[] {
       method: 'POST',
       url: '/api/tasks/:id/cancel',
       summary: 'Cancel a task: a pending one is removed, a running one is stopped',
-      description: 'outcome: removed, stopping, elsewhere (running in another process), settled (already done) or unknown (404).',
+      description:
+        'outcome: removed (it was waiting), stopping (it runs, in this process or any other, and is being stopped: it ends failed with the reason, never retried), settled (already done) or unknown (404).',
       schema: {
         params: Id,
         response: { 200: Type.Object({ success: Type.Boolean(), outcome: Type.String(), message: Type.String() }), ...S.errors(401, 404) },
@@ -131,10 +132,8 @@ export function consoleRoutes(env: RouteEnv): RouteDef[] {
           outcome === 'removed'
             ? 'Removed from the queue.'
             : outcome === 'stopping'
-              ? 'Stopping the running action.'
-              : outcome === 'elsewhere'
-                ? 'It runs in another Keel process; stop it there.'
-                : 'It has already settled.';
+              ? 'Stopping the running action: it ends failed with the reason and is not retried.'
+              : 'It has already settled.';
         return { success: outcome === 'removed' || outcome === 'stopping', outcome, message };
       },
     },
