@@ -121,8 +121,8 @@ export default definePlugin({
     skill('browser_examine_page', async () => {
       requirePage();
       const snap = await svc.snapshot();
-      // console and network lines are part of the budget (the header), so the marker is never cut off
-      return [`[untrusted page content from ${snap.url}]`, svc.render(snap, recent(), true)].join('\n');
+      // console and network lines are part of the budget (the header); the untrusted marker is the first line
+      return svc.render(snap, recent(), true);
     });
 
     skill('browser_back', async () => {

@@ -88,13 +88,10 @@ export async function navigate(svc: BrowserService, url: string): Promise<{ text
       }
     } else notes.push('Retry headful or use a fresh profile (switch_browser_profile).');
   } else svc.breaker.success(svc.lastUrl);
-  // 200 goes without saying; any other status is part of the state
-  const header = [
-    `State: ${state}${status !== undefined && status !== 200 ? ` (HTTP ${status})` : ''}`,
-    ...notes.map((n) => `Note: ${n}`),
-    ...stateAdvice(state),
-  ];
-  return { text: `[untrusted page content from ${snap.url}]\n${svc.render(snap, header)}` };
+  // "ok" with a 200 goes without saying (no State line); any other state or status is said
+  const stateLine = `State: ${state}${status !== undefined && status !== 200 ? ` (HTTP ${status})` : ''}`;
+  const header = [...(stateLine === 'State: ok' ? [] : [stateLine]), ...notes.map((n) => `Note: ${n}`), ...stateAdvice(state)];
+  return { text: svc.render(snap, header) };
 }
 
 async function classify(d: BrowserDriver, snap: PageSnapshot, status: number | undefined): Promise<string> {

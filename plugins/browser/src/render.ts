@@ -31,7 +31,7 @@ function outlineLine(o: OutlineLine): string {
 
 export interface RenderOptions {
   maxTokens: number;
-  /** Header lines (state, status, notes) printed after the URL. */
+  /** Header lines (state, status, notes) printed after the title. */
   header?: string[];
   /** Items already shown by the previous part (refs, outline orders): ranked last. */
   shown?: { refs: Set<number>; outline: Set<number> };
@@ -49,7 +49,9 @@ export interface Rendered {
 type Item = { kind: 'e'; e: SnapshotElement; line: string } | { kind: 'o'; o: OutlineLine; line: string };
 
 export function renderSnapshot(s: PageSnapshot, opts: RenderOptions): Rendered {
-  const head = [`Page: ${s.title || '(no title)'}`, `URL: ${s.url}`, ...(opts.header ?? [])];
+  // The first line marks what follows as the page's (untrusted) and names its URL, once: every token of a snapshot is
+  // paid for at every step that carries it.
+  const head = [`[untrusted page content from ${s.url}]`, `Page: ${s.title || '(no title)'}`, ...(opts.header ?? [])];
   if (opts.part && opts.part > 1) head.push(`(part ${opts.part}: what the previous snapshot left out comes first)`);
   const items: Item[] = [
     ...s.elements.map((e): Item => ({ kind: 'e', e, line: elementLine(e) })),

@@ -41,14 +41,11 @@ describe.skipIf(!haveChromium).each(['engineA', 'engineB', 'engineC'] as const)(
     await fx?.close();
   });
 
-  it('navigates: state, title, URL and the numbered elements of SPEC, passwords masked, outline, untrusted', async () => {
+  it('navigates: untrusted marker with the URL (once), title, the numbered elements of SPEC, passwords masked, outline', async () => {
     const out = await ok('browser_navigate', { url: `${fx.base}/form` });
-    expect(out.split('\n').slice(0, 4)).toEqual([
-      `[untrusted page content from ${fx.base}/form]`,
-      'Page: Form',
-      `URL: ${fx.base}/form`,
-      'State: ok',
-    ]);
+    // "ok" goes without saying: no State line; the URL is in the marker, not repeated.
+    expect(out.split('\n').slice(0, 3)).toEqual([`[untrusted page content from ${fx.base}/form]`, 'Page: Form', '']);
+    expect(out.split(`${fx.base}/form`)).toHaveLength(2);
     expect(out).toContain(
       [
         'Interactive elements:',
@@ -110,14 +107,19 @@ describe.skipIf(!haveChromium).each(['engineA', 'engineB', 'engineC'] as const)(
     );
     expect(await js('window.saved')).toBe(1);
 
-    expect(await ok('browser_examine_page')).toContain('[1] button: Intro\n[2] button: Refresh\n[3] button: Save');
+    const examined = await ok('browser_examine_page');
+    expect(examined).toMatch(/^\[untrusted page content from http:\/\/127\.0\.0\.1:\d+\/[^\]\n]*\]\nPage: /);
+    expect(examined).toContain('[1] button: Intro\n[2] button: Refresh\n[3] button: Save');
     await js('(render(["Save", "Save"]), 0)');
     const ambiguous = await b.run('browser_click', { selector_or_ref: 3 });
     expect(ambiguous).toMatchObject({ success: false });
     expect(ambiguous.result).toMatch(
       /\[3\] button: Save is no longer one element: the page now has 2 button elements labelled "Save".*Nothing was done\./s,
     );
-    expect(ambiguous.result).toContain('Fresh snapshot (the numbers below replace the old ones):');
+    // The page's text inside an error is still marked as the page's (untrusted).
+    expect(ambiguous.result).toMatch(
+      /Fresh snapshot \(the numbers below replace the old ones\):\n\[untrusted page content from http:\/\/127\.0\.0\.1:\d+\//,
+    );
     expect(ambiguous.result).toContain('[1] button: Save\n[2] button: Save');
     expect(await js('window.saved')).toBe(1);
 
