@@ -134,6 +134,7 @@ export async function startKernel(opts: KernelOptions = {}): Promise<Kernel> {
       cfg.has('queueRedisUrl') ? cfg.get('queueRedisUrl') : undefined,
       cfg.get('queueRedisPrefix'),
       cfg.get('queueWorkerLeaseSeconds'),
+      cfg.has('queueRedisSigningKey') ? cfg.get('queueRedisSigningKey') : undefined,
     ),
   });
   for (const p of queue.problems) log.error(p);

@@ -18,6 +18,8 @@ export interface KnownConfig {
   /** No default: absent means the file queue in KEEL_HOME. */
   queueRedisUrl: string | undefined;
   queueRedisPrefix: string;
+  /** No default: absent means the shared queue's ops are not signed. */
+  queueRedisSigningKey: string | undefined;
   queueWorkerLeaseSeconds: number;
   safeMode: boolean;
   sudoMode: boolean;

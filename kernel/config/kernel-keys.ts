@@ -54,6 +54,14 @@ export const KERNEL_KEYS = {
     policy: 'LOCKED',
     description: "Prefix of the shared queue's Redis keys, so that several Keel deployments can share one Redis.",
   },
+  queueRedisSigningKey: {
+    schema: Type.String({ minLength: 32 }),
+    env: ['KEEL_QUEUE_REDIS_SIGNING_KEY'],
+    policy: 'LOCKED',
+    secret: true,
+    description:
+      'Shared queue: a key (at least 32 characters, the same on every machine, e.g. `openssl rand -base64 32`) with which every op and the base in Redis are signed; ops without a valid signature are ignored and reported, so something else that can write to the Redis cannot queue a task as the operator. Unset: nothing is signed. Read at start. LOCKED.',
+  },
   queueWorkerLeaseSeconds: {
     schema: Type.Integer({ minimum: 2, maximum: 600 }),
     default: 15,

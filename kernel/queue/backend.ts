@@ -9,13 +9,14 @@ import type { RedisStoreOptions } from './redis-store.js';
 
 export type RedisBackend = Omit<RedisStoreOptions, 'owner' | 'readOnly' | 'log'>;
 
-/** Builds the Redis store's options from the three keys (undefined when no URL is set). */
-export function redisBackend(url: unknown, prefix: unknown, leaseSeconds: unknown): RedisBackend | undefined {
+/** Builds the Redis store's options from the queue keys (undefined when no URL is set). */
+export function redisBackend(url: unknown, prefix: unknown, leaseSeconds: unknown, signingKey?: unknown): RedisBackend | undefined {
   if (typeof url !== 'string' || url === '') return undefined;
   return {
     url,
     ...(typeof prefix === 'string' && prefix ? { prefix } : {}),
     ...(typeof leaseSeconds === 'number' && leaseSeconds > 0 ? { leaseMs: leaseSeconds * 1000 } : {}),
+    ...(typeof signingKey === 'string' && signingKey ? { signingKey } : {}),
   };
 }
 
@@ -36,5 +37,10 @@ export async function queueBackendOf(
     }
   }
   const lease = env.KEEL_QUEUE_WORKER_LEASE_SECONDS ? Number(env.KEEL_QUEUE_WORKER_LEASE_SECONDS) : file.queueWorkerLeaseSeconds;
-  return redisBackend(env.KEEL_QUEUE_REDIS_URL || file.queueRedisUrl, env.KEEL_QUEUE_REDIS_PREFIX || file.queueRedisPrefix, lease);
+  return redisBackend(
+    env.KEEL_QUEUE_REDIS_URL || file.queueRedisUrl,
+    env.KEEL_QUEUE_REDIS_PREFIX || file.queueRedisPrefix,
+    lease,
+    env.KEEL_QUEUE_REDIS_SIGNING_KEY || file.queueRedisSigningKey,
+  );
 }

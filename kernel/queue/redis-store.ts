@@ -21,6 +21,7 @@ import { hostname } from 'node:os';
 import type { Redis as RedisClient } from 'ioredis';
 import type { Action, Logger } from '../../sdk/types.js';
 import { ErrorCodes, errorMessage, KeelError } from '../errors.js';
+import { type Signer, signerOf } from './signing.js';
 import { decodeOp, encodeOp, isActionLike, type QueueOp } from './ops.js';
 import type { QueueSnapshot, QueueStore, StoreChange, StoreLoad } from './store.js';
 
@@ -42,6 +43,8 @@ export interface RedisStoreOptions {
   compactMinOps?: number;
   /** How long to wait for Redis at open before giving up with a clear error (default 5 s). */
   connectTimeoutMs?: number;
+  /** queueRedisSigningKey: ops and the base are signed with it, and what lacks a valid signature is ignored. */
+  signingKey?: string;
 }
 
 interface Base {
@@ -49,6 +52,17 @@ interface Base {
   /** The id of the last stream entry folded into `snapshot` (`0-0`: none). */
   lastId: string;
   snapshot: QueueSnapshot;
+  /** With queueRedisSigningKey: the signature of `lastId` and the snapshot's JSON (signing.ts). */
+  sig?: string;
+}
+
+/** What a base's signature covers: the id it absorbed up to and the snapshot, as JSON. */
+const basePayload = (lastId: string, snapshot: QueueSnapshot) => `base ${lastId} ${JSON.stringify(snapshot)}`;
+
+/** The stream entry's fields for one op: its JSON, and its signature when the queue is signed. */
+function opFields(op: QueueOp, signer: Signer | undefined): string[] {
+  const json = encodeOp(op).trimEnd();
+  return signer ? ['op', json, 's', signer.sign(json)] : ['op', json];
 }
 
 const EMPTY: QueueSnapshot = { actions: [], completed: [], failed: [] };
@@ -124,6 +138,9 @@ export class RedisStore implements QueueStore {
   private readonly leaseMs: number;
   private readonly trimLagMs: number;
   private readonly compactMinOps: number;
+  private readonly signer: Signer | undefined;
+  /** Entries refused for want of a valid signature (reported in full for the first few, then counted). */
+  private unsigned = 0;
   private redis: RedisClient | undefined;
   private reader: RedisClient | undefined;
   private lastSeen = '0-0';
@@ -146,6 +163,7 @@ export class RedisStore implements QueueStore {
     this.leaseMs = o.leaseMs ?? 15_000;
     this.trimLagMs = o.trimLagMs ?? 600_000;
     this.compactMinOps = o.compactMinOps ?? 10_000;
+    this.signer = signerOf(o.signingKey, this.prefix);
     this.worker = o.owner && !o.readOnly ? `${hostname()}:${process.pid}:${Math.random().toString(36).slice(2, 8)}` : undefined;
   }
 
@@ -220,8 +238,11 @@ export class RedisStore implements QueueStore {
         typeof b.lastId === 'string' &&
         s &&
         [s.actions, s.completed, s.failed].every((l) => Array.isArray(l) && l.every((a) => isActionLike(a)))
-      )
+      ) {
+        if (this.signer && !this.signer.verify(basePayload(b.lastId, s), b.sig))
+          throw new Error('its signature is missing or wrong (queueRedisSigningKey): it was not written by a Keel with this key');
         return b as Base;
+      }
       throw new Error('unexpected shape');
     } catch (e) {
       // Without a base the stream alone is all there is; say so instead of pretending the queue is empty.
@@ -236,8 +257,20 @@ export class RedisStore implements QueueStore {
     for (const [id, fields] of entries) {
       last = id;
       const i = fields.indexOf('op');
+      const json = i >= 0 ? fields[i + 1]! : '';
+      if (this.signer) {
+        const s = fields.indexOf('s');
+        if (!this.signer.verify(json, s >= 0 ? fields[s + 1] : undefined)) {
+          // Not written by a Keel holding the key: never applied. Said in full a few times, then counted.
+          if (++this.unsigned <= 5 || this.unsigned % 1000 === 0)
+            problems.push(
+              `Queue: ignored stream entry ${id} (${this.unsigned} so far): its signature is missing or wrong (queueRedisSigningKey). Something without the key writes to this Redis (${this.streamKey}), or a machine runs with another key or none.`,
+            );
+          continue;
+        }
+      }
       try {
-        ops.push(decodeOp(i >= 0 ? fields[i + 1]! : ''));
+        ops.push(decodeOp(json));
       } catch (e) {
         problems.push(`Queue: skipped stream entry ${id}: ${errorMessage(e)}`);
       }
@@ -389,7 +422,7 @@ export class RedisStore implements QueueStore {
     this.flushing = true;
     try {
       const multi = this.redis!.multi();
-      for (const op of batch.ops) multi.xadd(this.streamKey, '*', 'op', encodeOp(op).trimEnd());
+      for (const op of batch.ops) multi.xadd(this.streamKey, '*', ...opFields(op, this.signer));
       multi.xrange(this.streamKey, `(${this.lastSeen}`, '+');
       // The inbound chat messages these pushes answer, for every machine's dedupe (knowsInbound), in the same
       // transaction as the pushes: after it, the message is known everywhere exactly when its action exists.
@@ -431,7 +464,13 @@ export class RedisStore implements QueueStore {
     return this.serial(async () => {
       await this.catchUp();
       if (this.opsSinceBase === 0) return true;
-      const base: Base = { v: 1, lastId: this.lastSeen, snapshot: snapshot() };
+      const snap = snapshot();
+      const base: Base = {
+        v: 1,
+        lastId: this.lastSeen,
+        snapshot: snap,
+        ...(this.signer ? { sig: this.signer.sign(basePayload(this.lastSeen, snap)) } : {}),
+      };
       const done = (await this.redis!.eval(
         COMPACT_LUA,
         2,
@@ -542,7 +581,8 @@ function quietClient(backend: Omit<RedisStoreOptions, 'owner' | 'readOnly' | 'lo
 export async function pushToRedis(backend: Omit<RedisStoreOptions, 'owner' | 'readOnly' | 'log'>, action: Action): Promise<void> {
   const redis = await quietClient(backend);
   try {
-    await redis.xadd(`${backend.prefix ?? 'keel:'}queue:ops`, '*', 'op', encodeOp({ op: 'push', action }).trimEnd());
+    const prefix = backend.prefix ?? 'keel:';
+    await redis.xadd(`${prefix}queue:ops`, '*', ...opFields({ op: 'push', action }, signerOf(backend.signingKey, prefix)));
   } finally {
     await redis.quit().catch(() => redis.disconnect());
   }

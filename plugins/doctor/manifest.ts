@@ -11,7 +11,7 @@ const manifest = {
   description:
     'Diagnostics: system_check and `keel doctor` report kernel, plugins, disk, config, connections, recent errors and risky settings with fixes.',
   // gatewayApiKey is only checked for presence, never printed.
-  permissions: { filesystem: ['$KEEL_HOME'], secrets: ['gatewayApiKey', 'queueRedisUrl'] },
+  permissions: { filesystem: ['$KEEL_HOME'], secrets: ['gatewayApiKey', 'queueRedisUrl', 'queueRedisSigningKey'] },
   skills: [
     {
       name: 'system_check',

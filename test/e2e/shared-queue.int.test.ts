@@ -36,13 +36,21 @@ afterEach(async () => {
   }
 });
 
-/** A "machine": its own home, configured for the shared queue through keel.config.yaml. */
-function machine(prefix: string, withAgent = true): string {
+/** The signing key the machines of the first test share (queueRedisSigningKey). */
+const SIGNING_KEY = 'e2e-signing-key-0123456789abcdefghij';
+
+/** A "machine": its own home, configured for the shared queue through keel.config.yaml (`signed`: with a key). */
+function machine(prefix: string, withAgent = true, signed = false): string {
   const h = tmp('keel-machine-');
   homes.push(h);
-  writeFileSync(join(h, 'keel.config.yaml'), `queueRedisUrl: ${redis.url}\nqueueRedisPrefix: "${prefix}"\nqueueWorkerLeaseSeconds: 2\n`, {
-    mode: 0o600,
-  });
+  const key = signed ? `queueRedisSigningKey: "${SIGNING_KEY}"\n` : '';
+  writeFileSync(
+    join(h, 'keel.config.yaml'),
+    `queueRedisUrl: ${redis.url}\nqueueRedisPrefix: "${prefix}"\nqueueWorkerLeaseSeconds: 2\n${key}`,
+    {
+      mode: 0o600,
+    },
+  );
   if (withAgent) installFakeAgent(h);
   return h;
 }
@@ -67,9 +75,9 @@ async function tasks(h: string) {
 }
 
 describe.skipIf(problem)('one queue, several machines (Redis)', () => {
-  it('two runners share the work of pushes made elsewhere, each action once; kill -9 of one hands its action over', async () => {
+  it('two runners share the work of pushes made elsewhere, each action once; kill -9 of one hands its action over (signed)', async () => {
     const prefix = `e2e${++n}-${process.pid}:`;
-    const [a, b, cli] = [machine(prefix), machine(prefix), machine(prefix, false)];
+    const [a, b, cli] = [machine(prefix, true, true), machine(prefix, true, true), machine(prefix, false, true)];
     expect((await keel(a, ['run', '--daemon'])).code).toBe(0);
     expect((await keel(b, ['run', '--daemon'])).code).toBe(0);
     // a long action first: one runner takes it and is killed in the middle of it
@@ -108,6 +116,11 @@ describe.skipIf(problem)('one queue, several machines (Redis)', () => {
     expect(all.filter((x) => x === longId)).toHaveLength(2);
     const status = JSON.parse((await keel(cli, ['status', '--json'])).stdout) as { queue: { pending: number; completed: number } };
     expect(status.queue).toMatchObject({ pending: 1, completed: 12 });
+    // Every op in Redis (keel push's and the runners') carries a signature.
+    const admin = server().admin();
+    const entries = await admin.xrange(`${prefix}queue:ops`, '-', '+');
+    expect(entries.length).toBeGreaterThan(12);
+    for (const [, fields] of entries) expect(fields[2]).toBe('s');
   });
 
   it("a chat's action runs on the runner whose channel received it, and moves only when that runner is gone", async () => {

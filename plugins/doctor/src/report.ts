@@ -286,6 +286,14 @@ export async function buildReport(src: DoctorSources, now = new Date()): Promise
         `The shared queue's Redis (queueRedisUrl, ${u.host}) is reached without TLS: tasks, results and the password cross the network in clear text.`,
         'enable TLS on that Redis (or a tunnel), then use rediss:// in queueRedisUrl',
       );
+    const signed = src.get('queueRedisSigningKey');
+    if (u && !isLoopbackHost(u.hostname) && !(typeof signed === 'string' && signed))
+      add(
+        'security',
+        'warn',
+        `The shared queue's Redis (queueRedisUrl, ${u.host}) holds unsigned ops: anything else that can write to that Redis (another application sharing it, a leaked password) can queue tasks as the operator (admin).`,
+        'set the same long random key on every machine: keel config set queueRedisSigningKey "$(openssl rand -base64 32)"',
+      );
   }
   if (src.get('sudoMode') === true)
     add(

@@ -100,6 +100,7 @@ describe('kernel keys', () => {
       queueFailedLimit: 'SAFE',
       queueRedisUrl: 'LOCKED',
       queueRedisPrefix: 'LOCKED',
+      queueRedisSigningKey: 'LOCKED',
       queueWorkerLeaseSeconds: 'LOCKED',
       safeMode: 'LOCKED',
       sudoMode: 'LOCKED',

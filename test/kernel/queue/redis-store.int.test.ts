@@ -44,7 +44,9 @@ interface Opened {
   log: CapturedLog;
 }
 
-async function runner(opts: { owner?: boolean; leaseMs?: number; trimLagMs?: number; compactMinOps?: number } = {}): Promise<Opened> {
+async function runner(
+  opts: { owner?: boolean; leaseMs?: number; trimLagMs?: number; compactMinOps?: number; signingKey?: string } = {},
+): Promise<Opened> {
   const home = tmp('keel-worker-');
   homes.push(home);
   const log = captureLog();
@@ -56,6 +58,7 @@ async function runner(opts: { owner?: boolean; leaseMs?: number; trimLagMs?: num
     leaseMs: opts.leaseMs ?? 1000,
     ...(opts.trimLagMs !== undefined ? { trimLagMs: opts.trimLagMs } : {}),
     ...(opts.compactMinOps !== undefined ? { compactMinOps: opts.compactMinOps } : {}),
+    ...(opts.signingKey !== undefined ? { signingKey: opts.signingKey } : {}),
   });
   const q = await ActionQueue.open({ home, owner: opts.owner ?? true, log, store, quietCompactMs: 0 });
   open.push(q);
@@ -253,6 +256,59 @@ describe.skipIf(problem)('shared queue in Redis', () => {
     await waitFor(() => away.q.counts().completed === 5, 'the away reader to reload', 10_000);
     expect(away.q.list()).toEqual(a.q.list());
     expect(away.log.text('warn')).toMatch(/reloaded/);
+  });
+
+  it('signed (queueRedisSigningKey): ops written without the key, or with another, are ignored and reported; a tampered base too', async () => {
+    newPrefix();
+    const KEY = 'k'.repeat(16) + 'the-shared-signing-key';
+    const a = await runner({ signingKey: KEY, trimLagMs: 0, compactMinOps: 1_000_000 });
+    const other = await runner({ owner: false, signingKey: KEY });
+    // Something else that can write to this Redis queues a task as the operator: once unsigned, once signed with
+    // another key, once with a signature copied from a genuine op onto another body.
+    const forged = (task: string) =>
+      JSON.stringify({
+        op: 'push',
+        action: {
+          id: `act_forged_${task}`,
+          task,
+          priority: 10,
+          status: 'pending',
+          createdAt: new Date().toISOString(),
+          metadata: { retries: 0, maxRetries: 0, ttl: 3_600_000, actor: { kind: 'operator', channel: 'cli' } },
+        },
+      });
+    await admin.xadd(`${prefix}queue:ops`, '*', 'op', forged('unsigned'));
+    const { signerOf } = await import('../../../kernel/queue/signing.js');
+    const wrong = signerOf('w'.repeat(40), prefix)!;
+    await admin.xadd(`${prefix}queue:ops`, '*', 'op', forged('wrong-key'), 's', wrong.sign(forged('wrong-key')));
+    const genuine = await other.q.push({ task: 'genuine' });
+    const entries = await admin.xrange(`${prefix}queue:ops`, '-', '+');
+    const sigOfGenuine = entries.at(-1)![1][3]!;
+    await admin.xadd(`${prefix}queue:ops`, '*', 'op', forged('copied-sig'), 's', sigOfGenuine);
+    // `keel push` from a machine with the key is signed too.
+    const { pushToRedis } = await import('../../../kernel/queue/redis-store.js');
+    const { createAction } = await import('../../../kernel/queue/action.js');
+    const cli = createAction({ task: 'from keel push' }, Date.now());
+    await pushToRedis({ url: redis.url, prefix, signingKey: KEY }, cli);
+    await waitFor(() => a.q.get(cli.id) !== undefined, 'the runner to see the signed keel push');
+    expect(a.q.list().pending.map((x) => x.task)).toEqual(['genuine', 'from keel push']);
+    expect(a.q.get(genuine.id)?.task).toBe('genuine');
+    for (const t of ['unsigned', 'wrong-key', 'copied-sig']) expect(a.q.get(`act_forged_${t}`)).toBeUndefined();
+    expect(a.log.text('error')).toMatch(/ignored stream entry .* its signature is missing or wrong \(queueRedisSigningKey\)/);
+    expect(a.log.text('error').match(/ignored stream entry/g)).toHaveLength(3);
+    // A fresh open reads the same: the forged entries are still in the stream and still ignored.
+    const fresh = await runner({ owner: false, signingKey: KEY });
+    expect(fresh.q.list().pending.map((x) => x.task)).toEqual(['genuine', 'from keel push']);
+
+    // The base is signed; rewritten by something without the key, it is not believed.
+    expect(await a.q.compact()).toBe(true);
+    const base = JSON.parse((await admin.get(`${prefix}queue:base`))!) as { sig?: string; snapshot: { actions: Array<{ task: string }> } };
+    expect(base.sig).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    base.snapshot.actions[0]!.task = 'rm -rf / (rewritten)';
+    await admin.set(`${prefix}queue:base`, JSON.stringify(base));
+    const afterTamper = await runner({ owner: false, signingKey: KEY });
+    expect(afterTamper.q.list().pending.map((x) => x.task)).not.toContain('rm -rf / (rewritten)');
+    expect(afterTamper.q.problems.join('\n')).toMatch(/base in Redis .* is unreadable \(its signature is missing or wrong/);
   });
 
   it('an unreachable Redis fails the open with a clear error that hides the password', async () => {
