@@ -23,23 +23,29 @@ afterEach(async () => {
   for (const k of kernels.splice(0)) await k.close();
 });
 
+/** Two machines sharing a queue: one serving the gateway without a runner, one running actions (its gateway idle). */
+async function twoMachines(): Promise<{ viewer: TestKernel; runner: TestKernel; port: number }> {
+  const shared = { queueRedisUrl: redis().url, queueRedisPrefix: `relay${++n}-${process.pid}:` };
+  const viewer = await bootKernel({
+    builtins: ['gateway'],
+    runAgent: false,
+    config: { ...shared, gatewayAutoStart: true, gatewayPort: 0, gatewayHost: '127.0.0.1' },
+  });
+  kernels.push(viewer);
+  const runner = await bootKernel({ builtins: ['gateway'], runAgent: true, before: (h) => installFakeAgent(h), config: shared });
+  kernels.push(runner);
+  const port = await waitFor(() => {
+    const cap = viewer.kernel.registry.use<unknown>('gateway:address');
+    const v = (typeof cap === 'function' ? (cap as () => unknown)() : cap) as { port?: number } | undefined;
+    return v?.port;
+  }, 'the gateway address');
+  return { viewer, runner, port };
+}
+
 describe.skipIf(problem)('gateway: live events of other machines', () => {
   it('a serving gateway streams what a runner on another machine does, marked with its host, once', async () => {
-    const shared = { queueRedisUrl: redis().url, queueRedisPrefix: `relay${++n}-${process.pid}:` };
-    const viewer = await bootKernel({
-      builtins: ['gateway'],
-      runAgent: false,
-      config: { ...shared, gatewayAutoStart: true, gatewayPort: 0, gatewayHost: '127.0.0.1' },
-    });
-    kernels.push(viewer);
-    const runner = await bootKernel({ builtins: ['gateway'], runAgent: true, before: (h) => installFakeAgent(h), config: shared });
-    kernels.push(runner);
+    const { viewer, runner, port } = await twoMachines();
     expect(runner.kernel.host.status('gateway')?.state).toBe('loaded');
-    const port = await waitFor(() => {
-      const cap = viewer.kernel.registry.use<unknown>('gateway:address');
-      const v = (typeof cap === 'function' ? (cap as () => unknown)() : cap) as { port?: number } | undefined;
-      return v?.port;
-    }, 'the gateway address');
     client = await open(`ws://127.0.0.1:${port}/`);
     await client.next((m) => m.type === 'status', 'the initial status');
     // pushed where no runner runs; carried out on the other machine
@@ -67,20 +73,7 @@ describe.skipIf(problem)('gateway: live events of other machines', () => {
   });
 
   it("the serving gateway's cancel stops an action running on the other machine: failed with the reason, not retried", async () => {
-    const shared = { queueRedisUrl: redis().url, queueRedisPrefix: `relay${++n}-${process.pid}:` };
-    const viewer = await bootKernel({
-      builtins: ['gateway'],
-      runAgent: false,
-      config: { ...shared, gatewayAutoStart: true, gatewayPort: 0, gatewayHost: '127.0.0.1' },
-    });
-    kernels.push(viewer);
-    const runner = await bootKernel({ builtins: ['gateway'], runAgent: true, before: (h) => installFakeAgent(h), config: shared });
-    kernels.push(runner);
-    const port = await waitFor(() => {
-      const cap = viewer.kernel.registry.use<unknown>('gateway:address');
-      const v = (typeof cap === 'function' ? (cap as () => unknown)() : cap) as { port?: number } | undefined;
-      return v?.port;
-    }, 'the gateway address');
+    const { viewer, runner, port } = await twoMachines();
     client = await open(`ws://127.0.0.1:${port}/`);
     const pushed = await viewer.kernel.queue.push({ task: 'sleep:30000 long' });
     await client.next((m) => m.type === 'event' && m.event === 'action.started' && m.data.actionId === pushed.id, 'action.started');
