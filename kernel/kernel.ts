@@ -21,7 +21,7 @@ import { PluginHost, type HostOptions } from './plugins/host.js';
 import type { HostConfig } from './plugins/context.js';
 import { redisBackend } from './queue/backend.js';
 import { ActionQueue } from './queue/index.js';
-import { moveFileQueueInto } from './queue/queue.js';
+import { cancelAction, moveFileQueueInto } from './queue/queue.js';
 import { createDispatcher, type Dispatcher } from './registry/dispatch.js';
 import { Registry } from './registry/registry.js';
 import { Runner } from './runner/runner.js';
@@ -157,19 +157,10 @@ export async function startKernel(opts: KernelOptions = {}): Promise<Kernel> {
     },
     get: (id) => queue.get(id),
     cancel: async (id, reason) => {
-      const a = queue.get(id);
-      if (!a) return 'unknown';
-      if (a.status === 'completed' || a.status === 'failed') return 'settled';
-      if (a.status === 'executing') {
-        // Recorded in the queue, so the runner holding it stops it wherever it runs, and it is never run again.
-        if ((await queue.stop(id, reason)) || queue.stopReason(id) !== undefined) return 'stopping';
-        const now = queue.get(id);
-        if (!now) return 'unknown';
-        if (now.status !== 'pending') return now.status === 'executing' ? 'stopping' : 'settled';
-      }
-      if (!(await queue.remove(id, reason))) return 'unknown';
-      await hooks.actionSettled.promise(a, { status: 'removed', detail: reason });
-      return 'removed';
+      // An executing action is stopped through the queue, so the runner holding it stops it wherever it runs.
+      const { outcome, action } = await cancelAction(queue, id, reason);
+      if (outcome === 'removed' && action) await hooks.actionSettled.promise(action, { status: 'removed', detail: reason });
+      return outcome;
     },
     amend: async (id, change) => {
       if (!(await queue.amend(id, change))) return false;

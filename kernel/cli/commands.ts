@@ -58,6 +58,15 @@ export const COMMANDS: CommandSpec[] = [
     options: [json, { flags: '-t, --timeout <ms>', description: 'how long to wait before killing', default: '10000' }],
   },
   { path: ['tasks'], description: 'List queued, completed and failed actions', options: [json] },
+  {
+    path: ['cancel'],
+    args: [{ syntax: '<id>', description: 'the action id (keel tasks lists them)' }],
+    description: 'Cancel a task: a waiting one is removed, a running one is stopped wherever it runs (exit 1 when it had already settled)',
+    options: [
+      json,
+      { flags: '-r, --reason <text>', description: 'why (recorded as its error)', default: 'cancelled by the operator (keel cancel)' },
+    ],
+  },
   { path: ['config'], description: 'Read and change configuration ($KEEL_HOME/keel.config.yaml)', group: true },
   {
     path: ['config', 'set'],

@@ -13,6 +13,7 @@ const USAGE_CODES = new Set([
   'KEEL_E_CONFIG_UNKNOWN_KEY',
   'KEEL_E_CONFIG_INVALID_VALUE',
   'KEEL_E_APPROVAL_NOT_FOUND',
+  'KEEL_E_ACTION_NOT_FOUND',
 ]);
 
 /** Print an error the way every command does, and return its exit code. */

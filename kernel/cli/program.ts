@@ -17,6 +17,7 @@ const HANDLERS: Record<string, Handler> = {
   status: async (_a, o) => (await import('./cmd-status.js')).status(o),
   stop: async (_a, o) => (await import('./cmd-stop.js')).stop({ json: Boolean(o.json), timeout: String(o.timeout) }),
   tasks: async (_a, o) => (await import('./cmd-tasks.js')).listTasks(o),
+  cancel: async ([id], o) => (await import('./cmd-cancel.js')).cancelTask(id!, { json: Boolean(o.json), reason: String(o.reason ?? '') }),
   'config set': async ([k, v], o) => (await import('./cmd-config.js')).configSet(k!, v!, o),
   'config get': async ([k], o) => (await import('./cmd-config.js')).configGet(k, o),
   'config pending': async (_a, o) => (await import('./cmd-config.js')).configPending(o),

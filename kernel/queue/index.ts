@@ -23,6 +23,8 @@ export {
   ActionQueue,
   type ActionQueueOptions,
   backoffMs,
+  cancelAction,
+  type CancelOutcome,
   type QueueCounts,
   type QueueList,
   readQueueCounts,

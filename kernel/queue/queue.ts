@@ -609,6 +609,27 @@ export async function readQueueList(home: string, log?: Logger, backend: QueueBa
   }
 }
 
+export type CancelOutcome = 'removed' | 'stopping' | 'settled' | 'unknown';
+
+/**
+ * Cancels action `id` from any process: a pending one is removed (`removed`, with the action as it was), an
+ * executing one is stopped wherever it runs (`stopping`: the stop op of `ActionQueue.stop`), a settled one is left
+ * as it is (`settled`). What the kernel's `ctx.queue.cancel` and `keel cancel` both do.
+ */
+export async function cancelAction(q: ActionQueue, id: string, reason: string): Promise<{ outcome: CancelOutcome; action?: Action }> {
+  const a = q.get(id);
+  if (!a) return { outcome: 'unknown' };
+  if (a.status === 'completed' || a.status === 'failed') return { outcome: 'settled', action: a };
+  if (a.status === 'executing') {
+    if ((await q.stop(id, reason)) || q.stopReason(id) !== undefined) return { outcome: 'stopping', action: a };
+    // It settled or went back to pending meanwhile.
+    const now = q.get(id);
+    if (!now) return { outcome: 'unknown' };
+    if (now.status !== 'pending') return { outcome: now.status === 'executing' ? 'stopping' : 'settled', action: now };
+  }
+  return (await q.remove(id, reason)) ? { outcome: 'removed', action: a } : { outcome: 'unknown' };
+}
+
 export async function readQueueCounts(home: string, log?: Logger, backend: QueueBackend = {}): Promise<QueueCounts> {
   const q = await ActionQueue.open({ home, owner: false, readOnly: true, ...(log ? { log } : {}), ...backend });
   try {

@@ -38,8 +38,8 @@ describe('keel CLI', () => {
     const h = home();
     const help = await keel(h, ['--help']);
     expect(help.code).toBe(0);
-    for (const c of ['push', 'run', 'status', 'stop', 'config', 'plugins', 'skills']) expect(help.stdout).toContain(c);
-    for (const c of ['push', 'run', 'status', 'stop', 'config set', 'config get', 'plugins', 'skills', 'tasks']) {
+    for (const c of ['push', 'run', 'status', 'stop', 'config', 'plugins', 'skills', 'cancel']) expect(help.stdout).toContain(c);
+    for (const c of ['push', 'run', 'status', 'stop', 'config set', 'config get', 'plugins', 'skills', 'tasks', 'cancel']) {
       const r = await keel(h, [...c.split(' '), '--help']);
       expect(r.code, c).toBe(0);
       expect(r.stdout).toMatch(/Usage: keel/);
@@ -133,6 +133,40 @@ describe('keel CLI', () => {
     const snapshot = JSON.parse(readFileSync(join(h, 'actions.json'), 'utf8')) as { actions: unknown[]; completed: Array<{ id: string }> };
     expect(Array.isArray(snapshot.actions)).toBe(true);
     expect(snapshot.completed.map((a) => a.id)).toContain(pushed.id);
+  });
+
+  it('cancel: removes a waiting task, stops the one the daemon runs (failed, not retried), says what it did', async () => {
+    const h = home();
+    installFakeAgent(h);
+    expect((await keel(h, ['run', '--daemon'])).code).toBe(0);
+    const long = JSON.parse((await keel(h, ['push', 'sleep:30000 long', '--json'])).stdout) as { id: string };
+    await waitFor(async () => (await keel(h, ['tasks', '--json'])).stdout.includes('"executing"'), 'the daemon to start it');
+    const waiting = JSON.parse((await keel(h, ['push', 'sleep:30000 waiting', '--json'])).stdout) as { id: string };
+    const removed = await keel(h, ['cancel', waiting.id]);
+    expect(removed.code, removed.stderr).toBe(0);
+    expect(removed.stdout).toBe(`Removed ${waiting.id} from the queue.\n`);
+    // The running one: this process is not the runner; the daemon stops it when it reads the stop.
+    const stopped = await keel(h, ['cancel', long.id, '--reason', 'wrong task', '--json']);
+    expect(stopped.code, stopped.stderr).toBe(0);
+    expect(JSON.parse(stopped.stdout)).toMatchObject({ id: long.id, outcome: 'stopping' });
+    const failed = await waitFor(
+      async () =>
+        (
+          JSON.parse((await keel(h, ['tasks', '--json'])).stdout) as {
+            failed: Array<{ id: string; error: string; metadata: { retries: number } }>;
+          }
+        ).failed.find((a) => a.id === long.id),
+      'the daemon to stop it',
+    );
+    expect(failed).toMatchObject({ error: 'wrong task', metadata: { retries: 0 } });
+    expect((await tasks(h)).pending).toEqual([]);
+    // Already settled: nothing to do (exit 1); unknown: invalid input (exit 2), nothing changed.
+    const again = await keel(h, ['cancel', long.id]);
+    expect(again.code).toBe(1);
+    expect(again.stdout).toMatch(/has already failed; nothing to cancel/);
+    const unknown = await keel(h, ['cancel', 'act_0_nope', '--json']);
+    expect(unknown.code).toBe(2);
+    expect(JSON.parse(unknown.stdout)).toMatchObject({ error: 'KEEL_E_ACTION_NOT_FOUND' });
   });
 
   it('run --with-gateway serves the REST API from the agent process (what npm start does)', async () => {
