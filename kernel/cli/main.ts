@@ -55,5 +55,7 @@ if (rest.length === 0 || (rest.length === 1 && ['--help', '-h', 'help'].includes
   }
 } else {
   if (rest[0] === 'run' || rest[0] === 'gateway') (await import('./tune.js')).tuneLongRunning();
+  // After the re-exec above, before the command tree and the kernel load: their bytecode comes from the cache.
+  (await import('./compile-cache.js')).startCompileCache();
   await (await import('./program.js')).main(argv);
 }

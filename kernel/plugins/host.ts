@@ -10,7 +10,7 @@ import type { HookName } from '../../sdk/hooks.js';
 import { untapAll } from '../hooks/catalogue.js';
 import type { Dispatcher } from '../registry/dispatch.js';
 import type { Registry } from '../registry/registry.js';
-import { compileArgs } from '../registry/validator.js';
+import { compileArgs, lazyArgs } from '../registry/validator.js';
 import { createPluginContext, type HostConfig } from './context.js';
 import type { PluginCandidate, PluginOrigin } from './discover.js';
 import { permittedByLists } from './lists.js';
@@ -206,7 +206,9 @@ export class PluginHost {
           `Plugin entry of ${id} exports a manifest with id "${def.manifest.id}"; the manifest file says "${manifest.id}".`,
         );
       }
-      this.o.registry.addSkills(id, manifest.skills ?? [], compileArgs);
+      // Built-in plugins' argument schemas (tested with them) are compiled at their skill's first call: some hundred
+      // compiles less at every start. A user's are compiled now, so a broken schema fails the load with its reason.
+      this.o.registry.addSkills(id, manifest.skills ?? [], k.candidate.origin === 'builtin' ? lazyArgs : compileArgs);
       ctx = createPluginContext({ ...this.o, manifest, abort, onTapError: (owner, hook, e) => this.tapFailed(owner, hook, e) });
       const instance =
         (await withTimeout(Promise.resolve(def.setup(ctx.ctx)), this.o.setupTimeoutMs ?? 10_000, `setup of plugin ${id}`)) ?? {};
