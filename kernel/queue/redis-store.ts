@@ -21,7 +21,7 @@ import { hostname } from 'node:os';
 import type { Redis as RedisClient } from 'ioredis';
 import type { Action, Logger } from '../../sdk/types.js';
 import { ErrorCodes, errorMessage, KeelError } from '../errors.js';
-import { type Signer, signerOf } from './signing.js';
+import { type Signer, signerOf } from '../../sdk/signing.js';
 import { decodeOp, encodeOp, isActionLike, type QueueOp } from './ops.js';
 import type { QueueSnapshot, QueueStore, StoreChange, StoreLoad } from './store.js';
 

@@ -16,7 +16,7 @@ const manifest = {
     'Telegram channel (chatA): long polling with durable ingress, ledgered replies rendered as Telegram HTML, command menu, buttons, polls, reactions, pins.',
   provides: ['channel:chatA'],
   channel: { name: 'chatA', userIdPattern: '^-?\\d+$', userIdExample: '123456789' },
-  permissions: { network: true, filesystem: ['$KEEL_HOME'], secrets: ['chatAToken', 'queueRedisUrl'] },
+  permissions: { network: true, filesystem: ['$KEEL_HOME'], secrets: ['chatAToken', 'queueRedisUrl', 'queueRedisSigningKey'] },
   config: {
     chatAToken: {
       schema: Type.String({ pattern: '^\\d+:[A-Za-z0-9_-]+$' }),

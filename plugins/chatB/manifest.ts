@@ -13,7 +13,7 @@ const manifest = {
     'WhatsApp channel (chatB) as a linked device: messages recorded before WhatsApp is told they arrived, replies as WhatsApp formatting quoting the message, each part sent once under a stable message id, typing, reactions, QR linking in the terminal and the dashboard.',
   provides: ['channel:chatB'],
   channel: SPEC_CHANNELS.chatB,
-  permissions: { network: true, filesystem: ['$KEEL_HOME'], secrets: ['queueRedisUrl'] },
+  permissions: { network: true, filesystem: ['$KEEL_HOME'], secrets: ['queueRedisUrl', 'queueRedisSigningKey'] },
   config: {
     chatBEnabled: {
       schema: Type.Boolean(),

@@ -11,7 +11,7 @@ const manifest = {
     'Discord channel (chatC): gateway with resume and a heartbeat watchdog, durable ingress, replies as Discord Markdown threaded to the message and sent with an enforced nonce, slash commands, reactions.',
   provides: ['channel:chatC'],
   channel: SPEC_CHANNELS.chatC,
-  permissions: { network: true, filesystem: ['$KEEL_HOME'], secrets: ['chatCToken', 'queueRedisUrl'] },
+  permissions: { network: true, filesystem: ['$KEEL_HOME'], secrets: ['chatCToken', 'queueRedisUrl', 'queueRedisSigningKey'] },
   config: {
     chatCToken: {
       schema: Type.String({ pattern: '^[A-Za-z0-9_.-]{20,}$' }),

@@ -14,7 +14,7 @@ const manifest = {
   permissions: {
     network: true,
     filesystem: ['$KEEL_HOME'],
-    secrets: ['chatDBotToken', 'chatDAppToken', 'chatDSigningSecret', 'queueRedisUrl'],
+    secrets: ['chatDBotToken', 'chatDAppToken', 'chatDSigningSecret', 'queueRedisUrl', 'queueRedisSigningKey'],
   },
   config: {
     chatDBotToken: {

@@ -26,7 +26,11 @@ const manifest = {
     'Email channel: sends with SMTP (nodemailer), receives with IMAP IDLE (imapflow); loop-safe auto replies; search, fetch, index and report skills.',
   provides: ['channel:email'],
   channel: { name: 'email', userIdPattern: ADDRESS_PATTERN, userIdExample: 'ada@example.org' },
-  permissions: { network: true, filesystem: ['$KEEL_HOME'], secrets: ['smtpPassword', 'imapPassword', 'queueRedisUrl'] },
+  permissions: {
+    network: true,
+    filesystem: ['$KEEL_HOME'],
+    secrets: ['smtpPassword', 'imapPassword', 'queueRedisUrl', 'queueRedisSigningKey'],
+  },
   config: {
     emailEnabled: {
       schema: Type.Boolean(),

@@ -11,9 +11,14 @@
  * - The duplicate window is the local ledger's, across machines: a chunk the platform accepted from a runner that
  *   died before its mark reached Redis is sent again.
  * - Kept 7 days.
+ * - Signed with `queueRedisSigningKey` when it is set, as the queue's ops are: the stored chunks and each mark carry
+ *   an HMAC, and what does not verify is not believed (stored chunks: this machine's own are sent instead; a mark:
+ *   the chunk counts as unsent), so whatever else can write to the Redis cannot make a bot say its words or keep a
+ *   chunk from being sent.
  */
 import type { Redis as RedisClient } from 'ioredis';
 import { errorMessage } from '../errors.js';
+import { type Signer, signerOf } from '../signing.js';
 import type { Json, Logger } from '../types.js';
 
 /** What the ledger needs of its shared copy. */
@@ -38,10 +43,30 @@ redis.call('EXPIRE', KEYS[1], tonumber(ARGV[3]))
 return {}
 `;
 
+/** CLAIM, storing the chunks' signature (ARGV[4]) beside them. */
+const CLAIM_SIGNED = `
+if redis.call('EXISTS', KEYS[1]) == 1 then return redis.call('HGETALL', KEYS[1]) end
+redis.call('HSET', KEYS[1], 'chat', ARGV[1], 'chunks', ARGV[2], 'sig', ARGV[4])
+redis.call('EXPIRE', KEYS[1], tonumber(ARGV[3]))
+return {}
+`;
+
 export class RedisSharedLedger implements SharedLedger {
   private client: Promise<RedisClient> | undefined;
+  private readonly signer: Signer | undefined;
 
-  constructor(private readonly o: { url: string; prefix: string; channel: string; log: Logger }) {}
+  constructor(private readonly o: { url: string; prefix: string; channel: string; log: Logger; signingKey?: string }) {
+    this.signer = signerOf(o.signingKey, o.prefix);
+  }
+
+  /** What the stored chunks' signature covers: the channel, the key, the chat and the chunks' JSON. */
+  private chunksPayload(key: string, chatId: string, chunksJson: string): string {
+    return `ledger ${this.o.channel} ${key} ${chatId} ${chunksJson}`;
+  }
+
+  private markPayload(key: string, index: number, platformId: string): string {
+    return `mark ${this.o.channel} ${key} ${index} ${platformId}`;
+  }
 
   private redis(): Promise<RedisClient> {
     this.client ??= (async () => {
@@ -63,18 +88,49 @@ export class RedisSharedLedger implements SharedLedger {
 
   async claim(key: string, chatId: string, chunks: Json[]) {
     const redis = await this.redis();
-    const fields = (await redis.eval(CLAIM, 1, this.hash(key), chatId, JSON.stringify(chunks), TTL_S)) as string[];
+    const json = JSON.stringify(chunks);
+    // Signed: the chunks' signature rides with them (ARGV[2] stays the chunks alone; the script stores the rest).
+    const fields = (await redis.eval(
+      this.signer ? CLAIM_SIGNED : CLAIM,
+      1,
+      this.hash(key),
+      chatId,
+      json,
+      TTL_S,
+      ...(this.signer ? [this.signer.sign(this.chunksPayload(key, chatId, json))] : []),
+    )) as string[];
     if (fields.length === 0) return { chatId, chunks, sent: new Map<number, string>() };
     const h = new Map<string, string>();
     for (let i = 0; i + 1 < fields.length; i += 2) h.set(fields[i]!, fields[i + 1]!);
+    const storedChat = h.get('chat') ?? chatId;
+    const storedJson = h.get('chunks') ?? '[]';
+    if (this.signer && !this.signer.verify(this.chunksPayload(key, storedChat, storedJson), h.get('sig'))) {
+      // Not stored by a Keel with the key: this machine's own chunks are what it sends.
+      this.o.log.error(
+        `Shared ledger: the stored reply under ${this.hash(key)} has no valid signature (queueRedisSigningKey); it is ignored and this machine's own reply is sent. Something without the key writes to this Redis, or a machine runs with another key or none.`,
+      );
+      return { chatId, chunks, sent: new Map<number, string>() };
+    }
     const sent = new Map<number, string>();
-    for (const [f, v] of h) if (f.startsWith('sent:')) sent.set(Number(f.slice(5)), v);
-    return { chatId: h.get('chat') ?? chatId, chunks: JSON.parse(h.get('chunks') ?? '[]') as Json[], sent };
+    for (const [f, v] of h) {
+      if (!f.startsWith('sent:')) continue;
+      const index = Number(f.slice(5));
+      if (!this.signer) {
+        sent.set(index, v);
+        continue;
+      }
+      // `<platform id> <signature>`: a mark that does not verify leaves the chunk unsent (sent again, not lost).
+      const at = v.lastIndexOf(' ');
+      const id = at > 0 ? v.slice(0, at) : '';
+      if (at > 0 && this.signer.verify(this.markPayload(key, index, id), v.slice(at + 1))) sent.set(index, id);
+    }
+    return { chatId: storedChat, chunks: JSON.parse(storedJson) as Json[], sent };
   }
 
   mark(key: string, index: number, platformId: string): void {
+    const value = this.signer ? `${platformId} ${this.signer.sign(this.markPayload(key, index, platformId))}` : platformId;
     this.redis()
-      .then((r) => r.hset(this.hash(key), `sent:${index}`, platformId))
+      .then((r) => r.hset(this.hash(key), `sent:${index}`, value))
       .catch((e: unknown) => this.o.log.warn(`Shared ledger: could not record a sent chunk in Redis: ${errorMessage(e)}`));
   }
 
@@ -101,5 +157,20 @@ export function sharedLedger(ctx: { config: { get(key: string): unknown }; log: 
   }
   if (typeof url !== 'string' || !url) return undefined;
   const prefix = ctx.config.get('queueRedisPrefix');
-  return new RedisSharedLedger({ url, prefix: typeof prefix === 'string' && prefix ? prefix : 'keel:', channel, log: ctx.log });
+  let signingKey: unknown;
+  try {
+    signingKey = ctx.config.get('queueRedisSigningKey');
+  } catch {
+    // not declared in the plugin's permissions.secrets: unsigned (as every machine must agree on this, say so)
+    ctx.log.warn(
+      `Shared ledger of ${channel}: queueRedisSigningKey is not readable (not in the manifest's permissions.secrets); its entries are not signed.`,
+    );
+  }
+  return new RedisSharedLedger({
+    url,
+    prefix: typeof prefix === 'string' && prefix ? prefix : 'keel:',
+    channel,
+    log: ctx.log,
+    ...(typeof signingKey === 'string' && signingKey ? { signingKey } : {}),
+  });
 }

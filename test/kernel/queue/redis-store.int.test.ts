@@ -278,7 +278,7 @@ describe.skipIf(problem)('shared queue in Redis', () => {
         },
       });
     await admin.xadd(`${prefix}queue:ops`, '*', 'op', forged('unsigned'));
-    const { signerOf } = await import('../../../kernel/queue/signing.js');
+    const { signerOf } = await import('../../../sdk/signing.js');
     const wrong = signerOf('w'.repeat(40), prefix)!;
     await admin.xadd(`${prefix}queue:ops`, '*', 'op', forged('wrong-key'), 's', wrong.sign(forged('wrong-key')));
     const genuine = await other.q.push({ task: 'genuine' });
