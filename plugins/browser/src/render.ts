@@ -74,9 +74,17 @@ export function renderSnapshot(s: PageSnapshot, opts: RenderOptions): Rendered {
   // room for the header, the section titles, the untrusted-content line and the marker (about 100 tokens)
   let budget = opts.maxTokens - estimateTokens(head.join('\n')) - 140;
   const kept: Item[] = [];
+  // A continuation shows what the previous part left out: an item shown already comes back only when everything
+  // left out fits, never as filler in the room a long line left (which made part 2 repeat part 1's short lines).
+  let leftOut = false;
   for (const it of ranked) {
     const cost = estimateTokens(it.line) + 1;
-    if (cost > budget) continue;
+    const again = seen(it);
+    if (again && leftOut) continue;
+    if (cost > budget) {
+      if (!again) leftOut = true;
+      continue;
+    }
     budget -= cost;
     kept.push(it);
   }
