@@ -204,11 +204,15 @@ export function createChannelRuntime<C extends Json>(o: ChannelRuntimeOptions<C>
     replyCounters.delete(action.id);
     // Typing stops now (synchronously); the status message is removed once its pending edit is through.
     void progress.stop(action.id);
-    // A cancel was asked for and answered already (/cancel, /reset): no failure notice on top.
-    if (outcome.status !== 'failed' || /cancel|chat reset/i.test(outcome.detail ?? action.error ?? '')) return;
+    if (outcome.status !== 'failed') return;
+    const why = outcome.detail ?? action.error ?? '';
+    // The operator stopped it (dashboard, API, `keel cancel`): the person waiting is told, in those words.
+    const byOperator = /^cancelled by the operator\b/.test(why);
+    // A cancel asked for in the chat and answered already (/cancel, /reset, an edit, a deletion): nothing on top.
+    if (!byOperator && /cancel|chat reset/i.test(why)) return;
     try {
       const t = o.target(action);
-      const sent = await send(t.chatId, failureNotice(outcome.detail ?? action.error), {
+      const sent = await send(t.chatId, byOperator ? 'The operator stopped this request.' : failureNotice(why), {
         ...t.options,
         format: 'plain',
         idempotencyKey: `${action.id}:failed`,

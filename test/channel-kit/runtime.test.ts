@@ -159,7 +159,7 @@ describe('channel runtime', () => {
     expect(again.sent.map((s) => s.text)).toEqual(['a third one']);
   });
 
-  it('a failed action gets one short notice (not again when the settle repeats); a cancelled one none', async () => {
+  it('a failed action gets one short notice (not again when the settle repeats); a cancelled one none, unless the operator stopped it', async () => {
     const p = platform();
     const k = await boot(p);
     const a = action('act_rt2');
@@ -170,8 +170,13 @@ describe('channel runtime', () => {
     expect(p.sent[0]!.text).toMatch(/boom/);
     expect(p.sent[0]!.text).not.toMatch(/secret|at x/);
     await k.kernel.hooks.actionSettled.promise(action('act_rt3'), { status: 'failed', detail: 'action act_rt3 was cancelled' });
+    await k.kernel.hooks.actionSettled.promise(action('act_rt5'), { status: 'failed', detail: 'cancelled from chatZ by 42' });
     await new Promise((r) => setTimeout(r, 50));
     expect(p.sent).toHaveLength(1);
+    // Stopped from the dashboard or `keel cancel`: the person who asked hears why nothing more comes.
+    await k.kernel.hooks.actionSettled.promise(action('act_rt4'), { status: 'failed', detail: 'cancelled by the operator (gateway)' });
+    await new Promise((r) => setTimeout(r, 50));
+    expect(p.sent.map((s) => s.text)).toEqual([expect.stringMatching(/boom/), 'The operator stopped this request.']);
   });
 
   it('progress: typing and status while enabled; nothing when progressFeedbackEnabled is false; typing only when asked', async () => {
