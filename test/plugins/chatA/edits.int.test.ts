@@ -28,7 +28,9 @@ describe('chatA message edits', () => {
   it('asks Telegram for edits; an edit of a waiting message amends its action in place, the answer still replying to that message', async () => {
     h = await bootChatA({ runAgent: false });
     await waitFor(() => h!.channel().status().connected, 'connected');
-    expect(h.tg.callsOf('getUpdates')[0]!.params.allowed_updates).toContain('edited_message');
+    // "connected" can be reported a moment before the first poll reaches the fake: wait for that poll.
+    const firstPoll = await waitFor(() => h!.tg.callsOf('getUpdates')[0], 'the first getUpdates');
+    expect(firstPoll.params.allowed_updates).toContain('edited_message');
 
     const { message_id } = h.tg.pushText('deploy to stagng', { userId: 555 });
     const first = await waitFor(() => h!.actions()[0], 'the first action');

@@ -151,6 +151,21 @@ describe.skipIf(!existsSync(CHROMIUM) || !IP)('dashboard in chromium', () => {
     await page.screenshot({ path: join(SHOTS, 'task-timeline.png'), fullPage: true });
   }, 60_000);
 
+  it('stops a running task from the tasks page: it ends failed with the reason, not retried', async () => {
+    open!.fake.replies.push({ delayMs: 30_000, text: 'never' });
+    const a = await open!.kernel.queue.push({ task: 'a long job to stop' });
+    await show(page, 'tasks');
+    const row = page.locator(`li[data-testid="task"][data-action="${a.id}"]`);
+    await page.locator(`li[data-testid="task"][data-action="${a.id}"][data-status="executing"]`).waitFor({ timeout: 15_000 });
+    await row.getByRole('button', { name: 'Stop' }).click();
+    await page.getByRole('status').filter({ hasText: 'Stopping the running action' }).waitFor({ timeout: 10_000 });
+    const failed = page.locator(`li[data-testid="task"][data-action="${a.id}"][data-status="failed"]`);
+    await failed.waitFor({ timeout: 15_000 });
+    await expect(failed.locator('pre.error').textContent()).resolves.toBe('cancelled by the operator (gateway)');
+    expect(open!.kernel.queue.get(a.id)).toMatchObject({ status: 'failed', metadata: { retries: 0 } });
+    await page.screenshot({ path: join(SHOTS, 'task-stopped.png'), fullPage: true });
+  }, 60_000);
+
   it("shows the message a chat task replies to, and marks the task untrusted when the quote is not an admin's", async () => {
     open!.fake.replies.push({ text: 'It is about arm64.' });
     const admin = { kind: 'user' as const, channel: 'chatC', userId: '420000000000000042' };

@@ -31,7 +31,13 @@ function Row({ a, onCancel }: { a: any; onCancel?: (id: string) => void }) {
     <div class="muted small">${a.id} · ${a.source} · ${fmtTime(a.createdAt)}</div>
     ${a.result ? html`<pre class="result">${a.result}</pre>` : null}
     ${a.error ? html`<pre class="error">${a.error}</pre>` : null}
-    ${onCancel ? html`<button class="small" onClick=${() => onCancel(a.id)}>Cancel</button>` : null}
+    ${
+      onCancel
+        ? a.status === 'executing'
+          ? html`<button class="small" title="stopped wherever it runs; it ends failed and is not retried" onClick=${() => onCancel(a.id)}>Stop</button>`
+          : html`<button class="small" onClick=${() => onCancel(a.id)}>Cancel</button>`
+        : null
+    }
     <button class="small" aria-expanded=${open} onClick=${() => setOpen(!open)}>Timeline</button>
     ${open ? html`<${Timeline} id=${a.id} />` : null}
   </li>`;
