@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { startFakeTelegram } from '../../fakes/telegram-server.js';
 import { waitFor } from '../../helpers.js';
 import { crashHome, exited } from '../channel-harness.js';
-import { expectReplyOnce } from './harness.js';
+import { expectReplyOnce, killAtThirdChunk } from './harness.js';
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -81,16 +81,8 @@ describe('chatA crash safety (kill -9)', () => {
     const { tg, start } = await setup([{ text: paragraphs.join('\n\n') }]);
     tg.pushText('write the long report', { userId: 77 });
     const first = start();
-    // The third chunk's request is never accepted: the process dies while it is in flight.
-    tg.onCall = (c) => {
-      if (c.method === 'sendMessage' && tg.callsOf('sendMessage').length === 3) {
-        first.kill('SIGKILL');
-        return 'hold';
-      }
-    };
-    await exited(first);
-    tg.onCall = undefined;
-    expect(tg.sent.filter((m) => m.chat.id === 77)).toHaveLength(2);
+    // The process dies while its third chunk's request is in flight.
+    await killAtThirdChunk(tg, first, 77);
     start();
     await expectReplyOnce(tg, 77, paragraphs);
   }, 90_000);

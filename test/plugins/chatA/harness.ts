@@ -4,7 +4,8 @@
 import { expect } from 'vitest';
 import { startFakeTelegram, type FakeTelegram } from '../../fakes/telegram-server.js';
 import { waitFor } from '../../helpers.js';
-import { bootChannelKernel, type ChannelKernel } from '../channel-harness.js';
+import type { ChildProcess } from 'node:child_process';
+import { bootChannelKernel, type ChannelKernel, exited } from '../channel-harness.js';
 
 export interface ChatAHarness extends ChannelKernel {
   tg: FakeTelegram;
@@ -47,4 +48,20 @@ export async function expectReplyOnce(tg: FakeTelegram, chatId: number, paragrap
   const order = paragraphs.map((p) => joined.indexOf(p.slice(0, 9)));
   expect([...order].sort((a, b) => a - b)).toEqual(order);
   return joined;
+}
+
+/**
+ * `kill -9` of `proc` while its third `sendMessage` is in flight (that request is never accepted), then waits for it
+ * to exit: the first two chunks of the reply to `chatId` reached the chat, the rest did not.
+ */
+export async function killAtThirdChunk(tg: FakeTelegram, proc: ChildProcess, chatId: number): Promise<void> {
+  tg.onCall = (c) => {
+    if (c.method === 'sendMessage' && tg.callsOf('sendMessage').length === 3) {
+      proc.kill('SIGKILL');
+      return 'hold';
+    }
+  };
+  await exited(proc);
+  tg.onCall = undefined;
+  expect(tg.sent.filter((m) => m.chat.id === chatId)).toHaveLength(2);
 }

@@ -8,8 +8,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { startFakeTelegram } from '../../fakes/telegram-server.js';
 import { waitFor } from '../../helpers.js';
 import { redisProblem, privateRedis } from '../../redis-server.js';
-import { crashHome, exited } from '../channel-harness.js';
-import { expectReplyOnce } from './harness.js';
+import { crashHome } from '../channel-harness.js';
+import { expectReplyOnce, killAtThirdChunk } from './harness.js';
 
 const problem = redisProblem();
 const redis = privateRedis();
@@ -43,16 +43,8 @@ describe.skipIf(problem)('chatA on two machines, kill -9 mid-reply', () => {
     await waitFor(() => tg.callsOf('getUpdates').length > 0, 'a to poll', 20_000);
     b.start();
     tg.pushText('write the long report', { userId: 77 });
-    // The third chunk's request is never accepted: the first machine dies while it is in flight.
-    tg.onCall = (c) => {
-      if (c.method === 'sendMessage' && tg.callsOf('sendMessage').length === 3) {
-        first.kill('SIGKILL');
-        return 'hold';
-      }
-    };
-    await exited(first);
-    tg.onCall = undefined;
-    expect(tg.sent.filter((m) => m.chat.id === 77)).toHaveLength(2);
+    // The first machine dies while its third chunk's request is in flight.
+    await killAtThirdChunk(tg, first, 77);
     const joined = await expectReplyOnce(tg, 77, paragraphs);
     expect(joined).not.toContain('Other 0.');
     expect(tg.conflicts).toBe(0);
