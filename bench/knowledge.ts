@@ -4,7 +4,8 @@
  * - chunks of 40 words drawn from a 5,000-word vocabulary, with precomputed random 384-dim vectors
  *   (so embedding time is excluded);
  * - queries: 3 words of a stored chunk plus that chunk's vector with noise (cosine about 0.9 to it);
- * - Keel: `searchKnowledge` (the rag_search path: FTS5 bm25 + in-memory vector index + fusion + chunk rows);
+ * - Keel: `searchKnowledge` (the rag_search path: FTS5 bm25 + in-memory vector index, an exact int8 scan in
+ *   WebAssembly SIMD up to 200,000 chunks, + fusion + chunk rows);
  *   vectra: `queryItems(vector, '', 10)` (vector only: less work than Keel's hybrid search).
  * vectra keeps its whole index as one JSON file rewritten on save (about 154 MB at 20,000) and cannot hold
  * 100,000 x 384 (the JSON passes V8's string limit), so it is measured at 10,000 and VECTRA_MAX (20,000 by
@@ -21,6 +22,7 @@ import { pathToFileURL } from 'node:url';
 import { LocalIndex } from 'vectra';
 import { searchKnowledge } from '../plugins/knowledge/src/search.js';
 import { SqliteKnowledgeStore } from '../plugins/knowledge/src/sqlite-store.js';
+import { simdAvailable } from '../sdk/vectors/packed-rows.js';
 import { type BenchRow, printRows } from './lib.js';
 
 const DIM = 384;
@@ -286,7 +288,7 @@ export async function benchKnowledge(): Promise<BenchRow[]> {
           ok: true,
         });
         rows.push({
-          name: `vector recall@10 vs exact, ${label} chunks (sign-bit preselect + int8 rerank)`,
+          name: `vector recall@10 vs exact float cosine, ${label} chunks (${simdAvailable() ? 'exact int8 scan, WebAssembly SIMD' : 'sign-bit preselect + int8 rerank'})`,
           value: (recall / bq.length) * 100,
           unit: '%',
           peer: 'exact brute force',

@@ -3,7 +3,7 @@
  * keyword path (no embeddings) and the vector path (384-dimension random vectors, already embedded; the query
  * embedding is a random vector from a scripted `llm` plugin). Peers in the same run: a naive scan over the same
  * 10,000 entries (entries already in memory; keyword: lower-case and split every entry per query; vector: cosine over number[] arrays with
- * norms computed per query, full sort).
+ * norms computed per query, full sort). Keel scores packed float32 rows in WebAssembly SIMD (sdk/vectors).
  *
  * Standalone: `npx tsx bench/memory.ts`.
  */

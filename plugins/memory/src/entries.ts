@@ -13,27 +13,6 @@ export interface RecallHit {
   content: string;
 }
 
-/** Dot product of the query with each packed row (kept small and monomorphic so the engine optimises it). */
-export function scoreAll(q: Float32Array, data: Float32Array, dim: number, rows: number): Float32Array {
-  const out = new Float32Array(rows);
-  for (let i = 0, off = 0; i < rows; i++, off += dim) {
-    let s0 = 0;
-    let s1 = 0;
-    let s2 = 0;
-    let s3 = 0;
-    let j = 0;
-    for (; j + 3 < dim; j += 4) {
-      s0 += q[j]! * data[off + j]!;
-      s1 += q[j + 1]! * data[off + j + 1]!;
-      s2 += q[j + 2]! * data[off + j + 2]!;
-      s3 += q[j + 3]! * data[off + j + 3]!;
-    }
-    for (; j < dim; j++) s0 += q[j]! * data[off + j]!;
-    out[i] = s0 + s1 + s2 + s3;
-  }
-  return out;
-}
-
 export function dot(a: Float32Array, b: Float32Array): number {
   let s = 0;
   for (let i = 0; i < a.length; i++) s += a[i]! * b[i]!;

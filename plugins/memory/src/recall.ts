@@ -4,7 +4,8 @@
  */
 import type { Actor, LlmCapability, MemoryEntry, PluginContext } from '../../../sdk/index.js';
 import { errorMessage } from '../../../sdk/errors.js';
-import { dot, hitOf, longEntry, scoreAll, unit, type RecallHit } from './entries.js';
+import { PackedRows } from '../../../sdk/vectors/packed-rows.js';
+import { dot, hitOf, longEntry, unit, type RecallHit } from './entries.js';
 import { coverage, type KeywordIndex } from './keyword-index.js';
 import { LONG_FILES, readSections, type LongFile, type Section } from './long-files.js';
 import { isAdmin, sessionKey } from './scope.js';
@@ -25,19 +26,23 @@ export interface RecallDeps {
 export class MemoryRecall {
   private longVectors = new Map<string, { model: string; vec: Float32Array }>();
   private embedChecked = '';
-  /** Every vector of one model packed into one array, rebuilt when the store changes: one tight loop per query. */
-  private mat: { key: string; entries: MemoryEntry[]; data: Float32Array } | undefined;
+  /**
+   * Every vector of one model packed into rows (sdk/vectors: one SIMD pass per query), rebuilt when the store
+   * changes; the rows' memory is kept for the next rebuild of the same dimension.
+   */
+  private mat: { key: string; entries: MemoryEntry[]; rows: PackedRows<'f32'> } | undefined;
 
-  private matrix(model: string, dim: number, all: MemoryEntry[]): { entries: MemoryEntry[]; data: Float32Array } {
+  private matrix(model: string, dim: number, all: MemoryEntry[]): { entries: MemoryEntry[]; rows: PackedRows<'f32'> } {
     const key = `${model}:${dim}:${this.d.store.version}`;
     if (this.mat?.key === key) return this.mat;
     const entries = all.filter((e) => {
       const v = this.d.store.vectors.get(e.id);
       return v !== undefined && v.model === model && v.vec.length === dim;
     });
-    const data = new Float32Array(entries.length * dim);
-    entries.forEach((e, i) => data.set(this.d.store.vectors.get(e.id)!.vec, i * dim));
-    this.mat = { key, entries, data };
+    const rows = this.mat?.rows.dim === dim ? this.mat.rows : new PackedRows('f32', dim);
+    rows.reserve(entries.length);
+    entries.forEach((e, i) => rows.set(i, this.d.store.vectors.get(e.id)!.vec));
+    this.mat = { key, entries, rows };
     return this.mat;
   }
 
@@ -143,7 +148,7 @@ export class MemoryRecall {
     };
     const dim = qv.length;
     const m = this.matrix(model, dim, all);
-    const scores = scoreAll(qv, m.data, dim, m.entries.length);
+    const scores = m.rows.score(qv, m.entries.length);
     for (let i = 0; i < scores.length; i++) {
       const s = scores[i]!;
       if (top.length >= limit && s <= top.at(-1)!.score) continue;

@@ -41,9 +41,15 @@ describe('vector index', () => {
     expect(idx.add(98, 1, new Float32Array(10))).toBe(false);
   });
 
-  for (const exactMax of [100_000, 100]) {
-    it(`finds near neighbours, honours filters, replacement and removal (${exactMax === 100 ? 'sign-bit pre-selection' : 'exact scan'})`, () => {
-      const idx = new VectorIndex('m', 384, { exactMax });
+  for (const [exactMax, simd] of [
+    [100_000, true],
+    [100_000, false],
+    [100, true],
+  ] as const) {
+    const how = exactMax === 100 ? 'sign-bit pre-selection' : simd ? 'exact scan, SIMD' : 'exact scan, plain JS';
+    it(`finds near neighbours, honours filters, replacement and removal (${how})`, () => {
+      const idx = new VectorIndex('m', 384, { exactMax, simd });
+      expect(idx.simd).toBe(simd);
       const vs = Array.from({ length: 3000 }, rand);
       vs.forEach((v, i) => idx.add(i + 1, i % 3, v));
       for (const t of [5, 1234, 2999]) expect(idx.search(noisy(vs[t]!, 0.3), 5)[0]!.chunkId).toBe(t + 1);
@@ -65,6 +71,34 @@ describe('vector index', () => {
       expect(idx.search(vs[10]!, 5).some((h) => h.chunkId <= 2000)).toBe(false);
     });
   }
+});
+
+describe('vector index scans', () => {
+  it('the SIMD scan ranks and scores exactly as the plain JS one, with and without a filter, before and after compaction', () => {
+    const simd = new VectorIndex('m', 384, { simd: true });
+    const js = new VectorIndex('m', 384, { simd: false });
+    const vs = Array.from({ length: 5000 }, rand);
+    vs.forEach((v, i) => {
+      simd.add(i + 1, i % 5, v);
+      js.add(i + 1, i % 5, v);
+    });
+    const check = () => {
+      for (const t of [3000, 3077, 4999]) {
+        const q = noisy(vs[t]!, 0.9);
+        expect(simd.search(q, 10)).toEqual(js.search(q, 10));
+        // Most documents allowed (one kernel pass, the rest skipped) and few (those alone).
+        expect(simd.search(q, 10, (d) => d !== 2)).toEqual(js.search(q, 10, (d) => d !== 2));
+        expect(simd.search(q, 10, (d) => d === 3)).toEqual(js.search(q, 10, (d) => d === 3));
+      }
+    };
+    check();
+    // Past half removed at over 4,096 slots: both compact.
+    for (let i = 1; i <= 3000; i++) {
+      simd.remove(i);
+      js.remove(i);
+    }
+    check();
+  });
 });
 
 describe('vector index and other processes', () => {
