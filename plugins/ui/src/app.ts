@@ -29,11 +29,17 @@ type Prompt = { kind: 'task' | 'pull'; label: string } | undefined;
 const HELP = [
   '1-5 / Tab    switch screen          ?   this help',
   'q / Ctrl+C   quit                   r   refresh now',
-  'Queue:   n new task (then priority 1-10), x cancel the first pending task',
+  'Queue:   n new task (then priority 1-10), Up/Down choose, x cancel or stop it',
   'Chat:    type a message, Enter sends, Esc clears',
   'Models:  Up/Down choose, Enter use as modelName, p pull a model, Esc stop pull',
   'Offline: s starts the agent with its gateway in the background',
 ];
+
+/** The chosen row's index: the task with that id, else the first row. */
+function chosenIndex(list: readonly { id: string }[], id: string | undefined): number {
+  const i = id === undefined ? -1 : list.findIndex((a) => a.id === id);
+  return i < 0 ? 0 : i;
+}
 
 function App({ o }: { o: UiOptions }) {
   const { exit } = useApp();
@@ -56,6 +62,8 @@ function App({ o }: { o: UiOptions }) {
   const [notice, setNotice] = useState('');
   const [models, setModels] = useState<RunnerState | undefined>();
   const [pick, setPick] = useState(0);
+  /** The chosen row of the queue's pending list (by id, so it stays on its task when the list changes). */
+  const [chosen, setChosen] = useState<string | undefined>();
   const [pull, setPull] = useState<{ model: string; p?: PullProgress } | undefined>();
   const chatTasks = useRef(new ChatTracker());
 
@@ -220,13 +228,28 @@ function App({ o }: { o: UiOptions }) {
     if (ch === 's' && link.state !== 'connected') return startAgent();
     const screen = TABS[tab];
     if (screen === 'Queue' && ch === 'n') return setPrompt({ kind: 'task', label: 'New task' });
-    if (screen === 'Queue' && ch === 'x') {
-      const first = tasks?.pending[0];
-      if (!first) return setNotice('Nothing pending.');
-      return void client
-        .call('POST', `/api/tasks/${encodeURIComponent(first.id)}/cancel`)
-        .then(() => (setNotice(`Cancelled ${first.id}.`), refresh()))
-        .catch((e: unknown) => setNotice(`Not cancelled: ${errorMessage(e)}`));
+    if (screen === 'Queue') {
+      const list = tasks?.pending ?? [];
+      const at = chosenIndex(list, chosen);
+      if (key.upArrow && list.length) return setChosen(list[Math.max(0, at - 1)]!.id);
+      if (key.downArrow && list.length) return setChosen(list[Math.min(list.length - 1, at + 1)]!.id);
+      if (ch === 'x') {
+        const row = list[at];
+        if (!row) return setNotice('Nothing pending.');
+        return void client
+          .call<{ outcome?: string; message?: string }>('POST', `/api/tasks/${encodeURIComponent(row.id)}/cancel`)
+          .then((r) => {
+            setNotice(
+              r.outcome === 'stopping'
+                ? `Stopping ${row.id}: it ends failed, not retried.`
+                : r.outcome === 'removed'
+                  ? `Cancelled ${row.id}.`
+                  : `${row.id}: ${r.message ?? 'already settled'}`,
+            );
+            return refresh();
+          })
+          .catch((e: unknown) => setNotice(`Not cancelled: ${errorMessage(e)}`));
+      }
     }
     if (screen === 'Models') {
       const n = models?.models.length ?? 0;
@@ -275,9 +298,14 @@ function App({ o }: { o: UiOptions }) {
     }
   } else if (TABS[tab] === 'Queue') {
     const p = tasks?.pending ?? [];
+    const at = chosenIndex(p, chosen);
+    // The chosen row stays in view: the window of eight rows slides with it.
+    const from = Math.max(0, Math.min(at - 7, p.length - 8));
     body = [
       `Pending (${p.length}, in run order)`,
-      ...p.slice(0, 8).map((a) => `  P${a.priority} ${a.id}  ${a.task}`),
+      ...p
+        .slice(from, from + 8)
+        .map((a, i) => `${from + i === at ? '>' : ' '} P${a.priority} ${a.id}  ${a.status === 'executing' ? '[running] ' : ''}${a.task}`),
       '',
       `Completed (${tasks?.completed.length ?? 0})`,
       ...(tasks?.completed ?? []).slice(-4).map((a) => `  ${a.id}  ${a.task}`),

@@ -17,6 +17,8 @@ export interface TaskRow {
   id: string;
   task: string;
   priority: number;
+  /** `pending` (waiting) or `executing` in the pending list. */
+  status?: string;
   error?: string;
 }
 

@@ -178,6 +178,33 @@ describe.skipIf(!hasTmux)('keel ui in a terminal (tmux, 80x24)', () => {
     expect(kernel!.config.get('modelName')).toBe('llama3.2:1b');
     expect(kernel!.config.get('llmProvider')).toBe('providerG');
 
+    // Queue: choose a task with the arrows and cancel it; the running one is stopped, never retried.
+    fake!.script({ hang: true });
+    const long = await kernel!.queue.push({ task: 'A long job', priority: 9, source: 'cli' });
+    await waitFor(() => kernel!.queue.get(long.id)?.status === 'executing', 'the long job to run');
+    const second = await kernel!.queue.push({ task: 'Second task', priority: 5, source: 'cli' });
+    const third = await kernel!.queue.push({ task: 'Third task', priority: 5, source: 'cli' });
+    keys('2');
+    keys('r');
+    await see(
+      /> P9 act_\S+\s+\[running\] A long job\s*\n\s+P5 act_\S+\s+Second task\s*\n\s+P5 act_\S+\s+Third task/,
+      'the queue, the running job chosen',
+    );
+    keys('Down');
+    await see(/> P5 act_\S+\s+Second task/, 'the second task chosen');
+    keys('x');
+    await see(new RegExp(`Cancelled ${second.id}\\.`), 'the cancel notice');
+    expect(kernel!.queue.get(second.id)).toBeUndefined();
+    expect(kernel!.queue.get(third.id)?.status).toBe('pending');
+    // The list closed up: the arrow stays within it, on the running job above.
+    keys('Up');
+    await see(/> P9 act_\S+\s+\[running\] A long job/, 'the running job chosen again');
+    keys('x');
+    await see(new RegExp(`Stopping ${long.id}: it ends failed, not retried\\.`), 'the stop notice');
+    const stopped = await waitFor(() => kernel!.queue.list().failed.find((a) => a.id === long.id), 'the long job to fail');
+    expect(stopped.error).toMatch(/cancelled by the operator/);
+    expect(stopped.metadata.retries).toBe(0);
+
     keys('q');
     await see(/UI EXIT=0/, 'a clean exit');
   });
