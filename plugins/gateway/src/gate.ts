@@ -66,6 +66,12 @@ export function requestGate(opts: GateOptions): onRequestHookHandler {
   };
 
   return function gate(req, reply, done) {
+    if ((req.raw as { upgrade?: boolean }).upgrade) {
+      // Node handed this socket over for an upgrade: whatever answers it here (a 401, a 404, a REST route), the
+      // socket is closed once the answer is out. An accepted WebSocket never ends an HTTP answer, so it stays.
+      const socket = req.raw.socket;
+      reply.raw.once('finish', () => socket.destroy());
+    }
     cors(req, reply);
     if (req.method === 'OPTIONS') {
       // A preflight carries no custom headers (no key): it is answered here, before auth and routing.

@@ -183,14 +183,6 @@ export async function registerWebSocket(
     done();
   });
 
-  await app.register(websocket, {
-    options: {
-      maxPayload: WS_MAX_PAYLOAD,
-      // A browser that offered subprotocols fails the connection unless one is selected; the key protocol never is.
-      handleProtocols: (protocols: Set<string>) => (protocols.has(WS_PROTOCOL) ? WS_PROTOCOL : false),
-    },
-  });
-
   const checkOrigin = async (req: FastifyRequest, reply: FastifyReply) => {
     if (!req.ws) return;
     const origin = req.headers.origin;
@@ -227,9 +219,21 @@ export async function registerWebSocket(
     });
   };
 
-  for (const url of WS_PATHS) {
-    app.route({ method: 'GET', url, handler: opts.root, wsHandler, onRequest: checkOrigin });
-  }
+  // @fastify/websocket and its routes in a scope of their own: the plugin's per-request hooks (an onRequest and an
+  // onResponse, which costs response listeners) then run for `/` and `/ws` only, not for every REST call. An
+  // upgrade request to any other path is answered by that route and its socket closed by the gate (gate.ts).
+  await app.register(async (scope) => {
+    await scope.register(websocket, {
+      options: {
+        maxPayload: WS_MAX_PAYLOAD,
+        // A browser that offered subprotocols fails the connection unless one is selected; the key protocol never is.
+        handleProtocols: (protocols: Set<string>) => (protocols.has(WS_PROTOCOL) ? WS_PROTOCOL : false),
+      },
+    });
+    for (const url of WS_PATHS) {
+      scope.route({ method: 'GET', url, handler: opts.root, wsHandler, onRequest: checkOrigin });
+    }
+  });
 
   async function handle(c: Client, raw: unknown, isBinary: boolean): Promise<void> {
     let action: string | null = null;

@@ -1,6 +1,7 @@
 /**
  * API key (no key / wrong key / right key over every endpoint) and CORS, against a real gateway.
  */
+import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readQueueList } from '../../../kernel/queue/index.js';
 import { startGateway, type Gw } from './harness.js';
@@ -47,6 +48,29 @@ describe('gateway with an API key', () => {
         expect(r.status, `${e.method} ${e.path} with ${wrong}`).toBe(401);
         expect(await r.json()).toEqual({ error: 'Unauthorized', message: expect.stringMatching(/invalid/i) });
       }
+    }
+  });
+
+  it('answers an upgrade request to a path without a WebSocket and closes its socket (none is left open)', async () => {
+    for (const [path, key] of [
+      ['/api/status', KEY],
+      ['/api/status', 'wrong'],
+      ['/no-such-page', KEY],
+    ] as const) {
+      const sock = connect(g.port, '127.0.0.1');
+      let text = '';
+      sock.on('data', (d: Buffer) => (text += d.toString()));
+      const closed = new Promise<boolean>((resolve) => {
+        sock.once('close', () => resolve(true));
+        setTimeout(() => resolve(false), 5000).unref();
+      });
+      sock.write(
+        `GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n` +
+          `Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nX-Api-Key: ${key}\r\n\r\n`,
+      );
+      expect(await closed, `${path} with ${key}: the socket was left open`).toBe(true);
+      expect(text).toMatch(key === KEY ? (path === '/api/status' ? /^HTTP\/1\.1 200/ : /^HTTP\/1\.1 404/) : /^HTTP\/1\.1 401/);
+      sock.destroy();
     }
   });
 
