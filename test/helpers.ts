@@ -78,3 +78,14 @@ export async function waitFor<T>(check: () => T | Promise<T>, what: string, time
     await new Promise((r) => setTimeout(r, 25));
   }
 }
+
+/** A seeded pseudo-random source in [0, 1) (mulberry32): the same numbers on every run. */
+export function seeded(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(a ^ (a >>> 15), a | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}

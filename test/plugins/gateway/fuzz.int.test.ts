@@ -6,18 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readQueueList } from '../../../kernel/queue/index.js';
 import { raw, startGateway, type Gw } from './harness.js';
-
-/** mulberry32: a small seeded generator, so every run sends the same requests. */
-function rng(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { seeded } from '../../helpers.js';
 
 const BODY_LIMIT = 4096;
 let g: Gw;
@@ -29,7 +18,7 @@ afterAll(async () => g?.close());
 
 describe('gateway fuzz', () => {
   it('survives a few hundred malformed requests without a 5xx or a state change', async () => {
-    const rand = rng(0xc0ffee);
+    const rand = seeded(0xc0ffee);
     const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)]!;
     const weird: unknown[] = [
       null,

@@ -4,17 +4,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import { VectorIndex, quantize } from '../../../plugins/knowledge/src/vector-index.js';
+import { seeded } from '../../helpers.js';
 
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(a ^ (a >>> 15), a | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-const r = rng(1);
+const r = seeded(1);
 const rand = () => Float32Array.from({ length: 384 }, () => r() * 2 - 1);
 const cos = (a: Float32Array, b: Float32Array) => {
   let d = 0,

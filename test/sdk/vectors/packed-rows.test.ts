@@ -7,19 +7,11 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { PackedRows, simdAvailable } from '../../../sdk/vectors/packed-rows.js';
+import { seeded } from '../../helpers.js';
 
 const ROOT = join(import.meta.dirname, '..', '..', '..');
 
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(a ^ (a >>> 15), a | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-const r = rng(7);
+const r = seeded(7);
 /** int8 codes as the knowledge index makes them (-127..127), the extremes included. */
 const codes = (dim: number) =>
   Int8Array.from({ length: dim }, (_, i) => (i % 11 === 0 ? (i % 2 ? 127 : -127) : Math.round(r() * 254 - 127)));
