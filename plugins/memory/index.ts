@@ -37,6 +37,7 @@ export default definePlugin({
     ctx.provide('memory', svc);
     return {
       async stop() {
+        svc.stopBackground();
         await svc.settle();
         await svc.store.close();
       },

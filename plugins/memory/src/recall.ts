@@ -1,6 +1,12 @@
 /**
- * Recall: what an actor may search, vector search over every entry's embedding (one packed matrix per model) with
- * keyword search as the fallback (SPEC: ranked by recency then), and the long-memory sections.
+ * Recall: what an actor may search; with embeddings, a hybrid ranking (0.6 x cosine + 0.4 x keyword coverage, as
+ * the knowledge store ranks) over every entry and long-memory section, cosines from one packed matrix per model;
+ * without, keyword search (SPEC: ranked by recency then).
+ *
+ * Entries without a vector of the current model (memories kept before embeddings were configured, or after the
+ * embedding model changed) are embedded in the background, a batch at a time, newest first; a recall embeds at
+ * most one batch itself, so it never waits for a whole memory to be embedded, and until then such entries are
+ * found by their words, ranked by their keyword share alone (as keyword search ranks them).
  */
 import type { Actor, LlmCapability, MemoryEntry, PluginContext } from '../../../sdk/index.js';
 import { errorMessage } from '../../../sdk/errors.js';
@@ -12,20 +18,30 @@ import { isAdmin, sessionKey } from './scope.js';
 import type { MemoryStore } from './store.js';
 import { tokens } from './text.js';
 
-/** Vector recall embeds at most this many not-yet-embedded entries per call (the rest are found by keyword). */
-const EMBED_PER_RECALL = 2048;
+/** Entries embedded per embedding call; a recall embeds at most one such batch itself (the newest missing). */
 const EMBED_BATCH = 256;
+/** The hybrid score's weights (the knowledge store's: plugins/knowledge/src/search.ts). */
+const VECTOR_WEIGHT = 0.6;
+const KEYWORD_WEIGHT = 0.4;
 
 export interface RecallDeps {
   ctx: PluginContext;
   store: MemoryStore;
   index: KeywordIndex;
   embedder(): LlmCapability | undefined;
+  /** Tracks background work (the plugin's stop waits for it). */
+  track<T>(p: Promise<T>): Promise<T>;
 }
 
 export class MemoryRecall {
   private longVectors = new Map<string, { model: string; vec: Float32Array }>();
-  private embedChecked = '';
+  /** The background embedding of entries without a vector, while it runs. */
+  private filling: Promise<void> | undefined;
+  private stopped = false;
+  /** When embedding entries last failed (not tried again for a minute: recalls go on by keyword for them). */
+  private fillFailedAt = -Infinity;
+  /** `model:store version` at which every entry had a vector of that model. */
+  private complete = '';
   /**
    * Every vector of one model packed into rows (sdk/vectors: one SIMD pass per query), rebuilt when the store
    * changes; the rows' memory is kept for the next rebuild of the same dimension.
@@ -51,6 +67,53 @@ export class MemoryRecall {
   /** Forget cached long-memory vectors (after a reset). */
   clear(): void {
     this.longVectors.clear();
+  }
+
+  /** Ends the background embedding after its current batch (the plugin stops). */
+  stop(): void {
+    this.stopped = true;
+  }
+
+  /** Entries without a vector of `model`, newest first. */
+  private missing(model: string): MemoryEntry[] {
+    const out: MemoryEntry[] = [];
+    for (const list of [this.d.store.short, this.d.store.episodic])
+      for (const e of list) if (this.d.store.vectors.get(e.id)?.model !== model) out.push(e);
+    return out.sort((a, b) => (a.timestamp < b.timestamp ? 1 : a.timestamp > b.timestamp ? -1 : 0));
+  }
+
+  /** Embeds `entries` (one call) and keeps their vectors; false when the answer came from another model. */
+  private async embedEntries(emb: LlmCapability, model: string, entries: MemoryEntry[], signal?: AbortSignal): Promise<boolean> {
+    const r = await emb.embed({ texts: entries.map((e) => e.content), ...(signal ? { signal } : {}) });
+    if (!r || `${r.provider}/${r.model}` !== model) return false;
+    entries.forEach((e, j) => r.vectors[j] && this.d.store.setVector(e.id, { model, vec: unit(r.vectors[j]) }));
+    return true;
+  }
+
+  /** Starts embedding every entry still without a vector of `model`, in the background, a batch at a time. */
+  private fill(emb: LlmCapability, model: string): void {
+    if (this.filling || this.stopped || performance.now() - this.fillFailedAt < 60_000) return;
+    const run = async (): Promise<void> => {
+      while (!this.stopped) {
+        const batch = this.missing(model).slice(0, EMBED_BATCH);
+        if (!batch.length) return;
+        // A turn of the event loop between batches: recalls and the agent go first.
+        await new Promise((r) => setImmediate(r));
+        if (this.stopped) return;
+        try {
+          if (!(await this.embedEntries(emb, model, batch))) return; // the model changed: the next recall starts over
+        } catch (e) {
+          this.fillFailedAt = performance.now();
+          this.d.ctx.log.warn(
+            `memory: embedding older memories failed (${errorMessage(e)}); they are still found by keyword, and the next recall after a minute tries again.`,
+          );
+          return;
+        }
+      }
+    };
+    this.filling = this.d.track(run()).finally(() => {
+      this.filling = undefined;
+    });
   }
 
   /** What an actor may search: admins everything; others their own session's entries and no long files. */
@@ -119,16 +182,23 @@ export class MemoryRecall {
     const model = `${qr.provider}/${qr.model}`;
     const qv = unit(qr.vectors[0]);
     const all = [...this.d.store.short, ...this.d.store.episodic];
-    // Embed what has no vector of this model yet (bounded per call; the rest still come by keyword). Checked
-    // again only after the store changed.
-    if (this.embedChecked !== `${model}:${this.d.store.version}`) {
-      const missing = all.filter((e) => allowed(e) && this.d.store.vectors.get(e.id)?.model !== model).slice(0, EMBED_PER_RECALL);
-      for (let i = 0; i < missing.length; i += EMBED_BATCH) {
-        const part = missing.slice(i, i + EMBED_BATCH);
-        const r = await emb.embed({ texts: part.map((e) => e.content), ...(signal ? { signal } : {}) });
-        part.forEach((e, j) => r?.vectors[j] && this.d.store.setVector(e.id, { model, vec: unit(r.vectors[j]) }));
+    // The newest entries without a vector are embedded now (one batch at most: a memory written a moment ago is
+    // found by meaning at once); any older ones in the background, and by their words meanwhile.
+    // (While the background embedding runs, it has them next.) Looked at again only after the store changed.
+    const key = `${model}:${this.d.store.version}`;
+    if (!this.filling && this.complete !== key) {
+      const missing = this.missing(model);
+      if (!missing.length) this.complete = key;
+      else {
+        try {
+          if (performance.now() - this.fillFailedAt >= 60_000) await this.embedEntries(emb, model, missing.slice(0, EMBED_BATCH), signal);
+        } catch (e) {
+          if (signal?.aborted) throw e;
+          this.fillFailedAt = performance.now();
+          this.d.ctx.log.warn(`memory: embedding new memories failed (${errorMessage(e)}); they are found by keyword meanwhile.`);
+        }
+        if (missing.length > EMBED_BATCH) this.fill(emb, model);
       }
-      if (missing.length < EMBED_PER_RECALL) this.embedChecked = `${model}:${this.d.store.version}`;
     }
     const longs = sections.map((s) => ({ s, text: `${s.heading}\n${s.body}`.slice(0, 2000) }));
     const longMissing = longs.filter(({ text }) => this.longVectors.get(text)?.model !== model);
@@ -136,8 +206,12 @@ export class MemoryRecall {
       const r = await emb.embed({ texts: longMissing.map((l) => l.text), ...(signal ? { signal } : {}) });
       longMissing.forEach((l, j) => r?.vectors[j] && this.longVectors.set(l.text, { model, vec: unit(r.vectors[j]) }));
     }
+    const q = tokens(query);
+    const words = q.length ? this.d.index.match(q) : new Map<string, number>();
+    const fused = (cosine: number, keyword: number) => VECTOR_WEIGHT * Math.max(0, cosine) + KEYWORD_WEIGHT * keyword;
     const top: RecallHit[] = [];
     const consider = (h: RecallHit): void => {
+      if (h.score <= 0) return;
       if (top.length < limit) {
         top.push(h);
         top.sort((a, b) => b.score - a.score);
@@ -149,15 +223,26 @@ export class MemoryRecall {
     const dim = qv.length;
     const m = this.matrix(model, dim, all);
     const scores = m.rows.score(qv, m.entries.length);
+    const scored = new Set<string>();
     for (let i = 0; i < scores.length; i++) {
-      const s = scores[i]!;
-      if (top.length >= limit && s <= top.at(-1)!.score) continue;
       const e = m.entries[i]!;
+      const kw = words.size ? (words.get(e.id) ?? 0) : 0;
+      const s = fused(scores[i]!, kw);
+      if (kw) scored.add(e.id);
+      if (top.length >= limit && s <= top.at(-1)!.score) continue;
       if (allowed(e)) consider(hitOf(e, s));
     }
+    // Matched by words but without a vector yet (being embedded): nothing is known of their meaning, so they rank
+    // by their keyword share alone, as keyword search would rank them (a full match scores 1).
+    if (words.size > scored.size)
+      for (const e of all) {
+        const kw = words.get(e.id);
+        if (kw && !scored.has(e.id) && allowed(e)) consider(hitOf(e, kw));
+      }
     for (const { s, text } of longs) {
       const v = this.longVectors.get(text);
-      if (v && v.vec.length === dim) consider(hitOf(longEntry(s), dot(qv, v.vec)));
+      const cosine = v && v.vec.length === dim ? dot(qv, v.vec) : 0;
+      consider(hitOf(longEntry(s), fused(cosine, q.length ? coverage(q, `${s.heading} ${s.body}`) : 0)));
     }
     return top;
   }

@@ -49,7 +49,13 @@ export class MemoryService implements Required<MemoryCapability> {
       llm: () => this.llm(),
       track: (p) => this.track(p),
     });
-    this.recaller = new MemoryRecall({ ctx, store: this.store, index: this.index, embedder: () => this.embedder() });
+    this.recaller = new MemoryRecall({
+      ctx,
+      store: this.store,
+      index: this.index,
+      embedder: () => this.embedder(),
+      track: (p) => this.track(p),
+    });
   }
 
   open(): void {
@@ -91,6 +97,11 @@ export class MemoryService implements Required<MemoryCapability> {
     this.pending.add(p);
     void p.finally(() => this.pending.delete(p)).catch(() => undefined);
     return p;
+  }
+
+  /** Ends background work that would otherwise go on (embedding older memories) after its current step. */
+  stopBackground(): void {
+    this.recaller.stop();
   }
 
   async settle(): Promise<void> {

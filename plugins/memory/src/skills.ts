@@ -23,7 +23,7 @@ export function registerSkills(svc: MemoryService): void {
   ctx.skills.register('recall_memory', async (args, call) => {
     const limit = args.limit ?? 10;
     const { mode, hits, note } = await svc.recall(args.query, limit, call.actor, call.signal);
-    const how = mode === 'vector' ? 'vector similarity, ranked by relevance' : 'keyword search, ranked by recency';
+    const how = mode === 'vector' ? 'vector similarity and keyword matches, ranked by relevance' : 'keyword search, ranked by recency';
     const head = `${hits.length} memor${hits.length === 1 ? 'y' : 'ies'} for "${args.query}" (${how}${note ? `; ${note}` : ''})`;
     const lines = hits.map(
       (h, i) =>

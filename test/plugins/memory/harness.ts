@@ -14,6 +14,12 @@ const REGISTRY = Symbol.for('keel.memoryTestLlm');
 export interface LlmScript {
   chat?: (req: { messages: Array<{ role: string; content: string }>; purpose?: string }) => string | Promise<string>;
   embed?: (text: string) => number[];
+  /** Milliseconds each embedding call of more than one text takes (a slow local model). */
+  embedDelayMs?: number;
+  /** The embedding model's name (default fake-embed). */
+  embedModel?: string;
+  /** Every embedding call of more than one text (a batch of memories, not a query) fails with this message while set. */
+  embedFails?: string;
   chats?: Array<{ messages: Array<{ role: string; content: string }>; purpose?: string }>;
   embeds?: number[];
 }

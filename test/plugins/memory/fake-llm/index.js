@@ -19,7 +19,10 @@ export default {
         const c = control();
         if (!c.embed) return undefined;
         (c.embeds ??= []).push(req.texts.length);
-        return { vectors: req.texts.map((t) => c.embed(t)), provider: 'fake', model: 'fake-embed' };
+        // A slow embedding service (a local model on a CPU): each call of more than one text takes this long.
+        if (c.embedDelayMs && req.texts.length > 1) await new Promise((r) => setTimeout(r, c.embedDelayMs));
+        if (c.embedFails && req.texts.length > 1) throw new Error(c.embedFails);
+        return { vectors: req.texts.map((t) => c.embed(t)), provider: 'fake', model: c.embedModel ?? 'fake-embed' };
       },
       canEmbed() {
         return Boolean(control().embed);
