@@ -1,6 +1,6 @@
 /**
  * `recall_memory` p50 at 10,000 memories, through the real kernel's dispatch (schema, policy, hooks), for the
- * keyword path (no embeddings) and the vector path (384-dimension random vectors, already embedded; the query
+ * keyword path (no embeddings) and the hybrid path (vector + keyword; 384-dimension random vectors, already embedded; the query
  * embedding is a random vector from a scripted `llm` plugin). Peers in the same run: a naive scan over the same
  * 10,000 entries (entries already in memory; keyword: lower-case and split every entry per query; vector: cosine over number[] arrays with
  * norms computed per query, full sort). Keel scores packed float32 rows in WebAssembly SIMD (sdk/vectors).
@@ -151,7 +151,7 @@ export async function benchMemory(): Promise<BenchRow[]> {
       ok: kw <= kwPeer,
     },
     {
-      name: 'recall_memory p50, vector 384-d, 10,000 memories',
+      name: 'recall_memory p50, hybrid (vector 384-d + keyword), 10,000 memories',
       value: vec,
       unit: 'ms',
       peer: 'naive cosine scan',
