@@ -15,6 +15,7 @@ const suites: Array<[string, () => Promise<BenchRow[]>]> = [
   ['agent', async () => (await import('./agent.js')).benchAgent()],
   ['gateway', async () => (await import('./gateway.js')).benchGateway()],
   ['gateway ws', async () => (await import('./gateway-ws.js')).benchGatewayWs()],
+  ['dashboard', async () => (await import('./dashboard.js')).benchDashboard()],
   ['memory', async () => (await import('./memory.js')).benchMemory()],
   ['knowledge', async () => (await import('./knowledge.js')).benchKnowledge()],
   ['commands', async () => (await import('./commands.js')).benchCommands()],
