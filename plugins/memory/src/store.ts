@@ -271,6 +271,9 @@ export class MemoryStore {
     this.vectors.set(id, v);
     this.dirtyVectors = true;
     this.version++;
+    // A process that writes memory also keeps the vectors it made (the next quiet-time snapshot holds them), so a
+    // crash does not cost a second embedding of everything; a reader leaves memory.json to the writer.
+    if (this.wrote) this.noteChange();
   }
 
   async close(): Promise<void> {

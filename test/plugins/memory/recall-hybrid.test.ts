@@ -4,10 +4,10 @@
  * newest batch is embedded by the recall itself and the rest in the background, a batch at a time; the plugin's
  * stop ends that work after its current batch; a failing embedding service leaves recall working by keyword.
  */
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { tmp, rm } from '../../helpers.js';
+import { rm, tmp, waitFor } from '../../helpers.js';
 import { type LlmScript, startMemory, type MemoryHarness } from './harness.js';
 
 let h: MemoryHarness | undefined;
@@ -83,6 +83,20 @@ describe('recall_memory with embeddings: hybrid ranking and background embedding
     const again = await recall('zebra');
     expect(again).toMatch(/score 0\.9\d\d \| zebra crossing near the bakery/);
     expect(script.embeds!.slice(4)).toEqual([1]);
+  });
+
+  it('a process that writes memory keeps the vectors it made on disk (the quiet-time snapshot), not only at its stop', async () => {
+    home = homeWith(300);
+    // Slow enough that the snapshot after the record comes while the memories are still being embedded.
+    const script: LlmScript = { embed, embedDelayMs: 100 };
+    h = await startMemory({ home, llm: script });
+    h.memory.store.quietMs = 50;
+    await h.memory.record({ content: 'a new memory: this process writes' });
+    await recall('zebra');
+    await h.memory.settle();
+    expect(vectors()).toBe(301);
+    const onDisk = () => Object.keys((JSON.parse(readFileSync(join(home!, 'memory.json'), 'utf8')) as { vectors: object }).vectors).length;
+    await waitFor(() => onDisk() === 301 || undefined, 'the vectors in memory.json', 10_000);
   });
 
   it("the plugin's stop ends the background embedding after its current batch", async () => {
