@@ -2,13 +2,18 @@
  * The gateway's one request gate, run as a single `onRequest` hook before routing to a handler:
  * 1. CORS headers from `gatewayCorsOrigins` (and the answer to a preflight `OPTIONS`);
  * 2. the API key (`X-Api-Key` on REST, `?apiKey=` or the header on a WebSocket upgrade), in constant time;
- * 3. outside `/api`, a traversal attempt (`..`, encoded or not) is a plain 404.
+ * 3. outside `/api`, a traversal attempt (`..`, encoded or not) is a plain 404;
+ * and, before all of them, without a key: a gateway on loopback serves this machine only (a request a reverse
+ * proxy forwarded, one addressed to another host name or sent by a web page from elsewhere gets 403), and one
+ * beyond loopback refuses a web page of another origin that gatewayCorsOrigins does not list by name (403): with
+ * no key, any site the user visits could otherwise drive the agent through the user's browser.
  *
  * One hook instead of three (and instead of @fastify/cors, which copies its options object per request): every
  * hook costs on every request, and `GET /api/status` is polled by dashboards (budget: 80% of a bare route).
  */
 import type { FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import { keyMatches, unauthorized } from './auth.js';
+import { isLoopbackOrigin, notFromThisMachine, peerIsLoopback } from './deps.js';
 import { sendError } from './errors.js';
 import { suspiciousPath } from './static.js';
 
@@ -43,6 +48,34 @@ export function keyFromProtocols(header: string | string[] | undefined): string 
 export interface GateOptions {
   corsOrigins: readonly string[];
   apiKey: string | undefined;
+  /** The address the gateway listens on (a loopback one, without a key, means this machine only). */
+  host?: string;
+  /** Whether `host` is a loopback address. */
+  loopbackOnly?: boolean;
+  /** Told once when requests arrive through a reverse proxy while there is no key. */
+  warn?: (message: string) => void;
+}
+
+/** Why a gateway without a key refuses this request, or undefined. */
+function keylessRefusal(req: FastifyRequest, o: GateOptions, listed: ReadonlySet<string>): string | undefined {
+  if (o.loopbackOnly) {
+    const why = peerIsLoopback(req) ? notFromThisMachine(req) : `it came from ${req.socket.remoteAddress}`;
+    return why
+      ? `This gateway listens on ${o.host ?? 'loopback'} without gatewayApiKey, so it serves this machine only, and this request is not from this machine: ${why}. Set gatewayApiKey to serve it (the key then decides).`
+      : undefined;
+  }
+  const origin = req.headers.origin;
+  if (typeof origin !== 'string' || isLoopbackOrigin(origin) || listed.has(normOrigin(origin))) return undefined;
+  // Same origin (the page came from this gateway, under whatever name it was reached): its own dashboard.
+  let own = false;
+  try {
+    own = typeof req.headers.host === 'string' && new URL(origin).host === req.headers.host.trim().toLowerCase();
+  } catch {
+    own = false;
+  }
+  return own
+    ? undefined
+    : `A web page at ${origin} may not call this gateway: it has no gatewayApiKey, so any site its user visits could drive the agent through the browser. Set gatewayApiKey, or list that origin in gatewayCorsOrigins.`;
 }
 
 function isApi(url: string): boolean {
@@ -52,7 +85,9 @@ function isApi(url: string): boolean {
 export function requestGate(opts: GateOptions): onRequestHookHandler {
   const allowAll = opts.corsOrigins.includes('*');
   const allowed = new Set(opts.corsOrigins.map(normOrigin));
+  const listed = new Set(opts.corsOrigins.filter((o) => o !== '*').map(normOrigin));
   const key = opts.apiKey || undefined;
+  let proxyWarned = false;
 
   const cors = (req: FastifyRequest, reply: FastifyReply): void => {
     if (allowAll) {
@@ -71,6 +106,19 @@ export function requestGate(opts: GateOptions): onRequestHookHandler {
       // socket is closed once the answer is out. An accepted WebSocket never ends an HTTP answer, so it stays.
       const socket = req.raw.socket;
       reply.raw.once('finish', () => socket.destroy());
+    }
+    if (!key) {
+      const refusal = keylessRefusal(req, opts, listed);
+      if (refusal) {
+        sendError(reply, 403, refusal);
+        return;
+      }
+      if (!proxyWarned && opts.warn && (req.headers['x-forwarded-for'] !== undefined || req.headers.forwarded !== undefined)) {
+        proxyWarned = true;
+        opts.warn(
+          'gateway: requests arrive through a reverse proxy and there is no gatewayApiKey: whoever reaches the proxy controls the agent (queue tasks, run skills). Set gatewayApiKey. Proxied requests never count as local: LOCKED and security settings refuse them.',
+        );
+      }
     }
     cors(req, reply);
     if (req.method === 'OPTIONS') {

@@ -116,7 +116,16 @@ export async function buildServer(deps: GatewayDeps, opts: BuildOptions = {}): P
   app.setErrorHandler(errorHandler(ctx.log, settings.bodyLimit));
   app.setNotFoundHandler(notFound);
 
-  app.addHook('onRequest', requestGate({ corsOrigins: settings.corsOrigins, apiKey: settings.apiKey }));
+  app.addHook(
+    'onRequest',
+    requestGate({
+      corsOrigins: settings.corsOrigins,
+      apiKey: settings.apiKey,
+      host: settings.host,
+      loopbackOnly: loopbackOnly(settings.host),
+      warn: (m) => ctx.log.warn(m),
+    }),
+  );
 
   const builtin = new Set<string>();
   const extensions = createExtensions(ctx, builtin);

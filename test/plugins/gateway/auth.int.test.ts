@@ -151,8 +151,11 @@ describe('gateway without an API key', () => {
     expect(((await (await g.req('/api/security')).json()) as any).apiKeySet).toBe(false);
   });
 
-  it('allows every origin by default (gatewayCorsOrigins ["*"])', async () => {
-    const r = await g.req('/api/status', { headers: { origin: 'https://anywhere.example' } });
+  it('answers local pages with Access-Control-Allow-Origin * by default (gatewayCorsOrigins ["*"]); a page from elsewhere gets 403', async () => {
+    const r = await g.req('/api/status', { headers: { origin: 'http://localhost:5173' } });
+    expect(r.status).toBe(200);
     expect(r.headers.get('access-control-allow-origin')).toBe('*');
+    // Without a key, a loopback gateway serves this machine only (local-only.int.test.ts).
+    expect((await g.req('/api/status', { headers: { origin: 'https://anywhere.example' } })).status).toBe(403);
   });
 });
