@@ -348,6 +348,17 @@ export async function buildReport(src: DoctorSources, now = new Date()): Promise
     );
   }
   if (f.length === risky) add('security', 'ok', 'No risky settings found.');
+  if (src.declared('gatewayHost')) {
+    const host = String(src.get('gatewayHost') ?? '0.0.0.0');
+    const key = src.get('gatewayApiKey');
+    if (isLoopbackHost(host) && !(typeof key === 'string' && key !== ''))
+      // Not a risk, but the reason a reverse proxy in front of it gets 403 (docs/api.md, Authentication).
+      add(
+        'security',
+        'ok',
+        `The gateway serves this machine only (${host}, no gatewayApiKey): it refuses requests a reverse proxy forwards, requests addressed to another host name and calls from web pages of other sites. To put it behind a proxy (TLS), set gatewayApiKey.`,
+      );
+  }
   if (src.declared('commandIsolation')) await isolationFinding(src, add);
 
   for (const l of src.limits ?? []) add('kernel', 'ok', `Note: ${l}`);

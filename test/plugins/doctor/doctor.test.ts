@@ -204,6 +204,10 @@ describe('keel doctor', () => {
     const report = JSON.parse(out.stdout) as Report;
     expect(report.ok).toBe(true);
     expect(security(report)).toEqual([]);
+    // Why a reverse proxy in front of it would get 403, said where an operator looks.
+    const local = report.findings.find((f) => f.area === 'security' && /serves this machine only/.test(f.message));
+    expect(local?.level).toBe('ok');
+    expect(local?.message).toMatch(/reverse proxy.*set gatewayApiKey/);
   });
 
   it('is an error when no model is configured, naming modelName, the provider keys and providerG', async () => {
