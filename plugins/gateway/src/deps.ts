@@ -1,6 +1,7 @@
 /**
  * What the gateway's parts share: the plugin context, the effective settings and the kernel's information.
  */
+import { hostname } from 'node:os';
 import type { FastifyRequest } from 'fastify';
 import type { KernelInfoCapability, PluginContext } from '../../../sdk/index.js';
 import type manifest from '../manifest.js';
@@ -44,10 +45,22 @@ export function peerIsLoopback(req: FastifyRequest): boolean {
 /** Headers a proxy adds: their presence (never their value, which anyone can write) says a proxy forwarded it. */
 const FORWARDING = ['forwarded', 'x-forwarded-for', 'x-forwarded-host', 'x-forwarded-proto', 'x-real-ip', 'via'] as const;
 
-/** `localhost`, `*.localhost`, 127.x.x.x and ::1 (a host name, without a port; IPv6 with or without brackets). */
+/** This machine's own name (Debian maps it to 127.0.1.1), which a page elsewhere cannot make a browser use. */
+const OWN_NAME = hostname().toLowerCase();
+
+/**
+ * `localhost`, `*.localhost`, 127.x.x.x, ::1 and this machine's own name (a host name, without a port; IPv6 with
+ * or without brackets). Not 0.0.0.0: browsers reached local services through it ("0.0.0.0 day").
+ */
 export function isLoopbackName(host: string): boolean {
   const h = host.toLowerCase().replace(/^\[(.*)\]$/, '$1');
-  return h === 'localhost' || h.endsWith('.localhost') || h === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h);
+  return (
+    h === 'localhost' ||
+    h.endsWith('.localhost') ||
+    h === '::1' ||
+    /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h) ||
+    (h !== '' && h === OWN_NAME)
+  );
 }
 
 /** The host name of a Host header (`name:port`, `[v6]:port`), lower-case. */

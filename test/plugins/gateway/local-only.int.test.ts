@@ -9,6 +9,7 @@
  *   settings refuse it), and the operator is told once;
  * - with a key, the key decides (covered in auth.int.test.ts).
  */
+import { hostname } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readQueueList } from '../../../kernel/queue/index.js';
 import { raw, startGateway, type Gw } from './harness.js';
@@ -31,6 +32,7 @@ describe('gateway without a key on loopback: this machine only', () => {
       [{ 'x-real-ip': '203.0.113.9' }, /x-real-ip header/],
       [{ via: '1.1 caddy' }, /via header/],
       [{ host: `rebind.example:${g.port}` }, /addressed to rebind\.example/],
+      [{ host: `0.0.0.0:${g.port}` }, /addressed to 0\.0\.0\.0/],
       [{ origin: 'https://anywhere.example' }, /a web page at https:\/\/anywhere\.example sent it/],
       [{ origin: 'null' }, /a web page at null sent it/],
     ];
@@ -78,6 +80,8 @@ describe('gateway without a key on loopback: this machine only', () => {
       { host: `localhost:${g.port}` },
       { host: `keel.localhost:${g.port}` },
       { host: `[::1]:${g.port}` },
+      // This machine's own name (Debian maps it to 127.0.1.1).
+      { host: `${hostname()}:${g.port}` },
     ]) {
       const r = await raw(g.port, { path: '/api/status', headers });
       expect(r.status, JSON.stringify(headers)).toBe(200);
