@@ -72,3 +72,27 @@ export async function startMemory(
 }
 
 export const user = (channel: string, userId: string): Actor => ({ kind: 'user', channel, userId });
+
+/** Words the concept embedding maps to one concept each: "car" and "automobile" are close with no word shared. */
+const CONCEPTS: Record<string, number> = {
+  car: 0,
+  automobile: 0,
+  vehicle: 0,
+  drive: 0,
+  pasta: 1,
+  cooking: 1,
+  spaghetti: 1,
+  rain: 2,
+  weather: 2,
+};
+
+/** A tiny "semantic" embedding for tests: one dimension per concept, other words add a little noise. */
+export function conceptEmbed(text: string): number[] {
+  const v = [0.01, 0.01, 0.01, 0.01];
+  for (const w of text.toLowerCase().match(/[a-z]+/g) ?? []) {
+    const c = CONCEPTS[w];
+    if (c !== undefined) v[c]! += 1;
+    else v[3]! += 0.05;
+  }
+  return v;
+}

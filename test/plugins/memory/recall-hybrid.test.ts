@@ -8,7 +8,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { rm, tmp, waitFor } from '../../helpers.js';
-import { type LlmScript, startMemory, type MemoryHarness } from './harness.js';
+import { conceptEmbed, type LlmScript, startMemory, type MemoryHarness } from './harness.js';
 
 let h: MemoryHarness | undefined;
 let home: string | undefined;
@@ -19,17 +19,7 @@ afterEach(async () => {
   home = undefined;
 });
 
-// Words map to concepts, so "car" and "automobile" are close with no shared word; other words add a little noise.
-const CONCEPTS: Record<string, number> = { car: 0, automobile: 0, drive: 0, pasta: 1, cooking: 1, rain: 2, weather: 2 };
-const embed = (text: string): number[] => {
-  const v = [0.01, 0.01, 0.01, 0.01];
-  for (const w of text.toLowerCase().match(/[a-z]+/g) ?? []) {
-    const c = CONCEPTS[w];
-    if (c !== undefined) v[c]! += 1;
-    else v[3]! += 0.05;
-  }
-  return v;
-};
+const embed = conceptEmbed;
 
 /** A home whose memory.json holds `n` episodic memories (no vectors), the oldest about a zebra crossing. */
 function homeWith(n: number): string {

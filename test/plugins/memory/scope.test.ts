@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { Actor } from '../../../sdk/index.js';
 import { waitFor } from '../../helpers.js';
-import { startMemory, user, type MemoryHarness } from './harness.js';
+import { conceptEmbed, startMemory, user, type MemoryHarness } from './harness.js';
 
 let h: MemoryHarness | undefined;
 afterEach(async () => {
@@ -54,27 +54,7 @@ describe('recall_memory without embeddings', () => {
 });
 
 describe('recall_memory with embeddings', () => {
-  // A tiny "semantic" embedding: words map to concepts, so "car" finds "automobile" with no shared keyword.
-  const CONCEPTS: Record<string, number> = {
-    car: 0,
-    automobile: 0,
-    vehicle: 0,
-    drive: 0,
-    pasta: 1,
-    cooking: 1,
-    spaghetti: 1,
-    rain: 2,
-    weather: 2,
-  };
-  const embed = (text: string): number[] => {
-    const v = [0.01, 0.01, 0.01, 0.01];
-    for (const w of text.toLowerCase().match(/[a-z]+/g) ?? []) {
-      const c = CONCEPTS[w];
-      if (c !== undefined) v[c]! += 1;
-      else v[3]! += 0.05;
-    }
-    return v;
-  };
+  const embed = conceptEmbed;
 
   it('ranks by vector similarity and searches short, episodic and long memory', async () => {
     h = await startMemory({ llm: { embed, chat: () => 'rain is likely in autumn' } });
