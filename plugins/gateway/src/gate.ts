@@ -57,7 +57,8 @@ export interface GateOptions {
 }
 
 /** Why a gateway without a key refuses this request, or undefined. */
-function keylessRefusal(req: FastifyRequest, o: GateOptions, listed: ReadonlySet<string>): string | undefined {
+/** `allowed`: the normalized gatewayCorsOrigins (`*` among them matches no Origin header, so it never counts here). */
+function keylessRefusal(req: FastifyRequest, o: GateOptions, allowed: ReadonlySet<string>): string | undefined {
   if (o.loopbackOnly) {
     const why = peerIsLoopback(req) ? notFromThisMachine(req) : `it came from ${req.socket.remoteAddress}`;
     return why
@@ -65,7 +66,7 @@ function keylessRefusal(req: FastifyRequest, o: GateOptions, listed: ReadonlySet
       : undefined;
   }
   const origin = req.headers.origin;
-  if (typeof origin !== 'string' || isLoopbackOrigin(origin) || listed.has(normOrigin(origin))) return undefined;
+  if (typeof origin !== 'string' || isLoopbackOrigin(origin) || allowed.has(normOrigin(origin))) return undefined;
   // Same origin (the page came from this gateway, under whatever name it was reached): its own dashboard.
   let own = false;
   try {
@@ -85,7 +86,6 @@ function isApi(url: string): boolean {
 export function requestGate(opts: GateOptions): onRequestHookHandler {
   const allowAll = opts.corsOrigins.includes('*');
   const allowed = new Set(opts.corsOrigins.map(normOrigin));
-  const listed = new Set(opts.corsOrigins.filter((o) => o !== '*').map(normOrigin));
   const key = opts.apiKey || undefined;
   let proxyWarned = false;
 
@@ -108,7 +108,7 @@ export function requestGate(opts: GateOptions): onRequestHookHandler {
       reply.raw.once('finish', () => socket.destroy());
     }
     if (!key) {
-      const refusal = keylessRefusal(req, opts, listed);
+      const refusal = keylessRefusal(req, opts, allowed);
       if (refusal) {
         sendError(reply, 403, refusal);
         return;
