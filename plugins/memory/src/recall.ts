@@ -20,6 +20,8 @@ import { tokens } from './text.js';
 
 /** Entries embedded per embedding call; a recall embeds at most one such batch itself (the newest missing). */
 const EMBED_BATCH = 256;
+/** After a failed embedding call, recall goes on by keyword and the embedding is tried again after this pause. */
+const EMBED_RETRY_MS = 60_000;
 /** The hybrid score's weights (the knowledge store's: plugins/knowledge/src/search.ts). */
 const VECTOR_WEIGHT = 0.6;
 const KEYWORD_WEIGHT = 0.4;
@@ -92,7 +94,7 @@ export class MemoryRecall {
 
   /** Starts embedding every entry still without a vector of `model`, in the background, a batch at a time. */
   private fill(emb: LlmCapability, model: string): void {
-    if (this.filling || this.stopped || performance.now() - this.fillFailedAt < 60_000) return;
+    if (this.filling || this.stopped || performance.now() - this.fillFailedAt < EMBED_RETRY_MS) return;
     const run = async (): Promise<void> => {
       while (!this.stopped) {
         const batch = this.missing(model).slice(0, EMBED_BATCH);
@@ -191,7 +193,8 @@ export class MemoryRecall {
       if (!missing.length) this.complete = key;
       else {
         try {
-          if (performance.now() - this.fillFailedAt >= 60_000) await this.embedEntries(emb, model, missing.slice(0, EMBED_BATCH), signal);
+          if (performance.now() - this.fillFailedAt >= EMBED_RETRY_MS)
+            await this.embedEntries(emb, model, missing.slice(0, EMBED_BATCH), signal);
         } catch (e) {
           if (signal?.aborted) throw e;
           this.fillFailedAt = performance.now();
