@@ -235,7 +235,7 @@ describe('keel CLI', () => {
         else console.error('PUSHFAIL', r.code, r.stdout, r.stderr);
       }
     })();
-    await waitFor(() => acked.length >= 10, 'some pushes to be acknowledged');
+    await waitFor(() => acked.length >= 10, 'some pushes to be acknowledged', 45_000);
     process.kill(daemon.pid, 'SIGKILL');
     await burst;
     expect(acked.length).toBe(30);

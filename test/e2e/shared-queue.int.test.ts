@@ -121,7 +121,7 @@ describe.skipIf(problem)('one queue, several machines (Redis)', () => {
     const entries = await admin.xrange(`${prefix}queue:ops`, '-', '+');
     expect(entries.length).toBeGreaterThan(12);
     for (const [, fields] of entries) expect(fields[2]).toBe('s');
-  });
+  }, 120_000);
 
   it("a chat's action runs on the runner whose channel received it, and moves only when that runner is gone", async () => {
     const prefix = `chat${++n}-${process.pid}:`;
@@ -212,7 +212,7 @@ describe.skipIf(problem)('one queue, several machines (Redis)', () => {
     await waitFor(() => info.agentRunning(), 'the observer to see the runner');
     await runner.close();
     kernels.splice(kernels.indexOf(runner), 1);
-    await waitFor(() => !info.agentRunning(), 'the observer to see the runner gone', 5000);
+    await waitFor(() => !info.agentRunning(), 'the observer to see the runner gone', 15_000);
   });
 
   it("a runner switched to the shared queue moves what waited in its home's file queue, and runs it once", async () => {

@@ -4,6 +4,7 @@
  */
 import { execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { get as httpsGet } from 'node:https';
 import { tmpdir } from 'node:os';
@@ -163,7 +164,7 @@ describe('WhatsApp fake with the real baileys client', () => {
     expect(c.sock.user?.id).toBe(jid);
     await c.until((u) => u.receivedPendingNotifications === true);
     expect(fake.loggedIn()).toBe(1);
-  }, 15_000);
+  });
 
   it('a contact text arrives as messages.upsert notify and is delivered once', async () => {
     const dir = await tempDir();
@@ -183,7 +184,7 @@ describe('WhatsApp fake with the real baileys client', () => {
     const id2 = await fake.sendText(CONTACT, 'second', { pushName: 'Alice' });
     const got2 = await c.message((m) => m.msg.key.id === id2);
     expect(got2.msg.message?.conversation).toBe('second');
-  }, 15_000);
+  });
 
   it('outbound texts, replies and reactions reach the fake decrypted', async () => {
     const dir = await tempDir();
@@ -218,7 +219,7 @@ describe('WhatsApp fake with the real baileys client', () => {
     await waitUntil(() => fake.chatstates().some((s) => s.state === 'composing' && s.to === CONTACT_JID));
     await waitUntil(() => fake.reads().includes(inId));
     expect(fake.debug().filter((d) => d.includes('decrypt'))).toEqual([]);
-  }, 15_000);
+  });
 
   it('LID-addressed inbound messages (from @lid with sender_pn) arrive with the phone JID as remoteJidAlt', async () => {
     const dir = await tempDir();
@@ -235,7 +236,7 @@ describe('WhatsApp fake with the real baileys client', () => {
     expect(s.to).toBe(fake.lidOf(CONTACT));
     expect(s.toPhone).toBe(CONTACT);
     expect(s.text).toBe('back via lid');
-  }, 15_000);
+  });
 
   it('a child process preloading whatsapp-trust.mjs trusts the fake (connection: open)', async () => {
     const dir = await tempDir();
@@ -251,7 +252,7 @@ describe('WhatsApp fake with the real baileys client', () => {
       });`;
     const out = await runTrusting(script, { WA_DIR: dir, WA_URL: fake.url });
     expect(out).toContain('OPEN');
-  }, 15_000);
+  });
 
   it('inbound replies, mentions and edits carry their context', async () => {
     const dir = await tempDir();
@@ -282,7 +283,7 @@ describe('WhatsApp fake with the real baileys client', () => {
       tick();
     });
     expect(upd.update.message?.editedMessage?.message?.conversation).toBe('four');
-  }, 15_000);
+  });
 
   it('a delivery lost with the connection is re-delivered (offline, type append) on the next login', async () => {
     const dir = await tempDir();
@@ -307,7 +308,7 @@ describe('WhatsApp fake with the real baileys client', () => {
     expect(fake.deliveries(id)).toBe(2);
     expect(fake.deliveries(queued)).toBe(1);
     expect(c2.upserts.filter((m) => m.msg.key.id === id)).toHaveLength(1);
-  }, 15_000);
+  });
 
   it('a receipt lost with the device: the redelivered msg fails to decrypt, the retry receipt is answered with a new pkmsg', async () => {
     const dir = await tempDir();
@@ -343,7 +344,7 @@ describe('WhatsApp fake with the real baileys client', () => {
     // the session the retry built works for what follows
     const next = await fake.sendText(CONTACT, 'still there');
     expect((await c2.message((m) => m.msg.key.id === next)).msg.message?.conversation).toBe('still there');
-  }, 15_000);
+  });
 
   it('a group message whose retry answer also fails (device lost its prekeys): retry 2 carries <keys>, which the fake uses', async () => {
     const dir = await tempDir();
@@ -371,7 +372,7 @@ describe('WhatsApp fake with the real baileys client', () => {
     expect(fake.retries(id)).toBe(2);
     expect(fake.deliveries(id)).toBe(4);
     expect(fake.debug()).toContain(`retry 2 for ${id} answered (keys from the receipt)`);
-  }, 15_000);
+  });
 
   it('a replayed pkmsg (receipt lost on a fresh session) is nacked 487 by baileys, and the fake stops delivering it', async () => {
     const dir = await tempDir();
@@ -393,7 +394,7 @@ describe('WhatsApp fake with the real baileys client', () => {
     const c3 = await connect(dir);
     await c3.until((u) => u.receivedPendingNotifications === true);
     expect(fake.deliveries(id)).toBe(2);
-  }, 15_000);
+  });
 
   it('a message the device sends twice with the same id is kept once and acked twice', async () => {
     const dir = await tempDir();
@@ -411,7 +412,7 @@ describe('WhatsApp fake with the real baileys client', () => {
     // a new id still goes through, on the same session
     const other = await c.sock.sendMessage(CONTACT_JID, { text: 'y' });
     expect((await fake.waitFor((m) => m.id === other?.key.id)).text).toBe('y');
-  }, 15_000);
+  });
 
   it('QR pairing: qr → scanQr → 515 restart → the saved creds log in', async () => {
     const dir = await tempDir();
@@ -422,7 +423,7 @@ describe('WhatsApp fake with the real baileys client', () => {
     await fake.scanQr(withQr.qr!, '4915199999999');
     const closed = await c.until((u) => u.connection === 'close');
     expect(statusOf(closed)).toBe(DisconnectReason.restartRequired);
-    await new Promise((r) => setTimeout(r, 200)); // saveCreds is async
+    await waitUntil(() => savedLogin(dir)); // saveCreds is async
     const c2 = await connect(dir, opts);
     await c2.until((u) => u.connection === 'open');
     expect(c2.sock.user?.id).toMatch(/^4915199999999:\d+@s\.whatsapp\.net$/);
@@ -431,7 +432,7 @@ describe('WhatsApp fake with the real baileys client', () => {
     expect(got.msg.message?.conversation).toBe('welcome');
     const out = await c2.sock.sendMessage(CONTACT_JID, { text: 'thanks' });
     expect((await fake.waitFor((m) => m.id === out?.key.id)).text).toBe('thanks');
-  }, 15_000);
+  });
 
   it('pairing code: requestPairingCode → enterPairingCode on the phone → 515 restart → the saved creds log in', async () => {
     const dir = await tempDir();
@@ -445,7 +446,7 @@ describe('WhatsApp fake with the real baileys client', () => {
     const closed = await c.until((u) => u.connection === 'close');
     expect(statusOf(closed)).toBe(DisconnectReason.restartRequired);
     expect(c.updates.some((u) => u.isNewLogin)).toBe(true);
-    await new Promise((r) => setTimeout(r, 200)); // saveCreds is async
+    await waitUntil(() => savedLogin(dir)); // saveCreds is async
     const c2 = await connect(dir, opts);
     await c2.until((u) => u.connection === 'open');
     expect(c2.sock.user?.id).toMatch(/^4915123456789:\d+@s\.whatsapp\.net$/);
@@ -454,7 +455,7 @@ describe('WhatsApp fake with the real baileys client', () => {
     expect((await c2.message((m) => m.msg.key.id === id)).msg.message?.conversation).toBe('linked by code');
     const out = await c2.sock.sendMessage(CONTACT_JID, { text: 'hi from the new device' });
     expect((await fake.waitFor((m) => m.id === out?.key.id)).text).toBe('hi from the new device');
-  }, 15_000);
+  });
 
   it('pairing code: a wrong code is refused and nothing is linked; the right one then links', async () => {
     const dir = await tempDir();
@@ -476,7 +477,7 @@ describe('WhatsApp fake with the real baileys client', () => {
     await fake.enterPairingCode('keeltest', '+49 151 22222222');
     expect(statusOf(await c.until((u) => u.connection === 'close'))).toBe(DisconnectReason.restartRequired);
     expect(c.sock.authState.creds.me?.id).toMatch(/^4915122222222:\d+@s\.whatsapp\.net$/);
-  }, 15_000);
+  });
 
   it('logout() unlinks the device: connection close with loggedOut (401), later logins refused', async () => {
     const dir = await tempDir();
@@ -489,7 +490,7 @@ describe('WhatsApp fake with the real baileys client', () => {
     const c2 = await connect(dir);
     const closed2 = await c2.until((u) => u.connection === 'close');
     expect(statusOf(closed2)).toBe(DisconnectReason.loggedOut);
-  }, 15_000);
+  });
 
   it('conflict() replaces the session (440); drop() closes it; a deaf connection is detected by keep-alive', async () => {
     const dir = await tempDir();
@@ -508,7 +509,7 @@ describe('WhatsApp fake with the real baileys client', () => {
     expect(statusOf(await c3.until((u) => u.connection === 'close', 12_000))).toBe(DisconnectReason.connectionLost);
     fake.silent(false);
     expect(fake.connections()).toBe(3);
-  }, 15_000);
+  });
 
   it("the account's phone writes a note to self: fromMe in the self chat, acked with a sender receipt", async () => {
     const dir = await tempDir();
@@ -535,7 +536,7 @@ describe('WhatsApp fake with the real baileys client', () => {
     expect(viaLid.msg.message?.conversation).toBe('and via lid');
     await waitUntil(() => fake.acked(lidId));
     expect(fake.debug().filter((d) => d.includes('decrypt') || d.includes('nack'))).toEqual([]);
-  }, 15_000);
+  });
 
   it("the account's phone writes to a contact: the linked device gets the fromMe copy in the contact's chat", async () => {
     const dir = await tempDir();
@@ -559,7 +560,7 @@ describe('WhatsApp fake with the real baileys client', () => {
     expect(got2.msg.key.remoteJid).toBe(CONTACT_JID);
     expect(got2.msg.message?.conversation).toBe('bring wine');
     await waitUntil(() => fake.acked(id2));
-  }, 15_000);
+  });
 
   it('a phone message lost in transit is re-delivered (offline, append) on the next login', async () => {
     const dir = await tempDir();
@@ -579,7 +580,7 @@ describe('WhatsApp fake with the real baileys client', () => {
     expect(got.msg.message?.conversation).toBe('lost note');
     await waitUntil(() => fake.acked(id));
     expect(fake.deliveries(id)).toBe(2);
-  }, 15_000);
+  });
 
   it('the linked device writes to its own "Message yourself" chat: sent() has to = the account JID', async () => {
     const dir = await tempDir();
@@ -608,7 +609,7 @@ describe('WhatsApp fake with the real baileys client', () => {
     await waitUntil(() => c.edits.some((e) => e.key.id === out?.key.id && e.key.remoteJid === ownJid && e.update.status !== undefined));
     expect(fake.sent().filter((m) => m.to === ownJid)).toHaveLength(2);
     expect(fake.debug().filter((d) => d.includes('decrypt'))).toEqual([]);
-  }, 15_000);
+  });
 
   it('group messages in and out', async () => {
     const dir = await tempDir();
@@ -635,7 +636,7 @@ describe('WhatsApp fake with the real baileys client', () => {
     expect(s.encType).toBe('skmsg');
     const out2 = await c.sock.sendMessage(group, { text: 'and again' });
     expect((await fake.waitFor((m) => m.id === out2?.key.id)).text).toBe('and again');
-  }, 15_000);
+  });
 });
 
 /** A valid 1x1 PNG (so baileys' thumbnail step, sharp, succeeds). */
@@ -681,7 +682,7 @@ describe('WhatsApp fake media (HTTPS media server, media_conn, trust routing)', 
     expect(s3.media).toMatchObject({ kind: 'audio', mimetype: 'audio/ogg; codecs=opus', ptt: true });
     expect(s3.media?.data.equals(voice)).toBe(true);
     expect(fake.debug().filter((l) => l.startsWith('media upload'))).toHaveLength(3);
-  }, 15_000);
+  });
 
   it("a contact's image, document and voice note arrive and baileys downloads the exact bytes (also a byte range)", async () => {
     const dir = await tempDir();
@@ -726,7 +727,7 @@ describe('WhatsApp fake media (HTTPS media server, media_conn, trust routing)', 
     for await (const chunk of stream) chunks.push(chunk as Buffer);
     expect(Buffer.compare(Buffer.concat(chunks), ogg)).toBe(0);
     await waitUntil(() => fake.acked(id) && fake.acked(docId) && fake.acked(pttId));
-  }, 15_000);
+  });
 
   it('only the media hosts are routed and trusted; unknown paths are 404, uploads without the media_conn auth 401', async () => {
     expect((await fetch('https://mmg.whatsapp.net/v/t62.7118-24/nothing_n.enc?oh=x')).status).toBe(404);
@@ -744,7 +745,7 @@ describe('WhatsApp fake media (HTTPS media server, media_conn, trust routing)', 
     // other hosts / ports are not sent to the fake (there is no network here, so these fail elsewhere)
     await expect(fetch('https://example.invalid/', { signal: AbortSignal.timeout(3000) })).rejects.toThrow();
     await expect(fetch('https://mmg.whatsapp.net:8443/', { signal: AbortSignal.timeout(3000) })).rejects.toThrow();
-  }, 15_000);
+  });
 
   it('a child process preloading whatsapp-trust.mjs with mediaEnv() uploads and downloads media', async () => {
     const dir = await tempDir();
@@ -779,10 +780,19 @@ describe('WhatsApp fake media (HTTPS media server, media_conn, trust routing)', 
     expect(sent.media?.data.equals(out)).toBe(true);
     await fake.sendMedia(CONTACT, { kind: 'document', data: inbound, mimetype: 'application/octet-stream', fileName: 'in.bin' });
     expect(await child).toContain(`GOT ${createHash('sha256').update(inbound).digest('hex')}`);
-  }, 15_000);
+  });
 });
 
-async function waitUntil(cond: () => boolean, ms = 5000): Promise<void> {
+/** Whether baileys has written the paired device's creds (with its own id) to `dir`. */
+function savedLogin(dir: string): boolean {
+  try {
+    return !!JSON.parse(readFileSync(join(dir, 'creds.json'), 'utf8')).me?.id;
+  } catch {
+    return false;
+  }
+}
+
+async function waitUntil(cond: () => boolean, ms = 10_000): Promise<void> {
   const end = Date.now() + ms;
   while (!cond()) {
     if (Date.now() > end) throw new Error('condition not met in time');

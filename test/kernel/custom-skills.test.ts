@@ -50,7 +50,7 @@ async function boot(files: Record<string, string> = {}, configYaml?: string): Pr
 }
 
 /** Polls until `check` returns a truthy value, for at most `ms`; fails with the last value seen. */
-async function until<T>(probe: () => Promise<T> | T, check: (v: T) => unknown, ms = 5000): Promise<T> {
+async function until<T>(probe: () => Promise<T> | T, check: (v: T) => unknown, ms = 15_000): Promise<T> {
   const deadline = Date.now() + ms;
   let last: T;
   for (;;) {

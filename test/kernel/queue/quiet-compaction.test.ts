@@ -70,17 +70,19 @@ describe('actions.json from the first change on', () => {
   });
 
   it('keeps rewriting off while changes keep coming faster than the quiet time', async () => {
-    const q = await ActionQueue.open({ home, owner: true, log: captureLog(), quietCompactMs: 400 });
+    // 100 ms between changes against a 2 s quiet time: a late timer or a slow fsync on a loaded machine cannot
+    // open a quiet gap by accident.
+    const q = await ActionQueue.open({ home, owner: true, log: captureLog(), quietCompactMs: 2000 });
     try {
       await q.push({ task: 'seed' });
-      await waitFor(() => existsSync(join(home, 'actions.json')), 'the first compaction', 5000);
+      await waitFor(() => existsSync(join(home, 'actions.json')), 'the first compaction', 15_000);
       const m = statSync(join(home, 'actions.json')).mtimeMs;
       for (let i = 0; i < 8; i++) {
         await q.push({ task: `busy ${i}` });
         await new Promise((r) => setTimeout(r, 100));
       }
       expect(statSync(join(home, 'actions.json')).mtimeMs).toBe(m);
-      await waitFor(() => snapshot().actions.length === 9, 'the quiet-time compaction after the burst', 5000);
+      await waitFor(() => snapshot().actions.length === 9, 'the quiet-time compaction after the burst', 15_000);
     } finally {
       await q.close();
     }

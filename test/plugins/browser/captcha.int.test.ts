@@ -256,17 +256,17 @@ describe('solveCaptcha against a fake 2captcha-compatible service', () => {
     expect(e1.name).toBe('TimeoutError');
     expect(e1.message).toMatch(/no answer within/);
     expect(Date.now() - started).toBeGreaterThanOrEqual(280);
-    expect(Date.now() - started).toBeLessThan(2000);
+    expect(Date.now() - started).toBeLessThan(5000);
 
     started = Date.now();
     const e2 = await rejection(solveCaptcha(V2, opts('hang-in', { timeoutMs: 300 })));
     expect(e2.name).toBe('TimeoutError');
-    expect(Date.now() - started).toBeLessThan(2000);
+    expect(Date.now() - started).toBeLessThan(5000);
 
     started = Date.now();
     const e3 = await rejection(solveCaptcha(V2, opts('hang-res', { pollMs: 20, timeoutMs: 300 })));
     expect(e3.name).toBe('TimeoutError');
-    expect(Date.now() - started).toBeLessThan(2000);
+    expect(Date.now() - started).toBeLessThan(5000);
   });
 
   it('honours the AbortSignal promptly: before the start, during a hanging request, between polls', async () => {
@@ -286,7 +286,8 @@ describe('solveCaptcha against a fake 2captcha-compatible service', () => {
       setTimeout(() => ctl.abort(), 150);
       const e = await rejection(solveCaptcha(V2, opts(mode, { pollMs, timeoutMs: 60_000, signal: ctl.signal })));
       expect(e.name, mode).toBe('AbortError');
-      expect(Date.now() - started, mode).toBeLessThan(1000);
+      // Without the signal the poll (10 s) or the 60 s timeout would end it; 5 s leaves room for a loaded machine.
+      expect(Date.now() - started, mode).toBeLessThan(5000);
     }
   });
 

@@ -81,8 +81,9 @@ describe.skipIf(problem)('chatA on several machines (a Redis lease per bot token
     const key = new RedisLease({ url: redis.url, prefix, channel: 'chatA', credential: tg.token, leaseMs: 2000 }).key;
     expect(await admin.get(key)).toMatch(/"pid":/);
     // another process holds the lease now (a's lapsed while it was cut off, say)
-    await admin.set(key, JSON.stringify({ host: 'elsewhere', pid: 4242 }), 'PX', 4000);
-    await waitFor(() => !connected(a), 'a to give the connection up', 5000);
+    // (10 s: long enough that a, slowed by a loaded machine, still finds it there when it tries again)
+    await admin.set(key, JSON.stringify({ host: 'elsewhere', pid: 4242 }), 'PX', 10_000);
+    await waitFor(() => !connected(a), 'a to give the connection up', 8000);
     expect(
       a.logs
         .recent({ level: 'warn', limit: 50 })
@@ -91,7 +92,7 @@ describe.skipIf(problem)('chatA on several machines (a Redis lease per bot token
     ).toMatch(/giving the connection up: another process holds/);
     await waitFor(() => /pid 4242 on elsewhere/.test(a.channel().status().lastError ?? ''), 'a to name the holder');
     // once that lease runs out, a takes the connection back
-    await waitFor(() => connected(a), 'a to connect again', 15_000);
+    await waitFor(() => connected(a), 'a to connect again', 30_000);
     expect(tg.conflicts).toBe(0);
   });
 });

@@ -79,7 +79,7 @@ describe.skipIf(problem)('email and kill -9', () => {
     dirs.push(home, builtins);
     const config = { ...emailConfig({ ca, imap }), emailEnabled: true, emailAutoReplyEnabled: true, emailSweepIntervalMs: 3_600_000 };
     const first = child(home, config, builtins);
-    await first.wait((l) => l === 'ready', 'the first process to connect');
+    await first.wait((l) => l === 'ready', 'the first process to connect', 45_000);
     const N = 20;
     const subjects = Array.from({ length: N }, (_, i) => `burst ${i}`);
     const appending = (async () => {
@@ -90,7 +90,7 @@ describe.skipIf(problem)('email and kill -9', () => {
     await new Promise((r) => first.proc.once('exit', r));
     await appending;
     const second = child(home, config, builtins);
-    await second.wait((l) => l === 'ready', 'the second process to connect');
+    await second.wait((l) => l === 'ready', 'the second process to connect', 45_000);
     await second.wait((l) => l === `count ${N}`, `${N} actions`, 30_000);
     second.proc.kill('SIGTERM');
     await new Promise((r) => second.proc.once('exit', r));
@@ -98,5 +98,5 @@ describe.skipIf(problem)('email and kill -9', () => {
     const got = k.actions().map((a) => /Subject: (.*)/.exec(a.task)![1]);
     expect(got.sort()).toEqual([...subjects].sort());
     await k.stop();
-  });
+  }, 150_000);
 });

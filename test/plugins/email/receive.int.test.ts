@@ -49,7 +49,7 @@ function receiving(extra: Record<string, unknown> = {}): Record<string, unknown>
 }
 
 async function connected(k: EmailKernel): Promise<void> {
-  await waitFor(() => k.channel().status().state === 'connected', 'IMAP connected');
+  await waitFor(() => k.channel().status().state === 'connected', 'IMAP connected', 20_000);
 }
 
 const ADA = 'Ada Lovelace <ada@example.org>';

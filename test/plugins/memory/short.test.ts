@@ -184,7 +184,7 @@ describe('memory.json while Keel runs', () => {
     expect(JSON.parse(readFileSync(file, 'utf8')).short).toHaveLength(1);
     await recordN(3, 1);
     // Changes go to the journal first; memory.json follows once writes stop for a second, without a restart.
-    await waitFor(() => JSON.parse(readFileSync(file, 'utf8')).short.length === 4, 'memory.json with all four entries', 5000);
+    await waitFor(() => JSON.parse(readFileSync(file, 'utf8')).short.length === 4, 'memory.json with all four entries', 15_000);
     expect(readFileSync(join(h.home, 'memory.journal'), 'utf8')).toBe('');
   });
 });
