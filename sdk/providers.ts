@@ -149,4 +149,25 @@ export interface LlmCapability {
   /** Embeddings from the first configured provider that offers them (A, B, or G when enabled); undefined if none. */
   embed(req: EmbedRequest): Promise<{ vectors: number[][]; provider: string; model: string } | undefined>;
   canEmbed(): boolean;
+  /**
+   * One short real call to the model the agent uses, without fallback: does the key work, does the provider know
+   * the model, how long does an answer take. Costs a few tokens (recorded in the usage log as purpose `probe`).
+   */
+  probe?(opts?: { timeoutMs?: number; signal?: AbortSignal }): Promise<ModelProbe>;
 }
+
+/** What a model probe found (`llm.probe`, `POST /api/agent/probe`, `keel doctor --probe`). Never holds a key. */
+export type ModelProbe =
+  | { ok: true; provider: string; model: string; ms: number; reply: string }
+  | {
+      ok: false;
+      provider?: string;
+      model?: string;
+      ms?: number;
+      /** HTTP status the provider answered with, when it answered. */
+      status?: number;
+      /** What went wrong, in the provider's words where it gave some (key-free). */
+      error: string;
+      /** What to change. */
+      fix: string;
+    };

@@ -20,14 +20,30 @@ const manifest = {
       category: 'system',
       adminOnly: true,
       isParallelSafe: true,
-      parameters: Type.Object({}, { additionalProperties: false }),
+      parameters: Type.Object(
+        {
+          probeModel: Type.Optional(
+            Type.Boolean({
+              description:
+                'Also make one short real call to the model the agent uses (no fallback; costs a few tokens) and report whether the key and the model work, and what to change when not.',
+            }),
+          ),
+        },
+        { additionalProperties: false },
+      ),
     },
   ],
   cli: [
     {
       name: 'doctor',
       description: 'Check this Keel installation and warn about risky settings (exit code 1 when something is wrong)',
-      options: [{ flags: '--json', description: 'print the report as JSON' }],
+      options: [
+        { flags: '--json', description: 'print the report as JSON' },
+        {
+          flags: '--probe',
+          description: 'also call the configured model once (a few tokens) to check that its key and name work',
+        },
+      ],
     },
   ],
 } as const satisfies PluginManifest;

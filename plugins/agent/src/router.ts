@@ -18,6 +18,7 @@ import type {
   LlmCapability,
   Logger,
   ModelCallEvent,
+  ModelProbe,
   PluginContext,
   ProviderCapability,
 } from '../../../sdk/index.js';
@@ -245,6 +246,52 @@ export class Router {
     throw new Error(message);
   }
 
+  /**
+   * One short call to the main route, without fallback (a fallback answering would hide a broken primary), and
+   * what to change when it fails. See {@link LlmCapability.probe}.
+   */
+  async probe(opts: { timeoutMs?: number; signal?: AbortSignal } = {}): Promise<ModelProbe> {
+    let route: Route;
+    try {
+      route = this.resolve('main');
+    } catch (e) {
+      const c = this.current();
+      return {
+        ok: false,
+        ...(c.provider ? { provider: c.provider } : {}),
+        ...(c.model ? { model: c.model } : {}),
+        error: errorText(e),
+        fix: 'Set what the error names: keel config set <key> <value>, or the dashboard (Overview: Set up a model).',
+      };
+    }
+    const timeoutMs = opts.timeoutMs ?? Math.min(PROBE_TIMEOUT_MS, this.d.config.get('llmTimeoutMs'));
+    const started = performance.now();
+    try {
+      const res = await this.call(
+        route,
+        { messages: PROBE_MESSAGES, maxTokens: 16, timeoutMs, ...(opts.signal ? { signal: opts.signal } : {}) },
+        'probe',
+        {},
+      );
+      const ms = Math.round(performance.now() - started);
+      return { ok: true, provider: route.id, model: route.model, ms, reply: (res.text ?? '').trim().slice(0, 80) };
+    } catch (e) {
+      const ms = Math.round(performance.now() - started);
+      // a ProviderError, or anything shaped like one (a provider plugin built against another copy of the SDK)
+      const info = (e as { info?: { status?: unknown } } | undefined)?.info;
+      const status = typeof info?.status === 'number' ? info.status : undefined;
+      return {
+        ok: false,
+        provider: route.id,
+        model: route.model,
+        ms,
+        ...(status !== undefined ? { status } : {}),
+        error: errorText(e),
+        fix: probeFix(route, status, errorText(e)),
+      };
+    }
+  }
+
   /** One provider call under the timeout and the caller's signal; records token usage either way. */
   private async call(route: Route, req: LlmChatRequest, purpose: string, meta: CallMeta): Promise<ChatResponse & { provider: string }> {
     const timeoutMs = req.timeoutMs ?? this.d.config.get('llmTimeoutMs');
@@ -338,8 +385,42 @@ export class Router {
       chat: (req) => this.chat(req),
       embed: (req) => this.embed(req),
       canEmbed: () => this.canEmbed(),
+      probe: (opts) => this.probe(opts),
     };
   }
+}
+
+/** A probe waits at most this long (or llmTimeoutMs when shorter). */
+const PROBE_TIMEOUT_MS = 30_000;
+const PROBE_MESSAGES = [
+  { role: 'system' as const, content: 'This is a connection check. Answer with the single word OK.' },
+  { role: 'user' as const, content: 'Say OK.' },
+];
+
+/** The settings that hold a provider's credentials and address, for a fix that names them. */
+function credentialsOf(id: string): { keys: string; url: string } {
+  if (!(PROVIDER_IDS as readonly string[]).includes(id)) return { keys: `the credentials of ${id}`, url: `the address of ${id}` };
+  const url = id === 'providerG' ? 'providerGApiUrl' : `${id}BaseUrl`;
+  if (id === 'providerD') return { keys: 'providerDAccessKeyId and providerDSecretAccessKey (or the AWS environment)', url };
+  if (id === 'providerG') return { keys: 'the Ollama server (providerGApiUrl)', url };
+  return { keys: `${id}ApiKey (or ${id.toUpperCase()}_API_KEY)`, url };
+}
+
+/** What to change after a failed probe, by the provider's answer. */
+function probeFix(route: { id: string; model: string }, status: number | undefined, error: string): string {
+  const c = credentialsOf(route.id);
+  if (status === 401 || status === 403) return `${route.id} refused the credentials: check ${c.keys}.`;
+  if (status === 404)
+    return `${route.id} does not know the model "${route.model}", or ${c.url} points elsewhere: check modelName (and llmProvider).`;
+  if (status === 400 || status === 422)
+    return `${route.id} refused the request for "${route.model}": check that modelName names a chat model it serves.`;
+  if (status === 429) return `${route.id} is rate limiting this key or the account is out of quota: try again later, or check the account.`;
+  if (status !== undefined && status >= 500) return `${route.id} had a problem on its side (HTTP ${status}): try again later.`;
+  if (/did not answer within|timed out/i.test(error))
+    return `${route.id} did not answer in time: check that this machine reaches it (${c.url}), or try again.`;
+  if (/connection failed|ECONNREFUSED|ENOTFOUND|EAI_AGAIN|fetch failed/i.test(error))
+    return `This machine could not reach ${route.id}: check the network, a proxy, and ${c.url} if you set it.`;
+  return `Check the error above; keel doctor lists the model settings.`;
 }
 
 /** Rejects as soon as `signal` aborts, even if the provider ignores it. */

@@ -4,7 +4,7 @@
  */
 import { existsSync } from 'node:fs';
 import { statfs } from 'node:fs/promises';
-import { namespaceSupport, type ConnectionStatus, type LogEntry } from '../../../sdk/index.js';
+import { namespaceSupport, type ConnectionStatus, type LogEntry, type ModelProbe } from '../../../sdk/index.js';
 import { errorMessage } from '../../../sdk/errors.js';
 
 export type Level = 'ok' | 'warn' | 'error';
@@ -25,6 +25,8 @@ export interface Report {
   source: 'kernel' | 'config';
   summary: { ok: number; warn: number; error: number };
   findings: Finding[];
+  /** The model check, when one was asked for (`keel doctor --probe`, system_check `probeModel`). */
+  modelProbe?: ModelProbe;
 }
 
 export interface DoctorSources {
@@ -48,6 +50,8 @@ export interface DoctorSources {
   gatewayServing?: boolean;
   /** What this view cannot tell (shown as notes). */
   limits?: string[];
+  /** The result of a real call to the configured model, when one was made. */
+  modelProbe?: ModelProbe;
 }
 
 export const INTERPRETERS = [
@@ -211,6 +215,13 @@ export async function buildReport(src: DoctorSources, now = new Date()): Promise
     }
   }
 
+  const probe = src.modelProbe;
+  if (probe?.ok) add('config', 'ok', `The model answered: ${probe.model} on ${probe.provider} in ${probe.ms} ms.`);
+  else if (probe) {
+    const which = probe.model ? ` (${probe.model}${probe.provider ? ` on ${probe.provider}` : ''})` : '';
+    add('config', 'error', `The model check failed${which}: ${probe.error}`, probe.fix);
+  }
+
   // ---------------------------------------------------------------- connections
   if (src.channels) {
     const present = src.channels.filter((c) => c.status || c.error);
@@ -365,7 +376,14 @@ export async function buildReport(src: DoctorSources, now = new Date()): Promise
 
   const summary = { ok: 0, warn: 0, error: 0 };
   for (const x of f) summary[x.level]++;
-  return { ok: summary.error === 0, generatedAt: now.toISOString(), source: src.source, summary, findings: f };
+  return {
+    ok: summary.error === 0,
+    generatedAt: now.toISOString(),
+    source: src.source,
+    summary,
+    findings: f,
+    ...(src.modelProbe ? { modelProbe: src.modelProbe } : {}),
+  };
 }
 
 /** Whether run_command's deny list is enforced by the operating system here (plugins/system, docs/security.md). */

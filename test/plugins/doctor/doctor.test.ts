@@ -8,6 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { startKernel, type Kernel } from '../../../kernel/kernel.js';
 import { LogSink } from '../../../kernel/log.js';
 import { discoverBuiltins } from '../../../kernel/plugins/discover.js';
+import { chatReply, errorReply, startOpenAIFake } from '../../fakes/openai-server.js';
 import { rm, tmp } from '../../helpers.js';
 
 const ROOT = join(import.meta.dirname, '..', '..', '..');
@@ -228,5 +229,38 @@ describe('keel doctor', () => {
     const ok = JSON.parse((await keel(home, ['doctor', '--json'])).stdout) as Report;
     expect(ok.findings.find((x) => /No model is configured/.test(x.message))).toBeUndefined();
     expect(ok.findings.find((x) => x.area === 'config' && /Model: gpt-4o-mini/.test(x.message))?.level).toBe('ok');
+  });
+
+  it('--probe calls the configured model once: ok when it answers; a refused key is an error naming the key to fix (exit 1)', async () => {
+    const fake = await startOpenAIFake();
+    cleanups.push(() => void fake.close());
+    const home = tmp('keel-doctor-cli-');
+    cleanups.push(() => rm(home));
+    const key = 'sk-doctor-probe-0123456789';
+    writeFileSync(
+      join(home, 'keel.config.yaml'),
+      `gatewayHost: 127.0.0.1\nmodelName: gpt-4o-mini\nproviderAApiKey: ${key}\nproviderABaseUrl: ${fake.url}\n`,
+      { mode: 0o600 },
+    );
+    const chats = () => fake.requests.filter((r) => r.url.endsWith('/chat/completions')).length;
+    // without --probe nothing is sent
+    expect((await keel(home, ['doctor', '--json'])).code).toBe(0);
+    expect(chats()).toBe(0);
+
+    fake.script(chatReply({ text: 'OK' }));
+    const ok = await keel(home, ['doctor', '--probe', '--json']);
+    expect(ok.code, ok.stdout + ok.stderr).toBe(0);
+    const report = JSON.parse(ok.stdout) as Report & { modelProbe: any };
+    expect(report.modelProbe).toMatchObject({ ok: true, provider: 'providerA', model: 'gpt-4o-mini', reply: 'OK' });
+    expect(report.findings.find((f) => /The model answered: gpt-4o-mini on providerA/.test(f.message))?.level).toBe('ok');
+    expect(chats()).toBe(1);
+
+    fake.script(errorReply(401, 'Incorrect API key provided.'));
+    const bad = await keel(home, ['doctor', '--probe']);
+    expect(bad.code).toBe(1);
+    expect(bad.stdout).toMatch(/ERROR The model check failed \(gpt-4o-mini on providerA\): providerA: HTTP 401/);
+    expect(bad.stdout).toContain('fix: providerA refused the credentials: check providerAApiKey (or PROVIDERA_API_KEY).');
+    expect(bad.stdout + bad.stderr).not.toContain(key);
+    expect(chats()).toBe(2);
   });
 });

@@ -330,6 +330,7 @@ describe('gateway REST', () => {
         'GET /api/plugins',
         'POST /api/plugins/{id}/enable',
         'GET /api/agent/readiness',
+        'POST /api/agent/probe',
         // Added by the gateway-chat plugin through gateway:routes:gateway-chat.
         'POST /api/chat',
         'GET /api/chat/{conversationId}',

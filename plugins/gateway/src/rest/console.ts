@@ -190,6 +190,40 @@ export function consoleRoutes(env: RouteEnv): RouteDef[] {
       },
     },
     {
+      method: 'POST',
+      url: '/api/agent/probe',
+      summary: 'Check the model the agent uses: one short real call, no fallback (costs a few tokens)',
+      description:
+        'Answers 200 either way: `ok` true with the provider, model, time and the first words of the reply, or `ok` false with the ' +
+        "error (the provider's words, key-free), the HTTP status the provider gave, and what to change (`fix`). 503 when no agent " +
+        'plugin runs in this process.',
+      schema: {
+        response: {
+          200: Type.Object({
+            ok: Type.Boolean(),
+            provider: Type.Optional(Type.String()),
+            model: Type.Optional(Type.String()),
+            ms: Type.Optional(Type.Number()),
+            reply: Type.Optional(Type.String()),
+            status: Type.Optional(Type.Number()),
+            error: Type.Optional(Type.String()),
+            fix: Type.Optional(Type.String()),
+          }),
+          ...S.errors(401, 503),
+        },
+      },
+      handler: async (_req, reply) => {
+        const llm = ctx.use('llm');
+        if (!llm?.probe) return sendError(reply, 503, 'No agent plugin runs in this process, so there is no model to check.');
+        const stop = new AbortController();
+        // the client went away: stop waiting for the model
+        reply.raw.once('close', () => {
+          if (!reply.raw.writableFinished) stop.abort(new Error('the client closed the request'));
+        });
+        return llm.probe({ signal: stop.signal });
+      },
+    },
+    {
       method: 'GET',
       url: '/api/plugins',
       summary: "Every plugin's state (loaded, disabled, quarantined, failed, invalid)",
