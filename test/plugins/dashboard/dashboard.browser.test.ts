@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startKernel, type Kernel } from '../../../kernel/kernel.js';
 import { LogSink } from '../../../kernel/log.js';
 import { installFakeProvider, type FakeProviderControl } from '../../../sdk/testing/index.js';
+import { chatReply, errorReply, startOpenAIFake, type ScriptedServer } from '../../fakes/openai-server.js';
 import { rm, tmp } from '../../helpers.js';
 import { CHROMIUM, openBrowser } from './browser.js';
 
@@ -352,5 +353,75 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard with an API key', () => {
     expect(urls.length).toBeGreaterThan(3);
     for (const u of urls) expect(u).not.toContain(KEY);
     await page.close();
+  }, 90_000);
+});
+
+describe.skipIf(!existsSync(CHROMIUM))('dashboard model setup', () => {
+  let home: string | undefined;
+  let kernel: Kernel | undefined;
+  let wire: ScriptedServer | undefined;
+  let browser: Awaited<ReturnType<typeof openBrowser>> | undefined;
+  afterAll(async () => {
+    await browser?.close();
+    await kernel?.stop();
+    await wire?.close();
+    if (home) rm(home);
+  });
+
+  it('a fresh Keel without a model: the Overview asks for one, saves it, checks it with one real call; a refused key shows the fix', async () => {
+    // The real agent and providerA's openai client against the OpenAI wire fake; no model configured.
+    wire = await startOpenAIFake();
+    home = tmp('keel-dash-setup-');
+    writeFileSync(join(home, 'keel.config.yaml'), `providerABaseUrl: ${wire.url}\n`, { mode: 0o600 });
+    kernel = await startKernel({
+      home,
+      env: {},
+      watchSkills: false,
+      runAgent: true,
+      runner: { maxIdleMs: 100 },
+      overrides: { gatewayAutoStart: true, gatewayPort: 0, gatewayHost: '127.0.0.1' },
+      logs: new LogSink({ quiet: true }),
+    });
+    const port = kernel.registry.use<{ port: number }>('gateway:address')!.port;
+    browser = await openBrowser();
+    const page = await browser.context.newPage();
+    await page.goto(`http://127.0.0.1:${port}/`);
+    await expect(page.getByTestId('why-waiting').textContent({ timeout: 15_000 })).resolves.toMatch(/modelName/);
+    const form = page.getByTestId('model-setup');
+    await form.waitFor({ timeout: 10_000 });
+    await page.screenshot({ path: join(SHOTS, 'model-setup.png'), fullPage: true });
+    await form.locator('select[name="provider"]').selectOption('providerA');
+    // Without a key it says so and changes nothing.
+    await form.getByRole('button', { name: 'Save and check' }).click();
+    await expect(form.getByRole('alert').textContent()).resolves.toMatch(/needs an API key \(providerAApiKey\)/);
+    expect(kernel.config.get('modelName')).toBeUndefined();
+
+    const key = 'sk-dash-setup-0123456789abcdef';
+    await form.locator('input[name="providerAApiKey"]').fill(key);
+    await form.locator('input[name="model"]').fill('gpt-4o-mini');
+    wire.script(chatReply({ text: 'OK' }));
+    await form.getByRole('button', { name: 'Save and check' }).click();
+    const result = page.getByTestId('probe-result');
+    await expect(result.textContent({ timeout: 15_000 })).resolves.toMatch(/gpt-4o-mini on providerA answered in \d+ ms: “OK”/);
+    expect(kernel.config.get('providerAApiKey')).toBe(key);
+    expect(kernel.config.get('modelName')).toBe('gpt-4o-mini');
+    expect(kernel.config.get('llmProvider')).toBe('providerA');
+    const chats = () => wire!.requests.filter((r) => r.url.endsWith('/chat/completions'));
+    expect(chats()).toHaveLength(1);
+    expect(chats()[0]!.headers.authorization).toBe(`Bearer ${key}`);
+    // Ready now: the warning goes and the form closes.
+    await page.getByTestId('why-waiting').waitFor({ state: 'detached', timeout: 15_000 });
+    await page.getByTestId('model-setup').waitFor({ state: 'detached', timeout: 5000 });
+    await page.screenshot({ path: join(SHOTS, 'model-ready.png'), fullPage: true });
+
+    // The key stops working: "Check the model" shows the provider's words and the fix, and no key.
+    wire.script(errorReply(401, 'Incorrect API key provided.'));
+    await page.getByRole('button', { name: 'Check the model' }).click();
+    await expect(page.getByTestId('probe-result').textContent({ timeout: 15_000 })).resolves.toMatch(
+      /HTTP 401.*Incorrect API key provided.*Fix: providerA refused the credentials: check providerAApiKey/,
+    );
+    expect(await page.content()).not.toContain(key);
+    await page.screenshot({ path: join(SHOTS, 'model-refused.png'), fullPage: true });
+    expect(chats()).toHaveLength(2);
   }, 90_000);
 });
