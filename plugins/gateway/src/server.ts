@@ -196,7 +196,10 @@ export async function startServer(
   const address = { host, port: bound && typeof bound === 'object' ? bound.port : port };
   const shownHost = address.host.includes(':') ? `[${address.host}]` : address.host;
   const url = `http://${shownHost}:${address.port}`;
-  deps.ctx.log.info(`Gateway listening on ${url}`);
+  // Where to point a browser: this machine's name for a wildcard or loopback bind (0.0.0.0 is not an address to open).
+  const local = ['0.0.0.0', '::', '127.0.0.1', '::1', 'localhost'].includes(address.host);
+  const page = `http://${local ? 'localhost' : shownHost}:${address.port}/`;
+  deps.ctx.log.info(`Gateway listening on ${url}${!deps.settings.staticDir && hasDashboard(deps) ? `; dashboard: ${page}` : ''}`);
   warnIfExposed(deps);
   try {
     deps.ctx.provide('gateway:address', { ...address, url });
@@ -264,4 +267,13 @@ function extensionHandler(env: RouteEnv, extensions: Extensions) {
       return sendError(reply, 500, `The ${route.plugin} plugin failed to answer this request.`);
     }
   };
+}
+
+/** Whether the dashboard plugin serves `/` (it may be kept out by the plugin lists). */
+function hasDashboard(deps: GatewayDeps): boolean {
+  try {
+    return deps.ctx.use('dashboard') !== undefined;
+  } catch {
+    return false;
+  }
 }

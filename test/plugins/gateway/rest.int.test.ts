@@ -249,7 +249,10 @@ describe('gateway REST', () => {
       expect(Object.keys(l).sort()).toEqual(['level', 'message', 'timestamp']);
       expect(new Date(l.timestamp).toISOString()).toBe(l.timestamp);
     }
-    expect(logs.some((l: any) => /Gateway listening on http:\/\/127\.0\.0\.1:/.test(l.message))).toBe(true);
+    // the address, and where to point a browser for the dashboard
+    expect(
+      logs.some((l: any) => /Gateway listening on http:\/\/127\.0\.0\.1:(\d+); dashboard: http:\/\/localhost:\1\/$/.test(l.message)),
+    ).toBe(true);
     const one = await json(await g.req('/api/logs?limit=1&level=info'));
     expect(one.logs).toHaveLength(1);
     expect(one.logs[0].level).toBe('info');
