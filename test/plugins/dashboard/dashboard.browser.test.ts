@@ -45,10 +45,11 @@ interface Running {
   base: string;
 }
 
-async function start(host: string, key?: string): Promise<Running> {
+/** A kernel with the agent and the gateway; on the scripted fake model unless `configYaml` says otherwise. */
+async function start(host: string, key?: string, configYaml = 'llmProvider: fake\nmodelName: fake-model\n'): Promise<Running> {
   const home = tmp('keel-dash-');
   const fake = installFakeProvider(home);
-  writeFileSync(join(home, 'keel.config.yaml'), 'llmProvider: fake\nmodelName: fake-model\n', { mode: 0o600 });
+  writeFileSync(join(home, 'keel.config.yaml'), configYaml, { mode: 0o600 });
   const kernel = await startKernel({
     home,
     env: {},
@@ -357,35 +358,23 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard with an API key', () => {
 });
 
 describe.skipIf(!existsSync(CHROMIUM))('dashboard model setup', () => {
-  let home: string | undefined;
-  let kernel: Kernel | undefined;
+  let running: Running | undefined;
   let wire: ScriptedServer | undefined;
   let browser: Awaited<ReturnType<typeof openBrowser>> | undefined;
   afterAll(async () => {
     await browser?.close();
-    await kernel?.stop();
+    await stop(running);
     await wire?.close();
-    if (home) rm(home);
   });
 
   it('a fresh Keel without a model: the Overview asks for one, saves it, checks it with one real call; a refused key shows the fix', async () => {
     // The real agent and providerA's openai client against the OpenAI wire fake; no model configured.
     wire = await startOpenAIFake();
-    home = tmp('keel-dash-setup-');
-    writeFileSync(join(home, 'keel.config.yaml'), `providerABaseUrl: ${wire.url}\n`, { mode: 0o600 });
-    kernel = await startKernel({
-      home,
-      env: {},
-      watchSkills: false,
-      runAgent: true,
-      runner: { maxIdleMs: 100 },
-      overrides: { gatewayAutoStart: true, gatewayPort: 0, gatewayHost: '127.0.0.1' },
-      logs: new LogSink({ quiet: true }),
-    });
-    const port = kernel.registry.use<{ port: number }>('gateway:address')!.port;
+    running = await start('127.0.0.1', undefined, `providerABaseUrl: ${wire.url}\n`);
+    const { kernel } = running;
     browser = await openBrowser();
     const page = await browser.context.newPage();
-    await page.goto(`http://127.0.0.1:${port}/`);
+    await page.goto(`${running.base}/`);
     await expect(page.getByTestId('why-waiting').textContent({ timeout: 15_000 })).resolves.toMatch(/modelName/);
     const form = page.getByTestId('model-setup');
     await form.waitFor({ timeout: 10_000 });
