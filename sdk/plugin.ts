@@ -224,8 +224,11 @@ export interface CommandContext {
    * key, each plugin's state as it would start, and configuration problems. No plugin code runs.
    */
   inspect(): Promise<InspectView>;
-  /** Start this same command again as a detached background process logging to `$KEEL_HOME/<logName>`; resolves once its pid file exists. */
-  detach(opts: { processName: string; logName: string; dropArgs: string[] }): Promise<{ pid: number; log: string }>;
+  /**
+   * Start this same command again as a detached background process logging to `$KEEL_HOME/<logName>`; resolves once
+   * it reports ready, with where its gateway listens when it runs one.
+   */
+  detach(opts: { processName: string; logName: string; dropArgs: string[] }): Promise<{ pid: number; log: string; gateway?: string }>;
 }
 
 /** See `CommandContext.inspect`. Secret values are masked in `config.get`. */

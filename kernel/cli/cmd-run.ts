@@ -24,8 +24,8 @@ export async function runCommand(opts: RunOptions): Promise<number> {
       '--foreground-daemon',
       ...(opts.withGateway ? ['--with-gateway'] : []),
     ];
-    const { pid, log } = await detach({ home, processName: 'agent', log: join(home, 'daemon.log'), args });
-    process.stdout.write(`Keel is running in the background (pid ${pid}); logs: ${log}\n`);
+    const { pid, log, gateway } = await detach({ home, processName: 'agent', log: join(home, 'daemon.log'), args });
+    process.stdout.write(`Keel is running in the background (pid ${pid})${gateway ? `, gateway on ${gateway}` : ''}; logs: ${log}\n`);
     return 0;
   }
   const served = await serve({

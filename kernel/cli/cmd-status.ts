@@ -85,6 +85,9 @@ export async function status(opts: { json?: boolean; config?: string }): Promise
       );
     }
     for (const p of procs.filter((p) => p.name !== 'agent')) lines.push(`Also running: ${p.name} (pid ${p.pid}).`);
+    // each gateway once (with --with-gateway the agent's process runs it and has two pid files)
+    for (const url of new Set(procs.map((p) => p.gateway).filter((u): u is string => !!u)))
+      lines.push(`Gateway: ${url} (${browserUrl(url)} in a browser for the dashboard).`);
     if (state?.runner.current) lines.push(`Working on ${state.runner.current}.`);
     if (report.queue.pending > 0 && waiting) lines.push(`Actions wait because ${waiting}.`);
     if (report.channels.length > 0) lines.push(`Channels: ${report.channels.map(channelLine).join(', ')}.`);
@@ -93,4 +96,12 @@ export async function status(opts: { json?: boolean; config?: string }): Promise
     process.stdout.write(`${lines.join('\n')}\n`);
   }
   return agent ? 0 : 3;
+}
+
+/** The address to open in a browser: `localhost` for a wildcard or loopback bind. */
+export function browserUrl(gateway: string): string {
+  const m = /^http:\/\/(\[[^\]]+\]|[^:/]+):(\d+)/.exec(gateway);
+  if (!m) return gateway;
+  const host = ['0.0.0.0', '[::]', '127.0.0.1', '[::1]', 'localhost'].includes(m[1]!) ? 'localhost' : m[1]!;
+  return `http://${host}:${m[2]}/`;
 }

@@ -53,8 +53,9 @@ export async function serve(o: ServeOptions): Promise<Served> {
   const { startKernel, keelVersion } = await import('../kernel.js');
   const startedAt = new Date().toISOString();
   const names = o.runAgent && o.processName !== 'agent' ? [o.processName, 'agent'] : [o.processName];
-  const record = (ready: boolean) => {
-    for (const name of names) writePid(o.home, { pid: process.pid, name, mode: o.mode, startedAt, version: keelVersion(), ready });
+  const record = (ready: boolean, gateway?: string) => {
+    for (const name of names)
+      writePid(o.home, { pid: process.pid, name, mode: o.mode, startedAt, version: keelVersion(), ready, ...(gateway ? { gateway } : {}) });
   };
   record(false);
   const cleanup = () => names.forEach((n) => removePid(o.home, n));
@@ -91,7 +92,8 @@ export async function serve(o: ServeOptions): Promise<Served> {
     });
   };
   publish();
-  record(true);
+  // `keel status` tells where the gateway (and its dashboard) of this process listens
+  record(true, kernel.registry.use<{ url: string }>('gateway:address')?.url);
   const timer = setInterval(publish, 2000);
   timer.unref();
   const unsubscribe = kernel.queue.onChange(() => publish());
@@ -123,7 +125,12 @@ export async function serve(o: ServeOptions): Promise<Served> {
  * Starts this same CLI invocation again as a detached process (stdout and stderr to `log`), and waits until the
  * child reports ready in its pid file (kernel and servers up), or has exited (then its log says why).
  */
-export async function detach(o: { home: string; processName: string; log: string; args: string[] }): Promise<{ pid: number; log: string }> {
+export async function detach(o: {
+  home: string;
+  processName: string;
+  log: string;
+  args: string[];
+}): Promise<{ pid: number; log: string; gateway?: string }> {
   mkdirSync(o.home, { recursive: true });
   const fd = openSync(o.log, 'a', 0o600);
   // Re-run this same entry point (dist/cli.js, or the source entry under a loader) with the same runtime flags.
@@ -137,7 +144,8 @@ export async function detach(o: { home: string; processName: string; log: string
   const deadline = Date.now() + 20_000;
   while (Date.now() < deadline) {
     const rec = readPid(o.home, o.processName);
-    if (rec && rec.pid === child.pid && rec.ready !== false) return { pid: child.pid!, log: o.log };
+    if (rec && rec.pid === child.pid && rec.ready !== false)
+      return { pid: child.pid!, log: o.log, ...(rec.gateway ? { gateway: rec.gateway } : {}) };
     const code = await Promise.race([exited, new Promise<undefined>((r) => setTimeout(() => r(undefined), 50))]);
     if (code !== undefined)
       throw new KeelError(ErrorCodes.PLUGIN_SETUP_FAILED, `The background process exited during start (code ${code}); see ${o.log}`);

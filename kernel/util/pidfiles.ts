@@ -18,6 +18,8 @@ export interface PidRecord {
   log?: string;
   /** False while the process is still starting (its kernel and servers are not up yet). */
   ready?: boolean;
+  /** Where this process's gateway listens (`http://host:port`), when it runs one. */
+  gateway?: string;
 }
 
 export function runDir(home: string): string {

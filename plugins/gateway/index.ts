@@ -10,8 +10,8 @@ import { relaySettings } from './src/relay.js';
 async function gatewayCommand(c: CommandContext): Promise<number> {
   const o = c.options as { port?: string; host?: string; apiKey?: string; static?: string; withAgent?: boolean; background?: boolean };
   if (o.background) {
-    const { pid, log } = await c.detach({ processName: 'gateway', logName: 'gateway.log', dropArgs: ['-b', '--background'] });
-    process.stdout.write(`Keel gateway is running in the background (pid ${pid}); logs: ${log}\n`);
+    const { pid, log, gateway } = await c.detach({ processName: 'gateway', logName: 'gateway.log', dropArgs: ['-b', '--background'] });
+    process.stdout.write(`Keel gateway is running in the background (pid ${pid})${gateway ? ` on ${gateway}` : ''}; logs: ${log}\n`);
     return 0;
   }
   const overrides: Record<string, unknown> = { gatewayAutoStart: true };

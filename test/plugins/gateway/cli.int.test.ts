@@ -75,7 +75,7 @@ describe('keel gateway', () => {
     const port = await freePort();
     const start = await keel(h, ['gateway', '-b', '-p', String(port), '-h', '127.0.0.1', '-k', 'bg-key']);
     expect(start.code, start.stderr).toBe(0);
-    expect(start.stdout).toMatch(/background \(pid \d+\)/);
+    expect(start.stdout).toMatch(new RegExp(`background \\(pid \\d+\\) on http://127\\.0\\.0\\.1:${port};`));
     const url = `http://127.0.0.1:${port}/api/status`;
     const res = await waitFor(
       async () => {
@@ -94,6 +94,10 @@ describe('keel gateway', () => {
 
     const st = await keel(h, ['status']);
     expect(st.stdout).toMatch(/Also running: gateway \(pid \d+\)/);
+    // where it listens, and what to open in a browser
+    expect(st.stdout).toContain(`Gateway: http://127.0.0.1:${port} (http://localhost:${port}/ in a browser for the dashboard).`);
+    const json = JSON.parse((await keel(h, ['status', '--json'])).stdout) as { processes: Array<{ name: string; gateway?: string }> };
+    expect(json.processes.find((p) => p.name === 'gateway')?.gateway).toBe(`http://127.0.0.1:${port}`);
     expect(readFileSync(join(h, 'gateway.log'), 'utf8')).toContain(`Gateway listening on http://127.0.0.1:${port}`);
 
     const stop = await keel(h, ['stop', '--timeout', '5000']);
