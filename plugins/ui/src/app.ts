@@ -10,7 +10,7 @@ import { errorMessage } from '../../../sdk/index.js';
 import { GatewayClient, type GatewayMessage, type LinkState } from './api.js';
 import { ChatTracker } from './chat.js';
 import { bar, Runner, type PullProgress, type RunnerState } from './runner.js';
-import { describeEvent, fit, type ChatLine, type Status, type TaskList } from './views.js';
+import { describeEvent, fit, wrap, type ChatLine, type Status, type TaskList } from './views.js';
 
 // htm ships CommonJS types for an ES module: the default export is the module itself at run time.
 const htm = (htmModule as unknown as { default?: typeof htmModule.default }).default ?? (htmModule as unknown as typeof htmModule.default);
@@ -29,6 +29,7 @@ type Prompt = { kind: 'task' | 'pull'; label: string } | undefined;
 const HELP = [
   '1-5 / Tab    switch screen          ?   this help',
   'q / Ctrl+C   quit                   r   refresh now',
+  'Overview: c check the model (one real call: does the key work, is the name right)',
   'Queue:   n new task (then priority 1-10), Up/Down choose, x cancel or stop it',
   'Chat:    type a message, Enter sends, Esc clears',
   'Models:  Up/Down choose, Enter use as modelName, p pull a model, Esc stop pull',
@@ -60,6 +61,8 @@ function App({ o }: { o: UiOptions }) {
   const [prompt, setPrompt] = useState<Prompt>();
   const [pendingTask, setPendingTask] = useState<string | undefined>();
   const [notice, setNotice] = useState('');
+  /** The last model check (key c on the overview), shown there. */
+  const [checked, setChecked] = useState('');
   const [models, setModels] = useState<RunnerState | undefined>();
   const [pick, setPick] = useState(0);
   /** The chosen row of the queue's pending list (by id, so it stays on its task when the list changes). */
@@ -180,6 +183,20 @@ function App({ o }: { o: UiOptions }) {
     }
   };
 
+  /** POST /api/agent/probe: one short real call to the model the agent uses; the answer, or the error and the fix. */
+  const checkModel = async () => {
+    setChecked('Calling the model...');
+    try {
+      const p = await client.call<{ ok: boolean; provider?: string; model?: string; ms?: number; error?: string; fix?: string }>(
+        'POST',
+        '/api/agent/probe',
+      );
+      setChecked(p.ok ? `${p.model} on ${p.provider} answered in ${p.ms} ms.` : `Failed: ${p.error}\nFix: ${p.fix}`);
+    } catch (e) {
+      setChecked(`Failed: ${errorMessage(e)}`);
+    }
+  };
+
   const startAgent = () => {
     const cli = process.argv[1];
     if (!cli) return;
@@ -227,6 +244,7 @@ function App({ o }: { o: UiOptions }) {
     if (ch === 'r') return void (refresh(), refreshModels());
     if (ch === 's' && link.state !== 'connected') return startAgent();
     const screen = TABS[tab];
+    if (screen === 'Overview' && ch === 'c' && status) return void checkModel();
     if (screen === 'Queue' && ch === 'n') return setPrompt({ kind: 'task', label: 'New task' });
     if (screen === 'Queue') {
       const list = tasks?.pending ?? [];
@@ -287,6 +305,11 @@ function App({ o }: { o: UiOptions }) {
         `Queue      ${status.queue?.pending ?? 0} pending, ${status.queue?.failed ?? 0} failed`,
         `Memory     ${status.memory?.short ?? 0} short, ${status.memory?.episodic ?? 0} episodic, ${status.memory?.long ?? 0} long`,
         `Autonomy   ${status.autonomy?.enabled ? `on, every ${Math.round((status.autonomy.interval ?? 0) / 1000)} s` : 'off'}`,
+        ...(checked
+          ? checked
+              .split('\n')
+              .flatMap((part, i) => wrap(part, width - 11).map((l, j) => `${i === 0 && j === 0 ? 'Check' : ''}`.padEnd(11) + l))
+          : ['Check      press c to call the model once']),
         '',
         'Connections',
         ...(Object.keys(connections).length

@@ -39,6 +39,25 @@ export function fit(s: string, width: number): string {
   return flat.length <= width ? flat : `${flat.slice(0, Math.max(0, width - 1))}…`;
 }
 
+/** Text in lines of at most `width` characters, broken between words (a word longer than a line is cut). */
+export function wrap(s: string, width: number): string[] {
+  const lines: string[] = [];
+  let line = '';
+  for (const word of s.split(/\s+/).filter(Boolean)) {
+    if (line && line.length + 1 + word.length > width) {
+      lines.push(line);
+      line = '';
+    }
+    line = line ? `${line} ${word}` : word;
+    while (line.length > width) {
+      lines.push(line.slice(0, width));
+      line = line.slice(width);
+    }
+  }
+  if (line) lines.push(line);
+  return lines;
+}
+
 /** A line of the live activity for a gateway event, or undefined for events the screen does not show. */
 export function describeEvent(event: string, d: Record<string, unknown>): string | undefined {
   // Relayed from another machine on a shared queue (docs/websocket.md): say which.

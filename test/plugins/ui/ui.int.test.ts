@@ -134,6 +134,16 @@ describe.skipIf(!hasTmux)('keel ui in a terminal (tmux, 80x24)', () => {
     expect(overview).toMatch(/connected/);
     for (const line of overview.split('\n')) expect(line.length).toBeLessThanOrEqual(80);
 
+    // c: one real call to the model (POST /api/agent/probe); then a refused key shows the fix, wrapped to the screen.
+    fake!.script(chatReply({ text: 'OK' }));
+    keys('c');
+    await see(/Check\s+gpt-4o-mini on providerA answered in \d+ ms\./, 'the model check');
+    fake!.script({ status: 401, json: { error: { message: 'Incorrect API key provided.', type: 'invalid_request_error' } } });
+    keys('c');
+    const refused = await see(/Fix: providerA refused the credentials: check\s+providerAApiKey/, 'the failed check with its fix');
+    expect(refused).toMatch(/Check\s+Failed: providerA: HTTP 401/);
+    for (const line of refused.split('\n')) expect(line.length).toBeLessThanOrEqual(80);
+
     // Queue: push a task with priority 8 and see it complete in the queue and the live activity.
     fake!.script(chatReply({ text: 'Paris is the capital of France.' }));
     keys('2');

@@ -2,7 +2,7 @@
  * `keel ui`'s event lines: what the activity pane prints for each gateway event.
  */
 import { describe, expect, it } from 'vitest';
-import { describeEvent } from '../../../plugins/ui/src/views.js';
+import { describeEvent, wrap } from '../../../plugins/ui/src/views.js';
 
 describe('keel ui event lines', () => {
   it('names each action event with its id and what changed, including an edit amending a waiting action', () => {
@@ -21,5 +21,17 @@ describe('keel ui event lines', () => {
     const line = describeEvent('action.started', { actionId: 'act_1', task: 'deploy', host: 'runner-b' });
     expect(line).toMatch(/^\d\d:\d\d:\d\d @runner-b act_1 started: deploy$/);
     expect(describeEvent('action.started', { actionId: 'act_1', task: 'deploy' })).not.toMatch(/@/);
+  });
+
+  it('wraps text between words to the width; a word longer than a line is cut', () => {
+    expect(wrap('providerA refused the credentials: check providerAApiKey', 20)).toEqual([
+      'providerA refused',
+      'the credentials:',
+      'check',
+      'providerAApiKey',
+    ]);
+    expect(wrap('abcdefghij klm', 4)).toEqual(['abcd', 'efgh', 'ij', 'klm']);
+    expect(wrap('', 10)).toEqual([]);
+    for (const l of wrap('a '.repeat(100), 7)) expect(l.length).toBeLessThanOrEqual(7);
   });
 });
