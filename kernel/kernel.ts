@@ -11,6 +11,7 @@ import { isAdmin, sessionKey } from './policy/index.js';
 import type { ChannelCapability } from '../sdk/channel.js';
 import type { Action, Actor, Logger } from '../sdk/types.js';
 import { ConfigStore, describeSchema, KeyRegistry, KERNEL_KEYS } from './config/index.js';
+import { Housekeeping } from './housekeeping.js';
 import { errorMessage } from './errors.js';
 import { createHooks } from './hooks/catalogue.js';
 import { LogSink } from './log.js';
@@ -49,6 +50,8 @@ export interface KernelOptions {
   logs?: LogSink;
   host?: Pick<HostOptions, 'setupTimeoutMs' | 'stopTimeoutMs' | 'healthTimeoutMs' | 'quarantineAfter'>;
   runner?: { maxIdleMs?: number };
+  /** The file this process's stdout and stderr go to (a detached process): rotated past logFileMaxMB. */
+  logFile?: string;
 }
 
 export interface Kernel {
@@ -243,6 +246,19 @@ export async function startKernel(opts: KernelOptions = {}): Promise<Kernel> {
 
   const unwatchConfig = (opts.watchConfig ?? opts.runAgent) ? watchConfigFile(cfg, log) : undefined;
 
+  // Downloads are swept by the agent's process (one per home); a detached process keeps its own log in bounds.
+  const housekeeping =
+    opts.runAgent || opts.logFile
+      ? new Housekeeping({
+          home,
+          config: cfg,
+          log: logs.logger('housekeeping'),
+          downloads: Boolean(opts.runAgent),
+          ...(opts.logFile ? { logFile: opts.logFile } : {}),
+        })
+      : undefined;
+  housekeeping?.start();
+
   if (opts.runAgent) {
     runner = new Runner({
       queue,
@@ -284,6 +300,7 @@ export async function startKernel(opts: KernelOptions = {}): Promise<Kernel> {
     stop() {
       stopping ??= (async () => {
         await runner?.stop();
+        await housekeeping?.stop();
         unwatchConfig?.();
         await customSkills?.stop();
         await host.stopAll();

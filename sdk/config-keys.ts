@@ -34,6 +34,9 @@ export interface KnownConfig {
   pluginAllowList: string[];
   pluginDenyList: string[];
   pluginHealthCheckIntervalMinutes: number;
+  downloadsKeepDays: number;
+  logFileMaxMB: number;
+  channelHistoryKeepDays: number;
 }
 
 /**

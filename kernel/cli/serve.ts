@@ -61,8 +61,21 @@ export async function serve(o: ServeOptions): Promise<Served> {
   const cleanup = () => names.forEach((n) => removePid(o.home, n));
   let kernel: Kernel;
   try {
+    // Set by detach for the child only: read once and kept from what this process starts (commands, tools).
+    const logFile = process.env.KEEL_LOG_FILE;
+    delete process.env.KEEL_LOG_FILE;
+    if (logFile) {
+      // What earlier runs left past logFileMaxMB moves to <log>.1 before this run writes its first line.
+      const { logLimitBeforeStart, rotateInPlace } = await import('../housekeeping.js');
+      try {
+        rotateInPlace(logFile, await logLimitBeforeStart(o.home, o.configFile));
+      } catch {
+        // the kernel's housekeeping tries again and logs why it cannot
+      }
+    }
     kernel = await startKernel({
       home: o.home,
+      ...(logFile ? { logFile } : {}),
       ...(o.configFile ? { configFile: o.configFile } : {}),
       runAgent: o.runAgent,
       ...(o.overrides ? { overrides: o.overrides } : {}),
@@ -132,12 +145,13 @@ export async function detach(o: {
   args: string[];
 }): Promise<{ pid: number; log: string; gateway?: string }> {
   mkdirSync(o.home, { recursive: true });
+  // The child keeps the log within logFileMaxMB (kernel/housekeeping.ts), starting with what earlier runs left.
   const fd = openSync(o.log, 'a', 0o600);
   // Re-run this same entry point (dist/cli.js, or the source entry under a loader) with the same runtime flags.
   const child = spawn(process.execPath, [...process.execArgv, process.argv[1]!, ...o.args], {
     detached: true,
     stdio: ['ignore', fd, fd],
-    env: process.env,
+    env: { ...process.env, KEEL_LOG_FILE: o.log },
   });
   child.unref();
   const exited = new Promise<number>((resolve) => child.once('exit', (code) => resolve(code ?? 1)));

@@ -164,4 +164,29 @@ export const KERNEL_KEYS = {
     policy: 'SAFE',
     description: 'Minutes between plugin health checks (broken plugins are repaired with self_repair_skill). A diagnostic setting.',
   },
+  // ---------------------------------------------------------------- housekeeping (docs/housekeeping.md)
+  downloadsKeepDays: {
+    schema: Type.Integer({ minimum: 0 }),
+    default: 30,
+    env: ['KEEL_DOWNLOADS_KEEP_DAYS'],
+    policy: 'APPROVAL',
+    description:
+      'Days a file under $KEEL_HOME/downloads (attachments received on chat channels and by email, screenshots, generated images and speech, browser downloads) is kept after it was last written; the agent process removes older ones at start and daily. 0 keeps them for good. APPROVAL: a change decides what is deleted.',
+  },
+  logFileMaxMB: {
+    schema: Type.Integer({ minimum: 0 }),
+    default: 10,
+    env: ['KEEL_LOG_FILE_MAX_MB'],
+    policy: 'SAFE',
+    description:
+      'Size in MB at which a log file Keel writes (daemon.log, gateway.log, the token usage log) is moved to <name>.1 (one old copy is kept) and started afresh. 0 never rotates them.',
+  },
+  channelHistoryKeepDays: {
+    schema: PositiveInt(),
+    default: 30,
+    env: ['KEEL_CHANNEL_HISTORY_KEEP_DAYS'],
+    policy: 'SAFE',
+    description:
+      "Days the channels keep handled inbound messages (what recognises a platform's second delivery of the same message) and sent replies in their stores; older rows are dropped at start and daily.",
+  },
 } as const satisfies Record<string, ConfigKeySpec>;

@@ -4,6 +4,7 @@
  */
 import {
   definePlugin,
+  errorMessage,
   forbiddenError,
   outgoing,
   type Action,
@@ -12,6 +13,7 @@ import {
   type OutboundMessage,
   type SendOptions,
   type SentMessage,
+  setting,
 } from '../../sdk/index.js';
 import { ChannelStore } from '../../sdk/channel-kit/index.js';
 import manifest from './manifest.js';
@@ -43,6 +45,11 @@ export default definePlugin({
   setup(ctx) {
     const store = new EmailStore(ctx.home);
     const kit = ChannelStore.open(ctx.home, 'email');
+    // Handled mail is remembered channelHistoryKeepDays (a second delivery within that time is recognised).
+    const stopPruning = kit.pruneDaily(
+      () => setting<number>(ctx, 'channelHistoryKeepDays', 30),
+      (e) => ctx.log.warn(`email: could not prune its message store: ${errorMessage(e)}`),
+    );
     const sender = new Sender(ctx.config, store);
     const inbound = new Inbound(ctx, store, kit);
     const receiver = new Receiver(ctx.config, inbound.cursor, ctx.log, inbound.take, ctx.home);
@@ -165,6 +172,7 @@ export default definePlugin({
         await restarting.catch(() => undefined);
         await receiver.stop();
         await inbound.ingress.close();
+        stopPruning();
         kit.close();
         store.close();
       },

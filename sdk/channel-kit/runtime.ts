@@ -78,7 +78,7 @@ export interface ChannelRuntimeOptions<C extends Json> {
    * for everyone): progress is then typing only, whatever `progressFeedbackTypingOnly` says.
    */
   statusMessages?: boolean;
-  /** Dedupe memory kept in the store, in days (default 30). */
+  /** Dedupe memory kept in the store, in days (default: the `channelHistoryKeepDays` setting, 30). */
   keepDays?: number;
 }
 
@@ -137,7 +137,12 @@ export interface ChannelRuntime {
 export function createChannelRuntime<C extends Json>(o: ChannelRuntimeOptions<C>): ChannelRuntime {
   const { ctx, name } = o;
   const store = ChannelStore.open(ctx.home, name);
-  store.prune((o.keepDays ?? 30) * 24 * 3600 * 1000);
+  // Handled messages and sent replies are kept `channelHistoryKeepDays`: pruned at start and daily (a Keel that runs
+  // for months without a restart must not keep every message it ever saw).
+  const stopPruning = store.pruneDaily(
+    () => o.keepDays ?? setting<number>(ctx, 'channelHistoryKeepDays', 30),
+    (e) => ctx.log.warn(`${name}: could not prune its message store: ${errorMessage(e)}`),
+  );
   const stopping = new AbortController();
   const shared = sharedLedger(ctx, name);
   const outbox = new Outbox({
@@ -299,6 +304,7 @@ export function createChannelRuntime<C extends Json>(o: ChannelRuntimeOptions<C>
       };
     },
     async stop(connection, ingress) {
+      stopPruning();
       stopping.abort(new Error('stopping'));
       await connection();
       await progress.stopAll();

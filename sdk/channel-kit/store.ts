@@ -7,6 +7,8 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 
+const DAY_MS = 24 * 3600 * 1000;
+
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS kv (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS inbound (
@@ -167,6 +169,24 @@ export class ChannelStore {
         : this.db.prepare('SELECT key, value FROM kv WHERE key >= ? AND key < ? ORDER BY key').all(prefix, end)
     ) as Array<{ key: string; value: string }>;
     return rows.map((r) => ({ key: r.key, value: r.value }));
+  }
+
+  /**
+   * Prunes with `days()` now and once a day after (a process that runs for months must not keep every message it
+   * saw); returns what stops it. A failure is reported to `onError` and tried again the next day.
+   */
+  pruneDaily(days: () => number, onError: (e: unknown) => void): () => void {
+    const run = () => {
+      try {
+        this.prune(days() * DAY_MS);
+      } catch (e) {
+        onError(e);
+      }
+    };
+    run();
+    const timer = setInterval(run, DAY_MS);
+    timer.unref();
+    return () => clearInterval(timer);
   }
 
   /** Drops finished rows older than `maxAgeMs` (dedupe memory is kept that long). */

@@ -106,6 +106,21 @@ describe('keel CLI', () => {
     expect(j.waiting).toMatch(/keel run/);
   });
 
+  it('run --daemon keeps daemon.log within logFileMaxMB: what earlier runs left moves to daemon.log.1', async () => {
+    const h = home();
+    installFakeAgent(h);
+    writeFileSync(join(h, 'keel.config.yaml'), 'logFileMaxMB: 1\n', { mode: 0o600 });
+    const earlier = 'an earlier run wrote this line\n'.repeat(40_000); // 1.2 MB
+    writeFileSync(join(h, 'daemon.log'), earlier);
+    const started = await keel(h, ['run', '--daemon']);
+    expect(started.code, started.stderr).toBe(0);
+    await waitFor(() => /is running/.test(readFileSync(join(h, 'daemon.log'), 'utf8')), 'the daemon to log its start');
+    expect(readFileSync(join(h, 'daemon.log.1'), 'utf8')).toBe(earlier);
+    const now = readFileSync(join(h, 'daemon.log'), 'utf8');
+    expect(now).not.toContain('an earlier run');
+    expect((await keel(h, ['stop'])).code).toBe(0);
+  });
+
   it('run --daemon carries out pushed tasks; status sees it; stop stops it', async () => {
     const h = home();
     installFakeAgent(h);

@@ -64,6 +64,7 @@ export class Router {
     this.usage = new UsageLog(
       () => ({ log: this.path('tokenLogPath'), summary: this.path('tokenUsagePath') }),
       (e) => d.log.warn(`Could not write token usage: ${errorText(e)}`),
+      () => Number(d.config.get('logFileMaxMB') ?? 0) * 1048576,
     );
   }
 

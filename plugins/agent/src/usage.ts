@@ -4,7 +4,7 @@
  * Writes are serialised within the process and grouped (records that arrive during a write share the next one); the summary is re-read before each update so several Keel
  * processes on one home add up rather than overwrite each other's totals (the last rename wins a race).
  */
-import { appendFile, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { appendFile, mkdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 
 export interface UsageRecord {
@@ -51,6 +51,8 @@ export class UsageLog {
   constructor(
     private readonly paths: () => { log: string; summary: string },
     private readonly onError: (e: unknown) => void,
+    /** Size past which the log moves to `<log>.1` before the next append (0: never); the summary keeps the totals. */
+    private readonly maxBytes: () => number = () => 0,
   ) {}
 
   /**
@@ -85,6 +87,14 @@ export class UsageLog {
   private async write(batch: UsageRecord[]): Promise<void> {
     const { log, summary } = this.paths();
     await mkdir(dirname(log), { recursive: true });
+    const max = this.maxBytes();
+    if (max > 0) {
+      const size = await stat(log).then(
+        (st) => st.size,
+        () => 0,
+      );
+      if (size > max) await rename(log, `${log}.1`).catch(() => undefined); // another process rotated it first
+    }
     await appendFile(log, batch.map((r) => `${JSON.stringify(r)}\n`).join(''), { mode: 0o600 });
     let s: UsageSummary;
     try {

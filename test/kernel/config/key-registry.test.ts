@@ -114,6 +114,9 @@ describe('kernel keys', () => {
       pluginAllowList: 'LOCKED',
       pluginDenyList: 'LOCKED',
       pluginHealthCheckIntervalMinutes: 'SAFE',
+      downloadsKeepDays: 'APPROVAL',
+      logFileMaxMB: 'SAFE',
+      channelHistoryKeepDays: 'SAFE',
     });
     expect((KERNEL_KEYS.adminUsers as { default?: unknown }).default).toBeUndefined();
     expect(KERNEL_KEYS['sessionScope']?.default).toBe('per-channel-peer');
