@@ -78,3 +78,15 @@ export interface DashboardCapability {
   dir: string;
   files: Record<string, string>;
 }
+
+/**
+ * The address to open in a browser for a gateway that listens on `url` (`http://host:port`): `localhost` for a
+ * wildcard or loopback bind (0.0.0.0 is not an address to open), the host itself otherwise.
+ * @example browserUrl('http://0.0.0.0:3100') // 'http://localhost:3100/'
+ */
+export function browserUrl(url: string): string {
+  const m = /^http:\/\/(\[[^\]]+\]|[^:/]+):(\d+)/.exec(url);
+  if (!m) return url;
+  const host = ['0.0.0.0', '[::]', '127.0.0.1', '[::1]', 'localhost'].includes(m[1]!) ? 'localhost' : m[1]!;
+  return `http://${host}:${m[2]}/`;
+}

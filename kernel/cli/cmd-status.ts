@@ -3,6 +3,7 @@
  * Exit 0 when the agent runs, 3 when it does not.
  */
 import type { ChannelListing } from '../../sdk/channel.js';
+import { browserUrl } from '../../sdk/gateway.js';
 import { keelHome } from '../paths.js';
 import { livePids } from '../util/pidfiles.js';
 import { readRunState } from './run-state.js';
@@ -96,12 +97,4 @@ export async function status(opts: { json?: boolean; config?: string }): Promise
     process.stdout.write(`${lines.join('\n')}\n`);
   }
   return agent ? 0 : 3;
-}
-
-/** The address to open in a browser: `localhost` for a wildcard or loopback bind. */
-export function browserUrl(gateway: string): string {
-  const m = /^http:\/\/(\[[^\]]+\]|[^:/]+):(\d+)/.exec(gateway);
-  if (!m) return gateway;
-  const host = ['0.0.0.0', '[::]', '127.0.0.1', '[::1]', 'localhost'].includes(m[1]!) ? 'localhost' : m[1]!;
-  return `http://${host}:${m[2]}/`;
 }

@@ -1,6 +1,6 @@
-/** `keel status` names the dashboard's address as a browser can open it. */
+/** `keel status` and the gateway's listening line name the dashboard's address as a browser can open it. */
 import { describe, expect, it } from 'vitest';
-import { browserUrl } from '../../kernel/cli/cmd-status.js';
+import { browserUrl } from '../../sdk/gateway.js';
 
 describe('browserUrl', () => {
   it('a wildcard or loopback bind is localhost; another address is kept', () => {

@@ -5,7 +5,7 @@
 import { STATUS_CODES } from 'node:http';
 import Ajv from 'ajv';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import { environmentError, errorMessage, type GatewayCaller, type KernelInfoCapability } from '../../../sdk/index.js';
+import { browserUrl, environmentError, errorMessage, type GatewayCaller, type KernelInfoCapability } from '../../../sdk/index.js';
 import { isLoopback as socketIsLoopback, loopbackOnly, type GatewayDeps } from './deps.js';
 import { errorBody, errorHandler, notFound, schemaErrorFormatter, sendError, statusForCode } from './errors.js';
 import { createExtensions, type Extensions } from './extensions.js';
@@ -196,10 +196,9 @@ export async function startServer(
   const address = { host, port: bound && typeof bound === 'object' ? bound.port : port };
   const shownHost = address.host.includes(':') ? `[${address.host}]` : address.host;
   const url = `http://${shownHost}:${address.port}`;
-  // Where to point a browser: this machine's name for a wildcard or loopback bind (0.0.0.0 is not an address to open).
-  const local = ['0.0.0.0', '::', '127.0.0.1', '::1', 'localhost'].includes(address.host);
-  const page = `http://${local ? 'localhost' : shownHost}:${address.port}/`;
-  deps.ctx.log.info(`Gateway listening on ${url}${!deps.settings.staticDir && hasDashboard(deps) ? `; dashboard: ${page}` : ''}`);
+  deps.ctx.log.info(
+    `Gateway listening on ${url}${!deps.settings.staticDir && hasDashboard(deps) ? `; dashboard: ${browserUrl(url)}` : ''}`,
+  );
   warnIfExposed(deps);
   try {
     deps.ctx.provide('gateway:address', { ...address, url });
