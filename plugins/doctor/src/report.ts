@@ -3,7 +3,9 @@
  * configuration alone (`keel doctor`). Each finding says what is wrong and how to fix it.
  */
 import { existsSync } from 'node:fs';
-import { statfs } from 'node:fs/promises';
+import type { Dirent } from 'node:fs';
+import { lstat, readdir, statfs } from 'node:fs/promises';
+import { join } from 'node:path';
 import { namespaceSupport, type ConnectionStatus, type LogEntry, type ModelProbe } from '../../../sdk/index.js';
 import { errorMessage } from '../../../sdk/errors.js';
 
@@ -166,6 +168,7 @@ export async function buildReport(src: DoctorSources, now = new Date()): Promise
   } catch (e) {
     add('disk', 'warn', `Free space of ${src.home} is unknown: ${errorMessage(e)}.`);
   }
+  await usageFindings(src, add);
 
   // ---------------------------------------------------------------- browser (Keel never downloads one)
   if (src.declared('browserExecutablePath') && src.get('browserEngine') !== 'engineC') {
@@ -424,6 +427,76 @@ async function isolationFinding(src: DoctorSources, add: (area: Area, level: Lev
 }
 
 const MARK: Record<Level, string> = { ok: 'ok   ', warn: 'WARN ', error: 'ERROR' };
+
+/** Bytes and files under `dir` (links not followed), at most `limit` entries looked at. */
+async function du(dir: string, limit = 200_000): Promise<{ bytes: number; files: number; partial: boolean }> {
+  const out = { bytes: 0, files: 0, partial: false };
+  let seen = 0;
+  const walk = async (d: string): Promise<void> => {
+    let entries: Dirent[];
+    try {
+      entries = await readdir(d, { withFileTypes: true });
+    } catch {
+      return;
+    }
+    for (const e of entries) {
+      if (++seen > limit) {
+        out.partial = true;
+        return;
+      }
+      const p = join(d, e.name);
+      if (e.isDirectory()) await walk(p);
+      else if (e.isFile()) {
+        try {
+          out.bytes += (await lstat(p)).size;
+          out.files++;
+        } catch {
+          // gone meanwhile
+        }
+      }
+    }
+  };
+  await walk(dir);
+  return out;
+}
+
+/** What Keel keeps on disk, by part (docs/housekeeping.md), and downloads that nothing removes. */
+async function usageFindings(src: DoctorSources, add: (area: Area, level: Level, message: string, fix?: string) => void): Promise<void> {
+  const parts: Array<[string, string[]]> = [
+    ['downloads', ['downloads']],
+    ['channel stores', ['channels']],
+    ['knowledge', ['knowledge']],
+    ['memory', ['memory.json', 'memory.journal', 'daily', 'contacts', 'USER.md', 'LEARNING.md', 'JOURNAL.md']],
+    ['logs', ['daemon.log', 'daemon.log.1', 'gateway.log', 'gateway.log.1', 'token-usage.log', 'token-usage.log.1']],
+  ];
+  const sizes: string[] = [];
+  let downloads = 0;
+  for (const [name, paths] of parts) {
+    let bytes = 0;
+    let partial = false;
+    for (const p of paths) {
+      const full = join(src.home, p);
+      const st = await lstat(full).catch(() => undefined);
+      if (!st) continue;
+      if (st.isDirectory()) {
+        const r = await du(full);
+        bytes += r.bytes;
+        partial ||= r.partial;
+      } else if (st.isFile()) bytes += st.size;
+    }
+    if (name === 'downloads') downloads = bytes;
+    sizes.push(`${name} ${humanBytes(bytes)}${partial ? '+' : ''}`);
+  }
+  add('disk', 'ok', `Keel keeps: ${sizes.join(', ')}.`);
+  const keep = src.get('downloadsKeepDays');
+  if (keep === 0 && downloads > LOW_DISK_WARN)
+    add(
+      'disk',
+      'warn',
+      `downloads/ holds ${humanBytes(downloads)} and downloadsKeepDays is 0, so nothing there is ever removed (attachments, screenshots, generated media).`,
+      'keel config set downloadsKeepDays 30',
+    );
+}
 
 export function renderText(r: Report): string {
   const out: string[] = [`Keel doctor (${r.source === 'kernel' ? 'running kernel' : 'configuration only'}), ${r.generatedAt}`];

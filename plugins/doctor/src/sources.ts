@@ -50,7 +50,8 @@ export interface InspectView {
 type Inspectable = CommandContext & { inspect?: () => Promise<InspectView> };
 
 /** Keys the doctor reads, with their defaults and environment variables (as the owners declare them). */
-const KNOWN: Record<string, { default?: unknown; env?: string; type: 'boolean' | 'string' | 'list' }> = {
+const KNOWN: Record<string, { default?: unknown; env?: string; type: 'boolean' | 'string' | 'list' | 'number' }> = {
+  downloadsKeepDays: { default: 30, env: 'KEEL_DOWNLOADS_KEEP_DAYS', type: 'number' },
   gatewayHost: { default: '0.0.0.0', env: 'KEEL_GATEWAY_HOST', type: 'string' },
   modelName: { env: 'KEEL_MODEL_NAME', type: 'string' },
   llmProvider: { env: 'KEEL_LLM_PROVIDER', type: 'string' },
@@ -70,8 +71,9 @@ const KNOWN: Record<string, { default?: unknown; env?: string; type: 'boolean' |
   browserEngine: { default: 'engineA', env: 'KEEL_BROWSER_ENGINE', type: 'string' },
 };
 
-function fromEnv(raw: string, type: 'boolean' | 'string' | 'list'): unknown {
+function fromEnv(raw: string, type: 'boolean' | 'string' | 'list' | 'number'): unknown {
   const t = raw.trim();
+  if (type === 'number') return /^\d+$/.test(t) ? Number(t) : undefined;
   if (type === 'boolean')
     return ['true', '1', 'yes', 'on'].includes(t.toLowerCase())
       ? true
