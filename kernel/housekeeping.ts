@@ -6,7 +6,7 @@
  * - the log file this process writes to when it runs detached (`KEEL_LOG_FILE`, set by `detach`) is copied to
  *   `<name>.1` and emptied once it passes `logFileMaxMB` (checked every few minutes: the file is this process's
  *   stdout and stderr, opened for appending, so emptying it in place is safe).
- * The channels prune their own stores (sdk/channel-kit, `channelHistoryKeepDays`); the token usage log rotates as
+ * The channels prune their own stores (the channel kit's pruneDaily, `channelHistoryKeepDays`); the token usage log rotates as
  * it is written (plugins/agent/src/usage.ts).
  */
 import { copyFileSync, readFileSync, statSync, truncateSync } from 'node:fs';
