@@ -2,7 +2,9 @@
  * Kernel logging: consola for people, a bounded in-memory ring for `GET /api/logs`, and scrubbing of every
  * known secret value, and of anything shaped like a credential, before a line goes anywhere.
  */
-import { createConsola, type ConsolaInstance } from 'consola';
+import { fstatSync } from 'node:fs';
+import { formatWithOptions } from 'node:util';
+import { createConsola, type ConsolaInstance, type ConsolaReporter } from 'consola';
 import { scrubSecretShapes } from '../sdk/secret-shapes.js';
 import type { LogEntry, Logger } from '../sdk/types.js';
 
@@ -19,6 +21,24 @@ export interface LogSinkOptions {
   quiet?: boolean;
 }
 
+/** Whether this process's stderr is a regular file (a detached Keel's log, or a redirect). */
+function stderrIsFile(): boolean {
+  if (process.stderr.isTTY) return false;
+  try {
+    return fstatSync(2).isFile();
+  } catch {
+    return false;
+  }
+}
+
+/** `2026-11-27T13:05:12.345Z [warn] [config] ...`: one line per entry, with its time. */
+export const timedLines: ConsolaReporter = {
+  log(entry) {
+    const text = formatWithOptions({ colors: false }, ...entry.args);
+    process.stderr.write(`${entry.date.toISOString()} [${entry.type}]${entry.tag ? ` [${entry.tag}]` : ''} ${text}\n`);
+  },
+};
+
 export class LogSink {
   private readonly ring: LogEntry[] = [];
   private next = 0;
@@ -28,13 +48,15 @@ export class LogSink {
 
   constructor(private readonly opts: LogSinkOptions = {}) {
     this.capacity = opts.capacity ?? 1000;
-    // A terminal gets consola's fancy lines; a pipe, a file or journald one plain line per entry
-    // (`[warn] [config] ...`), without the blank lines the fancy reporter puts around warnings and errors.
+    // A terminal gets consola's fancy lines; a pipe or journald one plain line per entry (`[warn] [config] ...`),
+    // without the blank lines the fancy reporter puts around warnings and errors; a file (daemon.log, gateway.log,
+    // `2> keel.log`) the same line after its time, since nothing else will say when it happened.
     this.consola = createConsola({
       level: opts.quiet ? -999 : (opts.level ?? 3),
       stdout: process.stderr,
       stderr: process.stderr,
       fancy: Boolean(process.stderr.isTTY),
+      ...(stderrIsFile() ? { reporters: [timedLines] } : {}),
     });
   }
 

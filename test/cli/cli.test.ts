@@ -118,6 +118,9 @@ describe('keel CLI', () => {
     expect(readFileSync(join(h, 'daemon.log.1'), 'utf8')).toBe(earlier);
     const now = readFileSync(join(h, 'daemon.log'), 'utf8');
     expect(now).not.toContain('an earlier run');
+    // a log file says when each line happened
+    expect(now).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z \[info\] \[kernel\] Keel .* is running/m);
+    for (const line of now.trim().split('\n')) expect(line).toMatch(/^\d{4}-\d\d-\d\dT[\d:.]+Z \[(info|warn|error)\] /);
     expect((await keel(h, ['stop'])).code).toBe(0);
   });
 
