@@ -132,10 +132,8 @@ export class Housekeeping {
         setInterval(() => void this.sweepDownloads(), DAY_MS),
       );
     }
-    if (this.o.logFile) {
-      this.rotateLog();
-      this.timers.push(setInterval(() => this.rotateLog(), LOG_CHECK_MS));
-    }
+    // What earlier runs left was rotated before this process wrote its first line (kernel/cli/serve.ts).
+    if (this.o.logFile) this.timers.push(setInterval(() => this.rotateLog(), LOG_CHECK_MS));
     for (const t of this.timers) t.unref();
   }
 

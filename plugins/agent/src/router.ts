@@ -281,14 +281,15 @@ export class Router {
       // a ProviderError, or anything shaped like one (a provider plugin built against another copy of the SDK)
       const info = (e as { info?: { status?: unknown } } | undefined)?.info;
       const status = typeof info?.status === 'number' ? info.status : undefined;
+      const error = errorText(e);
       return {
         ok: false,
         provider: route.id,
         model: route.model,
         ms,
         ...(status !== undefined ? { status } : {}),
-        error: errorText(e),
-        fix: probeFix(route, status, errorText(e)),
+        error,
+        fix: probeFix(route, status, error),
       };
     }
   }
