@@ -382,7 +382,11 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard model setup', () => {
     await form.locator('select[name="provider"]').selectOption('providerA');
     // Without a key it says so and changes nothing.
     await form.getByRole('button', { name: 'Save and check' }).click();
-    await expect(form.getByRole('alert').textContent()).resolves.toMatch(/needs an API key \(providerAApiKey\)/);
+    // (filter + waitFor: the text is waited for, not read once while the page may still show an earlier state)
+    await form
+      .getByRole('alert')
+      .filter({ hasText: /needs an API key \(providerAApiKey\)/ })
+      .waitFor({ timeout: 15_000 });
     expect(kernel.config.get('modelName')).toBeUndefined();
 
     const key = 'sk-dash-setup-0123456789abcdef';
@@ -391,7 +395,7 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard model setup', () => {
     wire.script(chatReply({ text: 'OK' }));
     await form.getByRole('button', { name: 'Save and check' }).click();
     const result = page.getByTestId('probe-result');
-    await expect(result.textContent({ timeout: 15_000 })).resolves.toMatch(/gpt-4o-mini on providerA answered in \d+ ms: “OK”/);
+    await result.filter({ hasText: /gpt-4o-mini on providerA answered in \d+ ms: “OK”/ }).waitFor({ timeout: 15_000 });
     expect(kernel.config.get('providerAApiKey')).toBe(key);
     expect(kernel.config.get('modelName')).toBe('gpt-4o-mini');
     expect(kernel.config.get('llmProvider')).toBe('providerA');
@@ -406,9 +410,10 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard model setup', () => {
     // The key stops working: "Check the model" shows the provider's words and the fix, and no key.
     wire.script(errorReply(401, 'Incorrect API key provided.'));
     await page.getByRole('button', { name: 'Check the model' }).click();
-    await expect(page.getByTestId('probe-result').textContent({ timeout: 15_000 })).resolves.toMatch(
-      /HTTP 401.*Incorrect API key provided.*Fix: providerA refused the credentials: check providerAApiKey/,
-    );
+    await page
+      .getByTestId('probe-result')
+      .filter({ hasText: /HTTP 401.*Incorrect API key provided.*Fix: providerA refused the credentials: check providerAApiKey/ })
+      .waitFor({ timeout: 15_000 });
     expect(await page.content()).not.toContain(key);
     await page.screenshot({ path: join(SHOTS, 'model-refused.png'), fullPage: true });
     expect(chats()).toHaveLength(2);
