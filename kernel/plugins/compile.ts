@@ -4,8 +4,8 @@
  * installation's SDK, so user code shares the kernel's SDK: the same modules built-in plugins use.
  */
 import { createHash } from 'node:crypto';
-import { mkdir } from 'node:fs/promises';
-import { basename, join } from 'node:path';
+import { mkdir, readdir, stat, unlink } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { ErrorCodes, KeelError } from '../errors.js';
 import { installRoot, sdkEntry, sdkSubpathEntry } from '../paths.js';
@@ -67,4 +67,37 @@ export async function compileModule(source: string, cacheDir: string): Promise<C
   const { writeFile } = await import('node:fs/promises');
   await writeFile(file, out.contents);
   return { file, url: pathToFileURL(file).href };
+}
+
+/** A compiled file's name: `<source stem>-<16 hex digits of its content's hash>.mjs`. */
+const COMPILED_NAME = /^(.+)-[0-9a-f]{16}\.mjs$/;
+
+/**
+ * Removes the other compiled versions of `keep`'s source from its folder (each edit of a user plugin compiles to a
+ * new name, so the folder would otherwise keep every version ever loaded). Versions written in the last `minAgeMs`
+ * stay: another Keel process may have just compiled one and not imported it yet.
+ * @example const m = await compileModule(entry, dir); await pruneCompiled(m.file);
+ */
+export async function pruneCompiled(keep: string, minAgeMs = 60_000, now = Date.now()): Promise<number> {
+  const dir = dirname(keep);
+  const stem = COMPILED_NAME.exec(basename(keep))?.[1];
+  if (stem === undefined) return 0;
+  let removed = 0;
+  for (const name of await readdir(dir).catch(() => [] as string[])) {
+    const file = join(dir, name);
+    if (file === keep || COMPILED_NAME.exec(name)?.[1] !== stem) continue;
+    const age = await stat(file).then(
+      (s) => now - s.mtimeMs,
+      () => -1,
+    );
+    if (age < minAgeMs) continue;
+    if (
+      await unlink(file).then(
+        () => true,
+        () => false,
+      )
+    )
+      removed++;
+  }
+  return removed;
 }

@@ -3,13 +3,14 @@
  * plugins ($KEEL_HOME/plugins/<folder>/ with manifest.json|.js|.ts and index.js|.ts).
  */
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { PluginDefinition } from '../../sdk/plugin.js';
 import type { PluginManifest } from '../../sdk/types.js';
 import { ErrorCodes, KeelError, errorMessage } from '../errors.js';
 import { installRoot, runningFromDist } from '../paths.js';
-import { compileModule } from './compile.js';
+import { compileModule, pruneCompiled } from './compile.js';
 import { permittedByLists, type PluginLists } from './lists.js';
 
 export type PluginOrigin = 'builtin' | 'user' | 'custom-skill';
@@ -148,7 +149,7 @@ export async function discoverUserPlugins(home: string, lists: PluginLists = {})
     let error: string | undefined;
     try {
       if (manifestFile.endsWith('.json')) manifest = JSON.parse(readFileSync(manifestFile, 'utf8'));
-      else manifest = await importDefault((await compileModule(manifestFile, join(cache, d))).url);
+      else manifest = await importDefault((await compiled(manifestFile, join(cache, d))).url);
     } catch (e) {
       error = `cannot read ${manifestFile}: ${errorMessage(e)}`;
     }
@@ -158,10 +159,23 @@ export async function discoverUserPlugins(home: string, lists: PluginLists = {})
       dir,
       manifest,
       ...(error ? { error } : {}),
-      load: async () => asDefinition(await importDefault((await compileModule(entry, join(cache, d))).url), `User plugin ${dir}`),
+      load: async () => asDefinition(await importDefault((await compiled(entry, join(cache, d))).url), `User plugin ${dir}`),
     });
   }
+  await sweepPluginCache(cache, new Set(listDirs(base)));
   return out;
+}
+
+/** Compiles a user plugin's module and drops its older compiled versions (one per edit otherwise, for good). */
+async function compiled(source: string, cacheDir: string) {
+  const m = await compileModule(source, cacheDir);
+  await pruneCompiled(m.file);
+  return m;
+}
+
+/** Removes the compiled copies of plugin folders that are gone from $KEEL_HOME/plugins. */
+async function sweepPluginCache(cache: string, folders: Set<string>): Promise<void> {
+  for (const d of listDirs(cache)) if (!folders.has(d)) await rm(join(cache, d), { recursive: true, force: true }).catch(() => undefined);
 }
 
 export async function discoverAll(opts: DiscoverOptions): Promise<PluginCandidate[]> {
