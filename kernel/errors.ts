@@ -7,6 +7,8 @@ export const ErrorCodes = {
   PRIORITY_INVALID: 'KEEL_E_PRIORITY_INVALID',
   QUEUE_CORRUPT: 'KEEL_E_QUEUE_CORRUPT',
   QUEUE_LOCKED: 'KEEL_E_QUEUE_LOCKED',
+  /** A file shared by Keel's processes (the pending configuration changes) stayed locked too long. */
+  FILE_LOCKED: 'KEEL_E_FILE_LOCKED',
   QUEUE_CLOSED: 'KEEL_E_QUEUE_CLOSED',
   QUEUE_NOT_OWNER: 'KEEL_E_QUEUE_NOT_OWNER',
   /** The shared queue's Redis cannot be reached (queueRedisUrl). */

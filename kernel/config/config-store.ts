@@ -222,13 +222,22 @@ export class ConfigStore implements ConfigApi {
   async approve(id: string, origin: ConfigOrigin): Promise<ConfigChangeOutcome> {
     this.assertApprover(origin, 'approve');
     return this.serial(async () => {
-      const item = await this.pendingStore.get(id);
+      // Taken off the list before it is applied: a rejection racing in another process finds it gone.
+      let value: unknown;
+      const item = await this.pendingStore.remove(id, (c) => {
+        this.known(c.key);
+        const check = this.registry.validate(c.key, c.value, { strict: true });
+        if (!check.ok) throw this.invalid(c.key, `${check.message}; the pending change ${id} stays until rejected`);
+        value = check.value;
+      });
       if (!item) throw notFound(id);
-      this.known(item.key);
-      const check = this.registry.validate(item.key, item.value, { strict: true });
-      if (!check.ok) throw this.invalid(item.key, `${check.message}; the pending change ${id} stays until rejected`);
-      const outcome = await this.applyChange(item.key, check.value, origin);
-      await this.pendingStore.remove(id);
+      let outcome: ConfigChangeOutcome;
+      try {
+        outcome = await this.applyChange(item.key, value, origin);
+      } catch (e) {
+        await this.pendingStore.restore(item);
+        throw e;
+      }
       this.log.info(`config: pending change ${id} (${item.key}) approved by ${origin.kind}`);
       return outcome;
     });

@@ -3,12 +3,14 @@
  * (`$KEEL_HOME/config-pending.json`). Values are kept in clear because approving must apply them;
  * the file is therefore written 0600 like the config file itself.
  *
- * The daemon and a `keel config approve` in another process both touch this file, so every
- * change re-reads it from disk before editing instead of trusting a copy in memory.
+ * The daemon and a `keel config approve` in another process both touch this file, and the agent may ask for
+ * several changes at once, so every change takes the file's lock (`config-pending.json.lock`), re-reads it from
+ * disk, edits and writes it before letting go: no request is lost and no decided one comes back.
  */
 import { randomBytes } from 'node:crypto';
 import { readFile, rename } from 'node:fs/promises';
 import type { Actor, Logger } from '../../sdk/types.js';
+import { withLock } from '../queue/lock.js';
 import { writeFileAtomic } from './atomic-file.js';
 
 export interface StoredPendingChange {
@@ -59,17 +61,18 @@ export class PendingStore {
 
   /** Add a request, or return the identical one already waiting (an agent retrying must not pile up copies). */
   async add(change: Omit<StoredPendingChange, 'id' | 'requestedAt'>): Promise<StoredPendingChange> {
-    await this.load();
-    const same = this.#items.find((c) => c.key === change.key && sameValue(c.value, change.value));
-    if (same) return { ...same };
-    const item: StoredPendingChange = {
-      id: `cfg_${this.now()}_${randomBytes(3).toString('hex')}`,
-      ...change,
-      requestedAt: new Date(this.now()).toISOString(),
-    };
-    this.#items.push(item);
-    await this.#save();
-    return { ...item };
+    return this.#edit(async () => {
+      const same = this.#items.find((c) => c.key === change.key && sameValue(c.value, change.value));
+      if (same) return { ...same };
+      const item: StoredPendingChange = {
+        id: `cfg_${this.now()}_${randomBytes(3).toString('hex')}`,
+        ...change,
+        requestedAt: new Date(this.now()).toISOString(),
+      };
+      this.#items.push(item);
+      await this.#save();
+      return { ...item };
+    });
   }
 
   async get(id: string): Promise<StoredPendingChange | undefined> {
@@ -78,13 +81,40 @@ export class PendingStore {
     return found ? { ...found } : undefined;
   }
 
-  async remove(id: string): Promise<StoredPendingChange | undefined> {
-    await this.load();
-    const idx = this.#items.findIndex((c) => c.id === id);
-    if (idx < 0) return undefined;
-    const [removed] = this.#items.splice(idx, 1);
-    await this.#save();
-    return removed;
+  /**
+   * Takes a request off the list (the one who takes it decides it: an approval and a rejection racing in two
+   * processes cannot both happen). `check` runs first under the lock; if it throws, the request stays.
+   */
+  async remove(id: string, check: (c: StoredPendingChange) => void = () => undefined): Promise<StoredPendingChange | undefined> {
+    return this.#edit(async () => {
+      const idx = this.#items.findIndex((c) => c.id === id);
+      if (idx < 0) return undefined;
+      check({ ...this.#items[idx]! });
+      const [removed] = this.#items.splice(idx, 1);
+      await this.#save();
+      return removed;
+    });
+  }
+
+  /** Puts back a request taken with `remove` whose decision could not be carried out. */
+  async restore(item: StoredPendingChange): Promise<void> {
+    await this.#edit(async () => {
+      if (this.#items.some((c) => c.id === item.id)) return;
+      this.#items.push(item);
+      await this.#save();
+    });
+  }
+
+  /** `fn` on the list as it is on disk, under the file's lock (one editor at a time, in this process or another). */
+  async #edit<T>(fn: () => Promise<T>): Promise<T> {
+    return withLock(
+      `${this.path}.lock`,
+      async () => {
+        await this.load();
+        return fn();
+      },
+      { what: 'list of pending configuration changes' },
+    );
   }
 
   async #save(): Promise<void> {

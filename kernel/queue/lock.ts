@@ -14,6 +14,8 @@ import { isPidAlive } from '../util/pid.js';
 export interface LockOptions {
   /** Give up after this long (default 10 s). */
   timeoutMs?: number;
+  /** What the lock guards, for the error when it is held too long (default "queue"; other locks: FILE_LOCKED). */
+  what?: string;
 }
 
 export interface HeldLock {
@@ -116,8 +118,8 @@ export async function acquireLock(path: string, opts: LockOptions = {}): Promise
     if (Date.now() > deadline) {
       const holder = readOrUndefined(path)?.trim() ?? 'unknown';
       throw new KeelError(
-        ErrorCodes.QUEUE_LOCKED,
-        `The queue is locked by another process (lock ${path}, holder "${holder}") for more than ${opts.timeoutMs ?? 10_000} ms. ` +
+        opts.what === undefined ? ErrorCodes.QUEUE_LOCKED : ErrorCodes.FILE_LOCKED,
+        `The ${opts.what ?? 'queue'} is locked by another process (lock ${path}, holder "${holder}") for more than ${opts.timeoutMs ?? 10_000} ms. ` +
           'If no keel process is running, delete that file.',
         { path, holder },
       );

@@ -131,6 +131,56 @@ describe('configuration change policy (SAFE / APPROVAL / LOCKED)', () => {
     expect(c.get('testApiKey')).toBe('sk-persisted-0123456789');
   });
 
+  it('keeps every request the agent makes at once, and what another process decides meanwhile', async () => {
+    const { f, c } = await withAdmin();
+    // A second store on the same home: `keel config approve` in another process.
+    const other = await f.load();
+    const asked = await Promise.all([
+      c.set('testApiKey', 'sk-one-0123456789', AGENT),
+      c.set('sessionScope', 'per-peer', AGENT),
+      c.set('sessionScope', 'main', AGENT),
+      other.set('testApiKey', 'sk-two-0123456789', AGENT),
+    ]);
+    const ids = asked.map((a) => (a.status === 'pending' ? a.id : 'not pending'));
+    const stored = async () => (await f.load()).pending().map((p) => p.id);
+    expect((await stored()).sort()).toEqual([...ids].sort());
+
+    // Approved and rejected in one process while the other adds requests: nothing comes back, nothing is lost.
+    const more = await Promise.all([
+      other.approve(ids[0]!, OPERATOR),
+      c.set('testApiKey', 'sk-three-0123456789', AGENT),
+      other.reject(ids[2]!, OPERATOR),
+      c.set('sessionScope', 'per-channel-peer', AGENT),
+    ]);
+    const added = [more[1], more[3]].map((a) => (a.status === 'pending' ? a.id : 'not pending'));
+    expect((await stored()).sort()).toEqual([ids[1]!, ids[3]!, ...added].sort());
+    expect((await f.load()).get('testApiKey')).toBe('sk-one-0123456789');
+
+    // An approval here and a rejection there of the same request: one of them decides it, the other is told so.
+    const both = await Promise.allSettled([c.approve(added[0]!, OPERATOR), other.reject(added[0]!, OPERATOR)]);
+    expect(both.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+    expect(both.find((r) => r.status === 'rejected')).toMatchObject({ reason: { code: ErrorCodes.APPROVAL_NOT_FOUND } });
+    const applied = both[0]!.status === 'fulfilled';
+    expect((await f.load()).get('testApiKey')).toBe(applied ? 'sk-three-0123456789' : 'sk-one-0123456789');
+    expect(await stored()).not.toContain(added[0]);
+  });
+
+  it('keeps a request whose value no longer passes its schema when someone approves it', async () => {
+    const f = fixture();
+    const { writeFileSync } = await import('node:fs');
+    const bad = { id: 'cfg_1_abcdef', key: 'sessionScope', value: 'everyone', requestedAt: '2023-11-14T22:13:20.000Z' };
+    writeFileSync(join(f.home, 'config-pending.json'), JSON.stringify({ changes: [bad] }));
+    const c = await f.load();
+    await expect(c.approve(bad.id, OPERATOR)).rejects.toMatchObject({
+      code: ErrorCodes.CONFIG_INVALID_VALUE,
+      message: expect.stringContaining('the pending change cfg_1_abcdef stays until rejected'),
+    });
+    expect((await f.load()).pending().map((p) => p.id)).toEqual([bad.id]);
+    expect(c.get('sessionScope')).not.toBe('everyone');
+    await expect(c.reject(bad.id, OPERATOR)).resolves.toMatchObject({ id: bad.id });
+    expect((await f.load()).pending()).toEqual([]);
+  });
+
   it('moves a corrupt pending file aside instead of failing to start', async () => {
     const f = fixture();
     const { writeFileSync, readdirSync } = await import('node:fs');
