@@ -37,7 +37,10 @@ describe('the compiled copies of user plugins', () => {
 
     // An edit a moment after another process compiled the old one: both stay.
     const edit = (n: number) =>
-      writeFileSync(join(dir, 'index.ts'), readFileSync(join(GREETER, 'index.ts'), 'utf8').replace('greeter ready', `greeter ready (${n})`));
+      writeFileSync(
+        join(dir, 'index.ts'),
+        readFileSync(join(GREETER, 'index.ts'), 'utf8').replace('greeter ready', `greeter ready (${n})`),
+      );
     edit(1);
     await loadGreeter();
     expect(cached('greeter')).toHaveLength(3);
