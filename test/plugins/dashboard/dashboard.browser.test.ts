@@ -9,7 +9,7 @@
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
-import type { Page } from 'playwright-core';
+import type { Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startKernel, type Kernel } from '../../../kernel/kernel.js';
 import { LogSink } from '../../../kernel/log.js';
@@ -69,6 +69,16 @@ async function stop(r: Running | undefined): Promise<void> {
   rm(r.home);
 }
 
+/**
+ * Waits until `locator` shows text matching `text` (text a page fills in after a fetch or an event is not there
+ * the moment the element is), and returns that text.
+ */
+async function shows(locator: Locator, text: RegExp, timeout = 15_000): Promise<string> {
+  const match = locator.filter({ hasText: text }).first();
+  await match.waitFor({ timeout });
+  return (await match.textContent()) ?? '';
+}
+
 /** Opens a page by its hash route and waits for its heading. */
 async function show(page: Page, id: string): Promise<void> {
   // String expressions: this file is type-checked without the DOM library.
@@ -95,7 +105,7 @@ describe.skipIf(!existsSync(CHROMIUM) || !IP)('dashboard in chromium', () => {
   });
 
   it('loads every page at phone width without sideways scrolling, with a screenshot of each', async () => {
-    await expect(page.getByTestId('exposed-warning').textContent()).resolves.toMatch(/no API key/);
+    await shows(page.getByTestId('exposed-warning'), /no API key/);
     for (const id of PAGES) {
       await show(page, id);
       // Give the page's first fetch its turn before the picture.
@@ -106,7 +116,7 @@ describe.skipIf(!existsSync(CHROMIUM) || !IP)('dashboard in chromium', () => {
       expect(existsSync(join(SHOTS, `${id}.png`))).toBe(true);
     }
     await show(page, 'overview');
-    await expect(page.getByTestId('agent-state').textContent()).resolves.toBe('running');
+    await shows(page.getByTestId('agent-state'), /^running$/);
   }, 120_000);
 
   it('pushes a task from the tasks page and watches it to completion in the live view', async () => {
@@ -118,9 +128,10 @@ describe.skipIf(!existsSync(CHROMIUM) || !IP)('dashboard in chromium', () => {
     await page.locator('textarea[name="task"]').fill('List what you know');
     await page.locator('input[name="priority"]').fill('7');
     await page.getByRole('button', { name: 'Push task' }).click();
-    const status = await page.getByRole('status').textContent({ timeout: 10_000 });
-    const id = /\((act_[^)]+)\)/.exec(status ?? '')?.[1];
-    expect(id, status ?? '').toBeDefined();
+    // The status line says "Pushing…" first, then the new action's id.
+    const status = await shows(page.getByRole('status'), /\(act_[^)]+\)/);
+    const id = /\((act_[^)]+)\)/.exec(status)?.[1];
+    expect(id, status).toBeDefined();
     expect(status).toMatch(/priority 7/);
     await page.getByRole('link', { name: 'Live' }).click();
     const done = page.locator(`li[data-event="action.completed"][data-action="${id}"]`);
@@ -310,7 +321,7 @@ describe.skipIf(!existsSync(CHROMIUM) || !IP)('dashboard in chromium', () => {
     await row.locator('input[name="value"]').fill('true');
     await row.getByRole('button', { name: 'Save' }).click();
     const alert = row.getByRole('alert');
-    await expect(alert.textContent({ timeout: 10_000 })).resolves.toMatch(/LOCKED.*loopback/);
+    await shows(alert, /LOCKED.*loopback/);
     expect(open!.kernel.config.get('safeMode')).toBe(false);
     await page.screenshot({ path: join(SHOTS, 'config-locked-refused.png'), fullPage: true });
   }, 60_000);
@@ -375,7 +386,7 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard model setup', () => {
     browser = await openBrowser();
     const page = await browser.context.newPage();
     await page.goto(`${running.base}/`);
-    await expect(page.getByTestId('why-waiting').textContent({ timeout: 15_000 })).resolves.toMatch(/modelName/);
+    await shows(page.getByTestId('why-waiting'), /modelName/);
     const form = page.getByTestId('model-setup');
     await form.waitFor({ timeout: 10_000 });
     await page.screenshot({ path: join(SHOTS, 'model-setup.png'), fullPage: true });
