@@ -8,7 +8,8 @@
  * disk, edits and writes it before letting go: no request is lost and no decided one comes back.
  */
 import { randomBytes } from 'node:crypto';
-import { readFile, rename } from 'node:fs/promises';
+import { mkdir, readFile, rename } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import type { Actor, Logger } from '../../sdk/types.js';
 import { withLock } from '../queue/lock.js';
 import { writeFileAtomic } from './atomic-file.js';
@@ -107,6 +108,7 @@ export class PendingStore {
 
   /** `fn` on the list as it is on disk, under the file's lock (one editor at a time, in this process or another). */
   async #edit<T>(fn: () => Promise<T>): Promise<T> {
+    await mkdir(dirname(this.path), { recursive: true, mode: 0o700 });
     return withLock(
       `${this.path}.lock`,
       async () => {

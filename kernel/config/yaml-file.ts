@@ -4,9 +4,11 @@
  *
  * `yaml` is imported only when there is a file to read or write: most CLI commands run without one.
  */
-import { chmod, readFile, stat } from 'node:fs/promises';
+import { chmod, mkdir, readFile, stat } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import type { Document } from 'yaml';
 import { ErrorCodes, KeelError } from '../errors.js';
+import { withLock } from '../queue/lock.js';
 import { writeFileAtomic } from './atomic-file.js';
 
 export interface ConfigFileContent {
@@ -67,14 +69,23 @@ export async function readConfigFile(path: string): Promise<ConfigFileContent> {
  * Set one top-level key in the file, leaving everything else as the user wrote it.
  * The file is re-read first so a hand edit made since loading is kept, and a file that no longer
  * parses is refused (never overwritten). Returns the file's values after the change.
+ * Under `<file>.lock`: Keel's processes (the agent, a separate gateway, `keel config set`) each write the file, and
+ * without it two changes at once would each write the file as it was before the other's.
  */
 export async function writeConfigKey(path: string, key: string, value: unknown): Promise<Map<string, unknown>> {
-  const text = (await readText(path)) ?? '';
-  const doc = await parse(text, path);
-  if (value === undefined) doc.delete(key);
-  else doc.set(key, value);
-  await writeFileAtomic(path, doc.toString(), 0o600);
-  return valuesOf(doc);
+  await mkdir(dirname(path), { recursive: true, mode: 0o700 });
+  return withLock(
+    `${path}.lock`,
+    async () => {
+      const text = (await readText(path)) ?? '';
+      const doc = await parse(text, path);
+      if (value === undefined) doc.delete(key);
+      else doc.set(key, value);
+      await writeFileAtomic(path, doc.toString(), 0o600);
+      return valuesOf(doc);
+    },
+    { what: 'configuration file' },
+  );
 }
 
 /** Tighten an existing file that others can read: it holds credentials. */

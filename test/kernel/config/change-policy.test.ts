@@ -165,6 +165,16 @@ describe('configuration change policy (SAFE / APPROVAL / LOCKED)', () => {
     expect(await stored()).not.toContain(added[0]);
   });
 
+  it('keeps both of two changes written to the file at once from two processes', async () => {
+    const f = fixture();
+    const [a, b] = [await f.load(), await f.load()];
+    for (let i = 0; i < 8; i++) {
+      await Promise.all([a.set('testPort', 4000 + i, OPERATOR), b.set('testEnabled', i % 2 === 0, OPERATOR)]);
+      const after = await f.load();
+      expect([after.get('testPort'), after.get('testEnabled')]).toEqual([4000 + i, i % 2 === 0]);
+    }
+  });
+
   it('keeps a request whose value no longer passes its schema when someone approves it', async () => {
     const f = fixture();
     const { writeFileSync } = await import('node:fs');
