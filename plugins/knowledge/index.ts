@@ -235,7 +235,7 @@ export class Knowledge {
           if (r.model !== model) return;
           const stored = await this.store.setVectors(
             model,
-            stale.map((s, i) => ({ chunkId: s.id, vector: r.vectors[i]! })),
+            stale.map((s, i) => ({ chunkId: s.id, content: s.content, vector: r.vectors[i]! })),
           );
           if (!stored) return; // nothing usable came back (e.g. zero vectors): stop rather than loop
         }

@@ -379,14 +379,16 @@ export class SqliteKnowledgeStore implements KnowledgeStore {
     return (this.st('SELECT count(*) AS n FROM chunks WHERE model IS NOT ?').get(model) as { n: number }).n;
   }
 
-  async setVectors(model: string, vectors: Array<{ chunkId: number; vector: ArrayLike<number> }>): Promise<number> {
+  async setVectors(model: string, vectors: Array<{ chunkId: number; content: string; vector: ArrayLike<number> }>): Promise<number> {
     const done = new Map<number, { doc: number; code: Int8Array; scale: number }>();
     this.tx(() => {
-      const upd = this.st('UPDATE chunks SET model = ?, code = ?, scale = ? WHERE id = ? RETURNING doc');
+      // Only if the chunk still holds the text that was embedded: while the model worked, the document may have
+      // been deleted and its chunk ids given to new text (SQLite reuses the highest ids).
+      const upd = this.st('UPDATE chunks SET model = ?, code = ?, scale = ? WHERE id = ? AND content = ? RETURNING doc');
       for (const v of vectors) {
         const q = quantize(v.vector);
         if (!q) continue;
-        const r = upd.get(model, codeBlob(q.code), q.scale, v.chunkId) as { doc: number } | undefined;
+        const r = upd.get(model, codeBlob(q.code), q.scale, v.chunkId, v.content) as { doc: number } | undefined;
         if (r) done.set(v.chunkId, { doc: r.doc, ...q });
       }
       for (const doc of new Set([...done.values()].map((d) => d.doc))) {

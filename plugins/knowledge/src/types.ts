@@ -83,7 +83,7 @@ export interface KnowledgeStore {
   staleChunks(model: string, limit: number): Promise<Array<{ id: number; content: string }>>;
   countStale(model: string): Promise<number>;
   /** Stores vectors of `model` for chunks; returns how many were stored (zero vectors and deleted chunks are skipped). */
-  setVectors(model: string, vectors: Array<{ chunkId: number; vector: ArrayLike<number> }>): Promise<number>;
+  setVectors(model: string, vectors: Array<{ chunkId: number; content: string; vector: ArrayLike<number> }>): Promise<number>;
   /** Optional warm-up (load in-memory indexes) before the first search. */
   warm?(): Promise<void>;
   stats(): Promise<{ documents: number; chunks: number; embedded: Record<string, number> }>;

@@ -116,4 +116,32 @@ describe('vector index and other processes', () => {
       rm(dir);
     }
   });
+
+  it('a vector computed for deleted text is not stored on the new text that took its chunk id', async () => {
+    const { SqliteKnowledgeStore } = await import('../../../plugins/knowledge/src/sqlite-store.js');
+    const { tmp, rm } = await import('../../helpers.js');
+    const { join } = await import('node:path');
+    const dir = tmp();
+    const store = new SqliteKnowledgeStore(join(dir, 'k.db'));
+    try {
+      const doc = { title: 't', collection: 'c', tags: [], format: 'text' as const, metadata: {} };
+      const { document } = await store.upsert({ ...doc, source: 'old' }, [{ content: 'the old text' }]);
+      // The background re-embedding reads the stale chunk, then the model takes its time...
+      const [stale] = await store.staleChunks('m', 10);
+      expect(stale?.content).toBe('the old text');
+      // ...meanwhile the document is deleted and another stored: SQLite gives the new chunk the same id.
+      await store.deleteDocument(document.id);
+      await store.upsert({ ...doc, source: 'new' }, [{ content: 'the new text' }]);
+      const [fresh] = await store.staleChunks('m', 10);
+      expect(fresh).toEqual({ id: stale!.id, content: 'the new text' });
+      // The old text's vector lands nowhere; the new text stays stale until its own vector comes.
+      await expect(store.setVectors('m', [{ chunkId: stale!.id, content: stale!.content, vector: rand() }])).resolves.toBe(0);
+      expect(await store.countStale('m')).toBe(1);
+      await expect(store.setVectors('m', [{ chunkId: fresh!.id, content: fresh!.content, vector: rand() }])).resolves.toBe(1);
+      expect(await store.countStale('m')).toBe(0);
+    } finally {
+      await store.close();
+      rm(dir);
+    }
+  });
 });
