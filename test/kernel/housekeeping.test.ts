@@ -168,6 +168,46 @@ describe('log rotation', () => {
   });
 });
 
+describe('token usage from two processes', () => {
+  it('adds up: every call of each process is in the summary and in the logs, across rotations', async () => {
+    const h = home();
+    const paths = () => ({ log: join(h, 'token-usage.log'), summary: join(h, 'token-usage-summary.json') });
+    const errors: unknown[] = [];
+    // Two UsageLogs on one home: the agent's process and a separate gateway (each serialises only its own writes).
+    const [agent, gateway] = [0, 1].map(
+      () =>
+        new UsageLog(
+          paths,
+          (e) => errors.push(e),
+          () => 2000,
+        ),
+    );
+    const rec = (who: string, i: number) => ({
+      timestamp: new Date().toISOString(),
+      provider: who,
+      model: 'm',
+      purpose: 'main',
+      ok: true,
+      inputTokens: i,
+      outputTokens: 1,
+      durationMs: 5,
+    });
+    await Promise.all(Array.from({ length: 40 }, (_, i) => [agent!.record(rec('agent', i)), gateway!.record(rec('gateway', i))]).flat());
+    expect(errors).toEqual([]);
+    const summary = JSON.parse(readFileSync(paths().summary, 'utf8'));
+    expect(summary.total.calls).toBe(80);
+    expect(summary.providers.agent.inputTokens).toBe(780);
+    expect(summary.providers.gateway.inputTokens).toBe(780);
+    // The current log and its one older copy hold the newest lines of both, none twice.
+    const lines = [`${paths().log}.1`, paths().log].flatMap((f) => readFileSync(f, 'utf8').trim().split('\n'));
+    const keys = lines.map((l) => `${JSON.parse(l).provider}:${JSON.parse(l).inputTokens}`);
+    expect(new Set(keys).size).toBe(keys.length);
+    expect(keys).toContain('agent:39');
+    expect(keys).toContain('gateway:39');
+    expect(existsSync(`${paths().summary}.lock`)).toBe(false);
+  });
+});
+
 describe('channel store pruning', () => {
   it('pruneDaily drops handled messages and sent replies older than the setting, at once and again each day', () => {
     vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval', 'Date'] });

@@ -1,11 +1,14 @@
 /**
  * Token accounting: one JSON line per model call in `tokenLogPath`, and a per-provider, per-model summary in
  * `tokenUsagePath` replaced atomically (temp file + rename), so a crash leaves the last good summary.
- * Writes are serialised within the process and grouped (records that arrive during a write share the next one); the summary is re-read before each update so several Keel
- * processes on one home add up rather than overwrite each other's totals (the last rename wins a race).
+ * Writes are serialised within the process and grouped (records that arrive during a write share the next one).
+ * Several Keel processes on one home (the agent, a separate gateway running skills) take `<summary>.lock` for each
+ * write, then rotate, append and re-read the summary before adding to it: their totals add up, no rotation moves
+ * away the other's fresh log.
  */
 import { appendFile, mkdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
+import { withFileLock } from '../../../sdk/file-lock.js';
 
 export interface UsageRecord {
   timestamp: string;
@@ -85,6 +88,12 @@ export class UsageLog {
   }
 
   private async write(batch: UsageRecord[]): Promise<void> {
+    const { summary } = this.paths();
+    await mkdir(dirname(summary), { recursive: true });
+    await withFileLock(`${summary}.lock`, () => this.writeLocked(batch), { what: 'token usage summary' });
+  }
+
+  private async writeLocked(batch: UsageRecord[]): Promise<void> {
     const { log, summary } = this.paths();
     await mkdir(dirname(log), { recursive: true });
     const max = this.maxBytes();
@@ -111,7 +120,6 @@ export class UsageLog {
       add(m, r);
       s.updatedAt = r.timestamp;
     }
-    await mkdir(dirname(summary), { recursive: true });
     const tmp = `${summary}.${process.pid}.${++this.tmpSeq}.tmp`;
     await writeFile(tmp, `${JSON.stringify(s, null, 2)}\n`, { mode: 0o600 });
     await rename(tmp, summary);

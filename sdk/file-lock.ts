@@ -1,0 +1,148 @@
+/**
+ * A cross-process mutex on a lock file: `open(O_CREAT|O_EXCL)` with `<pid> <token>` inside.
+ *
+ * Node has no flock(), and the processes sharing a KEEL_HOME (the agent, a separate gateway, `keel push`,
+ * `keel config`) are separate, so the lock lives in the file system. A holder that died leaves its file behind; a
+ * waiter breaks such a stale lock, but only inside a second, short-lived `.break` lock and only if the file still
+ * holds the very content it saw as stale, so two waiters can never both break and then both believe they hold it.
+ * Waiters in the same process queue on the same file, so one lock serves both kinds of concurrency.
+ */
+import { randomBytes } from 'node:crypto';
+import { closeSync, openSync, readFileSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import { PluginError } from './errors.js';
+import { isPidAlive } from './pid.js';
+
+export interface FileLockOptions {
+  /** Give up after this long (default 10 s). */
+  timeoutMs?: number;
+  /** What the lock guards, for the error when it stays taken ("token usage summary"). */
+  what?: string;
+  /** The error to throw when it stays taken (default: `KEEL_E_FILE_LOCKED` naming `what`, the file and its holder). */
+  onTimeout?(info: { path: string; holder: string; timeoutMs: number }): Error;
+}
+
+export interface HeldFileLock {
+  release(): void;
+}
+
+/** A file created but not yet filled in is this old before we treat its creator as dead. */
+const EMPTY_LOCK_GRACE_MS = 5_000;
+
+function readOrUndefined(path: string): string | undefined {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw e;
+  }
+}
+
+function ageMs(path: string): number {
+  try {
+    return Date.now() - statSync(path).mtimeMs;
+  } catch {
+    return 0;
+  }
+}
+
+/** Content of a lock whose holder is gone, or undefined when the lock is live (or already gone). */
+function staleContent(path: string): string | undefined {
+  const content = readOrUndefined(path);
+  if (content === undefined) return undefined;
+  const pid = Number.parseInt(content, 10);
+  if (Number.isNaN(pid)) return ageMs(path) > EMPTY_LOCK_GRACE_MS ? content : undefined;
+  return isPidAlive(pid) ? undefined : content;
+}
+
+function tryCreate(path: string, content: string): boolean {
+  let fd: number;
+  try {
+    fd = openSync(path, 'wx', 0o600);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw e;
+  }
+  try {
+    writeSync(fd, content);
+  } finally {
+    closeSync(fd);
+  }
+  return true;
+}
+
+function unlinkQuiet(path: string): void {
+  try {
+    unlinkSync(path);
+  } catch {
+    // already gone
+  }
+}
+
+function breakStale(path: string, seen: string): void {
+  const breakPath = `${path}.break`;
+  if (!tryCreate(breakPath, `${process.pid}\n`)) {
+    // The breaker holds it for a few syscalls only; one left behind belongs to a process that died in there.
+    if (staleContent(breakPath) !== undefined) unlinkQuiet(breakPath);
+    return;
+  }
+  try {
+    if (readOrUndefined(path) === seen) unlinkQuiet(path);
+  } finally {
+    unlinkQuiet(breakPath);
+  }
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/**
+ * Waits for the lock file at `path` (its directory must exist) and takes it.
+ * @example const lock = await acquireFileLock(`${file}.lock`); try { edit(file); } finally { lock.release(); }
+ */
+export async function acquireFileLock(path: string, opts: FileLockOptions = {}): Promise<HeldFileLock> {
+  const content = `${process.pid} ${randomBytes(6).toString('hex')}\n`;
+  const timeoutMs = opts.timeoutMs ?? 10_000;
+  const deadline = Date.now() + timeoutMs;
+  for (let attempt = 0; ; attempt++) {
+    if (tryCreate(path, content)) {
+      let released = false;
+      return {
+        release() {
+          if (released) return;
+          released = true;
+          unlinkQuiet(path);
+        },
+      };
+    }
+    if (attempt % 4 === 3) {
+      const stale = staleContent(path);
+      if (stale !== undefined) {
+        breakStale(path, stale);
+        continue;
+      }
+    }
+    if (Date.now() > deadline) {
+      const holder = readOrUndefined(path)?.trim() ?? 'unknown';
+      if (opts.onTimeout) throw opts.onTimeout({ path, holder, timeoutMs });
+      throw new PluginError(
+        'KEEL_E_FILE_LOCKED',
+        `The ${opts.what ?? 'file'} is locked by another process (lock ${path}, holder "${holder}") for more than ${timeoutMs} ms. ` +
+          'If no keel process is running, delete that file.',
+      );
+    }
+    // Jitter keeps several waiting processes from retrying in lock-step.
+    await sleep(Math.min(8, 1 + (attempt >> 3)) + Math.random());
+  }
+}
+
+/**
+ * Runs `fn` holding the lock file at `path`: one at a time across Keel's processes and within this one.
+ * @example await withFileLock(`${summary}.lock`, () => update(summary), { what: 'token usage summary' });
+ */
+export async function withFileLock<T>(path: string, fn: () => Promise<T> | T, opts?: FileLockOptions): Promise<T> {
+  const lock = await acquireFileLock(path, opts);
+  try {
+    return await fn();
+  } finally {
+    lock.release();
+  }
+}
