@@ -123,11 +123,7 @@ export async function acquireFileLock(path: string, opts: FileLockOptions = {}):
     if (Date.now() > deadline) {
       const holder = readOrUndefined(path)?.trim() ?? 'unknown';
       if (opts.onTimeout) throw opts.onTimeout({ path, holder, timeoutMs });
-      throw new PluginError(
-        'KEEL_E_FILE_LOCKED',
-        `The ${opts.what ?? 'file'} is locked by another process (lock ${path}, holder "${holder}") for more than ${timeoutMs} ms. ` +
-          'If no keel process is running, delete that file.',
-      );
+      throw lockedError(path, holder, timeoutMs, opts.what);
     }
     // Jitter keeps several waiting processes from retrying in lock-step.
     await sleep(Math.min(8, 1 + (attempt >> 3)) + Math.random());
@@ -145,4 +141,48 @@ export async function withFileLock<T>(path: string, fn: () => Promise<T> | T, op
   } finally {
     lock.release();
   }
+}
+
+/** Blocks this thread for `ms` (a synchronous caller waiting its turn for a lock held a few milliseconds). */
+function sleepSync(ms: number): void {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+}
+
+/**
+ * `withFileLock` for synchronous critical sections (a read, change and atomic write of a small file): the wait, if
+ * another process holds the lock for its few milliseconds, blocks this thread. Default timeout 5 s.
+ * @example store.update = (fn) => withFileLockSync(`${file}.lock`, () => write(fn(read())), { what: 'schedules' });
+ */
+export function withFileLockSync<T>(path: string, fn: () => T, opts: FileLockOptions = {}): T {
+  const content = `${process.pid} ${randomBytes(6).toString('hex')}\n`;
+  const timeoutMs = opts.timeoutMs ?? 5_000;
+  const deadline = Date.now() + timeoutMs;
+  for (let attempt = 0; !tryCreate(path, content); attempt++) {
+    if (attempt % 4 === 3) {
+      const stale = staleContent(path);
+      if (stale !== undefined) {
+        breakStale(path, stale);
+        continue;
+      }
+    }
+    if (Date.now() > deadline) {
+      const holder = readOrUndefined(path)?.trim() ?? 'unknown';
+      if (opts.onTimeout) throw opts.onTimeout({ path, holder, timeoutMs });
+      throw lockedError(path, holder, timeoutMs, opts.what);
+    }
+    sleepSync(Math.min(8, 1 + (attempt >> 3)) + Math.random());
+  }
+  try {
+    return fn();
+  } finally {
+    unlinkQuiet(path);
+  }
+}
+
+function lockedError(path: string, holder: string, timeoutMs: number, what = 'file'): PluginError {
+  return new PluginError(
+    'KEEL_E_FILE_LOCKED',
+    `The ${what} is locked by another process (lock ${path}, holder "${holder}") for more than ${timeoutMs} ms. ` +
+      'If no keel process is running, delete that file.',
+  );
 }

@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { errorMessage } from '../../../sdk/errors.js';
+import { withFileLockSync } from '../../../sdk/file-lock.js';
 
 export type TaskStatus = 'queued' | 'running' | 'completed' | 'failed';
 
@@ -80,6 +81,12 @@ export class DelegationStore {
 
   /** Read, change, write back atomically; returns what `change` returns. */
   update<T>(change: (data: FileShape) => T): T {
+    // Under the file's lock: the agent's process and a separate gateway both record delegations.
+    mkdirSync(dirname(this.file), { recursive: true });
+    return withFileLockSync(`${this.file}.lock`, () => this.updateLocked(change), { what: 'delegation records' });
+  }
+
+  private updateLocked<T>(change: (data: FileShape) => T): T {
     const data = this.read();
     // A damaged file is reported and never overwritten: an operator repairs or removes it.
     if (this.problem) throw new Error(`Delegation records cannot be written: ${this.problem}.`);

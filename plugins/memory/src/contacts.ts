@@ -19,6 +19,7 @@
  */
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { withFileLockSync } from '../../../sdk/file-lock.js';
 import { writeFileAtomicSync } from './atomic.js';
 
 export interface ContactProfile {
@@ -58,27 +59,33 @@ export function readContact(home: string, channel: string, userId: string): Cont
 let chain: Promise<unknown> = Promise.resolve();
 
 export function updateContact(home: string, channel: string, userId: string, change: (p: ContactProfile) => void): Promise<ContactProfile> {
+  // Under the profile's lock file too: a separate gateway (the skill console, a channel it owns) writes profiles.
   const next = chain.then(() => {
-    const now = new Date().toISOString();
-    const p: ContactProfile = readContact(home, channel, userId) ?? {
-      jid: userId,
-      channel,
-      firstSeen: now,
-      lastSeen: now,
-      messageCount: 0,
-      relationship: '',
-      facts: [],
-      lastTopics: [],
-    };
-    change(p);
-    if (p.facts.length > MAX_FACTS) p.facts = p.facts.slice(-MAX_FACTS);
-    if (p.lastTopics.length > 5) p.lastTopics = p.lastTopics.slice(-5);
     mkdirSync(contactsDir(home), { recursive: true });
-    writeFileAtomicSync(contactFile(home, channel, userId), `${JSON.stringify(p, null, 2)}\n`);
-    return p;
+    const file = contactFile(home, channel, userId);
+    return withFileLockSync(`${file}.lock`, () => changeContact(home, channel, userId, change), { what: `contact profile ${file}` });
   });
   chain = next.catch(() => undefined);
   return next;
+}
+
+function changeContact(home: string, channel: string, userId: string, change: (p: ContactProfile) => void): ContactProfile {
+  const now = new Date().toISOString();
+  const p: ContactProfile = readContact(home, channel, userId) ?? {
+    jid: userId,
+    channel,
+    firstSeen: now,
+    lastSeen: now,
+    messageCount: 0,
+    relationship: '',
+    facts: [],
+    lastTopics: [],
+  };
+  change(p);
+  if (p.facts.length > MAX_FACTS) p.facts = p.facts.slice(-MAX_FACTS);
+  if (p.lastTopics.length > 5) p.lastTopics = p.lastTopics.slice(-5);
+  writeFileAtomicSync(contactFile(home, channel, userId), `${JSON.stringify(p, null, 2)}\n`);
+  return p;
 }
 
 export function describeContact(p: ContactProfile): string {

@@ -8,8 +8,9 @@
  * LEARNING.md: # Agent Learning Base, one sentence of intro, then ## <Topic> sections of text.
  * JOURNAL.md:  # Agent Journal, then ## YYYY-MM-DD sections.
  */
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { withFileLockSync } from '../../../sdk/file-lock.js';
 import { writeFileAtomicSync } from './atomic.js';
 
 export const USER_SECTIONS = ['Core Identity', 'Preferences', 'Constraints'] as const;
@@ -41,6 +42,12 @@ export function longFileWrites(): number {
 }
 export function markLongFilesChanged(): void {
   localWrites++;
+}
+
+/** `fn` under `<name>.lock`: a separate gateway running memory skills edits these files too. */
+function locked<T>(home: string, name: string, fn: () => T): T {
+  mkdirSync(home, { recursive: true });
+  return withFileLockSync(join(home, `${name}.lock`), fn, { what: name });
 }
 
 function serial<T>(fn: () => T): Promise<T> {
@@ -111,28 +118,34 @@ function insertInSection(text: string, heading: string, block: string[], paragra
 }
 
 export function appendUserFact(home: string, section: UserSection, fact: string): Promise<void> {
-  return serial(() => {
-    const text = read(home, 'USER.md');
-    const bullet = `- ${fact.replace(/\s*\n\s*/g, ' ').trim()}`;
-    writeFileAtomicSync(join(home, 'USER.md'), insertInSection(text, section, [bullet], false));
-  });
+  return serial(() =>
+    locked(home, 'USER.md', () => {
+      const text = read(home, 'USER.md');
+      const bullet = `- ${fact.replace(/\s*\n\s*/g, ' ').trim()}`;
+      writeFileAtomicSync(join(home, 'USER.md'), insertInSection(text, section, [bullet], false));
+    }),
+  );
 }
 
 export function appendLearning(home: string, topic: string, content: string): Promise<void> {
-  return serial(() => {
-    const text = read(home, 'LEARNING.md');
-    writeFileAtomicSync(
-      join(home, 'LEARNING.md'),
-      insertInSection(text, topic.replace(/\s*\n\s*/g, ' ').trim(), content.trim().split('\n'), true),
-    );
-  });
+  return serial(() =>
+    locked(home, 'LEARNING.md', () => {
+      const text = read(home, 'LEARNING.md');
+      writeFileAtomicSync(
+        join(home, 'LEARNING.md'),
+        insertInSection(text, topic.replace(/\s*\n\s*/g, ' ').trim(), content.trim().split('\n'), true),
+      );
+    }),
+  );
 }
 
 export function appendJournal(home: string, date: string, entry: string): Promise<void> {
-  return serial(() => {
-    const text = read(home, 'JOURNAL.md');
-    writeFileAtomicSync(join(home, 'JOURNAL.md'), insertInSection(text, date, entry.trim().split('\n'), true));
-  });
+  return serial(() =>
+    locked(home, 'JOURNAL.md', () => {
+      const text = read(home, 'JOURNAL.md');
+      writeFileAtomicSync(join(home, 'JOURNAL.md'), insertInSection(text, date, entry.trim().split('\n'), true));
+    }),
+  );
 }
 
 /** Every `## ` section of the files that exist. */

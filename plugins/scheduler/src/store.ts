@@ -9,6 +9,7 @@ import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rm
 import { dirname, join } from 'node:path';
 import type { Actor } from '../../../sdk/index.js';
 import { errorMessage } from '../../../sdk/errors.js';
+import { withFileLockSync } from '../../../sdk/file-lock.js';
 
 export interface Schedule {
   /** `sch_<epoch_ms>_<hex>` */
@@ -82,11 +83,19 @@ export class ScheduleStore {
 
   /** Read, change, write: `fn` edits the array in place. */
   update<T>(fn: (items: Schedule[]) => T): T {
-    this.reload(true);
-    if (this.problem) throw new Error(`${this.problem}; fix or remove it before changing schedules.`);
-    const out = fn(this.items);
-    this.write();
-    return out;
+    // Under schedules.json.lock: another process (a separate gateway's skill console) may be changing it too.
+    mkdirSync(dirname(this.file), { recursive: true, mode: 0o700 });
+    return withFileLockSync(
+      `${this.file}.lock`,
+      () => {
+        this.reload(true);
+        if (this.problem) throw new Error(`${this.problem}; fix or remove it before changing schedules.`);
+        const out = fn(this.items);
+        this.write();
+        return out;
+      },
+      { what: 'schedule list' },
+    );
   }
 
   private write(): void {
