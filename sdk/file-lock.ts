@@ -100,34 +100,38 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
  */
 export async function acquireFileLock(path: string, opts: FileLockOptions = {}): Promise<HeldFileLock> {
   const content = `${process.pid} ${randomBytes(6).toString('hex')}\n`;
-  const timeoutMs = opts.timeoutMs ?? 10_000;
-  const deadline = Date.now() + timeoutMs;
-  for (let attempt = 0; ; attempt++) {
-    if (tryCreate(path, content)) {
-      let released = false;
-      return {
-        release() {
-          if (released) return;
-          released = true;
-          unlinkQuiet(path);
-        },
-      };
-    }
-    if (attempt % 4 === 3) {
-      const stale = staleContent(path);
-      if (stale !== undefined) {
-        breakStale(path, stale);
-        continue;
-      }
-    }
-    if (Date.now() > deadline) {
-      const holder = readOrUndefined(path)?.trim() ?? 'unknown';
-      if (opts.onTimeout) throw opts.onTimeout({ path, holder, timeoutMs });
-      throw lockedError(path, holder, timeoutMs, opts.what);
-    }
-    // Jitter keeps several waiting processes from retrying in lock-step.
-    await sleep(Math.min(8, 1 + (attempt >> 3)) + Math.random());
+  const deadline = Date.now() + (opts.timeoutMs ?? 10_000);
+  for (let attempt = 0; !tryCreate(path, content); attempt++) {
+    const ms = nextWait(path, attempt, deadline, opts.timeoutMs ?? 10_000, opts);
+    if (ms) await sleep(ms);
   }
+  let released = false;
+  return {
+    release() {
+      if (released) return;
+      released = true;
+      unlinkQuiet(path);
+    },
+  };
+}
+
+/**
+ * After a failed try: breaks a lock whose holder died (0: try again at once), throws past the deadline, else the
+ * milliseconds to wait (jittered, so several waiting processes do not retry in lock-step).
+ */
+function nextWait(path: string, attempt: number, deadline: number, timeoutMs: number, opts: FileLockOptions): number {
+  if (attempt % 4 === 3) {
+    const stale = staleContent(path);
+    if (stale !== undefined) {
+      breakStale(path, stale);
+      return 0;
+    }
+  }
+  if (Date.now() > deadline) {
+    const holder = readOrUndefined(path)?.trim() ?? 'unknown';
+    throw opts.onTimeout ? opts.onTimeout({ path, holder, timeoutMs }) : lockedError(path, holder, timeoutMs, opts.what);
+  }
+  return Math.min(8, 1 + (attempt >> 3)) + Math.random();
 }
 
 /**
@@ -155,22 +159,10 @@ function sleepSync(ms: number): void {
  */
 export function withFileLockSync<T>(path: string, fn: () => T, opts: FileLockOptions = {}): T {
   const content = `${process.pid} ${randomBytes(6).toString('hex')}\n`;
-  const timeoutMs = opts.timeoutMs ?? 5_000;
-  const deadline = Date.now() + timeoutMs;
+  const deadline = Date.now() + (opts.timeoutMs ?? 5_000);
   for (let attempt = 0; !tryCreate(path, content); attempt++) {
-    if (attempt % 4 === 3) {
-      const stale = staleContent(path);
-      if (stale !== undefined) {
-        breakStale(path, stale);
-        continue;
-      }
-    }
-    if (Date.now() > deadline) {
-      const holder = readOrUndefined(path)?.trim() ?? 'unknown';
-      if (opts.onTimeout) throw opts.onTimeout({ path, holder, timeoutMs });
-      throw lockedError(path, holder, timeoutMs, opts.what);
-    }
-    sleepSync(Math.min(8, 1 + (attempt >> 3)) + Math.random());
+    const ms = nextWait(path, attempt, deadline, opts.timeoutMs ?? 5_000, opts);
+    if (ms) sleepSync(ms);
   }
   try {
     return fn();
