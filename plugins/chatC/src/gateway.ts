@@ -151,7 +151,20 @@ function seenChannels(client: Client): SeenChannel[] {
   return out;
 }
 
-type ShardInternals = { internalConnect?: () => Promise<void>; connection?: { terminate?: () => void } | null };
+type Socket = { terminate?: () => void; on?: (event: 'error', fn: () => void) => unknown };
+type ShardInternals = { internalConnect?: () => Promise<void>; connection?: Socket | null };
+
+/**
+ * An error of a socket being torn down goes nowhere: @discordjs/ws's destroy sets `onerror = null`, and a socket
+ * still connecting then emits 'error' ("closed before the connection was established") with no listener, which
+ * would end the whole process. A listener added with `on` survives that.
+ */
+const quiet = new WeakSet<object>();
+function silence(socket: Socket | null | undefined): void {
+  if (!socket || quiet.has(socket) || typeof socket.on !== 'function') return;
+  quiet.add(socket);
+  socket.on('error', () => undefined);
+}
 
 /**
  * Destroys the client for good. @discordjs/ws 1.x has a race: destroying a shard while it waits for HELLO (a dead
@@ -163,8 +176,11 @@ async function teardown(client: Client): Promise<void> {
   const strategy = (client.ws as unknown as { _ws?: { strategy?: { shards?: Map<number, ShardInternals> } } })._ws?.strategy;
   const shards = [...(strategy?.shards?.values() ?? [])];
   for (const s of shards) if (typeof s.internalConnect === 'function') s.internalConnect = async () => undefined;
+  const sockets = shards.map((s) => s.connection);
+  sockets.forEach(silence);
   let timer: NodeJS.Timeout | undefined;
   await Promise.race([client.destroy().catch(() => undefined), new Promise<void>((r) => (timer = setTimeout(r, 3000)))]);
   clearTimeout(timer);
-  for (const s of shards) s.connection?.terminate?.();
+  for (const s of shards) silence(s.connection);
+  for (const socket of new Set([...sockets, ...shards.map((s) => s.connection)])) socket?.terminate?.();
 }
