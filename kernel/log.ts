@@ -39,6 +39,20 @@ export const timedLines: ConsolaReporter = {
   },
 };
 
+let guarded = false;
+
+/**
+ * A failed write to standard error or output (a full disk under `daemon.log`, a closed pipe) is an 'error' event on
+ * the stream; with no listener it would end the process on the next log line. The line is lost, the process goes
+ * on (the dashboard's log page keeps the recent entries from memory).
+ */
+function guardStdio(): void {
+  if (guarded) return;
+  guarded = true;
+  process.stderr.on('error', () => undefined);
+  process.stdout.on('error', () => undefined);
+}
+
 export class LogSink {
   private readonly ring: LogEntry[] = [];
   private next = 0;
@@ -48,6 +62,7 @@ export class LogSink {
 
   constructor(private readonly opts: LogSinkOptions = {}) {
     this.capacity = opts.capacity ?? 1000;
+    guardStdio();
     // A terminal gets consola's fancy lines; a pipe or journald one plain line per entry (`[warn] [config] ...`),
     // without the blank lines the fancy reporter puts around warnings and errors; a file (daemon.log, gateway.log,
     // `2> keel.log`) the same line after its time, since nothing else will say when it happened.

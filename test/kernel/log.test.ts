@@ -1,3 +1,5 @@
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { LogSink } from '../../kernel/log.js';
 
@@ -54,4 +56,29 @@ describe('log sink', () => {
     expect(lines.find((l) => l.includes('is odd'))).toMatch(/\[config\] the chatC: key is odd$/);
     expect(sink.recent()[0]).toMatchObject({ tag: 'chatC', message: 'chatC: connected as keel.' });
   });
+
+  it('a log whose standard error can no longer be written (closed pipe, full disk) does not end the process', async () => {
+    const script = [
+      `import { LogSink } from ${JSON.stringify(join(import.meta.dirname, '..', '..', 'kernel', 'log.ts'))};`,
+      "const log = new LogSink({ level: 3 }).logger('t');",
+      'process.stdin.once("data", async () => {',
+      '  for (let i = 0; i < 50; i++) { log.info(`line ${i} ${"x".repeat(2000)}`); await new Promise((r) => setTimeout(r, 5)); }',
+      '  process.stdout.write("still running\\n");',
+      '  process.stdin.destroy();',
+      '});',
+      'process.stdout.write("ready\\n");',
+    ].join('\n');
+    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { stdio: ['pipe', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+    });
+    await expect.poll(() => out, { timeout: 20_000 }).toContain('ready');
+    // The reading end of its standard error goes away: every later write fails with EPIPE.
+    child.stderr.destroy();
+    child.stdin.end('go\n');
+    const code = await new Promise<number | null>((r) => child.on('exit', r));
+    expect(out).toContain('still running');
+    expect(code).toBe(0);
+  }, 60_000);
 });
