@@ -9,6 +9,7 @@ import { errorMessage } from '../errors.js';
 import type { Logger } from '../types.js';
 import type { ChannelStatus } from '../channel.js';
 import type { ConnectionLock } from './lease.js';
+import type { LockResult } from './owner-lock.js';
 
 export type ConnectionState = NonNullable<ChannelStatus['state']>;
 
@@ -45,6 +46,9 @@ export interface ConnectionHooks {
 
 const message = errorMessage;
 
+/** A connection up this long before it dropped starts the backoff over, sign of life or not. */
+const STABLE_MS = 30_000;
+
 /**
  * @example
  * const sup = new ConnectionSupervisor({ name: 'chatA', log, stallMs: 60_000, fatal: (e) => isUnauthorized(e) ? 'Invalid token' : undefined,
@@ -71,7 +75,12 @@ export class ConnectionSupervisor {
     if (this.loop) return;
     this.stopped = false;
     this.everConnected = false;
-    this.loop = this.run();
+    // The loop catches what a connection throws; anything else is a bug that must not end the process.
+    this.loop = this.run().catch((e: unknown) => {
+      this.lastError = `the connection loop stopped: ${message(e)}`;
+      this.o.log.error(`${this.o.name}: ${this.lastError}`);
+      this.set('failed');
+    });
   }
 
   /** Records an inbound message (for `lastInboundAt`). */
@@ -142,7 +151,11 @@ export class ConnectionSupervisor {
     while (!this.stopped) {
       this.set(first ? 'connecting' : 'reconnecting');
       if (this.o.lock) {
-        const got = await this.o.lock.acquire();
+        // A lock that cannot even be looked at (a full disk, too many open files, Redis down) is a wait, not an end.
+        const lock = this.o.lock;
+        const got = await Promise.resolve()
+          .then(() => lock.acquire())
+          .catch((e: unknown): LockResult => ({ ok: false, ownerPid: 0, why: message(e) }));
         if (this.stopped) break;
         if (!got.ok) {
           this.lastError = got.why
@@ -162,6 +175,7 @@ export class ConnectionSupervisor {
         controller.abort(new RestartError(`gave the connection up: ${why}`));
       });
       let lastLive = Date.now();
+      let connectedAt: number | undefined;
       const stallMs = () => (typeof this.o.stallMs === 'function' ? this.o.stallMs() : this.o.stallMs);
       const watchdog = setInterval(
         () => {
@@ -177,10 +191,14 @@ export class ConnectionSupervisor {
         const ended = await this.o.connect(controller.signal, {
           live: () => {
             lastLive = Date.now();
+            // The backoff starts over once a connection proves itself (a sign of life after it came up), not as
+            // soon as it comes up: one that connects and fails at once every time (a Telegram 409, a mailbox that
+            // refuses every sweep) keeps backing off instead of retrying every second for good.
+            if (connectedAt !== undefined) attempt = 0;
           },
           connected: (who?: string) => {
             lastLive = Date.now();
-            attempt = 0;
+            connectedAt ??= lastLive;
             // One line when the channel first comes up (as whom), one when it is back after a failure; nothing for
             // a connection the platform asked to renew, or a resume while connected.
             if (this.state !== 'connected') {
@@ -214,6 +232,8 @@ export class ConnectionSupervisor {
         if (this.controller === controller) this.controller = undefined;
       }
       first = false;
+      // Up for a while without a word (a quiet channel) also counts as proven.
+      if (connectedAt !== undefined && Date.now() - connectedAt >= STABLE_MS) attempt = 0;
       if (again) continue;
       this.reconnects++;
       const base = this.o.backoff?.baseMs ?? 1000;

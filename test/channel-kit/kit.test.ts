@@ -616,6 +616,62 @@ describe('outbox and rate limits', () => {
 });
 
 describe('connection supervisor', () => {
+  it('a connection that comes up and fails at once every time keeps backing off; one that shows life starts over', async () => {
+    const waits: number[] = [];
+    let n = 0;
+    const sup = new ConnectionSupervisor({
+      name: 't',
+      log: { ...log, warn: (m: string) => waits.push(Number(/reconnecting in (\d+) ms/.exec(m)?.[1])) },
+      stallMs: 5000,
+      backoff: { baseMs: 10, maxMs: 10_000 },
+      fatal: () => undefined,
+      connect: async (_signal, { connected, live }) => {
+        n++;
+        connected();
+        // The 7th connection answers once (a sign of life) before it drops: the backoff starts over.
+        if (n === 7) live();
+        throw new Error('409: terminated by other getUpdates request');
+      },
+    });
+    sup.start();
+    await waitFor(() => waits.length >= 7, '7 drops');
+    await sup.stop();
+    // 10 ms x 2^k, jittered to between half and all of it: the 6th wait is at least 160 ms, the first at most 10.
+    expect(waits[0]).toBeLessThanOrEqual(10);
+    expect(waits[5]).toBeGreaterThanOrEqual(160);
+    expect(waits[6]).toBeLessThanOrEqual(10);
+  });
+
+  it('a lock that cannot be looked at (a full disk, Redis down) is waited out, not the end of the process', async () => {
+    let tries = 0;
+    const sup = new ConnectionSupervisor({
+      name: 't',
+      log,
+      stallMs: 5000,
+      lockRetryMs: 10,
+      fatal: () => undefined,
+      lock: {
+        acquire: () => {
+          if (++tries < 3) throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
+          return { ok: true };
+        },
+        release: () => undefined,
+      },
+      connect: async (signal, { connected }) => {
+        connected();
+        await new Promise((r) => signal.addEventListener('abort', r));
+      },
+    });
+    const states: string[] = [];
+    sup.onState((s) => states.push(s));
+    sup.start();
+    await waitFor(() => sup.state === 'connected', 'connected');
+    expect(tries).toBe(3);
+    expect(sup.lastError).toBe('Not connecting: ENOSPC: no space left on device, write; trying again.');
+    expect(states).not.toContain('failed');
+    await sup.stop();
+  });
+
   it('reconnects with backoff after errors and after a stall; stops for good on a fatal error', async () => {
     let n = 0;
     const sup = new ConnectionSupervisor({
