@@ -35,6 +35,9 @@ export default definePlugin({
       return m;
     });
     ctx.provide('memory', svc);
+    // Sessions that went quiet have their short memories consolidated (memorySessionIdleHours): a minute after the
+    // start, then hourly; the stop below ends it.
+    svc.startIdleSweep();
     return {
       async stop() {
         svc.stopBackground();

@@ -34,6 +34,14 @@ const manifest = {
       policy: 'SAFE',
       description: 'When a session holds this many short memories they are consolidated into one episodic summary (SPEC: 30).',
     },
+    memorySessionIdleHours: {
+      schema: Type.Integer({ minimum: 0, maximum: 8760 }),
+      default: 24,
+      env: ['KEEL_MEMORY_SESSION_IDLE_HOURS'],
+      policy: 'SAFE',
+      description:
+        'A session whose newest short memory is older than this many hours has its short memories consolidated into an episodic summary, as a full session does (checked hourly); 0 never.',
+    },
   },
   skills: [
     {

@@ -2,6 +2,10 @@
  * Consolidation: a session that reached the threshold (30 short memories, SPEC) gets its oldest short memories
  * summarised into one episodic entry by the fast model (an extractive summary when no model answers), and the
  * episodic limit is applied.
+ *
+ * A session that went quiet (no short memory for `memorySessionIdleHours`) is consolidated the same way by the idle
+ * sweep, whatever it holds: without it every session that ever spoke kept up to threshold-1 short memories for
+ * good (a bot with many users held them all in memory, on disk, in the keyword index and the vectors).
  */
 import type { LlmCapability, MemoryEntry, PluginContext } from '../../../sdk/index.js';
 import { errorMessage } from '../../../sdk/errors.js';
@@ -20,11 +24,26 @@ export interface ConsolidationDeps {
   track<T>(p: Promise<T>): Promise<T>;
 }
 
+/** What one idle sweep did. */
+export interface SweepResult {
+  sessions: number;
+  entries: number;
+}
+
 export class Consolidator {
   private consolidating = new Set<string>();
   private waiting = new Set<string>();
+  /** Idle-sweep steps waiting for the running consolidation to end (one consolidation at a time). */
+  private turns: Array<() => void> = [];
+  private sweeping = false;
+  private stopped = false;
 
   constructor(private readonly d: ConsolidationDeps) {}
+
+  /** Ends an idle sweep after its current session (the plugin stops). */
+  stop(): void {
+    this.stopped = true;
+  }
 
   /**
    * A session that reached the threshold gets its oldest short memories summarised into one episodic entry.
@@ -42,21 +61,86 @@ export class Consolidator {
     void this.d.track(
       this.consolidate(session, batch.slice(0, threshold))
         .catch((e) => this.d.ctx.log.warn(`Consolidation failed: ${errorMessage(e)}`))
-        .finally(() => {
-          this.consolidating.delete(session);
-          const next = [session, ...this.waiting];
-          this.waiting.clear();
-          for (const s of next) this.maybeConsolidate(s);
-        }),
+        .finally(() => this.release(session)),
     );
+  }
+
+  /** After a consolidation: the sessions that waited get their turn, then an idle sweep waiting for one. */
+  private release(session: string): void {
+    this.consolidating.delete(session);
+    const next = [session, ...this.waiting];
+    this.waiting.clear();
+    for (const s of next) this.maybeConsolidate(s);
+    if (this.consolidating.size) return;
+    for (const wake of this.turns.splice(0)) wake();
+  }
+
+  /**
+   * Consolidates every session whose newest short memory is older than `memorySessionIdleHours` before `now`
+   * (0: nothing), one session at a time, taking turns with the threshold consolidations. A session holding more
+   * than the threshold is done in threshold-sized batches, oldest first. One sweep at a time; a stop ends it after
+   * the session in progress.
+   */
+  async sweepIdle(now: number): Promise<SweepResult> {
+    const done: SweepResult = { sessions: 0, entries: 0 };
+    const hours = this.d.ctx.config.get('memorySessionIdleHours');
+    if (!hours || this.sweeping || this.stopped) return done;
+    this.sweeping = true;
+    try {
+      this.d.store.refresh();
+      const cutoff = new Date(now - hours * 3_600_000).toISOString();
+      // One pass: each session's newest short memory (ISO UTC timestamps compare as strings).
+      const newest = new Map<string, string>();
+      for (const e of this.d.store.short) {
+        const s = String(e.metadata.session ?? '');
+        const t = newest.get(s);
+        if (t === undefined || e.timestamp > t) newest.set(s, e.timestamp);
+      }
+      for (const [session, t] of newest) {
+        if (t >= cutoff) continue;
+        const before = done.entries;
+        while (!this.stopped) {
+          // Wait for the running consolidation; from the check on to the claim below nothing is awaited.
+          if (this.consolidating.size) {
+            await new Promise<void>((r) => this.turns.push(r));
+            continue;
+          }
+          // Read again under the turn: a threshold consolidation or a new record may have changed the session.
+          const batch = this.d.store.short
+            .filter((e) => String(e.metadata.session ?? '') === session)
+            .sort((a, b) => (a.timestamp < b.timestamp ? -1 : a.timestamp > b.timestamp ? 1 : 0));
+          if (!batch.length || batch.at(-1)!.timestamp >= cutoff) break;
+          const chunk = batch.slice(0, this.d.ctx.config.get('memoryConsolidationThreshold'));
+          this.consolidating.add(session);
+          try {
+            await this.consolidate(session, chunk);
+          } catch (e) {
+            // Writing the store failed (the model's failure falls back to the extractive summary): the next
+            // sweep tries again, rather than one warning per session now.
+            this.d.ctx.log.warn(`Consolidation of an idle session failed: ${errorMessage(e)}; the next sweep tries again.`);
+            return done;
+          } finally {
+            this.release(session);
+          }
+          done.entries += chunk.length;
+        }
+        if (done.entries > before) done.sessions++;
+        if (this.stopped) break;
+      }
+    } finally {
+      this.sweeping = false;
+    }
+    return done;
   }
 
   private async consolidate(session: string, batch: MemoryEntry[]): Promise<void> {
     const sorted = [...batch].sort((a, b) => (a.timestamp < b.timestamp ? -1 : 1));
-    let summary: string | undefined;
+    // One memory alone (an idle session's only step) is kept as it is: there is nothing to summarise, and the
+    // extractive summary would cut it to its first clause.
+    let summary: string | undefined = sorted.length === 1 ? sorted[0]!.content : undefined;
     let summarizer: 'model' | 'extractive' = 'extractive';
     let model: string | undefined;
-    const llm = this.d.llm();
+    const llm = summary === undefined ? this.d.llm() : undefined;
     if (llm) {
       try {
         const r = await llm.chat({

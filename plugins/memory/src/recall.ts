@@ -36,6 +36,10 @@ export interface RecallDeps {
 }
 
 export class MemoryRecall {
+  /**
+   * Vectors of long-memory sections, keyed by the text embedded; only the current sections' are kept (each edit of
+   * a section makes a new key, so without pruning every edit of USER.md, LEARNING.md or JOURNAL.md left one behind).
+   */
   private longVectors = new Map<string, { model: string; vec: Float32Array }>();
   /** The background embedding of entries without a vector, while it runs. */
   private filling: Promise<void> | undefined;
@@ -69,6 +73,11 @@ export class MemoryRecall {
   /** Forget cached long-memory vectors (after a reset). */
   clear(): void {
     this.longVectors.clear();
+  }
+
+  /** How many long-memory section vectors are cached (tests). */
+  get longVectorCount(): number {
+    return this.longVectors.size;
   }
 
   /** Ends the background embedding after its current batch (the plugin stops). */
@@ -137,7 +146,8 @@ export class MemoryRecall {
     const emb = this.d.embedder();
     if (emb) {
       try {
-        return { mode: 'vector', hits: await this.vectorRecall(emb, query, limit, scope.entries, sections, signal) };
+        const allLong = LONG_FILES.every((f) => scope.long.includes(f));
+        return { mode: 'vector', hits: await this.vectorRecall(emb, query, limit, scope.entries, sections, allLong, signal) };
       } catch (e) {
         const note = `vector search failed (${errorMessage(e)}); keyword search used instead`;
         return { mode: 'keyword', hits: this.keywordRecall(query, limit, scope.entries, sections), note };
@@ -177,6 +187,7 @@ export class MemoryRecall {
     limit: number,
     allowed: (e: MemoryEntry) => boolean,
     sections: Section[],
+    allLong: boolean,
     signal?: AbortSignal,
   ): Promise<RecallHit[]> {
     const qr = await emb.embed({ texts: [query], ...(signal ? { signal } : {}) });
@@ -204,6 +215,12 @@ export class MemoryRecall {
       }
     }
     const longs = sections.map((s) => ({ s, text: `${s.heading}\n${s.body}`.slice(0, 2000) }));
+    // Sections edited or removed since: their vectors go (only when every long file was read, so a recall limited
+    // to some files does not drop the others' vectors).
+    if (allLong) {
+      const current = new Set(longs.map((l) => l.text));
+      for (const text of this.longVectors.keys()) if (!current.has(text)) this.longVectors.delete(text);
+    }
     const longMissing = longs.filter(({ text }) => this.longVectors.get(text)?.model !== model);
     if (longMissing.length) {
       const r = await emb.embed({ texts: longMissing.map((l) => l.text), ...(signal ? { signal } : {}) });

@@ -6,7 +6,7 @@ import type { Action, Actor, LlmCapability, MemoryCapability, MemoryEntry, Plugi
 import { errorMessage } from '../../../sdk/errors.js';
 import type manifest from '../manifest.js';
 import { AUTONOMY_SOURCE, OPERATOR_SOURCES } from '../../../sdk/actor.js';
-import { Consolidator } from './consolidation.js';
+import { Consolidator, type SweepResult } from './consolidation.js';
 import { describeContact, readContact } from './contacts.js';
 import { appendDaily } from './daily.js';
 import { extractiveSummary, longEntry, newId, type RecallHit } from './entries.js';
@@ -21,6 +21,10 @@ export { extractiveSummary, longEntry, newId, type RecallHit };
 
 /** How long status counts may lag a change made by another Keel process on the same home. */
 const COUNTS_TTL_MS = 250;
+/** The idle-session sweep runs this long after the plugin starts (not in the way of the start itself)... */
+export const IDLE_SWEEP_DELAY_MS = 60_000;
+/** ...and then this often. */
+export const IDLE_SWEEP_EVERY_MS = 3_600_000;
 
 /** The actor an action runs for (absent: who pushed it, by its source; unknown chat senders are plain users). */
 export function actorOfAction(a: Pick<Action, 'source' | 'metadata'>): Actor {
@@ -37,7 +41,17 @@ export class MemoryService implements Required<MemoryCapability> {
   private actions = new Map<string, { actor: Actor; step: number }>();
   private pending = new Set<Promise<unknown>>();
   private readonly consolidator: Consolidator;
-  private readonly recaller: MemoryRecall;
+  /** Recall (public for tests: its long-memory vector cache). */
+  readonly recaller: MemoryRecall;
+  /** The clock the idle sweep reads (tests move it). */
+  now: () => number = () => Date.now();
+  private sweepTimer: NodeJS.Timeout | undefined;
+  /**
+   * Whether the timed idle sweep runs in this process: only where the agent runs, the one process that writes
+   * memory (a separate `keel gateway` on the same home reads it, and two writers are not coordinated: store.ts).
+   * Tests replace it.
+   */
+  sweepsHere: () => boolean = () => this.ctx.use('kernel:info')?.runner() !== undefined;
 
   constructor(readonly ctx: PluginContext<typeof manifest>) {
     this.store = new MemoryStore(ctx.home);
@@ -99,9 +113,49 @@ export class MemoryService implements Required<MemoryCapability> {
     return p;
   }
 
-  /** Ends background work that would otherwise go on (embedding older memories) after its current step. */
+  /** Ends background work that would otherwise go on (embedding older memories, the idle sweep) after its current step. */
   stopBackground(): void {
+    this.stopIdleSweep();
+    this.consolidator.stop();
     this.recaller.stop();
+  }
+
+  /**
+   * Runs the idle-session sweep after `delayMs`, then every `everyMs`, when `sweepsHere()` (unref'd timers: they
+   * never keep the process alive; the next run is armed when one ends, so two never overlap).
+   */
+  startIdleSweep(delayMs = IDLE_SWEEP_DELAY_MS, everyMs = IDLE_SWEEP_EVERY_MS): void {
+    this.stopIdleSweep();
+    const arm = (ms: number): void => {
+      const timer = setTimeout(() => {
+        void (this.sweepsHere() ? this.sweepIdle() : Promise.resolve())
+          .catch((e) => this.ctx.log.warn(`memory: the idle-session sweep failed: ${errorMessage(e)}`))
+          .finally(() => {
+            if (this.sweepTimer === timer) arm(everyMs);
+          });
+      }, ms);
+      timer.unref();
+      this.sweepTimer = timer;
+    };
+    arm(delayMs);
+  }
+
+  stopIdleSweep(): void {
+    if (this.sweepTimer) clearTimeout(this.sweepTimer);
+    this.sweepTimer = undefined;
+  }
+
+  /**
+   * Consolidates the short memories of every session idle for `memorySessionIdleHours` into episodic summaries
+   * (consolidation.ts); logs one line when it did anything.
+   */
+  async sweepIdle(): Promise<SweepResult> {
+    const r = await this.track(this.consolidator.sweepIdle(this.now()));
+    if (r.sessions)
+      this.ctx.log.info(
+        `memory: ${r.entries} short memories of ${r.sessions} session(s) idle for ${this.ctx.config.get('memorySessionIdleHours')} h consolidated into episodic summaries.`,
+      );
+    return r;
   }
 
   async settle(): Promise<void> {

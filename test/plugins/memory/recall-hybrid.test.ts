@@ -100,6 +100,27 @@ describe('recall_memory with embeddings: hybrid ranking and background embedding
     expect(script.embeds!.length).toBeLessThanOrEqual(3);
   });
 
+  it('keeps vectors of the current long-memory sections only: editing a section many times leaves one vector for it', async () => {
+    const script: LlmScript = { embed };
+    h = await startMemory({ llm: script });
+    for (let i = 0; i < 12; i++) {
+      const r = await h.run('update_journal', { entry_text: `Drove the car to town, trip ${i}.` });
+      expect(r.success, r.result).toBe(true);
+      expect(await recall('car trip')).toMatch(/JOURNAL\.md .*trip \d+/);
+    }
+    // Each edit made a new text of today's section; only the current one keeps its vector (one per section).
+    const sections = h.memory.counts().long;
+    expect(h.memory.recaller.longVectorCount).toBe(sections);
+    // Nothing changed since: the next recall embeds only the query.
+    const before = script.embeds!.length;
+    await recall('car trip');
+    expect(script.embeds!.slice(before)).toEqual([1]);
+    // A recall that may not read the long files (a user's) keeps the cache as it is.
+    const r = await h.run('recall_memory', { query: 'car' }, { kind: 'user', channel: 'chatA', userId: 'zoe' });
+    expect(r.success, r.result).toBe(true);
+    expect(h.memory.recaller.longVectorCount).toBe(sections);
+  });
+
   it('a failing embedding service leaves recall working: the memories it could not embed are found by keyword', async () => {
     home = homeWith(300);
     const script: LlmScript = { embed, embedFails: 'embedding service overloaded' };
