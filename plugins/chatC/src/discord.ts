@@ -74,6 +74,9 @@ export function fatalMessage(e: unknown): string | undefined {
 
 const mentions = { parse: ['users'], replied_user: true };
 
+/** Direct-message channels remembered per user id (a user's DM channel never changes; this only bounds memory). */
+export const MAX_DM_CHANNELS = 5000;
+
 /** Sends one chunk; returns the Discord message id. */
 export function sendChunk(rest: REST, channelId: string, c: DcChunk): Promise<string> {
   const reference = c.replyTo ? { message_reference: { message_id: c.replyTo, channel_id: channelId, fail_if_not_exists: false } } : {};
@@ -101,6 +104,8 @@ export function sendChunkTo(rest: REST, target: string, c: DcChunk, dms: Map<str
     if (!(e instanceof DiscordAPIError) || e.code !== 10003 || dms.has(target)) throw e;
     const dm = (await rest.post('/users/@me/channels', { body: { recipient_id: target } })) as { id: string };
     dms.set(target, dm.id);
+    // The oldest goes past the cap (a bot that writes to many people first): asked again if it is needed again.
+    if (dms.size > MAX_DM_CHANNELS) dms.delete(dms.keys().next().value as string);
     return sendChunk(rest, dm.id, c);
   });
 }

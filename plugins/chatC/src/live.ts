@@ -216,7 +216,15 @@ export async function startChatC(ctx: PluginContext<typeof manifest>) {
             .catch(recordFailed({ id: d.id, channel_id: d.channel_id } as DcInboundMessage));
         },
         interaction: (i) => {
-          const fresh = ingress.record([{ messageId: `i:${i.id}`, chatId: i.channel_id ?? 'dm', payload: { interaction: i } }]);
+          let fresh: unknown[];
+          try {
+            fresh = ingress.record([{ messageId: `i:${i.id}`, chatId: i.channel_id ?? 'dm', payload: { interaction: i } }]);
+          } catch (e) {
+            // Not durable (a full disk, a locked store): not acknowledged either, so Discord tells the user it
+            // failed. Thrown here it would escape discord.js's event dispatch and end the process.
+            ctx.log.warn(`chatC: could not record the slash command /${i.data?.name ?? '?'} (${errorMessage(e)}); it is not answered.`);
+            return;
+          }
           // Acknowledged now (a replayed one was already): the answer may wait behind the channel's earlier messages.
           if (fresh.length && interactionToInbound(i)) slash.defer(i);
           supervisor.inbound();
