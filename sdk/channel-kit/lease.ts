@@ -69,7 +69,12 @@ export class RedisLease implements ConnectionLock {
     const { Redis } = await import('ioredis');
     const client = new Redis(this.o.url, { lazyConnect: true, connectTimeout: 5000, maxRetriesPerRequest: 1 });
     client.on('error', () => {}); // reported through acquire's and renew's results
-    await client.connect();
+    // A first connection that fails would otherwise leave ioredis dialling again on its own for good (one more
+    // client every retry while Redis is down).
+    await client.connect().catch((e: unknown) => {
+      client.disconnect();
+      throw e;
+    });
     this.client = client;
     return client;
   }

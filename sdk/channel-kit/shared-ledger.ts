@@ -73,7 +73,11 @@ export class RedisSharedLedger implements SharedLedger {
       const { Redis } = await import('ioredis');
       const c = new Redis(this.o.url, { lazyConnect: true, connectTimeout: 5000, maxRetriesPerRequest: 3 });
       c.on('error', () => {}); // reported through the calls that fail
-      await c.connect();
+      // Not left dialling on its own after a failed first connection (the next call makes a new client).
+      await c.connect().catch((e: unknown) => {
+        c.disconnect();
+        throw e;
+      });
       return c;
     })();
     this.client.catch(() => {

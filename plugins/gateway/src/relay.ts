@@ -56,7 +56,11 @@ export async function startRelay(o: { url: string; prefix: string; bus: EventBus
   const connect = async (): Promise<RedisClient> => {
     const c = new Redis(o.url, { lazyConnect: true, connectTimeout: 5000, maxRetriesPerRequest: 1 });
     c.on('error', () => {}); // best effort: the queue reports Redis outages
-    await c.connect();
+    // Not left dialling on its own after a failed first connection.
+    await c.connect().catch((e: unknown) => {
+      c.disconnect();
+      throw e;
+    });
     return c;
   };
   const pub = await connect();
