@@ -30,6 +30,13 @@ export const RATE_POLICIES: Record<'telegram' | 'discord' | 'slack' | 'whatsapp'
   whatsapp: { send: { capacity: 5, perSecond: 1 }, edit: { capacity: 2, perSecond: 0.5 }, global: { capacity: 20, perSecond: 20 } },
 };
 
+/**
+ * A map of a limiter's per-chat state (send buckets, edit buckets, pauses) is swept when a new chat would take it past
+ * this many entries: buckets refilled to capacity (they behave exactly as new ones) and pauses that are over are
+ * dropped. Each sweep sets the next one at twice what it kept (at least this), so a send costs O(1) on average.
+ */
+export const RATE_SWEEP_AT = 1000;
+
 /** A token bucket; `take` returns 0 when a token was taken, else the milliseconds until one is available. */
 export class TokenBucket {
   private tokens: number;
@@ -42,6 +49,10 @@ export class TokenBucket {
     this.tokens = Math.min(this.spec.capacity, this.tokens + (Math.max(0, now - this.at) / 1000) * this.spec.perSecond);
     this.at = Math.max(this.at, now);
     return this.tokens;
+  }
+  /** Refilled to capacity at `now`: it acts exactly as a new bucket would. */
+  full(now = Date.now()): boolean {
+    return this.peek(now) >= this.spec.capacity;
   }
   take(now = Date.now()): number {
     this.peek(now);
@@ -80,6 +91,8 @@ export class RateLimiter {
   private readonly global: TokenBucket;
   private readonly pausedUntil = new Map<string, number>();
   private globalPauseUntil = 0;
+  /** The size at which each map is swept next (see RATE_SWEEP_AT). */
+  private readonly sweepAt = { send: RATE_SWEEP_AT, edit: RATE_SWEEP_AT, paused: RATE_SWEEP_AT };
 
   constructor(private readonly policy: RatePolicy) {
     this.global = new TokenBucket(policy.global);
@@ -99,14 +112,27 @@ export class RateLimiter {
   private bucket(chatId: string, kind: 'send' | 'edit'): TokenBucket {
     const buckets = this.buckets[kind];
     let bucket = buckets.get(chatId);
-    if (!bucket) buckets.set(chatId, (bucket = new TokenBucket(this.policy[kind])));
+    if (!bucket) {
+      if (buckets.size >= this.sweepAt[kind]) {
+        const now = Date.now();
+        for (const [id, b] of buckets) if (b.full(now)) buckets.delete(id);
+        this.sweepAt[kind] = Math.max(RATE_SWEEP_AT, 2 * buckets.size);
+      }
+      buckets.set(chatId, (bucket = new TokenBucket(this.policy[kind])));
+    }
     return bucket;
+  }
+
+  /** How many chats each map holds state for (for tests and diagnostics). */
+  sizes(): { send: number; edit: number; paused: number } {
+    return { send: this.buckets.send.size, edit: this.buckets.edit.size, paused: this.pausedUntil.size };
   }
 
   /** Waits until a send (or edit) to `chatId` is allowed and takes the token. */
   async acquire(chatId: string, kind: 'send' | 'edit', signal?: AbortSignal): Promise<void> {
-    const bucket = this.bucket(chatId, kind);
     for (;;) {
+      // Looked up after every wait: a sweep meanwhile may have dropped a bucket that refilled during a long pause.
+      const bucket = this.bucket(chatId, kind);
       const now = Date.now();
       const paused = Math.max(this.globalPauseUntil, this.pausedUntil.get(chatId) ?? 0) - now;
       if (paused > 0) {
@@ -130,9 +156,18 @@ export class RateLimiter {
 
   /** Holds every send to `chatId` (or, without it, to all chats) for `ms`. */
   pause(chatId: string | undefined, ms: number): void {
-    const until = Date.now() + ms;
-    if (chatId === undefined) this.globalPauseUntil = Math.max(this.globalPauseUntil, until);
-    else this.pausedUntil.set(chatId, Math.max(this.pausedUntil.get(chatId) ?? 0, until));
+    const now = Date.now();
+    const until = now + ms;
+    if (chatId === undefined) {
+      this.globalPauseUntil = Math.max(this.globalPauseUntil, until);
+      return;
+    }
+    const was = this.pausedUntil.get(chatId);
+    if (was === undefined && this.pausedUntil.size >= this.sweepAt.paused) {
+      for (const [id, at] of this.pausedUntil) if (at <= now) this.pausedUntil.delete(id);
+      this.sweepAt.paused = Math.max(RATE_SWEEP_AT, 2 * this.pausedUntil.size);
+    }
+    this.pausedUntil.set(chatId, Math.max(was ?? 0, until));
   }
 
   /** Runs one platform call under the limits; 429s are waited out and retried without limit until `signal`. */

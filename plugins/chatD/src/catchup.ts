@@ -217,10 +217,16 @@ export class CatchUp {
 
   /** When the history is read (after each hello, and sweeps), and the gates live messages wait at meanwhile. */
   private readonly rounds: HistoryRounds;
-  /** Conversation kinds, from live events and conversations.info. */
-  private readonly kinds = new Map<string, ChannelType>();
+  /**
+   * Conversation kinds, from live events, the conversations list and conversations.info, each with the connection it
+   * was last noted on; none of direct messages (`D…`: `kindOf` knows them). At each hello those of conversations
+   * without a cursor not noted on the connection that just ended are forgotten (they are not read; one that gets a
+   * cursor is noted again by its live message), so this holds what catch-up reads, not every conversation ever seen.
+   */
+  private readonly kinds = new Map<string, { kind: ChannelType; connection: number }>();
   /** Connections since start (each hello); the one a conversation was last known to be followed on. */
   private connection = 0;
+  /** Conversations followed live on this connection (emptied at each hello: only this connection's count). */
   private readonly followed = new Map<string, number>();
   /** Conversations with a cursor at this connection's hello whose history has not been read on it yet. */
   private due = new Set<string>();
@@ -273,8 +279,23 @@ export class CatchUp {
    * this connection, the conversation counts as followed live from now on.
    */
   live(channel: string, channelType?: ChannelType): void {
-    if (channelType) this.kinds.set(channel, channelType);
+    if (channelType) this.noteKind(channel, channelType);
     if (!this.due.has(channel)) this.followed.set(channel, this.connection);
+  }
+
+  /** Notes a conversation's kind (not a direct message's: `kindOf` knows those), on this connection. */
+  private noteKind(channel: string, kind: ChannelType): void {
+    if (channel.startsWith('D')) return;
+    const k = this.kinds.get(channel);
+    if (k) {
+      k.kind = kind;
+      k.connection = this.connection;
+    } else this.kinds.set(channel, { kind, connection: this.connection });
+  }
+
+  /** How many conversations the per-conversation maps hold (for tests and diagnostics). */
+  sizes(): { kinds: number; followed: number } {
+    return { kinds: this.kinds.size, followed: this.followed.size };
   }
 
   /**
@@ -302,6 +323,8 @@ export class CatchUp {
     const connection = ++this.connection;
     this.readTo.clear();
     this.startAt.clear();
+    // Only a conversation followed on this connection counts as followed (`followed.get(c) === connection`).
+    this.followed.clear();
     const list = this.conversations();
     // A gap in which conversations never heard from may have been written in: Keel was stopped, or had no
     // connection for a while (a routine reconnect is followed by the envelopes Slack sends again).
@@ -318,6 +341,9 @@ export class CatchUp {
     if (gap !== undefined) this.gates.listing();
     else this.gates.listed();
     this.due = new Set(list.map((c) => c.channel));
+    // Kinds kept: those of conversations with a cursor (the ones read), and those noted on the connection that just
+    // ended (a live message's cursor may not be written yet).
+    for (const [channel, k] of this.kinds) if (k.connection < connection - 1 && !this.due.has(channel)) this.kinds.delete(channel);
     this.rounds.afterConnect(
       list.map((c) => c.channel),
       (held, signal) => this.runRound('connect', list, held, connection, signal, gap),
@@ -407,7 +433,7 @@ export class CatchUp {
     const list = all.slice(0, MAX_NEW_CONVERSATIONS);
     for (const c of list) {
       const id = c.id!;
-      this.kinds.set(id, c.is_im ? 'im' : c.is_mpim ? 'mpim' : c.is_private ? 'group' : 'channel');
+      this.noteKind(id, c.is_im ? 'im' : c.is_mpim ? 'mpim' : c.is_private ? 'group' : 'channel');
       this.startAt.set(id, from);
       this.due.add(id);
       this.gates.hold(id, held);
@@ -760,12 +786,12 @@ export class CatchUp {
   private async kindOf(channel: string, signal: AbortSignal): Promise<ChannelType> {
     if (channel.startsWith('D')) return 'im';
     const known = this.kinds.get(channel);
-    if (known) return known;
+    if (known) return known.kind;
     try {
       const r = await bounded(this.o.client.conversations.info({ channel }), HISTORY_CALL_TIMEOUT_MS, signal);
       const c = (r.channel ?? {}) as { is_im?: boolean; is_mpim?: boolean; is_private?: boolean };
       const kind: ChannelType = c.is_im ? 'im' : c.is_mpim ? 'mpim' : c.is_private ? 'group' : 'channel';
-      this.kinds.set(channel, kind);
+      this.noteKind(channel, kind);
       return kind;
     } catch (e) {
       if (!signal.aborted) this.o.log.debug(`chatD: conversations.info of ${channel} failed (${codeOf(e)}); taken as a channel.`);
