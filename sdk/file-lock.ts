@@ -45,12 +45,20 @@ function ageMs(path: string): number {
   }
 }
 
+/**
+ * The contents of the locks this process holds now, shared by every copy of this module loaded in the process. A
+ * lock that names this process's pid but is not among them was left by an earlier process that had the same pid
+ * (a container's pid 1 killed and started again): its holder is gone.
+ */
+const held: Set<string> = ((globalThis as { [k: symbol]: Set<string> | undefined })[Symbol.for('keel.fileLocks')] ??= new Set());
+
 /** Content of a lock whose holder is gone, or undefined when the lock is live (or already gone). */
 function staleContent(path: string): string | undefined {
   const content = readOrUndefined(path);
   if (content === undefined) return undefined;
   const pid = Number.parseInt(content, 10);
   if (Number.isNaN(pid)) return ageMs(path) > EMPTY_LOCK_GRACE_MS ? content : undefined;
+  if (pid === process.pid) return held.has(content) ? undefined : content;
   return isPidAlive(pid) ? undefined : content;
 }
 
@@ -62,12 +70,25 @@ function tryCreate(path: string, content: string): boolean {
     if ((e as NodeJS.ErrnoException).code === 'EEXIST') return false;
     throw e;
   }
+  // Held from the moment the file exists (a waiter of this process that reads it before it is filled in must see
+  // a live lock).
+  held.add(content);
   try {
     writeSync(fd, content);
-  } finally {
+  } catch (e) {
+    held.delete(content);
     closeSync(fd);
+    unlinkQuiet(path);
+    throw e;
   }
+  closeSync(fd);
   return true;
+}
+
+/** Lets go of a lock this process holds. */
+function releaseHeld(path: string, content: string): void {
+  held.delete(content);
+  unlinkQuiet(path);
 }
 
 function unlinkQuiet(path: string): void {
@@ -80,7 +101,8 @@ function unlinkQuiet(path: string): void {
 
 function breakStale(path: string, seen: string): void {
   const breakPath = `${path}.break`;
-  if (!tryCreate(breakPath, `${process.pid}\n`)) {
+  const mine = `${process.pid} ${randomBytes(6).toString('hex')}\n`;
+  if (!tryCreate(breakPath, mine)) {
     // The breaker holds it for a few syscalls only; one left behind belongs to a process that died in there.
     if (staleContent(breakPath) !== undefined) unlinkQuiet(breakPath);
     return;
@@ -88,7 +110,7 @@ function breakStale(path: string, seen: string): void {
   try {
     if (readOrUndefined(path) === seen) unlinkQuiet(path);
   } finally {
-    unlinkQuiet(breakPath);
+    releaseHeld(breakPath, mine);
   }
 }
 
@@ -110,7 +132,7 @@ export async function acquireFileLock(path: string, opts: FileLockOptions = {}):
     release() {
       if (released) return;
       released = true;
-      unlinkQuiet(path);
+      releaseHeld(path, content);
     },
   };
 }
@@ -167,7 +189,7 @@ export function withFileLockSync<T>(path: string, fn: () => T, opts: FileLockOpt
   try {
     return fn();
   } finally {
-    unlinkQuiet(path);
+    releaseHeld(path, content);
   }
 }
 

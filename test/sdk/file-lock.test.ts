@@ -3,10 +3,10 @@
  * nothing; a lock left by a dead process is taken over; one held too long ends in a coded error naming the file.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { withFileLock, withFileLockSync } from '../../sdk/file-lock.js';
+import { acquireFileLock, withFileLock, withFileLockSync } from '../../sdk/file-lock.js';
 import { rm, tmp } from '../helpers.js';
 
 /** The pid of a process that has certainly exited. */
@@ -71,7 +71,13 @@ describe('the lock file shared by processes', () => {
     expect(withFileLockSync(lock, () => 'ran')).toBe('ran');
     await expect(withFileLock(lock, async () => 'ran too')).resolves.toBe('ran too');
 
-    writeFileSync(lock, `${process.pid} held\n`);
+    // Left by an earlier process with this very pid (a container's pid 1 killed and started again): taken over.
+    writeFileSync(lock, `${process.pid} left-by-my-predecessor\n`);
+    expect(withFileLockSync(lock, () => 'ran after a restart')).toBe('ran after a restart');
+
+    // Held by this process: a second taker waits, and gives up with the coded error.
+    const held = await acquireFileLock(lock);
+    const content = readFileSync(lock, 'utf8');
     expect(() => withFileLockSync(lock, () => 'never', { timeoutMs: 100, what: 'schedule list' })).toThrow(
       expect.objectContaining({
         code: 'KEEL_E_FILE_LOCKED',
@@ -81,6 +87,8 @@ describe('the lock file shared by processes', () => {
     await expect(withFileLock(lock, async () => 'never', { timeoutMs: 100, what: 'token usage summary' })).rejects.toMatchObject({
       code: 'KEEL_E_FILE_LOCKED',
     });
-    expect(readFileSync(lock, 'utf8')).toBe(`${process.pid} held\n`);
+    expect(readFileSync(lock, 'utf8')).toBe(content);
+    held.release();
+    expect(existsSync(lock)).toBe(false);
   });
 });

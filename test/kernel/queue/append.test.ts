@@ -1,4 +1,4 @@
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -59,9 +59,12 @@ describe('appendPush (the `keel push` fast path)', () => {
   });
 
   it('waits for a live holder and then reports the lock clearly', async () => {
-    // This very process is alive: a lock naming it is a live lock held elsewhere.
-    writeFileSync(join(home, 'actions.lock'), `${process.pid} feedface\n`);
-    const err = await appendPush(home, { task: 'x' }, { timeoutMs: 100 }).catch((e: unknown) => e);
+    // Another process that is alive holds it.
+    const holder = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)'], { stdio: 'ignore' });
+    writeFileSync(join(home, 'actions.lock'), `${holder.pid} feedface\n`);
+    const err = await appendPush(home, { task: 'x' }, { timeoutMs: 100 })
+      .catch((e: unknown) => e)
+      .finally(() => holder.kill('SIGKILL'));
     expect(err).toMatchObject({ code: ErrorCodes.QUEUE_LOCKED });
     expect(String((err as Error).message)).toContain(join(home, 'actions.lock'));
     expect(existsSync(join(home, 'actions.journal'))).toBe(false);
