@@ -30,14 +30,81 @@ export function bounded<T>(p: Promise<T>, ms: number, signal: AbortSignal): Prom
   p.catch(() => undefined);
   return new Promise<T>((resolve, reject) => {
     const t = setTimeout(() => reject(Object.assign(new Error(`no answer in ${ms / 1000} s`), { name: 'TimeoutError' })), ms);
-    const stop = () => reject(signal.reason);
-    if (signal.aborted) stop();
-    signal.addEventListener('abort', stop, { once: true });
+    const off = onAbort(signal, () => reject(signal.reason));
     p.then(resolve, reject).finally(() => {
       clearTimeout(t);
-      signal.removeEventListener('abort', stop);
+      off();
     });
   });
+}
+
+/**
+ * Calls `fn` once when `signal` aborts, or at once when it already has; returns what removes the listener (call it
+ * when the work ends, so a long-lived signal keeps nothing from it).
+ */
+function onAbort(signal: AbortSignal, fn: () => void): () => void {
+  if (signal.aborted) {
+    fn();
+    return () => undefined;
+  }
+  signal.addEventListener('abort', fn, { once: true });
+  return () => signal.removeEventListener('abort', fn);
+}
+
+/** A signal that follows several others for one call; see {@link linkSignals}. */
+export interface LinkedSignal {
+  signal: AbortSignal;
+  /** Stops following the inputs (removes the listeners on them); call it in a `finally` when the call ends. */
+  dispose(): void;
+}
+
+/**
+ * A per-call signal that aborts, with the first reason, when any of `signals` aborts (at once if one already has);
+ * `undefined` entries are skipped, and a lone signal is returned as it is. Use it instead of `AbortSignal.any`, which
+ * in Node keeps an entry in a long-lived input (a plugin's `ctx.signal`) for every call, never freed
+ * (nodejs/node#55351): this adds one listener per input and `dispose()` removes them.
+ * @example
+ * const link = linkSignals([req.signal, ctx.signal]);
+ * try {
+ *   return await client.chat({ ...req, signal: link.signal });
+ * } finally {
+ *   link.dispose();
+ * }
+ */
+export function linkSignals(signals: ReadonlyArray<AbortSignal | undefined>): LinkedSignal {
+  const inputs = signals.filter((s): s is AbortSignal => s !== undefined);
+  if (inputs.length === 1) return { signal: inputs[0]!, dispose: () => undefined };
+  const ac = new AbortController();
+  const offs: Array<() => void> = [];
+  const dispose = () => {
+    for (const off of offs.splice(0)) off();
+  };
+  for (const s of inputs) {
+    offs.push(
+      onAbort(s, () => {
+        ac.abort(s.reason);
+        dispose();
+      }),
+    );
+    if (ac.signal.aborted) break; // an input already was: the listeners added before it are gone already
+  }
+  return { signal: ac.signal, dispose };
+}
+
+/**
+ * Runs `fn` with {@link linkSignals}' signal of `signals`, unlinked when `fn` settles.
+ * @example const r = await withLinkedSignal([call.signal, ctx.signal], (signal) => fetchPage(url, { signal }));
+ */
+export async function withLinkedSignal<T>(
+  signals: ReadonlyArray<AbortSignal | undefined>,
+  fn: (signal: AbortSignal) => Promise<T>,
+): Promise<T> {
+  const link = linkSignals(signals);
+  try {
+    return await fn(link.signal);
+  } finally {
+    link.dispose();
+  }
 }
 
 /**

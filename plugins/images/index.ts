@@ -3,6 +3,7 @@
  * messaging skill such as send_image can use to generate and send in one step.
  */
 import { definePlugin } from '../../sdk/index.js';
+import { withLinkedSignal } from '../../sdk/retry.js';
 import manifest from './manifest.js';
 import { generateImage, type ImageArgs, type SavedImage } from './src/generate.js';
 
@@ -21,7 +22,9 @@ export default definePlugin({
   manifest,
   setup(ctx) {
     ctx.provide('images', { generate: (args, signal) => generateImage(ctx, args, signal) });
-    ctx.skills.register('generate_image', async (args, call) => generateImage(ctx, args, AbortSignal.any([call.signal, ctx.signal])));
+    ctx.skills.register('generate_image', async (args, call) =>
+      withLinkedSignal([call.signal, ctx.signal], (signal) => generateImage(ctx, args, signal)),
+    );
     return {};
   },
 });

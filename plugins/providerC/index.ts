@@ -3,6 +3,7 @@
  * Settings are read at each call, so a changed key or base URL applies without a restart.
  */
 import { definePlugin, ProviderError, type ChatRequest, type ProviderCapability } from '../../sdk/index.js';
+import { withLinkedSignal } from '../../sdk/retry.js';
 import { anthropicChat } from '../../sdk/vendors/anthropic.js';
 import { missingKey, readProviderSettings } from '../../sdk/vendors/common.js';
 import manifest, { DEFAULT_BASE_URL } from './manifest.js';
@@ -24,9 +25,9 @@ export default definePlugin({
         if (!s.apiKey) {
           throw new ProviderError(`${ID}: ${(configured() as { missing: string }).missing}`, { provider: ID, retryable: false });
         }
+        const vendor = { provider: ID, apiKey: s.apiKey, baseUrl: s.baseUrl, timeoutMs: s.timeoutMs };
         // Stopping the plugin cancels its calls too.
-        const signal = req.signal ? AbortSignal.any([req.signal, ctx.signal]) : ctx.signal;
-        return anthropicChat({ provider: ID, apiKey: s.apiKey, baseUrl: s.baseUrl, timeoutMs: s.timeoutMs }, { ...req, signal });
+        return withLinkedSignal([req.signal, ctx.signal], (signal) => anthropicChat(vendor, { ...req, signal }));
       },
     };
     ctx.provide(`provider:${ID}`, provider);

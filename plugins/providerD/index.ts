@@ -3,6 +3,7 @@
  * Settings are read at each call; the client is rebuilt only when they change and closed when the plugin stops.
  */
 import { definePlugin, ProviderError, type ChatRequest, type ProviderCapability } from '../../sdk/index.js';
+import { withLinkedSignal } from '../../sdk/retry.js';
 import { createBedrockClient } from '../../sdk/vendors/bedrock.js';
 import { DEFAULT_TIMEOUT_MS, registerSecret } from '../../sdk/vendors/common.js';
 import manifest from './manifest.js';
@@ -44,19 +45,17 @@ export default definePlugin({
         const secs = ctx.config.get('providerDTimeoutSeconds');
         const sessionToken = get('providerDSessionToken');
         const baseUrl = get('providerDBaseUrl');
-        const signal = req.signal ? AbortSignal.any([req.signal, ctx.signal]) : ctx.signal;
-        return bedrock.chat(
-          {
-            provider: ID,
-            region: get('providerDRegion')!,
-            accessKeyId: get('providerDAccessKeyId')!,
-            secretAccessKey: get('providerDSecretAccessKey')!,
-            ...(sessionToken ? { sessionToken } : {}),
-            ...(baseUrl ? { baseUrl } : {}),
-            timeoutMs: typeof secs === 'number' && secs > 0 ? secs * 1000 : DEFAULT_TIMEOUT_MS,
-          },
-          { ...req, signal },
-        );
+        const settings = {
+          provider: ID,
+          region: get('providerDRegion')!,
+          accessKeyId: get('providerDAccessKeyId')!,
+          secretAccessKey: get('providerDSecretAccessKey')!,
+          ...(sessionToken ? { sessionToken } : {}),
+          ...(baseUrl ? { baseUrl } : {}),
+          timeoutMs: typeof secs === 'number' && secs > 0 ? secs * 1000 : DEFAULT_TIMEOUT_MS,
+        };
+        // Stopping the plugin cancels its calls too.
+        return withLinkedSignal([req.signal, ctx.signal], (signal) => bedrock.chat(settings, { ...req, signal }));
       },
     };
     for (const k of ['providerDAccessKeyId', 'providerDSecretAccessKey', 'providerDSessionToken']) registerSecret(get(k));

@@ -3,6 +3,7 @@
  * and images, and embeddings (default model `nomic-embed-text` when the request names none).
  */
 import { definePlugin, ProviderError, type ChatRequest, type EmbedRequest, type ProviderCapability } from '../../sdk/index.js';
+import { withLinkedSignal } from '../../sdk/retry.js';
 import { DEFAULT_TIMEOUT_MS } from '../../sdk/vendors/common.js';
 import { ollamaChat, ollamaEmbed, type OllamaSettings } from '../../sdk/vendors/ollama.js';
 import manifest, { DEFAULT_API_URL } from './manifest.js';
@@ -31,13 +32,19 @@ export default definePlugin({
         timeoutMs: typeof secs === 'number' && secs > 0 ? secs * 1000 : DEFAULT_TIMEOUT_MS,
       };
     };
-    const withStop = (signal: AbortSignal | undefined) => (signal ? AbortSignal.any([signal, ctx.signal]) : ctx.signal);
     const provider: ProviderCapability = {
       id: ID,
       vision: true,
       configured,
-      chat: async (req: ChatRequest) => ollamaChat(settings(), { ...req, signal: withStop(req.signal) }),
-      embed: async (req: EmbedRequest) => ollamaEmbed(settings(), { ...req, signal: withStop(req.signal) }),
+      // Stopping the plugin cancels its calls too.
+      chat: async (req: ChatRequest) => {
+        const s = settings();
+        return withLinkedSignal([req.signal, ctx.signal], (signal) => ollamaChat(s, { ...req, signal }));
+      },
+      embed: async (req: EmbedRequest) => {
+        const s = settings();
+        return withLinkedSignal([req.signal, ctx.signal], (signal) => ollamaEmbed(s, { ...req, signal }));
+      },
     };
     ctx.provide(`provider:${ID}`, provider);
     const c = configured();

@@ -5,6 +5,7 @@
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import { definePlugin, type PluginContext, type WebCapability } from '../../sdk/index.js';
+import { withLinkedSignal } from '../../sdk/retry.js';
 import manifest, { DEFAULT_MAX_RESULTS } from './manifest.js';
 import { blockedReason } from './src/address.js';
 import { extractArticle, stripHtmlNoise } from './src/extract.js';
@@ -87,7 +88,7 @@ export default definePlugin({
     ctx.skills.register('http_fetch', async (args, call) => {
       const s = settings(ctx.config);
       const maxBytes = Math.min(args.maxBytes ?? s.maxBytes, s.maxBytes);
-      const r = await guardedFetch(args.url, s, { signal: AbortSignal.any([call.signal, ctx.signal]), maxBytes });
+      const r = await withLinkedSignal([call.signal, ctx.signal], (signal) => guardedFetch(args.url, s, { signal, maxBytes }));
       const type = r.contentType.split(';')[0]!.trim().toLowerCase();
       let body: string;
       if (!TEXTUAL.test(type)) body = `(binary content of type ${type}, ${Buffer.byteLength(r.body)} bytes read; not shown)`;
@@ -104,10 +105,10 @@ export default definePlugin({
     });
 
     ctx.skills.register('extract_article', async (args, call) => {
-      const r = await guardedFetch(args.url, settings(ctx.config), {
-        signal: AbortSignal.any([call.signal, ctx.signal]),
-        accept: 'text/html,application/xhtml+xml;q=0.9,text/plain;q=0.5',
-      });
+      const s = settings(ctx.config);
+      const r = await withLinkedSignal([call.signal, ctx.signal], (signal) =>
+        guardedFetch(args.url, s, { signal, accept: 'text/html,application/xhtml+xml;q=0.9,text/plain;q=0.5' }),
+      );
       if (r.status >= 400) throw new WebFetchError('KEEL_E_WEB_NETWORK', `${r.url} answered HTTP ${r.status}; no article to extract.`);
       const type = r.contentType.split(';')[0]!.trim().toLowerCase();
       const a =
@@ -135,7 +136,7 @@ export default definePlugin({
         const key = JSON.stringify([providers, args.query.trim().toLowerCase(), max]);
         const cached = ttl > 0 ? cache.get(key, ttl) : undefined;
         if (cached) return cached;
-        const out = await search(args.query, max, s, AbortSignal.any([call.signal, ctx.signal]));
+        const out = await withLinkedSignal([call.signal, ctx.signal], (signal) => search(args.query, max, s, signal));
         const text = renderSearch(args.query, out);
         // a partial answer (one provider failed) is not kept: the next call may get both
         if (ttl > 0 && out.failed.length === 0) cache.set(key, text);

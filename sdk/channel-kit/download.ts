@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { errorMessage } from '../errors.js';
+import { withLinkedSignal } from '../retry.js';
 import type { Logger } from '../types.js';
 
 /**
@@ -62,34 +63,36 @@ export async function downloadTo(r: DownloadRequest): Promise<string> {
   if (!/^https?:\/\//i.test(r.url)) throw new Error('the download address is not http(s)');
   if (r.size !== undefined && r.size > limit) throw new Error(`${mb(r.size)} is over the ${mb(limit)} limit`);
   const timeout = AbortSignal.timeout(r.timeoutMs ?? 60_000);
-  const signal = r.signal ? AbortSignal.any([r.signal, timeout]) : timeout;
-  const res = await fetch(r.url, { headers: r.headers ?? {}, signal });
-  if (!res.ok || !res.body) {
-    await res.body?.cancel().catch(() => undefined);
-    throw new Error(`HTTP ${res.status}`);
-  }
-  const announced = Number(res.headers.get('content-length') ?? NaN);
-  if (announced > limit) {
-    await res.body.cancel().catch(() => undefined);
-    throw new Error(`${mb(announced)} is over the ${mb(limit)} limit`);
-  }
-  const dir = join(r.home, 'downloads', r.channel);
-  mkdirSync(dir, { recursive: true });
-  const path = join(dir, `${r.prefix}_${safeFileName(r.name)}`);
-  let seen = 0;
-  const cap = new Transform({
-    transform(chunk: Buffer, _enc, done) {
-      seen += chunk.length;
-      done(seen > limit ? new Error(`the file is over the ${mb(limit)} limit`) : null, chunk);
-    },
+  // r.signal is often a plugin's own (long-lived): linked for this download only
+  return withLinkedSignal([r.signal, timeout], async (signal) => {
+    const res = await fetch(r.url, { headers: r.headers ?? {}, signal });
+    if (!res.ok || !res.body) {
+      await res.body?.cancel().catch(() => undefined);
+      throw new Error(`HTTP ${res.status}`);
+    }
+    const announced = Number(res.headers.get('content-length') ?? NaN);
+    if (announced > limit) {
+      await res.body.cancel().catch(() => undefined);
+      throw new Error(`${mb(announced)} is over the ${mb(limit)} limit`);
+    }
+    const dir = join(r.home, 'downloads', r.channel);
+    mkdirSync(dir, { recursive: true });
+    const path = join(dir, `${r.prefix}_${safeFileName(r.name)}`);
+    let seen = 0;
+    const cap = new Transform({
+      transform(chunk: Buffer, _enc, done) {
+        seen += chunk.length;
+        done(seen > limit ? new Error(`the file is over the ${mb(limit)} limit`) : null, chunk);
+      },
+    });
+    try {
+      await pipeline(Readable.fromWeb(res.body as never), cap, createWriteStream(path, { mode: 0o600 }), { signal });
+    } catch (e) {
+      rmSync(path, { force: true });
+      throw new Error(errorMessage(e));
+    }
+    return path;
   });
-  try {
-    await pipeline(Readable.fromWeb(res.body as never), cap, createWriteStream(path, { mode: 0o600 }), { signal });
-  } catch (e) {
-    rmSync(path, { force: true });
-    throw new Error(errorMessage(e));
-  }
-  return path;
 }
 
 /**

@@ -26,6 +26,7 @@ import { inferenceError, inferProvider, PROVIDER_IDS } from './infer.js';
 import { redact } from './redact.js';
 import { UsageLog } from './usage.js';
 import { errorMessage } from '../../../sdk/errors.js';
+import { linkSignals } from '../../../sdk/retry.js';
 import type manifest from '../manifest.js';
 
 export interface RouterDeps {
@@ -299,7 +300,9 @@ export class Router {
     const timeoutMs = req.timeoutMs ?? this.d.config.get('llmTimeoutMs');
     const timeout = new AbortController();
     const timer = setTimeout(() => timeout.abort(new Error(`${route.id} did not answer within ${timeoutMs} ms`)), timeoutMs);
-    const signal = req.signal ? AbortSignal.any([req.signal, timeout.signal]) : timeout.signal;
+    // req.signal may live long (the agent's own): linked for this call only, unlinked in the finally
+    const link = linkSignals([req.signal, timeout.signal]);
+    const signal = link.signal;
     const started = performance.now();
     const base = { provider: route.id, model: route.model, purpose, ...(meta.actionId ? { actionId: meta.actionId } : {}) };
     try {
@@ -335,6 +338,7 @@ export class Router {
       throw e;
     } finally {
       clearTimeout(timer);
+      link.dispose();
     }
   }
 

@@ -11,6 +11,7 @@
 import type { REST } from '@discordjs/rest';
 import { type Ingress, TtlCache } from '../../../sdk/channel-kit/index.js';
 import { errorMessage, type Logger } from '../../../sdk/index.js';
+import { linkSignals } from '../../../sdk/retry.js';
 import type { DcPayload, DcReferencedMessage } from './inbound.js';
 
 const KEEP_MS = 10 * 60_000;
@@ -36,7 +37,8 @@ export class ThreadStarts {
     if (hit) return hit.value;
     // One deadline for the whole lookup (up to three calls), and none past a stop.
     const deadline = AbortSignal.timeout(LOOKUP_MS);
-    const signal = stopping ? AbortSignal.any([stopping, deadline]) : deadline;
+    const link = linkSignals([stopping, deadline]);
+    const { signal } = link;
     const get = (path: string) => this.o.rest.get(path as `/${string}`, { signal });
     try {
       let first: DcReferencedMessage | undefined;
@@ -60,6 +62,8 @@ export class ThreadStarts {
         `chatC: the first message of thread ${threadId} could not be read (${errorMessage(e)}); the message goes on without it.`,
       );
       return undefined;
+    } finally {
+      link.dispose();
     }
   }
 }
