@@ -7,6 +7,7 @@
  */
 import { definePlugin, errorMessage } from '../../sdk/index.js';
 import manifest from './manifest.js';
+import { withLinkedSignal } from '../../sdk/retry.js';
 import { installationId } from './src/installation-id.js';
 
 /** The default service. `.invalid` never resolves (RFC 2606), and the plugin skips such hosts without a request. */
@@ -62,16 +63,12 @@ export default definePlugin({
         const headers: Record<string, string> = { 'content-type': 'application/json' };
         if (typeof token === 'string' && token !== '') headers.authorization = `Bearer ${token}`;
         const timeout = ctx.config.get('usagePingTimeoutMs');
-        const res = await fetch(url, {
-          method: 'POST',
-          headers,
-          body: JSON.stringify(body),
-          signal: AbortSignal.any([AbortSignal.timeout(timeout), stopping.signal, ctx.signal]),
-          redirect: 'error',
+        await withLinkedSignal([AbortSignal.timeout(timeout), stopping.signal, ctx.signal], async (signal) => {
+          const res = await fetch(url, { method: 'POST', headers, body: JSON.stringify(body), signal, redirect: 'error' });
+          // Drain so the connection is released; the answer itself is not used.
+          await res.arrayBuffer().catch(() => undefined);
+          ctx.log.debug(`Usage ping sent (HTTP ${res.status}).`);
         });
-        // Drain so the connection is released; the answer itself is not used.
-        await res.arrayBuffer().catch(() => undefined);
-        ctx.log.debug(`Usage ping sent (HTTP ${res.status}).`);
       } catch (e) {
         ctx.log.debug(`Usage ping failed (ignored): ${e instanceof Error ? e.name : 'error'}.`);
       }

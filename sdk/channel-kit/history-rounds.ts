@@ -10,6 +10,7 @@
  * rounds.afterConnect(chats, (held, signal) => readAll(chats, held, signal));
  * const sweep = () => rounds.sweep((held, signal) => readSome(recent(), held, signal));
  */
+import { linkSignals } from '../retry.js';
 import { HistoryGates } from './history-gates.js';
 
 /** A periodic sweep reads at most this many chats, the most recently active first ... */
@@ -108,9 +109,11 @@ export class HistoryRounds {
   private async run(held: Set<string>, fn: HistoryRound): Promise<void> {
     const ac = new AbortController();
     this.round = ac;
+    const link = linkSignals([this.o.signal, ac.signal]);
     try {
-      await fn(held, AbortSignal.any([this.o.signal, ac.signal]));
+      await fn(held, link.signal);
     } finally {
+      link.dispose();
       if (this.round === ac) this.round = undefined;
     }
   }

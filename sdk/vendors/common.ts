@@ -11,7 +11,7 @@ import Type from 'typebox';
 import type { ConfigView } from '../types.js';
 import type { ConfigKeySpec } from '../types.js';
 import { ProviderError, type TranscriptionRequest } from '../providers.js';
-import { parseRetryAfter, withRetry } from '../retry.js';
+import { linkSignals, parseRetryAfter, withRetry } from '../retry.js';
 
 /** Default time one attempt may take before it is abandoned (120 s). */
 export const DEFAULT_TIMEOUT_MS = 120_000;
@@ -205,9 +205,9 @@ export async function callWithRetry<T>(provider: string, fn: (signal: AbortSigna
       async () => {
         if (o.signal?.aborted) throw cancelled();
         const timeout = AbortSignal.timeout(timeoutMs);
-        const signal = o.signal ? AbortSignal.any([o.signal, timeout]) : timeout;
+        const link = linkSignals([o.signal, timeout]);
         try {
-          return await fn(signal);
+          return await fn(link.signal);
         } catch (e) {
           if (o.signal?.aborted) throw cancelled();
           if (timeout.aborted) {
@@ -217,6 +217,8 @@ export async function callWithRetry<T>(provider: string, fn: (signal: AbortSigna
             });
           }
           throw toProviderError(provider, e, o.secrets);
+        } finally {
+          link.dispose();
         }
       },
       {

@@ -21,6 +21,7 @@ import { TextDecoder } from 'node:util';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import { blockedReason } from './address.js';
 import { PluginError } from '../../../sdk/errors.js';
+import { linkSignals } from '../../../sdk/retry.js';
 
 export interface FetchSettings {
   allowPrivate: boolean;
@@ -243,7 +244,22 @@ function decodeWindows1252(bytes: Buffer): string {
 export async function guardedFetch(raw: string, settings: FetchSettings, opts: FetchOptions = {}): Promise<FetchResult> {
   const maxBytes = Math.max(1, Math.floor(opts.maxBytes ?? settings.maxBytes));
   const deadline = AbortSignal.timeout(settings.timeoutMs);
-  const signal = opts.signal ? AbortSignal.any([deadline, opts.signal]) : deadline;
+  const link = linkSignals([deadline, opts.signal]);
+  try {
+    return await fetchLinked(raw, settings, opts, maxBytes, deadline, link.signal);
+  } finally {
+    link.dispose();
+  }
+}
+
+async function fetchLinked(
+  raw: string,
+  settings: FetchSettings,
+  opts: FetchOptions,
+  maxBytes: number,
+  deadline: AbortSignal,
+  signal: AbortSignal,
+): Promise<FetchResult> {
   const accept = opts.accept ?? DEFAULT_ACCEPT;
   const start = raw;
   let url = checkUrl(raw, settings);

@@ -1,4 +1,5 @@
 import { errorMessage } from '../../../sdk/errors.js';
+import { withLinkedSignal } from '../../../sdk/retry.js';
 /**
  * `web_search` over two search APIs: searchA (Serper, Google results: POST {base}/search with X-API-KEY) and
  * searchB (Brave Search: GET {base}/res/v1/web/search with X-Subscription-Token). With both keys set both are
@@ -145,12 +146,13 @@ function stripTags(s: string): string {
 export async function search(query: string, maxResults: number, s: SearchSettings, signal?: AbortSignal): Promise<SearchOutcome> {
   const providers = activeProviders(s);
   if (providers.length === 0) throw new SearchError('KEEL_E_PLUGIN_ENVIRONMENT', noKeyMessage());
-  const deadline = AbortSignal.any([AbortSignal.timeout(s.timeoutMs), ...(signal ? [signal] : [])]);
-  const settled = await Promise.all(
-    providers.map((p) =>
-      callProvider(p, query, maxResults, s, deadline).then(
-        (rows) => ({ p, rows }),
-        (e: unknown) => ({ p, error: errorMessage(e) }),
+  const settled = await withLinkedSignal([AbortSignal.timeout(s.timeoutMs), signal], (deadline) =>
+    Promise.all(
+      providers.map((p) =>
+        callProvider(p, query, maxResults, s, deadline).then(
+          (rows) => ({ p, rows }),
+          (e: unknown) => ({ p, error: errorMessage(e) }),
+        ),
       ),
     ),
   );
