@@ -49,6 +49,11 @@ export class Xvfb {
         clearTimeout(timer);
         reject(new Error(`Xvfb exited (${code}): ${err.slice(-300)}`));
       });
+      // A spawn that fails (out of memory, no permission) is an 'error' event: without a listener, the process ends.
+      proc.on('error', (e) => {
+        clearTimeout(timer);
+        reject(new Error(`Xvfb could not start: ${e.message}`));
+      });
     });
     this.display.catch(() => this.stop());
     return this.display;
