@@ -24,6 +24,13 @@ export interface ConsolidationDeps {
   track<T>(p: Promise<T>): Promise<T>;
 }
 
+/**
+ * An idle session with fewer short memories than this (or than the threshold, if lower) is summarised extractively,
+ * without a model call; from this many on (a real conversation, which already cost many calls) by the fast model, as
+ * a full session is.
+ */
+export const IDLE_MODEL_MIN_ENTRIES = 10;
+
 /** What one idle sweep did. */
 export interface SweepResult {
   sessions: number;
@@ -110,10 +117,13 @@ export class Consolidator {
             .filter((e) => String(e.metadata.session ?? '') === session)
             .sort((a, b) => (a.timestamp < b.timestamp ? -1 : a.timestamp > b.timestamp ? 1 : 0));
           if (!batch.length || batch.at(-1)!.timestamp >= cutoff) break;
-          const chunk = batch.slice(0, this.d.ctx.config.get('memoryConsolidationThreshold'));
+          const threshold = this.d.ctx.config.get('memoryConsolidationThreshold');
+          const chunk = batch.slice(0, threshold);
           this.consolidating.add(session);
           try {
-            await this.consolidate(session, chunk);
+            // A short idle session (one exchange) is summarised without a model call: a bot with many users would
+            // otherwise pay one call per user who ever wrote once.
+            await this.consolidate(session, chunk, batch.length >= Math.min(IDLE_MODEL_MIN_ENTRIES, threshold));
           } catch (e) {
             // Writing the store failed (the model's failure falls back to the extractive summary): the next
             // sweep tries again, rather than one warning per session now.
@@ -133,14 +143,14 @@ export class Consolidator {
     return done;
   }
 
-  private async consolidate(session: string, batch: MemoryEntry[]): Promise<void> {
+  private async consolidate(session: string, batch: MemoryEntry[], useModel = true): Promise<void> {
     const sorted = [...batch].sort((a, b) => (a.timestamp < b.timestamp ? -1 : 1));
     // One memory alone (an idle session's only step) is kept as it is: there is nothing to summarise, and the
     // extractive summary would cut it to its first clause.
     let summary: string | undefined = sorted.length === 1 ? sorted[0]!.content : undefined;
     let summarizer: 'model' | 'extractive' = 'extractive';
     let model: string | undefined;
-    const llm = summary === undefined ? this.d.llm() : undefined;
+    const llm = summary === undefined && useModel ? this.d.llm() : undefined;
     if (llm) {
       try {
         const r = await llm.chat({

@@ -136,7 +136,7 @@ describe('idle sessions are consolidated (memorySessionIdleHours)', () => {
   });
 
   it('takes turns with threshold consolidations: one consolidation at a time', async () => {
-    home = homeWith(['chatA:a', 'chatA:b', 'chatA:c', 'chatA:d'], 2, 48, 'memoryConsolidationThreshold: 3\n');
+    home = homeWith(['chatA:a', 'chatA:b', 'chatA:c', 'chatA:d'], 3, 48, 'memoryConsolidationThreshold: 3\n');
     let active = 0;
     let most = 0;
     h = await startMemory({
@@ -153,7 +153,7 @@ describe('idle sessions are consolidated (memorySessionIdleHours)', () => {
     const sweep = h.memory.sweepIdle();
     // Meanwhile the operator's session reaches the threshold twice.
     for (let i = 0; i < 6; i++) await h.memory.record({ content: `operator step ${i}` });
-    expect(await sweep).toEqual({ sessions: 4, entries: 8 });
+    expect(await sweep).toEqual({ sessions: 4, entries: 12 });
     await h.memory.settle();
     expect(most).toBe(1);
     expect(h.memory.counts()).toMatchObject({ short: 0, episodic: 6 });
@@ -161,5 +161,38 @@ describe('idle sessions are consolidated (memorySessionIdleHours)', () => {
       .map((e) => e.metadata.session)
       .sort();
     expect(sessions).toEqual(['chatA:a', 'chatA:b', 'chatA:c', 'chatA:d', 'operator', 'operator']);
+  });
+
+  it('asks the model only for an idle conversation, not for a user who wrote once or twice', async () => {
+    home = homeWith(['chatA:once', 'chatA:talker'], 2, 48);
+    // The talker had a real conversation: 12 short memories.
+    const more = homeWith(['chatA:talker'], 12, 48);
+    const { readFileSync } = await import('node:fs');
+    const a = JSON.parse(readFileSync(join(home, 'memory.json'), 'utf8'));
+    const b = JSON.parse(readFileSync(join(more, 'memory.json'), 'utf8'));
+    type Entry = { id: string; metadata: { session: string } };
+    a.short = [
+      ...a.short.filter((e: Entry) => e.metadata.session === 'chatA:once'),
+      ...b.short.map((e: Entry) => ({ ...e, id: `${e.id}_talker` })),
+    ];
+    writeFileSync(join(home, 'memory.json'), JSON.stringify(a));
+    rm(more);
+    const asked: string[] = [];
+    h = await startMemory({
+      home,
+      llm: {
+        chat: async (req: { messages: Array<{ content: string }> }) => {
+          asked.push(req.messages.map((m) => m.content).join('\n'));
+          return 'The talker planned the tulip beds.';
+        },
+      },
+    });
+    expect(await h.memory.sweepIdle()).toEqual({ sessions: 2, entries: 14 });
+    expect(asked).toHaveLength(1);
+    expect(asked[0]).toContain('chatA:talker');
+    const bySession = new Map(episodic().map((e) => [e.metadata.session, e]));
+    expect(bySession.get('chatA:talker')!.content).toContain('The talker planned the tulip beds.');
+    expect(bySession.get('chatA:once')!.metadata).toMatchObject({ entries: 2 });
+    expect(bySession.get('chatA:once')!.content).toContain('chatA:once asked about tulip bulbs');
   });
 });
