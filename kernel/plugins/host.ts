@@ -210,8 +210,14 @@ export class PluginHost {
       // compiles less at every start. A user's are compiled now, so a broken schema fails the load with its reason.
       this.o.registry.addSkills(id, manifest.skills ?? [], k.candidate.origin === 'builtin' ? lazyArgs : compileArgs);
       ctx = createPluginContext({ ...this.o, manifest, abort, onTapError: (owner, hook, e) => this.tapFailed(owner, hook, e) });
+      const setup = Promise.resolve(def.setup(ctx.ctx));
       const instance =
-        (await withTimeout(Promise.resolve(def.setup(ctx.ctx)), this.o.setupTimeoutMs ?? 10_000, `setup of plugin ${id}`)) ?? {};
+        (await withTimeout(setup, this.o.setupTimeoutMs ?? 10_000, `setup of plugin ${id}`).catch((e: unknown) => {
+          // A setup that finishes after its time is up is stopped then: nobody owns what it opened (a server on its
+          // port, timers), and the next try would find them in its way.
+          setup.then((late) => late?.stop?.()).catch(() => undefined);
+          throw e;
+        })) ?? {};
       this.running.set(id, { candidate: k.candidate, manifest, instance, ctx: ctx.ctx, abort, revoke: ctx.revoke });
       this.order.push(id);
       this.setState(id, 'loaded');

@@ -186,7 +186,9 @@ export function createChannelRuntime<C extends Json>(o: ChannelRuntimeOptions<C>
   };
 
   const showProgress = (action: Action, update: ProgressUpdate) => {
-    if (!feedbackOn()) return;
+    // Stopping (a restart): the kernel removes this channel's taps and capabilities only after stop() returns, and
+    // a typing timer started meanwhile would go on through the old client for up to its ceiling.
+    if (stopping.signal.aborted || !feedbackOn()) return;
     const only = update.typingOnly || typingOnly() || o.statusMessages === false;
     // Without a typing indicator, a typing-only update has nothing to show.
     if (only && !typing) return;
@@ -196,7 +198,7 @@ export function createChannelRuntime<C extends Json>(o: ChannelRuntimeOptions<C>
 
   if (typing)
     ctx.hooks.tap('actionStarted', (action: Action) => {
-      if (action.source !== name || !feedbackOn()) return;
+      if (action.source !== name || stopping.signal.aborted || !feedbackOn()) return;
       try {
         const t = o.target(action);
         progress.update(action.id, t.progressKey ?? t.chatId, { typingOnly: true });

@@ -31,6 +31,14 @@ export class TtlCache<K, V> {
     if (this.entries.size > this.max) this.entries.delete(this.entries.keys().next().value as K);
   }
 
+  delete(key: K): boolean {
+    return this.entries.delete(key);
+  }
+
+  clear(): void {
+    this.entries.clear();
+  }
+
   get size(): number {
     return this.entries.size;
   }

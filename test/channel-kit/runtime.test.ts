@@ -199,6 +199,25 @@ describe('channel runtime', () => {
     expect(q.statuses).toEqual([]);
   });
 
+  it('progress: nothing new is started while the channel stops (its taps and capability are still live until stop returns)', async () => {
+    const p = platform();
+    await boot(p);
+    const cap = t!.kernel.registry.use<{ progress(a: Action, u: object): Promise<void> }>('channel:chatZ')!;
+    let release: () => void = () => undefined;
+    const connectionClosed = new Promise<void>((r) => {
+      release = r;
+    });
+    const stopped = p.rt().stop(() => connectionClosed);
+    // An action starts and reports progress while the connection is being closed.
+    await t!.kernel.hooks.actionStarted.promise(action('act_rt_stop'));
+    await cap.progress(action('act_rt_stop'), { thought: 'still working', step: 1 });
+    release();
+    await stopped;
+    await new Promise((r) => setTimeout(r, 50));
+    expect(p.typing).toEqual([]);
+    expect(p.statuses).toEqual([]);
+  });
+
   it('handle: a built-in command is answered by the channel under cmd:<id>; other messages are gated by <name>AutoReplyEnabled', async () => {
     const p = platform();
     const k = await boot(p);

@@ -7,7 +7,7 @@
  */
 import { chmod, mkdir } from 'node:fs/promises';
 import { homedir } from 'node:os';
-import type { proto, WASocket } from '@whiskeysockets/baileys';
+import type { CacheStore, proto, WASocket } from '@whiskeysockets/baileys';
 import makeWASocket, {
   Browsers,
   DisconnectReason,
@@ -90,7 +90,8 @@ export async function startChatB(ctx: PluginContext<typeof manifest>) {
     },
   });
   // One store for every connection: the gate above baileys' cache (its writes wait while a message is held).
-  const keys = gate.wrapKeys(makeCacheableSignalKeyStore(auth.state.keys, logger));
+  // With a cache of our own: baileys' default one starts a check timer that nothing stops (one more per restart).
+  const keys = gate.wrapKeys(makeCacheableSignalKeyStore(auth.state.keys, logger, signalKeyCache()));
 
   const trusted = (jid: string) => {
     const owner = setting<string | undefined>(ctx, 'chatBOwnerJID', undefined);
@@ -393,5 +394,19 @@ export async function startChatB(ctx: PluginContext<typeof manifest>) {
   return {
     stop: () => rt.stop(() => supervisor.stop(), ingress),
     health: rt.health(status),
+  };
+}
+
+/**
+ * The Signal keys' cache in front of the session files: five minutes per key as baileys' own, at most 20,000 keys
+ * (one evicted is read from the files again), and no timer.
+ */
+function signalKeyCache(): CacheStore {
+  const cache = new TtlCache<string, unknown>(5 * 60_000, 20_000);
+  return {
+    get: <T>(key: string) => cache.get(key)?.value as T | undefined,
+    set: (key, value) => cache.set(key, value),
+    del: (key) => cache.delete(key),
+    flushAll: () => cache.clear(),
   };
 }

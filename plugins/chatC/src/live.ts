@@ -157,8 +157,9 @@ export async function startChatC(ctx: PluginContext<typeof manifest>) {
     ctx.log.warn(`chatC: could not record message ${m.id} of channel ${m.channel_id}: ${errorMessage(e)}`);
 
   // Reads with a client of their own that waits out rate limits, at half of Discord's global rate (replies keep room).
+  const readRest = makeRest(token, apiUrl, { waitOnRateLimit: true, globalRequestsPerSecond: 25 });
   const backfill = new Backfill({
-    rest: makeRest(token, apiUrl, { waitOnRateLimit: true, globalRequestsPerSecond: 25 }),
+    rest: readRest,
     store,
     log: ctx.log,
     signal: rt.signal,
@@ -314,6 +315,12 @@ export async function startChatC(ctx: PluginContext<typeof manifest>) {
       rt.stop(async () => {
         await backfill.stop();
         await supervisor.stop();
+        // Each REST client runs two sweep timers of its own (hourly and 4-hourly) until told to stop: a restarted
+        // channel would otherwise leave them, and the clients with the token, behind.
+        for (const r of [rest, readRest]) {
+          r.clearHashSweeper();
+          r.clearHandlerSweeper();
+        }
       }, ingress),
     health: rt.health(status),
   };

@@ -77,7 +77,14 @@ export async function startRelay(o: { url: string; prefix: string; bus: EventBus
   });
   let sub: RedisClient | undefined;
   if (o.receive) {
-    sub = await connect();
+    // The second connection failing leaves nothing of the first behind (the caller goes on without a relay).
+    const undo = (e: unknown): never => {
+      unsubscribe();
+      sub?.disconnect();
+      pub.disconnect();
+      throw e;
+    };
+    sub = await connect().catch(undo);
     sub.on('message', (_channel: string, raw: string) => {
       let m: { origin?: unknown; host?: unknown; event?: unknown; data?: unknown };
       try {
@@ -91,7 +98,7 @@ export async function startRelay(o: { url: string; prefix: string; bus: EventBus
       foreign.add(data);
       o.bus.emit(m.event, data);
     });
-    await sub.subscribe(channel);
+    await sub.subscribe(channel).catch(undo);
   }
   return {
     async stop() {

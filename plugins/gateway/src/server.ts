@@ -152,9 +152,16 @@ export async function buildServer(deps: GatewayDeps, opts: BuildOptions = {}): P
       return undefined;
     }
   };
-  await registerWebSocket(app, deps, { root: rootHandler(settings.staticDir, dashboard), extensions });
-  if (!settings.staticDir) registerDashboardAssets(app, dashboard);
-  await registerStatic(app, settings.staticDir);
+  try {
+    await registerWebSocket(app, deps, { root: rootHandler(settings.staticDir, dashboard), extensions });
+    if (!settings.staticDir) registerDashboardAssets(app, dashboard);
+    await registerStatic(app, settings.staticDir);
+  } catch (e) {
+    // A failure past this point (a static folder that is not there) closes what the WebSocket part opened (the
+    // event bus, its log listener, the relay's Redis connections) instead of leaving it for every retry.
+    await app.close().catch(() => undefined);
+    throw e;
+  }
   return app;
 }
 

@@ -139,6 +139,25 @@ describe('plugin host', () => {
     expect((await k.execute('late', { text: 'x' }, k.operator)).success).toBe(false);
   });
 
+  it('stops a plugin whose setup finishes after its time was up: what it opened is not left running unowned', async () => {
+    const k = await boot({
+      plugins: [
+        {
+          id: 'slow',
+          manifest: {},
+          setup: `await new Promise((r) => setTimeout(r, 800)); const timer = setInterval(() => { globalThis.__slowTicks = (globalThis.__slowTicks ?? 0) + 1; }, 20); return { stop() { clearInterval(timer); globalThis.__slowStopped = true; } };`,
+        },
+      ],
+      setupTimeoutMs: 200,
+    });
+    expect(k.host.status('slow')?.code).toBe('KEEL_E_PLUGIN_TIMEOUT');
+    const g = globalThis as { __slowStopped?: boolean; __slowTicks?: number };
+    await expect.poll(() => g.__slowStopped, { timeout: 5000 }).toBe(true);
+    const ticks = g.__slowTicks ?? 0;
+    await new Promise((r) => setTimeout(r, 200));
+    expect(g.__slowTicks ?? 0).toBe(ticks);
+  });
+
   it('quarantines a plugin whose health check fails repeatedly and stops it', async () => {
     const k = await boot({
       plugins: [
