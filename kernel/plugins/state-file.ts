@@ -7,8 +7,9 @@
  * await in between), and every read re-reads it when it changed on disk. A process that started before an enable
  * therefore never writes the quarantine back, and one that quarantines a plugin never erases another's change.
  */
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileStamp } from '../../sdk/file-stamp.js';
 import { writeFileAtomicSync } from '../util/atomic-write.js';
 
 interface StateShape {
@@ -82,12 +83,7 @@ export class PluginStateFile {
   }
 
   private stamp(): string {
-    try {
-      const s = statSync(this.file);
-      return `${s.ino}:${s.mtimeMs}:${s.size}`;
-    } catch {
-      return 'none';
-    }
+    return fileStamp(this.file);
   }
 
   private read(): StateShape {

@@ -28,6 +28,7 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import type { MemoryEntry } from '../../../sdk/index.js';
+import { fileStamp } from '../../../sdk/file-stamp.js';
 import { writeFileAtomicSync } from './atomic.js';
 
 export type Op =
@@ -154,11 +155,8 @@ export class MemoryStore {
     if (report) this.problems.push(...problems);
   }
 
-  // throwIfNoEntry: false — a missing file is the common case on a fresh home, and a thrown error per status
-  // request costs tens of microseconds.
   private stamp(): string {
-    const s = statSync(this.file, { throwIfNoEntry: false });
-    return s ? `${s.ino}:${s.mtimeMs}:${s.size}` : 'none';
+    return fileStamp(this.file);
   }
 
   private journalSize(): number {

@@ -5,11 +5,12 @@
  * schedules; the process running the agent notices by the file's modification time.
  */
 import { randomBytes } from 'node:crypto';
-import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
+import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Actor } from '../../../sdk/index.js';
 import { errorMessage } from '../../../sdk/errors.js';
 import { withFileLockSync } from '../../../sdk/file-lock.js';
+import { fileStamp } from '../../../sdk/file-stamp.js';
 
 export interface Schedule {
   /** `sch_<epoch_ms>_<hex>` */
@@ -47,12 +48,7 @@ export class ScheduleStore {
   }
 
   private currentStamp(): string {
-    try {
-      const s = statSync(this.file);
-      return `${s.mtimeMs}:${s.size}:${s.ino}`;
-    } catch {
-      return 'absent';
-    }
+    return fileStamp(this.file);
   }
 
   /** Re-read the file when it changed (or always with `force`). Returns whether it was re-read. */
@@ -60,7 +56,7 @@ export class ScheduleStore {
     const stamp = this.currentStamp();
     if (!force && stamp === this.stamp) return false;
     this.stamp = stamp;
-    if (stamp === 'absent') {
+    if (stamp === 'none') {
       this.items = [];
       return true;
     }
