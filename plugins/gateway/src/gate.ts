@@ -83,6 +83,24 @@ function isApi(url: string): boolean {
   return url.startsWith('/api/') || url === '/api' || url.startsWith('/api?');
 }
 
+/**
+ * Routes anyone may load without the key: the page, its assets, the static folder (a browser cannot send a header
+ * when it loads a page). Every other route needs the key.
+ */
+const PUBLIC_ROUTES: ReadonlySet<string> = new Set(['/', '/ws', '/assets/:file', '/*']);
+
+/**
+ * Whether this request reaches a handler that needs the key. Decided on the route the router matched (it decodes
+ * the path first: `/%61pi/...` reaches `/api/...`), not on how the URL is spelled, and failing closed: a matched
+ * route that is not a public one (an /api route, `/mcp`, `/v1/...` or any route added later) needs the key. An
+ * unmatched path needs it when it is spelled /api (a JSON 401 instead of a 404 tells a client it forgot the key).
+ */
+function needsKey(req: FastifyRequest, url: string): boolean {
+  if (isApi(url)) return true;
+  const route = req.routeOptions?.url;
+  return typeof route === 'string' && !PUBLIC_ROUTES.has(route);
+}
+
 export function requestGate(opts: GateOptions): onRequestHookHandler {
   const allowAll = opts.corsOrigins.includes('*');
   const allowed = new Set(opts.corsOrigins.map(normOrigin));
@@ -131,7 +149,7 @@ export function requestGate(opts: GateOptions): onRequestHookHandler {
       return;
     }
     const url = req.url;
-    const api = isApi(url);
+    const api = needsKey(req, url);
     if (key) {
       const header = req.headers['x-api-key'];
       const provided = Array.isArray(header) ? header[0] : header;
