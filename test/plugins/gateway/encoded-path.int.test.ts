@@ -23,7 +23,10 @@ function raw(port: number, method: string, path: string, body?: unknown, key?: s
         port,
         method,
         path,
-        headers: { ...(data ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) } : {}), ...(key ? { 'x-api-key': key } : {}) },
+        headers: {
+          ...(data ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) } : {}),
+          ...(key ? { 'x-api-key': key } : {}),
+        },
       },
       (res) => {
         let text = '';
@@ -40,7 +43,20 @@ function raw(port: number, method: string, path: string, body?: unknown, key?: s
 }
 
 /** Ways to write `/api` that a router or a proxy might read as `/api`. */
-const SPELLINGS = ['/%61pi', '/ap%69', '/%61%70%69', '/%2561pi', '/API', '/Api', '//api', '/./api', '/x/../api', '/api/.', '/%2e/api', '/%2e%2e/api'];
+const SPELLINGS = [
+  '/%61pi',
+  '/ap%69',
+  '/%61%70%69',
+  '/%2561pi',
+  '/API',
+  '/Api',
+  '//api',
+  '/./api',
+  '/x/../api',
+  '/api/.',
+  '/%2e/api',
+  '/%2e%2e/api',
+];
 
 const ATTACKS: Array<{ method: string; rest: string; body?: unknown }> = [
   { method: 'POST', rest: '/tasks', body: { task: 'queued without the key' } },
@@ -66,7 +82,8 @@ describe('gateway with a key: percent-encoded and otherwise respelled /api paths
       for (const a of ATTACKS) {
         const r = await raw(g.port, a.method, `${s}${a.rest}`, a.body);
         // A refusal is a 401 (the key) or a 404 (a path that is no route); never a handler's answer.
-        if (r.status !== 401 && r.status !== 404 && r.status !== 400) reached.push(`${a.method} ${s}${a.rest} -> ${r.status} ${r.text.slice(0, 80)}`);
+        if (r.status !== 401 && r.status !== 404 && r.status !== 400)
+          reached.push(`${a.method} ${s}${a.rest} -> ${r.status} ${r.text.slice(0, 80)}`);
         if (r.status === 401) expect(JSON.parse(r.text)).toEqual({ error: 'Unauthorized', message: expect.stringMatching(/missing/i) });
       }
     }
