@@ -2,7 +2,9 @@
  * `keel` entry point. The common `keel push "<task>" [-p N] [--json]` and `keel --help` are handled here without
  * loading commander (about 20 ms of the cold start); everything else goes to the full command tree.
  */
-import { reportError } from './exit.js';
+// First: ignore SIGUSR1 (no inspector on a signal) and make sure this is a Node that Keel runs on (node-guard.ts).
+// Nothing else is imported statically: the bundle would evaluate it before the guard.
+import './node-guard.js';
 
 // node:sqlite (the knowledge store) is stable in use but still flagged experimental in Node 24; its one-line
 // warning on every start would read like a fault to users, so that warning alone is dropped.
@@ -51,7 +53,7 @@ if (rest.length === 0 || (rest.length === 1 && ['--help', '-h', 'help'].includes
   try {
     process.exitCode = await (await import('./cmd-push.js')).push(fast.task, fast);
   } catch (e) {
-    process.exitCode = reportError(e);
+    process.exitCode = (await import('./exit.js')).reportError(e);
   }
 } else {
   if (rest[0] === 'run' || rest[0] === 'gateway') (await import('./tune.js')).tuneLongRunning();
