@@ -1,11 +1,91 @@
 /**
- * Builds dist/ once before the suite, so CLI tests run the same compiled `keel` a user runs.
+ * Before the suite: the Debian packages the tests drive as real parts, then dist/ (built once, so CLI tests run the
+ * same compiled `keel` a user runs).
+ *
+ * The packages are installed here, before any test file is collected, because suites decide at import time whether
+ * their server or browser is there (Chromium above all: about 130 browser and dashboard tests). As root with
+ * apt-get, whatever is missing is installed from Debian's packages (Keel never downloads a browser or a binary
+ * itself), so `npm install && npm test` on a fresh machine runs every test. Where that cannot be done (not root, no
+ * apt, no package mirror), it says which suites will skip and why, and the suite goes on.
  */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 
+/** The program each package provides, and the package. Same list as .ci/run. */
+export const TEST_PACKAGES: ReadonlyArray<{ program: string; pkg: string; service?: string; for: string }> = [
+  { program: 'chromium', pkg: 'chromium', for: 'the browser plugin and the dashboard' },
+  { program: 'tmux', pkg: 'tmux', for: '`keel ui`' },
+  { program: 'dovecot', pkg: 'dovecot-imapd', service: 'dovecot', for: 'the email channel' },
+  { program: 'busybox', pkg: 'busybox', for: 'the command deny-list tests' },
+  { program: 'openssl', pkg: 'openssl', for: "the fake WhatsApp media server's certificate" },
+  { program: 'redis-server', pkg: 'redis-server', service: 'redis-server', for: 'the shared queue' },
+];
+
+function have(program: string): boolean {
+  if (['/usr/bin', '/usr/sbin', '/bin', '/sbin', '/usr/local/bin'].some((d) => existsSync(join(d, program)))) return true;
+  return spawnSync('sh', ['-c', `command -v ${program}`], { stdio: 'ignore' }).status === 0;
+}
+
+export interface SetupDeps {
+  have(program: string): boolean;
+  run(cmd: string, args: string[]): { status: number | null; stderr?: unknown };
+  isRoot: boolean;
+  log(line: string): void;
+}
+
+const realDeps: SetupDeps = {
+  have,
+  run: (cmd, args) => spawnSync(cmd, args, { stdio: 'pipe', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' }, timeout: 900_000 }),
+  isRoot: process.getuid?.() === 0,
+  log: (l) => console.log(l),
+};
+
+/** Installs the missing packages where it can; returns the packages still missing (each said with the reason). */
+export function installTestPackages(deps: SetupDeps = realDeps): string[] {
+  const { run, log } = deps;
+  const missing = TEST_PACKAGES.filter((p) => !deps.have(p.program));
+  if (missing.length === 0) return [];
+  const names = missing.map((p) => p.pkg);
+  const root = deps.isRoot;
+  const apt = deps.have('apt-get');
+  if (root && apt) {
+    log(`test set-up: installing Debian packages the tests need: ${names.join(' ')} (apt-get, once)`);
+    let r = run('apt-get', ['install', '-y', '-qq', ...names]);
+    if (r.status !== 0) {
+      run('apt-get', ['update', '-qq']);
+      r = run('apt-get', ['install', '-y', '-qq', ...names]);
+    }
+    // The tests start private instances; the system-wide services the packages start are not needed.
+    for (const p of missing) {
+      if (!p.service) continue;
+      run('sh', [
+        '-c',
+        `(command -v systemctl >/dev/null && systemctl stop ${p.service}; command -v service >/dev/null && service ${p.service} stop) || true`,
+      ]);
+    }
+    if (r.status !== 0)
+      log(
+        `test set-up: apt-get install exited ${r.status}: ${
+          String(r.stderr ?? '')
+            .trim()
+            .split('\n')
+            .pop() ?? ''
+        }`,
+      );
+  }
+  const still = TEST_PACKAGES.filter((p) => !deps.have(p.program));
+  const why = !root
+    ? 'this user is not root: run `apt-get install -y <package>` as root'
+    : !apt
+      ? 'there is no apt-get here'
+      : 'apt-get could not install it';
+  for (const p of still) log(`test set-up: ${p.pkg} is missing (${why}); the tests of ${p.for} will be skipped.`);
+  return still.map((p) => p.pkg);
+}
+
 export default function setup(): void {
+  installTestPackages();
   const root = join(import.meta.dirname, '..');
   if (existsSync(join(root, 'scripts', 'build.mjs'))) {
     execFileSync(process.execPath, [join(root, 'scripts', 'build.mjs')], { cwd: root, stdio: 'inherit' });
