@@ -1,7 +1,7 @@
 /**
  * Error replies: every error is JSON `{error, message}` with the right status, never a 500 for bad input.
  */
-import { STATUS_CODES } from 'node:http';
+import { type IncomingMessage, STATUS_CODES } from 'node:http';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from '../../../sdk/index.js';
 
@@ -65,7 +65,10 @@ function describe(err: AnyError, bodyLimit: number): { status: number; message: 
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return { status: 415, message: 'Unsupported Content-Type: send JSON with the header Content-Type: application/json.' };
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return { status: 413, message: `Request body too large: the limit is ${bodyLimit} bytes (gatewayBodyLimit).` };
+      return {
+        status: 413,
+        message: `Request body too large: the limit is ${sizeInWords(bodyLimit)}; send a smaller body or raise the setting gatewayBodyLimit.`,
+      };
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return { status: 400, message: 'Empty JSON body: Content-Type is application/json but the body is empty; send a JSON object.' };
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
@@ -84,10 +87,58 @@ function describe(err: AnyError, bodyLimit: number): { status: number; message: 
   return undefined;
 }
 
+/** `1 MiB (1048576 bytes)`, `4 KiB (4096 bytes)` or `1500 bytes`. */
+function sizeInWords(bytes: number): string {
+  if (bytes >= MiB && bytes % MiB === 0) return `${bytes / MiB} MiB (${bytes} bytes)`;
+  if (bytes >= 1024 && bytes % 1024 === 0) return `${bytes / 1024} KiB (${bytes} bytes)`;
+  return `${bytes} bytes`;
+}
+
+const MiB = 1_048_576;
+/** How much of a too-large body is read and thrown away (past the limit) so that the client sees the 413. */
+export const DISCARD_MAX_BYTES = 8 * MiB;
+/** How long a too-large body is read and thrown away at most (a slow client is then cut off). */
+export const DISCARD_MAX_MS = 10_000;
+
+/**
+ * Reads and throws away the rest of a request body that is over the limit, up to {@link DISCARD_MAX_BYTES} past
+ * the limit or {@link DISCARD_MAX_MS}. A client still sending its body when the server answers and closes gets a
+ * reset instead of the answer (Node's fetch says "fetch failed", browsers a network error), so the 413 goes out
+ * only once the body is in; a body larger than the bound is cut off (the socket closes) as before.
+ * Resolves true when the whole body was read.
+ */
+function discardBody(raw: IncomingMessage, bodyLimit: number): Promise<boolean> {
+  if (raw.complete || raw.readableEnded) return Promise.resolve(true);
+  if (raw.destroyed) return Promise.resolve(false);
+  const max = bodyLimit + DISCARD_MAX_BYTES;
+  const declared = Number(raw.headers['content-length']);
+  if (Number.isFinite(declared) && declared > max) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    // Fastify stopped counting when the limit was passed; what it read is at most the limit.
+    let seen = 0;
+    const done = (whole: boolean) => {
+      clearTimeout(timer);
+      raw.off('data', onData).off('end', onEnd).off('error', onFail).off('close', onFail);
+      resolve(whole);
+    };
+    const onData = (chunk: Buffer) => {
+      seen += chunk.length;
+      if (seen > max) done(false);
+    };
+    const onEnd = () => done(true);
+    const onFail = () => done(false);
+    const timer = setTimeout(() => done(false), DISCARD_MAX_MS);
+    timer.unref();
+    raw.on('data', onData).on('end', onEnd).on('error', onFail).on('close', onFail);
+    raw.resume();
+  });
+}
+
 /** The gateway's error handler: known client errors keep their status; anything else is a logged 500 without details. */
 export function errorHandler(log: Logger, bodyLimit: number) {
-  return (err: AnyError, req: FastifyRequest, reply: FastifyReply) => {
+  return async (err: AnyError, req: FastifyRequest, reply: FastifyReply) => {
     const d = describe(err, bodyLimit);
+    if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') await discardBody(req.raw, bodyLimit);
     if (d) {
       // The static file server refuses odd paths with 403; outside /api every refusal is a plain 404.
       const path = req.url.split('?')[0] ?? '';
