@@ -154,6 +154,8 @@ export interface SkillFlags {
   isParallelSafe?: boolean;
   isDangerous?: boolean;
   adminOnly?: boolean;
+  /** Sends something out of Keel (a message, a file, network access): on untrusted work it may only answer the requester. */
+  isOutbound?: boolean;
 }
 
 /** A skill as the manifest declares it (data only). */

@@ -28,7 +28,7 @@ export interface CustomSkillsOptions {
 }
 
 const SKILL_FILE = /\.(?:ts|mts|js|mjs)$/;
-const FLAG_KEYS = ['isDeep', 'isResearch', 'isParallelSafe', 'isDangerous', 'adminOnly'] as const;
+const FLAG_KEYS = ['isDeep', 'isResearch', 'isParallelSafe', 'isDangerous', 'adminOnly', 'isOutbound'] as const;
 /** compileModule names its output `<base>-<16 hex>.mjs`. */
 const COMPILED = /^(.*)-[0-9a-f]{16}\.mjs$/;
 

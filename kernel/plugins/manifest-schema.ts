@@ -28,6 +28,7 @@ const Skill = Type.Object({
   isParallelSafe: Type.Optional(Type.Boolean()),
   isDangerous: Type.Optional(Type.Boolean()),
   adminOnly: Type.Optional(Type.Boolean()),
+  isOutbound: Type.Optional(Type.Boolean()),
 });
 
 export const ManifestSchema = Type.Object({

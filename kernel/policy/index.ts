@@ -7,4 +7,5 @@ export { isAdmin } from './is-admin.js';
 export { sessionKey, sessionScopeOf } from './session-key.js';
 export type { SessionScope } from './session-key.js';
 export { ADMIN_ONLY_SKILLS, SAFE_MODE_BLOCKED_SKILLS, isPrivilegedSkill } from './admin-skills.js';
+export { OUTBOUND_SKILLS, isOutboundSkill, recipientsOf } from './outbound.js';
 export { canonicalIdentity, identityOf, parseIdentity } from './identity.js';

@@ -77,7 +77,13 @@ export function createDispatcher(deps: DispatchDeps) {
     const invalid = entry.validate?.(args);
     if (invalid) return failure(ErrorCodes.SKILL_INVALID_ARGS, `Invalid arguments for "${name}": ${invalid}.`, started);
 
-    const decision = authorize({ actor, skill: { ...entry.manifest, plugin: entry.plugin }, config });
+    const decision = authorize({
+      actor,
+      skill: { ...entry.manifest, plugin: entry.plugin },
+      config,
+      args,
+      ...(opts.action ? { action: opts.action } : {}),
+    });
     if (!decision.allowed) {
       log.warn(`Blocked skill "${name}" for ${describeActor(actor)}: ${decision.reason}`);
       return failure(decision.code, decision.reason, started);

@@ -72,6 +72,7 @@ const manifest = {
         'Send a message with inline buttons: a 2D array of rows of {text, callback_data | url}; a 1D array puts each button on its own row.',
       category: 'messaging',
       parameters: Type.Object(
+      isOutbound: true,
         {
           chatId,
           message: Type.String({ minLength: 1 }),

@@ -102,6 +102,7 @@ const manifest = {
         {
           jid: Type.String({ minLength: 1, description: 'WhatsApp JID: <number>@s.whatsapp.net for a contact, <id>@g.us for a group' }),
           message: Type.String({ minLength: 1, description: 'Markdown (rendered as WhatsApp formatting)' }),
+      isOutbound: true,
         },
         { additionalProperties: false },
       ),

@@ -90,6 +90,7 @@ const manifest = {
   skills: [
     {
       name: 'send_chatD',
+      isOutbound: true,
       description:
         'Send a Markdown message to a Slack conversation (channel C..., private channel G..., or direct message D...); long messages are split. Returns the message ts.',
       category: 'messaging',

@@ -164,6 +164,7 @@ const manifest = {
   skills: [
     {
       name: 'send_email',
+      isOutbound: true,
       description:
         'Send an email with SMTP. message is plain text or HTML (a text alternative is added to HTML). inReplyTo and references thread it. Returns the Message-ID.',
       category: 'email',
