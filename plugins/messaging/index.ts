@@ -3,8 +3,8 @@
  * Speech and images come from providerA or providerB (the first configured one that offers it).
  */
 import { createHash } from 'node:crypto';
-import { mkdirSync, statSync, writeFileSync } from 'node:fs';
-import { extname, isAbsolute, join } from 'node:path';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { extname, join } from 'node:path';
 import {
   definePlugin,
   type OutboundFile,
@@ -16,6 +16,7 @@ import {
 } from '../../sdk/index.js';
 import manifest from './manifest.js';
 import { channelFor, detectChannel } from './src/detect.js';
+import { sendableFile } from './src/sendable.js';
 
 const EMOJI: Record<string, string> = {
   thumbs_up: '\u{1F44D}',
@@ -88,18 +89,12 @@ export default definePlugin({
   manifest,
   setup(ctx) {
     ctx.skills.register('send_file', async (args, call) => {
-      if (!isAbsolute(args.path)) throw new Error(`path must be absolute: "${args.path}".`);
-      let st;
-      try {
-        st = statSync(args.path);
-      } catch {
-        throw new Error(`No file at ${args.path}.`);
-      }
-      if (!st.isFile()) throw new Error(`${args.path} is not a file.`);
+      // Outside downloads only for an admin (src/sendable.ts); the resolved path is what goes out.
+      const path = await sendableFile(ctx, call, args.path);
       const name = detectChannel(args.channel, call.action, args.jid);
-      const ext = extname(args.path).toLowerCase();
+      const ext = extname(path).toLowerCase();
       const file: OutboundFile = {
-        path: args.path,
+        path,
         kind: IMAGE_EXT.has(ext) ? 'photo' : AUDIO_EXT.has(ext) ? 'audio' : 'document',
         ...(args.caption ? { caption: args.caption } : {}),
       };

@@ -13,6 +13,7 @@ const manifest = {
   skills: [
     {
       name: 'send_file',
+      isOutbound: true,
       description:
         'Send a local file to a chat. Channel: the `channel` given, else the channel the current message came from, else by the recipient id (a chatB JID suffix means chatB, 17-20 digits chatC, otherwise chatA).',
       category: 'messaging',
@@ -28,6 +29,7 @@ const manifest = {
     },
     {
       name: 'send_voice_note',
+      isOutbound: true,
       description:
         'Speak a text (providerA or providerB speech) and send it as a voice note (chatA, chatB) or an audio file (other channels).',
       category: 'messaging',
@@ -48,6 +50,7 @@ const manifest = {
     },
     {
       name: 'send_image',
+      isOutbound: true,
       description:
         'Generate an image (providerA or providerB) and send it in one step. Prefer it over generate_image followed by send_file.',
       category: 'messaging',
@@ -67,6 +70,7 @@ const manifest = {
     },
     {
       name: 'react',
+      isOutbound: true,
       description:
         'React to a message with an emoji: a raw emoji or one of thumbs_up, love, fire, laugh, check, eyes, thinking. Channel and chat default to those of the current message.',
       category: 'messaging',

@@ -2,8 +2,10 @@
  * Which channel a messaging skill sends on (SPEC "Channel detection for send_file"), and the clear error when that
  * channel is not running or not configured.
  */
-import type { Action, ChannelCapability, PluginContext } from '../../../sdk/index.js';
-import { OPERATOR_SOURCES } from '../../../sdk/index.js';
+import type { ChannelCapability, PluginContext } from '../../../sdk/index.js';
+
+/** SPEC order: the explicit parameter, then the source of the current action, then the form of the id (shared with the kernel's policy). */
+export { detectChannel } from '../../../sdk/outbound.js';
 
 /** What to set to turn a channel on, for the error message. */
 const SETUP: Record<string, string> = {
@@ -14,17 +16,6 @@ const SETUP: Record<string, string> = {
   email: 'emailEnabled and the SMTP settings',
   'gateway-chat': 'gatewayAutoStart (the gateway chat runs on the gateway)',
 };
-
-const CHATB_JID = /@(s\.whatsapp\.net|g\.us|c\.us|lid|broadcast|newsletter)$/i;
-
-/** SPEC order: the explicit parameter, then the source of the current action, then the form of the id. */
-export function detectChannel(explicit: string | undefined, action: Action | undefined, jid: string): string {
-  if (explicit) return explicit;
-  if (action && !OPERATOR_SOURCES.has(action.source) && action.source !== 'autonomy' && action.source !== 'scheduler') return action.source;
-  if (CHATB_JID.test(jid)) return 'chatB';
-  if (/^\d{17,20}$/.test(jid)) return 'chatC';
-  return 'chatA';
-}
 
 /** The running channel, or an error naming what to configure. */
 export function channelFor(ctx: PluginContext, name: string): ChannelCapability {
