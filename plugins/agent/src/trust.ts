@@ -1,7 +1,8 @@
 /**
  * Which work counts as started by untrusted content (DESIGN section 8). The agent marks its skill calls
- * `untrusted: true` in these cases, and the kernel then refuses privileged skills unless the local operator
- * is the one asking (kernel/policy/authorize.ts):
+ * `untrusted: true` in these cases, and the kernel then refuses privileged skills, and lets outbound skills
+ * (send_file, send_chat*, send_email ...) answer only the requester, unless the local operator is behind the
+ * work (kernel/policy/authorize.ts):
  * - the action carries `metadata.untrusted === true`, or its requester is flagged untrusted;
  * - the action quotes a message (`metadata.quoted`, the message a chat task replies to) that is not marked
  *   trusted: neither the bot's own nor an admin's, so the model reads words nobody vetted from the start;
