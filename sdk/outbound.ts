@@ -61,7 +61,9 @@ export function requesterOf(actor: Actor | undefined, action: Action | undefined
     if (chat && samePerson(humanBehind(action.metadata?.actor), who)) out.push({ channel: action.source, id: chat });
   }
   const user = idText(who.userId);
-  const own = user && typeof who.channel === 'string' && who.channel ? { channel: who.channel, id: user } : undefined;
+  // An email user id that is not a plain address (the email channel's `unverified:<from>`) is nowhere mail can go.
+  const addressable = user !== undefined && (who.channel !== 'email' || /^[^\s@:]+@[^\s@]+$/.test(user));
+  const own = addressable && typeof who.channel === 'string' && who.channel ? { channel: who.channel, id: user } : undefined;
   if (own && !out.some((a) => sameAddress(a, own))) out.push(own);
   return out;
 }

@@ -89,7 +89,7 @@ describe('send_email', () => {
     await k.stop();
   });
 
-  it('work started by a mail from a non-admin may mail only that sender (no open relay); an admin may mail anyone', async () => {
+  it('work started by a mail may mail only its sender (no open relay), even a mail from an admin; the operator may mail anyone', async () => {
     const k = await bootEmail({ config: { ...emailConfig({ ca, smtp: starttls }), adminUsers: { email: ['boss@example.org'] } } });
     const stranger = { kind: 'user' as const, channel: 'email', userId: 'unverified:eve@evil.test', untrusted: true };
     const action = await k.kernel.queue.push({
@@ -102,7 +102,8 @@ describe('send_email', () => {
     const refused = await k.kernel.execute('send_email', { to: 'victim@example.com', message: 'spam' }, stranger, { action });
     expect(refused.success).toBe(false);
     expect(refused.code).toBe('KEEL_E_FORBIDDEN');
-    expect(refused.result).toMatch(/may only write to its sender \(eve@evil\.test\), not to victim@example\.com/);
+    // The kernel's rule for outbound skills on untrusted work (every mail is) refuses it before the plugin's own check.
+    expect(refused.result).toMatch(/may only answer the requester \(email eve@evil\.test\), not email victim@example\.com/);
     expect(starttls.mails.length).toBe(before);
     const ok = await k.kernel.execute('send_email', { to: 'eve@evil.test', message: 'answer' }, stranger, { action });
     expect(ok.success, ok.result).toBe(true);
@@ -113,10 +114,17 @@ describe('send_email', () => {
       actor: boss,
       metadata: { replyTo: { chatId: 'boss@example.org' } },
     });
+    // A mail's words may be someone else's (a forward, a quote): even an admin's mail may only be answered.
     const forward = await k.kernel.execute('send_email', { to: 'team@example.org', message: 'fwd' }, boss, { action: bossAction });
-    expect(forward.success, forward.result).toBe(true);
-    // Sent within work a mail started: an automatic reply.
-    expect(starttls.mails.at(-1)!.parsed.headers.get('auto-submitted')).toBe('auto-replied');
+    expect(forward).toMatchObject({ success: false, code: 'KEEL_E_FORBIDDEN' });
+    const answer = await k.kernel.execute('send_email', { to: 'boss@example.org', message: 'done' }, boss, { action: bossAction });
+    expect(answer.success, answer.result).toBe(true);
+    const operator = { kind: 'operator' as const, channel: 'cli' };
+    const byOperator = await k.kernel.execute('send_email', { to: 'team@example.org', message: 'fwd' }, operator);
+    expect(byOperator.success, byOperator.result).toBe(true);
+    // Sent within work a mail started (the answer before): an automatic reply.
+    expect(starttls.mails.at(-2)!.parsed.headers.get('auto-submitted')).toBe('auto-replied');
+    expect(starttls.mails.at(-1)!.parsed.headers.get('auto-submitted')).toBeUndefined();
     await k.stop();
   });
 
