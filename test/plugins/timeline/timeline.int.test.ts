@@ -5,7 +5,7 @@
  */
 import { execFile } from 'node:child_process';
 import { createConfig, lintFromString } from '@redocly/openapi-core';
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { definePlugin, Type, type Action } from '../../../sdk/index.js';
@@ -266,7 +266,9 @@ describe('action timelines', () => {
 
   it('record a file a skill sent during the action as a reply, with the platform message id', async () => {
     const { t, home, chat, fake } = await boot({ messaging: true });
-    const file = join(home, 'report.txt');
+    // Under downloads: send_file sends a file from elsewhere only for an admin, and this action has no recorded actor.
+    mkdirSync(join(home, 'downloads'), { recursive: true });
+    const file = join(home, 'downloads', 'report.txt');
     writeFileSync(file, 'the report');
     fake.replies.push(
       { toolCalls: [{ name: 'send_file', arguments: { jid: 'room-3', path: file, channel: 'chat' } }] },
