@@ -7,6 +7,7 @@
 import Type from 'typebox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ErrorCodes } from '../../../kernel/errors.js';
+import { manifestFor } from '../../../kernel/plugins/custom-skills.js';
 import { authorize, isOutboundSkill, recipientsOf } from '../../../kernel/policy/index.js';
 import type { Action, Actor, ConfigView, SkillManifest } from '../../../sdk/types.js';
 import { definePlugin } from '../../../sdk/index.js';
@@ -212,6 +213,14 @@ describe('which skills are outbound, and whom each addresses', () => {
     expect(recipientsOf('react', { message_id: '1', emoji: 'fire' }, undefined)).toBeUndefined();
     expect(recipientsOf('send_chatA', {}, fromChatA)).toBeUndefined();
     expect(recipientsOf('post_webhook', { url: 'x' }, undefined)).toBeUndefined();
+  });
+
+  it('an agent-written skill keeps its isOutbound flag (a custom skill file), and a manifest must give it as a boolean', () => {
+    const def = { name: 'post_status', description: 'Posts a status', parameters: Type.Object({}), isOutbound: true, run: () => 'ok' };
+    const { manifest } = manifestFor('post_status.ts', def);
+    expect(manifest.skills?.[0]?.isOutbound).toBe(true);
+    expect(isOutboundSkill(manifest.skills![0]!)).toBe(true);
+    expect(() => manifestFor('post_status.ts', { ...def, isOutbound: 'yes' })).toThrow(/"isOutbound" must be true or false/);
   });
 
   it('fails closed without arguments or with a malformed actor chain', () => {
