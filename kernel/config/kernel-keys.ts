@@ -22,6 +22,8 @@ export { DEFAULT_COMMAND_ALLOW_LIST, DEFAULT_COMMAND_DENY_LIST };
 
 const StringList = () => Type.Array(Type.String());
 const PositiveInt = () => Type.Integer({ minimum: 1 });
+/** An identity in identityLinks, in words. */
+const IDENTITY = 'an identity "<channel>:<user_id>", like chatA:123456789';
 
 export const KERNEL_KEYS = {
   // ---------------------------------------------------------------- queue
@@ -48,14 +50,17 @@ export const KERNEL_KEYS = {
       'A Redis (redis://[:password@]host:port[/db], rediss:// for TLS) that holds the action queue instead of KEEL_HOME, so that several `keel run` processes on several machines share one queue (docs/scaling.md). Unset: the file queue. Read at start. LOCKED: it decides where every task goes.',
   },
   queueRedisPrefix: {
-    schema: Type.String({ pattern: '^[A-Za-z0-9:_.-]{1,64}$' }),
+    schema: Type.String({
+      pattern: '^[A-Za-z0-9:_.-]{1,64}$',
+      title: 'a key prefix of 1 to 64 letters, digits, ":", "_", "." or "-" (like keel:)',
+    }),
     default: 'keel:',
     env: ['KEEL_QUEUE_REDIS_PREFIX'],
     policy: 'LOCKED',
     description: "Prefix of the shared queue's Redis keys, so that several Keel deployments can share one Redis.",
   },
   queueRedisSigningKey: {
-    schema: Type.String({ minLength: 32 }),
+    schema: Type.String({ minLength: 32, title: 'a signing key of at least 32 characters (e.g. from `openssl rand -base64 32`)' }),
     env: ['KEEL_QUEUE_REDIS_SIGNING_KEY'],
     policy: 'LOCKED',
     secret: true,
@@ -136,7 +141,7 @@ export const KERNEL_KEYS = {
       'per-channel-peer: one session per user per channel. Needs approval because a wider scope shares context between users.',
   },
   identityLinks: {
-    schema: Type.Record(Type.String({ pattern: '^[^:]+:.+$' }), Type.String({ pattern: '^[^:]+:.+$' })),
+    schema: Type.Record(Type.String({ pattern: '^[^:]+:.+$' }), Type.String({ pattern: '^[^:]+:.+$', title: IDENTITY })),
     default: {},
     policy: 'LOCKED',
     description:

@@ -20,7 +20,8 @@ function getAjv(): Ajv {
     const mod = createRequire(import.meta.url)('ajv') as { Ajv: new (opts: object) => Ajv };
     // strict:false because TypeBox may carry annotations ajv does not know; logger:false keeps
     // ajv from printing to the console behind the kernel's logger.
-    ajv = new mod.Ajv({ strict: false, allErrors: false, logger: false });
+    // verbose: an error carries the sub-schema that failed, so a nested value's message names its form.
+    ajv = new mod.Ajv({ strict: false, allErrors: false, logger: false, verbose: true });
   }
   return ajv;
 }
@@ -97,15 +98,24 @@ export function checkValue(schema: TSchema, value: unknown, opts: { showValue?: 
   if (fn instanceof Error) return `its schema is unusable (${fn.message})`;
   if (fn(value)) return undefined;
   const first = fn.errors?.[0];
-  const where = first?.instancePath ? ` (at ${first.instancePath}: ${first.message ?? 'invalid'})` : '';
+  const where = first?.instancePath ? ` (at ${first.instancePath}: ${nestedProblem(first)})` : '';
   return `expected ${describeSchema(schema)}, got ${got()}${where}`;
+}
+
+/** What is wrong with a value inside an object or array: the form its own schema wants, in words. */
+function nestedProblem(e: { keyword: string; message?: string; parentSchema?: unknown; data?: unknown }): string {
+  const form = ['pattern', 'minLength', 'maxLength', 'format'].includes(e.keyword) && e.parentSchema ? describeSchema(e.parentSchema) : '';
+  // Nested values are shown only by length: the key may be a secret one.
+  return form ? `expected ${form}, got ${typeName(e.data, false)}` : (e.message ?? 'invalid');
 }
 
 function typeName(value: unknown, showValue: boolean): string {
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'an array';
   if (typeof value === 'string') {
-    if (!showValue) return 'a string';
+    if (value === '') return 'an empty string';
+    // A secret is never echoed, but its length tells a cut-off paste from a wrong kind of value.
+    if (!showValue) return `a string of ${value.length} character${value.length === 1 ? '' : 's'}`;
     return `the string ${JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}...` : value)}`;
   }
   if (typeof value === 'number' || typeof value === 'boolean') return `${typeof value} ${String(value)}`;

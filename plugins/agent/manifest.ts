@@ -9,7 +9,10 @@ const ProviderIdSchema = Type.Union([
   Type.Union(PROVIDER_IDS.map((id) => Type.Literal(id))),
   // A user plugin may bring its own provider as capability `provider:<id>` (tests use `fake`). Lowercase only,
   // and not "provider...", so a misspelt providerX is still refused.
-  Type.String({ pattern: '^(?!provider)[a-z][a-z0-9-]{0,40}$' }),
+  Type.String({
+    pattern: '^(?!provider)[a-z][a-z0-9-]{0,40}$',
+    title: 'the id of a provider plugin: a lowercase letter, then up to 40 lowercase letters, digits or "-" (not starting with "provider")',
+  }),
 ]);
 const ModelMap = Type.Record(Type.String({ minLength: 1 }), Type.String({ minLength: 1 }));
 

@@ -19,7 +19,11 @@ const manifest = {
   permissions: { network: true, filesystem: ['$KEEL_HOME'], secrets: ['chatAToken', 'queueRedisUrl', 'queueRedisSigningKey'] },
   config: {
     chatAToken: {
-      schema: Type.String({ pattern: '^\\d+:[A-Za-z0-9_-]+$' }),
+      schema: Type.String({
+        pattern: '^\\d+:[A-Za-z0-9_-]+$',
+        title:
+          'a Telegram bot token: the bot\'s number, a colon, then letters, digits, "_" or "-" (like 123456789:AAH4x..., from @BotFather)',
+      }),
       env: ['CHATA_TOKEN'],
       policy: 'LOCKED',
       secret: true,
@@ -35,7 +39,13 @@ const manifest = {
     chatACommands: {
       schema: Type.Array(
         Type.Object(
-          { command: Type.String({ pattern: '^[a-z0-9_]{1,32}$' }), description: Type.String({ minLength: 1, maxLength: 256 }) },
+          {
+            command: Type.String({
+              pattern: '^[a-z0-9_]{1,32}$',
+              title: 'a command name of 1 to 32 lowercase letters, digits or "_", without the "/"',
+            }),
+            description: Type.String({ minLength: 1, maxLength: 256 }),
+          },
           { additionalProperties: false },
         ),
       ),

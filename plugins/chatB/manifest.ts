@@ -32,7 +32,10 @@ const manifest = {
         'Directory of the linked-device session (its keys: keep it private, mode 0700). Persistent; deleting it forces re-linking. APPROVAL: whoever reads it can act as this device.',
     },
     chatBPairingPhone: {
-      schema: Type.String({ pattern: '^\\+?[0-9][0-9 ]{6,20}$' }),
+      schema: Type.String({
+        pattern: '^\\+?[0-9][0-9 ]{6,20}$',
+        title: 'a phone number with its country code: 7 to 21 digits (spaces allowed), optionally after a "+" (like +4915123456789)',
+      }),
       env: ['CHATB_PAIRING_PHONE'],
       policy: 'APPROVAL',
       description:
@@ -47,7 +50,11 @@ const manifest = {
         'Answer every direct message, and group messages that mention the account or reply to it. When false only the owner (chatBOwnerJID), adminUsers.chatB and your own "message yourself" chat are answered, so linking a personal number never makes Keel answer your contacts.',
     },
     chatBOwnerJID: {
-      schema: Type.String({ pattern: JID }),
+      schema: Type.String({
+        pattern: JID,
+        title:
+          'a WhatsApp JID: the phone number with its country code, then @s.whatsapp.net (or @c.us, @lid), like 4915123456789@s.whatsapp.net',
+      }),
       env: ['CHATB_OWNER_JID'],
       policy: 'APPROVAL',
       description:

@@ -14,7 +14,10 @@ const manifest = {
   permissions: { network: true, filesystem: ['$KEEL_HOME'], secrets: ['chatCToken', 'queueRedisUrl', 'queueRedisSigningKey'] },
   config: {
     chatCToken: {
-      schema: Type.String({ pattern: '^[A-Za-z0-9_.-]{20,}$' }),
+      schema: Type.String({
+        pattern: '^[A-Za-z0-9_.-]{20,}$',
+        title: 'a Discord bot token: at least 20 letters, digits, ".", "_" or "-" (Developer Portal → your app → Bot → Reset Token)',
+      }),
       env: ['CHATC_TOKEN'],
       policy: 'LOCKED',
       secret: true,

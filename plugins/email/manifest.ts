@@ -46,7 +46,7 @@ const manifest = {
         'Answer every incoming mail (loop-safe: never auto-replies, lists, bounces or no-reply senders). Off: a mail becomes an action only when it is a /command.',
     },
     emailAddress: {
-      schema: Type.String({ pattern: ADDRESS_PATTERN }),
+      schema: Type.String({ pattern: ADDRESS_PATTERN, title: 'an email address like keel@example.com' }),
       env: ['EMAIL_ADDRESS'],
       policy: 'LOCKED',
       description: "Keel's own address: the From of what it sends; mail from it is never answered.",

@@ -14,7 +14,7 @@ const manifest = {
   permissions: { network: true, secrets: ['providerDAccessKeyId', 'providerDSecretAccessKey', 'providerDSessionToken'] },
   config: {
     providerDRegion: {
-      schema: Type.String({ minLength: 1, pattern: '^[a-z]{2}(-[a-z]+)+-\\d+$' }),
+      schema: Type.String({ minLength: 1, pattern: '^[a-z]{2}(-[a-z]+)+-\\d+$', title: 'an AWS region like us-east-1 or eu-central-1' }),
       env: ['PROVIDERD_REGION', 'AWS_REGION'],
       policy: 'APPROVAL',
       description:
