@@ -70,9 +70,14 @@ interface Running {
   editing: Promise<unknown>;
 }
 
-/** The status line shown for a step: short, one line. */
+/**
+ * The status line shown for a step: short, one line, with the step number once. A thought that already begins
+ * with "Step <n>:" (the agent's own line when the model gave no reasoning, "Step 1: calling recall_memory.") is
+ * not prefixed again.
+ */
 export function statusLine(u: ProgressUpdate): string {
-  const thought = (u.thought ?? '').replace(/\s+/g, ' ').trim();
+  let thought = (u.thought ?? '').replace(/\s+/g, ' ').trim();
+  if (u.step) thought = thought.replace(/^step\s*\d+\s*:\s*/i, '');
   const cut = thought.length > 120 ? `${thought.slice(0, 117)}…` : thought;
   return `\u23f3 ${u.step ? `Step ${u.step}: ` : ''}${cut || 'Working…'}`;
 }
