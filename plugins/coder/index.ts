@@ -45,7 +45,9 @@ function upgradeSkillFiles(dir: string, log: Logger): void {
       const next = upgradeSkillFile(readFileSync(join(dir, n), 'utf8'));
       if (next === undefined) continue;
       writeFileSync(join(dir, n), next);
-      log.info(`coder: ${n} now reaches the sandbox through the coder:sandbox capability`);
+      log.info(
+        `coder: ${n} was written by an older create_custom_skill and is rewritten in the current form (same spec and code; a skill with the network is admin-only and outbound)`,
+      );
     } catch (e) {
       log.warn(`coder: could not upgrade ${n}: ${errorMessage(e)}`);
     }

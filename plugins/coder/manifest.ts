@@ -54,9 +54,16 @@ const manifest = {
             Type.Object({}, { additionalProperties: true, description: 'JSON Schema (type object) of the arguments; default: any object' }),
           ),
           network: Type.Optional(
-            Type.Boolean({ description: 'Let the skill use the network (default false; blocking is best effort, see docs/sandbox.md)' }),
+            Type.Boolean({
+              description:
+                'Let the skill use the network (default false). A skill with the network is always admin-only, and on untrusted work it is refused as an outbound skill whose recipient cannot be known (docs/sandbox.md)',
+            }),
           ),
-          adminOnly: Type.Optional(Type.Boolean({ description: 'Only admins may call the new skill (default false)' })),
+          adminOnly: Type.Optional(
+            Type.Boolean({
+              description: 'Only admins may call the new skill (default true; false lets everyone call it; ignored with network)',
+            }),
+          ),
           overwrite: Type.Optional(Type.Boolean({ description: 'Replace a skill file a person wrote (default false)' })),
         },
         { additionalProperties: false },

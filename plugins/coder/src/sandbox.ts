@@ -1,16 +1,17 @@
 /**
  * The sandbox agent-written code runs in: a fresh Node process under the permission model, with a fresh temp
  * folder as the only place it may read or write, no child processes, no workers, no addons, an environment of
- * PATH, HOME (the temp folder) and LANG only, stdin closed, output capped, and SIGKILL at the timeout. Unless the
- * network is granted, on Linux it also gets its own empty network namespace (`unshare --net`) where the system
- * allows one, and the network modules are taken away in any case. What it does not stop: docs/sandbox.md.
+ * PATH, HOME (the temp folder) and LANG only, stdin closed, output capped, and SIGKILL at the timeout. It always
+ * runs in its own pid namespace and session (it cannot see, signal or inspect any process outside; refused where
+ * that cannot be made), and unless the network is granted also in its own empty network namespace, with the
+ * network modules taken away in any case. What it does not stop: docs/sandbox.md.
  */
 import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, realpath, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { namespaceSupport } from '../../../sdk/index.js';
+import { environmentError, type NamespaceKind, type NamespaceSupport, namespaceSupport } from '../../../sdk/index.js';
 
 export interface SandboxRequest {
   /** TypeScript (or JavaScript): the body of `async function run(args)`; what it returns is the result. */
@@ -27,6 +28,11 @@ export interface SandboxRequest {
    * an empty network namespace where available, `modules` (default true) the preloaded module block.
    */
   networkLayers?: { namespace?: boolean; modules?: boolean };
+  /**
+   * How the isolation is looked up (tests force "not available" with it): the SDK's `namespaceSupport` by default.
+   * Without a pid namespace nothing runs.
+   */
+  isolation?: (kinds: readonly NamespaceKind[]) => Promise<NamespaceSupport>;
 }
 
 export interface SandboxResult {
@@ -70,6 +76,20 @@ export async function compileBody(body: string): Promise<string> {
 /** The permission flag of this Node: `--permission` (22.13+, 23.5+), `--experimental-permission` before. */
 export function permissionFlag(): string {
   return process.allowedNodeEnvironmentFlags.has('--permission') ? '--permission' : '--experimental-permission';
+}
+
+/**
+ * Why agent-written code may not run here: it runs only in a pid namespace of its own (plus, without the network, an
+ * empty network namespace), so that it can neither see, signal nor inspect a process outside its sandbox. The
+ * permission model does not cover `process.kill` or `process._debugProcess`: without the namespace a snippet could
+ * kill any process of Keel's user, or send Keel SIGUSR1. Where the namespace cannot be made, the snippet is refused
+ * (KEEL_E_PLUGIN_ENVIRONMENT) with the reason, never run weaker.
+ */
+export function isolationRefusal(reason: string): Error {
+  return environmentError(
+    `Agent-written code runs only in a process namespace of its own (so that it cannot signal or inspect Keel or any other process), and none can be made here: ${reason}. ` +
+      'On Linux, Keel needs util-linux `unshare` and either root or user namespaces (sysctl kernel.unprivileged_userns_clone=1); in a container, allow unshare (e.g. --cap-add SYS_ADMIN or a seccomp profile that permits it).',
+  );
 }
 
 /**
@@ -161,18 +181,30 @@ export async function runSandboxed(req: SandboxRequest): Promise<SandboxResult> 
     const env: Record<string, string> = { HOME: dir };
     if (process.env.PATH) env.PATH = process.env.PATH;
     env.LANG = process.env.LANG ?? 'C.UTF-8';
-    // unshare execs Node in place (same pid), so the timeout's SIGKILL still reaches the snippet.
-    const prefix = !req.network && layers.namespace ? await networkNamespacePrefix() : undefined;
-    const networkBlock: SandboxResult['networkBlock'] = req.network ? 'none' : prefix ? 'namespace' : 'modules';
-    const [cmd, ...cmdArgs] = prefix ? [...prefix, process.execPath, ...argv] : [process.execPath, ...argv];
-    const child = spawn(cmd!, cmdArgs, { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'], windowsHide: true });
+    // Its own pid namespace always (and a fresh /proc): no process outside is visible, so none can be signalled or
+    // inspected; an empty network namespace too unless the network is granted. `unshare --fork --kill-child` is the
+    // parent of the sandboxed Node, and the Node dies with it.
+    const withNet = !req.network && layers.namespace;
+    const kinds: NamespaceKind[] = withNet ? ['net', 'pid'] : ['pid'];
+    const ns = await (req.isolation ?? namespaceSupport)(kinds);
+    if (!ns.available) throw isolationRefusal(ns.reason);
+    const networkBlock: SandboxResult['networkBlock'] = req.network ? 'none' : withNet ? 'namespace' : 'modules';
+    const [cmd, ...cmdArgs] = [...ns.prefix, process.execPath, ...argv];
+    // A session and process group of its own: `process.kill(0, ...)` (the caller's group) must not reach Keel.
+    const child = spawn(cmd!, cmdArgs, { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'], windowsHide: true, detached: true });
     const out = capped(req.maxOutputBytes);
     const err = capped(req.maxOutputBytes);
     child.stdout.on('data', (b: Buffer) => out.push(b));
     child.stderr.on('data', (b: Buffer) => err.push(b));
     let timedOut = false;
     const kill = () => {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      try {
+        // The whole group: unshare, and with --kill-child the namespace's init and everything in it.
+        process.kill(-child.pid!, 'SIGKILL');
+      } catch {
+        child.kill('SIGKILL');
+      }
     };
     const timer = setTimeout(() => {
       timedOut = true;

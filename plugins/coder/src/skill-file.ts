@@ -7,8 +7,6 @@
 export const MARKER = '// keel:agent-skill v1';
 /** The capability through which generated skills hand their code to the coder plugin's sandbox. */
 export const SANDBOX_CAPABILITY = 'coder:sandbox';
-/** What files written before the capability existed used instead (a global slot); see upgradeSkillFile. */
-const OLD_SLOT = 'Symbol.for("keel.coder.sandbox")';
 
 export interface AgentSkillSpec {
   name: string;
@@ -17,15 +15,22 @@ export interface AgentSkillSpec {
   parameters: Record<string, unknown>;
   /** The body of `async function run(args)` (TypeScript). */
   code: string;
+  /** Only admins may call it. Default true for agent-written skills; always true with `network`. */
   adminOnly?: boolean;
+  /** The skill may use the network: it is then privileged (admin-only) and outbound (issue 35). */
   network?: boolean;
+}
+
+/** What an agent-written skill's adminOnly is: true unless asked otherwise, and always with the network. */
+export function effectiveAdminOnly(s: Pick<AgentSkillSpec, 'adminOnly' | 'network'>): boolean {
+  return s.network === true || s.adminOnly !== false;
 }
 
 export const SKILL_NAME = /^[a-z][a-z0-9_]{1,47}$/;
 
 export function renderSkillFile(s: AgentSkillSpec): string {
   const spec = JSON.stringify(
-    { name: s.name, description: s.description, parameters: s.parameters, adminOnly: s.adminOnly ?? false, network: s.network ?? false },
+    { name: s.name, description: s.description, parameters: s.parameters, adminOnly: effectiveAdminOnly(s), network: s.network ?? false },
     null,
     2,
   );
@@ -45,7 +50,9 @@ export function renderSkillFile(s: AgentSkillSpec): string {
     '  name: SPEC.name,',
     '  description: SPEC.description,',
     "  category: 'custom',",
-    '  adminOnly: SPEC.adminOnly,',
+    // A skill with the network is privileged and outbound whatever SPEC.adminOnly says (an edit cannot unprivilege it).
+    '  adminOnly: SPEC.adminOnly || SPEC.network,',
+    '  isOutbound: SPEC.network,',
     '  parameters: SPEC.parameters as never,',
     '  async run(args, ctx) {',
     `    const runner = ctx.use<Runner>(${JSON.stringify(SANDBOX_CAPABILITY)});`,
@@ -62,9 +69,11 @@ export function renderSkillFile(s: AgentSkillSpec): string {
  * spec and code; undefined when the file needs no change (current, or written by a person).
  */
 export function upgradeSkillFile(source: string): string | undefined {
-  if (!source.includes(OLD_SLOT)) return undefined;
   const spec = parseSkillFile(source);
-  return spec ? renderSkillFile(spec) : undefined;
+  if (!spec) return undefined;
+  // Any file an older template wrote (the global slot; a network skill that was not admin-only and outbound).
+  const next = renderSkillFile(spec);
+  return next === source ? undefined : next;
 }
 
 /** Reads back what renderSkillFile wrote; undefined for a file a person wrote (or one edited out of shape). */

@@ -113,6 +113,48 @@ describe('coder: execute_typescript', () => {
 });
 
 describe('coder: create_custom_skill', () => {
+  it('writes agent-written skills admin-only by default; a non-admin may call one only when asked for (issue 35.3)', async () => {
+    const k = await boot({ config: `enableSelfModification: true\nproviderAApiKey: ${SECRET}\nadminUsers:\n  chatA: ["777"]\n` });
+    const admin: Actor = { kind: 'user', channel: 'chatA', userId: '777' };
+    expect((await k.run('create_custom_skill', { name: 'secretive', description: 'default flags', code: "return 'ran';" })).success).toBe(
+      true,
+    );
+    await waitFor(() => k.kernel.registry.skills.get('secretive') !== undefined);
+    const byStranger = await k.run('secretive', {}, stranger);
+    expect(byStranger).toMatchObject({ success: false, code: 'KEEL_E_FORBIDDEN' });
+    expect(await k.run('secretive', {}, admin)).toMatchObject({ success: true, result: 'ran' });
+    expect(
+      (await k.run('create_custom_skill', { name: 'public_one', description: 'open to all', code: "return 'ran';", adminOnly: false }))
+        .success,
+    ).toBe(true);
+    await waitFor(() => k.kernel.registry.skills.get('public_one') !== undefined);
+    expect(await k.run('public_one', {}, stranger)).toMatchObject({ success: true, result: 'ran' });
+  });
+
+  it('makes a skill with the network privileged and outbound, whatever adminOnly says', async () => {
+    const k = await boot();
+    const r = await k.run('create_custom_skill', {
+      name: 'phone_home',
+      description: 'network skill',
+      code: "return 'ran';",
+      network: true,
+      adminOnly: false,
+    });
+    expect(r.success, r.result).toBe(true);
+    await waitFor(() => k.kernel.registry.skills.get('phone_home') !== undefined);
+    const manifest = k.kernel.registry.skills.get('phone_home')!.manifest;
+    expect(manifest).toMatchObject({ adminOnly: true, isOutbound: true });
+    expect(await k.run('phone_home', {}, stranger)).toMatchObject({ success: false, code: 'KEEL_E_FORBIDDEN' });
+    // A file an older version wrote (a network skill open to everyone) is rewritten at start in the current form.
+    const old = renderSkillFile({ name: 'legacy_net', description: 'old', parameters: { type: 'object' }, code: 'return 1', network: true })
+      .replace('"adminOnly": true', '"adminOnly": false')
+      .replace('  adminOnly: SPEC.adminOnly || SPEC.network,\n  isOutbound: SPEC.network,\n', '  adminOnly: SPEC.adminOnly,\n');
+    expect(old).toContain('adminOnly: SPEC.adminOnly,');
+    const k2 = await boot({ files: { 'legacy_net.ts': old } });
+    await waitFor(() => k2.kernel.registry.skills.get('legacy_net') !== undefined);
+    expect(k2.kernel.registry.skills.get('legacy_net')?.manifest).toMatchObject({ adminOnly: true, isOutbound: true });
+  });
+
   it('writes a skill that hot-loads and runs sandboxed', async () => {
     const k = await boot();
     const r = await k.run('create_custom_skill', {
