@@ -119,7 +119,7 @@ describe('coder: create_custom_skill', () => {
     expect((await k.run('create_custom_skill', { name: 'secretive', description: 'default flags', code: "return 'ran';" })).success).toBe(
       true,
     );
-    await waitFor(() => k.kernel.registry.skills.get('secretive') !== undefined);
+    await waitFor(() => k.kernel.registry.skills.get('secretive'), 'skill secretive loaded');
     const byStranger = await k.run('secretive', {}, stranger);
     expect(byStranger).toMatchObject({ success: false, code: 'KEEL_E_FORBIDDEN' });
     expect(await k.run('secretive', {}, admin)).toMatchObject({ success: true, result: 'ran' });
@@ -127,7 +127,7 @@ describe('coder: create_custom_skill', () => {
       (await k.run('create_custom_skill', { name: 'public_one', description: 'open to all', code: "return 'ran';", adminOnly: false }))
         .success,
     ).toBe(true);
-    await waitFor(() => k.kernel.registry.skills.get('public_one') !== undefined);
+    await waitFor(() => k.kernel.registry.skills.get('public_one'), 'skill public_one loaded');
     expect(await k.run('public_one', {}, stranger)).toMatchObject({ success: true, result: 'ran' });
   });
 
@@ -141,7 +141,7 @@ describe('coder: create_custom_skill', () => {
       adminOnly: false,
     });
     expect(r.success, r.result).toBe(true);
-    await waitFor(() => k.kernel.registry.skills.get('phone_home') !== undefined);
+    await waitFor(() => k.kernel.registry.skills.get('phone_home'), 'skill phone_home loaded');
     const manifest = k.kernel.registry.skills.get('phone_home')!.manifest;
     expect(manifest).toMatchObject({ adminOnly: true, isOutbound: true });
     expect(await k.run('phone_home', {}, stranger)).toMatchObject({ success: false, code: 'KEEL_E_FORBIDDEN' });
@@ -151,7 +151,7 @@ describe('coder: create_custom_skill', () => {
       .replace('  adminOnly: SPEC.adminOnly || SPEC.network,\n  isOutbound: SPEC.network,\n', '  adminOnly: SPEC.adminOnly,\n');
     expect(old).toContain('adminOnly: SPEC.adminOnly,');
     const k2 = await boot({ files: { 'legacy_net.ts': old } });
-    await waitFor(() => k2.kernel.registry.skills.get('legacy_net') !== undefined);
+    await waitFor(() => k2.kernel.registry.skills.get('legacy_net'), 'skill legacy_net loaded');
     expect(k2.kernel.registry.skills.get('legacy_net')?.manifest).toMatchObject({ adminOnly: true, isOutbound: true });
   });
 
