@@ -99,19 +99,24 @@ export interface SkillRegisterOptions {
 export interface SkillsApi<M extends PluginManifest = PluginManifest> {
   /**
    * Attach the handler for a skill that this plugin's manifest declares. `opts.available` says whether the skill
-   * can work right now (true) or why not (a message); while it cannot, `list()` leaves it out, so the agent's
-   * catalogue does not offer it. Calling it still runs the handler, which should answer with that message.
+   * can work right now (true) or why not (a short message that starts with what it needs: "needs xToken"); while
+   * it cannot, `list()` leaves it out, so the agent's catalogue does not offer it, but operator surfaces
+   * (`GET /api/skills`, the dashboard) still list it with that message. Calling it still runs the handler, which
+   * should answer with a full explanation.
    *
    * @example
    * ctx.skills.register('web_search', search, {
-   *   available: () => (ctx.config.get('searchAApiKey') ? true : 'no searchAApiKey or searchBApiKey is set'),
+   *   available: () => (ctx.config.get('searchAApiKey') ? true : 'needs searchAApiKey or searchBApiKey'),
    * });
    */
   register<N extends SkillName<M>>(name: N, handler: SkillHandler<SkillArgs<M, N>>, opts?: SkillRegisterOptions): void;
   /** The one path to a skill: schema check, policy, hooks, timing. */
   execute(name: string, args: unknown, actor: Actor, opts?: { action?: Action; signal?: AbortSignal }): Promise<SkillResult>;
-  /** Manifests of every available skill (`includeUnavailable`: also those whose `available` says no). */
-  list(opts?: { includeUnavailable?: boolean }): Array<SkillManifest & { plugin: string }>;
+  /**
+   * Manifests of every available skill (`includeUnavailable`: also those whose `available` says no, each with
+   * `unavailable`: that message, e.g. "needs searchAApiKey or searchBApiKey").
+   */
+  list(opts?: { includeUnavailable?: boolean }): Array<SkillManifest & { plugin: string; unavailable?: string }>;
 }
 
 /**

@@ -5,7 +5,7 @@
 import type { ChannelManifestInfo } from '../../sdk/channel.js';
 import type { HookCatalogue } from '../../sdk/hooks.js';
 import type { ConfigApi, EmittableHook, PluginContext, QueueApi } from '../../sdk/plugin.js';
-import type { ConfigKeySpec, Logger, PluginManifest } from '../../sdk/types.js';
+import type { ConfigKeySpec, Logger, PluginManifest, SkillManifest } from '../../sdk/types.js';
 import { ErrorCodes, KeelError } from '../errors.js';
 import { tapHook, type TapErrorHandler } from '../hooks/catalogue.js';
 import type { Dispatcher } from '../registry/dispatch.js';
@@ -95,10 +95,15 @@ export function createPluginContext(d: ContextDeps): { ctx: PluginContext; revok
         d.registry.setHandler(id, name, handler, opts?.available);
       },
       execute: (name, args, actor, opts) => d.dispatch(name, args, actor, opts),
-      list: (opts) =>
-        [...d.registry.skills.values()]
-          .filter((e) => opts?.includeUnavailable || d.registry.isAvailable(e))
-          .map((e) => ({ ...e.manifest, plugin: e.plugin })),
+      list: (opts) => {
+        const out: Array<SkillManifest & { plugin: string; unavailable?: string }> = [];
+        for (const e of d.registry.skills.values()) {
+          const why = d.registry.unavailable(e);
+          if (why === undefined) out.push({ ...e.manifest, plugin: e.plugin });
+          else if (opts?.includeUnavailable) out.push({ ...e.manifest, plugin: e.plugin, unavailable: why });
+        }
+        return out;
+      },
     },
     queue: d.queue,
     use: (cap) => d.registry.use(cap),

@@ -55,11 +55,18 @@ export class Registry {
 
   /** Whether a skill is usable now (a throwing `available` counts as unavailable). */
   isAvailable(entry: SkillEntry): boolean {
-    if (!entry.available) return true;
+    return this.unavailable(entry) === undefined;
+  }
+
+  /** Why a skill cannot work now (its `available` message), or undefined when it can. */
+  unavailable(entry: SkillEntry): string | undefined {
+    if (!entry.available) return undefined;
     try {
-      return entry.available() === true;
-    } catch {
-      return false;
+      const r = entry.available();
+      if (r === true) return undefined;
+      return typeof r === 'string' && r.trim() ? r : 'not available now';
+    } catch (e) {
+      return `its availability check failed (${e instanceof Error ? e.message : String(e)})`;
     }
   }
 

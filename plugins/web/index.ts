@@ -12,6 +12,7 @@ import { extractArticle, stripHtmlNoise } from './src/extract.js';
 import { guardedFetch, WebFetchError, type FetchSettings } from './src/fetch.js';
 import {
   activeProviders,
+  NEEDS_KEY,
   noKeyMessage,
   renderSearch,
   search,
@@ -142,7 +143,7 @@ export default definePlugin({
         if (ttl > 0 && out.failed.length === 0) cache.set(key, text);
         return text;
       },
-      { available: () => (activeProviders(searchSettings(ctx.config)).length > 0 ? true : noKeyMessage()) },
+      { available: () => (activeProviders(searchSettings(ctx.config)).length > 0 ? true : NEEDS_KEY) },
     );
     return {};
   },

@@ -187,6 +187,9 @@ export async function search(query: string, maxResults: number, s: SearchSetting
   return { hits: hits.slice(0, maxResults), answered: lists.map((l) => l.p), failed };
 }
 
+/** web_search's state without a key, as `GET /api/skills` and the dashboard show it. */
+export const NEEDS_KEY = 'needs searchAApiKey or searchBApiKey';
+
 export function noKeyMessage(): string {
   return 'web_search needs a search API key: set searchAApiKey (Serper, env SEARCHA_API_KEY) or searchBApiKey (Brave Search, env SEARCHB_API_KEY), or both. Meanwhile http_fetch and extract_article read a known URL.';
 }

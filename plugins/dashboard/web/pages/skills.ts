@@ -1,4 +1,7 @@
-/** Skills: each with its schema-generated form and an execute button; admin-only and dangerous ones marked. */
+/**
+ * Skills: each with its schema-generated form and an execute button; admin-only and dangerous ones marked, and one
+ * that cannot work yet says what it needs ("needs searchAApiKey or searchBApiKey").
+ */
 import { useState } from 'preact/hooks';
 import { runSkill } from '../api.js';
 import { html, useApi, Err, Loading } from '../ui.js';
@@ -40,7 +43,8 @@ export function Skills() {
           <div class="row"><button class="link" onClick=${() => setOpen(open === s.name ? null : s.name)}>${s.name}</button>
             <span class="badge">${s.category}</span>
             ${/adminOnly: true/.test(s.description) ? html`<span class="badge admin">admin only</span>` : null}
-            ${/isDangerous: true/.test(s.description) ? html`<span class="badge danger">dangerous</span>` : null}</div>
+            ${/isDangerous: true/.test(s.description) ? html`<span class="badge danger">dangerous</span>` : null}
+            ${s.needs ? html`<span class="badge warn" data-testid="skill-needs" title="The agent is not offered this skill until then">${s.needs}</span>` : null}</div>
           <div class="small muted">${s.description.replace(/\s*\[isDeep:[^\]]*\]$/, '')}</div>
           <div class="row">${['isDeep', 'isResearch', 'isParallelSafe'].filter((f) => new RegExp(`${f}: true`).test(s.description)).map((f) => html`<span class="badge">${f}</span>`)}</div>
           ${open === s.name ? html`<${Skill} name=${s.name} />` : null}

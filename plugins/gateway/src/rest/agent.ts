@@ -14,7 +14,13 @@ const FLAGS = ['isDeep', 'isResearch', 'isParallelSafe', 'isDangerous'] as const
  * A manifest entry as SPEC's skill descriptor: the description ends with all four flags and their values
  * (`[isDeep: false, isResearch: false, isParallelSafe: true, isDangerous: false]`), then `adminOnly: true` when set.
  */
-export function describeSkill(m: SkillManifest): { name: string; description: string; category: string; parameters: string[] } {
+export function describeSkill(m: SkillManifest & { unavailable?: string }): {
+  name: string;
+  description: string;
+  category: string;
+  parameters: string[];
+  needs?: string;
+} {
   const flags = FLAGS.map((f) => `${f}: ${m[f] === true}`);
   if (m.adminOnly === true) flags.push('adminOnly: true');
   const props = (m.parameters as { properties?: Record<string, unknown> } | undefined)?.properties;
@@ -23,6 +29,7 @@ export function describeSkill(m: SkillManifest): { name: string; description: st
     description: flags.length ? `${m.description} [${flags.join(', ')}]` : m.description,
     category: m.category,
     parameters: props && typeof props === 'object' ? Object.keys(props) : [],
+    ...(m.unavailable !== undefined ? { needs: m.unavailable } : {}),
   };
 }
 
@@ -40,9 +47,9 @@ export function agentRoutes(env: RouteEnv): RouteDef[] {
     {
       method: 'GET',
       url: '/api/skills',
-      summary: 'Every available skill',
+      summary: 'Every skill; one that cannot work yet (a key is missing) says what it needs',
       schema: { response: { 200: S.SkillList, ...S.errors(401) } },
-      handler: () => ({ skills: ctx.skills.list().map(describeSkill) }),
+      handler: () => ({ skills: ctx.skills.list({ includeUnavailable: true }).map(describeSkill) }),
     },
     {
       method: 'POST',

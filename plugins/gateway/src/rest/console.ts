@@ -39,6 +39,8 @@ const SkillDetail = Type.Object(
     isParallelSafe: Type.Boolean(),
     isDangerous: Type.Boolean(),
     adminOnly: Type.Boolean(),
+    available: Type.Boolean({ description: 'Whether the skill can work now (false: see needs).' }),
+    needs: Type.Optional(Type.String({ description: 'When not available: what it needs, e.g. "needs searchAApiKey or searchBApiKey".' })),
   },
   { additionalProperties: false },
 );
@@ -144,7 +146,7 @@ export function consoleRoutes(env: RouteEnv): RouteDef[] {
       schema: { params: S.SkillName, response: { 200: SkillDetail, ...S.errors(401, 404) } },
       handler: (req, reply) => {
         const { name } = req.params as { name: string };
-        const s = ctx.skills.list().find((x) => x.name === name);
+        const s = ctx.skills.list({ includeUnavailable: true }).find((x) => x.name === name);
         if (!s) return sendError(reply, 404, `Unknown skill "${name}". GET /api/skills lists them.`);
         return {
           name: s.name,
@@ -157,6 +159,8 @@ export function consoleRoutes(env: RouteEnv): RouteDef[] {
           isParallelSafe: s.isParallelSafe === true,
           isDangerous: s.isDangerous === true,
           adminOnly: s.adminOnly === true,
+          available: s.unavailable === undefined,
+          ...(s.unavailable !== undefined ? { needs: s.unavailable } : {}),
         };
       },
     },

@@ -36,6 +36,12 @@ export const SkillDescriptor = Type.Object({
   }),
   category: Type.String(),
   parameters: Type.Array(Type.String(), { description: 'Parameter names.' }),
+  needs: Type.Optional(
+    Type.String({
+      description:
+        'Only on a skill that cannot work yet: what it needs, e.g. "needs searchAApiKey or searchBApiKey". The agent is not offered it until then; running it explains.',
+    }),
+  ),
 });
 export const SkillList = Type.Object({ skills: Type.Array(SkillDescriptor) });
 
