@@ -72,6 +72,7 @@ const manifest = {
   skills: [
     {
       name: 'send_chatA',
+      isOutbound: true,
       description: 'Send a Markdown message to a Telegram chat. Returns the message id (for chatA_edit_message).',
       category: 'messaging',
       parameters: Type.Object({ chatId, message: Type.String({ minLength: 1 }) }, { additionalProperties: false }),
@@ -82,7 +83,6 @@ const manifest = {
         'Send a message with inline buttons: a 2D array of rows of {text, callback_data | url}; a 1D array puts each button on its own row.',
       category: 'messaging',
       parameters: Type.Object(
-      isOutbound: true,
         {
           chatId,
           message: Type.String({ minLength: 1 }),

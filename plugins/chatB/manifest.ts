@@ -102,6 +102,7 @@ const manifest = {
   skills: [
     {
       name: 'send_chatB',
+      isOutbound: true,
       description:
         'Send a Markdown message to a WhatsApp chat by JID (a contact: <number>@s.whatsapp.net, a group: <id>@g.us), rendered as WhatsApp formatting. Long messages are split into parts of at most 4,096 characters. Returns the message id(s).',
       category: 'messaging',
@@ -109,7 +110,6 @@ const manifest = {
         {
           jid: Type.String({ minLength: 1, description: 'WhatsApp JID: <number>@s.whatsapp.net for a contact, <id>@g.us for a group' }),
           message: Type.String({ minLength: 1, description: 'Markdown (rendered as WhatsApp formatting)' }),
-      isOutbound: true,
         },
         { additionalProperties: false },
       ),

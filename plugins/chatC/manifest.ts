@@ -60,10 +60,10 @@ const manifest = {
   skills: [
     {
       name: 'send_chatC',
+      isOutbound: true,
       description:
         'Send a Markdown message to a Discord channel (or DM channel) by its id. Long messages are split into parts of at most 2,000 characters. Returns the message id(s).',
       category: 'messaging',
-      isOutbound: true,
       parameters: Type.Object(
         {
           channel_id: Type.String({ minLength: 1, description: 'Discord channel id: a snowflake of 17 to 20 digits' }),
