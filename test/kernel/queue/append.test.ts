@@ -103,6 +103,7 @@ describe('appendPush (the `keel push` fast path)', () => {
       'kernel/queue/journal-file.ts',
       'kernel/queue/lock.ts',
       'kernel/queue/ops.ts',
+      'kernel/queue/owner.ts',
       'kernel/queue/snapshot-file.ts',
       'kernel/util/atomic-write.ts',
       'kernel/util/pid.ts',

@@ -23,16 +23,56 @@ const snapshot = () =>
   };
 
 describe('actions.json from the first change on', () => {
-  it('the first `keel push` of a home writes actions.json with the action, and the next owner reads it once', async () => {
+  it('every `keel push` with no runner alive is in actions.json at once, and the next owner reads each once', async () => {
     const a = await appendPush(home, { task: 'first ever' });
     expect(snapshot().actions.map((x) => x.id)).toEqual([a.id]);
     const b = await appendPush(home, { task: 'second' });
-    // Later pushes only append (constant cost): the snapshot is not rewritten by them.
-    expect(snapshot().actions.map((x) => x.id)).toEqual([a.id]);
+    const c = await appendPush(home, { task: 'third', priority: 9 });
+    // No runner folds the journal in: each push adds itself to the file (issue 36: three pushes, one in the file).
+    expect(snapshot().actions.map((x) => x.id)).toEqual([a.id, b.id, c.id]);
     const q = await ActionQueue.open({ home, owner: true, log: captureLog(), quietCompactMs: 0 });
-    // Read once, not twice (the snapshot absorbed the first push's journal line).
-    expect(q.list().pending.map((x) => x.id)).toEqual([a.id, b.id]);
+    // Read once, not twice (the snapshot records how far it absorbed the journal), in priority order.
+    expect(q.list().pending.map((x) => x.id)).toEqual([c.id, a.id, b.id]);
     await q.close();
+  });
+
+  it('while a runner owns the queue, a push only appends (the runner folds it in)', async () => {
+    const q = await ActionQueue.open({ home, owner: true, log: captureLog(), quietCompactMs: 60_000 });
+    try {
+      const seed = await q.push({ task: 'seed' });
+      await q.compact();
+      const before = readFileSync(join(home, 'actions.json'), 'utf8');
+      const a = await appendPush(home, { task: 'from the CLI' });
+      expect(readFileSync(join(home, 'actions.json'), 'utf8')).toBe(before);
+      await waitFor(() => q.get(a.id) !== undefined, 'the runner to pick the push up', 5000);
+      expect(snapshot().actions.map((x) => x.id)).toEqual([seed.id]);
+    } finally {
+      await q.close();
+    }
+  });
+
+  it('a push after changes no one folded in (a runner killed before its quiet compaction) folds the whole queue', async () => {
+    const q = await ActionQueue.open({ home, owner: true, log: captureLog(), quietCompactMs: 0 });
+    const a = await q.push({ task: 'will fail', maxRetries: 0 });
+    await q.compact();
+    await q.take();
+    await q.fail(a.id, 'boom');
+    // What kill -9 leaves: the fail op in the journal, actions.json still showing the action pending.
+    (q as unknown as { store: { compact(): Promise<boolean> } }).store.compact = async () => false;
+    await q.close();
+    expect(snapshot().actions.map((x) => x.id)).toEqual([a.id]);
+    const b = await appendPush(home, { task: 'next' });
+    const after = JSON.parse(readFileSync(join(home, 'actions.json'), 'utf8')) as {
+      actions: Array<{ id: string }>;
+      failed: Array<{ id: string; error: string }>;
+    };
+    expect(after.actions.map((x) => x.id)).toEqual([b.id]);
+    expect(after.failed).toMatchObject([{ id: a.id, error: 'boom' }]);
+    // Nothing read twice by the next owner.
+    const again = await ActionQueue.open({ home, owner: true, log: captureLog(), quietCompactMs: 0 });
+    expect(again.list().pending.map((x) => x.id)).toEqual([b.id]);
+    expect(again.list().failed.map((x) => x.id)).toEqual([a.id]);
+    await again.close();
   });
 
   it('the owner rewrites actions.json about a second after the queue goes quiet, not on every change', async () => {
