@@ -422,7 +422,8 @@ export class ActionQueue {
 
   /**
    * Settles a taken action that failed: back to pending after a backoff while retries are left (1 s, 2 s, 4 s),
-   * else into the failed group.
+   * else into the failed group. A retry that could only start once the action's TTL is over counts as none left:
+   * the action fails now, with its error, instead of waiting for the TTL to remove it without a trace.
    */
   async fail(id: string, error: string): Promise<'retry' | 'failed'> {
     this.assertOwner('fail');
@@ -430,11 +431,20 @@ export class ActionQueue {
     const now = this.now();
     const { retries, maxRetries } = a.metadata;
     const stamp = this.store.worker === undefined ? {} : { by: this.store.worker };
+    const notBefore = now + backoffMs(retries + 1);
     // Stopped by the operator: failed for good, whatever retries it has left.
+    const retry = retries < maxRetries && !this.state.stopOf(id);
+    const inTime = notBefore < expiresAt(a);
     const op: QueueOp =
-      retries < maxRetries && !this.state.stopOf(id)
-        ? { op: 'retry', id, retries: retries + 1, notBefore: now + backoffMs(retries + 1), error, ...stamp }
-        : { op: 'fail', id, error, at: now, ...stamp };
+      retry && inTime
+        ? { op: 'retry', id, retries: retries + 1, notBefore, error, ...stamp }
+        : {
+            op: 'fail',
+            id,
+            error: retry ? `${error} (not retried: the next retry would start after the action's TTL of ${a.metadata.ttl} ms)` : error,
+            at: now,
+            ...stamp,
+          };
     await this.store.append([op]);
     this.afterWrite();
     // A stop that reached the journal first turns the retry into a failure (state.ts): say what happened.
