@@ -3,7 +3,7 @@
  * Unloading a plugin removes all of it.
  */
 import type { SkillHandler, SkillManifest } from '../../sdk/types.js';
-import { ErrorCodes, KeelError } from '../errors.js';
+import { ErrorCodes, errorMessage, KeelError } from '../errors.js';
 
 export interface SkillEntry {
   manifest: SkillManifest;
@@ -66,7 +66,7 @@ export class Registry {
       if (r === true) return undefined;
       return typeof r === 'string' && r.trim() ? r : 'not available now';
     } catch (e) {
-      return `its availability check failed (${e instanceof Error ? e.message : String(e)})`;
+      return `its availability check failed (${errorMessage(e)})`;
     }
   }
 
