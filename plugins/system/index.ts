@@ -15,7 +15,14 @@ export default definePlugin({
     ctx.skills.register('run_command', (args, c) => svc.request(args, c.actor, c.signal));
     ctx.skills.register('approve_command', (args, c) => svc.decide(args.id, args.decision, c.actor, c.signal));
     ctx.skills.register('manage_config', (args, c) => manageConfig(ctx, args, c.actor));
-    return { stop: () => svc.close() };
+    // Said once at start (docs/security.md): which isolation commands get here. Not awaited: start stays fast.
+    const reported = svc.reportIsolation().catch((e) => ctx.log.warn(`commands: the isolation could not be checked: ${String(e)}`));
+    return {
+      stop: async () => {
+        await reported;
+        svc.close();
+      },
+    };
   },
   commands: { commands: commandsCommand },
 });

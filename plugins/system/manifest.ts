@@ -59,10 +59,10 @@ const manifest = {
       schema: Type.Union([Type.Literal('auto'), Type.Literal('required'), Type.Literal('strict'), Type.Literal('off')]),
       default: 'auto',
       env: ['KEEL_COMMAND_ISOLATION'],
-      // LOCKED: `off` takes away the operating system's enforcement of commandDenyList; only the operator may.
+      // LOCKED: `off` and `required` take away (part of) the operating system's enforcement of commandDenyList; only the operator may.
       policy: 'LOCKED',
       description:
-        'How commands are kept from the programs on commandDenyList beyond the argv check (Linux): `auto` runs each command in a private mount and pid namespace where those programs are replaced by stubs, or says in the result that the system does not allow it; `required` refuses commands when it does not; `strict` is `required` and also lets nothing run from a place the command can write (closes downloaded or extracted copies; project-local tools such as node_modules/.bin scripts of the working folder and build outputs do not run); `off` never isolates (diagnosis only). See docs/security.md.',
+        'How commands are kept from the programs on commandDenyList beyond the argv check (Linux). Each command runs in a private mount and pid namespace where those programs are replaced by stubs; strict isolation also lets nothing run from a place the command can write (closes downloaded, extracted or copied binaries; project-local tools such as node_modules/.bin scripts of the working folder and build outputs do not run). `auto` (the default) is strict wherever the system allows it, else the stubs alone, else no isolation, and says so at start, in `keel doctor` and in every result; `required` is the stubs alone (for build tools) and refuses commands where there are none; `strict` refuses commands where strict isolation is impossible; `off` never isolates (diagnosis only). See docs/security.md.',
     },
     commandConfirmationTtlMinutes: {
       schema: Type.Integer({ minimum: 1, maximum: 10_080 }),

@@ -6,6 +6,7 @@ import { existsSync } from 'node:fs';
 import type { Dirent } from 'node:fs';
 import { lstat, readdir, statfs } from 'node:fs/promises';
 import { join } from 'node:path';
+import { strictIsolationSupport } from '../../../sdk/command-isolation.js';
 import { namespaceSupport, type ConnectionStatus, type LogEntry, type ModelProbe } from '../../../sdk/index.js';
 import { errorMessage } from '../../../sdk/errors.js';
 
@@ -404,11 +405,33 @@ async function isolationFinding(src: DoctorSources, add: (area: Area, level: Lev
   }
   const ns = await namespaceSupport(['mount', 'pid']);
   if (ns.available) {
-    add(
-      'security',
-      'ok',
-      `Commands run in a private mount and pid namespace${ns.userNamespace ? ' (user namespace)' : ''} where the programs on commandDenyList are replaced by stubs.`,
-    );
+    const jail = `Commands run in a private mount and pid namespace${ns.userNamespace ? ' (user namespace)' : ''} where the programs on commandDenyList are replaced by stubs`;
+    const gap = 'a copy of a denied program that reaches a writable folder another way (downloaded, extracted from a package) can run';
+    if (mode === 'required') {
+      add(
+        'security',
+        'warn',
+        `${jail}, and nothing more (commandIsolation is required): ${gap}.`,
+        'keel config set commandIsolation auto (strict where this system allows it; see docs/security.md for what strict stops running)',
+      );
+      return;
+    }
+    const strict = await strictIsolationSupport();
+    if (strict.available) add('security', 'ok', `${jail}, and nothing runs from a place the command can write (strict isolation).`);
+    else if (mode === 'strict')
+      add(
+        'security',
+        'error',
+        `commandIsolation is strict but strict isolation cannot be set up here (${strict.reason}): every run_command is refused.`,
+        'keel config set commandIsolation auto (the stubs alone where strict is impossible)',
+      );
+    else
+      add(
+        'security',
+        'warn',
+        `Strict isolation cannot be set up here (${strict.reason}), so commandIsolation auto uses the weaker jail. ${jail}, but ${gap}.`,
+        'run Keel where every writable mount can be remounted noexec in a user or mount namespace (see docs/security.md)',
+      );
   } else if (mode === 'required' || mode === 'strict') {
     add(
       'security',

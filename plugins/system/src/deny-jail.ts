@@ -18,6 +18,7 @@
 import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { strictIsolationSupport } from '../../../sdk/command-isolation.js';
 import { namespaceSupport } from '../../../sdk/index.js';
 import { deniedBy, programName } from './command-policy.js';
 import { type JailTarget, scanDenied, searchDirs } from './jail-scan.js';
@@ -31,13 +32,24 @@ export const DENIED_TEXT = 'is refused by the deny list (commandDenyList)';
 export const SETUP_TEXT = 'keel: the deny-list jail could not be set up; the command did not run';
 
 /**
- * `auto`: jail where the system allows it; `required`: refuse commands without it; `strict`: required, and
- * nothing runs from a writable place (jail-strict.ts); `off`: never (diagnosis).
+ * `auto` (the default): the strongest jail this system can set up: strict where it can (nothing runs from a
+ * writable place, jail-strict.ts), else the stubs alone (`notStrict` says why), else none (the reason says why);
+ * `required`: the stubs alone (programs in writable places run: build tools), and no command without them;
+ * `strict`: strict, and no command without it; `off`: never (diagnosis).
  */
 export type IsolationMode = 'auto' | 'required' | 'strict' | 'off';
 
 export type Jail =
-  | { isolated: true; wrap(argv: string[]): string[]; targets: JailTarget[]; notes: string[]; userNamespace: boolean; strict: boolean }
+  | {
+      isolated: true;
+      wrap(argv: string[]): string[];
+      targets: JailTarget[];
+      notes: string[];
+      userNamespace: boolean;
+      strict: boolean;
+      /** `auto` only: why strict isolation could not be set up here, so the stubs alone apply. */
+      notStrict?: string;
+    }
   | { isolated: false; reason: string };
 
 const HELPERS = ['sh', 'mount', 'setpriv', 'unshare'] as const;
@@ -103,7 +115,13 @@ export class DenyJail {
       helpers[h] = p;
     }
     const realRoot = !ns.userNamespace && process.getuid?.() === 0;
-    const strict = mode === 'strict';
+    let strict = mode === 'strict';
+    let notStrict: string | undefined;
+    if (mode === 'auto') {
+      const s = await strictIsolationSupport(opts.unshare ? { unshare: opts.unshare } : {});
+      strict = s.available;
+      if (!s.available) notStrict = s.reason;
+    }
     const b = this.build(lists, env, realRoot, strict);
     const uid = process.getuid?.() ?? 0;
     const gid = process.getgid?.() ?? 0;
@@ -122,6 +140,7 @@ export class DenyJail {
       isolated: true,
       userNamespace: ns.userNamespace,
       strict,
+      ...(notStrict !== undefined ? { notStrict } : {}),
       targets: b.targets,
       notes: b.notes,
       wrap: (argv) => {

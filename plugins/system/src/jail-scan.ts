@@ -7,8 +7,11 @@
  */
 import { execFileSync } from 'node:child_process';
 import { lstatSync, readdirSync, readFileSync, realpathSync, statSync, type Stats } from 'node:fs';
-import { basename, delimiter, isAbsolute, join, relative, sep } from 'node:path';
+import { basename, delimiter, isAbsolute, join, relative } from 'node:path';
+import { type Mount, mounts, under } from '../../../sdk/command-isolation.js';
 import { deniedBy, programName } from './command-policy.js';
+
+export { type Mount, mounts, under } from '../../../sdk/command-isolation.js';
 
 /** Folders searched besides PATH (programs that are not on PATH are still started by absolute path). */
 export const SYSTEM_DIRS = [
@@ -85,42 +88,6 @@ export function searchDirs(pathVar: string | undefined): string[] {
     }
   }
   return out;
-}
-
-export interface Mount {
-  dev: string;
-  root: string;
-  point: string;
-  /** Per-mount options (`rw,nosuid,relatime`). */
-  options: string;
-  type: string;
-}
-
-function unescapeMount(s: string): string {
-  return s.replace(/\\([0-7]{3})/g, (_m, o: string) => String.fromCharCode(Number.parseInt(o, 8)));
-}
-
-/** The mounts of this process (`/proc/self/mountinfo`), in order. */
-export function mounts(): Mount[] {
-  try {
-    return readFileSync('/proc/self/mountinfo', 'utf8')
-      .split('\n')
-      .filter(Boolean)
-      .map((l) => l.split(' '))
-      .map((f) => ({
-        dev: f[2] ?? '',
-        root: unescapeMount(f[3] ?? ''),
-        point: unescapeMount(f[4] ?? ''),
-        options: f[5] ?? '',
-        type: f[f.indexOf('-') + 1] ?? '',
-      }));
-  } catch {
-    return [];
-  }
-}
-
-export function under(path: string, dir: string): boolean {
-  return dir === '/' || path === dir || path.startsWith(dir.endsWith(sep) ? dir : dir + sep);
 }
 
 /** Other paths the same file is visible at, through other mounts of its filesystem. */

@@ -3,7 +3,8 @@
  */
 import { stat } from 'node:fs/promises';
 import { isAbsolute, relative, resolve } from 'node:path';
-import type { Actor, PluginContext, SkillArgs } from '../../../sdk/index.js';
+import { strictIsolationSupport } from '../../../sdk/command-isolation.js';
+import { type Actor, namespaceSupport, type PluginContext, type SkillArgs } from '../../../sdk/index.js';
 import type manifest from '../manifest.js';
 import { PluginError } from '../../../sdk/errors.js';
 import { describeActor } from '../../../sdk/actor.js';
@@ -35,6 +36,10 @@ function read<T>(config: Config, key: string): T | undefined {
   }
 }
 
+/** What the stubs alone leave open (said where `auto` cannot be strict). */
+const WEAKER =
+  'only the stubs apply, so a copy of a denied program that reaches a writable folder another way (downloaded, extracted from a package, copied before the command) can run (docs/security.md).';
+
 /** What the result says about the operating system's part. */
 function isolationLines(jail: Jail, r: RunResult): string[] {
   if (!jail.isolated) {
@@ -45,6 +50,7 @@ function isolationLines(jail: Jail, r: RunResult): string[] {
   const lines = [
     `Isolation: on${jail.strict ? ', strict' : ''} (private mount and pid namespace${jail.userNamespace ? ' in a user namespace' : ''}; ${jail.targets.length} path${jail.targets.length === 1 ? '' : 's'} of denied programs replaced by stubs${jail.strict ? '; nothing runs from a writable place' : ''}${jail.notes.length ? `; ${jail.notes.length} not replaced (listed in Keel's log; docs/security.md)` : ''})`,
   ];
+  if (jail.notStrict !== undefined) lines.push(`Strict isolation could not be set up here (${jail.notStrict}): ${WEAKER}`);
   if (r.exitCode === SETUP_EXIT && r.stderr.includes(SETUP_TEXT))
     lines.push('The isolation could not be set up, so the command did not run.');
   else if (r.stderr.includes(DENIED_TEXT))
@@ -56,7 +62,11 @@ export class CommandService {
   readonly pending: PendingCommands;
   private readonly jail = new DenyJail();
   private jailNotesLogged = '';
-  constructor(private readonly ctx: Pick<PluginContext<typeof manifest>, 'config' | 'log' | 'home' | 'signal' | 'use'>) {
+  /** `opts.unshare`: another `unshare` (tests simulate a system that refuses part of the isolation). */
+  constructor(
+    private readonly ctx: Pick<PluginContext<typeof manifest>, 'config' | 'log' | 'home' | 'signal' | 'use'>,
+    private readonly opts: { unshare?: string } = {},
+  ) {
     this.pending = new PendingCommands(ctx.home, ctx.log);
   }
 
@@ -71,12 +81,45 @@ export class CommandService {
     const deny = read<unknown>(this.ctx.config, 'commandDenyList');
     const allow = read<unknown>(this.ctx.config, 'commandAllowList');
     const strings = (v: unknown) => (Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : []);
-    const jail = await this.jail.prepare({ deny: strings(deny), allow: strings(allow) }, mode, env);
+    const jail = await this.jail.prepare({ deny: strings(deny), allow: strings(allow) }, mode, env, this.opts);
     if (jail.isolated && jail.notes.join('\n') !== this.jailNotesLogged) {
       this.jailNotesLogged = jail.notes.join('\n');
       for (const n of jail.notes) this.ctx.log.warn(`commands: deny list, not replaced: ${n}`);
     }
     return jail;
+  }
+
+  /**
+   * Said once at start: which isolation commands will get. `auto` where strict cannot be set up, or where there is
+   * no jail at all, is a warning (the same as `keel doctor` says); so is `off`, and a `required`/`strict` that
+   * will refuse every command.
+   */
+  async reportIsolation(): Promise<void> {
+    const mode = (read<IsolationMode>(this.ctx.config, 'commandIsolation') ?? 'auto') as IsolationMode;
+    if (mode === 'off') {
+      this.ctx.log.warn('commands: commandIsolation is off: the operating system does not enforce commandDenyList (docs/security.md)');
+      return;
+    }
+    const ns = await namespaceSupport(['mount', 'pid'], this.opts);
+    if (!ns.available) {
+      if (mode === 'auto')
+        this.ctx.log.warn(
+          `commands: no isolation here (${ns.reason}): only the argv check keeps commands from the programs on commandDenyList (docs/security.md)`,
+        );
+      else
+        this.ctx.log.warn(
+          `commands: commandIsolation is ${mode} and this system cannot isolate commands (${ns.reason}): every command is refused`,
+        );
+      return;
+    }
+    if (mode !== 'auto') return;
+    const strict = await strictIsolationSupport(this.opts);
+    if (strict.available)
+      this.ctx.log.info('commands: isolation strict (commandIsolation auto): nothing a command runs can start from a writable place');
+    else
+      this.ctx.log.warn(
+        `commands: strict isolation cannot be set up here (${strict.reason}), so commandIsolation auto uses the weaker jail: ${WEAKER}`,
+      );
   }
 
   /** The policy as the configuration says now. Unreadable lists fail closed. */

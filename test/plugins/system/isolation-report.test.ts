@@ -10,6 +10,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { startKernel, type Kernel } from '../../../kernel/kernel.js';
 import { LogSink } from '../../../kernel/log.js';
 import { discoverBuiltins } from '../../../kernel/plugins/discover.js';
+import { strictIsolationSupport } from '../../../sdk/command-isolation.js';
 import { namespaceSupport } from '../../../sdk/namespaces.js';
 import { rm, tmp } from '../../helpers.js';
 
@@ -57,12 +58,18 @@ const isolation = (r: Report) => r.findings.find((f) => /commandDenyList/.test(f
 describe('system_check: the deny list and the operating system', () => {
   it('reports the isolation as it is on this machine', async () => {
     const ns = await namespaceSupport(['mount', 'pid']);
+    const strict = await strictIsolationSupport();
     const k = await kernel({});
     const report = JSON.parse((await k.execute('system_check', {}, k.operator)).result) as Report;
     const f = isolation(report);
-    if (ns.available) {
+    if (strict.available) {
+      // The default (auto) is strict wherever it can be set up, and the doctor says which applies.
       expect(f?.level).toBe('ok');
       expect(f?.message).toMatch(/private mount and pid namespace/);
+      expect(f?.message).toContain('nothing runs from a place the command can write (strict isolation)');
+    } else if (ns.available) {
+      expect(f?.level).toBe('warn');
+      expect(f?.message).toContain(`Strict isolation cannot be set up here (${strict.reason})`);
     } else {
       expect(f?.level).toBe('warn');
       expect(f?.message).toContain(ns.reason);
@@ -81,6 +88,20 @@ describe('system_check: the deny list and the operating system', () => {
     await k.config.set('autoExecuteCommands', true, { kind: 'operator' });
     const r = await k.execute('run_command', { command: 'echo', args: ['hi'] }, k.operator);
     expect(r.result).toContain('Isolation: none (commandIsolation is off)');
+  });
+
+  it('warns when commandIsolation is required (the stubs alone), saying what that leaves open', async () => {
+    const ns = await namespaceSupport(['mount', 'pid']);
+    const k = await kernel({ commandIsolation: 'required' });
+    const report = JSON.parse((await k.execute('system_check', {}, k.operator)).result) as Report;
+    const f = isolation(report);
+    if (!ns.available) {
+      expect(f?.level).toBe('error');
+      return;
+    }
+    expect(f?.level).toBe('warn');
+    expect(f?.message).toMatch(/and nothing more \(commandIsolation is required\): a copy of a denied program .* can run/);
+    expect(f?.fix).toMatch(/^keel config set commandIsolation auto/);
   });
 
   it('warns when interpreters are on commandAllowList, saying what the deny list cannot stop', async () => {
