@@ -80,7 +80,7 @@ export const DEFAULT_COMMAND_ALLOW_LIST: readonly string[] = Object.freeze([
 ]);
 
 /**
- * SPEC "commandDenyList" default.
+ * SPEC "commandDenyList" default, plus `unlink` and `shred`, which delete files as `rm` does (docs/security.md).
  * @example if (DEFAULT_COMMAND_DENY_LIST.includes(program)) warn(program);
  */
 export const DEFAULT_COMMAND_DENY_LIST: readonly string[] = Object.freeze([
@@ -97,4 +97,6 @@ export const DEFAULT_COMMAND_DENY_LIST: readonly string[] = Object.freeze([
   'reg',
   'diskpart',
   'netsh',
+  'unlink',
+  'shred',
 ]);

@@ -89,6 +89,9 @@ describe('kernel keys', () => {
       'reg',
       'diskpart',
       'netsh',
+      // beyond SPEC's list: they delete files as rm does (issue 35)
+      'unlink',
+      'shred',
     ]);
     expect(DEFAULT_COMMAND_ALLOW_LIST).toHaveLength(33);
     expect(DEFAULT_COMMAND_ALLOW_LIST).toContain('keel');

@@ -43,6 +43,26 @@ describe('command policy: modes and lists', () => {
   });
 });
 
+describe('command policy: what still runs', () => {
+  // The inline-code rules refuse string building and names not written in the code; plain code stays allowed.
+  for (const argv of [
+    ['python3', '-c', 'import sys; print(sys.argv[1:], sys.argv[-1])', 'a'],
+    ['python3', '-c', "import json, sys; print(json.load(sys.stdin)['name'])"],
+    ['node', '-e', 'console.log(process.argv[1], 1 + 1)', 'a'],
+    ['perl', '-e', 'print "home: $ENV{HOME}\\n"'],
+    ['perl', '-ne', 'print if /x/'],
+    ['node', '-e', "console.log(require('os')['platform']())"],
+    // what deletes nothing: a dry run of git clean, git rm --cached (it only unstages)
+    ['git', 'clean', '-fdn'],
+    ['git', 'rm', '--cached', 'sentinel'],
+  ]) {
+    it(`allows ${JSON.stringify(argv)}`, () => {
+      const d = analyze(argv, lists);
+      expect(d.allowed, d.reason).toBe(true);
+    });
+  }
+});
+
 describe('toArgv', () => {
   it('splits with quotes and escapes', () => {
     expect(toArgv(`echo 'a b' "c \\"d\\"" e\\ f`)).toEqual(['echo', 'a b', 'c "d"', 'e f']);

@@ -148,7 +148,11 @@ describe('run_command, executed for real (autoExecuteCommands on)', () => {
 
   it('caps the output at commandOutputMaxBytes', async () => {
     const { kernel } = await start({ autoExecuteCommands: true, commandOutputMaxBytes: 1024, commandAllowList: ['node'] });
-    const r = await kernel.execute('run_command', { command: 'node', args: ['-e', "process.stdout.write('x'.repeat(100000))"] }, OPERATOR);
+    const r = await kernel.execute(
+      'run_command',
+      { command: 'node', args: ['-e', 'process.stdout.write(Buffer.alloc(100000, 120))'] },
+      OPERATOR,
+    );
     expect(r.result).toContain('[stdout truncated at 1024 bytes]');
     expect((r.result.match(/x/g) ?? []).length).toBeLessThan(1100);
   });

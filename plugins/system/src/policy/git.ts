@@ -1,10 +1,35 @@
-/** `git`: options and configuration that name a program, aliases, and the subcommands that run shell code. */
+/**
+ * `git`: options and configuration that name a program, aliases, and the subcommands that run shell code.
+ * `git clean` (unless a dry run) and `git rm` (unless `--cached` or a dry run) count as `rm`, as `find -delete`
+ * does: they delete files through an allowed program. `git clean` counts even without `-f`, because a
+ * repository's own configuration can set `clean.requireForce=false`.
+ */
 import { Refusal } from '../tokenize.js';
 import { plain, type ProgramRule } from './walk.js';
 
 /** git configuration that names a program (or an alias, which can be `!shell code`). */
 const GIT_PROGRAM_CONFIG =
   /^(alias\..+|core\.(sshcommand|editor|pager|askpass|fsmonitor|hookspath|gitproxy|sshcommand)|.*\.(cmd|command|program|tool|path)|sequence\.editor|diff\.external|diff\..+\.textconv|filter\..+|credential\..*helper|credential\.helper|gpg\..*|ssh\.variant|uploadpack\..*|receivepack\..*|remote\..+\.(uploadpack|receivepack|vcs)|protocol\..*|include\.path|includeif\..*|init\.templatedir|http\..*proxy.*|pager\..+|interactive\.difffilter|web\.browser|browser\..+|man\..+|merge\..+\.driver|mergetool\..*|difftool\..*|url\..+)$/i;
+
+/** The options of `git clean`/`git rm` that make it delete nothing (up to `--`; `-e`/`--exclude` values skipped). */
+function removalOptions(tail: string[]): { dryRun: boolean; cached: boolean } {
+  const out = { dryRun: false, cached: false };
+  for (let i = 0; i < tail.length; i++) {
+    const a = tail[i] as string;
+    if (a === '--') break;
+    if (a === '-e' || a === '--exclude' || a === '--pathspec-from-file') i++;
+    else if (a === '--dry-run') out.dryRun = true;
+    else if (a === '--cached') out.cached = true;
+    else if (/^-[a-zA-Z]+$/.test(a)) {
+      // Clustered short options: `-e` takes the rest of the word (or the next word) as its pattern.
+      const e = a.indexOf('e');
+      const n = a.indexOf('n');
+      if (n > 0 && (e < 0 || n < e)) out.dryRun = true;
+      if (e === a.length - 1) i++;
+    }
+  }
+  return out;
+}
 
 export const gitRule: ProgramRule = (_name, rest, v) => {
   if (rest.some((w) => w.dynamic))
@@ -33,6 +58,10 @@ export const gitRule: ProgramRule = (_name, rest, v) => {
   const sub = args[i];
   const tail = args.slice(i + 1);
   if (sub === undefined) return;
+  if (sub === 'clean' || sub === 'rm') {
+    const o = removalOptions(tail);
+    if (!o.dryRun && !(sub === 'rm' && o.cached)) v.walk.builtins.add('rm'); // deletes files: what rm does
+  }
   if (sub === 'submodule' && tail.includes('foreach')) {
     const code = tail
       .slice(tail.indexOf('foreach') + 1)

@@ -1,10 +1,12 @@
 /**
  * Interpreters with inline code (`node -e`, `python -c`, `perl -e`, `ruby -e`, `pwsh -c`, awk programs): every word
  * of the code is a candidate program, deleting library calls count as `rm`, spawning calls must name their
- * programs in string literals (which are then checked as shell code), and code that builds what it runs is refused.
+ * programs in string literals (which are then checked as shell code), and code that builds what it runs, or
+ * reaches a function by a name not written in it, is refused (inline-code.ts).
  * A script file given to an interpreter is not read.
  */
 import { Refusal } from '../tokenize.js';
+import { checkInlineCode } from './inline-code.js';
 import { plain, type ProgramRule, programName, skipOptions, type Walk } from './walk.js';
 
 export const INTERPRETER =
@@ -24,7 +26,7 @@ const SPAWNS =
 
 /** Library calls that delete files, which count as running `rm` (as `find -delete` does). */
 const DELETES =
-  /\b(rmSync|rmdirSync|unlinkSync|rm|rmdir|unlink|rmtree|remove|removedirs|Remove-Item|ri|rd|del|erase|delete_file|FileUtils|File\.delete|Dir\.delete|unlink_all|remove_tree)\b/;
+  /\b(rmSync|rmdirSync|unlinkSync|rm|rmdir|unlink|unlinkat|rmtree|remove|removedirs|Remove-Item|ri|rd|del|erase|delete_file|FileUtils|File\.delete|Dir\.delete|unlink_all|remove_tree|shred|removeSync|emptyDir|emptyDirSync|emptydirSync|rimraf|rimrafSync|rm_rf|rm_r|rm_f|remove_dir|remove_entry|remove_entry_secure|delete_tree)\b|::[Dd]elete\b/;
 
 function inlineCode(name: string, args: string[]): string[] | undefined {
   const out: string[] = [];
@@ -99,6 +101,9 @@ export const interpreterRule: ProgramRule = (name, rest, v) => {
     if (DYNAMIC_CODE.test(code)) {
       throw new Refusal(`the inline ${name} code builds or decodes what it runs at run time, so it cannot be proven safe`);
     }
+    // awk's arrays and string joins reach nothing (its only ways out, system() and pipes, are refused below);
+    // PowerShell has its own reading.
+    if (!/^(awk|gawk|mawk|nawk|pwsh|powershell)$/.test(name)) checkInlineCode(name, code);
     // Every word of the code is a candidate program: a denied name anywhere in it is refused.
     for (const word of code.split(/[^A-Za-z0-9_.+-]+/)) if (word) walk.builtins.add(programName(word));
     if (DELETES.test(code)) walk.builtins.add('rm');
@@ -133,7 +138,7 @@ export const interpreterRule: ProgramRule = (name, rest, v) => {
 const PS_DELETE = /^(remove-item|ri|rm|rmdir|rd|del|erase|clear-content|clc|format-volume|stop-computer|restart-computer)$/i;
 
 function visitPowerShell(code: string, walk: Walk): void {
-  if (/&\s*\$|\.\s*\$|\bStart-Process\b|\bsaps\b|\bInvoke-Command\b|\bicm\b|\[scriptblock\]|\bInvoke-Item\b|\bii\b/i.test(code)) {
+  if (/&\s*[$(]|\.\s*[$(]|\bStart-Process\b|\bsaps\b|\bInvoke-Command\b|\bicm\b|\[scriptblock\]|\bInvoke-Item\b|\bii\b/i.test(code)) {
     throw new Refusal('the PowerShell code starts programs or script blocks it builds at run time, so it cannot be proven safe');
   }
   for (const stmt of code.split(/[;|&\n{}()]+/)) {

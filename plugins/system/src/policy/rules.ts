@@ -3,6 +3,7 @@
  * arguments. A program without a rule starts nothing the policy knows of (its own name is still checked).
  * Adding a program = adding a row here (and a case to test/plugins/system/policy.test.ts).
  */
+import { rsyncRule, tarRule } from './deletes.js';
 import { findRule } from './find.js';
 import { gitRule } from './git.js';
 import { INTERPRETER, interpreterRule } from './interpreters.js';
@@ -15,6 +16,9 @@ import { WRAPPER_RULES } from './wrappers.js';
 export const PROGRAM_RULES: Readonly<Record<string, ProgramRule>> = {
   ...WRAPPER_RULES,
   find: findRule,
+  rsync: rsyncRule,
+  tar: tarRule,
+  gtar: tarRule,
   git: gitRule,
   npx: npxRule,
   bunx: npxRule,
