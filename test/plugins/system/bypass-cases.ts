@@ -25,6 +25,51 @@ export const lists = {
   sudo: false,
 };
 
+/**
+ * A denied program's bytes put in a writable folder by other means than its stubbed path, and started from there
+ * (issue 35). Each is started as `bash <script>`, `node <script>` or `python3 <script>`, which passes the argv
+ * check, so only the operating system can stop it: under the stubs alone (`commandIsolation: required`) they
+ * delete "sentinel"; under strict isolation (what `auto` is wherever it can be set up) they cannot start.
+ * Placeholders: `{PORT}` is a loopback HTTP server the test starts, serving the host's rm at /rm and busybox at
+ * /busybox; `{DEB}` a busybox .deb from the apt cache. Before the command the test puts a copy of rm at
+ * tools/x and a copy of busybox at tools/busybox (busybox picks its applet by the name it is started as).
+ */
+export const WRITABLE_COPY_SCRIPTS: Record<string, string> = {
+  'run-copy.sh': './tools/x sentinel\n',
+  'run-busybox-copy.sh': './tools/busybox rm sentinel\n',
+  'ld.sh': 'for l in /lib64/ld-linux*.so.* /lib/ld-linux*.so.* /lib/*/ld-linux*.so.*; do [ -e "$l" ] && "$l" ./tools/x sentinel; done\n',
+  'memfd.py':
+    "import os\nfd = os.memfd_create('x')\nos.write(fd, open('tools/x', 'rb').read())\nos.execv(f'/proc/self/fd/{fd}', ['x', 'sentinel'])\n",
+  'curl.sh': 'curl -sf -o dl-rm http://127.0.0.1:{PORT}/rm && chmod +x dl-rm && ./dl-rm sentinel\n',
+  'wget.sh':
+    'mkdir -p dl-bb && wget -q -O dl-bb/busybox http://127.0.0.1:{PORT}/busybox && chmod +x dl-bb/busybox && ./dl-bb/busybox rm sentinel\n',
+  'fetch.mjs': [
+    "import { chmodSync, writeFileSync } from 'node:fs';",
+    "import { spawnSync } from 'node:child_process';",
+    "const r = await fetch('http://127.0.0.1:{PORT}/rm');",
+    "writeFileSync('dl-node', Buffer.from(await r.arrayBuffer()));",
+    "chmodSync('dl-node', 0o755);",
+    "const run = spawnSync('./dl-node', ['sentinel'], { stdio: 'inherit' });",
+    'if (run.error) console.error(run.error.message);',
+    'process.exit(run.status ?? 1);',
+    '',
+  ].join('\n'),
+  'deb.sh': 'dpkg-deb -x "{DEB}" pkg && ./pkg/bin/busybox rm sentinel\n',
+};
+
+/** [what, argv, what it needs: programs that must be installed, `root`, `deb`] */
+export const WRITABLE_COPY_CASES: Array<[string, string[], string[]]> = [
+  ['a copy of rm made before the command', ['bash', 'run-copy.sh'], []],
+  ['a copy of busybox made before the command', ['bash', 'run-busybox-copy.sh'], ['busybox']],
+  ['the copy started through the dynamic loader', ['bash', 'ld.sh'], []],
+  // Only a privileged pid namespace owner may forbid executing memory (vm.memfd_noexec): real root.
+  ['the copy run from memory (memfd_create + execve)', ['python3', 'memfd.py'], ['python3', 'root']],
+  ['rm downloaded from a loopback server with curl', ['bash', 'curl.sh'], ['curl']],
+  ['busybox downloaded from a loopback server with wget', ['bash', 'wget.sh'], ['wget', 'busybox']],
+  ['rm downloaded from a loopback server with node', ['node', 'fetch.mjs'], ['node']],
+  ["busybox extracted from the apt cache's .deb", ['bash', 'deb.sh'], ['dpkg-deb', 'deb']],
+];
+
 /** [description, argv, allowed, reason fragment] */
 export const CASES: Array<[string, string[], boolean, string?]> = [
   // allowed
@@ -111,6 +156,76 @@ export const CASES: Array<[string, string[], boolean, string?]> = [
   ['python3 -c subprocess', ['python3', '-c', "import subprocess; subprocess.run(['dd','if=/dev/zero'])"], false, '"dd"'],
   ['python -c shutil.rmtree', ['python', '-c', "import shutil; shutil.rmtree('x')"], false, '"rm"'],
   ['python -c exec of a decoded string', ['python', '-c', "exec(__import__('base64').b64decode('cm0='))"], false, 'cannot be proven safe'],
+  // Inline code that builds a name other than with + or join, or reaches a function by a name not written in it
+  // (issue 35): on the old check each of these deleted "sentinel" through the interpreter's own library.
+  [
+    'python -c str.format into os.__dict__',
+    ['python3', '-c', "import os; os.__dict__['unlin{}'.format('k')]('sentinel')"],
+    false,
+    'cannot be proven safe',
+  ],
+  ['python -c % formatting', ['python3', '-c', "import os; os.__dict__['remov%s' % 'e']('sentinel')"], false, 'cannot be proven safe'],
+  ['python -c f-string', ['python3', '-c', `import os; os.__dict__[f'unlin{"k"}']('sentinel')`], false, 'cannot be proven safe'],
+  ['python -c adjacent literals', ['python3', '-c', "import os; os.__dict__['unl' 'ink']('sentinel')"], false, 'cannot be proven safe'],
+  [
+    'python -c os.__dict__ with a key from argv',
+    ['python3', '-c', "import os, sys; os.__dict__[sys.argv[1]]('sentinel')", 'unlink'],
+    false,
+    'cannot be proven safe',
+  ],
+  ['python -c vars(os)', ['python3', '-c', "import os, sys; vars(os)[sys.argv[1]]('sentinel')", 'unlink'], false, 'cannot be proven safe'],
+  [
+    'python -c getattr',
+    ['python3', '-c', "import os, sys; getattr(os, sys.argv[1])('sentinel')", 'remove'],
+    false,
+    'cannot be proven safe',
+  ],
+  ['python -c "".join', ['python3', '-c', "import os; os.__dict__[''.join(['un', 'link'])]('sentinel')"], false, 'cannot be proven safe'],
+  ['node -e .concat', ['node', '-e', "const fs=require('fs');fs['unlin'.concat('kSync')]('sentinel')"], false, 'cannot be proven safe'],
+  [
+    'node -e fs[...] with a key from argv',
+    ['node', '-e', "const fs=require('fs');fs[process.argv[1]]('sentinel')", 'unlinkSync'],
+    false,
+    'cannot be proven safe',
+  ],
+  [
+    'node -e optional chaining ?.[...]',
+    ['node', '-e', "const fs=require('fs');fs?.[process.argv[1]]('sentinel')", 'unlinkSync'],
+    false,
+    'cannot be proven safe',
+  ],
+  [
+    'node -e Object.values and a name test',
+    ['node', '-e', "const fs=require('fs');Object.values(fs).find((f)=>f?.name?.startsWith('unlinkS'))('sentinel')"],
+    false,
+    'cannot be proven safe',
+  ],
+  [
+    'node -e a computed key in destructuring',
+    ['node', '-e', "const {[process.argv[1]]: f}=require('fs');f('sentinel')", 'unlinkSync'],
+    false,
+    'cannot be proven safe',
+  ],
+  ['node -e template literal', ['node', '-e', "require('fs')[`unlin${'k'}Sync`]('sentinel')"], false, 'cannot be proven safe'],
+  [
+    'node -e Reflect.get',
+    ['node', '-e', "Reflect.get(require('fs'), process.argv[1])('sentinel')", 'unlinkSync'],
+    false,
+    'cannot be proven safe',
+  ],
+  [
+    'node -e base64 name',
+    ['node', '-e', "require('fs')[Buffer.from('dW5saW5rU3luYw==','base64').toString()]('sentinel')"],
+    false,
+    'cannot be proven safe',
+  ],
+  ['perl -e concatenation with .', ['perl', '-MPOSIX', '-e', '&{"POSIX::unl"."ink"}("sentinel")'], false, 'cannot be proven safe'],
+  [
+    'perl -e a symbolic reference to a name from argv',
+    ['perl', '-MPOSIX', '-e', 'my $f = $ARGV[0]; &$f("sentinel")', 'POSIX::unlink'],
+    false,
+    'cannot be proven safe',
+  ],
   ['perl -e system', ['perl', '-e', 'system("rm x")'], false, '"rm"'],
   ['perl -e backticks', ['perl', '-e', 'print `reboot`'], false, '"reboot"'],
   ['ruby -e system', ['ruby', '-e', 'system("poweroff")'], false, '"poweroff"'],
@@ -126,6 +241,24 @@ export const CASES: Array<[string, string[], boolean, string?]> = [
   ['git rebase --exec', ['git', 'rebase', '--exec', 'rm x', 'HEAD~1'], false, '"rm"'],
   ['git bisect run', ['git', 'bisect', 'run', 'rm', 'x'], false, '"rm"'],
   ['git config core.editor', ['git', 'config', 'core.editor', 'rm'], false, 'cannot be proven safe'],
+  // programs that delete files through an allowed program (issue 35): they count as rm
+  ['unlink (on the default deny list)', ['unlink', 'sentinel'], false, '"unlink" is on commandDenyList'],
+  ['shred -u (on the default deny list)', ['shred', '-u', 'sentinel'], false, '"shred" is on commandDenyList'],
+  ['git clean -fd', ['git', 'clean', '-fd'], false, '"rm"'],
+  ['git clean -xdf', ['git', 'clean', '-xdf'], false, '"rm"'],
+  ['git clean --force', ['git', 'clean', '--force'], false, '"rm"'],
+  ['git clean without -f (clean.requireForce can be off)', ['git', '-c', 'clean.requireForce=false', 'clean', '-d'], false, '"rm"'],
+  ['git -C . clean -f -x', ['git', '-C', '.', 'clean', '-f', '-x'], false, '"rm"'],
+  ['git clean -f -e -n (an exclude pattern, not a dry run)', ['git', 'clean', '-f', '-e', '-n'], false, '"rm"'],
+  ['bash -c git clean', ['bash', '-c', 'git status && git clean -fdx'], false, '"rm"'],
+  ['git rm -f', ['git', 'rm', '-f', 'sentinel'], false, '"rm"'],
+  ['git rm -- --cached (a file named --cached)', ['git', 'rm', '-f', '--', '--cached', 'sentinel'], false, '"rm"'],
+  ['rsync --delete', ['rsync', '-a', '--delete', 'empty/', './'], false, '"rm"'],
+  ['rsync --remove-source-files', ['rsync', '-a', '--remove-source-files', 'sentinel', '/tmp/'], false, '"rm"'],
+  ['rsync -e runs a program', ['rsync', '-e', 'rm -rf x', 'a', 'b:'], false, '"rm"'],
+  ['tar --remove-files', ['tar', '-cf', 'keel-test.tar', '--remove-files', 'sentinel'], false, '"rm"'],
+  ['tar --remove-f (an abbreviation)', ['tar', '-cf', 'keel-test.tar', '--remove-f', 'sentinel'], false, '"rm"'],
+  ['tar --to-command', ['tar', '-xf', 'keel-test.tar', '--to-command=rm x'], false, '"rm"'],
   ['bash -c hash -p remaps a name', ['bash', '-c', 'hash -p /bin/rm ls; ls x'], false, 'cannot be proven safe'],
   ['bash --norc -c', ['bash', '--norc', '-c', 'rm x'], false, '"rm"'],
   ['bash -c for loop body', ['bash', '-c', 'for f in a b; do rm $f; done'], false, '"rm"'],
