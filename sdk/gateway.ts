@@ -5,6 +5,7 @@
  * gateway, while it serves, provides `gateway:events` to put events on its WebSocket stream (with `seq`, resumable).
  * Authentication (the gateway key) and CORS apply to extension routes exactly as to the built-in ones.
  */
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { TSchema } from 'typebox';
 import type { Actor } from './types.js';
 
@@ -20,8 +21,14 @@ export interface GatewayCaller {
 }
 
 /**
- * A REST route an extension adds. `url` starts with `/api/`; `:name` segments are path parameters. Bodies and
+ * A REST route an extension adds. `url` starts with `/api/`, or `/v1/` (protocol endpoints such as an
+ * OpenAI-compatible API), or is `/mcp` or under `/mcp/`; `:name` segments are path parameters. Every one of them
+ * needs the gateway key (`X-Api-Key`, or `Authorization: Bearer <key>` as protocol clients send it). Bodies and
  * query strings are validated against the schemas (400 with the first error otherwise).
+ *
+ * A route gives `handler` (its answer is a status and a JSON body) or `stream` (it writes its own answer on the raw
+ * Node response: server-sent events, MCP's streamable HTTP). A `stream` route gets the parsed JSON body and the
+ * gateway's CORS headers already set on `res`.
  * @example
  * const route: GatewayRoute = { method: 'POST', url: '/api/echo', summary: 'Echo', schema: { body: Type.Object({ text: Type.String() }),
  *   response: { 200: Type.Object({ text: Type.String() }) } }, handler: ({ body }) => ({ body }) };
@@ -32,12 +39,20 @@ export interface GatewayRoute {
   summary: string;
   description?: string;
   schema: { params?: TSchema; querystring?: TSchema; body?: TSchema; response: Record<number, TSchema> };
-  handler(req: {
-    params: Record<string, string>;
-    query: Record<string, unknown>;
-    body: unknown;
-    caller: GatewayCaller;
-  }): { status?: number; body: unknown } | Promise<{ status?: number; body: unknown }>;
+  handler?(req: GatewayRequest): { status?: number; body: unknown } | Promise<{ status?: number; body: unknown }>;
+  stream?(req: GatewayRequest & { raw: IncomingMessage; res: ServerResponse }): Promise<void>;
+}
+
+/** What a route's handler gets: path parameters, the query string, the parsed body, who is calling, the headers. */
+export interface GatewayRequest {
+  params: Record<string, string>;
+  query: Record<string, unknown>;
+  body: unknown;
+  caller: GatewayCaller;
+  /** The request's headers, lower-case names (the gateway key is removed). */
+  headers: Record<string, string | string[] | undefined>;
+  /** Aborted when the client goes away (a long answer should stop). */
+  signal: AbortSignal;
 }
 
 /**

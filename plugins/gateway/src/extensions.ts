@@ -22,6 +22,11 @@ export interface Extensions {
   signature(): string;
 }
 
+/** Where extension routes may be: under `/api/`, under `/v1/`, or `/mcp` and under it. All of them need the key. */
+export function extensionUrl(url: string): boolean {
+  return url.startsWith('/api/') || url.startsWith('/v1/') || url === '/mcp' || url.startsWith('/mcp/');
+}
+
 function segments(url: string): string[] {
   return url.split('/').filter(Boolean);
 }
@@ -45,8 +50,9 @@ export function createExtensions(ctx: PluginContext, builtinPaths: ReadonlySet<s
     const out: ExtensionRoute[] = [];
     for (const { plugin, impl } of all()) {
       for (const r of impl.routes ?? []) {
-        // Built-in routes win; an extension cannot shadow or replace them.
-        if (!r.url.startsWith('/api/') || builtinPaths.has(`${r.method} ${r.url}`)) continue;
+        // Built-in routes win; an extension cannot shadow or replace them, nor serve outside its prefixes.
+        if (!extensionUrl(r.url) || builtinPaths.has(`${r.method} ${r.url}`)) continue;
+        if (!r.handler && !r.stream) continue;
         out.push({ ...r, plugin });
       }
     }

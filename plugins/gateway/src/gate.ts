@@ -18,7 +18,9 @@ import { sendError } from './errors.js';
 import { suspiciousPath } from './static.js';
 
 export const CORS_METHODS = 'GET, HEAD, POST, PUT, DELETE, OPTIONS';
-export const CORS_HEADERS = 'Content-Type, X-Api-Key';
+export const CORS_HEADERS = 'Content-Type, X-Api-Key, Authorization, Idempotency-Key, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID';
+/** Response headers a web page may read (MCP's session id). */
+export const CORS_EXPOSE = 'Mcp-Session-Id';
 /** How long a browser may cache a preflight answer, in seconds. */
 export const CORS_MAX_AGE = 600;
 
@@ -43,6 +45,16 @@ export function keyFromProtocols(header: string | string[] | undefined): string 
     }
   }
   return undefined;
+}
+
+/**
+ * The key as protocol clients send it (`Authorization: Bearer <key>`: the openai package, MCP clients), accepted
+ * wherever `X-Api-Key` is.
+ */
+export function bearerOf(header: string | string[] | undefined): string | undefined {
+  const h = Array.isArray(header) ? header[0] : header;
+  const m = typeof h === 'string' ? /^bearer\s+(\S+)\s*$/i.exec(h) : null;
+  return m ? m[1] : undefined;
 }
 
 export interface GateOptions {
@@ -110,12 +122,16 @@ export function requestGate(opts: GateOptions): onRequestHookHandler {
   const cors = (req: FastifyRequest, reply: FastifyReply): void => {
     if (allowAll) {
       reply.header('access-control-allow-origin', '*');
+      reply.header('access-control-expose-headers', CORS_EXPOSE);
       return;
     }
     // The answer depends on the request's Origin: caches must keep one per origin.
     reply.header('vary', 'Origin');
     const origin = req.headers.origin;
-    if (typeof origin === 'string' && allowed.has(normOrigin(origin))) reply.header('access-control-allow-origin', origin);
+    if (typeof origin === 'string' && allowed.has(normOrigin(origin))) {
+      reply.header('access-control-allow-origin', origin);
+      reply.header('access-control-expose-headers', CORS_EXPOSE);
+    }
   };
 
   return function gate(req, reply, done) {
@@ -152,7 +168,7 @@ export function requestGate(opts: GateOptions): onRequestHookHandler {
     const api = needsKey(req, url);
     if (key) {
       const header = req.headers['x-api-key'];
-      const provided = Array.isArray(header) ? header[0] : header;
+      const provided = (Array.isArray(header) ? header[0] : header) ?? bearerOf(req.headers.authorization);
       if (!keyMatches(provided, key)) {
         if (String(req.headers.upgrade ?? '').toLowerCase() === 'websocket') {
           const q = (req.query as Record<string, unknown> | undefined)?.apiKey;

@@ -143,6 +143,10 @@ export async function buildServer(deps: GatewayDeps, opts: BuildOptions = {}): P
   // static folder has an `api` folder.
   app.all('/api/*', extensionHandler(env, extensions));
   app.all('/api', notFound);
+  // Protocol endpoints other plugins add (an OpenAI-compatible /v1, MCP's /mcp): the key applies as under /api.
+  app.all('/v1/*', extensionHandler(env, extensions));
+  app.all('/mcp', extensionHandler(env, extensions));
+  app.all('/mcp/*', extensionHandler(env, extensions));
 
   // The dashboard plugin's page at / unless a static folder replaces it (looked up per request).
   const dashboard = () => {
@@ -255,14 +259,40 @@ function extensionHandler(env: RouteEnv, extensions: Extensions) {
       return `${where}${e?.instancePath ? e.instancePath.replace(/\//g, '.') : ''} ${e?.message ?? 'is invalid'}`;
     };
     const query = { ...(req.query as Record<string, unknown>) };
-    const body = route.schema.body ? (req.body ?? {}) : undefined;
+    // A stream route gets the body as parsed (MCP's transport reads it), a handler only what its schema declares.
+    const body = route.schema.body ? (req.body ?? {}) : route.stream ? req.body : undefined;
     const problem =
       check(route.schema.params, params, 'text', 'params') ??
       check(route.schema.querystring, query, 'text', 'querystring') ??
       check(route.schema.body, body, 'body', 'body');
     if (problem) return sendError(reply, 400, `Invalid request: ${problem}.`);
+    const abort = new AbortController();
+    req.raw.once('close', () => abort.abort());
+    reply.raw.once('close', () => abort.abort());
+    const headers: Record<string, string | string[] | undefined> = { ...req.headers };
+    delete headers['x-api-key'];
+    if (typeof headers.authorization === 'string' && /^bearer\s/i.test(headers.authorization)) delete headers.authorization;
+    const request = { params, query, body, caller: callerOf(env, env.isLoopback(req)), headers, signal: abort.signal };
     try {
-      const out = await route.handler({ params, query, body, caller: callerOf(env, env.isLoopback(req)) });
+      if (route.stream) {
+        // The route writes its own answer: the gateway's headers (CORS) go on the raw response first.
+        const res = reply.raw;
+        for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) res.setHeader(name, value as string);
+        reply.hijack();
+        try {
+          await route.stream({ ...request, raw: req.raw, res });
+        } catch (e) {
+          env.ctx.log.warn(`gateway: ${route.plugin} route ${route.method} ${route.url} failed: ${errorMessage(e)}`);
+          if (!res.headersSent) {
+            res.writeHead(500, { 'content-type': 'application/json; charset=utf-8' });
+            res.end(
+              JSON.stringify({ error: 'Internal Server Error', message: `The ${route.plugin} plugin failed to answer this request.` }),
+            );
+          } else res.end();
+        }
+        return reply;
+      }
+      const out = await route.handler!(request);
       reply.code(out.status ?? 200);
       return out.body;
     } catch (e) {
