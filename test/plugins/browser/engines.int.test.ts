@@ -405,8 +405,11 @@ describe.skipIf(!have)('browser engine drivers', () => {
       // the popup is adopted as the driver's page (reported as a side effect): back to the opener page for the next
       await waitFor(() => rec.effects!.some((e) => e.kind === 'popup'), 'the popup adopted');
       await d.goto(`${base}/popup`);
+      rec.effects!.length = 0;
       await d.click('#pop-redir');
       await waitFor(() => sawPath('/redir-popup'), 'the popup');
+      // Its adoption too: under load it could otherwise land in the next test and swap the page under it.
+      await waitFor(() => rec.effects!.some((e) => e.kind === 'popup'), 'the redirecting popup adopted');
       await new Promise((r) => setTimeout(r, 500));
       expect(sawPath('/popup-target')).toBe(false);
       expect(sawPath('/from-redir-popup')).toBe(false);
