@@ -15,7 +15,7 @@ const manifest = {
   channel: { name: 'openai-api', userIdPattern: '^[A-Za-z0-9_.:@-]{1,64}$', userIdExample: 'operator' },
   config: {
     openaiApiTimeoutSeconds: {
-      schema: Type.Integer({ minimum: 5, maximum: 86_400 }),
+      schema: Type.Integer({ minimum: 1, maximum: 86_400 }),
       default: 600,
       env: ['KEEL_OPENAI_API_TIMEOUT_SECONDS'],
       policy: 'SAFE',

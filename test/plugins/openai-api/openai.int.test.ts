@@ -241,6 +241,33 @@ describe('OpenAI-compatible endpoint (/v1)', () => {
     expect(fake.replies.length).toBe(0);
   }, 30_000);
 
+  it('a bounded wait: past openaiApiTimeoutSeconds the answer is 504 timeout and the action is cancelled', async () => {
+    const put = (value: number) =>
+      fetch(`${base}/api/config/openaiApiTimeoutSeconds`, {
+        method: 'PUT',
+        headers: { 'x-api-key': KEY, 'content-type': 'application/json' },
+        body: JSON.stringify({ value }),
+      });
+    expect((await put(1)).status).toBe(200);
+    try {
+      fake.replies.push({ text: 'much too late', delayMs: 20_000 });
+      const e = await client.chat.completions
+        .create({ model: 'keel', messages: [{ role: 'user', content: 'slow one' }] })
+        .catch((x: unknown) => x);
+      expect(e).toBeInstanceOf(OpenAI.APIError);
+      const err = e as InstanceType<typeof OpenAI.APIError>;
+      expect(err.status).toBe(504);
+      expect(err.code).toBe('timeout');
+      expect(err.message).toContain('did not answer within 1 seconds');
+      const l = kernel.queue.list();
+      const id = [...l.pending, ...l.completed, ...l.failed].find((a) => a.task === 'slow one')!.id;
+      await waitFor(() => kernel.queue.get(id)?.status === 'failed', 'the action to be cancelled');
+      expect(kernel.queue.get(id)!.error).toContain('openaiApiTimeoutSeconds');
+    } finally {
+      await put(600);
+    }
+  });
+
   it('an Idempotency-Key makes a retry wait for the same action instead of running it again', async () => {
     fake.replies.push({ text: 'Once only.' });
     const opts = { headers: { 'Idempotency-Key': 'retry-key-1' } };
