@@ -200,6 +200,16 @@ function routes(ctx: PluginContext<typeof manifest>, st: State): GatewayRoutesCa
   };
 }
 
+/** The action queued for an inbound message id of this channel, from the queue's pending and kept history. */
+function actionOfMessage(ctx: PluginContext, messageId: string): string | undefined {
+  const { pending, completed, failed } = ctx.queue.list();
+  for (const a of [...pending, ...completed, ...failed]) {
+    const inb = a.metadata.inbound as { channel?: unknown; messageId?: unknown } | undefined;
+    if (a.source === CHANNEL && inb?.messageId === messageId) return a.id;
+  }
+  return undefined;
+}
+
 async function chatCompletion(
   ctx: PluginContext<typeof manifest>,
   st: State,
@@ -230,7 +240,9 @@ async function chatCompletion(
       { channel: CHANNEL, messageId, chatId: conv ?? `oa_${randomUUID().slice(0, 12)}`, userId, text: parsed.task },
       { autoReply: true, operator: req.caller.operator },
     );
-    if (out.kind === 'ignored') {
+    // A key this process no longer remembers (a restart): the queue still knows the action it queued.
+    if (out.kind === 'ignored' && out.reason === 'duplicate' && idem) actionId = actionOfMessage(ctx, messageId);
+    if (out.kind === 'ignored' && !actionId) {
       const why =
         out.reason === 'dropped-by-hook'
           ? 'a messageIn hook dropped the message'
@@ -239,9 +251,10 @@ async function chatCompletion(
             : out.reason;
       return sendJson(res, 400, errorBody(`Nothing was queued: ${why}.`, 'invalid_request_error', null, out.reason));
     }
-    actionId = out.kind === 'queued' ? out.action.id : out.actionId;
-    if (idem) st.rememberKey(idem, actionId);
+    if (out.kind !== 'ignored') actionId = out.kind === 'queued' ? out.action.id : out.actionId;
+    if (idem && actionId) st.rememberKey(idem, actionId);
   }
+  if (!actionId) return sendJson(res, 500, errorBody('Nothing was queued.', 'server_error'));
   const id = `chatcmpl-${actionId}`;
   const created = Math.floor(Date.now() / 1000);
   const run = st.runOf(actionId);
@@ -249,6 +262,15 @@ async function chatCompletion(
   if (!run.outcome) {
     const a = ctx.queue.get(actionId);
     if (a?.status === 'completed') run.outcome = { ok: true, text: run.replies.join('\n\n') || (a.result ?? '') };
+    else if (a?.status === 'failed')
+      run.outcome = {
+        ok: false,
+        status: 500,
+        message: `The agent could not carry out this request: ${String(a.error ?? 'unknown error')
+          .split('\n')[0]!
+          .slice(0, 300)}`,
+        code: 'agent_failed',
+      };
   }
 
   const timeoutMs = ctx.config.get('openaiApiTimeoutSeconds') * 1000;
