@@ -32,6 +32,8 @@ const REMEMBERED = 10_000;
 const THOUGHT_CAP = 500;
 /** A comment line this often keeps proxies and clients from closing a long silent stream. */
 const KEEPALIVE_MS = 15_000;
+/** How often a waiting request looks at its action in the queue (for an agent in another process). */
+const POLL_MS = 1000;
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,200}$/;
 const CONVERSATION = /^[A-Za-z0-9_.:-]{1,64}$/;
 
@@ -49,6 +51,12 @@ function textOf(m: string | OutboundMessage): string {
   if (typeof m === 'string') return m;
   const files = (m.files ?? []).map((f) => `[file: ${f.path.split('/').pop() ?? f.path}${f.caption ? ` (${f.caption})` : ''}]`);
   return [m.text ?? '', ...files].filter(Boolean).join('\n');
+}
+
+function firstLine(s: unknown): string {
+  return String(s ?? 'unknown error')
+    .split('\n')[0]!
+    .slice(0, 300);
 }
 
 function header(req: GatewayRequest, name: string): string | undefined {
@@ -230,6 +238,21 @@ async function chatCompletion(
   if (conv !== undefined && !CONVERSATION.test(conv))
     return sendJson(res, 400, errorBody('X-Keel-Conversation must be 1 to 64 letters, digits or _ . : -', 'invalid_request_error'));
 
+  // Nobody would ever take the action (no `keel run` on this home, no runner on a shared queue): say so now
+  // rather than after openaiApiTimeoutSeconds.
+  const info = ctx.use('kernel:info');
+  if (info && !info.agentRunning())
+    return sendJson(
+      res,
+      503,
+      errorBody(
+        'No agent is running for this Keel: start it (`keel run`, or `keel gateway --with-agent`) and send the request again.',
+        'server_error',
+        null,
+        'agent_not_running',
+      ),
+    );
+
   // Who asks: the gateway key's holder is the operator (admin); anyone else the gateway let in is a plain user.
   const userId = parsed.user ?? (req.caller.operator ? 'operator' : 'remote');
   const messageId = idem ? `idem:${idem}` : `oa_${randomUUID()}`;
@@ -300,9 +323,27 @@ async function chatCompletion(
     timer.unref?.();
     const keepalive = stream ? setInterval(() => stream.comment('keep-alive'), KEEPALIVE_MS) : undefined;
     keepalive?.unref?.();
+    // The agent may run in another process on this home (`keel gateway` beside `keel run`), where this process's
+    // hooks never hear of the action: the queue, which picks up the other process's changes, tells its end.
+    const poll = setInterval(() => {
+      if (run.outcome) return;
+      const a = ctx.queue.get(actionId);
+      if (a?.status === 'completed') answer({ ok: true, text: run.replies.join('\n\n') || (a.result ?? '') });
+      else if (a?.status === 'failed')
+        answer({
+          ok: false,
+          status: 500,
+          message: `The agent could not carry out this request: ${firstLine(a.error)}`,
+          code: 'agent_failed',
+        });
+      else if (!a)
+        answer({ ok: false, status: 500, message: 'The request was cancelled before the agent answered it.', code: 'cancelled' });
+    }, POLL_MS);
+    poll.unref?.();
     const cleanup = () => {
       ended = true;
       clearTimeout(timer);
+      clearInterval(poll);
       if (keepalive) clearInterval(keepalive);
       run.listeners.delete(listener);
       if (run.outcome && run.listeners.size === 0) st.runs.delete(actionId);

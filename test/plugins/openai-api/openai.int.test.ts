@@ -280,3 +280,31 @@ describe('OpenAI-compatible endpoint (/v1)', () => {
     expect(fake.calls.length).toBe(calls);
   });
 });
+
+describe('OpenAI-compatible endpoint without an agent running', () => {
+  it('answers 503 agent_not_running at once and queues nothing', async () => {
+    const h = tmp('keel-openai-noagent-');
+    const k = await startKernel({
+      home: h,
+      env: {},
+      watchSkills: false,
+      runAgent: false,
+      overrides: { gatewayAutoStart: true, gatewayPort: 0, gatewayHost: '127.0.0.1', gatewayApiKey: KEY },
+      logs: new LogSink({ quiet: true }),
+    });
+    try {
+      const port = k.registry.use<{ port: number }>('gateway:address')!.port;
+      const c = new OpenAI({ baseURL: `http://127.0.0.1:${port}/v1`, apiKey: KEY, maxRetries: 0 });
+      const e = await c.chat.completions
+        .create({ model: 'keel', messages: [{ role: 'user', content: 'anyone?' }] })
+        .catch((x: unknown) => x);
+      expect(e).toBeInstanceOf(OpenAI.APIError);
+      expect((e as InstanceType<typeof OpenAI.APIError>).status).toBe(503);
+      expect((e as InstanceType<typeof OpenAI.APIError>).code).toBe('agent_not_running');
+      expect(k.queue.list().pending).toEqual([]);
+    } finally {
+      await k.stop();
+      rm(h);
+    }
+  });
+});
