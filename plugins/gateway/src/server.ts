@@ -267,8 +267,11 @@ function extensionHandler(env: RouteEnv, extensions: Extensions) {
       check(route.schema.body, body, 'body', 'body');
     if (problem) return sendError(reply, 400, `Invalid request: ${problem}.`);
     const abort = new AbortController();
-    req.raw.once('close', () => abort.abort());
-    reply.raw.once('close', () => abort.abort());
+    // The client went away: the response closed before it was finished. (The request's own 'close' fires as soon
+    // as its body has been read, so it says nothing about the client.)
+    reply.raw.once('close', () => {
+      if (!reply.raw.writableFinished) abort.abort();
+    });
     const headers: Record<string, string | string[] | undefined> = { ...req.headers };
     delete headers['x-api-key'];
     if (typeof headers.authorization === 'string' && /^bearer\s/i.test(headers.authorization)) delete headers.authorization;

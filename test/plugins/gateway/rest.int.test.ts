@@ -245,7 +245,7 @@ describe('gateway REST', () => {
     // The built-in gateway chat is a running channel too, and the built-in email channel runs unconfigured
     // (receiving off) and lists itself as such.
     expect(conns.email).toEqual({ enabled: false, connected: false, state: 'stopped' });
-    expect(Object.keys(conns).sort()).toEqual(['chatA', 'chatB', 'chatC', 'chatD', 'email', 'gateway-chat']);
+    expect(Object.keys(conns).sort()).toEqual(['chatA', 'chatB', 'chatC', 'chatD', 'email', 'gateway-chat', 'openai-api']);
   });
 
   it('GET /api/logs returns log entries, filtered by level and limited', async () => {
@@ -346,6 +346,10 @@ describe('gateway REST', () => {
         'GET /api/chat/{conversationId}',
         // Added by the timeline plugin through gateway:routes:timeline.
         'GET /api/tasks/{id}',
+        // Added by the openai-api plugin through gateway:routes:openai-api (OpenAI's protocol, docs/openai.md).
+        'GET /v1/models',
+        'GET /v1/models/{model}',
+        'POST /v1/chat/completions',
       ].sort(),
     );
     const task = doc.paths['/api/tasks'].post;
@@ -360,7 +364,7 @@ describe('gateway REST', () => {
     // docs/api.md documents exactly the operations the document lists.
     const md = readFileSync(join(import.meta.dirname, '..', '..', '..', 'docs', 'api.md'), 'utf8');
     const table = md.slice(md.indexOf('| Method and path |'), md.indexOf('### GET /api/status'));
-    const documented = [...table.matchAll(/^\| `(GET|POST|PUT) (\/api\/[^`]*)`/gm)].map(
+    const documented = [...table.matchAll(/^\| `(GET|POST|PUT) (\/(?:api|v1)\/[^`]*)`/gm)].map(
       (m) => `${m[1]} ${m[2]!.replace(/:([A-Za-z]+)/g, '{$1}')}`,
     );
     expect(documented.sort()).toEqual(ops.sort());
