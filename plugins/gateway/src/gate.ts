@@ -18,7 +18,28 @@ import { sendError } from './errors.js';
 import { suspiciousPath } from './static.js';
 
 export const CORS_METHODS = 'GET, HEAD, POST, PUT, DELETE, OPTIONS';
-export const CORS_HEADERS = 'Content-Type, X-Api-Key, Authorization, Idempotency-Key, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID';
+/**
+ * Request headers a web page may send: Keel's own, what MCP clients send, and what the openai package adds on every
+ * request (its `X-Stainless-*` headers), so that the package used in a browser page passes its preflight.
+ */
+export const CORS_HEADERS = [
+  'Content-Type',
+  'X-Api-Key',
+  'Authorization',
+  'Idempotency-Key',
+  'X-Keel-Conversation',
+  'Mcp-Session-Id',
+  'Mcp-Protocol-Version',
+  'Last-Event-ID',
+  'X-Stainless-Lang',
+  'X-Stainless-Package-Version',
+  'X-Stainless-OS',
+  'X-Stainless-Arch',
+  'X-Stainless-Runtime',
+  'X-Stainless-Runtime-Version',
+  'X-Stainless-Retry-Count',
+  'X-Stainless-Timeout',
+].join(', ');
 /** Response headers a web page may read (MCP's session id). */
 export const CORS_EXPOSE = 'Mcp-Session-Id';
 /** How long a browser may cache a preflight answer, in seconds. */

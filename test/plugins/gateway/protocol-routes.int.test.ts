@@ -92,6 +92,7 @@ describe('gateway: extension routes under /v1 and /mcp', () => {
     });
     expect(r.status).toBe(204);
     const allowed = (r.headers.get('access-control-allow-headers') ?? '').toLowerCase();
-    for (const h of ['authorization', 'mcp-session-id', 'idempotency-key']) expect(allowed).toContain(h);
+    for (const h of ['authorization', 'mcp-session-id', 'idempotency-key', 'x-keel-conversation', 'x-stainless-retry-count'])
+      expect(allowed).toContain(h);
   });
 });
