@@ -105,3 +105,17 @@ export function browserUrl(url: string): string {
   const host = ['0.0.0.0', '[::]', '127.0.0.1', '[::1]', 'localhost'].includes(m[1]!) ? 'localhost' : m[1]!;
   return `http://${host}:${m[2]}/`;
 }
+
+/**
+ * Whether the gateway serves in this process (`gatewayAutoStart`): a plugin whose answers travel on the gateway's
+ * connections (the gateway chat, the OpenAI-compatible endpoint) stays off without it, instead of accepting work it
+ * could never answer.
+ * @example if (!gatewayServesHere(ctx)) return {};
+ */
+export function gatewayServesHere(ctx: { config: { get<T = unknown>(key: string): T } }): boolean {
+  try {
+    return ctx.config.get<boolean>('gatewayAutoStart') === true;
+  } catch {
+    return false;
+  }
+}

@@ -30,7 +30,7 @@ export { CHANNEL_NAMES } from './plugin.js';
 export type * from './channel.js';
 export { listChannels, offerUnconfigured, outgoing, receive, reportIgnored, setting, SPEC_CHANNELS } from './channel.js';
 export type * from './gateway.js';
-export { browserUrl } from './gateway.js';
+export { browserUrl, gatewayServesHere } from './gateway.js';
 export type * from './providers.js';
 export type * from './inbox.js';
 export { ProviderError } from './providers.js';

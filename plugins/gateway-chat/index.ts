@@ -13,6 +13,7 @@ import {
   type GatewayCaller,
   type OutboundMessage,
   type SentMessage,
+  gatewayServesHere,
 } from '../../sdk/index.js';
 import manifest from './manifest.js';
 import { Conversations } from './src/conversations.js';
@@ -45,13 +46,7 @@ export default definePlugin({
   setup(ctx) {
     // Replies travel on the gateway's WebSocket of this process: without a gateway serving here (`keel run` alone,
     // or the gateway in another process) the channel would accept messages it can never answer, so it stays off.
-    let serving = false;
-    try {
-      serving = ctx.config.get<boolean>('gatewayAutoStart') === true;
-    } catch {
-      serving = false;
-    }
-    if (!serving) return {};
+    if (!gatewayServesHere(ctx)) return {};
     const conversations = new Conversations();
     const delivered = boundedSet(REMEMBERED);
     const replied = boundedSet(REMEMBERED);

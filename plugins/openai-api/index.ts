@@ -19,6 +19,7 @@ import {
   type GatewayRoutesCapability,
   type OutboundMessage,
   type PluginContext,
+  gatewayServesHere,
 } from '../../sdk/index.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import manifest from './manifest.js';
@@ -69,13 +70,7 @@ export default definePlugin({
   setup(ctx) {
     // The answer travels on the HTTP request the gateway of this process holds: without a gateway serving here
     // the channel would accept work it can never answer, so it stays off (as the gateway chat does).
-    let serving = false;
-    try {
-      serving = ctx.config.get<boolean>('gatewayAutoStart') === true;
-    } catch {
-      serving = false;
-    }
-    if (!serving) return {};
+    if (!gatewayServesHere(ctx)) return {};
     const started = Math.floor(Date.now() / 1000);
     const runs = new Map<string, Run>();
     const byKey = new Map<string, string>();
