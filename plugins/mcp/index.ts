@@ -4,11 +4,23 @@
  * that dies is restarted with backoff. Server: `POST /mcp` on the gateway and `keel mcp` on stdio offer Keel's
  * skills to MCP clients. Nothing of the MCP SDK is imported until a server is configured or a client calls.
  */
-import { definePlugin, errorMessage, type Actor, type PluginContext } from '../../sdk/index.js';
+import { definePlugin, errorMessage, Type, type Actor, type PluginContext } from '../../sdk/index.js';
 import manifest from './manifest.js';
 import { describe, type McpTool, type ServerConfig, ServerConnection, type ServerStatus } from './src/client.js';
 import { handleHttp, type McpCaller, serveStdio, type SkillSource } from './src/server.js';
 import { resultText, skillFor, toolPermitted } from './src/skills.js';
+
+const JsonRpc = Type.Object(
+  { jsonrpc: Type.Literal('2.0') },
+  { additionalProperties: true, description: 'A JSON-RPC 2.0 message (MCP streamable HTTP, JSON answers)' },
+);
+const Problem = Type.Object({ error: Type.String(), message: Type.String() }, { additionalProperties: true });
+const MCP_RESPONSES = { 200: JsonRpc, 400: JsonRpc, 401: Problem };
+const NOT_ALLOWED = {
+  200: Type.Object({}, { description: 'Never sent: the endpoint keeps no sessions, so GET always answers 405' }),
+  401: Problem,
+  405: JsonRpc,
+};
 
 declare module '../../sdk/capabilities.js' {
   interface Capabilities {
@@ -33,7 +45,7 @@ function permittedByLists(ctx: PluginContext, id: string): string | undefined {
 }
 
 function startClients(ctx: PluginContext<typeof manifest>): { list(): ServerStatus[]; stop(): Promise<void> } {
-  const servers = ctx.config.get('mcpServers') as Record<string, ServerConfig>;
+  const servers = (ctx.config.get('mcpServers') ?? {}) as Record<string, ServerConfig>;
   const connections: ServerConnection[] = [];
   const off: ServerStatus[] = [];
   const declared = new Map<string, string[]>();
@@ -123,7 +135,7 @@ export default definePlugin({
           summary: "MCP over streamable HTTP: Keel's skills as tools (stateless; JSON answers)",
           description:
             'The gateway key is required (X-Api-Key or Authorization: Bearer). The caller is the operator (admin): tools/list lists every available skill, tools/call runs one through dispatch.',
-          schema: { response: {} },
+          schema: { response: MCP_RESPONSES },
           stream: async ({ caller, raw, res, body }) => {
             const who: McpCaller = { actor: { ...caller.actor, channel: 'mcp' } as Actor, admin: caller.operator };
             await handleHttp(skills, who, ctx.version, raw, res, body);
@@ -132,15 +144,8 @@ export default definePlugin({
         {
           method: 'GET',
           url: '/mcp',
-          summary: 'Not used: the MCP endpoint is stateless (405)',
-          schema: { response: {} },
-          stream: notAllowed,
-        },
-        {
-          method: 'DELETE',
-          url: '/mcp',
-          summary: 'Not used: the MCP endpoint is stateless (405)',
-          schema: { response: {} },
+          summary: 'No stream to open: the MCP endpoint is stateless (405, which MCP clients accept)',
+          schema: { response: NOT_ALLOWED },
           stream: notAllowed,
         },
       ],

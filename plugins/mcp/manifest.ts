@@ -34,7 +34,6 @@ const manifest = {
   config: {
     mcpServers: {
       schema: Type.Record(Type.String({ pattern: '^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$' }), ServerSpec),
-      default: {},
       policy: 'LOCKED',
       // env and headers carry tokens: the whole value is masked in GET /api/config, keel config get and logs.
       secret: true,

@@ -346,6 +346,9 @@ describe('gateway REST', () => {
         'GET /api/chat/{conversationId}',
         // Added by the timeline plugin through gateway:routes:timeline.
         'GET /api/tasks/{id}',
+        // Added by the mcp plugin through gateway:routes:mcp (MCP's streamable HTTP).
+        'POST /mcp',
+        'GET /mcp',
       ].sort(),
     );
     const task = doc.paths['/api/tasks'].post;
@@ -360,7 +363,7 @@ describe('gateway REST', () => {
     // docs/api.md documents exactly the operations the document lists.
     const md = readFileSync(join(import.meta.dirname, '..', '..', '..', 'docs', 'api.md'), 'utf8');
     const table = md.slice(md.indexOf('| Method and path |'), md.indexOf('### GET /api/status'));
-    const documented = [...table.matchAll(/^\| `(GET|POST|PUT) (\/api\/[^`]*)`/gm)].map(
+    const documented = [...table.matchAll(/^\| `(GET|POST|PUT|DELETE) (\/(?:api\/|mcp)[^`]*)`/gm)].map(
       (m) => `${m[1]} ${m[2]!.replace(/:([A-Za-z]+)/g, '{$1}')}`,
     );
     expect(documented.sort()).toEqual(ops.sort());
