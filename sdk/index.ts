@@ -92,3 +92,4 @@ export function skill<const S extends Omit<SkillManifest, 'category'> & { catego
 }
 
 export { isPidAlive } from './pid.js';
+export { ADMIN_ONLY_SKILLS, isPrivilegedSkill } from './admin-skills.js';

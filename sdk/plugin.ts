@@ -110,6 +110,18 @@ export interface SkillsApi<M extends PluginManifest = PluginManifest> {
    * });
    */
   register<N extends SkillName<M>>(name: N, handler: SkillHandler<SkillArgs<M, N>>, opts?: SkillRegisterOptions): void;
+  /**
+   * Declare a skill at run time and attach its handler: for a plugin whose skills are known only once it has
+   * connected somewhere (an MCP server's tools). The name must not be taken by another plugin; the parameters
+   * are a JSON Schema from outside, checked against the meta-schema now (a broken one throws, naming the skill).
+   * The skill goes through the same dispatch (schema, policy, hooks) as any declared one; it is removed by
+   * `withdraw` or when the plugin stops. Declaring a name this plugin already declared at run time replaces it.
+   * @example
+   * ctx.skills.declare({ name: 'mcp_files_read', description: 'Read a file', category: 'mcp', parameters, adminOnly: true }, run);
+   */
+  declare(skill: SkillManifest, handler: SkillHandler<Record<string, unknown>>, opts?: SkillRegisterOptions): void;
+  /** Remove a skill this plugin declared with `declare` (a manifest's own skills stay). */
+  withdraw(name: string): void;
   /** The one path to a skill: schema check, policy, hooks, timing. */
   execute(name: string, args: unknown, actor: Actor, opts?: { action?: Action; signal?: AbortSignal }): Promise<SkillResult>;
   /**
@@ -263,6 +275,8 @@ export interface RunningKernel {
    * if (!r.success) process.stderr.write(`keel: ${r.result}\n`);
    */
   execute(skill: string, args: Record<string, unknown>, actor: Actor): Promise<SkillResult>;
+  /** Every available skill of that kernel (its manifests and those declared at run time), with its plugin. */
+  skills(): Array<SkillManifest & { plugin: string }>;
   /** Resolves when the kernel stops (signal, `keel stop`). */
   done: Promise<void>;
   stop(): Promise<void>;

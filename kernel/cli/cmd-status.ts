@@ -6,7 +6,7 @@ import type { ChannelListing } from '../../sdk/channel.js';
 import { browserUrl } from '../../sdk/gateway.js';
 import { keelHome } from '../paths.js';
 import { livePids } from '../util/pidfiles.js';
-import { readRunState } from './run-state.js';
+import { mcpLine, readRunState } from './run-state.js';
 
 /**
  * One channel in the text report: its state; why, when it is not connected and knows its last error; how many
@@ -68,6 +68,7 @@ export async function status(opts: { json?: boolean; config?: string }): Promise
     quarantined,
     failed,
     channels: state?.channels ?? [],
+    mcpServers: state?.mcpServers ?? [],
     version: state?.version ?? null,
     ...(shared ? { sharedQueue: shared } : {}),
   };
@@ -92,6 +93,7 @@ export async function status(opts: { json?: boolean; config?: string }): Promise
     if (state?.runner.current) lines.push(`Working on ${state.runner.current}.`);
     if (report.queue.pending > 0 && waiting) lines.push(`Actions wait because ${waiting}.`);
     if (report.channels.length > 0) lines.push(`Channels: ${report.channels.map(channelLine).join(', ')}.`);
+    if (report.mcpServers.length > 0) lines.push(`MCP servers: ${report.mcpServers.map((m) => mcpLine(m)).join('; ')}.`);
     for (const q of quarantined) lines.push(`Quarantined plugin ${q.id}: ${q.reason}`);
     for (const f of failed) lines.push(`Failed plugin ${f.id}: ${f.reason}`);
     process.stdout.write(`${lines.join('\n')}\n`);

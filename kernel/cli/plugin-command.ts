@@ -65,6 +65,10 @@ export async function runPluginCommand(
       return {
         pluginStatus: (id) => served.kernel.host.status(id),
         execute: (skill, args, actor) => served.kernel.execute(skill, args, actor),
+        skills: () =>
+          [...served.kernel.registry.skills.values()]
+            .filter((e) => served.kernel.registry.isAvailable(e))
+            .map((e) => ({ ...e.manifest, plugin: e.plugin })),
         done: served.done,
         stop: served.stop,
       };

@@ -20,6 +20,34 @@ export interface RunState {
   skills: Array<{ name: string; plugin: string; category: string; description: string }>;
   /** Running channels (providers of `channel:<name>`) with their status; absent in files of older versions. */
   channels?: ChannelListing[];
+  /** MCP servers Keel is a client of (capability `mcp:servers` of the mcp plugin), with their state. */
+  mcpServers?: McpServerState[];
+}
+
+/** One MCP server as `keel status` shows it (plugins/mcp/src/client.ts ServerStatus). */
+export interface McpServerState {
+  name: string;
+  transport: 'stdio' | 'http';
+  state: 'connecting' | 'connected' | 'restarting' | 'failed' | 'disabled';
+  tools: number;
+  attempt?: number;
+  nextTryAt?: string;
+  lastError?: string;
+}
+
+/**
+ * @example mcpLine({ name: 'files', transport: 'stdio', state: 'restarting', tools: 0, attempt: 2, lastError: 'exited' }, now)
+ * // 'files restarting (attempt 2): exited'
+ */
+export function mcpLine(s: McpServerState, now = Date.now()): string {
+  const why = s.lastError ? `: ${s.lastError}` : '';
+  if (s.state === 'connected') return `${s.name} connected (${s.transport}), ${s.tools} tool${s.tools === 1 ? '' : 's'}`;
+  if (s.state === 'restarting') {
+    const inS = s.nextTryAt ? Math.max(0, Math.ceil((Date.parse(s.nextTryAt) - now) / 1000)) : undefined;
+    return `${s.name} restarting (attempt ${s.attempt ?? 1}${inS !== undefined ? `, next try in ${inS} s` : ''})${why}`;
+  }
+  if (s.state === 'disabled') return `${s.name} off${s.lastError ? ` (${s.lastError})` : ''}`;
+  return `${s.name} ${s.state}${why}`;
 }
 
 export function stateFile(home: string): string {

@@ -10,7 +10,7 @@ import { ErrorCodes, KeelError } from '../errors.js';
 import type { Kernel, KernelOptions } from '../kernel.js';
 import { readPid, removePid, writePid } from '../util/pidfiles.js';
 import { isPidAlive } from '../util/pid.js';
-import { writeRunState } from './run-state.js';
+import { type McpServerState, writeRunState } from './run-state.js';
 
 export interface ServeOptions {
   home: string;
@@ -85,6 +85,14 @@ export async function serve(o: ServeOptions): Promise<Served> {
     cleanup();
     throw e;
   }
+  const mcpServers = (): { mcpServers?: McpServerState[] } => {
+    try {
+      const list = kernel.registry.use<{ list(): McpServerState[] }>('mcp:servers')?.list();
+      return list?.length ? { mcpServers: list } : {};
+    } catch {
+      return {};
+    }
+  };
   const publish = () => {
     if (!o.runAgent) return;
     writeRunState(o.home, {
@@ -102,6 +110,7 @@ export async function serve(o: ServeOptions): Promise<Served> {
         description: e.manifest.description,
       })),
       channels: listChannels({ capabilities: (prefix) => kernel.registry.withPrefix(prefix) }),
+      ...mcpServers(),
     });
   };
   publish();

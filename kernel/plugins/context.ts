@@ -6,10 +6,24 @@ import type { ChannelManifestInfo } from '../../sdk/channel.js';
 import type { HookCatalogue } from '../../sdk/hooks.js';
 import type { ConfigApi, EmittableHook, PluginContext, QueueApi } from '../../sdk/plugin.js';
 import type { ConfigKeySpec, Logger, PluginManifest, SkillManifest } from '../../sdk/types.js';
-import { ErrorCodes, KeelError } from '../errors.js';
+import { ErrorCodes, KeelError, errorMessage } from '../errors.js';
 import { tapHook, type TapErrorHandler } from '../hooks/catalogue.js';
 import type { Dispatcher } from '../registry/dispatch.js';
-import type { Registry } from '../registry/registry.js';
+import type { ArgValidator, Registry } from '../registry/registry.js';
+import { compileArgs } from '../registry/validator.js';
+
+const SKILL_NAME = /^[A-Za-z][A-Za-z0-9_]{0,63}$/;
+
+/** What is wrong with a skill declared at run time (the manifest schema's rules for a skill), or undefined. */
+function skillProblem(s: SkillManifest): string | undefined {
+  if (!s || typeof s !== 'object') return 'it is not an object';
+  if (typeof s.name !== 'string' || !SKILL_NAME.test(s.name)) return `name ${JSON.stringify(s.name)} must match ${SKILL_NAME.source}`;
+  if (typeof s.description !== 'string' || !s.description) return `"${s.name}" needs a description`;
+  if (typeof s.category !== 'string' || !s.category) return `"${s.name}" needs a category`;
+  const p = s.parameters as { type?: unknown } | undefined;
+  if (!p || typeof p !== 'object' || p.type !== 'object') return `"${s.name}": parameters must be an object schema`;
+  return undefined;
+}
 
 /** What the host needs from the configuration store. */
 export interface HostConfig extends ConfigApi {
@@ -93,6 +107,25 @@ export function createPluginContext(d: ContextDeps): { ctx: PluginContext; revok
       register: (name, handler, opts) => {
         guard();
         d.registry.setHandler(id, name, handler, opts?.available);
+      },
+      declare: (skill, handler, opts) => {
+        guard();
+        const problem = skillProblem(skill);
+        if (problem) throw new KeelError(ErrorCodes.MANIFEST_INVALID, `Plugin ${id} declared a skill that is not valid: ${problem}.`);
+        let validate: ArgValidator;
+        try {
+          validate = compileArgs(skill.parameters);
+        } catch (e) {
+          throw new KeelError(
+            ErrorCodes.MANIFEST_INVALID,
+            `Plugin ${id} declared skill "${skill.name}" with a parameters schema that is not valid JSON Schema: ${errorMessage(e)}.`,
+          );
+        }
+        d.registry.addDynamic(id, skill, validate, handler, opts?.available);
+      },
+      withdraw: (name) => {
+        guard();
+        d.registry.removeDynamic(id, name);
       },
       execute: (name, args, actor, opts) => d.dispatch(name, args, actor, opts),
       list: (opts) => {

@@ -13,6 +13,8 @@ export interface SkillEntry {
   validate?: ArgValidator;
   /** From `register`'s options: the skill is left out of `list()` while this does not return true. */
   available?: () => true | string;
+  /** Declared at run time (`ctx.skills.declare`), not in the manifest. */
+  dynamic?: boolean;
 }
 
 /** Returns undefined when valid, else a message naming the offending field. May fill defaults in place. */
@@ -38,6 +40,34 @@ export class Registry {
     }
     const compiled = manifests.map((m) => ({ m, validate: compile(m.parameters) }));
     for (const { m, validate } of compiled) this.skills.set(m.name, { manifest: m, plugin, validate });
+  }
+
+  /**
+   * A skill a running plugin declares at run time (`ctx.skills.declare`): refused when another plugin owns the
+   * name or when the name is one of the plugin's manifest skills; replaces the plugin's own earlier declaration.
+   */
+  addDynamic(
+    plugin: string,
+    manifest: SkillManifest,
+    validate: ArgValidator,
+    handler: SkillHandler<any>,
+    available?: () => true | string,
+  ): void {
+    const owner = this.skills.get(manifest.name);
+    if (owner && (owner.plugin !== plugin || !owner.dynamic)) {
+      throw new KeelError(
+        ErrorCodes.SKILL_DUPLICATE,
+        `Skill "${manifest.name}" of plugin "${plugin}" is already provided by ${owner.plugin === plugin ? 'its own manifest' : `plugin "${owner.plugin}"`}. Rename one of them or disable one plugin with pluginDenyList.`,
+        { skill: manifest.name, plugin, owner: owner.plugin },
+      );
+    }
+    this.skills.set(manifest.name, { manifest, plugin, validate, handler, dynamic: true, ...(available ? { available } : {}) });
+  }
+
+  /** Removes a skill the plugin declared at run time; anything else is left alone. */
+  removeDynamic(plugin: string, name: string): void {
+    const e = this.skills.get(name);
+    if (e && e.plugin === plugin && e.dynamic) this.skills.delete(name);
   }
 
   setHandler(plugin: string, name: string, handler: SkillHandler<any>, available?: () => true | string): void {

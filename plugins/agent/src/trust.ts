@@ -17,8 +17,8 @@ import { quotedOf } from './quoted.js';
 
 export const CHAT_SOURCES: ReadonlySet<string> = new Set(['chatA', 'chatB', 'chatC', 'chatD', 'email', 'gateway-chat']);
 /** Categories of skills that return text from outside (web pages, mail, messages of others, stored documents). */
-export const OUTSIDE_CATEGORIES: ReadonlySet<string> = new Set(['web', 'browser', 'search', 'email', 'messaging', 'knowledge']);
-const OUTSIDE_NAMES = /^(?:web_|http_|browser_|extract_|fetch_email|search_emails|rag_search|index_emails)/;
+export const OUTSIDE_CATEGORIES: ReadonlySet<string> = new Set(['web', 'browser', 'search', 'email', 'messaging', 'knowledge', 'mcp']);
+const OUTSIDE_NAMES = /^(?:mcp_|web_|http_|browser_|extract_|fetch_email|search_emails|rag_search|index_emails)/;
 
 /** `isAdmin` is the kernel's decision (capability `kernel:policy`); without it nobody is an admin. */
 export function startsUntrusted(action: Action, isAdmin: (actor: Actor | undefined) => boolean): boolean {

@@ -49,6 +49,8 @@ export interface DoctorSources {
   configProblems?: string[];
   recentErrors?: LogEntry[];
   channels?: Array<{ name: string; status: ConnectionStatus | undefined; error?: string }>;
+  /** MCP servers Keel is a client of (the mcp plugin), with their state. */
+  mcpServers?: Array<{ name: string; state: string; tools: number; attempt?: number; nextTryAt?: string; lastError?: string }>;
   /** Whether the gateway is listening in this process right now. */
   gatewayServing?: boolean;
   /** What this view cannot tell (shown as notes). */
@@ -242,6 +244,25 @@ export async function buildReport(src: DoctorSources, now = new Date()): Promise
         add('connections', 'ok', `Channel ${c.name} is connected${c.status!.botUsername ? ` as ${c.status!.botUsername}` : ''}.`);
     }
     if (!present.some((c) => c.status?.enabled)) add('connections', 'ok', 'No chat channel is enabled.');
+  }
+
+  for (const m of src.mcpServers ?? []) {
+    const why = m.lastError ? `: ${m.lastError}` : '';
+    if (m.state === 'connected') add('connections', 'ok', `MCP server ${m.name} is connected, ${m.tools} tool(s).`);
+    else if (m.state === 'restarting' || m.state === 'connecting')
+      add(
+        'connections',
+        'warn',
+        `MCP server ${m.name} is ${m.state}${m.attempt ? ` (attempt ${m.attempt}${m.nextTryAt ? `, next try at ${m.nextTryAt}` : ''})` : ''}${why}.`,
+        `check its command or url in mcpServers.${m.name} (docs/mcp.md)`,
+      );
+    else if (m.state === 'failed')
+      add(
+        'connections',
+        'error',
+        `MCP server ${m.name} failed and is not retried${why}.`,
+        `fix mcpServers.${m.name} (docs/mcp.md), then restart Keel (keel stop && keel run)`,
+      );
   }
 
   // ---------------------------------------------------------------- recent errors

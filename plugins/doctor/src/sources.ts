@@ -33,7 +33,28 @@ export function kernelSources(ctx: PluginContext): DoctorSources {
         .slice(-10) ?? [],
     channels: listChannels(ctx).map((c) => ({ name: c.name, status: c.status, ...(c.error !== undefined ? { error: c.error } : {}) })),
     gatewayServing: ctx.use('gateway:address') !== undefined,
+    ...mcpOf(ctx),
   };
+}
+
+function mcpOf(ctx: PluginContext): Pick<DoctorSources, 'mcpServers'> {
+  try {
+    const list = ctx.use('mcp:servers')?.list();
+    return list ? { mcpServers: list } : {};
+  } catch {
+    return {};
+  }
+}
+
+/** The MCP servers of the running agent, as it last published them ($KEEL_HOME/run/state.json). */
+function publishedMcp(home: string, agentRunning: boolean): Pick<DoctorSources, 'mcpServers'> {
+  if (!agentRunning) return {};
+  try {
+    const state = JSON.parse(readFileSync(join(home, 'run', 'state.json'), 'utf8')) as { mcpServers?: DoctorSources['mcpServers'] };
+    return Array.isArray(state.mcpServers) ? { mcpServers: state.mcpServers } : {};
+  } catch {
+    return {};
+  }
 }
 
 /**
@@ -102,7 +123,13 @@ function fromEnv(raw: string, type: 'boolean' | 'string' | 'list' | 'number'): u
 export async function cliSources(c: CommandContext, ownVersion: string): Promise<DoctorSources> {
   const home = c.home;
   const processes = liveProcesses(home);
-  const common = { source: 'config' as const, home, processes, agentRunning: processes.includes('agent') };
+  const common = {
+    source: 'config' as const,
+    home,
+    processes,
+    agentRunning: processes.includes('agent'),
+    ...publishedMcp(home, processes.includes('agent')),
+  };
   const inspect = (c as Inspectable).inspect;
   if (typeof inspect === 'function') {
     const v = await inspect.call(c);

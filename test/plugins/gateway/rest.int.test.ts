@@ -350,6 +350,9 @@ describe('gateway REST', () => {
         'GET /v1/models',
         'GET /v1/models/{model}',
         'POST /v1/chat/completions',
+        // Added by the mcp plugin through gateway:routes:mcp (MCP's streamable HTTP).
+        'POST /mcp',
+        'GET /mcp',
       ].sort(),
     );
     const task = doc.paths['/api/tasks'].post;
@@ -364,7 +367,7 @@ describe('gateway REST', () => {
     // docs/api.md documents exactly the operations the document lists.
     const md = readFileSync(join(import.meta.dirname, '..', '..', '..', 'docs', 'api.md'), 'utf8');
     const table = md.slice(md.indexOf('| Method and path |'), md.indexOf('### GET /api/status'));
-    const documented = [...table.matchAll(/^\| `(GET|POST|PUT) (\/(?:api|v1)\/[^`]*)`/gm)].map(
+    const documented = [...table.matchAll(/^\| `(GET|POST|PUT|DELETE) (\/(?:api\/|v1\/|mcp)[^`]*)`/gm)].map(
       (m) => `${m[1]} ${m[2]!.replace(/:([A-Za-z]+)/g, '{$1}')}`,
     );
     expect(documented.sort()).toEqual(ops.sort());
