@@ -178,7 +178,7 @@ function routes(ctx: PluginContext<typeof manifest>, st: State): GatewayRoutesCa
         url: '/v1/models',
         summary: 'The models (OpenAI-compatible): the Keel agent',
         description: 'OpenAI\'s model list with one model, "keel": the agent with its skills and memory (docs/openai.md).',
-        schema: { response: { 200: errorSchema } },
+        schema: { response: { 200: errorSchema, 401: errorSchema } },
         handler: () => ({ body: { object: 'list', data: [modelObject(st.started)] } }),
       },
       {
@@ -186,7 +186,7 @@ function routes(ctx: PluginContext<typeof manifest>, st: State): GatewayRoutesCa
         url: '/v1/models/:model',
         summary: 'One model (OpenAI-compatible)',
         description: '"keel", or 404 with code model_not_found in OpenAI\'s error shape.',
-        schema: { response: { 200: errorSchema, 404: errorSchema } },
+        schema: { params: Type.Object({ model: Type.String() }), response: { 200: errorSchema, 404: errorSchema } },
         handler: ({ params }) => (params.model === MODEL ? { body: modelObject(st.started) } : notFound(params.model ?? '')),
       },
       {

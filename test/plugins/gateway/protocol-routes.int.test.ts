@@ -17,7 +17,7 @@ describe('gateway: extension routes under /v1 and /mcp', () => {
       key: KEY,
       overrides: { gatewayApiKey: KEY, gatewayCorsOrigins: ['*'] },
       // The built-in OpenAI endpoint serves GET /v1/models itself: kept out, the test plugin's route is the one.
-      deny: ['openai-api'],
+      deny: ['openai-api', 'mcp'],
       before: (home) =>
         writePlugin(join(home, 'plugins'), {
           id: 'proto',
