@@ -12,7 +12,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { describeActor, humanBehind } from './actor.js';
+import { describeActor, humanBehind, isUntrusted } from './actor.js';
 import { errorMessage } from './errors.js';
 import { withFileLock } from './file-lock.js';
 import type { Actor, Logger } from './types.js';
@@ -169,7 +169,8 @@ export class ApprovalService implements ApprovalsCapability {
    */
   async decide(id: string, decision: ApprovalDecision, by: Actor): Promise<DecideOutcome> {
     await this.sweep();
-    const human = humanBehind(by);
+    // A tap is a person's own act: never the agent (even for an admin) and never work untrusted content started.
+    const human = by.kind === 'agent' || isUntrusted(by) ? undefined : humanBehind(by);
     const known = this.get(id);
     if (!known) return { status: 'unknown', message: `No approval request ${id} is known here.` };
     if (!human || !this.#mayDecide(human, known)) {
