@@ -13,6 +13,7 @@ import type {
   WebCapability,
 } from './plugin.js';
 import type { AgentInboxCapability } from './inbox.js';
+import type { ApprovalsCapability } from './approvals.js';
 import type { LlmCapability, ProviderCapability } from './providers.js';
 
 /**
@@ -44,6 +45,8 @@ export interface Capabilities {
   'kernel:info': KernelInfoCapability;
   /** The kernel's admin and session decisions (the kernel). */
   'kernel:policy': PolicyCapability;
+  /** Requests an admin approves or refuses with a tap in the chat (the system plugin; docs/approvals.md). */
+  approvals: ApprovalsCapability;
   /** Where the gateway listens, once it does (the gateway plugin). */
   'gateway:address': GatewayAddress;
   /** Puts an event on the gateway's WebSocket stream, while it serves (the gateway plugin). */

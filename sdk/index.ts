@@ -50,6 +50,16 @@ export {
   actorLabel,
   type ActorChain,
 } from './actor.js';
+export {
+  approvalButtonData,
+  parseApprovalButton,
+  type ApprovalDecision,
+  type ApprovalKind,
+  type ApprovalRequest,
+  type ApprovalState,
+  type ApprovalsCapability,
+  type DecideOutcome,
+} from './approvals.js';
 export { errorMessage, errorCodeOf, pluginError, PluginError, environmentError, forbiddenError, type KeelErrorCode } from './errors.js';
 
 /**

@@ -11,6 +11,7 @@ const manifest = {
   description:
     'System: run_command (no shell, allow/deny lists on every program it would start, human confirmation), approve_command, manage_config.',
   permissions: { commands: true, filesystem: ['$KEEL_HOME'] },
+  provides: ['approvals', 'gateway:routes:system'],
   config: {
     commandTimeoutMs: {
       schema: Type.Integer({ minimum: 100, maximum: 86_400_000 }),
@@ -71,6 +72,15 @@ const manifest = {
       // APPROVAL: a longer life makes a forgotten request easier to approve by mistake much later.
       policy: 'APPROVAL',
       description: 'Minutes a command waits for confirmation before it expires and is dropped (30 by default).',
+    },
+    approvalExpiryMinutes: {
+      schema: Type.Integer({ minimum: 1, maximum: 10_080 }),
+      default: 10,
+      env: ['KEEL_APPROVAL_EXPIRY_MINUTES'],
+      // APPROVAL: as commandConfirmationTtlMinutes, a longer life makes a forgotten request easier to approve by mistake.
+      policy: 'APPROVAL',
+      description:
+        'Minutes an approval request sent to a chat (Approve / Refuse buttons for a command or a configuration change the agent asked for) waits for an admin before it expires, with a message, and what it asked for is dropped (10 by default). See docs/approvals.md.',
     },
   },
   skills: [

@@ -324,6 +324,9 @@ export async function startFakeTelegram(opts: { token?: string } = {}): Promise<
         const target = fake.sent.find((s) => s.message_id === Number(p.message_id) && s.chat.id === Number(p.chat_id));
         if (!target) return error(res, { code: 400, description: 'Bad Request: message to edit not found' });
         target.text = p.text;
+        // As Telegram: an edit without reply_markup takes the inline keyboard off the message.
+        if (p.reply_markup) target.reply_markup = typeof p.reply_markup === 'string' ? JSON.parse(p.reply_markup) : p.reply_markup;
+        else delete target.reply_markup;
         return reply(res, 200, { ok: true, result: { message_id: target.message_id, chat: target.chat, date: 0, text: p.text } });
       }
       case 'sendPoll':

@@ -47,6 +47,10 @@ const PLUGINS: Record<string, () => Promise<Pick<PluginCandidate, 'manifest' | '
     manifest: (await import('../../plugins/gateway/manifest.js')).default,
     load: async () => (await import('../../plugins/gateway/index.js')).default,
   }),
+  system: async () => ({
+    manifest: (await import('../../plugins/system/manifest.js')).default,
+    load: async () => (await import('../../plugins/system/index.js')).default,
+  }),
   providerA: async () => ({
     manifest: (await import('../../plugins/providerA/manifest.js')).default,
     load: async () => (await import('../../plugins/providerA/index.js')).default,

@@ -5,7 +5,14 @@
  * See docs/telegram.md and docs/channels-kit.md.
  */
 import type { Api } from 'grammy';
-import { errorMessage, reportIgnored, type Action, type ChannelStatus, type PluginContext } from '../../../sdk/index.js';
+import {
+  errorMessage,
+  parseApprovalButton,
+  reportIgnored,
+  type Action,
+  type ChannelStatus,
+  type PluginContext,
+} from '../../../sdk/index.js';
 import {
   BUILTIN_COMMANDS,
   ConnectionSupervisor,
@@ -22,6 +29,7 @@ import type manifest from '../manifest.js';
 
 import { editedAt, ingressKey, messageKey, toInbound, type TgUpdate } from './inbound.js';
 import { ButtonRoutes, routePress } from './buttons.js';
+import { approvalTap } from './approval-tap.js';
 import { registerSkills } from './skills.js';
 import { classifyTelegram, editText, isBadToken, makeApi, sendChunk, type TgChunk } from './telegram.js';
 
@@ -150,6 +158,8 @@ export async function startChatA(ctx: PluginContext<typeof manifest>) {
   const ingress: Ingress<TgUpdate> = new Ingress<TgUpdate>(store, {
     log: ctx.log,
     handle: async ({ payload }, turn) => {
+      const tap = parseApprovalButton(payload.callback_query?.data);
+      if (payload.callback_query && tap) return approvalTap(ctx, api, (chatId, fn) => outbox.edit(chatId, fn), payload.callback_query, tap);
       if (payload.callback_query) await api.answerCallbackQuery(payload.callback_query.id).catch(() => undefined);
       let inbound = await toInbound(payload, { api, apiRoot, token, home: ctx.home, bot, signal: rt.signal, transcribe, warn });
       if (!inbound) return 'skipped';

@@ -6,14 +6,17 @@
  * as actor). The agent's own autonomous call is passed on as origin `agent`, which the kernel refuses with
  * KEEL_E_APPROVAL_FORBIDDEN; the attempt is logged here too.
  */
-import type { Actor, ConfigOrigin, PluginContext, SkillArgs } from '../../../sdk/index.js';
+import type { Action, Actor, ConfigOrigin, PluginContext, SkillArgs } from '../../../sdk/index.js';
 import type manifest from '../manifest.js';
 import { describeActor } from '../../../sdk/actor.js';
 import { approverOf } from './admin.js';
+import { originOf } from './approvals.js';
+import type { ApprovalService } from '../../../sdk/approvals.js';
 
 export type ManageConfigArgs = SkillArgs<typeof manifest, 'manage_config'>;
 
 type Ctx = Pick<PluginContext, 'config' | 'log' | 'use'>;
+type Approvals = Pick<ApprovalService, 'request'>;
 
 /** A string value read as the key's type: JSON for lists and objects, true/false, numbers. */
 export function parseValue(raw: unknown, current: unknown): unknown {
@@ -45,7 +48,7 @@ export function parseValue(raw: unknown, current: unknown): unknown {
   return raw;
 }
 
-export async function manageConfig(ctx: Ctx, a: ManageConfigArgs, actor: Actor): Promise<unknown> {
+export async function manageConfig(ctx: Ctx, a: ManageConfigArgs, actor: Actor, action?: Action, approvals?: Approvals): Promise<unknown> {
   const info = ctx.use('kernel:info');
   const classes = new Map((info?.configKeys() ?? []).map((k) => [k.key, k]));
   switch (a.action) {
@@ -77,7 +80,27 @@ export async function manageConfig(ctx: Ctx, a: ManageConfigArgs, actor: Actor):
       }
       const value = parseValue(a.value, current);
       const origin: ConfigOrigin = { kind: 'agent', actor, ...(a.reason ? { reason: a.reason } : {}) };
-      return ctx.config.set(a.key, value, origin);
+      const out = await ctx.config.set(a.key, value, origin);
+      const chat = out.status === 'pending' ? originOf(actor, action) : undefined;
+      if (out.status === 'pending' && chat && approvals) {
+        // The value as the pending list shows it: masked when the key is secret.
+        const shown = ctx.config.pending().find((p) => p.id === out.id)?.value;
+        const r = await approvals.request(
+          {
+            id: out.id,
+            kind: 'config',
+            ask: `set ${out.key} to ${JSON.stringify(shown)}${a.reason ? ` (reason: ${a.reason})` : ''}`,
+            requestedBy: actor,
+            origin: chat,
+          },
+          ctx.config.get<number>('approvalExpiryMinutes') ?? 10,
+        );
+        return {
+          ...out,
+          message: `${out.message}. The request was sent to this chat with Approve and Refuse buttons for an admin; it expires at ${r.expiresAt}.`,
+        };
+      }
+      return out;
     }
     case 'pending':
       return { pending: ctx.config.pending() };

@@ -4,7 +4,7 @@
 import { stat } from 'node:fs/promises';
 import { isAbsolute, relative, resolve } from 'node:path';
 import { strictIsolationSupport } from '../../../sdk/command-isolation.js';
-import { type Actor, namespaceSupport, type PluginContext, type SkillArgs } from '../../../sdk/index.js';
+import { type Action, type Actor, namespaceSupport, type PluginContext, type SkillArgs } from '../../../sdk/index.js';
 import type manifest from '../manifest.js';
 import { PluginError } from '../../../sdk/errors.js';
 import { describeActor } from '../../../sdk/actor.js';
@@ -13,6 +13,8 @@ import { analyze, type PolicyDecision } from './command-policy.js';
 import { DENIED_EXIT, DENIED_TEXT, DenyJail, type IsolationMode, type Jail, SETUP_EXIT, SETUP_TEXT } from './deny-jail.js';
 import { childEnv, formatResult, notFound, type RunResult, runArgv, startable } from './exec.js';
 import { PendingCommands, type PendingCommand } from './pending.js';
+import { originOf } from './approvals.js';
+import type { ApprovalService } from '../../../sdk/approvals.js';
 import { Refusal, toArgv } from './tokenize.js';
 
 export type RunCommandArgs = SkillArgs<typeof manifest, 'run_command'>;
@@ -160,7 +162,10 @@ export class CommandService {
     return dir;
   }
 
-  async request(a: RunCommandArgs, actor: Actor, signal?: AbortSignal): Promise<string> {
+  /** Set by the plugin: where a command from a chat with buttons is sent for approval (docs/approvals.md). */
+  approvals: ApprovalService | undefined;
+
+  async request(a: RunCommandArgs, actor: Actor, signal?: AbortSignal, action?: Action): Promise<string> {
     let argv: string[];
     try {
       argv = a.args !== undefined ? [a.command, ...a.args] : toArgv(a.command);
@@ -179,6 +184,18 @@ export class CommandService {
       this.ctx.log.info(
         `commands: ${item.id} ${JSON.stringify(argv)} waits for confirmation (requested by ${describeActor(actor)}, expires ${item.expiresAt})`,
       );
+      const origin = originOf(actor, action);
+      if (origin && this.approvals) {
+        const r = await this.approvals.request(
+          { id: item.id, kind: 'command', ask: `run the command: ${argv.join(' ')} (in ${cwd})`, requestedBy: actor, origin },
+          this.ctx.config.get('approvalExpiryMinutes'),
+        );
+        return (
+          `Command ${item.id} (${argv.join(' ')} in ${cwd}) waits for an admin's approval (autoExecuteCommands is off): ` +
+          `the request was sent to this chat with Approve and Refuse buttons. When an admin taps one, the command runs (or not) ` +
+          `and the result is posted in this chat. It expires at ${r.expiresAt}. Tell the user it is waiting; do not ask again.`
+        );
+      }
       return (
         `Command ${item.id} is waiting for a human to confirm it (autoExecuteCommands is off): ${argv.join(' ')} in ${cwd}. ` +
         `An admin can approve it with approve_command {"id":"${item.id}","decision":"approve"} (or refuse it), ` +
