@@ -87,6 +87,46 @@ export function parseApprovalButton(data: string | undefined): { id: string; dec
   return m ? { id: m[2]!, decision: m[1] === 'y' ? 'approve' : 'refuse' } : undefined;
 }
 
+/** The line that replaces a request's buttons once it is no longer pending (every channel's edit). */
+export function approvalOutcomeLine(r: ApprovalRequest): string {
+  if (r.state === 'approved') return `Approved by ${r.decidedBy ?? 'an admin'}.`;
+  if (r.state === 'refused') return `Refused by ${r.decidedBy ?? 'an admin'}.`;
+  if (r.state === 'expired') return 'Expired: nobody answered in time.';
+  return 'Waiting for an admin.';
+}
+
+/** The request message as edited once it is decided: what was asked and what became of it, no buttons. */
+export function approvalOutcomeText(r: ApprovalRequest): string {
+  return `Approval ${r.id}: ${r.ask}\n${approvalOutcomeLine(r)}`;
+}
+
+/**
+ * A tap on an Approve / Refuse button on `channel` by platform user `userId`, decided by the approvals capability
+ * (which checks the admin, fail closed, and decides once). Never throws: a failure is an outcome with a message.
+ * `edit` tells the channel whether to edit the request message to the outcome (it is no longer pending, and the
+ * tap was not a stranger's: a non-admin's tap changes nothing, not even the message).
+ * @example const { out, edit } = await decideTap(ctx, 'chatC', userId, parseApprovalButton(customId)!);
+ */
+export async function decideTap(
+  ctx: { use(name: 'approvals'): ApprovalsCapability | undefined; log: Logger },
+  channel: string,
+  userId: string,
+  tap: { id: string; decision: ApprovalDecision },
+): Promise<{ out: DecideOutcome; edit: boolean }> {
+  const approvals = ctx.use('approvals');
+  let out: DecideOutcome;
+  try {
+    out = approvals
+      ? await approvals.decide(tap.id, tap.decision, { kind: 'user', channel, userId })
+      : { status: 'unknown', message: 'Approvals are not available here (the system plugin is not running).' };
+  } catch (e) {
+    ctx.log.warn(`approvals: the tap on ${tap.id} failed: ${errorMessage(e)}`);
+    out = { status: 'unknown', message: `This could not be decided: ${errorMessage(e)}`.slice(0, 200) };
+  }
+  const edit = out.request !== undefined && out.request.state !== 'pending' && out.status !== 'not-admin';
+  return { out, edit };
+}
+
 /** Where a request's messages go: a channel offering `send` (the kit's capability) and the gateway's events. */
 export interface ApprovalDelivery {
   /** `buttons`: add Approve / Refuse (callback data from approvalButtonData). `key`: the ledger's idempotency key. */

@@ -70,7 +70,7 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
   /** Attachment bodies served like Discord's CDN: path → bytes. */
   const cdnFiles = new Map<string, Buffer>();
   /** Interactions by token (tokens are valid for 15 minutes on Discord; here for the life of the fake). */
-  const interactions = new Map<string, { id: string; payload: unknown; acked: boolean }>();
+  const interactions = new Map<string, { id: string; payload: unknown; acked: boolean; message?: { id: string; channel_id: string } }>();
 
   /** The bot's managed role, and a role everyone may be given. */
   const botRoleId = '110000000000000011';
@@ -145,6 +145,17 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
   });
   const dispatch = (t: string, d: unknown) => gw.dispatch(t, d);
 
+  /** An edit of a stored message: its content, and its components (an empty list takes them off, as on Discord). */
+  const editStored = (ref: { id: string; channel_id: string }, body: { content?: unknown; components?: unknown }): DcMessage => {
+    const m = (history.get(ref.channel_id) ?? []).find((x) => x.id === ref.id);
+    if (!m) throw new Error(`no message ${ref.id}`);
+    if (body.content !== undefined) m.content = String(body.content);
+    if (Array.isArray(body.components)) {
+      if (body.components.length) m.components = body.components;
+      else delete m.components;
+    }
+    return m;
+  };
   let fake: FakeDiscord;
   const server = createServer((req, res) => void handle(req, res));
   const wss = new WebSocketServer({ noServer: true });
@@ -167,6 +178,31 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
     res.end(JSON.stringify(body));
   };
   const error = (res: ServerResponse, status: number, message: string, code = 0) => reply(res, status, { message, code });
+  /**
+   * Discord's rules for message components, as far as buttons go: at most 5 action rows (type 1) of at most 5
+   * buttons (type 2); a link button (style 5) has a url and no custom_id, the others a custom_id of 1 to 100
+   * characters, unique in the message; a label of at most 80. Returns what is wrong, or undefined.
+   */
+  const badComponents = (rows: unknown): string | undefined => {
+    if (rows === undefined) return undefined;
+    if (!Array.isArray(rows) || rows.length > 5) return 'components: Must be an array of 5 or fewer action rows';
+    const ids = new Set<string>();
+    for (const row of rows as Array<{ type?: number; components?: unknown }>) {
+      if (row?.type !== 1 || !Array.isArray(row.components) || !row.components.length || row.components.length > 5)
+        return 'components: an action row (type 1) holds 1 to 5 components';
+      for (const b of row.components as Array<{ type?: number; style?: number; custom_id?: string; url?: string; label?: string }>) {
+        if (b?.type !== 2 || ![1, 2, 3, 4, 5].includes(Number(b.style))) return 'components: not a button';
+        if ((b.label ?? '').length > 80) return 'components: label: Must be 80 or fewer in length.';
+        if (b.style === 5 ? !b.url || b.custom_id !== undefined : !b.custom_id || b.custom_id.length > 100 || b.url !== undefined)
+          return 'components: a link button has a url, any other a custom_id of 1 to 100 characters';
+        if (b.custom_id) {
+          if (ids.has(b.custom_id)) return 'components: custom_id must be unique';
+          ids.add(b.custom_id);
+        }
+      }
+    }
+    return undefined;
+  };
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const chunks: Buffer[] = [];
@@ -270,7 +306,14 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
       const it = interactions.get(seg[2]!);
       if (!it || it.id !== seg[1]) return error(res, 404, 'Unknown interaction', 10062);
       if (it.acked) return error(res, 400, 'Interaction has already been acknowledged.', 40060);
+      // UPDATE_MESSAGE (7) edits the message whose button was tapped; DEFERRED_UPDATE_MESSAGE (6) changes nothing yet.
+      if (body.type === 7 || body.type === 6) {
+        if (!it.message) return error(res, 400, 'Interaction is not on a message (a button tap)', 50035);
+        const bad = badComponents(body.data?.components);
+        if (bad) return error(res, 400, `Invalid Form Body: ${bad}`, 50035);
+      }
       it.acked = true;
+      if (body.type === 7 && it.message) editStored(it.message, body.data ?? {});
       fake.interactionReplies.set(seg[1]!, body);
       fake.interactionLog.push({
         id: it.id,
@@ -284,9 +327,36 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
       const it = interactions.get(seg[2]!);
       if (seg[1] !== applicationId || !it) return error(res, 404, 'Unknown Webhook', 10015);
       if (!it.acked) return error(res, 404, 'Unknown Message', 10008);
+      const bad = badComponents(body.components);
+      if (bad) return error(res, 400, `Invalid Form Body: ${bad}`, 50035);
+      // For a button tap, the original response is the message the button sits on: it is that message that changes.
+      if (it.message) {
+        const m = editStored(it.message, body);
+        fake.interactionEdits.set(it.id, body);
+        fake.interactionLog.push({ id: it.id, kind: 'edit', content: String(body.content ?? '') });
+        return reply(res, 200, m);
+      }
       fake.interactionEdits.set(it.id, body);
       fake.interactionLog.push({ id: it.id, kind: 'edit', content: String(body.content ?? '') });
       return reply(res, 200, { id: snowflake(), channel_id: channelId, content: String(body.content ?? ''), author: bot, type: 20 });
+    }
+    if (seg[0] === 'webhooks' && seg.length === 3 && method === 'POST') {
+      // A follow-up message of an interaction (ephemeral with flag 64: only the user who acted sees it).
+      const it = interactions.get(seg[2]!);
+      if (seg[1] !== applicationId || !it) return error(res, 404, 'Unknown Webhook', 10015);
+      if (!it.acked) return error(res, 400, 'Interaction has not been acknowledged', 40060);
+      const content = String(body.content ?? '');
+      if (!content) return error(res, 400, 'Cannot send an empty message', 50006);
+      fake.interactionFollowups.push({ id: it.id, content, flags: Number(body.flags ?? 0) });
+      fake.interactionLog.push({ id: it.id, kind: 'followup', content });
+      return reply(res, 200, {
+        id: snowflake(),
+        channel_id: it.message?.channel_id ?? channelId,
+        content,
+        author: bot,
+        type: 0,
+        flags: body.flags ?? 0,
+      });
     }
     if (seg[0] === 'channels' && seg[1]) {
       const cid = seg[1];
@@ -338,6 +408,8 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
         const content = String(body.content ?? '');
         if (!content && !files.length) return error(res, 400, 'Cannot send an empty message', 50006);
         if (content.length > 2000) return error(res, 400, 'Invalid Form Body: content: Must be 2000 or fewer in length.', 50035);
+        const bad = badComponents(body.components);
+        if (bad) return error(res, 400, `Invalid Form Body: ${bad}`, 50035);
         if (body.nonce !== undefined && String(body.nonce).length > 25)
           return error(res, 400, 'Invalid Form Body: nonce: Must be 25 or fewer in length.', 50035);
         const nk = body.nonce !== undefined && body.enforce_nonce ? `${cid}:${body.nonce}` : undefined;
@@ -360,6 +432,7 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
           embeds: [],
           pinned: false,
           flags: 0,
+          ...(Array.isArray(body.components) && body.components.length ? { components: body.components } : {}),
         };
         if (nk) nonces.set(nk, m);
         fake.sent.push(m);
@@ -380,7 +453,9 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
         }
         if (seg.length === 4 && method === 'PATCH') {
           if (m.author.id !== bot.id) return error(res, 403, 'Cannot edit a message authored by another user', 50005);
-          m.content = String(body.content ?? m.content);
+          const bad = badComponents(body.components);
+          if (bad) return error(res, 400, `Invalid Form Body: ${bad}`, 50035);
+          editStored(m, body);
           return reply(res, 200, m);
         }
         if (seg.length === 4 && method === 'DELETE') {
@@ -411,6 +486,7 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
     interactionReplies: new Map(),
     interactionEdits: new Map(),
     interactionLog: [],
+    interactionFollowups: [],
     cdnGate: undefined,
     historyGates: new Map(),
     archiveThread(threadId, at = Date.now()) {
@@ -595,6 +671,38 @@ export async function startFakeDiscord(o: { token?: string; heartbeatMs?: number
         context: 0,
       };
       interactions.set(itoken, { id, payload, acked: false });
+      dispatch('INTERACTION_CREATE', payload);
+      return { id, token: itoken };
+    },
+    pushButton(message, customId, p = {}) {
+      const id = snowflake();
+      const itoken = `itok-${id}`;
+      const userId = p.userId ?? '400000000000000004';
+      const ch = channels.get(message.channel_id);
+      const inGuild = ch?.guild_id !== undefined;
+      const who = user(userId);
+      const payload = {
+        id,
+        token: itoken,
+        application_id: applicationId,
+        type: 3,
+        version: 1,
+        channel_id: message.channel_id,
+        ...(inGuild ? { guild_id: ch!.guild_id } : {}),
+        channel: { id: message.channel_id, type: ch?.type ?? 0, ...(inGuild ? { guild_id: ch!.guild_id } : {}) },
+        // As Discord: a member in a server, a user in a direct message.
+        ...(inGuild
+          ? { member: { user: who, roles: [], permissions: '0', joined_at: new Date().toISOString(), deaf: false, mute: false, flags: 0 } }
+          : { user: who }),
+        message,
+        data: { custom_id: customId, component_type: 2 },
+        locale: 'en-US',
+        app_permissions: '0',
+        entitlements: [],
+        authorizing_integration_owners: {},
+        context: inGuild ? 0 : 1,
+      };
+      interactions.set(itoken, { id, payload, acked: false, message: { id: message.id, channel_id: message.channel_id } });
       dispatch('INTERACTION_CREATE', payload);
       return { id, token: itoken };
     },

@@ -59,8 +59,10 @@ export interface FakeDiscord {
   interactionReplies: Map<string, any>;
   /** Edits of an interaction's original response (`PATCH /webhooks/:app/:token/messages/@original`): id → last body. */
   interactionEdits: Map<string, any>;
-  /** Interaction callbacks and edits in the order they arrived. */
-  interactionLog: Array<{ id: string; kind: 'callback' | 'edit'; type?: number; content?: string }>;
+  /** Interaction callbacks, edits and follow-ups in the order they arrived. */
+  interactionLog: Array<{ id: string; kind: 'callback' | 'edit' | 'followup'; type?: number; content?: string }>;
+  /** Follow-up messages of interactions (`POST /webhooks/:app/:token`); `flags` 64: ephemeral. */
+  interactionFollowups: Array<{ id: string; content: string; flags: number }>;
   /** While set, attachment downloads from the CDN wait for it (a slow download ahead in the channel). */
   cdnGate: Promise<void> | undefined;
   /**
@@ -119,6 +121,12 @@ export interface FakeDiscord {
   deleteMessage(id: string): void;
   /** A slash command interaction (INTERACTION_CREATE). */
   pushCommand(name: string, o?: { userId?: string; channelId?: string }): { id: string; token: string };
+  /**
+   * A user taps a button (custom id `customId`) of `message`, one of the bot's: INTERACTION_CREATE type 3
+   * (MESSAGE_COMPONENT) with the message; `member` in a server, `user` in a direct message, as Discord sends it. Its
+   * callback (6 or 7) and the edit of `@original` change that message.
+   */
+  pushButton(message: DcMessage, customId: string, o?: { userId?: string }): { id: string; token: string };
   /** Dispatches an interaction again (as a replay after a resume would). */
   redeliverCommand(id: string): void;
   /** After `after` more successful calls of `route` (e.g. 'POST /channels/:id/messages'), the next `count` fail. */

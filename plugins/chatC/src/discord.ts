@@ -6,12 +6,15 @@
  */
 import { readFile } from 'node:fs/promises';
 import { basename } from 'node:path';
-import { DiscordAPIError, DiscordjsError, HTTPError, RateLimitError, REST } from 'discord.js';
+import { ActionRowBuilder, ButtonBuilder, ButtonStyle, DiscordAPIError, DiscordjsError, HTTPError, RateLimitError, REST } from 'discord.js';
+import { parseApprovalButton } from '../../../sdk/index.js';
+import type { Json, OutboundMessage } from '../../../sdk/index.js';
 import type { SendErrorDecision } from '../../../sdk/channel-kit/index.js';
 
 /** One ledger entry of an outbound Discord message (stored as JSON, so the nonce survives a crash). */
 export type DcChunk =
-  | { kind: 'text'; content: string; nonce: string; replyTo?: string }
+  /** `components`: action rows of buttons (JSON as Discord takes it), on the last text chunk of a message with buttons. */
+  | { kind: 'text'; content: string; nonce: string; replyTo?: string; components?: Json[] }
   | { kind: 'file'; path: string; caption?: string; nonce: string; replyTo?: string };
 
 export const SNOWFLAKE = /^\d{17,20}$/;
@@ -83,7 +86,7 @@ export function sendChunk(rest: REST, channelId: string, c: DcChunk): Promise<st
   const base = { nonce: c.nonce, enforce_nonce: true, allowed_mentions: mentions, ...reference };
   const route = `/channels/${channelId}/messages` as const;
   if (c.kind === 'file') return sendFile(rest, route, base, c);
-  return rest.post(route, { body: { ...base, content: c.content } }).then(messageId);
+  return rest.post(route, { body: { ...base, content: c.content, ...(c.components ? { components: c.components } : {}) } }).then(messageId);
 }
 
 const messageId = (m: unknown) => (m as { id: string }).id;
@@ -108,4 +111,27 @@ export function sendChunkTo(rest: REST, target: string, c: DcChunk, dms: Map<str
     if (dms.size > MAX_DM_CHANNELS) dms.delete(dms.keys().next().value as string);
     return sendChunk(rest, dm.id, c);
   });
+}
+
+/**
+ * A message's buttons as Discord components: one action row per row of buttons (at most 5 rows of 5). A link
+ * becomes a link button; an approval button (sdk/approvals.ts: `apr:y|n:<id>`) a green Approve / red Refuse with
+ * that custom id, answered by approval-tap.ts. Other callback buttons are left out: nothing on Discord answers them.
+ */
+export function componentsOf(buttons: OutboundMessage['buttons']): Json[] | undefined {
+  const rows = (buttons ?? [])
+    .slice(0, 5)
+    .map((row) => {
+      const built = row.slice(0, 5).flatMap((b) => {
+        const label = b.text.slice(0, 80) || '…';
+        if (b.url) return [new ButtonBuilder().setStyle(ButtonStyle.Link).setLabel(label).setURL(b.url)];
+        const tap = parseApprovalButton(b.callback_data);
+        if (!tap) return [];
+        const style = tap.decision === 'approve' ? ButtonStyle.Success : ButtonStyle.Danger;
+        return [new ButtonBuilder().setStyle(style).setLabel(label).setCustomId(b.callback_data!)];
+      });
+      return built.length ? (new ActionRowBuilder<ButtonBuilder>().addComponents(built).toJSON() as unknown as Json) : undefined;
+    })
+    .filter((r) => r !== undefined);
+  return rows.length ? rows : undefined;
 }

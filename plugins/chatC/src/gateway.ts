@@ -79,7 +79,8 @@ export function gatewayConnector(o: { token: string; apiUrl: string; log: Logger
       if (p.t === 'MESSAGE_CREATE') o.on.message(p.d as DcInboundMessage);
       else if (p.t === 'MESSAGE_UPDATE') o.on.edit(p.d as DcInboundMessage);
       else if (p.t === 'MESSAGE_DELETE') o.on.deleted(p.d as { id: string; channel_id: string });
-      else if (p.t === 'INTERACTION_CREATE' && (p.d as DcInteraction).type === 2) o.on.interaction(p.d as DcInteraction);
+      // Slash commands (2) and taps on the bot's buttons (3, MESSAGE_COMPONENT).
+      else if (p.t === 'INTERACTION_CREATE' && [2, 3].includes((p.d as DcInteraction).type)) o.on.interaction(p.d as DcInteraction);
     });
     const guilds = () => {
       const selfRoles = new Map<string, string>();

@@ -137,7 +137,7 @@ export interface DcInboundMessage {
   attachments?: Array<{ id: string; filename: string; url?: string; content_type?: string; size?: number }>;
 }
 
-/** The parts of an application command interaction we use. */
+/** The parts of an interaction we use: an application command (type 2) or a tap on a button (type 3). */
 export interface DcInteraction {
   id: string;
   token: string;
@@ -147,7 +147,10 @@ export interface DcInteraction {
   guild_id?: string;
   member?: { user: DcUser; nick?: string | null };
   user?: DcUser;
-  data?: { name?: string };
+  /** `name`: the slash command's; `custom_id`: the tapped button's (type 3). */
+  data?: { name?: string; custom_id?: string; component_type?: number };
+  /** The bot's message whose button was tapped (type 3). */
+  message?: { id: string; channel_id: string };
 }
 
 /** What the ingress keeps per entry. */

@@ -24,7 +24,8 @@ import {
 } from '../../../sdk/channel-kit/index.js';
 import type manifest from '../manifest.js';
 import { Backfill, cursorKey, newer } from './backfill.js';
-import { classifyDiscord, type DcChunk, fatalMessage, makeRest, sendChunkTo, SNOWFLAKE } from './discord.js';
+import { classifyDiscord, componentsOf, type DcChunk, fatalMessage, makeRest, sendChunkTo, SNOWFLAKE } from './discord.js';
+import { approvalTap, isApprovalTap } from './approval-tap.js';
 import { ThreadStarts } from './thread-start.js';
 import { gatewayConnector, type GatewayInfo } from './gateway.js';
 import { addressesBot, type DcInboundMessage, type DcPayload, interactionToInbound, isUserMessage, messageToInbound } from './inbound.js';
@@ -71,8 +72,19 @@ export async function startChatC(ctx: PluginContext<typeof manifest>) {
         })),
         ...(m.files ?? []).map((f) => ({ kind: 'file' as const, path: f.path, ...(f.caption ? { caption: f.caption } : {}) })),
       ];
+      // Buttons (an approval request's) go with the last text chunk, under what they answer.
+      const components = componentsOf(m.buttons);
+      const lastText = parts.map((p) => p.kind).lastIndexOf('text');
       // The nonce is part of the stored chunk: a resumed chunk carries the nonce of its first attempt.
-      return parts.map((p, i) => ({ ...p, nonce: platformNonce(key, i), ...(i === 0 && replyTo ? { replyTo } : {}) }) as DcChunk);
+      return parts.map(
+        (p, i) =>
+          ({
+            ...p,
+            nonce: platformNonce(key, i),
+            ...(i === 0 && replyTo ? { replyTo } : {}),
+            ...(components && i === lastText ? { components } : {}),
+          }) as DcChunk,
+      );
     },
     target: replyTarget,
     // Discord shows "typing" for 10 s after each call.
@@ -217,17 +229,22 @@ export async function startChatC(ctx: PluginContext<typeof manifest>) {
             .catch(recordFailed({ id: d.id, channel_id: d.channel_id } as DcInboundMessage));
         },
         interaction: (i) => {
+          // A tap on a button: only the approval buttons are the bot's to answer (discord.ts componentsOf).
+          if (i.type === 3 && !isApprovalTap(i)) return;
           let fresh: unknown[];
           try {
             fresh = ingress.record([{ messageId: `i:${i.id}`, chatId: i.channel_id ?? 'dm', payload: { interaction: i } }]);
           } catch (e) {
             // Not durable (a full disk, a locked store): not acknowledged either, so Discord tells the user it
             // failed. Thrown here it would escape discord.js's event dispatch and end the process.
-            ctx.log.warn(`chatC: could not record the slash command /${i.data?.name ?? '?'} (${errorMessage(e)}); it is not answered.`);
+            ctx.log.warn(
+              `chatC: could not record the ${i.type === 3 ? 'button tap' : `slash command /${i.data?.name ?? '?'}`} (${errorMessage(e)}); it is not answered.`,
+            );
             return;
           }
           // Acknowledged now (a replayed one was already): the answer may wait behind the channel's earlier messages.
-          if (fresh.length && interactionToInbound(i)) slash.defer(i);
+          if (fresh.length && i.type === 3) slash.deferUpdate(i);
+          else if (fresh.length && interactionToInbound(i)) slash.defer(i);
           supervisor.inbound();
         },
         guilds: (n, selfRoles) => {
@@ -255,6 +272,11 @@ export async function startChatC(ctx: PluginContext<typeof manifest>) {
   const ingress: Ingress<DcPayload> = new Ingress<DcPayload>(store, {
     log: ctx.log,
     handle: async ({ payload }, turn) => {
+      if ('interaction' in payload && payload.interaction.type === 3) {
+        // Decided at once, not behind the chat's earlier messages; and the chat is not held while a command runs.
+        turn.ordered();
+        return approvalTap(ctx, rest, slash, payload.interaction, bot.applicationId);
+      }
       if ('interaction' in payload) {
         const i = payload.interaction;
         const inbound = interactionToInbound(i);

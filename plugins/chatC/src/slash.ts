@@ -12,6 +12,7 @@ import type { DcInteraction } from './inbound.js';
 /** Discord's "Interaction has already been acknowledged". */
 const ALREADY_ACKNOWLEDGED = 40060;
 const DEFERRED_CHANNEL_MESSAGE_WITH_SOURCE = 5;
+const DEFERRED_UPDATE_MESSAGE = 6;
 
 export class SlashAnswers {
   private readonly acks = new Map<string, Promise<boolean>>();
@@ -25,6 +26,21 @@ export class SlashAnswers {
   defer(i: DcInteraction): void {
     const p = this.ack(i);
     this.acks.set(i.id, p);
+  }
+
+  /**
+   * Acknowledges a tap on a button of one of the bot's messages at once, without a visible answer (callback type 6,
+   * DEFERRED_UPDATE_MESSAGE): the message is edited later through `@original` (approval-tap.ts).
+   */
+  deferUpdate(i: DcInteraction): void {
+    this.acks.set(i.id, this.ack(i, DEFERRED_UPDATE_MESSAGE));
+  }
+
+  /** Whether the interaction is acknowledged (waiting for the acknowledgement `defer`/`deferUpdate` started). */
+  async acknowledged(i: DcInteraction, type = DEFERRED_UPDATE_MESSAGE): Promise<boolean> {
+    const acked = await (this.acks.get(i.id) ?? this.ack(i, type));
+    this.acks.delete(i.id);
+    return acked;
   }
 
   /**
@@ -55,10 +71,10 @@ export class SlashAnswers {
     }
   }
 
-  private async ack(i: DcInteraction): Promise<boolean> {
+  private async ack(i: DcInteraction, type = DEFERRED_CHANNEL_MESSAGE_WITH_SOURCE): Promise<boolean> {
     try {
       await this.rest.post(`/interactions/${i.id}/${i.token}/callback`, {
-        body: { type: DEFERRED_CHANNEL_MESSAGE_WITH_SOURCE },
+        body: { type },
         auth: false,
       });
       return true;
@@ -66,7 +82,7 @@ export class SlashAnswers {
       // Acknowledged before a crash: the answer is still owed, and the edit delivers it.
       if (e instanceof DiscordAPIError && e.code === ALREADY_ACKNOWLEDGED) return true;
       // Unknown interaction: more than 3 s passed (Keel was down) and Discord told the user it did not respond.
-      this.log.warn(`Slash command interaction ${i.id} could not be acknowledged: ${errorMessage(e)}`);
+      this.log.warn(`Interaction ${i.id} could not be acknowledged: ${errorMessage(e)}`);
       return false;
     }
   }
