@@ -36,6 +36,8 @@ export interface SlackPosted {
   /** How many times chat.update changed it. */
   edits: number;
   deleted?: boolean;
+  /** Block Kit blocks it carries (chat.update with `blocks: []` takes them off; without `blocks` they stay). */
+  blocks?: Array<Record<string, any>>;
 }
 
 /** A file in a pushed message: `status` other than 200 makes its private URL fail with that status. */
@@ -153,6 +155,15 @@ export interface FakeSlack {
   deleteMessage(channel: string, ts: string): { envelopeId: string };
   /** Every request for a private file URL: path, the Authorization header it carried, the status answered. */
   fileDownloads: Array<{ path: string; authorization: string | undefined; status: number }>;
+  /** Ephemeral messages (`chat.postEphemeral`): shown to `user` only, in `channel` (and thread), never in the history. */
+  ephemerals: Array<{ channel: string; user: string; text: string; thread_ts?: string }>;
+  /**
+   * A user taps the button `actionId` of one of the bot's messages: an `interactive` envelope with the
+   * `block_actions` payload Slack sends (user, channel, container with the message ts, the message with its blocks,
+   * the action with its action_id, value and block_id, a trigger id of its own). Returns the envelope id and the
+   * trigger id.
+   */
+  pushBlockAction(message: SlackPosted, actionId: string, o?: { user?: string }): { envelopeId: string; triggerId: string };
   /** A slash command envelope (e.g. `/keel` with text `status`). */
   pushCommand(command: string, text: string, o?: { user?: string; channel?: string }): { envelopeId: string };
   /** Sends an envelope again (as Slack does when it thinks the ack was lost), acknowledged or not. */
@@ -207,6 +218,7 @@ export async function startFakeSlack(o: { pingMs?: number } = {}): Promise<FakeS
   const botUserId = 'UBOTKEEL1';
   const calls: SlackCall[] = [];
   const posted: SlackPosted[] = [];
+  const ephemerals: FakeSlack['ephemerals'] = [];
   const uploads: FakeSlack['uploads'] = [];
   const reactions: FakeSlack['reactions'] = [];
   const acked: string[] = [];
@@ -373,6 +385,40 @@ export async function startFakeSlack(o: { pingMs?: number } = {}): Promise<FakeS
     res.end(JSON.stringify(body));
   };
 
+  /** `blocks` as a list (the web client sends it JSON-encoded in a form body), or a Slack error code. */
+  const blocksParam = (raw: unknown): Array<Record<string, any>> | undefined | { error: string } => {
+    if (raw === undefined) return undefined;
+    let v: unknown = raw;
+    if (typeof raw === 'string') {
+      try {
+        v = JSON.parse(raw);
+      } catch {
+        return { error: 'invalid_blocks_format' };
+      }
+    }
+    if (!Array.isArray(v) || v.length > 50) return { error: 'invalid_blocks' };
+    // Slack's rules for what the bot sends: a section's text up to 3000; an actions block of 1 to 25 elements; a
+    // button's label plain_text up to 75, its action_id up to 255 and unique in the message, its value up to 2000.
+    const ids = new Set<string>();
+    for (const b of v as Array<Record<string, any>>) {
+      if (b?.type === 'section') {
+        if (!b.text?.text || String(b.text.text).length > 3000) return { error: 'invalid_blocks' };
+      } else if (b?.type === 'actions') {
+        if (!Array.isArray(b.elements) || !b.elements.length || b.elements.length > 25) return { error: 'invalid_blocks' };
+        for (const el of b.elements as Array<Record<string, any>>) {
+          if (el?.type !== 'button' || el.text?.type !== 'plain_text' || !el.text.text || String(el.text.text).length > 75)
+            return { error: 'invalid_blocks' };
+          if (el.action_id !== undefined && (String(el.action_id).length > 255 || ids.has(el.action_id)))
+            return { error: 'invalid_blocks' };
+          if (el.value !== undefined && String(el.value).length > 2000) return { error: 'invalid_blocks' };
+          if (el.style !== undefined && !['primary', 'danger'].includes(el.style)) return { error: 'invalid_blocks' };
+          if (el.action_id !== undefined) ids.add(el.action_id);
+        }
+      } else return { error: 'invalid_blocks' };
+    }
+    return v as Array<Record<string, any>>;
+  };
+
   const handle = (method: string, p: Record<string, any>, token: string): Record<string, unknown> => {
     const bot = token === botToken;
     switch (method) {
@@ -394,12 +440,15 @@ export async function startFakeSlack(o: { pingMs?: number } = {}): Promise<FakeS
       case 'chat.postMessage': {
         if (!bot) return { ok: false, error: 'invalid_auth' };
         if (!/^[CGD][A-Z0-9]+$/.test(String(p.channel ?? ''))) return { ok: false, error: 'channel_not_found' };
+        const blocks = blocksParam(p.blocks);
+        if (blocks && 'error' in blocks) return { ok: false, error: blocks.error };
         const m: SlackPosted = {
           ts: nextTs(),
           channel: String(p.channel),
           text: String(p.text ?? ''),
           edits: 0,
           ...(p.thread_ts ? { thread_ts: String(p.thread_ts) } : {}),
+          ...(blocks?.length ? { blocks } : {}),
         };
         posted.push(m);
         remember(m.channel, {
@@ -421,13 +470,30 @@ export async function startFakeSlack(o: { pingMs?: number } = {}): Promise<FakeS
       case 'chat.update': {
         const m = posted.find((x) => x.ts === p.ts && x.channel === p.channel);
         if (!m) return { ok: false, error: 'message_not_found' };
+        const blocks = blocksParam(p.blocks);
+        if (blocks && 'error' in blocks) return { ok: false, error: blocks.error };
         m.text = String(p.text ?? '');
+        if (blocks?.length) m.blocks = blocks;
+        else if (blocks) delete m.blocks;
         m.edits++;
         const h = history.get(m.channel)?.find((x) => x.ts === m.ts);
         if (h) h.text = m.text;
         const r = m.thread_ts ? threads.get(`${m.channel}:${m.thread_ts}`)?.find((x) => x.ts === m.ts) : undefined;
         if (r) r.text = m.text;
         return { ok: true, channel: m.channel, ts: m.ts, text: m.text };
+      }
+      case 'chat.postEphemeral': {
+        if (!bot) return { ok: false, error: 'invalid_auth' };
+        if (!/^[CGD][A-Z0-9]+$/.test(String(p.channel ?? ''))) return { ok: false, error: 'channel_not_found' };
+        if (!/^[UW][A-Z0-9]+$/.test(String(p.user ?? ''))) return { ok: false, error: 'user_not_found' };
+        if (!p.text && !p.blocks) return { ok: false, error: 'no_text' };
+        ephemerals.push({
+          channel: String(p.channel),
+          user: String(p.user),
+          text: String(p.text ?? ''),
+          ...(p.thread_ts ? { thread_ts: String(p.thread_ts) } : {}),
+        });
+        return { ok: true, message_ts: nextTs() };
       }
       case 'chat.delete': {
         const m = posted.find((x) => x.ts === p.ts && x.channel === p.channel);
@@ -795,6 +861,65 @@ export async function startFakeSlack(o: { pingMs?: number } = {}): Promise<FakeS
       if (p) p.deleted = true;
       const e = messageEnvelope(channel, { subtype: 'message_deleted', deleted_ts: ts, previous_message: previous });
       return { envelopeId: e.envelope_id };
+    },
+    ephemerals,
+    pushBlockAction(message, actionId, m = {}) {
+      const action = (message.blocks ?? [])
+        .flatMap((b) => (b.type === 'actions' ? (b.elements as Array<Record<string, any>>).map((el) => ({ el, blockId: b.block_id })) : []))
+        .find((x) => x.el.action_id === actionId);
+      if (!action) throw new Error(`pushBlockAction: message ${message.ts} has no button ${actionId}`);
+      const user = m.user ?? 'U0ALICE01';
+      const triggerId = `trig-${++seq}`;
+      const e = envelope(
+        'interactive',
+        {
+          type: 'block_actions',
+          user: {
+            id: user,
+            username: `user${user.slice(-4).toLowerCase()}`,
+            name: `user${user.slice(-4).toLowerCase()}`,
+            team_id: 'T0KEEL',
+          },
+          api_app_id: 'A111',
+          token: 'verif',
+          container: {
+            type: 'message',
+            message_ts: message.ts,
+            channel_id: message.channel,
+            is_ephemeral: false,
+            ...(message.thread_ts ? { thread_ts: message.thread_ts } : {}),
+          },
+          trigger_id: triggerId,
+          team: { id: 'T0KEEL', domain: 'keel-test' },
+          enterprise: null,
+          is_enterprise_install: false,
+          channel: { id: message.channel, name: 'general' },
+          message: {
+            type: 'message',
+            user: botUserId,
+            bot_id: 'BKEEL1',
+            text: message.text,
+            ts: message.ts,
+            ...(message.thread_ts ? { thread_ts: message.thread_ts } : {}),
+            blocks: message.blocks,
+          },
+          state: { values: {} },
+          response_url: `http://127.0.0.1:${port}/respond`,
+          actions: [
+            {
+              action_id: actionId,
+              block_id: action.blockId ?? 'b1',
+              text: action.el.text,
+              ...(action.el.value !== undefined ? { value: action.el.value } : {}),
+              ...(action.el.style ? { style: action.el.style } : {}),
+              type: 'button',
+              action_ts: nextTs(),
+            },
+          ],
+        },
+        false,
+      );
+      return { envelopeId: e.envelope_id, triggerId };
     },
     pushCommand(command, text, m = {}) {
       const e = envelope(

@@ -7,7 +7,7 @@
  */
 import type { IngressItem } from '../../../sdk/channel-kit/index.js';
 import { editKey, isBuiltin } from '../../../sdk/channel-kit/index.js';
-import type { InboundMessage } from '../../../sdk/index.js';
+import { type InboundMessage, parseApprovalButton } from '../../../sdk/index.js';
 import type { SlackFile } from './files.js';
 import type { Envelope } from './socket.js';
 
@@ -18,7 +18,9 @@ export type SlackItem =
   | { kind: 'edit'; event: SlackMessageEvent; editedTs: string }
   /** A deleted message (`ts` its own). */
   | { kind: 'delete'; channel: string; ts: string }
-  | { kind: 'command'; command: string; text: string; channel: string; user: string; userName?: string; triggerId?: string };
+  | { kind: 'command'; command: string; text: string; channel: string; user: string; userName?: string; triggerId?: string }
+  /** A tap on an approval button (`block_actions`): `data` the button's action_id (`apr:y|n:<id>`), `ts` its message. */
+  | { kind: 'tap'; data: string; channel: string; user: string; ts: string; thread?: string };
 
 export interface SlackMessageEvent {
   type: 'message';
@@ -171,7 +173,34 @@ export function itemOf(e: Envelope, botUserId: string | undefined): IngressItem<
       },
     };
   }
+  if (e.type === 'interactive') return tapItemOf(e);
   return undefined;
+}
+
+/**
+ * A `block_actions` interaction on an approval button of one of the bot's messages (approval-tap.ts), or undefined
+ * for any other interaction. Keyed by its trigger id (one per tap; a redelivered envelope carries the same).
+ */
+function tapItemOf(e: Envelope): IngressItem<SlackItem> | undefined {
+  const b = e.body as {
+    type?: string;
+    trigger_id?: string;
+    user?: { id?: string };
+    channel?: { id?: string };
+    container?: { channel_id?: string; message_ts?: string; thread_ts?: string };
+    message?: { ts?: string; thread_ts?: string };
+    actions?: Array<{ action_id?: string; action_ts?: string }>;
+  };
+  const action = b.actions?.find((a) => parseApprovalButton(a.action_id));
+  const channel = b.channel?.id ?? b.container?.channel_id;
+  const ts = b.container?.message_ts ?? b.message?.ts;
+  if (b.type !== 'block_actions' || !action || !b.user?.id || !channel || !ts) return undefined;
+  const thread = b.container?.thread_ts ?? b.message?.thread_ts;
+  return {
+    messageId: `tap:${b.trigger_id ?? `${e.envelopeId}`}`,
+    chatId: channel,
+    payload: { kind: 'tap', data: action.action_id!, channel, user: b.user.id, ts, ...(thread && thread !== ts ? { thread } : {}) },
+  };
 }
 
 /** `/status`, `!status` (in a message) → 'status' when it is one of the built-in commands. */
@@ -233,7 +262,7 @@ const decode = (s: string) => s.replace(/&(?:amp|lt|gt);/g, (e) => ENTITIES[e] ?
  * its gating) with the text it has now: what the kit's `edited` takes.
  */
 export function toInbound(
-  item: IngressItem<Exclude<SlackItem, { kind: 'delete' }>>,
+  item: IngressItem<Exclude<SlackItem, { kind: 'delete' | 'tap' }>>,
   botUserId: string | undefined,
   follows?: (channel: string, threadTs: string) => boolean,
   names?: ReadonlyMap<string, string>,

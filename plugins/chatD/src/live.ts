@@ -29,6 +29,7 @@ import { withSlackFiles } from './files.js';
 import { itemOf, mentions, messageItemOf, messageKey, toInbound, type SlackItem, type SlackMessageEvent } from './inbound.js';
 import {
   badCredentials,
+  blocksOf,
   classifySlack,
   CONVERSATION_ID,
   reactionName,
@@ -40,6 +41,7 @@ import {
 import { mentionedIds, SlackNames } from './names.js';
 import { quoteOf, ThreadStarts } from './quoted.js';
 import { runSocket, SupervisedReceiver } from './socket.js';
+import { approvalTap } from './approval-tap.js';
 
 /** chatD's status: the kit's, the bot's name, and the history catch-up (`caughtUp` always there). */
 export interface ChatDStatus extends ChannelStatus {
@@ -200,6 +202,10 @@ export async function startChatD(ctx: PluginContext<typeof manifest>) {
       const texts = (
         options.format === 'plain' ? renderChunks(text, 'plain', { limit: 2800 }).map(slackEscape) : renderChunks(text, 'slack')
       ).map((t): SlackChunk => ({ kind: 'text', text: t, ...at }));
+      // Buttons (an approval request's) go with the last text chunk, as Block Kit under its text.
+      const last = texts.at(-1);
+      const blocks = last?.kind === 'text' ? blocksOf(last.text, m.buttons) : undefined;
+      if (last && blocks) texts[texts.length - 1] = { ...last, blocks } as SlackChunk;
       const files = (m.files ?? []).map(
         (f): SlackChunk => ({ kind: 'file', path: f.path, ...(f.caption ? { comment: f.caption } : {}), ...at }),
       );
@@ -282,6 +288,11 @@ export async function startChatD(ctx: PluginContext<typeof manifest>) {
       if (p.kind === 'delete') {
         await turn.previous;
         return rt.deleted(messageKey(p.channel, p.ts));
+      }
+      // A tap on an approval button: decided at once, and the chat is not held while an approved command runs.
+      if (p.kind === 'tap') {
+        turn.ordered();
+        return approvalTap(ctx, client, outbox, p);
       }
       // An edit is read as its message is (gating, names, quote, files), with the text it has now.
       const item: IngressItem<typeof p> = { ...recorded, payload: p };

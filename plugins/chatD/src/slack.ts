@@ -5,10 +5,12 @@
 import { basename } from 'node:path';
 import { ErrorCode, type WebClient } from '@slack/web-api';
 import type { SendErrorDecision } from '../../../sdk/channel-kit/index.js';
+import { type Json, type OutboundMessage, parseApprovalButton } from '../../../sdk/index.js';
 
 /** One ledger entry of an outbound Slack message. */
 export type SlackChunk =
-  | { kind: 'text'; text: string; thread?: string }
+  /** `blocks`: Block Kit blocks (an approval request's text and buttons), on the last text chunk; `text` is their fallback. */
+  | { kind: 'text'; text: string; thread?: string; blocks?: Json[] }
   | { kind: 'file'; path: string; title?: string; comment?: string; thread?: string };
 
 /** Slack conversation ids the channel sends to: public channel, private channel / group DM, direct message. */
@@ -80,7 +82,12 @@ export async function sendChunk(client: WebClient, channel: string, c: SlackChun
     return r.files?.[0]?.files?.[0]?.id ?? 'file';
   }
   // mrkdwn is Slack's default for `text`; the kit rendered it.
-  const r = await client.chat.postMessage({ channel, text: c.text, ...(c.thread ? { thread_ts: c.thread } : {}) });
+  const r = await client.chat.postMessage({
+    channel,
+    text: c.text,
+    ...(c.blocks ? { blocks: c.blocks as never } : {}),
+    ...(c.thread ? { thread_ts: c.thread } : {}),
+  });
   return String(r.ts);
 }
 
@@ -107,4 +114,33 @@ export function reactionName(emoji: string): string | undefined {
   const named = /^:?([a-z0-9_+'-]+):?$/.exec(e);
   if (named) return named[1];
   return REACTION_NAMES[e];
+}
+
+/**
+ * A message's buttons as Block Kit: the text as a mrkdwn section (Slack shows blocks instead of `text`, which stays
+ * the notification's fallback), then one `actions` block per row. An approval button (sdk/approvals.ts:
+ * `apr:y|n:<id>`) becomes a primary Approve / danger Refuse button whose action_id and value are that data, answered
+ * by approval-tap.ts; a link a link button. Other callback buttons are left out: nothing on Slack answers them.
+ */
+export function blocksOf(text: string, buttons: OutboundMessage['buttons']): Json[] | undefined {
+  const rows = (buttons ?? []).slice(0, 24).flatMap((row, r) => {
+    const elements = row.slice(0, 25).flatMap((b, i): Json[] => {
+      const label = { type: 'plain_text', text: b.text.slice(0, 75) || '…' };
+      if (b.url) return [{ type: 'button', text: label, url: b.url, action_id: `link:${r}:${i}` }];
+      const tap = parseApprovalButton(b.callback_data);
+      if (!tap) return [];
+      return [
+        {
+          type: 'button',
+          text: label,
+          style: tap.decision === 'approve' ? 'primary' : 'danger',
+          action_id: b.callback_data!,
+          value: b.callback_data!,
+        },
+      ];
+    });
+    return elements.length ? [{ type: 'actions', elements }] : [];
+  });
+  if (!rows.length) return undefined;
+  return [{ type: 'section', text: { type: 'mrkdwn', text: text.slice(0, 3000) || ' ' } }, ...rows];
 }

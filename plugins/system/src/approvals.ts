@@ -19,7 +19,7 @@ import type manifest from '../manifest.js';
 import type { CommandService } from './service.js';
 
 /** Channels that show the buttons and hand a tap back (`approvals.decide`). Others keep the CLI and REST paths. */
-export const BUTTON_CHANNELS = new Set(['chatA', 'chatC', 'gateway-chat']);
+export const BUTTON_CHANNELS = new Set(['chatA', 'chatC', 'chatD', 'gateway-chat']);
 
 type Ctx = PluginContext<typeof manifest>;
 
