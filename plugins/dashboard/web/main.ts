@@ -6,6 +6,7 @@
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { api, ApiError, setApiKey, stream } from './api.js';
+import { Approvals } from './pages/approvals.js';
 import { Chat } from './pages/chat.js';
 import { Config } from './pages/config.js';
 import { Connections } from './pages/connections.js';
@@ -25,6 +26,7 @@ export const PAGES: Array<[string, string, () => unknown]> = [
   ['tasks', 'Tasks', Tasks],
   ['live', 'Live', Live],
   ['chat', 'Chat', Chat],
+  ['approvals', 'Approvals', Approvals],
   ['skills', 'Skills', Skills],
   ['memory', 'Memory', Memory],
   ['knowledge', 'Knowledge', Knowledge],

@@ -25,6 +25,7 @@ const PAGES = [
   'tasks',
   'live',
   'chat',
+  'approvals',
   'skills',
   'memory',
   'knowledge',
