@@ -59,7 +59,13 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard approvals page', () => {
       body: JSON.stringify({ text: `run echo ${word}` }),
     });
     expect(r.status).toBe(202);
-    const req = await waitFor(() => approvals().list().find((x) => x.state === 'pending' && x.ask.includes(`echo ${word}`)), 'the request');
+    const req = await waitFor(
+      () =>
+        approvals()
+          .list()
+          .find((x) => x.state === 'pending' && x.ask.includes(`echo ${word}`)),
+      'the request',
+    );
     expect(req.origin.channel).toBe('gateway-chat');
     return req.id;
   }
