@@ -4,8 +4,13 @@
  * time), messageDelivered (channel, platform message ids) and messageIgnored (inbound messages that did not
  * become an action).
  */
-import type { Action, PluginContext } from '../../../sdk/index.js';
-import type { TimelineAction, TimelineStore } from './store.js';
+import { randomBytes } from 'node:crypto';
+import type { SkillCall } from '../../../sdk/hooks.js';
+import type { Action, PluginContext, SkillResult } from '../../../sdk/index.js';
+import type { TimelineAction, TimelineEventType, TimelineStore } from './store.js';
+
+/** The channel of the actor Keel's MCP server runs calls as (plugins/mcp: `/mcp` and `keel mcp`). */
+export const MCP_CHANNEL = 'mcp';
 
 /** Longest text kept from a result, error or reason. */
 const TEXT_CAP = 300;
@@ -164,7 +169,18 @@ export function record(ctx: PluginContext, store: TimelineStore, onError: (e: un
     });
   });
   ctx.hooks.tap('afterSkill', (call, r) => {
-    if (!call.actionId) return;
+    if (!call.actionId) {
+      // A call an MCP client made (Keel's MCP server, plugins/mcp): no action of the queue, so a timeline of its own.
+      if (call.actor.channel === MCP_CHANNEL) {
+        const s = mcpCall(call, r);
+        later(() => {
+          if (!store.ensure(s.action)) return;
+          for (const e of s.events) store.add(s.action.id, e.type, e.data, e.at);
+          store.update(s.action.id, s.settled);
+        });
+      }
+      return;
+    }
     const at = new Date().toISOString();
     const data = {
       name: call.name,
@@ -189,4 +205,52 @@ export function record(ctx: PluginContext, store: TimelineStore, onError: (e: un
     later(() => store.ignored(r));
   });
   return { flush };
+}
+
+/**
+ * The timeline of one tools/call of an MCP client (docs/mcp.md): an id of its own (`mcp_<ms>_<hex>`), source
+ * `mcp`, task `MCP tools/call <name>`, filed under the message id `mcp:<name>` (so `keel trace mcp:<name>` lists
+ * every MCP call of that skill), with `received` (who called), `queued`, `started`, `skill_call` and `settled`.
+ * Arguments and results are not copied (as for every skill call): only whether it worked, and the error, capped.
+ */
+export function mcpCall(
+  call: SkillCall,
+  r: SkillResult,
+  now = Date.now(),
+): {
+  action: TimelineAction;
+  events: Array<{ type: TimelineEventType; data: Record<string, unknown>; at: string }>;
+  settled: { status: string; settledAt: string; result?: string; error?: string };
+} {
+  const at = new Date(now).toISOString();
+  const createdAt = new Date(now - Math.round(r.executionTime)).toISOString();
+  const who = call.actor.userId ?? call.actor.kind;
+  const status = r.success ? 'completed' : 'failed';
+  const detail = cap(r.result);
+  return {
+    action: {
+      id: `mcp_${now}_${randomBytes(3).toString('hex')}`,
+      task: `MCP tools/call ${call.name}`,
+      source: MCP_CHANNEL,
+      status,
+      createdAt,
+      inbound: { channel: MCP_CHANNEL, messageId: `mcp:${call.name}`, userId: who },
+    },
+    events: [
+      { type: 'started', data: { attempt: 1 }, at: createdAt },
+      {
+        type: 'skill_call',
+        data: {
+          name: call.name,
+          ok: r.success,
+          durationMs: Math.round(r.executionTime),
+          ...(r.success ? {} : { error: detail, ...(r.code ? { code: r.code } : {}) }),
+        },
+        at,
+      },
+      { type: 'settled', data: { status, ...(r.success ? {} : { reason: detail }) }, at },
+    ],
+    // A skill's result may be large or sensitive (a file, a page): kept out, as for every skill call; errors kept.
+    settled: { status, settledAt: at, ...(r.success ? {} : { error: r.result }) },
+  };
 }

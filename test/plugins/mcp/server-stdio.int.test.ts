@@ -7,7 +7,8 @@ import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { KEEL_CLI, rm, skillEntry, tmp, writePlugin } from '../../helpers.js';
+import { TimelineStore } from '../../../plugins/timeline/src/store.js';
+import { KEEL_CLI, rm, skillEntry, tmp, waitFor, writePlugin } from '../../helpers.js';
 
 async function keelMcp(home: string, args: string[]): Promise<Client> {
   const client = new Client({ name: 'test-client', version: '1.0.0' });
@@ -50,6 +51,25 @@ describe('keel mcp: stdio', () => {
       expect(v.content).toEqual([{ type: 'text', text: 'opened box' }]);
     } finally {
       await client.close();
+    }
+    // Each call is in the action timeline (written behind by the timeline plugin of that process).
+    const recorded = () => {
+      const s = TimelineStore.read(home);
+      try {
+        return (s?.byMessageId('mcp:vault_open').length ?? 0) > 0;
+      } finally {
+        s?.close();
+      }
+    };
+    await waitFor(recorded, 'the calls recorded');
+    const store = TimelineStore.read(home);
+    try {
+      const shout = store?.byMessageId('mcp:shout') ?? [];
+      expect(shout.map((t) => [t.action.source, t.action.status])).toEqual([['mcp', 'completed']]);
+      expect(shout[0]!.events.find((e) => e.type === 'received')?.data).toMatchObject({ channel: 'mcp', userId: 'operator' });
+      expect(store?.byMessageId('mcp:vault_open')).toHaveLength(1);
+    } finally {
+      store?.close();
     }
   }, 30_000);
 
