@@ -10,6 +10,9 @@
  * interaction, a second refused with 40060; a wrong token 10062) and edits of the original response (`PATCH
  * /webhooks/:app/:token/messages/@original`, 404 10015 for an unknown token), attachments served like the CDN
  * (optionally held by `cdnGate`); errors in Discord's shape, a 429 with `Retry-After` and `retry_after`.
+ * Button components on messages (checked as Discord checks them), taps on them (`pushButton`: INTERACTION_CREATE
+ * type 3) whose callback 6/7 and edit of `@original` change the tapped message, and interaction follow-ups
+ * (`POST /webhooks/:app/:token`, ephemeral with flag 64).
  * Gateway: HELLO (op 10), IDENTIFY (op 2) → READY (with `session_id`, `resume_gateway_url`) + GUILD_CREATE (its
  * channels with `last_message_id`, the bot's own member; a channel in `noHistoryAccess` with an overwrite denying
  * READ_MESSAGE_HISTORY, and its history answering 403),

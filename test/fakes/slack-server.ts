@@ -16,6 +16,8 @@
  * `deaf` keeps hello, pings and pongs going while it withholds every envelope. Message ts follow the wall clock
  * (`<seconds>.<microseconds>`, increasing), as Slack's do. `editMessage`, `unfurlMessage` and `deleteMessage` change
  * a message in the history and send the `message_changed` / `message_deleted` events Slack sends for them.
+ * Block Kit `blocks` on chat.postMessage / chat.update (checked as Slack checks buttons; `blocks: []` takes them
+ * off), `pushBlockAction` (an `interactive` envelope with a `block_actions` payload) and chat.postEphemeral.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
