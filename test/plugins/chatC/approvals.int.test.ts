@@ -112,6 +112,21 @@ describe('chatC approvals', () => {
     ).toMatchObject({ success: false });
   });
 
+  it('a restart keeps the pending request: the tap after it runs the command once', async () => {
+    await boot();
+    const msg = await commandWaiting();
+    const [approve] = buttonsOf(msg);
+    await h!.restart();
+    await waitFor(() => h!.channel().status().connected, 'connected again');
+    const id = approve!.custom_id.slice(6);
+    expect(approvals().get(id)?.state).toBe('pending');
+    const tap = h!.dc.pushButton(msg, approve!.custom_id, { userId: ADMIN });
+    await waitFor(() => stdoutMessages()[0], 'the command result');
+    await waitFor(() => h!.dc.interactionEdits.get(tap.id), 'the request message edited');
+    expect(current(msg).components).toBeUndefined();
+    expect(approvals().get(id)?.state).toBe('approved');
+  });
+
   it('the loopback Discord refuses a button without a custom id and a label longer than 80, as Discord does', async () => {
     await boot();
     const api = `${h!.dc.apiUrl}/v10/channels/${h!.dc.channelId}/messages`;
