@@ -171,4 +171,30 @@ describe.skipIf(problem)('fencing tokens on the connection lease', () => {
     await b.deliver('act_3:r0', ['still b']);
     expect(tg.sent.at(-1)?.text).toBe('still b');
   });
+
+  // Last in the file: it stops the shared redis-server for a moment.
+  it('Redis unreachable: a chunk goes while the lease was renewed within two thirds of its length, is refused after', async () => {
+    const prefix = `fence${++n}-${process.pid}:`;
+    const l = lease(prefix, 3000);
+    expect((await l.acquire()).ok).toBe(true);
+    const lost: string[] = [];
+    l.watch((why) => lost.push(why));
+    const hold = l.hold()!;
+    clearInterval((l as unknown as { timer: NodeJS.Timeout }).timer);
+    await redis.kill();
+    try {
+      // just renewed: the connection is kept by this rule, and so is the send
+      await l.check(hold);
+      // as if its event loop had been blocked for 2.1 s of its 3 s lease
+      (l as unknown as { lastRenewed: number }).lastRenewed -= 2100;
+      await expect(l.check(hold)).rejects.toMatchObject({
+        code: 'KEEL_E_LEASE_LOST',
+        message: expect.stringMatching(/cannot check the connection's lease, last renewed \d+ ms ago/),
+      });
+      expect(lost).toHaveLength(1);
+      expect(l.hold()).toBeUndefined();
+    } finally {
+      await redis.restart();
+    }
+  });
 });
