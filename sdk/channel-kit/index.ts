@@ -38,7 +38,15 @@ export {
   type SendErrorDecision,
 } from './rate-limit.js';
 export { type ConnectionHooks, ConnectionSupervisor, StallError, type ConnectionState, type SupervisorOptions } from './supervisor.js';
-export { type ConnectionLock, connectionLock, RedisLease, type RedisLeaseOptions } from './lease.js';
+export {
+  type ConnectionLock,
+  connectionLock,
+  type LeaseHold,
+  LeaseLostError,
+  RedisLease,
+  type RedisLeaseOptions,
+  type SendFence,
+} from './lease.js';
 export { OwnerLock, type LockResult } from './owner-lock.js';
 export { RedisSharedLedger, type SharedLedger, sharedLedger } from './shared-ledger.js';
 export { BUILTIN_COMMANDS, isBuiltin, runCommand } from './commands.js';

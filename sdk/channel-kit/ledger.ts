@@ -11,6 +11,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Json } from '../types.js';
+import type { LeaseHold } from './lease.js';
 import type { SharedLedger } from './shared-ledger.js';
 import type { ChannelStore } from './store.js';
 import { WriteBehind } from './write-behind.js';
@@ -136,12 +137,14 @@ export class DeliveryLedger {
 
   /**
    * Delivers `chunks` under `key` (first call wins: a later call with the same key delivers what was stored then,
-   * whatever `chunks` it brings) and returns the platform ids of every chunk in order.
+   * whatever `chunks` it brings) and returns the platform ids of every chunk in order. `hold`: the connection's
+   * lease this delivery is fenced by; the shared copy's claim is refused (`KEEL_E_LEASE_LOST`, nothing stored
+   * anywhere) when the lease no longer holds it.
    */
-  deliver<C extends Json>(key: string, chatId: string, chunks: C[], send: ChunkSender<C>): Promise<string[]> {
+  deliver<C extends Json>(key: string, chatId: string, chunks: C[], send: ChunkSender<C>, hold?: LeaseHold): Promise<string[]> {
     const running = this.inFlight.get(key);
     if (running) return running;
-    const p = this.run(key, chatId, chunks, send);
+    const p = this.run(key, chatId, chunks, send, hold);
     this.inFlight.set(key, p);
     // Cleared before the caller hears back (registered first), either way it ends.
     const clear = () => this.inFlight.delete(key);
@@ -173,7 +176,7 @@ export class DeliveryLedger {
     return rows.map((r) => ({ chunk: r.chunk, state: r.state, ...(r.platform_id ? { platformId: r.platform_id } : {}) }));
   }
 
-  private async run<C extends Json>(key: string, chatId: string, chunks: C[], send: ChunkSender<C>): Promise<string[]> {
+  private async run<C extends Json>(key: string, chatId: string, chunks: C[], send: ChunkSender<C>, hold?: LeaseHold): Promise<string[]> {
     type Row = { chunk: number; chat_id: string; body: string | C; state: string; platform_id: string | null };
     // NORMAL (WAL): durable across a process crash. A power cut can lose these rows only for a reply whose action
     // has not completed yet (a reply is awaited before completion), so the re-run sends it: a repeat, never a loss.
@@ -182,7 +185,7 @@ export class DeliveryLedger {
     // Several machines: a key this machine has never seen may have been sent (in part) by another one.
     let sentElsewhere: Map<number, string> | undefined;
     if (this.shared && chunks.length && (this.select.all(key) as Row[]).length === 0) {
-      const claimed = await this.shared.claim(key, chatId, chunks);
+      const claimed = await this.shared.claim(key, chatId, chunks, hold);
       chunks = claimed.chunks as C[];
       chatId = claimed.chatId;
       if (claimed.sent.size) sentElsewhere = claimed.sent;

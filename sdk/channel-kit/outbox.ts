@@ -3,6 +3,7 @@
  */
 import { errorMessage } from '../errors.js';
 import type { Json, Logger } from '../types.js';
+import { type LeaseHold, LeaseLostError, type SendFence } from './lease.js';
 import type { ChunkSender, DeliveryLedger } from './ledger.js';
 import type { RateLimiter, SendErrorDecision } from './rate-limit.js';
 
@@ -13,6 +14,12 @@ export interface OutboxOptions {
   classify(error: unknown): SendErrorDecision;
   log: Logger;
   signal?: AbortSignal;
+  /**
+   * The connection's lease when it has fencing tokens (the Redis lease, several machines): a delivery that starts
+   * while this process holds it is fenced by that hold, checked in Redis before each chunk (and at the shared
+   * ledger's claim). Without it (the lock file, one machine) nothing is checked.
+   */
+  fence?: SendFence;
 }
 
 /**
@@ -23,8 +30,30 @@ export interface OutboxOptions {
 export class Outbox {
   /** The last delivery queued per chat (the next one starts after it settles, either way). */
   private readonly chains = new Map<string, Promise<unknown>>();
+  /** The token of the last hold whose refusal was logged (each lost hold is logged once). */
+  private refusedToken: number | undefined;
+  /** A refused send is not retried: the platform's classification is not asked. */
+  private readonly classify = (e: unknown): SendErrorDecision => (e instanceof LeaseLostError ? { retry: false } : this.o.classify(e));
 
   constructor(private readonly o: OutboxOptions) {}
+
+  /** `send` behind the fence of `hold`: the lease is checked before every attempt (a retry after a 429 included). */
+  private fenced<C extends Json>(send: ChunkSender<C>, hold: LeaseHold | undefined): ChunkSender<C> {
+    const fence = this.o.fence;
+    if (!fence || !hold) return send;
+    return (c, i, ch, k) => fence.check(hold).then(() => send(c, i, ch, k));
+  }
+
+  /** A delivery under `hold` that failed: a refusal gives the connection up (if the lease did not already) and is logged once. */
+  private refused(hold: LeaseHold, e: unknown): unknown {
+    if (!(e instanceof LeaseLostError)) return e;
+    this.o.fence?.stale(hold, 'a send found that another process holds the lease now');
+    if (this.refusedToken !== hold.token) {
+      this.refusedToken = hold.token;
+      this.o.log.warn(e.message);
+    }
+    return e;
+  }
 
   /**
    * Delivers the chunks of one message under `key`: in order after earlier messages to the same chat, each chunk
@@ -32,15 +61,28 @@ export class Outbox {
    * pending in the ledger (sent by `resumeAll` at the next start) and the error thrown.
    */
   deliver<C extends Json>(key: string, chatId: string, chunks: C[], send: ChunkSender<C>): Promise<string[]> {
-    return this.serial(chatId, () =>
-      this.o.ledger.deliver<C>(key, chatId, chunks, (c, i, ch, k) =>
-        this.o.limiter.run(ch, 'send', () => send(c, i, ch, k), {
-          classify: this.o.classify,
-          ...(this.o.signal ? { signal: this.o.signal } : {}),
-          onWait: (ms, e) => this.o.log.warn(`Send to ${ch} waits ${Math.round(ms)} ms (${errorMessage(e)}).`),
-        }),
+    // The hold the decision to send was made under: every chunk of this message checks that it is still the newest.
+    const hold = this.o.fence?.hold();
+    const one = this.fenced(send, hold);
+    const p = this.serial(chatId, () =>
+      this.o.ledger.deliver<C>(
+        key,
+        chatId,
+        chunks,
+        (c, i, ch, k) =>
+          this.o.limiter.run(ch, 'send', () => one(c, i, ch, k), {
+            classify: this.classify,
+            ...(this.o.signal ? { signal: this.o.signal } : {}),
+            onWait: (ms, e) => this.o.log.warn(`Send to ${ch} waits ${Math.round(ms)} ms (${errorMessage(e)}).`),
+          }),
+        hold,
       ),
     );
+    return hold
+      ? p.catch((e: unknown) => {
+          throw this.refused(hold, e);
+        })
+      : p;
   }
 
   /** An edit under the edit bucket of the chat (not ledgered: an edit repeated is harmless). */
@@ -51,14 +93,21 @@ export class Outbox {
   /** Sends what a crash left unconfirmed in the ledger. Returns how many messages it resumed. */
   async resumeAll<C extends Json>(send: ChunkSender<C>): Promise<number> {
     const open = this.o.ledger.unfinished();
+    const hold = this.o.fence?.hold();
+    const one = this.fenced(send, hold);
     for (const { key, chatId } of open) {
       try {
         await this.serial(chatId, () =>
           this.o.ledger.resume<C>(key, (c, i, ch, k) =>
-            this.o.limiter.run(ch, 'send', () => send(c, i, ch, k), { classify: this.o.classify }),
+            this.o.limiter.run(ch, 'send', () => one(c, i, ch, k), { classify: this.classify }),
           ),
         );
       } catch (e) {
+        if (hold && e instanceof LeaseLostError) {
+          // The rest waits for this process's next hold of the connection.
+          this.refused(hold, e);
+          break;
+        }
         this.o.log.warn(`Could not finish an interrupted delivery to ${chatId}: ${errorMessage(e)}`);
       }
     }

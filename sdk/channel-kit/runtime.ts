@@ -24,6 +24,7 @@ import type { PluginContext } from '../plugin.js';
 import type { Action, Json } from '../types.js';
 import { BUILTIN_COMMANDS, isBuiltin, runCommand } from './commands.js';
 import type { IngressTurn } from './ingress.js';
+import type { ConnectionLock, SendFence } from './lease.js';
 import { type ChunkSender, DeliveryLedger } from './ledger.js';
 import { sharedLedger } from './shared-ledger.js';
 import { Outbox } from './outbox.js';
@@ -80,6 +81,12 @@ export interface ChannelRuntimeOptions<C extends Json> {
   statusMessages?: boolean;
   /** Dedupe memory kept in the store, in days (default: the `channelHistoryKeepDays` setting, 30). */
   keepDays?: number;
+  /**
+   * The connection's lock (`connectionLock(ctx, name, credential)`, the one the supervisor holds). When it is the
+   * Redis lease, a delivery that starts while this process holds it is fenced by its token (lease.ts): a holder
+   * that lost the lease without knowing yet has its sends refused (`KEEL_E_LEASE_LOST`).
+   */
+  lock?: ConnectionLock;
 }
 
 /** What `createChannelRuntime` gives a channel plugin. */
@@ -145,12 +152,18 @@ export function createChannelRuntime<C extends Json>(o: ChannelRuntimeOptions<C>
   );
   const stopping = new AbortController();
   const shared = sharedLedger(ctx, name);
+  const lock = o.lock;
+  const fence: SendFence | undefined =
+    lock?.hold && lock.check && lock.stale
+      ? { hold: () => lock.hold!(), check: (h) => lock.check!(h), stale: (h, why) => lock.stale!(h, why) }
+      : undefined;
   const outbox = new Outbox({
     ledger: new DeliveryLedger(store, shared),
     limiter: new RateLimiter(o.policy),
     classify: o.classify,
     log: ctx.log,
     signal: stopping.signal,
+    ...(fence ? { fence } : {}),
   });
   // Status messages are recorded in the store: the next start ends the ones a killed process left (`resume`).
   const progress = new ProgressFeedback({

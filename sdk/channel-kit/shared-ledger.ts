@@ -15,19 +15,30 @@
  *   an HMAC, and what does not verify is not believed (stored chunks: this machine's own are sent instead; a mark:
  *   the chunk counts as unsent), so whatever else can write to the Redis cannot make a bot say its words or keep a
  *   chunk from being sent.
+ * - Fenced, when the delivery is (the channel's Redis lease, lease.ts): the claim's script first checks that the
+ *   lease still holds the sender's hold, in the same round trip, and stores nothing when it does not
+ *   (`KEEL_E_LEASE_LOST`). A mark is not fenced: it records a chunk the platform accepted, which is true whoever
+ *   holds the lease now (refusing it would have the chunk sent again).
  */
 import type { Redis as RedisClient } from 'ioredis';
 import { errorMessage } from '../errors.js';
 import { type Signer, signerOf } from '../signing.js';
 import type { Json, Logger } from '../types.js';
+import { type LeaseHold, LeaseLostError } from './lease.js';
 
 /** What the ledger needs of its shared copy. */
 export interface SharedLedger {
   /**
    * Stores `chunks` under `key` unless the key is there already, and returns what is stored: the chunks (as first
-   * stored, on whichever machine) and the platform ids of those already confirmed.
+   * stored, on whichever machine) and the platform ids of those already confirmed. With `hold`, refused
+   * (`LeaseLostError`, nothing stored) unless the connection's lease still holds it.
    */
-  claim(key: string, chatId: string, chunks: Json[]): Promise<{ chatId: string; chunks: Json[]; sent: Map<number, string> }>;
+  claim(
+    key: string,
+    chatId: string,
+    chunks: Json[],
+    hold?: LeaseHold,
+  ): Promise<{ chatId: string; chunks: Json[]; sent: Map<number, string> }>;
   /** Records that chunk `index` of `key` was confirmed with `platformId` (written behind). */
   mark(key: string, index: number, platformId: string): void;
   close(): Promise<void>;
@@ -35,8 +46,14 @@ export interface SharedLedger {
 
 const TTL_S = 7 * 24 * 3600;
 
+/**
+ * Fenced claims: KEYS[2] the channel's lease, ARGV[5] the sender's hold of it; -1 (nothing stored) when the lease
+ * holds anything else.
+ */
+const FENCE = `if #KEYS > 1 and redis.call('GET', KEYS[2]) ~= ARGV[5] then return -1 end`;
+
 /** KEYS[1]: the key's hash. ARGV: chat id, chunks JSON, TTL. Returns the hash's fields (empty when just stored). */
-const CLAIM = `
+const CLAIM = `${FENCE}
 if redis.call('EXISTS', KEYS[1]) == 1 then return redis.call('HGETALL', KEYS[1]) end
 redis.call('HSET', KEYS[1], 'chat', ARGV[1], 'chunks', ARGV[2])
 redis.call('EXPIRE', KEYS[1], tonumber(ARGV[3]))
@@ -44,7 +61,7 @@ return {}
 `;
 
 /** CLAIM, storing the chunks' signature (ARGV[4]) beside them. */
-const CLAIM_SIGNED = `
+const CLAIM_SIGNED = `${FENCE}
 if redis.call('EXISTS', KEYS[1]) == 1 then return redis.call('HGETALL', KEYS[1]) end
 redis.call('HSET', KEYS[1], 'chat', ARGV[1], 'chunks', ARGV[2], 'sig', ARGV[4])
 redis.call('EXPIRE', KEYS[1], tonumber(ARGV[3]))
@@ -90,20 +107,27 @@ export class RedisSharedLedger implements SharedLedger {
     return `${this.o.prefix}ledger:${this.o.channel}:${key}`;
   }
 
-  async claim(key: string, chatId: string, chunks: Json[]) {
+  async claim(key: string, chatId: string, chunks: Json[], hold?: LeaseHold) {
     const redis = await this.redis();
     const json = JSON.stringify(chunks);
+    const sig = this.signer ? this.signer.sign(this.chunksPayload(key, chatId, json)) : '';
     // Signed: the chunks' signature rides with them (ARGV[2] stays the chunks alone; the script stores the rest).
     const fields = (await redis.eval(
       this.signer ? CLAIM_SIGNED : CLAIM,
-      1,
+      hold ? 2 : 1,
       this.hash(key),
+      ...(hold ? [hold.key] : []),
       chatId,
       json,
       TTL_S,
-      ...(this.signer ? [this.signer.sign(this.chunksPayload(key, chatId, json))] : []),
-    )) as string[];
-    if (fields.length === 0) return { chatId, chunks, sent: new Map<number, string>() };
+      ...(this.signer || hold ? [sig] : []),
+      ...(hold ? [hold.value] : []),
+    )) as string[] | number;
+    if (fields === -1)
+      throw new LeaseLostError(
+        `${this.o.channel}: send refused: this process no longer holds the connection's lease with the newest fencing token (it held token ${hold?.token}; another process took the lease, or it lapsed). Nothing of the message was stored or sent.`,
+      );
+    if (typeof fields === 'number' || fields.length === 0) return { chatId, chunks, sent: new Map<number, string>() };
     const h = new Map<string, string>();
     for (let i = 0; i + 1 < fields.length; i += 2) h.set(fields[i]!, fields[i + 1]!);
     const storedChat = h.get('chat') ?? chatId;

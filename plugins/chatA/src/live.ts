@@ -55,8 +55,11 @@ export async function startChatA(ctx: PluginContext<typeof manifest>) {
   };
 
   // Telegram redelivers only what was not acknowledged, within 24 hours: 30 days of dedupe memory is ample.
+  // One lock for the connection and the sends: a Redis lease fences each send by its token (lease.ts).
+  const lock = connectionLock(ctx, 'chatA', token);
   const rt = createChannelRuntime<TgChunk>({
     ctx,
+    lock,
     name: 'chatA',
     policy: RATE_POLICIES.telegram,
     classify: classifyTelegram,
@@ -110,7 +113,7 @@ export async function startChatA(ctx: PluginContext<typeof manifest>) {
     name: 'chatA',
     log: ctx.log,
     stallMs: pollTimeout * 1000 + 5000,
-    lock: connectionLock(ctx, 'chatA', token),
+    lock,
     fatal: (e) =>
       isBadToken(e)
         ? 'Telegram rejected the bot token (getMe answered 401/404). Set a valid chatAToken; the channel stays stopped until then.'

@@ -51,8 +51,11 @@ export async function startChatC(ctx: PluginContext<typeof manifest>) {
     return { chatId, options: messageId ? { replyToMessageId: messageId } : {} };
   };
 
+  // One lock for the connection and the sends: a Redis lease fences each send by its token (lease.ts).
+  const lock = connectionLock(ctx, 'chatC', token);
   const rt = createChannelRuntime<DcChunk>({
     ctx,
+    lock,
     name: 'chatC',
     policy: RATE_POLICIES.discord,
     classify: classifyDiscord,
@@ -186,7 +189,7 @@ export async function startChatC(ctx: PluginContext<typeof manifest>) {
     log: ctx.log,
     // Three heartbeat intervals without a dispatch or a heartbeat ACK (discord.js itself acts after one).
     stallMs: () => (info.heartbeatMs ? info.heartbeatMs * 3 + 5000 : 90_000),
-    lock: connectionLock(ctx, 'chatC', token),
+    lock,
     fatal: fatalMessage,
     connect: gatewayConnector({
       token,

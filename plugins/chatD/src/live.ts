@@ -63,11 +63,13 @@ export async function startChatD(ctx: PluginContext<typeof manifest>) {
   const slackApiUrl = apiUrl.endsWith('/') ? apiUrl : `${apiUrl}/`;
   const bot: { userId?: string | undefined; name?: string | undefined; team?: string | undefined } = {};
   // ---------------------------------------------------------------- connection
+  // One lock for the connection and the sends: a Redis lease fences each send by its token (lease.ts).
+  const lock = connectionLock(ctx, 'chatD', appToken);
   const supervisor = new ConnectionSupervisor({
     name: 'chatD',
     log: ctx.log,
     stallMs: setting(ctx, 'chatDSocketTimeout', 30) * 1000,
-    lock: connectionLock(ctx, 'chatD', appToken),
+    lock,
     fatal: (e) => badCredentials(e, (e as { chatDToken?: 'bot' | 'app' }).chatDToken ?? 'app'),
     connect: async (signal, { live, connected }) => {
       try {
@@ -182,6 +184,7 @@ export async function startChatD(ctx: PluginContext<typeof manifest>) {
   // Slack has no typing indicator for bots over Socket Mode: feedback is the status message, edited in place.
   const rt = createChannelRuntime<SlackChunk>({
     ctx,
+    lock,
     name: 'chatD',
     policy: RATE_POLICIES.slack,
     classify: classifySlack,
