@@ -249,6 +249,7 @@ export class BullQueue implements QueueEngine {
   private countsAt = 0;
   private countsWatchedAt = -Infinity;
   private counting = false;
+  private recount = false;
   private timers: NodeJS.Timeout[] = [];
   private closed = false;
   private tokenSeq = 0;
@@ -569,13 +570,20 @@ export class BullQueue implements QueueEngine {
   /** Counts are read again shortly when someone looks at them (a change was heard or made). */
   private countsStale(): void {
     this.countsAt = 0;
-    if (this.counting || this.closed || this.now() - this.countsWatchedAt > 10_000) return;
+    if (this.closed || this.now() - this.countsWatchedAt > 10_000) return;
+    if (this.counting) {
+      // A read in flight may have missed this change: read again after it.
+      this.recount = true;
+      return;
+    }
     this.counting = true;
+    this.recount = false;
     setTimeout(() => {
       this.refreshCounts()
         .catch(() => {})
         .finally(() => {
           this.counting = false;
+          if (this.recount) this.countsStale();
         });
     }, 20).unref();
   }
