@@ -70,7 +70,15 @@ interface Source {
   worker?: Worker<JobData>;
   /** For an adopted dead runner's queue: whose it was. */
   adoptedFrom?: string;
+  /**
+   * When this runner last found the queue empty: it is not asked again until a push to it is heard or a moment
+   * passed (a retry's delay ending, a dead runner's job coming back), which saves a round trip per take.
+   */
+  emptyAt?: number;
 }
+
+/** How long a queue found empty is not asked again (unless a push to it is heard). */
+const EMPTY_RECHECK_MS = 250;
 
 interface Held {
   job: Job<JobData>;
@@ -82,7 +90,7 @@ interface Held {
 }
 
 type QueueEvent =
-  | { k: 'push'; a: Action; o: string }
+  | { k: 'push'; a: Action; o: string; s?: string }
   | { k: 'start'; id: string; w: string; o: string }
   | { k: 'settle'; a: Action; o: string }
   | { k: 'stop'; id: string; reason: string; o: string }
@@ -470,6 +478,11 @@ export class BullQueue implements QueueEngine {
     if (!e || typeof e !== 'object' || e.o === this.origin) return;
     switch (e.k) {
       case 'push':
+        if (typeof e.s === 'string') {
+          const src = this.sources.get(e.s);
+          if (src) delete src.emptyAt;
+        }
+      // falls through: the action is remembered as a settle is
       case 'settle':
         if (e.a && typeof e.a.id === 'string') {
           if (e.k === 'settle' && this.held.has(e.a.id)) break;
@@ -807,8 +820,10 @@ export class BullQueue implements QueueEngine {
     }
     const parked = [...this.held.values()].filter((h) => h.parked).length;
     if (parked < MAX_PARKED) order.push(this.sources.get('lanes')!);
+    const now = this.now();
     for (const s of order) {
       if (!s.worker) continue;
+      if (s.emptyAt !== undefined && now - s.emptyAt < EMPTY_RECHECK_MS) continue;
       for (let tries = 0; tries < 50; tries++) {
         const token = this.nextToken();
         let job: Job<JobData> | undefined;
@@ -817,7 +832,11 @@ export class BullQueue implements QueueEngine {
         } catch (e) {
           throw this.unreachable(e, 'take');
         }
-        if (!job) break;
+        if (!job) {
+          s.emptyAt = this.now();
+          break;
+        }
+        delete s.emptyAt;
         const h = await this.admit(job, token, s, accept);
         if (!h) continue;
         if (h === 'skip') break;
@@ -872,8 +891,9 @@ export class BullQueue implements QueueEngine {
       this.log.warn(`Queue: removed ${id}: its TTL of ${action.metadata.ttl} ms passed before it could run.`);
       return undefined;
     }
+    // Marks are looked for only on a job that was taken before (a retry, or back from a runner that is gone).
     const rerun = job.attemptsStarted > 1 || (job.stalledCounter ?? 0) > 0;
-    const marks = await this.redis.mget(this.key(`q:done:${id}`), this.key(`q:stop:${id}`));
+    const marks = rerun ? await this.redis.mget(this.key(`q:done:${id}`), this.key(`q:stop:${id}`)) : [null, null];
     const done = marks[0] ?? null;
     const stop = marks[1] ?? null;
     if (done !== null) {
@@ -932,9 +952,18 @@ export class BullQueue implements QueueEngine {
     const h = this.heldOrThrow(id);
     const done = this.key(`q:done:${id}`);
     try {
+      // The mark and the move go out together: whichever lands first, a job that comes back is never run again.
+      let marked = false;
+      let moved = false;
       await this.settle(id, 'completion', async () => {
-        await this.redis.set(done, result, 'EX', DAY_S);
-        await h.job.moveToCompleted(result, h.token, false);
+        const [m, v] = await Promise.allSettled([
+          marked ? undefined : this.redis.set(done, result, 'EX', DAY_S),
+          moved ? undefined : h.job.moveToCompleted(result, h.token, false),
+        ]);
+        marked ||= m.status === 'fulfilled';
+        moved ||= v.status === 'fulfilled';
+        if (v.status === 'rejected') throw v.reason;
+        if (m.status === 'rejected') throw m.reason;
       });
     } catch (e) {
       this.held.delete(id);
@@ -982,6 +1011,7 @@ export class BullQueue implements QueueEngine {
   async push(input: PushInput, options: PushOptions = {}): Promise<Action> {
     this.assertOpen();
     let action = createAction(input, this.now());
+    let target: Source;
     const inbound = inboundOf(action);
     try {
       // One action per idempotency key and per inbound message, whichever machine pushes first.
@@ -1000,13 +1030,14 @@ export class BullQueue implements QueueEngine {
         action = { ...action, id: first };
       }
       if (options.idempotencyKey !== undefined) action.metadata = { ...action.metadata, idempotencyKey: options.idempotencyKey };
-      const target = await this.targetOf(action);
+      target = await this.targetOf(action);
       await target.queue.add('action', this.dataOf(action), this.jobOptions(action));
+      delete target.emptyAt;
     } catch (e) {
       throw this.unreachable(e, 'push');
     }
     this.remember(action);
-    this.publish({ k: 'push', a: action, o: this.origin });
+    this.publish({ k: 'push', a: action, o: this.origin, s: target.name });
     this.countsStale();
     this.emit();
     return copy(action);
@@ -1019,6 +1050,7 @@ export class BullQueue implements QueueEngine {
     delete a.settledAt;
     const target = await this.targetOf(a);
     await target.queue.add('action', this.dataOf(a), this.jobOptions(a));
+    delete target.emptyAt;
     this.remember(a);
     this.publish({ k: 'push', a, o: this.origin });
     this.countsStale();
