@@ -21,8 +21,8 @@ import { discoverAll, type PluginCandidate } from './plugins/discover.js';
 import { PluginHost, type HostOptions } from './plugins/host.js';
 import type { HostConfig } from './plugins/context.js';
 import { redisBackend } from './queue/backend.js';
-import { ActionQueue } from './queue/index.js';
-import { cancelAction, moveFileQueueInto } from './queue/queue.js';
+import type { QueueEngine } from './queue/index.js';
+import { cancelAction, moveFileQueueInto, openQueue } from './queue/queue.js';
 import { createDispatcher, type Dispatcher } from './registry/dispatch.js';
 import { Registry } from './registry/registry.js';
 import { Runner } from './runner/runner.js';
@@ -59,7 +59,7 @@ export interface Kernel {
   version: string;
   config: ConfigStore;
   keys: KeyRegistry;
-  queue: ActionQueue;
+  queue: QueueEngine;
   hooks: Readonly<HookCatalogue>;
   registry: Registry;
   host: PluginHost;
@@ -127,7 +127,7 @@ export async function startKernel(opts: KernelOptions = {}): Promise<Kernel> {
     deferUnknownKeys: true,
   });
   const cfg = config;
-  const queue = await ActionQueue.open({
+  const queue = await openQueue({
     home,
     owner: Boolean(opts.runAgent),
     log: logs.logger('queue'),
@@ -150,12 +150,15 @@ export async function startKernel(opts: KernelOptions = {}): Promise<Kernel> {
   const chatHere = (source: string | undefined) =>
     source !== undefined && registry.use<ChannelCapability>(`channel:${source}`) !== undefined;
   const queueApi: QueueApi = {
-    push: async (input) => {
+    push: async (input, options) => {
+      const before = Date.now();
       const worker = queue.worker;
       const a = await queue.push(
         worker !== undefined && chatHere(input.source) ? { ...input, metadata: { ...input.metadata, originWorker: worker } } : input,
+        options,
       );
-      await hooks.actionQueued.promise(a);
+      // A retried push with the same idempotency key is the first push's action: it was announced then.
+      if (options?.idempotencyKey === undefined || Date.parse(a.createdAt) >= before) await hooks.actionQueued.promise(a);
       return a;
     },
     get: (id) => queue.get(id),

@@ -51,7 +51,11 @@ export interface PluginHooks {
 
 /** Queue operations a plugin may use. */
 export interface QueueApi {
-  push(input: PushInput): Promise<Action>;
+  /**
+   * Queues an action. With `idempotencyKey`, a push retried with the same key (within 24 hours on the shared queue;
+   * while the file queue remembers the action) answers with the first push's action instead of queueing a second.
+   */
+  push(input: PushInput, options?: { idempotencyKey?: string }): Promise<Action>;
   get(id: string): Action | undefined;
   /**
    * Stops an action: a pending one is removed (`removed`, and `actionSettled` fires with status `removed`); an

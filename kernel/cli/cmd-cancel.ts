@@ -9,12 +9,12 @@ import { EXIT } from './exit.js';
 
 export async function cancelTask(id: string, opts: { json?: boolean; reason?: string }): Promise<number> {
   const reason = opts.reason?.trim() || 'cancelled by the operator (keel cancel)';
-  const { ActionQueue, cancelAction } = await import('../queue/index.js');
+  const { openQueue, cancelAction } = await import('../queue/index.js');
   const { queueBackendOf } = await import('../queue/backend.js');
   const home = keelHome();
   const redis = await queueBackendOf(home);
   const quiet = { debug() {}, info() {}, warn() {}, error() {} };
-  const q = await ActionQueue.open({ home, owner: false, log: quiet, quietCompactMs: 0, ...(redis ? { redis } : {}) });
+  const q = await openQueue({ home, owner: false, log: quiet, quietCompactMs: 0, ...(redis ? { redis } : {}) });
   let result: Awaited<ReturnType<typeof cancelAction>>;
   try {
     result = await cancelAction(q, id, reason);

@@ -48,7 +48,7 @@ export async function status(opts: { json?: boolean; config?: string }): Promise
   // A queue shared through Redis: where, and which runners (on any machine) hold a lease on it.
   let shared: { url: string; prefix: string; runners: Array<{ id: string; host?: string; pid?: number; since?: string }> } | undefined;
   if (redis) {
-    const { redactRedisUrl, sharedQueueRunners } = await import('../queue/redis-store.js');
+    const { redactRedisUrl, sharedQueueRunners } = await import('../queue/bull-queue.js');
     shared = { url: redactRedisUrl(redis.url), prefix: redis.prefix ?? 'keel:', runners: await sharedQueueRunners(redis) };
   }
   const plugins = state?.plugins ?? [];

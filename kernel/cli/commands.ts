@@ -35,6 +35,10 @@ export const COMMANDS: CommandSpec[] = [
     description: 'Add a task to the queue (it runs while `keel run` runs)',
     options: [
       { flags: '-p, --priority <1-10>', description: 'priority, higher runs first; clamped to 1..10', default: '5' },
+      {
+        flags: '--key <idempotency-key>',
+        description: 'a push retried with the same key (within 24 h) is the same action, not a second one',
+      },
       { ...json, description: 'print the queued action as JSON' },
     ],
   },

@@ -12,7 +12,12 @@ type Handler = (args: string[], opts: Opts) => Promise<number | void>;
 
 /** What each built-in command does, keyed by its path. */
 const HANDLERS: Record<string, Handler> = {
-  push: async ([task], o) => (await import('./cmd-push.js')).push(String(task), { priority: String(o.priority), json: Boolean(o.json) }),
+  push: async ([task], o) =>
+    (await import('./cmd-push.js')).push(String(task), {
+      priority: String(o.priority),
+      json: Boolean(o.json),
+      ...(typeof o.key === 'string' ? { key: o.key } : {}),
+    }),
   run: async (_a, o) => (await import('./cmd-run.js')).runCommand(o),
   status: async (_a, o) => (await import('./cmd-status.js')).status(o),
   stop: async (_a, o) => (await import('./cmd-stop.js')).stop({ json: Boolean(o.json), timeout: String(o.timeout) }),

@@ -5,11 +5,11 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { RedisStoreOptions } from './redis-store.js';
+import type { SharedQueueOptions } from './bull-queue.js';
 
-export type RedisBackend = Omit<RedisStoreOptions, 'owner' | 'readOnly' | 'log'>;
+export type RedisBackend = SharedQueueOptions;
 
-/** Builds the Redis store's options from the queue keys (undefined when no URL is set). */
+/** Builds the shared queue's options from the queue keys (undefined when no URL is set). */
 export function redisBackend(url: unknown, prefix: unknown, leaseSeconds: unknown, signingKey?: unknown): RedisBackend | undefined {
   if (typeof url !== 'string' || url === '') return undefined;
   return {

@@ -25,9 +25,13 @@ export {
   backoffMs,
   cancelAction,
   type CancelOutcome,
+  openQueue,
+  type OpenQueueOptions,
+  type QueueBackend,
   type QueueCounts,
   type QueueList,
   readQueueCounts,
   readQueueList,
 } from './queue.js';
+export type { PushOptions, QueueEngine } from './engine.js';
 export type { QueueSnapshot, QueueStore, StoreChange, StoreLoad } from './store.js';

@@ -13,9 +13,10 @@ import { ErrorCodes, errorMessage, KeelError } from '../errors.js';
 import { createAction, expiresAt } from './action.js';
 import { FileStore, type FileStoreOptions } from './file-store.js';
 import type { QueueOp } from './ops.js';
-import type { RedisStoreOptions } from './redis-store.js';
+import type { PushOptions, QueueCounts, QueueEngine, QueueList } from './engine.js';
 import { QueueState } from './state.js';
 import type { QueueStore, StoreChange } from './store.js';
+import type { SharedQueueOptions } from './bull-queue.js';
 
 export interface ActionQueueOptions {
   home: string;
@@ -29,8 +30,6 @@ export interface ActionQueueOptions {
   log?: Logger;
   /** Another backend; default: the file store in `home`. */
   store?: QueueStore;
-  /** A shared queue in Redis (queueRedisUrl), for several runners: see redis-store.ts. */
-  redis?: Omit<RedisStoreOptions, 'owner' | 'readOnly' | 'log'> | undefined;
   /** Read the state once and change nothing (for `keel status`, `keel tasks`). */
   readOnly?: boolean;
   /** Tuning of the default file store. */
@@ -39,22 +38,7 @@ export interface ActionQueueOptions {
   fileStore?: Pick<FileStoreOptions, 'lockTimeoutMs' | 'pollMs' | 'compactMinOps' | 'compactMinBytes'>;
 }
 
-export interface QueueList {
-  /** Executing first, then pending in run order. */
-  pending: Action[];
-  /** Newest first. */
-  completed: Action[];
-  /** Newest first. */
-  failed: Action[];
-}
-
-export interface QueueCounts {
-  /** Waiting and executing (as in `list().pending`). */
-  pending: number;
-  executing: number;
-  completed: number;
-  failed: number;
-}
+export type { QueueCounts, QueueList } from './engine.js';
 
 /** Retry n (1-based) waits 1 s, 2 s, 4 s, ... (SPEC "Retry backoff"). */
 export function backoffMs(retry: number): number {
@@ -77,7 +61,7 @@ const COMPACT_RETRY_MS = 30_000;
 /** Quiet time after the last change before `actions.json` is brought up to date (debounced compaction). */
 export const QUIET_COMPACT_MS = 1000;
 
-export class ActionQueue {
+export class ActionQueue implements QueueEngine {
   /** Corruption found while opening or reading (also logged). Empty when all is well. */
   readonly problems: string[] = [];
   readonly owner: boolean;
@@ -111,14 +95,7 @@ export class ActionQueue {
     const log = opts.log ?? consoleLog;
     const store =
       opts.store ??
-      (opts.redis
-        ? new (await import('./redis-store.js')).RedisStore({
-            ...opts.redis,
-            owner: opts.owner,
-            log,
-            ...(opts.readOnly ? { readOnly: true } : {}),
-          })
-        : new FileStore({ home: opts.home, owner: opts.owner, log, ...(opts.readOnly ? { readOnly: true } : {}), ...opts.fileStore }));
+      new FileStore({ home: opts.home, owner: opts.owner, log, ...(opts.readOnly ? { readOnly: true } : {}), ...opts.fileStore });
     const q = new ActionQueue(store, opts);
     try {
       await q.init(opts);
@@ -341,9 +318,16 @@ export class ActionQueue {
   }
 
   /** Validates, stores durably, then resolves with the queued action. Invalid input changes nothing. */
-  async push(input: PushInput): Promise<Action> {
+  async push(input: PushInput, options: PushOptions = {}): Promise<Action> {
     this.assertOpen();
     const now = this.now();
+    const key = options.idempotencyKey;
+    if (key !== undefined) {
+      // A retried push with the same key is the first push's action (kept while the queue remembers it).
+      for (const group of [this.state.active.values(), this.state.completed.values(), this.state.failed.values()])
+        for (const a of group) if (a.metadata.idempotencyKey === key) return copy(a);
+      input = { ...input, metadata: { ...input.metadata, idempotencyKey: key } };
+    }
     let action = createAction(input, now);
     // Ids are random; a clash would make the push look like a replay and vanish, so draw again.
     while (this.state.get(action.id)) action = createAction(input, now);
@@ -527,6 +511,10 @@ export class ActionQueue {
     return a && copy(a);
   }
 
+  async fetch(id: string): Promise<Action | undefined> {
+    return this.get(id);
+  }
+
   list(): QueueList {
     const s = this.state.snapshot(this.now());
     return {
@@ -587,7 +575,7 @@ export class ActionQueue {
  * into it, so nothing queued there is stranded: each action pushed with its id, then removed from the file queue.
  * A crash in between moves it again, which the shared queue ignores (same id). Returns how many moved.
  */
-export async function moveFileQueueInto(shared: ActionQueue, home: string, log: Logger): Promise<number> {
+export async function moveFileQueueInto(shared: QueueEngine, home: string, log: Logger): Promise<number> {
   const { existsSync } = await import('node:fs');
   const { queuePaths } = await import('./journal-file.js');
   const paths = queuePaths(home);
@@ -606,12 +594,9 @@ export async function moveFileQueueInto(shared: ActionQueue, home: string, log: 
   }
 }
 
-/** Where a queue lives when it is not in `home`'s files. */
-export type QueueBackend = Pick<ActionQueueOptions, 'redis'>;
-
 /** The queue as stored in `home` (or in the shared backend), read once without taking part (nothing written). */
 export async function readQueueList(home: string, log?: Logger, backend: QueueBackend = {}): Promise<QueueList> {
-  const q = await ActionQueue.open({ home, owner: false, readOnly: true, ...(log ? { log } : {}), ...backend });
+  const q = await openQueue({ home, owner: false, readOnly: true, ...(log ? { log } : {}), ...backend });
   try {
     return q.list();
   } finally {
@@ -626,14 +611,14 @@ export type CancelOutcome = 'removed' | 'stopping' | 'settled' | 'unknown';
  * executing one is stopped wherever it runs (`stopping`: the stop op of `ActionQueue.stop`), a settled one is left
  * as it is (`settled`). What the kernel's `ctx.queue.cancel` and `keel cancel` both do.
  */
-export async function cancelAction(q: ActionQueue, id: string, reason: string): Promise<{ outcome: CancelOutcome; action?: Action }> {
-  const a = q.get(id);
+export async function cancelAction(q: QueueEngine, id: string, reason: string): Promise<{ outcome: CancelOutcome; action?: Action }> {
+  const a = await q.fetch(id);
   if (!a) return { outcome: 'unknown' };
   if (a.status === 'completed' || a.status === 'failed') return { outcome: 'settled', action: a };
   if (a.status === 'executing') {
     if ((await q.stop(id, reason)) || q.stopReason(id) !== undefined) return { outcome: 'stopping', action: a };
     // It settled or went back to pending meanwhile.
-    const now = q.get(id);
+    const now = await q.fetch(id);
     if (!now) return { outcome: 'unknown' };
     if (now.status !== 'pending') return { outcome: now.status === 'executing' ? 'stopping' : 'settled', action: now };
   }
@@ -641,10 +626,32 @@ export async function cancelAction(q: ActionQueue, id: string, reason: string): 
 }
 
 export async function readQueueCounts(home: string, log?: Logger, backend: QueueBackend = {}): Promise<QueueCounts> {
-  const q = await ActionQueue.open({ home, owner: false, readOnly: true, ...(log ? { log } : {}), ...backend });
+  const q = await openQueue({ home, owner: false, readOnly: true, ...(log ? { log } : {}), ...backend });
   try {
     return q.counts();
   } finally {
     await q.close();
   }
+}
+
+/** Where a queue lives when it is not in `home`'s files: a shared queue on BullMQ (queueRedisUrl). */
+export interface QueueBackend {
+  redis?: SharedQueueOptions | undefined;
+}
+
+export type OpenQueueOptions = ActionQueueOptions & QueueBackend;
+
+/** The queue for these options: BullMQ on Redis when `redis` is given, else the file queue in `home`. */
+export async function openQueue(o: OpenQueueOptions): Promise<QueueEngine> {
+  if (!o.redis) return ActionQueue.open(o);
+  const { BullQueue } = await import('./bull-queue.js');
+  return BullQueue.open({
+    ...o.redis,
+    owner: o.owner,
+    ...(o.readOnly ? { readOnly: true } : {}),
+    ...(o.log ? { log: o.log } : {}),
+    ...(o.clock ? { clock: o.clock } : {}),
+    ...(o.completedLimit !== undefined ? { completedLimit: o.completedLimit } : {}),
+    ...(o.failedLimit !== undefined ? { failedLimit: o.failedLimit } : {}),
+  });
 }

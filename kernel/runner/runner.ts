@@ -9,11 +9,11 @@ import type { HookCatalogue } from '../../sdk/hooks.js';
 import type { AgentCapability } from '../../sdk/plugin.js';
 import type { Action, Logger } from '../../sdk/types.js';
 import { errorMessage } from '../errors.js';
-import type { ActionQueue } from '../queue/index.js';
+import type { QueueEngine } from '../queue/index.js';
 import { laneOf, MAIN_LANE, truncateForLog } from '../queue/index.js';
 
 export interface RunnerOptions {
-  queue: ActionQueue;
+  queue: QueueEngine;
   hooks: Readonly<HookCatalogue>;
   agent: () => AgentCapability | undefined;
   log: Logger;

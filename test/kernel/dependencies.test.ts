@@ -6,8 +6,8 @@ const ROOT = join(import.meta.dirname, '..', '..');
 /** The kernel's whole third-party surface. A vendor SDK, an HTTP server or a browser here is a design error. */
 const KIT_PACKAGES = new Set(['marked']);
 // Loaded on first use only (a dynamic import, or types only): the SDK's progress line for long CLI work, and the
-// shared queue's Redis client (kernel/queue/redis-store.ts, opened only when queueRedisUrl is set).
-const LAZY_PACKAGES = new Set(['cli-progress', 'ioredis']);
+// shared queue's engine and its Redis client (kernel/queue/bull-queue.ts, opened only when queueRedisUrl is set).
+const LAZY_PACKAGES = new Set(['cli-progress', 'ioredis', 'bullmq']);
 const ALLOWED = new Set(['typebox', 'ajv', 'yaml', 'tapable', 'chokidar', 'consola', 'commander', 'esbuild']);
 
 function files(dir: string): string[] {

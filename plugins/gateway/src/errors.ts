@@ -47,6 +47,7 @@ export function statusForCode(code: string | undefined): number | undefined {
     case 'KEEL_E_SKILL_NO_HANDLER':
     case 'KEEL_E_QUEUE_CLOSED':
     case 'KEEL_E_QUEUE_LOCKED':
+    case 'KEEL_E_QUEUE_UNREACHABLE':
       return 503;
     default:
       return undefined;

@@ -81,16 +81,33 @@ export function agentRoutes(env: RouteEnv): RouteDef[] {
       method: 'POST',
       url: '/api/tasks',
       summary: 'Queue a task',
-      description: '201 with the new action id; the message states the queued priority after clamping to 1..10. A blank task is 400.',
+      description:
+        '201 with the new action id; the message states the queued priority after clamping to 1..10. A blank task is 400. ' +
+        'With an Idempotency-Key header (1 to 200 visible characters), a request retried with the same key within 24 hours ' +
+        'answers with the first request\'s action (header Idempotent-Replayed: true) instead of queueing a second one.',
       schema: { body: S.TaskBody, response: { 201: S.TaskAccepted, ...S.errors(400, 401, 413, 415, 503) } },
       handler: async (req, reply) => {
         const body = req.body as { task: string; priority?: number };
-        const a = await ctx.queue.push({
-          task: body.task,
-          ...(body.priority !== undefined ? { priority: body.priority } : {}),
-          source: 'gateway',
-          actor: actor(env.isLoopback(req)),
-        });
+        const before = Date.now();
+        const raw = req.headers['idempotency-key'];
+        if (raw !== undefined && (typeof raw !== 'string' || !/^[\x21-\x7e]{1,200}$/.test(raw)))
+          return sendError(
+            reply,
+            400,
+            'The Idempotency-Key header must be 1 to 200 visible ASCII characters (no spaces), sent once: a UUID is a good key.',
+          );
+        const a = await ctx.queue.push(
+          {
+            task: body.task,
+            ...(body.priority !== undefined ? { priority: body.priority } : {}),
+            source: 'gateway',
+            actor: actor(env.isLoopback(req)),
+          },
+          ...(raw !== undefined ? [{ idempotencyKey: raw }] : []),
+        );
+        if (raw !== undefined && Date.parse(a.createdAt) < before) {
+          reply.header('idempotent-replayed', 'true');
+        }
         const asked = body.priority;
         const note = asked === undefined ? ' (the default)' : asked !== a.priority ? ` (asked ${asked}; priorities run from 1 to 10)` : '';
         reply.code(201);
