@@ -478,12 +478,11 @@ export class BullQueue implements QueueEngine {
     if (!e || typeof e !== 'object' || e.o === this.origin) return;
     switch (e.k) {
       case 'push':
-        if (typeof e.s === 'string') {
+      case 'settle':
+        if (e.k === 'push' && typeof e.s === 'string') {
           const src = this.sources.get(e.s);
           if (src) delete src.emptyAt;
         }
-      // falls through: the action is remembered as a settle is
-      case 'settle':
         if (e.a && typeof e.a.id === 'string') {
           if (e.k === 'settle' && this.held.has(e.a.id)) break;
           this.remember(e.a);
@@ -540,7 +539,11 @@ export class BullQueue implements QueueEngine {
   private async refreshView(): Promise<void> {
     const seen = new Map<string, Action>();
     for (const s of await this.allSources()) {
-      const read = async (types: Array<'active' | 'prioritized' | 'wait' | 'delayed' | 'completed' | 'failed'>, state: string, asc: boolean) => {
+      const read = async (
+        types: Array<'active' | 'prioritized' | 'wait' | 'delayed' | 'completed' | 'failed'>,
+        state: string,
+        asc: boolean,
+      ) => {
         const jobs = (await s.queue.getJobs(types, 0, VIEW_READ - 1, asc)) as Array<Job<JobData> | undefined>;
         for (const j of jobs) {
           const a = j && this.actionOf(j, state);
@@ -639,7 +642,11 @@ export class BullQueue implements QueueEngine {
         .sort((a, b) => (b.settledAt ?? '').localeCompare(a.settledAt ?? ''))
         .slice(0, limit)
         .map(copy);
-    return { pending: pending.map(copy), completed: settled('completed', this.completedLimit), failed: settled('failed', this.failedLimit) };
+    return {
+      pending: pending.map(copy),
+      completed: settled('completed', this.completedLimit),
+      failed: settled('failed', this.failedLimit),
+    };
   }
 
   counts(): QueueCounts {
@@ -865,7 +872,12 @@ export class BullQueue implements QueueEngine {
    * Decides what to do with a job just taken: run it (a hold), or settle it without running (bad signature, TTL
    * over, already done, stopped), or give it back (`skip`: this runner may not run it).
    */
-  private async admit(job: Job<JobData>, token: string, source: Source, accept?: (a: Action) => boolean): Promise<Held | 'skip' | undefined> {
+  private async admit(
+    job: Job<JobData>,
+    token: string,
+    source: Source,
+    accept?: (a: Action) => boolean,
+  ): Promise<Held | 'skip' | undefined> {
     const data = job.data;
     const id = job.id!;
     if (!data?.action || typeof data.action.id !== 'string') {

@@ -171,7 +171,11 @@ describe.skipIf(problem)('shared queue on BullMQ', () => {
     // a finished it and wrote its done mark; the move to completed never reached Redis (a died right then).
     await admin.set(`${prefix}q:done:${pushed.id}`, 'the answer', 'EX', 60);
     kill(a);
-    await waitFor(async () => (await b.q.take(), (await b.q.fetch(pushed.id))?.status === 'completed'), 'the takeover to settle it', 15_000);
+    await waitFor(
+      async () => (await b.q.take(), (await b.q.fetch(pushed.id))?.status === 'completed'),
+      'the takeover to settle it',
+      15_000,
+    );
     expect(await b.q.fetch(pushed.id)).toMatchObject({ status: 'completed', result: 'the answer' });
     expect(b.log.text('info')).toMatch(/completed from its done mark, not run again/);
   });
@@ -331,7 +335,10 @@ describe.skipIf(problem)('shared queue on BullMQ', () => {
       source: 'cli',
       metadata: { retries: 0, maxRetries: 3, ttl: 3_600_000 },
     });
-    await admin.set(`${prefix}queue:base`, JSON.stringify({ v: 1, lastId: '0-0', snapshot: { actions: [action('act_1_old', 'from the base')], completed: [], failed: [] } }));
+    await admin.set(
+      `${prefix}queue:base`,
+      JSON.stringify({ v: 1, lastId: '0-0', snapshot: { actions: [action('act_1_old', 'from the base')], completed: [], failed: [] } }),
+    );
     await admin.xadd(`${prefix}queue:ops`, '*', 'op', JSON.stringify({ op: 'push', action: action('act_2_old', 'from the stream') }));
     await admin.xadd(`${prefix}queue:ops`, '*', 'op', JSON.stringify({ op: 'push', action: action('act_3_old', 'then removed') }));
     await admin.xadd(`${prefix}queue:ops`, '*', 'op', JSON.stringify({ op: 'remove', id: 'act_3_old', reason: 'x' }));
@@ -347,9 +354,12 @@ describe.skipIf(problem)('shared queue on BullMQ', () => {
   });
 
   it('an unreachable Redis fails the open with a clear error that hides the password; memory-only Redis is said at open', async () => {
-    const err = await BullQueue.open({ url: 'redis://:sekret-pw@127.0.0.1:1/0', owner: true, log: captureLog(), connectTimeoutMs: 1000 }).catch(
-      (e: unknown) => e,
-    );
+    const err = await BullQueue.open({
+      url: 'redis://:sekret-pw@127.0.0.1:1/0',
+      owner: true,
+      log: captureLog(),
+      connectTimeoutMs: 1000,
+    }).catch((e: unknown) => e);
     expect(err).toMatchObject({ code: ErrorCodes.QUEUE_UNREACHABLE });
     expect(String((err as Error).message)).toMatch(/Cannot reach the queue's Redis at redis:\/\/:\*\*\*@127\.0\.0\.1:1\/0/);
     expect(String((err as Error).message)).not.toContain('sekret-pw');

@@ -44,7 +44,7 @@ describe('idempotent pushes', () => {
       expect(r.status).toBe(400);
       expect(((await r.json()) as { message: string }).message).toMatch(/Idempotency-Key header must be 1 to 200 visible ASCII characters/);
     }
-    expect((await g.req('/api/tasks').then((r) => r.json()) as { pending: unknown[] }).pending).toHaveLength(before);
+    expect(((await g.req('/api/tasks').then((r) => r.json())) as { pending: unknown[] }).pending).toHaveLength(before);
   });
 
   it('keel push --key twice queues one action (file queue)', async () => {

@@ -84,7 +84,7 @@ export function agentRoutes(env: RouteEnv): RouteDef[] {
       description:
         '201 with the new action id; the message states the queued priority after clamping to 1..10. A blank task is 400. ' +
         'With an Idempotency-Key header (1 to 200 visible characters), a request retried with the same key within 24 hours ' +
-        'answers with the first request\'s action (header Idempotent-Replayed: true) instead of queueing a second one.',
+        "answers with the first request's action (header Idempotent-Replayed: true) instead of queueing a second one.",
       schema: { body: S.TaskBody, response: { 201: S.TaskAccepted, ...S.errors(400, 401, 413, 415, 503) } },
       handler: async (req, reply) => {
         const body = req.body as { task: string; priority?: number };
