@@ -75,6 +75,11 @@ interface Source {
    * passed (a retry's delay ending, a dead runner's job coming back), which saves a round trip per take.
    */
   emptyAt?: number;
+  /**
+   * An adopted queue: whether the dead runner's jobs that were running have come back (BullMQ's stalled check puts
+   * them in front), so that its conversations go on in order. Nothing is taken from it before.
+   */
+  settledIn?: boolean;
 }
 
 /** How long a queue found empty is not asked again (unless a push to it is heard). */
@@ -248,6 +253,8 @@ export class BullQueue implements QueueEngine {
   private bullConnection: RedisClient | undefined;
   private readonly sources = new Map<string, Source>();
   private readonly held = new Map<string, Held>();
+  /** Jobs BullMQ handed back with a completion: taken already, looked at by the next take first. */
+  private prefetched: Array<{ job: Job<JobData>; token: string; source: Source }> = [];
   private readonly known = new Map<string, Action>();
   private readonly stops = new Map<string, string>();
   private readonly listeners = new Set<() => void>();
@@ -601,7 +608,7 @@ export class BullQueue implements QueueEngine {
           this.counting = false;
           if (this.recount) this.countsStale();
         });
-    }, 20).unref();
+    }, 200).unref();
   }
 
   get(id: string): Action | undefined {
@@ -731,6 +738,7 @@ export class BullQueue implements QueueEngine {
 
   /** Extends the lock of every action held here; reads stop marks, in case a stop's event was missed. */
   private async renewHolds(): Promise<void> {
+    for (const p of this.prefetched) await p.job.extendLock(p.token, this.leaseMs).catch(() => -1);
     if (this.held.size === 0) return;
     const ids = [...this.held.keys()];
     await Promise.all(
@@ -818,6 +826,17 @@ export class BullQueue implements QueueEngine {
       h.parked = false;
       return this.started(h);
     }
+    while (this.prefetched.length) {
+      const p = this.prefetched.shift()!;
+      const h = await this.admit(p.job, p.token, p.source, accept);
+      if (!h || h === 'skip') continue;
+      this.held.set(h.action.id, h);
+      if (busy?.(laneOf(h.action))) {
+        h.parked = true;
+        continue;
+      }
+      return this.started(h);
+    }
     const order: Source[] = [];
     if (!busy?.(MAIN_LANE)) {
       const mine = this.sources.get(pinName(this.worker!));
@@ -831,6 +850,11 @@ export class BullQueue implements QueueEngine {
     for (const s of order) {
       if (!s.worker) continue;
       if (s.emptyAt !== undefined && now - s.emptyAt < EMPTY_RECHECK_MS) continue;
+      if (s.adoptedFrom && !s.settledIn) {
+        const mine = [...this.held.values()].filter((h) => h.source === s).length;
+        if ((await s.queue.getActiveCount()) > mine) continue;
+        s.settledIn = true;
+      }
       for (let tries = 0; tries < 50; tries++) {
         const token = this.nextToken();
         let job: Job<JobData> | undefined;
@@ -970,10 +994,14 @@ export class BullQueue implements QueueEngine {
       await this.settle(id, 'completion', async () => {
         const [m, v] = await Promise.allSettled([
           marked ? undefined : this.redis.set(done, result, 'EX', DAY_S),
-          moved ? undefined : h.job.moveToCompleted(result, h.token, false),
+          // BullMQ hands the next job of the same queue back in the same call (as its own workers do).
+          moved ? undefined : h.job.moveToCompleted(result, h.token, !this.closed && h.source.worker !== undefined),
         ]);
         marked ||= m.status === 'fulfilled';
-        moved ||= v.status === 'fulfilled';
+        if (v.status === 'fulfilled' && !moved) {
+          moved = true;
+          this.prefetch(h, v.value);
+        }
         if (v.status === 'rejected') throw v.reason;
         if (m.status === 'rejected') throw m.reason;
       });
@@ -982,6 +1010,16 @@ export class BullQueue implements QueueEngine {
       throw e;
     }
     this.settled({ ...h.action, status: 'completed', result, settledAt: new Date(this.now()).toISOString() });
+  }
+
+  /** Keeps the job BullMQ handed back with a completion (taken, locked with the same token) for the next take. */
+  private prefetch(h: Held, next: unknown): void {
+    if (!Array.isArray(next) || !next[0] || typeof next[1] !== 'string') return;
+    const make = (h.source.worker as unknown as { createJob?: (data: unknown, id: string) => Job<JobData> } | undefined)?.createJob;
+    if (typeof make !== 'function') return;
+    const job = make.call(h.source.worker, next[0], next[1]);
+    job.token = h.token;
+    this.prefetched.push({ job, token: h.token, source: h.source });
   }
 
   async fail(id: string, error: string): Promise<'retry' | 'failed'> {
@@ -1157,7 +1195,7 @@ export class BullQueue implements QueueEngine {
     if (this.closed) return;
     this.closed = true;
     for (const t of this.timers) clearInterval(t);
-    for (const h of this.held.values()) await h.job.moveToWait(h.token).catch(() => {});
+    for (const h of [...this.held.values(), ...this.prefetched.splice(0)]) await h.job.moveToWait(h.token).catch(() => {});
     this.held.clear();
     for (const name of [...this.sources.keys()]) await this.dropSource(name);
     if (this.worker) await this.redis?.del(this.leaseKey(this.worker)).catch(() => {});

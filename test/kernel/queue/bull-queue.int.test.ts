@@ -289,6 +289,8 @@ describe.skipIf(problem)('shared queue on BullMQ', () => {
     await new Promise((r) => setTimeout(r, 2500));
     await redis.restart();
     await settling;
+    // b leaves (what it had taken goes back): nothing may be left executing.
+    await b.q.close();
     const fresh = await runner({ readOnly: true });
     expect(fresh.q.counts()).toMatchObject({ pending: 19, executing: 0, completed: 1 });
     expect((await fresh.q.fetch(running.id))?.result).toBe('done during the outage');
