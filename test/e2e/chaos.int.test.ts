@@ -4,7 +4,8 @@
  * machines) and one `keel gateway` process that takes the pushes over REST, all on a private redis-server with
  * `appendonly yes` and `appendfsync always`. 600 tasks are pushed while the runners work; a runner is killed with
  * SIGKILL three times (and started again each time), and Redis once (started again on the same port and data
- * directory). The runners' agent is a plugin without a model whose skill appends "<action id>\n" to one shared file.
+ * directory); each runner is killed just after its skill ran for an action, before the action completes. The
+ * runners' agent is a plugin without a model whose skill appends "<action id>\n" to one shared file.
  *
  * An acknowledged task is one whose push answered 201 with an id. At the end it prints
  * - lost: acknowledged, never run (no line in the file), and no longer waiting in the queue;
@@ -14,7 +15,7 @@
  * and fails on any lost or stuck acknowledged task.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KEEL_CLI, keelCli, rm, tmp, waitFor } from '../helpers.js';
@@ -57,17 +58,22 @@ function installChaosAgent(home: string): void {
   writeFileSync(
     join(dir, 'index.js'),
     `import { appendFileSync } from 'node:fs';
+import { join } from 'node:path';
 export default {
   setup(ctx) {
     const file = process.env.CHAOS_FILE;
+    const mine = join(ctx.home, 'chaos-ran.log');
     ctx.skills.register('chaos_append', ({ id }) => {
       appendFileSync(file, id + '\\n');
+      appendFileSync(mine, id + '\\n');
       return 'appended';
     });
     ctx.provide('agent', {
       ready: () => ({ ready: true }),
       async execute(action) {
         const r = await ctx.skills.execute('chaos_append', { id: action.id }, { kind: 'operator', channel: 'cli' });
+        // a little work after the line, so that a kill -9 often lands between the line and the completion
+        await new Promise((r) => setTimeout(r, Number(process.env.CHAOS_WORK_MS || 0)));
         return { result: String(r.result) };
       },
     });
@@ -114,7 +120,7 @@ describe.skipIf(problem)('chaos: kill -9 of runners and of Redis while 600 tasks
     homes.push(work);
     const file = join(work, 'ran.log');
     writeFileSync(file, '');
-    const env = { KEEL_QUEUE_REDIS_URL: redis.url, KEEL_QUEUE_REDIS_PREFIX: PREFIX, CHAOS_FILE: file };
+    const env = { KEEL_QUEUE_REDIS_URL: redis.url, KEEL_QUEUE_REDIS_PREFIX: PREFIX, CHAOS_FILE: file, CHAOS_WORK_MS: '25' };
 
     // The gateway's machine: takes the pushes (REST), runs nothing.
     const gwHome = tmp('keel-chaos-gw-');
@@ -190,10 +196,27 @@ describe.skipIf(problem)('chaos: kill -9 of runners and of Redis while 600 tasks
 
     const events: string[] = [];
     const t0 = Date.now();
-    const killRunner = async (k: number) => {
-      const r = runners[k]!;
-      await kill9(r);
-      events.push(`${((Date.now() - t0) / 1000).toFixed(1)}s kill -9 runner ${k} (${lines().length} lines)`);
+    let kills = 0;
+    const mineOf = (k: number) => join(runnerHomes[k]!, 'chaos-ran.log');
+    const sizeOf = (k: number) => (existsSync(mineOf(k)) ? statSync(mineOf(k)).size : 0);
+    /**
+     * kill -9 of a runner just after its skill wrote a line: in the middle of that action, before it completes.
+     * Runner `kills % 3` (each once) when it writes within 5 s, else whichever writes first.
+     */
+    const killRunner = async () => {
+      const had = runners.map((_, k) => sizeOf(k));
+      const wanted = kills % RUNNERS;
+      const soon = Date.now() + 5_000;
+      const deadline = soon + 5_000;
+      let k = -1;
+      while (k < 0 && Date.now() < deadline) {
+        k = sizeOf(wanted) !== had[wanted] ? wanted : Date.now() > soon ? had.findIndex((h, i) => sizeOf(i) !== h) : -1;
+        if (k < 0) await sleep(1);
+      }
+      if (k < 0) k = wanted;
+      kills++;
+      await kill9(runners[k]!);
+      events.push(`${((Date.now() - t0) / 1000).toFixed(1)}s kill -9 runner ${k} (${lines().length} lines, ${acked.length} acknowledged)`);
       const again = start(runnerHomes[k]!, ['run'], env);
       runners[k] = again;
       procs.push(again);
@@ -203,14 +226,12 @@ describe.skipIf(problem)('chaos: kill -9 of runners and of Redis while 600 tasks
       waitFor(() => lines().length >= n, `${n} lines`, 20_000).catch(() => events.push(`(${n} lines not reached in 20 s)`));
     let recoveryMs = Number.NaN;
     await progress(90);
-    await killRunner(0);
+    await killRunner();
     await progress(180);
-    await killRunner(1);
-    await progress(270);
     // Redis: what it acknowledged is on disk (appendfsync always); down for a second.
     await redis.kill();
     const linesBefore = lines().length;
-    events.push(`${((Date.now() - t0) / 1000).toFixed(1)}s kill -9 redis (${linesBefore} lines)`);
+    events.push(`${((Date.now() - t0) / 1000).toFixed(1)}s kill -9 redis (${linesBefore} lines, ${acked.length} acknowledged)`);
     await sleep(1000);
     await redis.restart();
     const restarted = Date.now();
@@ -229,8 +250,10 @@ describe.skipIf(problem)('chaos: kill -9 of runners and of Redis while 600 tasks
         await sleep(20);
       }
     })();
+    await progress(300);
+    await killRunner();
     await progress(420);
-    await killRunner(2);
+    await killRunner();
     await pushing;
     await recovered;
 
@@ -262,6 +285,7 @@ describe.skipIf(problem)('chaos: kill -9 of runners and of Redis while 600 tasks
       ...events.map((e) => `chaos:   ${e}`),
       `chaos: lost ${lost.length}, doubled ${doubled.length}, stuck ${stuck.length}, ran without an acknowledgement ${strangers}`,
       `chaos: recovery ${Number.isNaN(recoveryMs) ? 'none within 30 s' : `${recoveryMs} ms`} from Redis's restart to the next completion (next skill run: ${Number.isNaN(firstRunMs) ? 'none' : `${firstRunMs} ms`})`,
+      `chaos: lines per runner home ${runnerHomes.map((h) => (existsSync(join(h, 'chaos-ran.log')) ? readFileSync(join(h, 'chaos-ran.log'), 'utf8').split('\n').filter(Boolean).length : 0)).join(', ')}`,
       `chaos: wall time ${((Date.now() - t0) / 1000).toFixed(1)} s`,
     ];
     console.log(report.join('\n'));
