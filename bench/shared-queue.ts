@@ -135,7 +135,7 @@ async function carried(job: Omit<RunnerJob, 'expect'>, n: number): Promise<numbe
     const done: Array<Promise<number>> = [];
     for (let i = 0; i < n; i++) {
       const c = fork(import.meta.filename, ['--runner', JSON.stringify({ ...job, expect: CARRIED })], {
-        execArgv: ['--import', 'tsx'],
+        execArgv: ['--import', import.meta.resolve('tsx')],
         stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
       });
       children.push(c);
