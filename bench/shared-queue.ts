@@ -22,7 +22,8 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
 import { Queue, Worker } from 'bullmq';
-import { ActionQueue } from '../kernel/queue/queue.js';
+import { BullQueue } from '../kernel/queue/bull-queue.js';
+import type { QueueEngine } from '../kernel/queue/engine.js';
 import type { Logger } from '../sdk/types.js';
 import { redisProblem, startRedis, type TestRedis } from '../test/redis-server.js';
 import { type BenchRow, median, printRows } from './lib.js';
@@ -38,12 +39,11 @@ const CLI = join(import.meta.dirname, '..', 'dist', 'cli.js');
 let round = 0;
 
 /** What the bench uses of a Keel queue engine (ActionQueue's methods; the BullMQ engine has the same). */
-type KeelQueue = Pick<ActionQueue, 'push' | 'take' | 'complete' | 'counts' | 'close'>;
+type KeelQueue = Pick<QueueEngine, 'push' | 'take' | 'complete' | 'counts' | 'close'>;
 
 /** Keel's shared queue on `url` under `prefix`: the one line to change to measure another queue engine. */
 async function openKeelQueue(url: string, prefix: string, owner: boolean): Promise<KeelQueue> {
-  const home = mkdtempSync(join(tmpdir(), 'keel-bench-shared-'));
-  return ActionQueue.open({ home, owner, log: quiet, redis: { url, prefix }, quietCompactMs: 0 });
+  return BullQueue.open({ url, prefix, owner, log: quiet });
 }
 
 async function producers(n: number, push: () => Promise<unknown>, concurrency = PRODUCERS): Promise<number> {
