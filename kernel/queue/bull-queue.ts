@@ -310,14 +310,20 @@ export class BullQueue implements QueueEngine {
 
   private async init(): Promise<void> {
     this.redis = await connectRedis(this.o.url, this.log, this.o.connectTimeoutMs);
-    const { Redis } = await import('ioredis');
-    // BullMQ's own connection: commands wait for Redis to come back rather than fail (BullMQ's requirement).
-    this.bullConnection = new Redis(this.o.url, { maxRetriesPerRequest: null, retryStrategy: (n: number) => Math.min(200 * n, 2000) });
-    this.bullConnection.on('error', () => {});
+    if (this.worker) {
+      const { Redis } = await import('ioredis');
+      // The workers' connection (runners only): commands wait for Redis to come back rather than fail (BullMQ's
+      // requirement for workers).
+      this.bullConnection = new Redis(this.o.url, { maxRetriesPerRequest: null, retryStrategy: (n: number) => Math.min(200 * n, 2000) });
+      this.bullConnection.on('error', () => {});
+    }
     if (!this.o.readOnly && !this.o.light) await this.checkPersistence();
     if (!this.o.readOnly && !this.o.light) await (await import('./bull-migrate.js')).migrateStreamQueue(this, this.o.signingKey);
-    await this.source('main');
-    await this.source('lanes');
+    // `keel push` opens only the queue it adds to.
+    if (!this.o.light) {
+      await this.source('main');
+      await this.source('lanes');
+    }
     if (this.worker) {
       await this.renewLease(true);
       await this.source(pinName(this.worker!));
@@ -328,11 +334,11 @@ export class BullQueue implements QueueEngine {
     this.sub = this.redis.duplicate();
     this.sub.on('error', () => {});
     this.sub.on('message', (_ch, msg) => this.onEvent(msg));
+    await this.sub.subscribe(this.eventsChannel);
     this.sub.on('ready', () => {
       // Back after an outage: events were missed, read the queue again.
       void this.refreshView().catch(() => {});
     });
-    await this.sub.subscribe(this.eventsChannel);
     await this.refreshLive();
     const every = (ms: number, fn: () => Promise<void>, what: string) => {
       const t = setInterval(() => {
@@ -449,15 +455,25 @@ export class BullQueue implements QueueEngine {
 
   // ------------------------------------------------------------------ views
 
+  /** When each known action was last heard of (a counter): a read of the queue never undoes what came after it. */
+  private heard = 0;
+  private readonly heardAt = new Map<string, number>();
+
+  private forget(id: string): void {
+    this.forget(id);
+    this.heardAt.delete(id);
+  }
+
   private remember(a: Action): void {
+    this.heardAt.set(a.id, ++this.heard);
     this.known.delete(a.id);
     this.known.set(a.id, a);
     if (this.known.size <= KNOWN_MAX) return;
     for (const [id, x] of this.known) {
       if (this.known.size <= KNOWN_MAX) break;
-      if (x.status === 'completed' || x.status === 'failed') this.known.delete(id);
+      if (x.status === 'completed' || x.status === 'failed') this.forget(id);
     }
-    while (this.known.size > KNOWN_MAX) this.known.delete(this.known.keys().next().value!);
+    while (this.known.size > KNOWN_MAX) this.forget(this.known.keys().next().value!);
   }
 
   private emit(): void {
@@ -501,7 +517,7 @@ export class BullQueue implements QueueEngine {
         break;
       }
       case 'gone':
-        this.known.delete(e.id);
+        this.forget(e.id);
         break;
       case 'stop':
         this.noteStop(e.id, e.reason);
@@ -544,6 +560,7 @@ export class BullQueue implements QueueEngine {
 
   /** Reads what the queue holds now (bounded per state) into the view, and the counts. */
   private async refreshView(): Promise<void> {
+    const started = this.heard;
     const seen = new Map<string, Action>();
     for (const s of await this.allSources()) {
       const read = async (
@@ -562,8 +579,11 @@ export class BullQueue implements QueueEngine {
       await read(['prioritized', 'wait', 'delayed'], 'pending', true);
       await read(['active'], 'active', true);
     }
-    for (const [id, a] of this.known) if (!seen.has(id) && (a.status === 'pending' || a.status === 'executing')) this.known.delete(id);
-    for (const a of seen.values()) if (!this.held.has(a.id)) this.remember(a);
+    // What was heard while reading is newer than what was read.
+    const older = (id: string) => (this.heardAt.get(id) ?? 0) <= started;
+    for (const [id, a] of this.known)
+      if (!seen.has(id) && (a.status === 'pending' || a.status === 'executing') && older(id)) this.forget(id);
+    for (const a of seen.values()) if (!this.held.has(a.id) && older(a.id)) this.remember(a);
     await this.refreshCounts();
     this.emit();
   }
@@ -619,7 +639,7 @@ export class BullQueue implements QueueEngine {
   async fetch(id: string): Promise<Action | undefined> {
     const found = await this.findJob(id);
     if (!found) {
-      this.known.delete(id);
+      this.forget(id);
       return undefined;
     }
     const a = this.actionOf(found.job, await found.job.getState());
@@ -922,7 +942,7 @@ export class BullQueue implements QueueEngine {
     if (expiresAt(action) <= now) {
       await job.moveToFailed(new Error('ttl expired'), token, false).catch(() => {});
       await job.remove().catch(() => {});
-      this.known.delete(id);
+      this.forget(id);
       this.publish({ k: 'gone', id, o: this.origin });
       this.log.warn(`Queue: removed ${id}: its TTL of ${action.metadata.ttl} ms passed before it could run.`);
       return undefined;
@@ -1135,7 +1155,7 @@ export class BullQueue implements QueueEngine {
       // Taken meanwhile (locked): it is not pending any more.
       return false;
     }
-    this.known.delete(id);
+    this.forget(id);
     this.log.debug(`Queue: removed ${id}: ${reason}`);
     this.publish({ k: 'gone', id, o: this.origin });
     this.countsStale();
@@ -1164,7 +1184,7 @@ export class BullQueue implements QueueEngine {
         const a = j && this.actionOf(j, 'failed');
         if (!a || expiresAt(a) > now) continue;
         await j.remove().catch(() => {});
-        this.known.delete(a.id);
+        this.forget(a.id);
         this.publish({ k: 'gone', id: a.id, o: this.origin });
         expired.push(a);
       }
