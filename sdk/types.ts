@@ -2,7 +2,9 @@
  * The public contract between the Keel kernel and every plugin.
  *
  * Plugins import only from `sdk/` (this file, `sdk/index.ts`), never from `kernel/`.
- * Everything here is data or an interface: the kernel implements it.
+ * Everything here is data or an interface: the kernel implements it. The leaf of the contract: it imports nothing
+ * of Keel, so every other sdk/ file may build on it (what needs the capability map, such as `SkillCallContext`,
+ * lives in sdk/plugin.ts; docs/plugins.md, "The SDK's layers").
  */
 import type { TSchema } from 'typebox';
 
