@@ -12,7 +12,7 @@ import { performance } from 'node:perf_hooks';
 import { startKernel } from '../kernel/kernel.js';
 import { LogSink } from '../kernel/log.js';
 import type { AgentCapability, ChatRequest, ProviderCapability } from '../sdk/index.js';
-import { installFakeProvider, removeHome, tempHome } from '../sdk/testing/index.js';
+import { installFakeProvider, removeHome, tempHome } from '../testing/index.js';
 import type { Action } from '../sdk/types.js';
 import { writePlugin } from '../test/helpers.js';
 import { median, printRows, type BenchRow } from './lib.js';

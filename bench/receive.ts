@@ -6,7 +6,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { receive, type PushInput } from '../sdk/index.js';
-import { bootKernel, fakeChannel } from '../sdk/testing/index.js';
+import { bootKernel, fakeChannel } from '../testing/index.js';
 import { median, printRows, type BenchRow } from './lib.js';
 
 export async function benchReceive(n = 600): Promise<BenchRow[]> {

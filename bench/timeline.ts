@@ -6,7 +6,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { TimelineStore } from '../plugins/timeline/src/store.js';
-import { bootKernel, removeHome, tempHome } from '../sdk/testing/index.js';
+import { bootKernel, removeHome, tempHome } from '../testing/index.js';
 import { median, printRows, type BenchRow } from './lib.js';
 
 async function pushes(n: number): Promise<{ withTimeline: number; without: number }> {

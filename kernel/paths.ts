@@ -53,6 +53,7 @@ export function sdkSubpathEntry(subpath: string): string | undefined {
   else return undefined;
   const dist = join(root, 'dist', 'sdk', `${rel}.js`);
   if (fromDist && existsSync(dist)) return dist;
-  const src = join(root, 'sdk', `${rel}.ts`);
+  // The testing entry sits above the contract, in testing/ (it boots a kernel); the vendor adapters are in sdk/.
+  const src = subpath === 'testing' ? join(root, 'testing', 'index.ts') : join(root, 'sdk', `${rel}.ts`);
   return existsSync(src) ? src : undefined;
 }

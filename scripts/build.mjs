@@ -41,7 +41,8 @@ const vendorsDir = join(root, 'sdk', 'vendors');
 for (const f of existsSync(vendorsDir) ? readdirSync(vendorsDir).filter((n) => n.endsWith('.ts')) : []) {
   entryPoints[`sdk/vendors/${f.replace(/\.ts$/, '')}`] = join(vendorsDir, f);
 }
-entryPoints['sdk/testing/index'] = join(root, 'sdk', 'testing', 'index.ts');
+// The testing entry sits above the contract (it boots a kernel), in testing/; it is published as keel/sdk/testing.
+entryPoints['sdk/testing/index'] = join(root, 'testing', 'index.ts');
 
 // Dependencies stay in node_modules, except TypeBox: as hundreds of small ES modules it costs ~100 ms and ~25 MB
 // to import at run time, bundled and tree-shaken it costs a few ms (see the daemon and gateway benchmarks).
@@ -65,9 +66,9 @@ await build({
   logLevel: 'warning',
   banner: { js: '' },
 });
-// sdk/testing finds its fake plugins (plain JS folders) next to itself.
-for (const d of readdirSync(join(root, 'sdk', 'testing'))) {
-  const src = join(root, 'sdk', 'testing', d);
+// keel/sdk/testing finds its fake plugins (plain JS folders) next to itself.
+for (const d of readdirSync(join(root, 'testing'))) {
+  const src = join(root, 'testing', d);
   if (statSync(src).isDirectory()) cpSync(src, join(dist, 'sdk', 'testing', d), { recursive: true });
 }
 const cli = join(dist, 'cli.js');

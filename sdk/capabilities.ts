@@ -2,7 +2,7 @@
  * The typed capability map: what `ctx.use(name)` returns and what `ctx.provide(name, impl)` must be, by name.
  * A plugin that offers a capability of its own adds it by declaration merging, so its users need no cast.
  */
-import type { ChannelCapability } from './channel.js';
+import type { ChannelCapability } from './channel-types.js';
 import type { DashboardCapability, GatewayEventsCapability, GatewayRoutesCapability } from './gateway.js';
 import type {
   AgentCapability,
@@ -11,7 +11,7 @@ import type {
   MemoryCapability,
   PolicyCapability,
   WebCapability,
-} from './plugin.js';
+} from './core-capabilities.js';
 import type { AgentInboxCapability } from './inbox.js';
 import type { ApprovalsCapability } from './approvals.js';
 import type { LlmCapability, ProviderCapability } from './providers.js';

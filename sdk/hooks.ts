@@ -12,7 +12,7 @@
  * docs/plugins.md.
  */
 import type { AsyncParallelHook, AsyncSeriesBailHook, AsyncSeriesHook, AsyncSeriesWaterfallHook, SyncHook } from 'tapable';
-import type { InboundMessage } from './channel.js';
+import type { InboundMessage } from './channel-types.js';
 import type { Action, Actor, Json, SkillResult } from './types.js';
 
 export interface ActionOutcome {

@@ -14,8 +14,8 @@
  */
 import Type from 'typebox';
 import type { Static, TSchema } from 'typebox';
-import type { PluginDefinition } from './plugin.js';
-import type { PluginManifest, SkillCallContext, SkillFlags, SkillManifest } from './types.js';
+import type { PluginDefinition, SkillCallContext } from './plugin.js';
+import type { PluginManifest, SkillFlags, SkillManifest } from './types.js';
 
 export { Type };
 export type { Static, TSchema };
@@ -23,6 +23,7 @@ export type * from './types.js';
 export type * from './hooks.js';
 export type * from './plugin.js';
 export type * from './capabilities.js';
+export type * from './core-capabilities.js';
 export type * from './config-keys.js';
 export { DEFAULT_COMMAND_ALLOW_LIST, DEFAULT_COMMAND_DENY_LIST } from './config-keys.js';
 export type * from './manifest-types.js';

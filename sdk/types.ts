@@ -2,10 +2,11 @@
  * The public contract between the Keel kernel and every plugin.
  *
  * Plugins import only from `sdk/` (this file, `sdk/index.ts`), never from `kernel/`.
- * Everything here is data or an interface: the kernel implements it.
+ * Everything here is data or an interface: the kernel implements it. The leaf of the contract: it imports nothing
+ * of Keel, so every other sdk/ file may build on it (what needs the capability map, such as `SkillCallContext`,
+ * lives in sdk/plugin.ts; docs/plugins.md, "The SDK's layers").
  */
 import type { TSchema } from 'typebox';
-import type { CapabilityName, CapabilityOf } from './capabilities.js';
 
 /** JSON value. */
 export type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
@@ -178,28 +179,6 @@ export interface SkillResult {
   /** Error code when `success` is false. */
   code?: string;
 }
-
-/** What a skill handler receives besides its arguments. */
-export interface SkillCallContext {
-  actor: Actor;
-  /** The action being carried out, when there is one. */
-  action?: Action;
-  signal: AbortSignal;
-  log: Logger;
-  /**
-   * The implementation some plugin provides for a capability, as `ctx.use` in a plugin: how a custom skill file
-   * (which has no plugin context) reaches what a plugin offers.
-   * A known capability name is typed by the capability map (sdk/capabilities.ts); any other name reads as the type
-   * given (custom skill files are not compiled with the project, so they cannot add to the map).
-   * @example
-   * const web = ctx.use('web'); // WebCapability | undefined
-   * if (!web) throw new Error('The web plugin is not running.');
-   */
-  use<K extends CapabilityName>(capability: K): CapabilityOf<K> | undefined;
-  use<T = unknown>(capability: string): T | undefined;
-}
-
-export type SkillHandler<A = Record<string, unknown>> = (args: A, ctx: SkillCallContext) => unknown | Promise<unknown>;
 
 // ---------------------------------------------------------------- manifests
 

@@ -5,7 +5,8 @@
 import { performance } from 'node:perf_hooks';
 import { describeActor } from '../../sdk/actor.js';
 import type { HookCatalogue, SkillCall } from '../../sdk/hooks.js';
-import type { Action, Actor, ConfigView, Logger, SkillCallContext, SkillResult } from '../../sdk/types.js';
+import type { SkillCallContext } from '../../sdk/plugin.js';
+import type { Action, Actor, ConfigView, Logger, SkillResult } from '../../sdk/types.js';
 import { errorCodeOf } from '../../sdk/errors.js';
 import { ErrorCodes, errorCode, errorMessage } from '../errors.js';
 import { authorize } from '../policy/index.js';

@@ -2,7 +2,8 @@
  * What plugins contribute, each entry owned by its plugin: skills and capabilities.
  * Unloading a plugin removes all of it.
  */
-import type { SkillHandler, SkillManifest } from '../../sdk/types.js';
+import type { SkillHandler } from '../../sdk/plugin.js';
+import type { SkillManifest } from '../../sdk/types.js';
 import { ErrorCodes, errorMessage, KeelError } from '../errors.js';
 
 export interface SkillEntry {

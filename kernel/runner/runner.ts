@@ -6,7 +6,7 @@
  * it waits in the main lane (kernel/queue/lanes.ts).
  */
 import type { HookCatalogue } from '../../sdk/hooks.js';
-import type { AgentCapability } from '../../sdk/plugin.js';
+import type { AgentCapability } from '../../sdk/core-capabilities.js';
 import type { Action, Logger } from '../../sdk/types.js';
 import { errorMessage } from '../errors.js';
 import type { QueueEngine } from '../queue/index.js';

@@ -19,7 +19,7 @@ import {
   RedisLease,
   RedisSharedLedger,
 } from '../../sdk/channel-kit/index.js';
-import { removeHome, tempHome } from '../../sdk/testing/index.js';
+import { removeHome, tempHome } from '../../testing/index.js';
 import { startFakeTelegram, type FakeTelegram } from '../fakes/telegram-server.js';
 import { waitFor } from '../helpers.js';
 import { captureLog } from '../kernel/queue/helpers.js';

@@ -15,7 +15,7 @@ import {
   routeEdit,
 } from '../../sdk/channel-kit/index.js';
 import { type Action, type AgentInput, definePlugin, type InboundMessage, type PluginManifest } from '../../sdk/index.js';
-import { bootKernel, type TestKernel, tempHome, removeHome } from '../../sdk/testing/index.js';
+import { bootKernel, type TestKernel, tempHome, removeHome } from '../../testing/index.js';
 
 interface Sent {
   chat: string;

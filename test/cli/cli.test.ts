@@ -4,7 +4,7 @@
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { installFakeAgent } from '../../sdk/testing/index.js';
+import { installFakeAgent } from '../../testing/index.js';
 import { keelCli, rm, tmp, waitFor } from '../helpers.js';
 
 const keel = keelCli;

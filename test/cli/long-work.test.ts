@@ -10,7 +10,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SqliteKnowledgeStore } from '../../plugins/knowledge/src/sqlite-store.js';
-import { installFakeAgent } from '../../sdk/testing/index.js';
+import { installFakeAgent } from '../../testing/index.js';
 import { rm, tmp, writePlugin } from '../helpers.js';
 
 const CLI = join(import.meta.dirname, '..', '..', 'dist', 'cli.js');

@@ -6,7 +6,7 @@ import { execFile } from 'node:child_process';
 import { cpSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { installFakeAgent } from '../../sdk/testing/index.js';
+import { installFakeAgent } from '../../testing/index.js';
 import { rm, tmp, waitFor } from '../helpers.js';
 
 const CLI = join(import.meta.dirname, '..', '..', 'dist', 'cli.js');

@@ -6,8 +6,12 @@
  *   hook tap, server (the gateway's port is closed) or other handle keeping the process alive. (CLI commands are
  *   manifest data read by the CLI, never registered in a kernel, so there is nothing of them to leave.)
  * - `stop()` called a second time does not throw.
+ * - the SDK is layered: the contract (every file under sdk/ outside the kit folders) imports nothing from kernel/,
+ *   from the kits or from the testing entry, and has no import cycle, type-only imports included; the kits
+ *   (sdk/channel-kit, sdk/vendors, sdk/vectors) build on the contract only; the testing entry (testing/, published
+ *   as keel/sdk/testing) is the one SDK layer that may import kernel/, and nothing in the SDK imports it.
  */
-import { cpSync, readdirSync, statSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { build } from 'esbuild';
@@ -24,6 +28,11 @@ import { rm, tmp, waitFor } from '../helpers.js';
 const ROOT = resolve(import.meta.dirname, '..', '..');
 const PLUGINS = join(ROOT, 'plugins');
 const SDK = join(ROOT, 'sdk');
+const KERNEL = join(ROOT, 'kernel');
+/** The layer above the contract that boots a kernel for plugin tests (keel/sdk/testing). */
+const TESTING = join(ROOT, 'testing');
+/** The kits: built on the contract, used by plugins, never by the contract. */
+const KITS = ['channel-kit', 'vendors', 'vectors'].map((d) => join(SDK, d));
 const SOURCE = /\.(?:ts|mts|tsx|js|mjs)$/;
 
 function sourceFiles(dir: string): string[] {
@@ -113,6 +122,170 @@ describe('plugins import only the SDK, their own files and packages', () => {
       );
       const specs = (await importsOf([f])).map((i) => i.spec);
       expect(specs).toEqual(expect.arrayContaining(['../../kernel/errors.js', '../agent/index.js']));
+    } finally {
+      rm(home);
+    }
+  });
+});
+
+/**
+ * Every module a source file names, type-only imports included (esbuild drops those before resolving, so they are
+ * read from the text): import/export-from statements, bare imports, `import('...')` (also in type positions) and
+ * require. Comments are removed first, so an example in a doc comment is not an import.
+ */
+function specifiersOf(source: string): string[] {
+  const code = source.replace(/\/\*[\s\S]*?\*\/|\/\/[^\n]*|'(?:\\.|[^'\\\n])*'|"(?:\\.|[^"\\\n])*"|`(?:\\.|[^`\\])*`/g, (m) =>
+    m.startsWith('/') ? ' ' : m,
+  );
+  const specs = new Set<string>();
+  const patterns = [
+    /(?:^|[;}\s])(?:import|export)\s[^'";]*?\sfrom\s*(['"])([^'"\n]+)\1/g,
+    /(?:^|[;}\s])import\s*(['"])([^'"\n]+)\1/g,
+    /\b(?:import|require)\s*\(\s*(['"])([^'"\n]+)\1\s*\)/g,
+  ];
+  for (const re of patterns) for (const m of code.matchAll(re)) specs.add(m[2]!);
+  return [...specs];
+}
+
+/** The file a relative specifier names (`./x.js` is `./x.ts` in the sources); undefined for a package. */
+function target(importer: string, spec: string): string | undefined {
+  if (!spec.startsWith('.') && !spec.startsWith('/')) return undefined;
+  const p = resolve(dirname(importer), spec);
+  for (const c of [p, p.replace(/\.js$/, '.ts'), p.replace(/\.mjs$/, '.mts'), `${p}.ts`, join(p, 'index.ts')])
+    if (existsSync(c) && statSync(c).isFile()) return c;
+  return p;
+}
+
+type Graph = Map<string, Array<{ spec: string; to: string | undefined }>>;
+
+function graphOf(files: string[]): Graph {
+  return new Map(files.map((f) => [f, specifiersOf(readFileSync(f, 'utf8')).map((spec) => ({ spec, to: target(f, spec) }))]));
+}
+
+/** The import cycles among the graph's own files (each strongly connected component of two or more, or a self-import). */
+function cyclesOf(graph: Graph): string[][] {
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const found: string[][] = [];
+  let next = 0;
+  const visit = (v: string) => {
+    index.set(v, next);
+    low.set(v, next++);
+    stack.push(v);
+    onStack.add(v);
+    for (const { to: w } of graph.get(v) ?? []) {
+      if (!w || !graph.has(w)) continue;
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!));
+    }
+    if (low.get(v) === index.get(v)) {
+      const scc: string[] = [];
+      let w: string;
+      do {
+        w = stack.pop()!;
+        onStack.delete(w);
+        scc.push(w);
+      } while (w !== v);
+      if (scc.length > 1 || graph.get(v)!.some((e) => e.to === v)) found.push(scc.sort());
+    }
+  };
+  for (const v of graph.keys()) if (!index.has(v)) visit(v);
+  return found;
+}
+
+const isKit = (f: string) => KITS.some((k) => inside(f, k));
+const isContract = (f: string) => inside(f, SDK) && !isKit(f);
+const show = (f: string) => relative(ROOT, f);
+
+describe('the SDK is layered: contract, then kits, then testing', () => {
+  const sdkFiles = sourceFiles(SDK);
+  const testingFiles = existsSync(TESTING) ? sourceFiles(TESTING) : [];
+  const graph = graphOf([...sdkFiles, ...testingFiles]);
+  const contract = sdkFiles.filter(isContract);
+
+  it('reads every import esbuild sees, and the type-only ones it drops', async () => {
+    expect(contract.length).toBeGreaterThan(20);
+    const seen = new Map([...graph].map(([f, es]) => [f, new Set(es.map((e) => e.spec))]));
+    const missed = (await importsOf([...graph.keys()]))
+      .filter((i) => !seen.get(i.importer)?.has(i.spec))
+      .map((i) => `${show(i.importer)} ${i.kind} "${i.spec}"`);
+    expect(missed, 'imports the scanner did not read').toEqual([]);
+    const types = specifiersOf(
+      "/** import { x } from './doc.js' */\nimport type { A } from './a.js';\nexport type * from './b.js';\n" +
+        "import {\n  type C,\n  type D,\n} from './c.js';\ntype E = import('./e.js').E;\nconst s = 'x // y';\nimport './f.js';\n",
+    );
+    expect(types.sort()).toEqual(['./a.js', './b.js', './c.js', './e.js', './f.js']);
+  });
+
+  it('no contract file imports kernel/, a kit or the testing entry', () => {
+    const offences: string[] = [];
+    for (const f of contract)
+      for (const { spec, to } of graph.get(f)!) {
+        const where = `${show(f)} "${spec}"`;
+        if (to && inside(to, KERNEL)) offences.push(`${where}: the kernel`);
+        else if (to && isKit(to)) offences.push(`${where}: a kit (kits sit above the contract)`);
+        else if (to && inside(to, TESTING)) offences.push(`${where}: the testing entry`);
+        else if (to && !inside(to, SDK)) offences.push(`${where}: outside sdk/`);
+        else if (!to && /^@?keel\//.test(spec)) offences.push(`${where}: the contract imports its own files relatively`);
+      }
+    expect(offences, 'the contract (sdk/ outside the kits) stands alone').toEqual([]);
+  });
+
+  it('no import cycle in the SDK, type-only imports included', () => {
+    expect(
+      cyclesOf(graph).map((c) => c.map(show).join(' <-> ')),
+      'move the shared types to a leaf file (see sdk/types.ts, sdk/channel-types.ts)',
+    ).toEqual([]);
+  });
+
+  it('the kits import the contract (and each other), never kernel/ or the testing entry', () => {
+    const offences: string[] = [];
+    for (const f of sdkFiles.filter(isKit))
+      for (const { spec, to } of graph.get(f)!) {
+        if (to && (inside(to, KERNEL) || inside(to, TESTING) || !inside(to, SDK))) offences.push(`${show(f)} "${spec}"`);
+        else if (!to && /^@?keel\//.test(spec)) offences.push(`${show(f)} "${spec}"`);
+      }
+    expect(offences).toEqual([]);
+  });
+
+  it('the testing entry lives outside sdk/, and reaches only the contract, the kits, the kernel and its own files', () => {
+    expect(existsSync(join(SDK, 'testing')), 'sdk/testing/ (the testing entry sits above the contract, in testing/)').toBe(false);
+    expect(testingFiles.length).toBeGreaterThan(0);
+    const offences: string[] = [];
+    for (const f of testingFiles)
+      for (const { spec, to } of graph.get(f)!)
+        if (to && ![SDK, KERNEL, TESTING].some((d) => inside(to, d))) offences.push(`${show(f)} "${spec}"`);
+    expect(offences).toEqual([]);
+  });
+
+  it('the public entries resolve to their layer', () => {
+    const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+      exports: Record<string, { types?: string } | string>;
+    };
+    const types = (k: string) => {
+      const e = pkg.exports[k];
+      return typeof e === 'string' ? e : e?.types;
+    };
+    expect(types('./sdk')).toBe('./sdk/index.ts');
+    expect(types('./sdk/testing')).toBe('./testing/index.ts');
+    expect(types('./sdk/vendors/*')).toBe('./sdk/vendors/*.ts');
+    for (const k of ['./sdk', './sdk/testing']) expect(existsSync(join(ROOT, types(k)!)), k).toBe(true);
+  });
+
+  it('the cycle check sees a type-only cycle and the layer check a kernel import', () => {
+    const home = tmp('keel-layers-');
+    try {
+      mkdirSync(join(home, 'sdk'));
+      writeFileSync(join(home, 'sdk', 'a.ts'), "import type { B } from './b.js';\nexport type A = { b?: B };\n");
+      writeFileSync(join(home, 'sdk', 'b.ts'), "export type B = { a?: import('./a.js').A };\n");
+      writeFileSync(join(home, 'sdk', 'c.ts'), "import type { Kernel } from '../../kernel/kernel.js';\nexport type C = Kernel;\n");
+      const g = graphOf(['a.ts', 'b.ts', 'c.ts'].map((n) => join(home, 'sdk', n)));
+      expect(cyclesOf(g).map((c) => c.map((f) => relative(home, f)))).toEqual([[join('sdk', 'a.ts'), join('sdk', 'b.ts')]]);
+      expect(g.get(join(home, 'sdk', 'c.ts'))!.map((e) => e.spec)).toEqual(['../../kernel/kernel.js']);
     } finally {
       rm(home);
     }

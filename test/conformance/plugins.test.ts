@@ -22,7 +22,7 @@ function folders(base: string): string[] {
 const plugins: Array<{ dir: string; builtin: boolean }> = [
   ...folders(join(ROOT, 'plugins')).map((dir) => ({ dir, builtin: true })),
   ...folders(join(ROOT, 'examples', 'plugins')).map((dir) => ({ dir, builtin: false })),
-  { dir: join(ROOT, 'sdk', 'testing', 'fake-agent'), builtin: false },
+  { dir: join(ROOT, 'testing', 'fake-agent'), builtin: false },
 ].filter(({ dir }) => existsSync(join(dir, 'index.ts')) || existsSync(join(dir, 'index.js')));
 
 describe('plugin conformance', () => {

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Action, ChannelCapability, KernelInfoCapability } from '../../sdk/index.js';
 import { appendPush, readQueueList } from '../../kernel/queue/index.js';
-import { bootKernel, installFakeAgent, type TestKernel } from '../../sdk/testing/index.js';
+import { bootKernel, installFakeAgent, type TestKernel } from '../../testing/index.js';
 import { keelCli, rm, tmp, waitFor } from '../helpers.js';
 import { redisProblem, type TestRedis, privateRedis } from '../redis-server.js';
 

@@ -9,7 +9,7 @@ import { cpSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ChannelCapability } from '../../sdk/index.js';
-import { bootKernel, installFakeProvider, type FakeProviderControl, type TestKernel } from '../../sdk/testing/index.js';
+import { bootKernel, installFakeProvider, type FakeProviderControl, type TestKernel } from '../../testing/index.js';
 import { waitFor } from '../helpers.js';
 
 const EXAMPLE = join(import.meta.dirname, '..', '..', 'examples', 'plugins', 'echo-channel');

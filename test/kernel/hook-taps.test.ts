@@ -7,7 +7,8 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import type { HookName } from '../../sdk/hooks.js';
-import type { AgentCapability, PluginContext, PluginDefinition } from '../../sdk/plugin.js';
+import type { AgentCapability } from '../../sdk/core-capabilities.js';
+import type { PluginContext, PluginDefinition } from '../../sdk/plugin.js';
 import type { Action, InboundMessage, MessageOutEvent, PluginManifest, SkillResult } from '../../sdk/index.js';
 import { createHooks, tapOwners } from '../../kernel/hooks/catalogue.js';
 import { startKernel, type Kernel } from '../../kernel/kernel.js';

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startKernel, type Kernel } from '../../kernel/kernel.js';
 import { LogSink } from '../../kernel/log.js';
-import { installFakeAgent } from '../../sdk/testing/index.js';
+import { installFakeAgent } from '../../testing/index.js';
 import { rm, tmp, waitFor } from '../helpers.js';
 
 let kernel: Kernel | undefined;

@@ -11,7 +11,7 @@ import { startKernel, type Kernel } from '../../kernel/kernel.js';
 import { LogSink } from '../../kernel/log.js';
 import type { PluginCandidate } from '../../kernel/plugins/discover.js';
 import type { Action, ChannelCapability } from '../../sdk/index.js';
-import { installFakeProvider, type FakeProviderControl } from '../../sdk/testing/index.js';
+import { installFakeProvider, type FakeProviderControl } from '../../testing/index.js';
 import { rm, tmp, waitFor } from '../helpers.js';
 import { agentCandidate } from './agent/harness.js';
 

@@ -4,7 +4,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ChannelCapability } from '../../sdk/index.js';
-import { bootKernel, type TestKernel } from '../../sdk/testing/index.js';
+import { bootKernel, type TestKernel } from '../../testing/index.js';
 
 let t: TestKernel | undefined;
 afterEach(async () => {

@@ -1,7 +1,7 @@
 /**
  * The channel contract in a real kernel: `receive` (actor, admin through kernel:policy with identity links,
  * untrusted marking, session key, messageIn, gating, replyTo, duplicates), `ctx.capabilities('channel:')`, and
- * sdk/testing's `fakeChannel` and `createTestContext`.
+ * keel/sdk/testing's (testing/) `fakeChannel` and `createTestContext`.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { receive, type InboundMessage, type PluginContext } from '../../sdk/index.js';
@@ -13,7 +13,7 @@ import {
   removeHome,
   tempHome,
   type TestKernel,
-} from '../../sdk/testing/index.js';
+} from '../../testing/index.js';
 
 const open: TestKernel[] = [];
 afterEach(async () => {

@@ -17,7 +17,7 @@ import type {
   SentMessage,
 } from '../../sdk/index.js';
 import { listChannels, receive, SPEC_CHANNELS } from '../../sdk/index.js';
-import { fakeChannel } from '../../sdk/testing/index.js';
+import { fakeChannel } from '../../testing/index.js';
 
 describe('channel contract types', () => {
   it('receive takes a context, an inbound message and options, and says what became of the message', () => {

@@ -11,7 +11,7 @@ import { manifestFor } from '../../../kernel/plugins/custom-skills.js';
 import { authorize, isOutboundSkill, recipientsOf } from '../../../kernel/policy/index.js';
 import type { Action, Actor, ConfigView, SkillManifest } from '../../../sdk/types.js';
 import { definePlugin } from '../../../sdk/index.js';
-import { bootKernel, type TestKernel } from '../../../sdk/testing/index.js';
+import { bootKernel, type TestKernel } from '../../../testing/index.js';
 
 const str = Type.String();
 /** Stand-ins with the real skills' names and recipient arguments; every call that runs is recorded in `sent`. */

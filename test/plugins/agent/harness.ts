@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { startKernel, type Kernel } from '../../../kernel/kernel.js';
 import { LogSink } from '../../../kernel/log.js';
 import type { PluginCandidate } from '../../../kernel/plugins/discover.js';
-import { installFakeProvider, type FakeProviderControl } from '../../../sdk/testing/index.js';
+import { installFakeProvider, type FakeProviderControl } from '../../../testing/index.js';
 import { rm, tmp, writePlugin, type PluginSpec } from '../../helpers.js';
 
 const ROOT = join(import.meta.dirname, '..', '..', '..');

@@ -12,7 +12,7 @@ import { startKernel, type Kernel } from '../../../kernel/kernel.js';
 import { LogSink } from '../../../kernel/log.js';
 import { discoverBuiltins } from '../../../kernel/plugins/discover.js';
 import type { Actor } from '../../../sdk/index.js';
-import { installFakeProvider, type FakeProviderControl } from '../../../sdk/testing/index.js';
+import { installFakeProvider, type FakeProviderControl } from '../../../testing/index.js';
 import { rm, tmp } from '../../helpers.js';
 import { agentCandidate } from '../agent/harness.js';
 

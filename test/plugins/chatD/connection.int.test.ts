@@ -107,7 +107,7 @@ describe('chatD connection', () => {
 
 describe('chatD status', () => {
   it('appears in GET /api/connections with the kit’s extras (state, reconnects, lastInboundAt) and the bot name', async () => {
-    const { bootKernel } = await import('../../../sdk/testing/index.js');
+    const { bootKernel } = await import('../../../testing/index.js');
     const { startFakeSlack } = await import('../../fakes/slack-server.js');
     const slack = await startFakeSlack();
     const t = await bootKernel({

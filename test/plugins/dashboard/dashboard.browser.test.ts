@@ -13,7 +13,7 @@ import type { Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startKernel, type Kernel } from '../../../kernel/kernel.js';
 import { LogSink } from '../../../kernel/log.js';
-import { installFakeProvider, type FakeProviderControl } from '../../../sdk/testing/index.js';
+import { installFakeProvider, type FakeProviderControl } from '../../../testing/index.js';
 import { chatReply, errorReply, startOpenAIFake, type ScriptedServer } from '../../fakes/openai-server.js';
 import { rm, tmp } from '../../helpers.js';
 import { CHROMIUM, openBrowser } from './browser.js';

@@ -5,7 +5,7 @@ import { startKernel, type Kernel } from '../../../kernel/kernel.js';
 import { LogSink } from '../../../kernel/log.js';
 import { discoverBuiltins } from '../../../kernel/plugins/discover.js';
 import type { Action } from '../../../sdk/index.js';
-import { installFakeProvider, type FakeProviderControl } from '../../../sdk/testing/index.js';
+import { installFakeProvider, type FakeProviderControl } from '../../../testing/index.js';
 import { rm, tmp, waitFor, writePlugin } from '../../helpers.js';
 import { agentCandidate, TOOLS } from '../agent/harness.js';
 

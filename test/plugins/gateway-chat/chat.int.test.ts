@@ -10,7 +10,7 @@ import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startKernel, type Kernel } from '../../../kernel/kernel.js';
 import { LogSink } from '../../../kernel/log.js';
-import { installFakeProvider, type FakeProviderControl } from '../../../sdk/testing/index.js';
+import { installFakeProvider, type FakeProviderControl } from '../../../testing/index.js';
 import { rm, tmp, waitFor } from '../../helpers.js';
 import { Client, type Msg } from '../gateway/ws-helpers.js';
 

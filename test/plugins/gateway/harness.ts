@@ -4,7 +4,7 @@
 import { request } from 'node:http';
 import { join } from 'node:path';
 import type { Kernel } from '../../../kernel/kernel.js';
-import { bootKernel, installFakeAgent } from '../../../sdk/testing/index.js';
+import { bootKernel, installFakeAgent } from '../../../testing/index.js';
 import { writePlugin } from '../../helpers.js';
 
 export interface Gw {
@@ -24,7 +24,7 @@ export async function startGateway(
     home?: string;
     key?: string;
     before?: (home: string) => void;
-    /** Install sdk/testing's fake agent (skill `echo`, secret key `fakeAgentApiKey`) in place of the built-in agent. */
+    /** Install keel/sdk/testing's (testing/) fake agent (skill `echo`, secret key `fakeAgentApiKey`) in place of the built-in agent. */
     fakeAgent?: boolean;
     /** Built-in plugins to keep out (their capabilities or skill names are faked by test plugins). */
     deny?: string[];

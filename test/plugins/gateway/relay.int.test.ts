@@ -6,7 +6,7 @@
  */
 import { hostname } from 'node:os';
 import { afterEach, describe, expect, it } from 'vitest';
-import { bootKernel, installFakeAgent, type TestKernel } from '../../../sdk/testing/index.js';
+import { bootKernel, installFakeAgent, type TestKernel } from '../../../testing/index.js';
 import { waitFor } from '../../helpers.js';
 import { privateRedis, redisProblem } from '../../redis-server.js';
 import { type Client, open } from './ws-helpers.js';

@@ -4,7 +4,7 @@
  */
 import WebSocket from 'ws';
 import type { Kernel } from '../../../kernel/kernel.js';
-import { bootKernel, installFakeAgent } from '../../../sdk/testing/index.js';
+import { bootKernel, installFakeAgent } from '../../../testing/index.js';
 import { waitFor } from '../../helpers.js';
 
 export interface Gateway {

@@ -7,7 +7,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ServerStatus } from '../../../plugins/mcp/src/client.js';
-import { bootKernel, type TestKernel } from '../../../sdk/testing/index.js';
+import { bootKernel, type TestKernel } from '../../../testing/index.js';
 import { waitFor } from '../../helpers.js';
 
 const FIXTURE = join(import.meta.dirname, 'stdio-server.mjs');

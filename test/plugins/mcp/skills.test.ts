@@ -8,7 +8,7 @@ import { bringsOutsideContent } from '../../../plugins/agent/src/trust.js';
 import { skillNameFor } from '../../../plugins/mcp/src/names.js';
 import { skillFor } from '../../../plugins/mcp/src/skills.js';
 import { Type } from '../../../sdk/index.js';
-import { bootKernel } from '../../../sdk/testing/index.js';
+import { bootKernel } from '../../../testing/index.js';
 
 describe('mcp tool skills', () => {
   it('names: mcp_<server>_<tool>, sanitised, at most 64 characters, clashes told apart', () => {

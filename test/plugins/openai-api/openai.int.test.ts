@@ -9,7 +9,7 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startKernel, type Kernel } from '../../../kernel/kernel.js';
 import { LogSink } from '../../../kernel/log.js';
-import { installFakeProvider, type FakeProviderControl } from '../../../sdk/testing/index.js';
+import { installFakeProvider, type FakeProviderControl } from '../../../testing/index.js';
 import { rm, tmp, waitFor } from '../../helpers.js';
 
 const KEY = 'openai-key-0123456789abcdef';

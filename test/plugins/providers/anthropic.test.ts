@@ -6,7 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Kernel } from '../../../kernel/kernel.js';
 import { ProviderError, type ChatRequest, type ProviderCapability } from '../../../sdk/index.js';
 import { anthropicError, anthropicMessage, startAnthropicServer, type ScriptedServer } from '../../fakes/anthropic-server.js';
-import { bootKernel } from '../../../sdk/testing/index.js';
+import { bootKernel } from '../../../testing/index.js';
 
 const KEY = 'sk-ant-test-0123456789abcdef';
 

@@ -5,7 +5,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ProviderError, type ChatRequest, type ProviderCapability } from '../../../sdk/index.js';
 import { awsError, converseReply, startBedrockServer, type ScriptedServer } from '../../fakes/bedrock-server.js';
-import { bootKernel } from '../../../sdk/testing/index.js';
+import { bootKernel } from '../../../testing/index.js';
 
 const ACCESS = 'AKIDKEELTEST0001';
 const SECRET = 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYKEELTESTKEY';

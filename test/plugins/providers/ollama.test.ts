@@ -5,7 +5,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ProviderError, type ChatRequest, type ProviderCapability } from '../../../sdk/index.js';
 import { ollamaChatReply, ollamaEmbedReply, ollamaError, startOllamaServer, type ScriptedServer } from '../../fakes/ollama-server.js';
-import { bootKernel } from '../../../sdk/testing/index.js';
+import { bootKernel } from '../../../testing/index.js';
 
 const MODEL = 'llama3.1:8b';
 

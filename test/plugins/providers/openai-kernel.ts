@@ -4,7 +4,7 @@
 import type { Kernel } from '../../../kernel/kernel.js';
 import type { LogSink } from '../../../kernel/log.js';
 import type { ProviderCapability } from '../../../sdk/index.js';
-import { bootKernel } from '../../../sdk/testing/index.js';
+import { bootKernel } from '../../../testing/index.js';
 
 export interface ProviderKernel {
   kernel: Kernel;

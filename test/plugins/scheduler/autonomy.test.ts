@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { installFakeAgent } from '../../../sdk/testing/index.js';
+import { installFakeAgent } from '../../../testing/index.js';
 import type { Actor } from '../../../sdk/index.js';
 import { rm, skillEntry, tmp, waitFor, writePlugin } from '../../helpers.js';
 import { harness, type Harness } from './harness.js';

@@ -18,7 +18,7 @@ import {
   tempHome,
   type FakeProviderControl,
   type TestKernel,
-} from '../../../sdk/testing/index.js';
+} from '../../../testing/index.js';
 import { TimelineStore, type Timeline } from '../../../plugins/timeline/src/store.js';
 import { waitFor } from '../../helpers.js';
 

@@ -1,5 +1,8 @@
 /**
- * Test support for plugin authors and Keel's own tests.
+ * Test support for plugin authors and Keel's own tests, published as `keel/sdk/testing`.
+ *
+ * A layer above the SDK contract: it boots a real kernel, so it imports kernel/ and sdk/, and nothing in sdk/
+ * imports it (test/conformance/boundaries.test.ts). That is why it lives in testing/, not under sdk/.
  *
  * @example
  * const home = tempHome();

@@ -4,7 +4,7 @@
 // The script is looked up per call:
 // 1. in-process: globalThis[Symbol.for('keel.fakeProvider')].get(`${home}|${id}`), a control object
 //    { replies: Reply[], calls: ChatRequest[], defaultReply?: Reply, configured?: {ok,missing} } that
-//    installFakeProvider() in sdk/testing creates;
+//    installFakeProvider() in keel/sdk/testing (testing/) creates;
 // 2. otherwise the file $KEEL_HOME/fake-provider-<id>.json: { "replies": Reply[] } consumed in order.
 // A Reply is { text?, toolCalls?: [{ name, arguments?, raw?, id? }], usage?, error?: { message, status?, retryable? },
 // delayMs? } or (in-process) a function (request) => Reply. With no reply left it answers "fake answer".

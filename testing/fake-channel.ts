@@ -13,9 +13,9 @@ import {
   type ReceiveOutcome,
   type SendOptions,
   type SentMessage,
-} from '../channel.js';
-import type { PluginContext, PluginDefinition } from '../plugin.js';
-import type { Action, PluginManifest } from '../types.js';
+} from '../sdk/channel.js';
+import type { PluginContext, PluginDefinition } from '../sdk/plugin.js';
+import type { Action, PluginManifest } from '../sdk/types.js';
 
 /**
  * Options of `fakeChannel`.

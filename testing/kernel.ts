@@ -1,12 +1,12 @@
 /**
  * A real kernel under a temporary KEEL_HOME, for plugin tests: the one boot helper Keel's own tests use.
- * The kernel module is imported lazily, so importing `sdk/testing` for the fake plugins stays cheap.
+ * The kernel module is imported lazily, so importing `keel/sdk/testing` for the fake plugins stays cheap.
  */
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Kernel } from '../../kernel/kernel.js';
-import type { PluginContext, PluginDefinition } from '../plugin.js';
-import type { PluginManifest } from '../types.js';
+import type { Kernel } from '../kernel/kernel.js';
+import type { PluginContext, PluginDefinition } from '../sdk/plugin.js';
+import type { PluginManifest } from '../sdk/types.js';
 import { tempHome } from './home.js';
 
 /**
@@ -74,9 +74,9 @@ export async function bootKernel(opts: TestKernelOptions = {}): Promise<TestKern
     if (opts.configYaml !== undefined) writeFileSync(join(home, 'keel.config.yaml'), opts.configYaml, { mode: 0o600 });
     await opts.before?.(home);
     const [{ startKernel }, { LogSink }, { discoverBuiltins }] = await Promise.all([
-      import('../../kernel/kernel.js'),
-      import('../../kernel/log.js'),
-      import('../../kernel/plugins/discover.js'),
+      import('../kernel/kernel.js'),
+      import('../kernel/log.js'),
+      import('../kernel/plugins/discover.js'),
     ]);
     const extra = (opts.plugins ?? []).map((d) => inMemoryCandidate(home, d));
     const builtins = opts.builtins ?? false;
