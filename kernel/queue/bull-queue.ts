@@ -109,6 +109,8 @@ const KNOWN_MAX = 5000;
 /** How many actions of each state a view reads from Redis. */
 const VIEW_READ = 200;
 const MAX_PARKED = 20;
+/** A completion not recorded within this long (Redis away) also writes its done mark. */
+const SLOW_SETTLE_MS = 1000;
 
 const quiet: Logger = { debug() {}, info() {}, warn() {}, error() {} };
 const consoleLog: Logger = {
@@ -1008,23 +1010,56 @@ export class BullQueue implements QueueEngine {
     const h = this.heldOrThrow(id);
     const done = this.key(`q:done:${id}`);
     try {
-      // The mark and the move go out together: whichever lands first, a job that comes back is never run again.
-      let marked = false;
-      let moved = false;
-      await this.settle(id, 'completion', async () => {
-        const [m, v] = await Promise.allSettled([
-          marked ? undefined : this.redis.set(done, result, 'EX', DAY_S),
-          // BullMQ hands the next job of the same queue back in the same call (as its own workers do).
-          moved ? undefined : h.job.moveToCompleted(result, h.token, !this.closed && h.source.worker !== undefined),
-        ]);
-        marked ||= m.status === 'fulfilled';
-        if (v.status === 'fulfilled' && !moved) {
-          moved = true;
-          this.prefetch(h, v.value);
+      // One write when all is well: BullMQ's move to `completed`, which hands the next job back in the same call (as
+      // its own workers do). When it is slow (Redis away) or fails, the done mark is written beside it until it
+      // lands, so that a job whose hold lapses meanwhile is completed from the mark by whoever takes it, not run again.
+      let marking: Promise<void> | undefined;
+      const mark = () =>
+        (marking ??= (async () => {
+          for (let wait = 100; !this.closed; wait = Math.min(wait * 2, 2000)) {
+            try {
+              await this.redis.set(done, result, 'EX', DAY_S);
+              return;
+            } catch {
+              await new Promise((r) => setTimeout(r, wait));
+            }
+          }
+        })());
+      for (let attempt = 1, wait = 100; ; attempt++, wait = Math.min(wait * 2, 2000)) {
+        const move = h.job.moveToCompleted(result, h.token, !this.closed && h.source.worker !== undefined).then(
+          (value) => ({ value }),
+          (error: unknown) => ({ error }),
+        );
+        let timer: NodeJS.Timeout | undefined;
+        const slow = new Promise<'slow'>((r) => {
+          timer = setTimeout(() => r('slow'), SLOW_SETTLE_MS);
+        });
+        let out = await Promise.race([move, slow]);
+        clearTimeout(timer);
+        if (out === 'slow') {
+          void mark();
+          out = await move;
         }
-        if (v.status === 'rejected') throw v.reason;
-        if (m.status === 'rejected') throw m.reason;
-      });
+        if (!('error' in out)) {
+          this.prefetch(h, out.value);
+          break;
+        }
+        if (lostLock(out.error)) {
+          // A move that landed but whose answer was lost (and was sent again): the job is completed with this result.
+          const now = (await h.source.queue.getJob(id).catch(() => undefined)) as Job<JobData> | undefined;
+          if (now?.finishedOn && now.returnvalue === result && !now.failedReason) break;
+          throw new KeelError(
+            ErrorCodes.ACTION_NOT_EXECUTING,
+            `Action ${id} is no longer this runner's: its hold lapsed and another runner took the action over, so this completion is not recorded.`,
+            { id },
+          );
+        }
+        if (this.closed) throw this.unreachable(out.error, 'completion');
+        void mark();
+        if (attempt === 1 || attempt % 20 === 0)
+          this.log.warn(`Queue: recording the completion of ${id} failed (${errorMessage(out.error)}); trying again until Redis takes it.`);
+        await new Promise((r) => setTimeout(r, wait));
+      }
     } catch (e) {
       this.held.delete(id);
       throw e;
