@@ -3,7 +3,7 @@
  * Kept free of runtime imports beyond node built-ins and errors.ts: `keel push` loads it on its fast path.
  */
 import { randomBytes } from 'node:crypto';
-import type { Action, PushInput } from '../../sdk/types.js';
+import type { Action, Logger, PushInput } from '../../sdk/types.js';
 import { ErrorCodes, KeelError } from '../errors.js';
 
 export const DEFAULT_PRIORITY = 5;
@@ -115,4 +115,22 @@ export function expiresAt(action: Action): number {
 export function truncateForLog(task: string, max: number = LOG_TASK_MAX): string {
   if (task.length <= max) return task;
   return `${task.slice(0, max)}... (${task.length - max} more characters)`;
+}
+
+/** Retry n (1-based) waits 1 s, 2 s, 4 s, ... (SPEC "Retry backoff"). */
+export function backoffMs(retry: number): number {
+  return 1000 * 2 ** (retry - 1);
+}
+
+/** The queues' default logger: warnings and errors on the console. */
+export const consoleLog: Logger = {
+  debug() {},
+  info() {},
+  warn: (m, ...r) => console.warn(m, ...r),
+  error: (m, ...r) => console.error(m, ...r),
+};
+
+/** Callers get copies: a queue's own objects change as it works. */
+export function copyAction(a: Action): Action {
+  return { ...a, metadata: { ...a.metadata } };
 }

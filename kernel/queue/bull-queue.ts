@@ -27,7 +27,7 @@ import type { Redis as RedisClient } from 'ioredis';
 import { type Signer, signerOf } from '../../sdk/signing.js';
 import type { Action, Logger, PushInput } from '../../sdk/types.js';
 import { ErrorCodes, errorMessage, KeelError } from '../errors.js';
-import { createAction, expiresAt } from './action.js';
+import { backoffMs, consoleLog, copyAction, createAction, expiresAt } from './action.js';
 import type { PushOptions, QueueCounts, QueueEngine, QueueList } from './engine.js';
 import { laneOf, MAIN_LANE } from './lanes.js';
 
@@ -113,16 +113,7 @@ const MAX_PARKED = 20;
 const SLOW_SETTLE_MS = 1000;
 
 const quiet: Logger = { debug() {}, info() {}, warn() {}, error() {} };
-const consoleLog: Logger = {
-  debug() {},
-  info() {},
-  warn: (m, ...r) => console.warn(m, ...r),
-  error: (m, ...r) => console.error(m, ...r),
-};
-
-function copy(a: Action): Action {
-  return { ...a, metadata: { ...a.metadata } };
-}
+const copy = copyAction;
 
 /** The URL with its password (and user) replaced, for messages and logs. */
 export function redactRedisUrl(url: string): string {
@@ -1083,7 +1074,7 @@ export class BullQueue implements QueueEngine {
     const a = h.action;
     const now = this.now();
     const { retries, maxRetries } = a.metadata;
-    const notBefore = now + 1000 * 2 ** retries;
+    const notBefore = now + backoffMs(retries + 1);
     const retry = retries < maxRetries && !this.stops.has(id);
     const inTime = notBefore < expiresAt(a);
     try {

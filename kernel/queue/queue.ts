@@ -10,7 +10,7 @@
  */
 import type { Action, Logger, PushInput } from '../../sdk/types.js';
 import { ErrorCodes, errorMessage, KeelError } from '../errors.js';
-import { createAction, expiresAt } from './action.js';
+import { backoffMs, consoleLog, copyAction, createAction, expiresAt } from './action.js';
 import { FileStore, type FileStoreOptions } from './file-store.js';
 import type { QueueOp } from './ops.js';
 import type { PushOptions, QueueCounts, QueueEngine, QueueList } from './engine.js';
@@ -40,22 +40,9 @@ export interface ActionQueueOptions {
 
 export type { QueueCounts, QueueList } from './engine.js';
 
-/** Retry n (1-based) waits 1 s, 2 s, 4 s, ... (SPEC "Retry backoff"). */
-export function backoffMs(retry: number): number {
-  return 1000 * 2 ** (retry - 1);
-}
+export { backoffMs } from './action.js';
 
-const consoleLog: Logger = {
-  debug() {},
-  info() {},
-  warn: (m, ...r) => console.warn(m, ...r),
-  error: (m, ...r) => console.error(m, ...r),
-};
-
-/** Callers get copies: the queue's own objects change as ops apply. */
-function copy(a: Action): Action {
-  return { ...a, metadata: { ...a.metadata } };
-}
+const copy = copyAction;
 
 const COMPACT_RETRY_MS = 30_000;
 /** Quiet time after the last change before `actions.json` is brought up to date (debounced compaction). */
