@@ -453,7 +453,7 @@ export class BullQueue implements QueueEngine {
   private readonly heardAt = new Map<string, number>();
 
   private forget(id: string): void {
-    this.forget(id);
+    this.known.delete(id);
     this.heardAt.delete(id);
   }
 
