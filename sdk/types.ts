@@ -177,6 +177,8 @@ export interface SkillResult {
   executionTime: number;
   /** Error code when `success` is false. */
   code?: string;
+  /** When the skill's handler failed: the id of the plugin whose error it was (the skill's, or a channel's it sent through). */
+  plugin?: string;
 }
 
 /** What a skill handler receives besides its arguments. */
