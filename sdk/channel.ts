@@ -4,7 +4,7 @@
  * the gateway, doctor and `keel status` treat them all alike. The types live in sdk/channel-types.ts (re-exported
  * here), so the capability map and the hooks name them without importing this runtime. Prose: docs/channels.md.
  */
-import { errorMessage } from './errors.js';
+import { errorMessage, PluginErrorCodes, pluginError } from './errors.js';
 import type {
   ChannelCapability,
   ChannelManifestInfo,
@@ -229,7 +229,7 @@ export function setting<T>(ctx: PluginContext, key: string, fallback: T): T {
  */
 export function offerUnconfigured(ctx: PluginContext, name: string, reason: string, skills: readonly string[]): void {
   const fail = async (): Promise<never> => {
-    throw new Error(reason);
+    throw pluginError(PluginErrorCodes.CHANNEL_NOT_CONNECTED, reason, { plugin: ctx.id });
   };
   const off: ChannelCapability = {
     name,
@@ -255,7 +255,7 @@ export async function outgoing(
 ): Promise<OutboundMessage> {
   const m: OutboundMessage = typeof message === 'string' ? { text: message } : message;
   const out = await ctx.emit('messageOut', { channel, to, text: m.text ?? '' });
-  if (out === null) throw new Error('A messageOut hook dropped the message.');
+  if (out === null) throw pluginError(PluginErrorCodes.CHANNEL_SEND_FAILED, 'A messageOut hook dropped the message.', { plugin: ctx.id });
   return out && typeof out.text === 'string' && out.text !== (m.text ?? '') ? { ...m, text: out.text } : m;
 }
 

@@ -61,7 +61,20 @@ export {
   type ApprovalsCapability,
   type DecideOutcome,
 } from './approvals.js';
-export { errorMessage, errorCodeOf, pluginError, PluginError, environmentError, forbiddenError, type KeelErrorCode } from './errors.js';
+export {
+  errorMessage,
+  errorCodeOf,
+  errorPluginOf,
+  errorsFor,
+  attributed,
+  pluginError,
+  PluginError,
+  PluginErrorCodes,
+  environmentError,
+  forbiddenError,
+  type KeelErrorCode,
+  type PluginErrorOptions,
+} from './errors.js';
 
 /**
  * Declare a plugin. An identity function for the compiler: it reads the manifest's type (write it `as const

@@ -178,6 +178,8 @@ export interface SkillResult {
   executionTime: number;
   /** Error code when `success` is false. */
   code?: string;
+  /** When the skill's handler failed: the id of the plugin whose error it was (the skill's, or a channel's it sent through). */
+  plugin?: string;
 }
 
 // ---------------------------------------------------------------- manifests

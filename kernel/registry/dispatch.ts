@@ -7,7 +7,7 @@ import { describeActor } from '../../sdk/actor.js';
 import type { HookCatalogue, SkillCall } from '../../sdk/hooks.js';
 import type { SkillCallContext } from '../../sdk/plugin.js';
 import type { Action, Actor, ConfigView, Logger, SkillResult } from '../../sdk/types.js';
-import { errorCodeOf } from '../../sdk/errors.js';
+import { errorCodeOf, errorPluginOf } from '../../sdk/errors.js';
 import { ErrorCodes, errorCode, errorMessage } from '../errors.js';
 import { authorize } from '../policy/index.js';
 import { nearestNames } from './nearest.js';
@@ -119,7 +119,8 @@ export function createDispatcher(deps: DispatchDeps) {
       result = { success: true, result: stringifyResult(value), executionTime: round(performance.now() - started) };
     } catch (e) {
       const code = failureCode(e);
-      result = failure(code, `Skill "${name}" failed: ${errorMessage(e)}`, started);
+      // Whose error it is: the plugin the error names (a channel's, when a send through it failed), else the skill's.
+      result = { ...failure(code, `Skill "${name}" failed: ${errorMessage(e)}`, started), plugin: errorPluginOf(e) ?? entry.plugin };
     }
     if (hooks.afterSkill.isUsed()) {
       await hooks.afterSkill.promise(call, result).catch((e: unknown) => log.warn(`afterSkill hook failed: ${errorMessage(e)}`));

@@ -4,6 +4,7 @@
  */
 import type { SkillHandler } from '../../sdk/plugin.js';
 import type { SkillManifest } from '../../sdk/types.js';
+import { attributed, PluginErrorCodes } from '../../sdk/errors.js';
 import { ErrorCodes, errorMessage, KeelError } from '../errors.js';
 
 export interface SkillEntry {
@@ -109,7 +110,7 @@ export class Registry {
         `Capability "${capability}" is already provided by plugin "${current.plugin}"; plugin "${plugin}" cannot provide it too.`,
       );
     }
-    this.capabilities.set(capability, { plugin, impl });
+    this.capabilities.set(capability, { plugin, impl: capability.startsWith('channel:') ? attributedChannel(plugin, impl) : impl });
   }
 
   use<T>(capability: string): T | undefined {
@@ -131,4 +132,34 @@ export class Registry {
     for (const [name, e] of this.skills) if (e.plugin === plugin) this.skills.delete(name);
     for (const [cap, e] of this.capabilities) if (e.plugin === plugin) this.capabilities.delete(cap);
   }
+}
+
+/** The methods of a `channel:<name>` capability that talk to the platform. */
+const CHANNEL_CALLS = new Set<PropertyKey>(['send', 'reply', 'progress', 'react']);
+
+/**
+ * A channel capability whose platform calls fail with a coded error naming the channel's plugin: an error without a
+ * `KEEL_E_*` code becomes KEEL_E_CHANNEL_SEND_FAILED, and one naming no plugin names the channel's. So a send that
+ * fails in a library (`fetch failed`, a socket error) reaches the skill's caller with a code and the plugin.
+ */
+function attributedChannel(plugin: string, impl: unknown): unknown {
+  if (!impl || typeof impl !== 'object') return impl;
+  const wrapped = new Map<PropertyKey, unknown>();
+  return new Proxy(impl, {
+    get(target, prop, receiver) {
+      const value = Reflect.get(target, prop, receiver);
+      if (!CHANNEL_CALLS.has(prop) || typeof value !== 'function') return value;
+      const known = wrapped.get(prop) as { original: unknown; fn: unknown } | undefined;
+      if (known && known.original === value) return known.fn;
+      const fn = async (...args: unknown[]) => {
+        try {
+          return await (value as (...a: unknown[]) => unknown).apply(target, args);
+        } catch (e) {
+          throw attributed(e, plugin, PluginErrorCodes.CHANNEL_SEND_FAILED);
+        }
+      };
+      wrapped.set(prop, { original: value, fn });
+      return fn;
+    },
+  });
 }

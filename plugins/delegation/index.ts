@@ -1,10 +1,13 @@
 /**
  * Delegation plugin entry: delegate_task, spawn_agent, list_delegations, stop_agent. See docs/delegation.md.
  */
+import { errorsFor } from '../../sdk/errors.js';
 import { actorLabel, definePlugin, errorMessage, forbiddenError, isPidAlive, type SkillCallContext } from '../../sdk/index.js';
 import manifest, { DEFAULT_MAX_STEPS, DEFAULT_MAX_TASKS, DEFAULT_WAIT_MS, MAX_STEPS_CAP, MAX_TASKS_CAP, MAX_WAIT_MS } from './manifest.js';
 import { LaneDelegator, type DelegateOutcome } from './src/lanes.js';
 import { DelegationStore, type SubAgent } from './src/store.js';
+
+const coded = errorsFor('delegation');
 
 const clamp = (v: number | undefined, def: number, min: number, max: number) =>
   Math.min(max, Math.max(min, Math.floor(typeof v === 'number' && Number.isFinite(v) ? v : def)));
@@ -12,7 +15,8 @@ const clamp = (v: number | undefined, def: number, min: number, max: number) =>
 /** What the calling model sees of a delegated task; a failed one is an error result. */
 function report(o: DelegateOutcome): DelegateOutcome {
   if (o.status === 'failed') {
-    throw new Error(
+    throw coded(
+      'KEEL_E_SUBTASK_FAILED',
       `Sub-task ${o.taskId}${o.agent ? ` (agent ${o.agent})` : ''} failed after ${o.steps} of ${o.maxSteps} steps: ${o.error ?? 'unknown reason'}.`,
     );
   }
@@ -151,7 +155,7 @@ export default definePlugin({
         a.stoppedAt ??= new Date().toISOString();
         return { ...a };
       });
-      if (!out) throw new Error(`No sub-agent is named "${name}".`);
+      if (!out) throw coded('KEEL_E_NOT_FOUND', `No sub-agent is named "${name}".`);
       const cancelled = await lanes.cancelAgent(name);
       return { agent: agentView(out), cancelledTasks: cancelled };
     });

@@ -3,6 +3,7 @@
  * WebSocket, through `receive`) and whose replies, progress and errors go out as events on the gateway's
  * WebSocket stream (`gateway:events`). See docs/gateway-chat.md.
  */
+import { errorsFor } from '../../sdk/errors.js';
 import { randomUUID } from 'node:crypto';
 import {
   definePlugin,
@@ -18,6 +19,8 @@ import {
 import manifest from './manifest.js';
 import { Conversations } from './src/conversations.js';
 import { chatRoutes, type ChatInput, type ChatOutcome } from './src/routes.js';
+
+const coded = errorsFor('gateway-chat');
 
 const CHANNEL = 'gateway-chat';
 /** Idempotency keys and replied actions remembered (bounded). */
@@ -98,7 +101,11 @@ export default definePlugin({
       send: (to, message, options) => send(to, message, options?.idempotencyKey ? { idempotencyKey: options.idempotencyKey } : {}),
       async reply(action, message) {
         const to = conversationOf(action);
-        if (!to) throw new Error(`action ${action.id} has no gateway chat conversation to answer (metadata.replyTo.chatId).`);
+        if (!to)
+          throw coded(
+            'KEEL_E_CHANNEL_SEND_FAILED',
+            `action ${action.id} has no gateway chat conversation to answer (metadata.replyTo.chatId).`,
+          );
         replied.add(action.id);
         return send(to, message, { actionId: action.id });
       },

@@ -2,10 +2,13 @@
  * Gateway plugin entry. In setup it serves only when asked to (`keel gateway`, `keel run --with-gateway`,
  * `gatewayAutoStart`); otherwise it stays idle, so `keel run` alone opens no port.
  */
+import { errorsFor } from '../../sdk/errors.js';
 import { definePlugin, errorMessage, type CommandContext } from '../../sdk/index.js';
 import manifest from './manifest.js';
 import { readSettings } from './src/deps.js';
 import { relaySettings } from './src/relay.js';
+
+const coded = errorsFor('gateway');
 
 async function gatewayCommand(c: CommandContext): Promise<number> {
   const o = c.options as { port?: string; host?: string; apiKey?: string; static?: string; withAgent?: boolean; background?: boolean };
@@ -61,7 +64,7 @@ export default definePlugin({
           }
         : {};
     }
-    if (!info) throw new Error('the kernel did not provide kernel:info');
+    if (!info) throw coded('KEEL_E_PLUGIN_FAILED', 'the kernel did not provide kernel:info');
     // fastify loads only when the gateway serves: `keel run` alone pays nothing for it.
     const { startServer } = await import('./src/server.js');
     const server = await startServer({ ctx, settings: readSettings(ctx), info });

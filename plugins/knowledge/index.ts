@@ -2,6 +2,7 @@
  * Knowledge store plugin entry: the six rag_* skills over a `KnowledgeStore` (embedded SQLite by default).
  * Embeddings come from the `llm` capability when it can embed; without it everything works by keyword.
  */
+import { errorsFor } from '../../sdk/errors.js';
 import { readFile, stat } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
@@ -12,6 +13,8 @@ import { ingestCommand } from './src/ingest-command.js';
 import { searchKnowledge } from './src/search.js';
 import { SqliteKnowledgeStore } from './src/sqlite-store.js';
 import type { DocumentRecord, KnowledgeFormat, KnowledgeStore, NewChunk } from './src/types.js';
+
+const coded = errorsFor('knowledge');
 
 /** Texts per embedding request. */
 export const EMBED_BATCH = 64;
@@ -46,10 +49,11 @@ export class Knowledge {
     for (let i = 0; i < texts.length; i += EMBED_BATCH) {
       const batch = texts.slice(i, i + EMBED_BATCH);
       const r = await llm.embed({ texts: batch, ...(signal ? { signal } : {}) });
-      if (!r) throw new Error('no provider offers embeddings now');
+      if (!r) throw coded('KEEL_E_NOT_CONFIGURED', 'no provider offers embeddings now');
       if (r.vectors.length !== batch.length)
-        throw new Error(`the embedding provider returned ${r.vectors.length} vectors for ${batch.length} texts`);
-      if (model && r.model !== model) throw new Error(`the embedding model changed during the request (${model}, then ${r.model})`);
+        throw coded('KEEL_E_PROVIDER_FAILED', `the embedding provider returned ${r.vectors.length} vectors for ${batch.length} texts`);
+      if (model && r.model !== model)
+        throw coded('KEEL_E_PROVIDER_FAILED', `the embedding model changed during the request (${model}, then ${r.model})`);
       model = r.model;
       vectors.push(...r.vectors);
     }
@@ -60,7 +64,7 @@ export class Knowledge {
     const format: KnowledgeFormat = a.format ?? formatFromName(a.source) ?? 'text';
     const collection = a.collection?.trim() || 'default';
     const texts = chunk(a.content, format);
-    if (!texts.length) throw new Error(`the content of "${a.source}" is empty: nothing to store`);
+    if (!texts.length) throw coded('KEEL_E_INVALID_ARGUMENT', `the content of "${a.source}" is empty: nothing to store`);
     const title = a.title?.trim() || basename(a.source.replace(/[?#].*$/, '').replace(/\/+$/, '')) || a.source;
     let chunks: NewChunk[] = texts.map((content) => ({ content }));
     let model: string | undefined;
@@ -100,14 +104,18 @@ export class Knowledge {
     const raw = a.file_path.trim();
     const path = resolve(raw === '~' || raw.startsWith('~/') ? join(homedir(), raw.slice(1)) : raw);
     const info = await stat(path).catch(() => undefined);
-    if (!info) throw new Error(`file not found: ${path}`);
-    if (info.isDirectory()) throw new Error(`${path} is a directory; give the path of one file`);
-    if (!info.isFile()) throw new Error(`${path} is not a regular file`);
+    if (!info) throw coded('KEEL_E_NOT_FOUND', `file not found: ${path}`);
+    if (info.isDirectory()) throw coded('KEEL_E_INVALID_ARGUMENT', `${path} is a directory; give the path of one file`);
+    if (!info.isFile()) throw coded('KEEL_E_INVALID_ARGUMENT', `${path} is not a regular file`);
     const max = this.ctx.config.get('knowledgeMaxFileBytes');
     if (info.size > max)
-      throw new Error(`${path} is ${info.size} bytes, more than knowledgeMaxFileBytes (${max}); split it or raise the limit`);
+      throw coded(
+        'KEEL_E_INVALID_ARGUMENT',
+        `${path} is ${info.size} bytes, more than knowledgeMaxFileBytes (${max}); split it or raise the limit`,
+      );
     const buf = await readFile(path);
-    if (buf.subarray(0, 8192).includes(0)) throw new Error(`${path} looks like a binary file; only text files can be ingested`);
+    if (buf.subarray(0, 8192).includes(0))
+      throw coded('KEEL_E_INVALID_ARGUMENT', `${path} looks like a binary file; only text files can be ingested`);
     const r = await this.ingest(
       {
         content: buf.toString('utf8'),
@@ -130,13 +138,14 @@ export class Knowledge {
     try {
       url = new URL(a.url.trim());
     } catch {
-      throw new Error(`"${a.url}" is not a valid URL`);
+      throw coded('KEEL_E_INVALID_ARGUMENT', `"${a.url}" is not a valid URL`);
     }
     if (url.protocol !== 'http:' && url.protocol !== 'https:')
-      throw new Error(`only http and https URLs can be ingested, not ${url.protocol}`);
+      throw coded('KEEL_E_INVALID_ARGUMENT', `only http and https URLs can be ingested, not ${url.protocol}`);
     const web = this.ctx.use('web');
     if (!web)
-      throw new Error(
+      throw coded(
+        'KEEL_E_NOT_CONFIGURED',
         'rag_ingest_url needs the web plugin (capability "web"), which is not loaded; enable the plugin "web" (see `keel plugins`)',
       );
     const max = this.ctx.config.get('knowledgeMaxFileBytes');
@@ -145,7 +154,7 @@ export class Knowledge {
       accept: 'text/html, text/markdown, text/plain, application/json, */*;q=0.5',
       ...(signal ? { signal } : {}),
     });
-    if (res.status >= 400) throw new Error(`fetching ${url.href} failed with HTTP status ${res.status}`);
+    if (res.status >= 400) throw coded('KEEL_E_PROVIDER_FAILED', `fetching ${url.href} failed with HTTP status ${res.status}`);
     const fetchedAt = new Date().toISOString();
     const type = res.contentType.split(';')[0]!.trim().toLowerCase();
     let content = res.body;
@@ -161,7 +170,8 @@ export class Knowledge {
     else if (type === 'text/markdown' || type === 'text/x-markdown') format = 'markdown';
     else if (type === 'text/csv') format = 'csv';
     else if (type.startsWith('text/') || !type) format = formatFromName(url.pathname) ?? 'text';
-    else throw new Error(`${url.href} is ${type}, which cannot be ingested (HTML, text, markdown, CSV and JSON can)`);
+    else
+      throw coded('KEEL_E_INVALID_ARGUMENT', `${url.href} is ${type}, which cannot be ingested (HTML, text, markdown, CSV and JSON can)`);
     const r = await this.ingest(
       {
         content,
@@ -254,11 +264,12 @@ export class Knowledge {
   }
 
   async delete(a: { document_id?: string; collection?: string }): Promise<Record<string, unknown>> {
-    if (!a.document_id && !a.collection) throw new Error('give document_id (one document) or collection (a whole collection) to delete');
-    if (a.document_id && a.collection) throw new Error('give either document_id or collection, not both');
+    if (!a.document_id && !a.collection)
+      throw coded('KEEL_E_INVALID_ARGUMENT', 'give document_id (one document) or collection (a whole collection) to delete');
+    if (a.document_id && a.collection) throw coded('KEEL_E_INVALID_ARGUMENT', 'give either document_id or collection, not both');
     if (a.document_id) {
       const r = await this.store.deleteDocument(a.document_id);
-      if (!r.documents) throw new Error(`no document has the id "${a.document_id}" (see rag_list)`);
+      if (!r.documents) throw coded('KEEL_E_NOT_FOUND', `no document has the id "${a.document_id}" (see rag_list)`);
       return { deleted_documents: r.documents, deleted_chunks: r.chunks, document_id: a.document_id };
     }
     const r = await this.store.deleteCollection(a.collection!);

@@ -4,11 +4,14 @@
  * that dies is restarted with backoff. Server: `POST /mcp` on the gateway and `keel mcp` on stdio offer Keel's
  * skills to MCP clients. Nothing of the MCP SDK is imported until a server is configured or a client calls.
  */
+import { errorsFor } from '../../sdk/errors.js';
 import { definePlugin, errorMessage, Type, type Actor, type PluginContext } from '../../sdk/index.js';
 import manifest from './manifest.js';
 import { describe, type McpTool, type ServerConfig, ServerConnection, type ServerStatus } from './src/client.js';
 import { handleHttp, type McpCaller, serveStdio, type SkillSource } from './src/server.js';
 import { resultText, skillFor, toolPermitted } from './src/skills.js';
+
+const coded = errorsFor('mcp');
 
 const JsonRpc = Type.Object(
   { jsonrpc: Type.Literal('2.0') },
@@ -87,7 +90,7 @@ function startClients(ctx: PluginContext<typeof manifest>): { list(): ServerStat
             timeout: ctx.config.get('mcpCallTimeoutMs'),
           });
           const text = resultText(server, t.name, r as { content?: unknown; structuredContent?: unknown });
-          if (r.isError === true) throw new Error(text);
+          if (r.isError === true) throw coded('KEEL_E_PROVIDER_FAILED', text);
           return text;
         });
         names.push(skill.name);

@@ -2,6 +2,7 @@
  * messaging plugin: send_file, send_voice_note, send_image and react for every channel, through `channel:<name>`.
  * Speech and images come from providerA or providerB (the first configured one that offers it).
  */
+import { errorCodeOf, errorsFor, pluginError } from '../../sdk/errors.js';
 import { createHash } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { extname, join } from 'node:path';
@@ -17,6 +18,8 @@ import {
 import manifest from './manifest.js';
 import { channelFor, detectChannel } from './src/detect.js';
 import { sendableFile } from './src/sendable.js';
+
+const coded = errorsFor('messaging');
 
 const EMOJI: Record<string, string> = {
   thumbs_up: '\u{1F44D}',
@@ -72,7 +75,8 @@ function provider(ctx: PluginContext, want: 'speak' | 'generateImage'): Provider
     tried.push(`${id}: set ${c.missing}`);
   }
   const what = want === 'speak' ? 'Speech' : 'Image generation';
-  throw new Error(
+  throw coded(
+    'KEEL_E_NOT_CONFIGURED',
     `${what} needs providerA or providerB configured${tried.length ? ` (${tried.join('; ')})` : ' (set providerAApiKey or providerBApiKey)'}.`,
   );
 }
@@ -109,12 +113,12 @@ export default definePlugin({
     });
 
     ctx.skills.register('send_voice_note', async (args, call) => {
-      if (args.text.length > 4096) throw new Error('text is limited to 4096 characters.');
+      if (args.text.length > 4096) throw coded('KEEL_E_INVALID_ARGUMENT', 'text is limited to 4096 characters.');
       const name = detectChannel(args.channel, call.action, args.jid);
       const channel = channelFor(ctx, name);
       const p = provider(ctx, 'speak');
       if (args.voice && p.voices?.length && !p.voices.includes(args.voice))
-        throw new Error(`Voice "${args.voice}" is not one of ${p.id}'s: ${p.voices.join(', ')}.`);
+        throw coded('KEEL_E_INVALID_ARGUMENT', `Voice "${args.voice}" is not one of ${p.id}'s: ${p.voices.join(', ')}.`);
       const kind = VOICE_NOTE_CHANNELS.has(name) ? 'voice' : 'audio';
       // A voice note wants Ogg Opus (WhatsApp plays nothing else as one); elsewhere MP3 plays everywhere.
       const audio = await p.speak!({
@@ -164,7 +168,8 @@ export default definePlugin({
       const replyTo = call.action?.metadata.replyTo;
       const name = args.channel ?? (call.action ? detectChannel(undefined, call.action, '') : undefined);
       const chat = args.chat_id ?? (replyTo?.chatId != null ? String(replyTo.chatId) : undefined);
-      if (!name || !chat) throw new Error('react needs channel and chat_id when the current action did not come from a chat.');
+      if (!name || !chat)
+        throw coded('KEEL_E_INVALID_ARGUMENT', 'react needs channel and chat_id when the current action did not come from a chat.');
       const channel = channelFor(ctx, name);
       // A channel that reacts natively through its capability (chatD) keeps the platform's message id as a string.
       if (channel.react) {
@@ -185,7 +190,7 @@ export default definePlugin({
           ...(call.action ? { action: call.action } : {}),
           signal: call.signal,
         });
-        if (!r.success) throw new Error(r.result);
+        if (!r.success) throw pluginError(errorCodeOf(r) ?? 'KEEL_E_SKILL_FAILED', r.result, { plugin: r.plugin ?? 'messaging' });
         return JSON.parse(r.result) as unknown;
       }
       const sent = delivered(

@@ -6,6 +6,7 @@
  * reasoning while it works (the `thinking` hook), the tokens its model calls used (the `modelCall` hook).
  * See docs/openai.md.
  */
+import { errorsFor } from '../../sdk/errors.js';
 import { randomUUID } from 'node:crypto';
 import {
   definePlugin,
@@ -25,6 +26,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import manifest from './manifest.js';
 import { MODEL, parseRequest, RequestError } from './src/request.js';
 import { chunk, completion, errorBody, modelObject, sendJson, sse, type Usage } from './src/wire.js';
+
+const coded = errorsFor('openai-api');
 
 const CHANNEL = 'openai-api';
 /** Idempotency keys remembered (bounded), so a client's retry waits for the same action instead of running it again. */
@@ -112,7 +115,10 @@ export default definePlugin({
       },
       // There is no chat to send to out of turn: an OpenAI client only hears the answer to its own request.
       send: async () => {
-        throw new Error('openai-api answers only the request an action came from; it cannot send to a chat on its own.');
+        throw coded(
+          'KEEL_E_CHANNEL_SEND_FAILED',
+          'openai-api answers only the request an action came from; it cannot send to a chat on its own.',
+        );
       },
       async reply(action, message) {
         const m = await outgoing(ctx, CHANNEL, String(action.metadata.replyTo?.chatId ?? ''), message);

@@ -5,10 +5,13 @@
  * {version, installationId, uptimeSeconds, errorCounts: {error, warn}}. Failures are silent (debug log only);
  * stop() aborts a ping in flight and returns at once.
  */
+import { errorsFor } from '../../sdk/errors.js';
 import { definePlugin, errorMessage } from '../../sdk/index.js';
 import manifest from './manifest.js';
 import { withLinkedSignal } from '../../sdk/retry.js';
 import { installationId } from './src/installation-id.js';
+
+const coded = errorsFor('telemetry');
 
 /** The default service. `.invalid` never resolves (RFC 2606), and the plugin skips such hosts without a request. */
 export const DEFAULT_USAGE_PING_URL = 'https://telemetry.keel.invalid/v1/ping';
@@ -42,7 +45,7 @@ export default definePlugin({
       let host: string;
       try {
         const u = new URL(url);
-        if (u.protocol !== 'https:' && u.protocol !== 'http:') throw new Error(`unsupported protocol ${u.protocol}`);
+        if (u.protocol !== 'https:' && u.protocol !== 'http:') throw coded('KEEL_E_INVALID_ARGUMENT', `unsupported protocol ${u.protocol}`);
         host = u.hostname.toLowerCase();
       } catch (e) {
         ctx.log.debug(`Usage ping skipped: usagePingUrl is not a usable URL (${errorMessage(e)}).`);

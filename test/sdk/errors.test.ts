@@ -1,7 +1,18 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { environmentError, errorCodeOf, errorMessage, forbiddenError, PluginError, pluginError } from '../../sdk/index.js';
+import {
+  attributed,
+  environmentError,
+  errorCodeOf,
+  errorMessage,
+  errorPluginOf,
+  errorsFor,
+  forbiddenError,
+  PluginError,
+  PluginErrorCodes,
+  pluginError,
+} from '../../sdk/index.js';
 import { errorMessage as kernelErrorMessage } from '../../kernel/errors.js';
 
 describe('errorMessage', () => {
@@ -47,6 +58,46 @@ describe('pluginError', () => {
     expect(environmentError('port in use').code).toBe('KEEL_E_PLUGIN_ENVIRONMENT');
     expect(forbiddenError('no').code).toBe('KEEL_E_FORBIDDEN');
     expect(forbiddenError('no')).toBeInstanceOf(PluginError);
+  });
+});
+
+describe('errorsFor and attributed', () => {
+  it("a plugin's errors name the plugin, in the error and in its JSON", () => {
+    const coded = errorsFor('chatA');
+    const e = coded(PluginErrorCodes.INVALID_ARGUMENT, 'A poll needs 2 to 10 options.');
+    expect(e).toBeInstanceOf(PluginError);
+    expect(e.message).toBe('A poll needs 2 to 10 options.');
+    expect(errorCodeOf(e)).toBe('KEEL_E_INVALID_ARGUMENT');
+    expect(errorPluginOf(e)).toBe('chatA');
+    expect(JSON.parse(JSON.stringify(e))).toEqual({
+      code: 'KEEL_E_INVALID_ARGUMENT',
+      plugin: 'chatA',
+      message: 'A poll needs 2 to 10 options.',
+    });
+    expect(errorPluginOf(pluginError('KEEL_E_X', 'x'))).toBeUndefined();
+  });
+
+  it('the host gives an uncoded error the fallback code and the plugin, keeping the message and the cause', () => {
+    const plain = new Error('fetch failed');
+    const e = attributed(plain, 'chatA', PluginErrorCodes.CHANNEL_SEND_FAILED);
+    expect(e).toMatchObject({ code: 'KEEL_E_CHANNEL_SEND_FAILED', plugin: 'chatA', message: 'fetch failed' });
+    expect(e.cause).toBe(plain);
+    expect(attributed('odd', 'x').code).toBe('KEEL_E_PLUGIN_FAILED');
+    // A plain error with a KEEL_E_ code keeps it.
+    expect(attributed(Object.assign(new Error('m'), { code: 'KEEL_E_WEB_BLOCKED' }), 'web').code).toBe('KEEL_E_WEB_BLOCKED');
+  });
+
+  it('a coded error stays the same error; the plugin is added only when it names none', () => {
+    class Lost extends PluginError<'KEEL_E_LEASE_LOST'> {}
+    const lost = new Lost('KEEL_E_LEASE_LOST', 'gone');
+    expect(attributed(lost, 'chatB')).toBe(lost);
+    expect(lost.plugin).toBe('chatB');
+    const own = errorsFor('email')('KEEL_E_NOT_FOUND', 'no mail');
+    expect(attributed(own, 'messaging').plugin).toBe('email');
+  });
+
+  it('every family code is of the KEEL_E_ form', () => {
+    for (const code of Object.values(PluginErrorCodes)) expect(errorCodeOf({ code })).toBe(code);
   });
 });
 

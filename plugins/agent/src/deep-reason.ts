@@ -2,7 +2,10 @@
  * `deep_reason {topic}` -> `{analysis}`: one model call with a reasoning prompt; the answer is stepwise
  * reasoning that ends with a conclusion.
  */
+import { errorsFor } from '../../../sdk/errors.js';
 import type { Router } from './router.js';
+
+const coded = errorsFor('agent');
 
 export const REASONING_PROMPT = [
   'Reason about the topic step by step.',
@@ -24,6 +27,6 @@ export async function deepReason(router: Router, topic: string, signal: AbortSig
     actionId ? { actionId } : {},
   );
   const analysis = res.text.trim();
-  if (!analysis) throw new Error('the model returned no analysis');
+  if (!analysis) throw coded('KEEL_E_PROVIDER_FAILED', 'the model returned no analysis');
   return { analysis };
 }

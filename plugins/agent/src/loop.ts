@@ -10,6 +10,7 @@
  *   announced in the text); the `observation` hook carries the whole result, which is the action's record
  *   (the memory plugin and the gateway's stream read it there).
  */
+import { errorsFor } from '../../../sdk/errors.js';
 import type { Action, Actor, ChannelCapability, ChatMessage, PluginContext, SkillResult, ToolCall } from '../../../sdk/index.js';
 import type { Router } from './router.js';
 import { selectSkills, toToolSpec, type CatalogueSkill, type RoutingRule } from './tools.js';
@@ -19,6 +20,8 @@ import { editedAfter, quotedOf, quotedPrompt, senderOf } from './quoted.js';
 import { errorMessage } from '../../../sdk/errors.js';
 import { AUTONOMY_SOURCE, OPERATOR_SOURCES } from '../../../sdk/actor.js';
 import type manifest from '../manifest.js';
+
+const coded = errorsFor('agent');
 
 export const OBSERVATION_CAP = 4000;
 
@@ -153,7 +156,7 @@ async function runSteps(d: LoopDeps, action: Action, signal: AbortSignal): Promi
   };
 
   for (let step = 1; step <= maxSteps; step++) {
-    if (signal.aborted) throw new Error(`action ${action.id} was cancelled`);
+    if (signal.aborted) throw coded('KEEL_E_CANCELLED', `action ${action.id} was cancelled`);
     readInbox();
     const res = await router.chat({ messages, ...(tools.length ? { tools } : {}), signal, purpose: 'main' }, { actionId: action.id });
     const text = (res.text ?? '').trim();
@@ -204,7 +207,8 @@ async function runSteps(d: LoopDeps, action: Action, signal: AbortSignal): Promi
       });
     }
   }
-  throw new Error(
+  throw coded(
+    'KEEL_E_AGENT_STEP_LIMIT',
     budgeted
       ? `step budget of ${maxSteps} used up without a final answer`
       : `step limit of ${maxSteps} reached without a final answer (maxStepsPerAction)`,

@@ -9,6 +9,7 @@
  *    `providerModelNames`, that is running, configured, and has a model in `providerModelNames`.
  * A cancelled call (the action was aborted) is never retried elsewhere.
  */
+import { errorsFor } from '../../../sdk/errors.js';
 import { performance } from 'node:perf_hooks';
 import type {
   ChatRequest,
@@ -28,6 +29,8 @@ import { UsageLog } from './usage.js';
 import { errorMessage } from '../../../sdk/errors.js';
 import { linkSignals } from '../../../sdk/retry.js';
 import type manifest from '../manifest.js';
+
+const coded = errorsFor('agent');
 
 export interface RouterDeps {
   config: ConfigApi<typeof manifest>;
@@ -108,7 +111,11 @@ export class Router {
         const inf = inferProvider(modelName);
         if (inf.kind === 'match' && inf.provider !== llmProvider && remembered[llmProvider]) model = remembered[llmProvider];
       } else model = remembered[llmProvider];
-      if (!model) throw new Error(`no model configured for ${llmProvider}: set modelName, e.g. keel config set modelName <model>`);
+      if (!model)
+        throw coded(
+          'KEEL_E_NOT_CONFIGURED',
+          `no model configured for ${llmProvider}: set modelName, e.g. keel config set modelName <model>`,
+        );
       return { id: llmProvider, model };
     }
     if (!modelName) {
@@ -117,10 +124,13 @@ export class Router {
         const model = remembered[id];
         if (model && this.usable(id)) return { id, model };
       }
-      throw new Error('no model configured: set modelName (and llmProvider or a provider key), e.g. keel config set modelName gpt-4o-mini');
+      throw coded(
+        'KEEL_E_NOT_CONFIGURED',
+        'no model configured: set modelName (and llmProvider or a provider key), e.g. keel config set modelName gpt-4o-mini',
+      );
     }
     const inf = inferProvider(modelName);
-    if (inf.kind !== 'match') throw new Error(inferenceError(modelName, inf));
+    if (inf.kind !== 'match') throw coded('KEEL_E_NOT_CONFIGURED', inferenceError(modelName, inf));
     return { id: inf.provider, model: modelName };
   }
 
@@ -128,12 +138,13 @@ export class Router {
   provider(id: string): ProviderCapability {
     const p = this.d.use(`provider:${id}`);
     if (!p) {
-      throw new Error(
+      throw coded(
+        'KEEL_E_NOT_CONFIGURED',
         `${id} is not available: no running plugin provides "provider:${id}" (see keel plugins: it may be disabled, denied by pluginAllowList/pluginDenyList, or failed to start)`,
       );
     }
     const c = p.configured();
-    if (!c.ok) throw new Error(redact(`${id} is not configured: ${c.missing}`));
+    if (!c.ok) throw coded('KEEL_E_NOT_CONFIGURED', redact(`${id} is not configured: ${c.missing}`));
     return p;
   }
 
@@ -215,7 +226,7 @@ export class Router {
       try {
         return await this.call(route, req, purpose, meta);
       } catch (e) {
-        if (req.signal?.aborted) throw new Error(`the model call was cancelled: ${errorText(req.signal.reason ?? e)}`);
+        if (req.signal?.aborted) throw coded('KEEL_E_CANCELLED', `the model call was cancelled: ${errorText(req.signal.reason ?? e)}`);
         const msg = errorText(e);
         failures.push(`${route.id} model ${route.model}: ${msg}`);
         return undefined;
@@ -245,7 +256,7 @@ export class Router {
         : ` (no fallback: set fallbackModelNames.${primary.id}, or configure another provider and its model in providerModelNames)`;
     const message = `the model call failed: ${failures.join('; then ')}${hint}`;
     this.d.log.error(message);
-    throw new Error(message);
+    throw coded('KEEL_E_PROVIDER_FAILED', message);
   }
 
   /**

@@ -6,9 +6,12 @@
  * write, then rotate, append and re-read the summary before adding to it: their totals add up, no rotation moves
  * away the other's fresh log.
  */
+import { errorsFor } from '../../../sdk/errors.js';
 import { appendFile, mkdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { withFileLock } from '../../../sdk/file-lock.js';
+
+const coded = errorsFor('agent');
 
 export interface UsageRecord {
   timestamp: string;
@@ -108,7 +111,7 @@ export class UsageLog {
     let s: UsageSummary;
     try {
       s = JSON.parse(await readFile(summary, 'utf8')) as UsageSummary;
-      if (!s || typeof s !== 'object' || !s.providers || !s.total) throw new Error('malformed');
+      if (!s || typeof s !== 'object' || !s.providers || !s.total) throw coded('KEEL_E_PLUGIN_FAILED', 'malformed');
     } catch {
       s = { updatedAt: batch[0]!.timestamp, total: zero(), providers: {} };
     }

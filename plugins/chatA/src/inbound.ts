@@ -3,9 +3,12 @@
  * built-in command, or nothing. Runs once per update (the ingress dedupes), possibly again after a crash, so every
  * step here is repeatable: downloads overwrite, `receive` recognises an action it already queued.
  */
+import { errorsFor } from '../../../sdk/errors.js';
 import type { Api } from 'grammy';
 import { downloadTo, editKey, type Transcribe, transcriptNote } from '../../../sdk/channel-kit/index.js';
 import { errorMessage, type InboundMessage, type QuotedMessage } from '../../../sdk/index.js';
+
+const coded = errorsFor('chatA');
 
 /** The parts of a Telegram update we use (as JSON in the ingress). */
 export interface TgUpdate {
@@ -170,7 +173,7 @@ export function commandOf(m: TgMsg, botUsername: string | undefined): string | u
 async function save(d: ToInboundDeps, f: TgFile, prefix: string, name: string, what: string, notes: string[]): Promise<string | undefined> {
   try {
     const info = await d.api.getFile(f.file_id, d.signal as never);
-    if (!info.file_path) throw new Error('Telegram gave no file path (over the Bot API limit of 20 MB?)');
+    if (!info.file_path) throw coded('KEEL_E_PROVIDER_FAILED', 'Telegram gave no file path (over the Bot API limit of 20 MB?)');
     return await downloadTo({
       url: `${d.apiRoot.replace(/\/+$/, '')}/file/bot${d.token}/${info.file_path}`,
       home: d.home,

@@ -4,6 +4,7 @@
  * a supervised connection with a stall watchdog and an owner lock, typing feedback stopped on every settle.
  * See docs/telegram.md and docs/channels-kit.md.
  */
+import { errorsFor } from '../../../sdk/errors.js';
 import type { Api } from 'grammy';
 import {
   errorMessage,
@@ -33,6 +34,8 @@ import { approvalTap } from './approval-tap.js';
 import { registerSkills } from './skills.js';
 import { classifyTelegram, editText, isBadToken, makeApi, sendChunk, type TgChunk } from './telegram.js';
 
+const coded = errorsFor('chatA');
+
 /** The running channel (only once it is configured: its platform library loads with this module). */
 export async function startChatA(ctx: PluginContext<typeof manifest>) {
   const token = setting(ctx, 'chatAToken', '');
@@ -44,7 +47,8 @@ export async function startChatA(ctx: PluginContext<typeof manifest>) {
   const replyTarget = (action: Action) => {
     const r = action.metadata.replyTo ?? {};
     const chatId = r.chatId !== undefined && r.chatId !== null ? String(r.chatId) : '';
-    if (!/^-?\d+$/.test(chatId)) throw new Error(`Action ${action.id} has no chatA chat to answer (metadata.replyTo.chatId).`);
+    if (!/^-?\d+$/.test(chatId))
+      throw coded('KEEL_E_CHANNEL_SEND_FAILED', `Action ${action.id} has no chatA chat to answer (metadata.replyTo.chatId).`);
     return {
       chatId,
       options: {
@@ -74,7 +78,7 @@ export async function startChatA(ctx: PluginContext<typeof manifest>) {
       ).map((c, i) => ({ kind: 'text' as const, ...c, ...(i === 0 ? reply : {}), ...thread, ...(options.silent ? { silent: true } : {}) }));
       if (m.buttons?.length) {
         const last = texts.at(-1);
-        if (last?.kind !== 'text') throw new Error('Buttons need a message text to hang on.');
+        if (last?.kind !== 'text') throw coded('KEEL_E_INVALID_ARGUMENT', 'Buttons need a message text to hang on.');
         last.markup = { inline_keyboard: m.buttons } as never;
       }
       const files = (m.files ?? []).map(

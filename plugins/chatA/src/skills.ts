@@ -2,11 +2,14 @@
  * The chatA skills of SPEC: send_chatA, chatA_send_buttons, chatA_send_poll, chatA_edit_message, chatA_react,
  * chatA_pin_message. Each returns the message id(s) so an edit can follow.
  */
+import { errorsFor } from '../../../sdk/errors.js';
 import { GrammyError, type Api } from 'grammy';
 import type { OutboundMessage, PluginContext, SendOptions, SentMessage, SkillCallContext } from '../../../sdk/index.js';
 import { renderTelegram, skillSendKey } from '../../../sdk/channel-kit/index.js';
 import { editText } from './telegram.js';
 import type manifest from '../manifest.js';
+
+const coded = errorsFor('chatA');
 
 type Buttons = NonNullable<OutboundMessage['buttons']>;
 
@@ -26,7 +29,8 @@ export function resolveChat(chatId: unknown, call: SkillCallContext): string {
   const a = call.action;
   const fromAction = a && a.source === 'chatA' ? a.metadata.replyTo?.chatId : undefined;
   if (fromAction !== undefined && fromAction !== null && /^-?\d+$/.test(String(fromAction))) return String(fromAction);
-  throw new Error(
+  throw coded(
+    'KEEL_E_INVALID_ARGUMENT',
     `chatId "${raw}" is not a numeric Telegram chat id, and the current action did not come from chatA to take the chat from.`,
   );
 }
@@ -36,12 +40,14 @@ export function normaliseButtons(input: unknown[]): Buttons {
   return rows.map((row, i) =>
     row.map((b, j) => {
       const o = b as { text?: unknown; callback_data?: unknown; url?: unknown };
-      if (!o || typeof o.text !== 'string' || !o.text) throw new Error(`Button [${i}][${j}] needs a non-empty "text".`);
+      if (!o || typeof o.text !== 'string' || !o.text)
+        throw coded('KEEL_E_INVALID_ARGUMENT', `Button [${i}][${j}] needs a non-empty "text".`);
       const hasData = typeof o.callback_data === 'string' && o.callback_data !== '';
       const hasUrl = typeof o.url === 'string' && /^https?:\/\//.test(o.url);
-      if (hasData === hasUrl) throw new Error(`Button [${i}][${j}] ("${o.text}") needs exactly one of callback_data or an http(s) url.`);
+      if (hasData === hasUrl)
+        throw coded('KEEL_E_INVALID_ARGUMENT', `Button [${i}][${j}] ("${o.text}") needs exactly one of callback_data or an http(s) url.`);
       if (hasData && Buffer.byteLength(o.callback_data as string) > 64)
-        throw new Error(`Button [${i}][${j}]: callback_data is limited to 64 bytes.`);
+        throw coded('KEEL_E_INVALID_ARGUMENT', `Button [${i}][${j}]: callback_data is limited to 64 bytes.`);
       return hasData ? { text: o.text, callback_data: o.callback_data as string } : { text: o.text, url: o.url as string };
     }),
   );
@@ -74,7 +80,7 @@ export function registerSkills(ctx: PluginContext<typeof manifest>, d: SkillDeps
 
   ctx.skills.register('chatA_send_poll', async (args, call) => {
     const chat = resolveChat(args.chatId, call);
-    if (args.options.length < 2 || args.options.length > 10) throw new Error('A poll needs 2 to 10 options.');
+    if (args.options.length < 2 || args.options.length > 10) throw coded('KEEL_E_INVALID_ARGUMENT', 'A poll needs 2 to 10 options.');
     const m = await d.limited(chat, () =>
       d.api().sendPoll(
         chat,
@@ -92,7 +98,7 @@ export function registerSkills(ctx: PluginContext<typeof manifest>, d: SkillDeps
   ctx.skills.register('chatA_edit_message', async (args, call) => {
     const chat = resolveChat(args.chatId, call);
     const [first] = renderTelegram(args.newText);
-    if (!first) throw new Error('newText renders to nothing.');
+    if (!first) throw coded('KEEL_E_INVALID_ARGUMENT', 'newText renders to nothing.');
     await d.limited(chat, () => editText(d.api(), chat, args.messageId, first.html, first.plain));
     return { chatId: chat, messageId: args.messageId, edited: true };
   });

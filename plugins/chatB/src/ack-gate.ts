@@ -19,7 +19,10 @@
  * A message baileys never hands on (it could not decrypt it and answered with a retry request or a negative ack) is
  * let go after `maxHoldMs`, so a stuck hold costs a short delay, never the connection.
  */
+import { errorsFor } from '../../../sdk/errors.js';
 import type { SignalDataSet, SignalDataTypeMap, SignalKeyStore, WASocket } from '@whiskeysockets/baileys';
+
+const coded = errorsFor('chatB');
 
 type Send = (data: unknown, cb?: (err?: Error) => void) => void;
 
@@ -111,7 +114,7 @@ export class AckGate {
     const gen = ++this.gen;
     const ws = sock.ws as unknown as { socket?: { send: Send } | null; on(e: string, f: (n: unknown) => void): void };
     const raw = ws.socket;
-    if (!raw) throw new Error('chatB: the WhatsApp socket has no connection to gate (baileys changed?)');
+    if (!raw) throw coded('KEEL_E_PLUGIN_FAILED', 'chatB: the WhatsApp socket has no connection to gate (baileys changed?)');
     const send = raw.send.bind(raw);
     this.send = send;
     raw.send = (data, cb) => {

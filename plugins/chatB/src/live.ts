@@ -5,6 +5,7 @@
  * commands answered by the kit, edits and "delete for everyone" routed by the kit, a supervised connection, QR
  * linking in the terminal. See docs/whatsapp.md and docs/channels-kit.md.
  */
+import { errorsFor } from '../../../sdk/errors.js';
 import { chmod, mkdir } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import type { CacheStore, proto, WASocket } from '@whiskeysockets/baileys';
@@ -37,6 +38,8 @@ import { addressed, type Me, showJid, toInbound, toWaIn, type WaIn } from './inb
 import { quietSignal } from './quiet-signal.js';
 import { registerSkills } from './skills.js';
 import { CHAT_JID, chunkMessageId, classifyWhatsApp, fatalMessage, sendChunk, type WaChunk, WhatsAppClosedError } from './whatsapp.js';
+
+const coded = errorsFor('chatB');
 
 const LIMIT = 4096;
 
@@ -103,7 +106,8 @@ export async function startChatB(ctx: PluginContext<typeof manifest>) {
   const replyTarget = (action: Action) => {
     const r = action.metadata.replyTo ?? {};
     const chatId = typeof r.chatId === 'string' ? r.chatId : '';
-    if (!CHAT_JID.test(chatId)) throw new Error(`Action ${action.id} has no chatB chat to answer (metadata.replyTo.chatId).`);
+    if (!CHAT_JID.test(chatId))
+      throw coded('KEEL_E_CHANNEL_SEND_FAILED', `Action ${action.id} has no chatB chat to answer (metadata.replyTo.chatId).`);
     const messageId = typeof r.messageId === 'string' ? r.messageId : undefined;
     return { chatId, options: messageId ? { replyToMessageId: messageId } : {} };
   };
@@ -143,7 +147,7 @@ export async function startChatB(ctx: PluginContext<typeof manifest>) {
         if (sock?.user) await sock.sendPresenceUpdate('composing', jid);
       },
       status: async () => {
-        throw new Error('chatB shows progress as typing only');
+        throw coded('KEEL_E_CHANNEL_SEND_FAILED', 'chatB shows progress as typing only');
       },
     }),
   });
@@ -373,8 +377,8 @@ export async function startChatB(ctx: PluginContext<typeof manifest>) {
   const capability = rt.capability({
     status,
     async react(chatId, messageId, emoji) {
-      if (!CHAT_JID.test(chatId)) throw new Error(`react on WhatsApp needs a chat JID (got "${chatId}").`);
-      if (!sock?.user) throw new Error('WhatsApp is not connected.');
+      if (!CHAT_JID.test(chatId)) throw coded('KEEL_E_INVALID_ARGUMENT', `react on WhatsApp needs a chat JID (got "${chatId}").`);
+      if (!sock?.user) throw coded('KEEL_E_CHANNEL_NOT_CONNECTED', 'WhatsApp is not connected.');
       const m = ingress.payload(messageId);
       const key = {
         remoteJid: chatId,

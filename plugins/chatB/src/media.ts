@@ -4,6 +4,7 @@
  * baileys when the message is handled, saved under `$KEEL_HOME/downloads/chatB/`. Out: a file as an image, video,
  * voice note, audio or document message, by its kind and extension.
  */
+import { errorsFor } from '../../../sdk/errors.js';
 import { createWriteStream, mkdirSync, rmSync } from 'node:fs';
 import { basename, extname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
@@ -11,6 +12,8 @@ import type { AnyMessageContent, proto } from '@whiskeysockets/baileys';
 import { downloadContentFromMessage, getContentType, normalizeMessageContent } from '@whiskeysockets/baileys';
 import { DOWNLOAD_LIMIT_BYTES, safeFileName } from '../../../sdk/channel-kit/index.js';
 import { errorMessage, type Logger, type OutboundFile } from '../../../sdk/index.js';
+
+const coded = errorsFor('chatB');
 
 export type MediaKind = 'image' | 'video' | 'audio' | 'document' | 'sticker';
 
@@ -86,7 +89,7 @@ export async function saveMedia(
   const path = join(dir, `${safeFileName(o.prefix)}_${name}`);
   try {
     if (media.fileLength !== undefined && media.fileLength > DOWNLOAD_LIMIT_BYTES)
-      throw new Error(`it is over the ${DOWNLOAD_LIMIT_BYTES / 1024 / 1024} MB limit`);
+      throw coded('KEEL_E_INVALID_ARGUMENT', `it is over the ${DOWNLOAD_LIMIT_BYTES / 1024 / 1024} MB limit`);
     mkdirSync(dir, { recursive: true });
     const stream = await downloadContentFromMessage(
       {

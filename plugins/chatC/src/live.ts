@@ -5,6 +5,7 @@
  * enforced nonce per chunk, slash commands answered by the kit's command logic, a supervised connection.
  * See docs/discord.md and docs/channels-kit.md.
  */
+import { errorsFor } from '../../../sdk/errors.js';
 import type { REST } from 'discord.js';
 import { errorMessage, type Action, type ChannelStatus, type PluginContext } from '../../../sdk/index.js';
 import {
@@ -32,6 +33,8 @@ import { addressesBot, type DcInboundMessage, type DcPayload, interactionToInbou
 import { registerSkills } from './skills.js';
 import { SlashAnswers } from './slash.js';
 
+const coded = errorsFor('chatC');
+
 const LIMIT = 2000;
 
 /** The running channel (only once it is configured: its platform library loads with this module). */
@@ -46,7 +49,8 @@ export async function startChatC(ctx: PluginContext<typeof manifest>) {
   const replyTarget = (action: Action) => {
     const r = action.metadata.replyTo ?? {};
     const chatId = r.chatId !== undefined && r.chatId !== null ? String(r.chatId) : '';
-    if (!SNOWFLAKE.test(chatId)) throw new Error(`Action ${action.id} has no chatC channel to answer (metadata.replyTo.chatId).`);
+    if (!SNOWFLAKE.test(chatId))
+      throw coded('KEEL_E_CHANNEL_SEND_FAILED', `Action ${action.id} has no chatC channel to answer (metadata.replyTo.chatId).`);
     const messageId = r.messageId != null && SNOWFLAKE.test(String(r.messageId)) ? String(r.messageId) : undefined;
     return { chatId, options: messageId ? { replyToMessageId: messageId } : {} };
   };
@@ -285,7 +289,7 @@ export async function startChatC(ctx: PluginContext<typeof manifest>) {
         const inbound = interactionToInbound(i);
         if (!inbound) return 'skipped';
         // Reached while stopping: left recorded and answered after the next start (the answer would say "stopped").
-        if (rt.signal.aborted) throw new Error('stopping');
+        if (rt.signal.aborted) throw coded('KEEL_E_CANCELLED', 'stopping');
         // The answer reads the queue: what the channel said before the command is in it.
         await turn.previous;
         const text = isBuiltin(inbound.command) ? await runCommand(ctx, inbound, BUILTIN_COMMANDS, discordStatusLine) : 'Unknown command.';
@@ -324,7 +328,10 @@ export async function startChatC(ctx: PluginContext<typeof manifest>) {
     status,
     async react(chatId, messageId, emoji) {
       if (!SNOWFLAKE.test(chatId) || !SNOWFLAKE.test(messageId))
-        throw new Error(`react on Discord needs a channel id and a message id of 17 to 20 digits (got "${chatId}", "${messageId}").`);
+        throw coded(
+          'KEEL_E_INVALID_ARGUMENT',
+          `react on Discord needs a channel id and a message id of 17 to 20 digits (got "${chatId}", "${messageId}").`,
+        );
       await outbox.edit(chatId, () => rest.put(`/channels/${chatId}/messages/${messageId}/reactions/${encodeURIComponent(emoji)}/@me`));
       return { native: true };
     },

@@ -7,6 +7,7 @@
  * in place.
  * See docs/slack.md and docs/channels-kit.md.
  */
+import { errorsFor } from '../../../sdk/errors.js';
 import { App } from '@slack/bolt';
 import type { WebClient } from '@slack/web-api';
 import {
@@ -42,6 +43,8 @@ import { mentionedIds, SlackNames } from './names.js';
 import { quoteOf, ThreadStarts } from './quoted.js';
 import { runSocket, SupervisedReceiver } from './socket.js';
 import { approvalTap } from './approval-tap.js';
+
+const coded = errorsFor('chatD');
 
 /** chatD's status: the kit's, the bot's name, and the history catch-up (`caughtUp` always there). */
 export interface ChatDStatus extends ChannelStatus {
@@ -176,7 +179,7 @@ export async function startChatD(ctx: PluginContext<typeof manifest>) {
     const r = action.metadata.replyTo ?? {};
     const channel = r.chatId != null ? String(r.chatId) : '';
     if (!CONVERSATION_ID.test(channel))
-      throw new Error(`Action ${action.id} has no Slack conversation to answer (metadata.replyTo.chatId).`);
+      throw coded('KEEL_E_CHANNEL_SEND_FAILED', `Action ${action.id} has no Slack conversation to answer (metadata.replyTo.chatId).`);
     const thread = r.threadTs ?? r.threadId;
     return { channel, thread: thread != null ? String(thread) : undefined };
   };
@@ -358,7 +361,8 @@ export async function startChatD(ctx: PluginContext<typeof manifest>) {
   const capability = rt.capability({
     status,
     async react(chatId, messageId, emoji) {
-      if (!CONVERSATION_ID.test(chatId)) throw new Error(`"${chatId}" is not a Slack conversation id (C..., G... or D...).`);
+      if (!CONVERSATION_ID.test(chatId))
+        throw coded('KEEL_E_INVALID_ARGUMENT', `"${chatId}" is not a Slack conversation id (C..., G... or D...).`);
       const name = reactionName(emoji);
       if (!name) return { native: false };
       try {
@@ -376,7 +380,8 @@ export async function startChatD(ctx: PluginContext<typeof manifest>) {
     if (!CONVERSATION_ID.test(to) && call.action?.source === 'chatD' && !/^[CGD][A-Za-z0-9]*$/.test(to))
       to = replyTarget(call.action).channel;
     if (!CONVERSATION_ID.test(to))
-      throw new Error(
+      throw coded(
+        'KEEL_E_INVALID_ARGUMENT',
         `channel_id "${args.channel_id}" is not a Slack conversation id: it starts with C (channel), G (private channel) or D (direct message), then capitals and digits.`,
       );
     // The same call in the same action (a re-run after a crash) is delivered once.

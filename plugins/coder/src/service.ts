@@ -1,6 +1,7 @@
 /**
  * create_custom_skill, execute_typescript and self_repair_skill. Decisions and limits: docs/sandbox.md.
  */
+import { errorsFor } from '../../../sdk/errors.js';
 import { existsSync } from 'node:fs';
 import { copyFile, mkdir, mkdtemp, readdir, readFile, rename, rm, unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -10,6 +11,8 @@ import type { KernelInfoCapability, LogEntry, PluginContext, SkillArgs } from '.
 import type manifest from '../manifest.js';
 import { compileBody, CompileError, runSandboxed, type SandboxResult } from './sandbox.js';
 import { parseSkillFile, renderSkillFile, SKILL_NAME, type AgentSkillSpec } from './skill-file.js';
+
+const coded = errorsFor('coder');
 
 /** How long create_custom_skill and self_repair_skill wait for the hot reload to load (or refuse) the file. */
 const RELOAD_WAIT_MS = 10_000;
@@ -75,7 +78,7 @@ export class CoderService {
 
   private info(): KernelInfoCapability {
     const info = this.ctx.use('kernel:info');
-    if (!info) throw new Error('The kernel did not provide kernel:info.');
+    if (!info) throw coded('KEEL_E_PLUGIN_FAILED', 'The kernel did not provide kernel:info.');
     return info;
   }
 
@@ -91,7 +94,7 @@ export class CoderService {
         signal,
       });
     } catch (e) {
-      if (e instanceof CompileError) throw new Error(e.message);
+      if (e instanceof CompileError) throw coded('KEEL_E_COMPILE_FAILED', e.message);
       throw e;
     }
   }
@@ -108,7 +111,10 @@ export class CoderService {
     });
     if (r.ok) return r.result;
     const tail = r.stderr.trim().split('\n').slice(-5).join('\n');
-    throw new Error(`Skill ${req.skill} failed in the sandbox: ${r.error ?? `exit ${r.exitCode}`}${tail ? `\n${tail}` : ''}`);
+    throw coded(
+      'KEEL_E_SKILL_FAILED',
+      `Skill ${req.skill} failed in the sandbox: ${r.error ?? `exit ${r.exitCode}`}${tail ? `\n${tail}` : ''}`,
+    );
   }
 
   // ------------------------------------------------------------ create_custom_skill
@@ -116,21 +122,24 @@ export class CoderService {
   async create(args: CreateArgs, signal: AbortSignal): Promise<Record<string, unknown>> {
     this.requireSelfModification('create_custom_skill');
     if (!SKILL_NAME.test(args.name))
-      throw new Error(`Invalid skill name "${args.name}": use 2-48 lower-case letters, digits or _, starting with a letter.`);
+      throw coded(
+        'KEEL_E_INVALID_ARGUMENT',
+        `Invalid skill name "${args.name}": use 2-48 lower-case letters, digits or _, starting with a letter.`,
+      );
     // The schema admits any object here; whether it is a JSON Schema of type object is checked next.
     const parameters = (args.parameters as Record<string, unknown> | undefined) ?? {
       type: 'object',
       properties: {},
       additionalProperties: true,
     };
-    if (parameters.type !== 'object') throw new Error('"parameters" must be a JSON Schema of type "object".');
+    if (parameters.type !== 'object') throw coded('KEEL_E_INVALID_ARGUMENT', '"parameters" must be a JSON Schema of type "object".');
     const plugin = `skill-${args.name}`;
     const owner = this.ctx.skills.list().find((s) => s.name === args.name);
     if (owner && owner.plugin !== plugin)
-      throw new Error(`Skill "${args.name}" is already provided by plugin "${owner.plugin}"; choose another name.`);
+      throw coded('KEEL_E_SKILL_DUPLICATE', `Skill "${args.name}" is already provided by plugin "${owner.plugin}"; choose another name.`);
     // Refuse code that does not compile before anything is written.
     await compileBody(args.code).catch((e: unknown) => {
-      throw new Error(errorMessage(e));
+      throw coded('KEEL_E_COMPILE_FAILED', errorMessage(e));
     });
     await mkdir(this.skillsDir, { recursive: true });
     const file = join(this.skillsDir, `${args.name}.ts`);
@@ -138,7 +147,10 @@ export class CoderService {
       (f) => SKILL_FILE.test(f) && f !== `${args.name}.ts` && skillPluginId(f) === plugin,
     );
     if (others.length > 0)
-      throw new Error(`Plugin id ${plugin} is already taken by ${others.join(', ')} in ${this.skillsDir}; choose another name.`);
+      throw coded(
+        'KEEL_E_PLUGIN_DUPLICATE',
+        `Plugin id ${plugin} is already taken by ${others.join(', ')} in ${this.skillsDir}; choose another name.`,
+      );
     const previous = existsSync(file) ? await readFile(file, 'utf8') : undefined;
     if (previous !== undefined && !parseSkillFile(previous) && !args.overwrite) {
       throw forbiddenError(`${file} was written by a person, not by create_custom_skill; pass overwrite: true to replace it.`);
@@ -160,7 +172,7 @@ export class CoderService {
       // Keep the disk in line with what runs: the previous version, or nothing.
       if (previous !== undefined) await writeAtomic(file, previous);
       else await unlink(file).catch(() => undefined);
-      throw new Error(`Skill ${args.name} did not load: ${outcome.reason}`);
+      throw coded('KEEL_E_PLUGIN_LOAD_FAILED', `Skill ${args.name} did not load: ${outcome.reason}`);
     }
     const result: Record<string, unknown> = {
       skill: args.name,
@@ -222,7 +234,7 @@ export class CoderService {
       : [];
     const base = files[0];
     if (!base) {
-      if (!status) throw new Error(`Unknown plugin "${args.plugin}".`);
+      if (!status) throw coded('KEEL_E_NOT_FOUND', `Unknown plugin "${args.plugin}".`);
       // Built-in and user plugins: Keel does not rewrite them.
       const userDir = join(this.ctx.home, 'plugins', args.plugin);
       return {
@@ -241,7 +253,8 @@ export class CoderService {
     const llm = this.ctx.use('llm');
     const current = llm?.current();
     if (!llm || !current || 'missing' in current) {
-      throw new Error(
+      throw coded(
+        'KEEL_E_NOT_CONFIGURED',
         `No model is available to repair ${base}${current && 'missing' in current ? ` (${current.missing})` : ''}; the file was left as it is.`,
       );
     }
@@ -265,7 +278,8 @@ export class CoderService {
         `File ${base}:\n\`\`\`ts\n${source}\n\`\`\``,
       );
       const problem = await this.compileCheck(fixed);
-      if (problem) throw new Error(`The model's fix for ${base} does not compile (${problem}); the file was left as it is.`);
+      if (problem)
+        throw coded('KEEL_E_COMPILE_FAILED', `The model's fix for ${base} does not compile (${problem}); the file was left as it is.`);
       const suggestion = `${file}.suggested`;
       await writeFile(suggestion, fixed);
       return {
@@ -283,8 +297,9 @@ export class CoderService {
     );
     const next = renderSkillFile({ ...spec, code });
     const problem = await this.compileCheck(next, code);
-    if (problem) throw new Error(`The model's fix for ${base} does not compile (${problem}); the last good version stays.`);
-    if (next === source) throw new Error(`The model returned the same code for ${base}; nothing was changed.`);
+    if (problem)
+      throw coded('KEEL_E_COMPILE_FAILED', `The model's fix for ${base} does not compile (${problem}); the last good version stays.`);
+    if (next === source) throw coded('KEEL_E_PROVIDER_FAILED', `The model returned the same code for ${base}; nothing was changed.`);
     const backup = `${file}.bak`;
     await copyFile(file, backup);
     const outcome = await this.writeAndWait(file, next, spec.name, signal);
@@ -303,7 +318,10 @@ export class CoderService {
     }
     if (outcome.state === 'failed') {
       await writeAtomic(file, source);
-      throw new Error(`The repaired ${base} did not load (${outcome.reason}); the last good version was put back.`);
+      throw coded(
+        'KEEL_E_PLUGIN_LOAD_FAILED',
+        `The repaired ${base} did not load (${outcome.reason}); the last good version was put back.`,
+      );
     }
     return {
       repaired: true,

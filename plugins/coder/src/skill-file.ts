@@ -56,6 +56,7 @@ export function renderSkillFile(s: AgentSkillSpec): string {
     '  parameters: SPEC.parameters as never,',
     '  async run(args, ctx) {',
     `    const runner = ctx.use<Runner>(${JSON.stringify(SANDBOX_CAPABILITY)});`,
+    // keel-plain-error: text of the generated skill file, not code of this plugin.
     "    if (typeof runner !== 'function') throw new Error('The coder plugin is not running: agent-written skills run only in its sandbox.');",
     '    return runner({ skill: SPEC.name, body: CODE, args, network: SPEC.network, signal: ctx.signal });',
     '  },',

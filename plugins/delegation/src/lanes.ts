@@ -7,10 +7,13 @@
  * `actionSettled` hook when this process runs it, else by reading the queue), at most `waitMs`; then, or when the
  * parent is cancelled, the child is cancelled.
  */
+import { errorsFor } from '../../../sdk/errors.js';
 import type { Action, Json, PluginContext, SkillCallContext } from '../../../sdk/index.js';
 import { actorLabel, errorMessage, forbiddenError, isUntrusted } from '../../../sdk/index.js';
 import { MAX_DEPTH } from '../manifest.js';
 import type { DelegatedTask, DelegationStore } from './store.js';
+
+const coded = errorsFor('delegation');
 
 export interface DelegateRequest {
   task: string;
@@ -137,7 +140,8 @@ export class LaneDelegator {
     }
     const info = this.ctx.use('kernel:info');
     if (info && !info.agentRunning()) {
-      throw new Error(
+      throw coded(
+        'KEEL_E_UNAVAILABLE',
         'No agent runner is running on this Keel home (start it with `keel run`), so a sub-task would only wait in the queue.',
       );
     }
@@ -145,10 +149,10 @@ export class LaneDelegator {
   }
 
   async run(req: DelegateRequest, call: SkillCallContext, depth: number): Promise<DelegateOutcome> {
-    if (this.stopping) throw new Error('The delegation plugin is stopping.');
+    if (this.stopping) throw coded('KEEL_E_UNAVAILABLE', 'The delegation plugin is stopping.');
     // A damaged record file stops delegation before anything is queued (it is never overwritten).
     this.store.read();
-    if (this.store.problem) throw new Error(`Delegation records cannot be written: ${this.store.problem}.`);
+    if (this.store.problem) throw coded('KEEL_E_UNAVAILABLE', `Delegation records cannot be written: ${this.store.problem}.`);
     const parent = call.action;
     const lane = laneFor(req, depth);
     const untrusted = isUntrusted(call.actor);

@@ -2,11 +2,14 @@
  * $KEEL_HOME/delegations.json: delegated tasks and sub-agents. Every change re-reads the file, applies the
  * change and replaces the file atomically (temp file + fsync + rename), synchronously.
  */
+import { errorsFor } from '../../../sdk/errors.js';
 import { randomBytes } from 'node:crypto';
 import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { errorMessage } from '../../../sdk/errors.js';
 import { withFileLockSync } from '../../../sdk/file-lock.js';
+
+const coded = errorsFor('delegation');
 
 export type TaskStatus = 'queued' | 'running' | 'completed' | 'failed';
 
@@ -89,7 +92,7 @@ export class DelegationStore {
   private updateLocked<T>(change: (data: FileShape) => T): T {
     const data = this.read();
     // A damaged file is reported and never overwritten: an operator repairs or removes it.
-    if (this.problem) throw new Error(`Delegation records cannot be written: ${this.problem}.`);
+    if (this.problem) throw coded('KEEL_E_UNAVAILABLE', `Delegation records cannot be written: ${this.problem}.`);
     const out = change(data);
     const settled = data.tasks.filter((t) => t.status !== 'running' && t.status !== 'queued');
     if (settled.length > KEEP_TASKS) {

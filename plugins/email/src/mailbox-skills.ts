@@ -3,10 +3,13 @@
  * generate_email_report. Each call opens its own short read-only IMAP connection (EXAMINE: nothing is marked
  * read). Everything a mail says is untrusted and is labelled so.
  */
+import { errorsFor } from '../../../sdk/errors.js';
 import type { ImapFlow, SearchObject } from 'imapflow';
 import type { ConfigView, Json, PluginContext } from '../../../sdk/index.js';
 import { withMailbox } from './imap.js';
 import { parseMail, saveAttachments, trimQuoted, type Mail } from './parse.js';
+
+const coded = errorsFor('email');
 
 export interface Filters {
   query?: string;
@@ -103,7 +106,8 @@ export async function indexEmails(
 ): Promise<string> {
   const knowledge = ctx.use('knowledge');
   if (!knowledge)
-    throw new Error(
+    throw coded(
+      'KEEL_E_NOT_CONFIGURED',
       'index_emails_to_knowledge_base needs the knowledge plugin (capability "knowledge"), which is not loaded; enable the plugin "knowledge".',
     );
   const collection = f.collection?.trim() || 'email';
@@ -152,7 +156,11 @@ export async function emailReport(
   signal?: AbortSignal,
 ): Promise<string> {
   const llm = ctx.use('llm');
-  if (!llm) throw new Error('generate_email_report needs a model (capability "llm" from the agent plugin), which is not available.');
+  if (!llm)
+    throw coded(
+      'KEEL_E_NOT_CONFIGURED',
+      'generate_email_report needs a model (capability "llm" from the agent plugin), which is not available.',
+    );
   const mails = await withMailbox(ctx.config, async (client) => {
     if (a.emails?.length)
       return fetchMails(

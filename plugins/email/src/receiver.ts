@@ -10,11 +10,14 @@
  * transaction (TakeIn), so a restart continues exactly after the last mail taken in. On the very first start the
  * cursor is set to the newest mail already there: the backlog is left alone (docs/email.md).
  */
+import { errorsFor } from '../../../sdk/errors.js';
 import type { ImapFlow } from 'imapflow';
 import type { ChannelStatus, ConfigView, Logger } from '../../../sdk/index.js';
 import { type ConnectionHooks, ConnectionSupervisor, connectionLock } from '../../../sdk/channel-kit/index.js';
 import { describeImapError, imapClient } from './imap.js';
 import { emailSettings, imapSettings } from './settings.js';
+
+const coded = errorsFor('email');
 
 const MAILBOX = 'INBOX';
 
@@ -122,7 +125,7 @@ export class Receiver {
       this.sweep();
       await closed;
       if (signal.aborted) throw signal.reason;
-      throw new Error(this.sweepError ?? `IMAP connection to ${server} closed`);
+      throw coded('KEEL_E_PROVIDER_FAILED', this.sweepError ?? `IMAP connection to ${server} closed`);
     } finally {
       clearInterval(sweepTimer);
       signal.removeEventListener('abort', onAbort);

@@ -161,6 +161,7 @@ export function createEventBus(deps: GatewayDeps): EventBus {
       success: result.success,
       executionTime: result.executionTime,
       ...(result.code ? { code: result.code } : {}),
+      ...(result.plugin ? { plugin: result.plugin } : {}),
       ...idOf(call.actionId),
     }));
   });

@@ -1,12 +1,15 @@
 /**
  * Static files (a dashboard) from one folder at `/`, never outside it; `/api` always wins.
  */
+import { errorsFor } from '../../../sdk/errors.js';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import fastifyStatic from '@fastify/static';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { sendError } from './errors.js';
 import type { DashboardCapability } from '../../../sdk/index.js';
+
+const coded = errorsFor('gateway');
 
 /**
  * True when a path tries to leave the folder or hide its meaning: `..` segments (plain or %-encoded, also
@@ -95,7 +98,8 @@ export async function registerStatic(app: FastifyInstance, staticDir: string | u
     return;
   }
   const root = resolve(staticDir);
-  if (!existsSync(root) || !statSync(root).isDirectory()) throw new Error(`The static folder ${root} does not exist or is not a folder.`);
+  if (!existsSync(root) || !statSync(root).isDirectory())
+    throw coded('KEEL_E_NOT_CONFIGURED', `The static folder ${root} does not exist or is not a folder.`);
   await app.register(fastifyStatic, {
     root,
     prefix: '/',

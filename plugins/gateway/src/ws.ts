@@ -8,7 +8,8 @@
  *   from cross-site use of their ambient access, and any non-browser client can send whatever Origin it likes.
  * - On connect: `{type:'status', data:{running, model, memory}}`; then every bus event as
  *   `{type:'event', event, data}`; client messages `{action, data?, id?}` get
- *   `{type:'reply', action, id?, ok:true, result}` or `{type:'reply', action, id?, ok:false, error:{code, message}}`.
+ *   `{type:'reply', action, id?, ok:true, result}` or `{type:'reply', action, id?, ok:false, error:{code, message, plugin?}}`
+ *   (`plugin`: the id of the plugin whose error it was, when a skill failed).
  * - Limits: frames up to {@link WS_MAX_PAYLOAD} bytes (a larger frame closes the socket with 1009); a client
  *   whose unsent data passes {@link WS_MAX_BUFFERED} bytes is dropped with 1013 rather than buffered without end.
  */
@@ -16,7 +17,16 @@ import websocket from '@fastify/websocket';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Compile } from 'typebox/compile';
 import type { WebSocket } from 'ws';
-import { Type, type Actor, type GatewayCaller, type TSchema, errorCodeOf, errorMessage, pluginError } from '../../../sdk/index.js';
+import {
+  Type,
+  type Actor,
+  type GatewayCaller,
+  type TSchema,
+  errorCodeOf,
+  errorMessage,
+  errorPluginOf,
+  pluginError,
+} from '../../../sdk/index.js';
 import type { GatewayDeps } from './deps.js';
 import { isLoopback } from './deps.js';
 import { createEventBus } from './events.js';
@@ -288,8 +298,18 @@ export async function registerWebSocket(
     } catch (e) {
       const code = errorCodeOf(e) ?? WsErrorCodes.INTERNAL;
       const message = errorMessage(e);
+      const plugin = errorPluginOf(e);
       if (code === WsErrorCodes.INTERNAL) log.warn(`gateway: WebSocket ${action ?? 'message'} failed: ${message}`);
-      send(c, JSON.stringify({ type: 'reply', action, ...(id !== undefined ? { id } : {}), ok: false, error: { code, message } }));
+      send(
+        c,
+        JSON.stringify({
+          type: 'reply',
+          action,
+          ...(id !== undefined ? { id } : {}),
+          ok: false,
+          error: { code, message, ...(plugin ? { plugin } : {}) },
+        }),
+      );
     }
   }
 
@@ -308,7 +328,7 @@ export async function registerWebSocket(
       case 'executeSkill': {
         const d = data as { skill: string; parameters?: Record<string, unknown> };
         const r = await deps.ctx.skills.execute(d.skill, d.parameters ?? {}, c.actor);
-        if (!r.success) throw pluginError(errorCodeOf(r) ?? 'KEEL_E_SKILL_FAILED', r.result);
+        if (!r.success) throw pluginError(errorCodeOf(r) ?? 'KEEL_E_SKILL_FAILED', r.result, r.plugin ? { plugin: r.plugin } : {});
         return { success: true, result: r.result, executionTime: r.executionTime };
       }
       case 'getStatus':

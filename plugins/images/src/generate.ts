@@ -1,11 +1,14 @@
 /**
  * Picks the provider, maps SPEC's sizes and qualities to what the vendor's model accepts, and writes the file.
  */
+import { errorsFor } from '../../../sdk/errors.js';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { PluginContext, ProviderCapability, SkillArgs } from '../../../sdk/index.js';
 import type manifest from '../manifest.js';
 import { IMAGE_PROVIDERS } from '../manifest.js';
+
+const coded = errorsFor('images');
 
 /** The arguments of generate_image, from its schema in the manifest. */
 export type ImageArgs = SkillArgs<typeof manifest, 'generate_image'>;
@@ -47,7 +50,8 @@ export function pickProvider(ctx: PluginContext<typeof manifest>, asked?: string
     if (c.ok) return { id, cap };
     problems.push(`${id}: ${c.missing}`);
   }
-  throw new Error(
+  throw coded(
+    'KEEL_E_NOT_CONFIGURED',
     `No image provider is configured: ${problems.join('; ')}. Set providerAApiKey (OpenAI) or providerBApiKey (Gemini), e.g. keel config set ${KEY_OF[order[0] ?? 'providerA']} <key>.`,
   );
 }
@@ -69,7 +73,7 @@ export async function generateImage(ctx: PluginContext<typeof manifest>, args: I
   const params = vendorParams(id, model, args.size ?? '1024x1024', args.quality ?? 'medium');
   const img = await cap.generateImage!({ prompt: args.prompt, model, ...params, ...(signal ? { signal } : {}) });
   const data = Buffer.from(img.base64, 'base64');
-  if (data.length === 0) throw new Error(`${id} returned an empty image.`);
+  if (data.length === 0) throw coded('KEEL_E_PROVIDER_FAILED', `${id} returned an empty image.`);
   const dir = join(ctx.home, 'downloads');
   mkdirSync(dir, { recursive: true });
   const stamp = new Date().toISOString().replace(/[:.]/g, '-');

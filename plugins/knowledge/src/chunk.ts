@@ -11,7 +11,10 @@
  * - text: paragraphs (blank-line separated), packed.
  * Record formats (csv, jsonl, json, code blocks) get no overlap: a record is never cut unless it alone exceeds MAX.
  */
+import { errorsFor } from '../../../sdk/errors.js';
 import type { KnowledgeFormat } from './types.js';
+
+const coded = errorsFor('knowledge');
 
 export const TARGET = 1000;
 export const MAX = 1200;
@@ -173,7 +176,10 @@ function chunkJson(text: string): string[] {
   try {
     value = JSON.parse(text);
   } catch (e) {
-    throw new Error(`the content is not valid JSON (${(e as Error).message}); use format "text" to store it as plain text`);
+    throw coded(
+      'KEEL_E_INVALID_ARGUMENT',
+      `the content is not valid JSON (${(e as Error).message}); use format "text" to store it as plain text`,
+    );
   }
   let units: string[];
   if (Array.isArray(value)) units = value.map((v) => JSON.stringify(v));

@@ -3,8 +3,11 @@
  * tools, and when the connection dies restarts it with exponential backoff (clock and timers injected, so the
  * schedule is tested without waiting). The SDK is imported on the first connect only.
  */
+import { errorsFor } from '../../../sdk/errors.js';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { errorMessage } from '../../../sdk/index.js';
+
+const coded = errorsFor('mcp');
 
 export interface ServerConfig {
   command?: string;
@@ -130,7 +133,7 @@ export class ServerConnection {
   /** The connected client, or an error saying why there is none. */
   connected(): Client {
     if (this.state === 'connected' && this.client) return this.client;
-    throw new Error(`MCP server ${this.o.name} is not connected (${describe(this.status())})`);
+    throw coded('KEEL_E_PROVIDER_FAILED', `MCP server ${this.o.name} is not connected (${describe(this.status())})`);
   }
 
   private async connect(): Promise<void> {
@@ -148,7 +151,7 @@ export class ServerConnection {
     };
     try {
       await client.connect(await this.transportFor());
-      if (closedEarly) throw new Error(this.lastError ?? 'the connection closed');
+      if (closedEarly) throw coded('KEEL_E_PROVIDER_FAILED', this.lastError ?? 'the connection closed');
       const tools: McpTool[] = [];
       let cursor: string | undefined;
       do {

@@ -8,6 +8,7 @@
  * most one batch itself, so it never waits for a whole memory to be embedded, and until then such entries are
  * found by their words, ranked by their keyword share alone (as keyword search ranks them).
  */
+import { errorsFor } from '../../../sdk/errors.js';
 import type { Actor, LlmCapability, MemoryEntry, PluginContext } from '../../../sdk/index.js';
 import { errorMessage } from '../../../sdk/errors.js';
 import { PackedRows } from '../../../sdk/vectors/packed-rows.js';
@@ -17,6 +18,8 @@ import { LONG_FILES, readSections, type LongFile, type Section } from './long-fi
 import { isAdmin, sessionKey } from './scope.js';
 import type { MemoryStore } from './store.js';
 import { tokens } from './text.js';
+
+const coded = errorsFor('memory');
 
 /** Entries embedded per embedding call; a recall embeds at most one such batch itself (the newest missing). */
 const EMBED_BATCH = 256;
@@ -191,7 +194,7 @@ export class MemoryRecall {
     signal?: AbortSignal,
   ): Promise<RecallHit[]> {
     const qr = await emb.embed({ texts: [query], ...(signal ? { signal } : {}) });
-    if (!qr?.vectors[0]) throw new Error('no embedding for the query');
+    if (!qr?.vectors[0]) throw coded('KEEL_E_PROVIDER_FAILED', 'no embedding for the query');
     const model = `${qr.provider}/${qr.model}`;
     const qv = unit(qr.vectors[0]);
     const all = [...this.d.store.short, ...this.d.store.episodic];

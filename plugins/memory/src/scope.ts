@@ -3,7 +3,10 @@
  * decisions (capability `kernel:policy`, the rules dispatch uses); this file only adds what memory needs on top:
  * whose memory it is (`principal`, `channelOf`).
  */
+import { errorsFor } from '../../../sdk/errors.js';
 import { principalOf, type Actor, type PluginContext } from '../../../sdk/index.js';
+
+const coded = errorsFor('memory');
 
 type Uses = Pick<PluginContext, 'use'>;
 
@@ -21,7 +24,7 @@ export function isAdmin(ctx: Uses, actor: Actor | undefined): boolean {
 /** The kernel's session key; no actor is the local operator. Without `kernel:policy` memory cannot scope, so it refuses. */
 export function sessionKey(ctx: Uses, actor: Actor | undefined): string {
   const policy = ctx.use('kernel:policy');
-  if (!policy) throw new Error('the kernel did not provide kernel:policy, so memory cannot tell whose session this is');
+  if (!policy) throw coded('KEEL_E_PLUGIN_FAILED', 'the kernel did not provide kernel:policy, so memory cannot tell whose session this is');
   return policy.sessionKey(actor ?? LOCAL_OPERATOR);
 }
 

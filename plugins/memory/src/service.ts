@@ -2,6 +2,7 @@
  * The memory service: the `memory` capability (counts, list, record, context, reset) and the hook taps that turn
  * the agent's steps into short memory. Consolidation (consolidation.ts) and recall (recall.ts) live apart.
  */
+import { errorsFor } from '../../../sdk/errors.js';
 import type { Action, Actor, LlmCapability, MemoryCapability, MemoryEntry, PluginContext } from '../../../sdk/index.js';
 import { errorMessage } from '../../../sdk/errors.js';
 import type manifest from '../manifest.js';
@@ -16,6 +17,8 @@ import { MemoryRecall } from './recall.js';
 import { channelOf, isAdmin, principal, sessionKey } from './scope.js';
 import { MemoryStore } from './store.js';
 import { cap } from './text.js';
+
+const coded = errorsFor('memory');
 
 export { extractiveSummary, longEntry, newId, type RecallHit };
 
@@ -204,7 +207,8 @@ export class MemoryService implements Required<MemoryCapability> {
     channel?: string;
     kind?: string;
   }): Promise<MemoryEntry> {
-    if (typeof input?.content !== 'string' || !input.content.trim()) throw new Error('A memory needs non-empty content.');
+    if (typeof input?.content !== 'string' || !input.content.trim())
+      throw coded('KEEL_E_INVALID_ARGUMENT', 'A memory needs non-empty content.');
     this.store.refresh(); // another Keel process on this home may have written since
     const known = input.actionId ? this.actions.get(input.actionId) : undefined;
     const actor = input.actor ?? known?.actor;

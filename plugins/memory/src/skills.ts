@@ -1,4 +1,5 @@
 /** The four memory skills (SPEC "Memory and learning"). */
+import { errorsFor } from '../../../sdk/errors.js';
 import type { Actor } from '../../../sdk/index.js';
 import { updateContact } from './contacts.js';
 import { appendDaily } from './daily.js';
@@ -8,12 +9,14 @@ import type { MemoryService } from './service.js';
 import { cap, classifyFact, secretReason } from './text.js';
 import { errorMessage } from '../../../sdk/errors.js';
 
+const coded = errorsFor('memory');
+
 export const LEARNING_INPUT_CAP = 3000;
 export const LEARNING_ENTRY_CAP = 3000;
 
 function refuseNonAdmin(svc: MemoryService, actor: Actor, what: string): void {
   if (!isAdmin(svc.ctx, actor)) {
-    throw new Error(`${what} is the agent owner's memory; it is not available to a task from a non-admin user.`);
+    throw coded('KEEL_E_FORBIDDEN', `${what} is the agent owner's memory; it is not available to a task from a non-admin user.`);
   }
 }
 
@@ -36,7 +39,8 @@ export function registerSkills(svc: MemoryService): void {
     const text = args.info_text.trim();
     const why = secretReason(text);
     if (why) {
-      throw new Error(
+      throw coded(
+        'KEEL_E_INVALID_ARGUMENT',
         `Not stored: ${why}. Passwords, API keys and tokens must never be kept in memory; keep them in a password manager or in Keel's configuration (secret keys are masked).`,
       );
     }
@@ -47,7 +51,8 @@ export function registerSkills(svc: MemoryService): void {
       await updateContact(ctx.home, who.channel, who.userId, (p) => p.facts.push({ text: cap(text), at: new Date().toISOString() }));
       return { result: `Noted in the contact profile of ${who.channel} ${who.userId} (${section}): ${cap(text)}` };
     }
-    if (!isAdmin(ctx, call.actor)) throw new Error('The user profile can only be changed for the owner (an admin) or by a known contact.');
+    if (!isAdmin(ctx, call.actor))
+      throw coded('KEEL_E_FORBIDDEN', 'The user profile can only be changed for the owner (an admin) or by a known contact.');
     await appendUserFact(ctx.home, section, text);
     void appendDaily(ctx.home, 'profile', who?.channel ?? 'cli', `${section}: ${text}`).catch(() => undefined);
     return { result: `Added to USER.md under "${section}": ${text}` };
@@ -72,7 +77,8 @@ export function registerSkills(svc: MemoryService): void {
         }
       }
       if (!source && !llm) {
-        throw new Error(
+        throw coded(
+          'KEEL_E_NOT_CONFIGURED',
           `Nothing to learn about "${topic}": no knowledge_content was given, ${hasSearch ? 'web search found nothing' : 'no web search skill is available'} and no model is configured to research it. Give knowledge_content, or configure a provider.`,
         );
       }
@@ -102,7 +108,7 @@ export function registerSkills(svc: MemoryService): void {
           if (!input) origin = 'the model';
         }
       } catch (e) {
-        if (!input) throw new Error(`Could not research "${topic}": the model failed (${errorMessage(e)}).`);
+        if (!input) throw coded('KEEL_E_PROVIDER_FAILED', `Could not research "${topic}": the model failed (${errorMessage(e)}).`);
         distiller = 'none (the model failed; stored as given)';
       }
     }

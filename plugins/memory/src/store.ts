@@ -12,6 +12,7 @@
  * - Another Keel process on the same home (a background gateway) sees changes: reads re-load when the files
  *   changed under them. Only the agent's process writes in practice; two writers are not coordinated.
  */
+import { errorsFor } from '../../../sdk/errors.js';
 import {
   copyFileSync,
   existsSync,
@@ -30,6 +31,8 @@ import { join } from 'node:path';
 import type { MemoryEntry } from '../../../sdk/index.js';
 import { fileStamp } from '../../../sdk/file-stamp.js';
 import { writeFileAtomicSync } from './atomic.js';
+
+const coded = errorsFor('memory');
 
 export type Op =
   | { seq: number; op: 'add'; entry: MemoryEntry }
@@ -103,7 +106,7 @@ export class MemoryStore {
       try {
         const raw = JSON.parse(readFileSync(this.file, 'utf8')) as Snapshot;
         if (!raw || !Array.isArray(raw.short) || !Array.isArray(raw.episodic) || typeof raw.seq !== 'number')
-          throw new Error('not a memory snapshot');
+          throw coded('KEEL_E_PLUGIN_FAILED', 'not a memory snapshot');
         snap = raw;
       } catch (e) {
         const aside = `${this.file}.corrupt-${Date.now()}`;
@@ -198,7 +201,7 @@ export class MemoryStore {
         await new Promise<void>((r) => setImmediate(r));
         const batch = this.queue.splice(0);
         try {
-          if (this.fd === undefined) throw new Error('memory store is closed');
+          if (this.fd === undefined) throw coded('KEEL_E_UNAVAILABLE', 'memory store is closed');
           const buf = Buffer.from(batch.map((b) => `${JSON.stringify(b.op)}\n`).join(''));
           let off = 0;
           while (off < buf.length) off += writeSync(this.fd, buf, off, buf.length - off);

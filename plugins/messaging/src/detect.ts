@@ -2,7 +2,10 @@
  * Which channel a messaging skill sends on (SPEC "Channel detection for send_file"), and the clear error when that
  * channel is not running or not configured.
  */
+import { errorsFor } from '../../../sdk/errors.js';
 import type { ChannelCapability, PluginContext } from '../../../sdk/index.js';
+
+const coded = errorsFor('messaging');
 
 /** SPEC order: the explicit parameter, then the source of the current action, then the form of the id (shared with the kernel's policy). */
 export { detectChannel } from '../../../sdk/outbound.js';
@@ -23,10 +26,12 @@ export function channelFor(ctx: PluginContext, name: string): ChannelCapability 
   const found = running.find((c) => c.name === `channel:${name}`)?.impl;
   if (!found) {
     const names = running.map((c) => c.name.slice('channel:'.length));
-    throw new Error(
+    throw coded(
+      'KEEL_E_CHANNEL_NOT_CONNECTED',
       `Channel "${name}" is not running${SETUP[name] ? `; set ${SETUP[name]}` : ''}. Running channels: ${names.join(', ') || 'none'}.`,
     );
   }
-  if (found.status().enabled === false) throw new Error(`Channel "${name}" is not configured${SETUP[name] ? `: set ${SETUP[name]}` : ''}.`);
+  if (found.status().enabled === false)
+    throw coded('KEEL_E_CHANNEL_NOT_CONNECTED', `Channel "${name}" is not configured${SETUP[name] ? `: set ${SETUP[name]}` : ''}.`);
   return found;
 }

@@ -4,6 +4,7 @@
  * changes in this process never interleave. Another process (the gateway, a CLI call) may add or cancel
  * schedules; the process running the agent notices by the file's modification time.
  */
+import { errorsFor } from '../../../sdk/errors.js';
 import { randomBytes } from 'node:crypto';
 import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -11,6 +12,8 @@ import type { Actor } from '../../../sdk/index.js';
 import { errorMessage } from '../../../sdk/errors.js';
 import { withFileLockSync } from '../../../sdk/file-lock.js';
 import { fileStamp } from '../../../sdk/file-stamp.js';
+
+const coded = errorsFor('scheduler');
 
 export interface Schedule {
   /** `sch_<epoch_ms>_<hex>` */
@@ -85,7 +88,7 @@ export class ScheduleStore {
       `${this.file}.lock`,
       () => {
         this.reload(true);
-        if (this.problem) throw new Error(`${this.problem}; fix or remove it before changing schedules.`);
+        if (this.problem) throw coded('KEEL_E_UNAVAILABLE', `${this.problem}; fix or remove it before changing schedules.`);
         const out = fn(this.items);
         this.write();
         return out;

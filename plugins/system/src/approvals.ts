@@ -4,6 +4,7 @@
  * to the chat the action came from, with Approve / Refuse buttons; an admin's tap there decides it through the same
  * paths as approve_command and `manage_config approve`.
  */
+import { errorsFor } from '../../../sdk/errors.js';
 import { ApprovalService, type ApprovalExecutor, type ApprovalRequest } from '../../../sdk/approvals.js';
 import {
   type Action,
@@ -17,6 +18,8 @@ import {
 } from '../../../sdk/index.js';
 import type manifest from '../manifest.js';
 import type { CommandService } from './service.js';
+
+const coded = errorsFor('system');
 
 /** Channels that show the buttons and hand a tap back (`approvals.decide`). Others keep the CLI and REST paths. */
 export const BUTTON_CHANNELS = new Set(['chatA', 'chatC', 'chatD', 'gateway-chat']);
@@ -59,7 +62,7 @@ export function createApprovals(ctx: Ctx, commands: CommandService): ApprovalSer
     delivery: {
       async send(r, text, buttons, key) {
         const channel = ctx.use(`channel:${r.origin.channel}`);
-        if (!channel) throw new Error(`channel ${r.origin.channel} is not running here`);
+        if (!channel) throw coded('KEEL_E_CHANNEL_NOT_CONNECTED', `channel ${r.origin.channel} is not running here`);
         const message = buttons
           ? {
               text,

@@ -6,12 +6,15 @@
  * as actor). The agent's own autonomous call is passed on as origin `agent`, which the kernel refuses with
  * KEEL_E_APPROVAL_FORBIDDEN; the attempt is logged here too.
  */
+import { errorsFor } from '../../../sdk/errors.js';
 import type { Action, Actor, ConfigOrigin, PluginContext, SkillArgs } from '../../../sdk/index.js';
 import type manifest from '../manifest.js';
 import { describeActor } from '../../../sdk/actor.js';
 import { approverOf } from './admin.js';
 import { originOf } from './approvals.js';
 import type { ApprovalService } from '../../../sdk/approvals.js';
+
+const coded = errorsFor('system');
 
 export type ManageConfigArgs = SkillArgs<typeof manifest, 'manage_config'>;
 
@@ -56,11 +59,11 @@ export async function manageConfig(ctx: Ctx, a: ManageConfigArgs, actor: Actor, 
       const values = ctx.config.all({ masked: true });
       if (a.key !== undefined) {
         const k = classes.get(a.key);
-        if (!k && !(a.key in values)) throw new Error(`Unknown configuration key "${a.key}"`);
+        if (!k && !(a.key in values)) throw coded('KEEL_E_NOT_FOUND', `Unknown configuration key "${a.key}"`);
         return { key: a.key, value: values[a.key] ?? null, ...(k ? { policy: k.policy, owner: k.owner, secret: k.secret } : {}) };
       }
       if (a.detail === 'policy') {
-        if (!info) throw new Error('the kernel did not provide kernel:info, so policy classes are unknown');
+        if (!info) throw coded('KEEL_E_PLUGIN_FAILED', 'the kernel did not provide kernel:info, so policy classes are unknown');
         return {
           keys: [...classes.values()]
             .sort((x, y) => x.key.localeCompare(y.key))
@@ -70,8 +73,8 @@ export async function manageConfig(ctx: Ctx, a: ManageConfigArgs, actor: Actor, 
       return { config: values };
     }
     case 'set': {
-      if (!a.key) throw new Error('set needs a key');
-      if (a.value === undefined) throw new Error('set needs a value');
+      if (!a.key) throw coded('KEEL_E_INVALID_ARGUMENT', 'set needs a key');
+      if (a.value === undefined) throw coded('KEEL_E_INVALID_ARGUMENT', 'set needs a value');
       let current: unknown;
       try {
         current = ctx.config.get(a.key);
@@ -106,7 +109,7 @@ export async function manageConfig(ctx: Ctx, a: ManageConfigArgs, actor: Actor, 
       return { pending: ctx.config.pending() };
     case 'approve': {
       const id = a.key ?? (typeof a.value === 'string' ? a.value : undefined);
-      if (!id) throw new Error('approve needs the pending change id (as key)');
+      if (!id) throw coded('KEEL_E_INVALID_ARGUMENT', 'approve needs the pending change id (as key)');
       const who = approverOf(actor, ctx);
       let origin: ConfigOrigin;
       if (!who.ok) {

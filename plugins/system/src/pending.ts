@@ -6,10 +6,13 @@
  * every write is a temp file renamed over the old one, and every operation re-reads the file first. Expired
  * entries are dropped (with a log line) whenever the file is read under the lock.
  */
+import { errorsFor } from '../../../sdk/errors.js';
 import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, rename, rmdir, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Actor, Logger } from '../../../sdk/index.js';
+
+const coded = errorsFor('system');
 
 export const PENDING_COMMANDS_FILE = 'commands-pending.json';
 
@@ -76,7 +79,7 @@ export class PendingCommands {
           await rmdir(lock).catch(() => {});
           continue;
         }
-        if (Date.now() > deadline) throw new Error(`the pending command list is locked (${lock}); try again`);
+        if (Date.now() > deadline) throw coded('KEEL_E_FILE_LOCKED', `the pending command list is locked (${lock}); try again`);
         await new Promise((r) => setTimeout(r, 20));
       }
     }

@@ -1,6 +1,7 @@
 /**
  * run_command and approve_command: argv, policy, working folder, confirmation, execution.
  */
+import { errorsFor } from '../../../sdk/errors.js';
 import { stat } from 'node:fs/promises';
 import { isAbsolute, relative, resolve } from 'node:path';
 import { strictIsolationSupport } from '../../../sdk/command-isolation.js';
@@ -16,6 +17,8 @@ import { PendingCommands, type PendingCommand } from './pending.js';
 import { originOf } from './approvals.js';
 import type { ApprovalService } from '../../../sdk/approvals.js';
 import { Refusal, toArgv } from './tokenize.js';
+
+const coded = errorsFor('system');
 
 export type RunCommandArgs = SkillArgs<typeof manifest, 'run_command'>;
 
@@ -236,7 +239,7 @@ export class CommandService {
       throw new CommandError(`Cannot ${decision} command ${id}: ${who.reason}`);
     }
     const item = await this.pending.take(id);
-    if (!item) throw new Error(`No pending command with id ${id} (it may have expired or been decided already)`);
+    if (!item) throw coded('KEEL_E_NOT_FOUND', `No pending command with id ${id} (it may have expired or been decided already)`);
     if (decision === 'refuse') {
       this.ctx.log.info(`commands: ${id} ${JSON.stringify(item.argv)} refused by ${describeActor(who.human)}`);
       return `Command ${id} (${item.argv.join(' ')}) was refused by ${describeActor(who.human)} and will not run.`;

@@ -2,8 +2,11 @@
  * The local model runner (providerG, Ollama) as `keel ui` manages it: does it answer, which models are installed,
  * pull one with progress. Uses the `ollama` client library, pointed at providerGApiUrl.
  */
+import { errorsFor } from '../../../sdk/errors.js';
 import { Ollama } from 'ollama';
 import { errorMessage } from '../../../sdk/index.js';
+
+const coded = errorsFor('ui');
 
 export interface RunnerState {
   reachable: boolean;
@@ -42,7 +45,7 @@ export class Runner {
       last = p.status;
       onProgress({ status: p.status, ...(p.total ? { total: p.total, completed: p.completed ?? 0 } : {}) });
     }
-    if (last !== 'success') throw new Error(`the runner stopped before finishing (${last || 'no status'})`);
+    if (last !== 'success') throw coded('KEEL_E_PLUGIN_FAILED', `the runner stopped before finishing (${last || 'no status'})`);
   }
 
   abort(): void {

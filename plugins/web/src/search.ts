@@ -1,5 +1,6 @@
-import { errorMessage } from '../../../sdk/errors.js';
+import { errorMessage, errorsFor } from '../../../sdk/errors.js';
 import { withLinkedSignal } from '../../../sdk/retry.js';
+
 /**
  * `web_search` over two search APIs: searchA (Serper, Google results: POST {base}/search with X-API-KEY) and
  * searchB (Brave Search: GET {base}/res/v1/web/search with X-Subscription-Token). With both keys set both are
@@ -7,6 +8,8 @@ import { withLinkedSignal } from '../../../sdk/retry.js';
  * canonical URL with every provider that returned a result noted, and the answer is given by the deadline even
  * when one provider is slow or failing (its failure is noted). Answers are cached for a short while.
  */
+
+const coded = errorsFor('web');
 
 export type SearchProvider = 'searchA' | 'searchB';
 export const SEARCH_PROVIDERS: readonly SearchProvider[] = ['searchA', 'searchB'];
@@ -98,18 +101,23 @@ async function callProvider(
             signal,
           });
   } catch (e) {
-    if (signal.aborted) throw new Error('no answer before the deadline');
-    throw new Error(scrub(`unreachable (${e instanceof Error ? ((e.cause as Error | undefined)?.message ?? e.message) : String(e)})`, key));
+    if (signal.aborted) throw coded('KEEL_E_WEB_TIMEOUT', 'no answer before the deadline');
+    throw coded(
+      'KEEL_E_PROVIDER_FAILED',
+      scrub(`unreachable (${e instanceof Error ? ((e.cause as Error | undefined)?.message ?? e.message) : String(e)})`, key),
+    );
   }
   const body = await res.text().catch(() => '');
-  if (res.status === 401 || res.status === 403) throw new Error(`HTTP ${res.status}: the API key was refused (check ${p}ApiKey)`);
-  if (res.status === 429) throw new Error('HTTP 429: rate limited or out of quota');
-  if (!res.ok) throw new Error(scrub(`HTTP ${res.status}${body ? `: ${body.slice(0, 200).replace(/\s+/g, ' ')}` : ''}`, key));
+  if (res.status === 401 || res.status === 403)
+    throw coded('KEEL_E_PROVIDER_FAILED', `HTTP ${res.status}: the API key was refused (check ${p}ApiKey)`);
+  if (res.status === 429) throw coded('KEEL_E_PROVIDER_FAILED', 'HTTP 429: rate limited or out of quota');
+  if (!res.ok)
+    throw coded('KEEL_E_PROVIDER_FAILED', scrub(`HTTP ${res.status}${body ? `: ${body.slice(0, 200).replace(/\s+/g, ' ')}` : ''}`, key));
   let json: unknown;
   try {
     json = JSON.parse(body);
   } catch {
-    throw new Error('the answer is not JSON');
+    throw coded('KEEL_E_PROVIDER_FAILED', 'the answer is not JSON');
   }
   const rows =
     p === 'searchA'

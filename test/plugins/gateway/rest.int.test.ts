@@ -116,6 +116,8 @@ describe('gateway REST', () => {
       result: expect.stringContaining('kaboom'),
       executionTime: expect.any(Number),
       code: 'KEEL_E_SKILL_FAILED',
+      // An uncoded error keeps the generic code and names the plugin whose handler threw it.
+      plugin: 'tools',
     });
 
     const unknown = await g.req('/api/skills/nope/execute', { method: 'POST', json: { parameters: {} } });

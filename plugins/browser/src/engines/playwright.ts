@@ -17,6 +17,7 @@
  * recreate the context: a persistent profile is closed and relaunched on the same folder, a plain context is
  * replaced by a new one of the same browser; the current URL is opened again (the history is lost).
  */
+import { errorsFor } from '../../../../sdk/errors.js';
 import { mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import {
@@ -54,8 +55,11 @@ import {
 } from './shared.js';
 import { errorMessage } from '../../../../sdk/errors.js';
 
+const coded = errorsFor('browser');
+
 /** The index of the option labelled `label` in a <select> (-1 when none). */
 const FIND_OPTION = (el: PageElement, label: string): number => {
+  // keel-plain-error: runs in the browser page (serialised by page.evaluate), where the SDK cannot be imported.
   if (el.tagName !== 'SELECT' || !el.options) throw new Error(`not a <select> element but <${el.tagName.toLowerCase()}>`);
   const norm = (s: string) => s.replace(/\s+/g, ' ').trim();
   const want = norm(label);
@@ -87,7 +91,10 @@ function sameEmulation(a: Viewport, b: Viewport): boolean {
 export async function launchPlaywright(opts: LaunchOptions): Promise<BrowserDriver> {
   const executablePath = opts.executablePath;
   if (!executablePath) {
-    throw new Error('engineA needs a Chromium executable: set browserExecutablePath (Keel never downloads a browser).');
+    throw coded(
+      'KEEL_E_NOT_CONFIGURED',
+      'engineA needs a Chromium executable: set browserExecutablePath (Keel never downloads a browser).',
+    );
   }
   const isRoot = process.getuid?.() === 0;
   const args = [...new Set([...BASE_ARGS, ...(opts.args ?? []), ...(isRoot ? ['--no-sandbox'] : [])])];
@@ -222,7 +229,7 @@ export async function launchPlaywright(opts: LaunchOptions): Promise<BrowserDriv
       context = ctx;
       if (profileDir && opts.filter) {
         const b = ctx.browser();
-        if (!b) throw new Error('playwright gave no browser for the persistent context: requests cannot be filtered');
+        if (!b) throw coded('KEEL_E_PROVIDER_FAILED', 'playwright gave no browser for the persistent context: requests cannot be filtered');
         await guardRequests((await b.newBrowserCDPSession()) as unknown as FetchSession, opts.filter);
       }
       await setupContext(ctx);
@@ -297,7 +304,7 @@ export async function launchPlaywright(opts: LaunchOptions): Promise<BrowserDriv
         const h = await frame.$(`[data-keel-frame="${k}"]`);
         const inner = await h?.contentFrame();
         await h?.dispose();
-        if (!inner) throw new Error(`frame ${k} is gone`);
+        if (!inner) throw coded('KEEL_E_NOT_FOUND', `frame ${k} is gone`);
         frame = inner;
       }
       return (await frame.evaluate(`(${fn}\n)(${arg === undefined ? '' : JSON.stringify(arg)})`)) as T;

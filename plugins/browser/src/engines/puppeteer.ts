@@ -15,6 +15,7 @@
  * its interception is set up). Service workers are kept out of the way: the page bypasses them and cannot register
  * new ones. WebSocket handshakes are not interceptable over CDP and do not reach the filter.
  */
+import { errorsFor } from '../../../../sdk/errors.js';
 import { mkdir, rename, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import puppeteer, {
@@ -52,6 +53,8 @@ import {
 } from './shared.js';
 import { errorMessage } from '../../../../sdk/errors.js';
 
+const coded = errorsFor('browser');
+
 /** Runs before the page's scripts: no new service worker registrations (they would fetch outside the interception). */
 const NO_SERVICE_WORKERS = `(() => {
   try {
@@ -65,6 +68,7 @@ const NO_SERVICE_WORKERS = `(() => {
 
 /** The value of the option labelled `label` in a <select> (null when none). */
 const FIND_OPTION = (el: PageElement, label: string): string | null => {
+  // keel-plain-error: runs in the browser page (serialised by page.evaluate), where the SDK cannot be imported.
   if (el.tagName !== 'SELECT' || !el.options) throw new Error(`not a <select> element but <${el.tagName.toLowerCase()}>`);
   const norm = (s: string) => s.replace(/\s+/g, ' ').trim();
   const want = norm(label);
@@ -83,12 +87,13 @@ function puppeteerViewport(v: Viewport): PuppeteerViewport {
 function connectTarget(endpoint: string | undefined): Pick<ConnectOptions, 'browserWSEndpoint' | 'browserURL'> {
   const ep = endpoint?.trim();
   if (!ep)
-    throw new Error(
+    throw coded(
+      'KEEL_E_NOT_CONFIGURED',
       'engineC needs a CDP endpoint: set browserCdpEndpoint (e.g. http://127.0.0.1:9222 or ws://127.0.0.1:9222/devtools/browser/<id>).',
     );
   if (/^wss?:\/\//i.test(ep)) return { browserWSEndpoint: ep };
   if (/^https?:\/\//i.test(ep)) return { browserURL: ep };
-  throw new Error(`Not a CDP endpoint: ${ep.slice(0, 200)} (give ws://, wss://, http:// or https://).`);
+  throw coded('KEEL_E_INVALID_ARGUMENT', `Not a CDP endpoint: ${ep.slice(0, 200)} (give ws://, wss://, http:// or https://).`);
 }
 
 export async function launchPuppeteer(opts: LaunchOptions): Promise<BrowserDriver> {
@@ -107,7 +112,10 @@ export async function launchPuppeteer(opts: LaunchOptions): Promise<BrowserDrive
   } else {
     const executablePath = opts.executablePath;
     if (!executablePath) {
-      throw new Error(`${opts.engine} needs a Chromium executable: set browserExecutablePath (Keel never downloads a browser).`);
+      throw coded(
+        'KEEL_E_NOT_CONFIGURED',
+        `${opts.engine} needs a Chromium executable: set browserExecutablePath (Keel never downloads a browser).`,
+      );
     }
     if (opts.profileDir) await mkdir(opts.profileDir, { recursive: true, mode: 0o700 });
     const isRoot = process.getuid?.() === 0;
@@ -132,7 +140,10 @@ export async function launchPuppeteer(opts: LaunchOptions): Promise<BrowserDrive
       const msg = errorMessage(e);
       // the same wording as Chromium's own (and engineA's) error, so callers recognise a profile in use
       if (/already running for/i.test(msg))
-        throw new Error(`Failed to create a ProcessSingleton: the profile ${opts.profileDir} is in use by another browser. ${msg}`);
+        throw coded(
+          'KEEL_E_UNAVAILABLE',
+          `Failed to create a ProcessSingleton: the profile ${opts.profileDir} is in use by another browser. ${msg}`,
+        );
       throw e;
     });
     if (opts.filter) {
@@ -324,7 +335,7 @@ export async function launchPuppeteer(opts: LaunchOptions): Promise<BrowserDrive
       const h = await frame.waitForSelector(`pierce/[data-keel-frame="${k}"]`, { timeout: timeoutMs });
       const inner = await h?.contentFrame();
       await h?.dispose().catch(() => undefined);
-      if (!inner) throw new Error(`frame ${k} of the snapshot is gone`);
+      if (!inner) throw coded('KEEL_E_NOT_FOUND', `frame ${k} of the snapshot is gone`);
       frame = inner;
     }
     return { frame, sel: `pierce/${refSelector(target.ref)}` };
@@ -360,7 +371,7 @@ export async function launchPuppeteer(opts: LaunchOptions): Promise<BrowserDrive
         const h = await frame.$(`pierce/[data-keel-frame="${k}"]`);
         const inner = await h?.contentFrame();
         await h?.dispose();
-        if (!inner) throw new Error(`frame ${k} is gone`);
+        if (!inner) throw coded('KEEL_E_NOT_FOUND', `frame ${k} is gone`);
         frame = inner;
       }
       return (await frame.evaluate(`(${fn}\n)(${arg === undefined ? '' : JSON.stringify(arg)})`)) as T;

@@ -2,8 +2,11 @@
  * What both engine drivers share: page-side helpers (typed loosely: this project compiles without the DOM
  * library), key names, the browser-level request guard on a CDP session, and small event-safety helpers.
  */
+import { errorsFor } from '../../../../sdk/errors.js';
 import type { LaunchOptions } from '../driver.js';
 import { errorMessage } from '../../../../sdk/errors.js';
+
+const coded = errorsFor('browser');
 
 export const XHR_TYPES = new Set(['xhr', 'fetch']);
 
@@ -105,7 +108,7 @@ export function splitKey(key: string): { modifiers: string[]; key: string } {
     rest = rest.slice(i + 1);
   }
   const last = parts.pop();
-  if (last === undefined) throw new Error('empty key');
+  if (last === undefined) throw coded('KEEL_E_INVALID_ARGUMENT', 'empty key');
   const modifiers = parts.map((p) => MODIFIERS[p.trim().toLowerCase()] ?? p.trim());
   const lower = last.trim().toLowerCase();
   return { modifiers, key: MODIFIERS[lower] ?? KEY_NAMES[lower] ?? (last.trim() || last) };

@@ -56,7 +56,7 @@ export function agentRoutes(env: RouteEnv): RouteDef[] {
       url: '/api/skills/:name/execute',
       summary: 'Run one skill now',
       description:
-        '200 with success true, or success false when the skill itself failed (its message in result, its KEEL_E_* code in code). 404 unknown skill, 400 arguments ' +
+        '200 with success true, or success false when the skill itself failed (its message in result, its KEEL_E_* code in code, the id of the plugin whose error it was in plugin). 404 unknown skill, 400 arguments ' +
         'that fail the skill schema, 403 refused by policy (safe mode, admin rule, a hook), 503 skill declared but its plugin is not running. ' +
         'executionTime is a whole number of milliseconds.',
       schema: {
@@ -74,7 +74,13 @@ export function agentRoutes(env: RouteEnv): RouteDef[] {
           if (status && r.code !== 'KEEL_E_SKILL_FAILED') return sendError(reply, status, r.result, r.code);
         }
         // A failure inside the skill keeps its own code (KEEL_E_WEB_BLOCKED, ...), so a client can tell them apart.
-        return { success: r.success, result: r.result, executionTime: r.executionTime, ...(!r.success && r.code ? { code: r.code } : {}) };
+        return {
+          success: r.success,
+          result: r.result,
+          executionTime: r.executionTime,
+          ...(!r.success && r.code ? { code: r.code } : {}),
+          ...(!r.success && r.plugin ? { plugin: r.plugin } : {}),
+        };
       },
     },
     {

@@ -59,6 +59,11 @@ export const ExecuteResult = Type.Object({
       description: 'When success is false: the error code, KEEL_E_SKILL_FAILED or the code the skill raised (e.g. KEEL_E_WEB_BLOCKED).',
     }),
   ),
+  plugin: Type.Optional(
+    Type.String({
+      description: "When the skill failed: the id of the plugin whose error it was (the skill's, or the channel's it sent through).",
+    }),
+  ),
 });
 
 export const TaskBody = Type.Object(
