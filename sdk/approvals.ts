@@ -15,11 +15,11 @@ import { dirname, join } from 'node:path';
 import { describeActor, humanBehind, isUntrusted } from './actor.js';
 import { errorMessage } from './errors.js';
 import { withFileLock } from './file-lock.js';
-import type { Actor, Logger } from './types.js';
+import type { Action, Actor, Logger } from './types.js';
 
 export const APPROVALS_FILE = 'approvals.json';
 
-/** What is asked: a command confirmation, a configuration change, (later) a privileged skill on untrusted work. */
+/** What is asked: a command confirmation, a configuration change, a privileged skill call on untrusted work. */
 export type ApprovalKind = 'command' | 'config' | 'skill';
 export type ApprovalState = 'pending' | 'approved' | 'refused' | 'expired';
 export type ApprovalDecision = 'approve' | 'refuse';
@@ -40,6 +40,12 @@ export interface ApprovalRequest {
   requestedAt: string;
   expiresAt: string;
   state: ApprovalState;
+  /**
+   * A privileged skill call waiting (kind `skill`): the skill and its exact, validated arguments, run once when an
+   * admin approves. Kept only while the request is pending (dropped from the file once it is decided or expired);
+   * never shown (the gateway's view leaves it out: `ask` shows the arguments in words, secrets masked).
+   */
+  call?: { skill: string; args: Record<string, unknown> };
   /** Who decided, in words (`chatA user 42`), and when. */
   decidedBy?: string;
   decidedAt?: string;
@@ -68,10 +74,27 @@ export interface ApprovalExecutor {
  */
 export interface ApprovalsCapability {
   decide(id: string, decision: ApprovalDecision, by: Actor): Promise<DecideOutcome>;
+  /**
+   * A privileged skill the policy refused because the work is untrusted (the kernel's dispatch asks, once per
+   * refused call): record a `skill` request and send it to the admins of the chat the action came from. Fails
+   * closed (`sent: false`, `message` says why): no chat with buttons, no admin there, arguments too large.
+   */
+  requestSkill?(input: SkillApprovalInput): Promise<SkillApprovalAnswer>;
   get(id: string): ApprovalRequest | undefined;
   /** Pending first, then the recently decided (newest first). */
   list(): ApprovalRequest[];
 }
+
+/** The refused call dispatch hands to `requestSkill`: validated arguments, the untrusted actor, its action. */
+export interface SkillApprovalInput {
+  skill: string;
+  args: Record<string, unknown>;
+  actor: Actor;
+  action?: Action;
+}
+
+/** `message` is added to the refusal the model reads (it tells it not to call again). */
+export type SkillApprovalAnswer = { sent: true; request: ApprovalRequest; message: string } | { sent: false; message: string };
 
 /** Callback data of the buttons: `apr:<y|n>:<id>` (Telegram allows 64 bytes; ids are about 24). */
 export function approvalButtonData(id: string, decision: ApprovalDecision): string {
@@ -218,16 +241,19 @@ export class ApprovalService implements ApprovalsCapability {
       return { status: 'not-admin', request: known, message: 'Only an admin can approve or refuse this.' };
     }
     const who = describeActor(human);
-    const taken = await this.#edit((items) => {
+    type Taken = { r: ApprovalRequest; fresh: boolean; call?: ApprovalRequest['call'] };
+    const taken = await this.#edit<Taken>((items) => {
       const r = items.find((x) => x.id === id);
       if (r?.state !== 'pending') return { items, value: { r: r ?? known, fresh: false } };
+      // What waits (a skill call's arguments) leaves the file with `pending`: it is carried out from memory, once.
+      const { call, ...rest } = r;
       const next: ApprovalRequest = {
-        ...r,
+        ...rest,
         state: decision === 'approve' ? 'approved' : 'refused',
         decidedBy: who,
         decidedAt: new Date(this.#now()).toISOString(),
       };
-      return { items: items.map((x) => (x.id === id ? next : x)), value: { r: next, fresh: true } };
+      return { items: items.map((x) => (x.id === id ? next : x)), value: { r: next, call, fresh: true } };
     });
     if (!taken.fresh) {
       const r = taken.r;
@@ -240,7 +266,8 @@ export class ApprovalService implements ApprovalsCapability {
     let outcome: string;
     if (decision === 'approve') {
       try {
-        const result = ex ? await ex.approve(r, human) : `Nothing here can carry out a ${r.kind} request.`;
+        const withCall = taken.call ? { ...r, call: taken.call } : r;
+        const result = ex ? await ex.approve(withCall, human) : `Nothing here can carry out a ${r.kind} request.`;
         outcome = `Approved by ${who}: ${r.ask}\n${result}`;
       } catch (e) {
         outcome = `Approved by ${who}, but it could not be carried out: ${errorMessage(e)}`;
@@ -268,8 +295,9 @@ export class ApprovalService implements ApprovalsCapability {
         .map((r) => {
           if (r.state !== 'pending' || Date.parse(r.expiresAt) > now) return r;
           const minutes = Math.round((Date.parse(r.expiresAt) - Date.parse(r.requestedAt)) / 60_000);
+          const { call: _dropped, ...rest } = r;
           const e: ApprovalRequest = {
-            ...r,
+            ...rest,
             state: 'expired',
             decidedAt: new Date(now).toISOString(),
             outcome: `Expired after ${minutes} minute${minutes === 1 ? '' : 's'}, nobody answered: ${r.ask}. It was not done.`,

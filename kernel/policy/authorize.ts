@@ -31,7 +31,11 @@ export interface AuthorizeInput {
   action?: Action;
 }
 
-export type AuthorizeResult = { allowed: true } | { allowed: false; code: ErrorCode; reason: string };
+/**
+ * `approvable`: the refusal is rule 3 only (an admin's work that untrusted content reached), so an admin may still
+ * approve this one call in the chat (docs/approvals.md); dispatch then asks the `approvals` capability.
+ */
+export type AuthorizeResult = { allowed: true } | { allowed: false; code: ErrorCode; reason: string; approvable?: true };
 
 const ALLOWED: AuthorizeResult = Object.freeze({ allowed: true });
 
@@ -61,11 +65,14 @@ function decide({ actor, skill, config, args, action }: AuthorizeInput): Authori
       return deny(ErrorCodes.FORBIDDEN, `${name} is admin-only and ${describeActor(actor)} is not an admin${adminHint(actor)}.`);
     }
     if (isUntrusted(actor) && humanBehind(actor)?.kind !== 'operator') {
-      return deny(
-        ErrorCodes.FORBIDDEN,
-        `${name} is refused: this work was started by untrusted content (a web page, an email, a non-admin chat or a message quoted from one), ` +
+      return {
+        allowed: false,
+        code: ErrorCodes.FORBIDDEN,
+        reason:
+          `${name} is refused: this work was started by untrusted content (a web page, an email, a non-admin chat or a message quoted from one), ` +
           'and privileged skills run on such work only when the local operator asks.',
-      );
+        approvable: true,
+      };
     }
   }
 

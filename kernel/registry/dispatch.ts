@@ -4,6 +4,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { describeActor } from '../../sdk/actor.js';
+import type { ApprovalsCapability } from '../../sdk/approvals.js';
 import type { HookCatalogue, SkillCall } from '../../sdk/hooks.js';
 import type { SkillCallContext } from '../../sdk/plugin.js';
 import type { Action, Actor, ConfigView, Logger, SkillResult } from '../../sdk/types.js';
@@ -58,6 +59,19 @@ export function stringifyResult(value: unknown): string {
 export function createDispatcher(deps: DispatchDeps) {
   const { registry, hooks, config, log } = deps;
 
+  /** The words added to the refusal: the request sent to the chat's admins, or why none was. Never throws. */
+  const askApproval = async (name: string, args: Record<string, unknown>, actor: Actor, action?: Action): Promise<string> => {
+    const approvals = registry.use<ApprovalsCapability>('approvals');
+    if (typeof approvals?.requestSkill !== 'function') return '';
+    try {
+      const out = await approvals.requestSkill({ skill: name, args, actor, ...(action ? { action } : {}) });
+      return out.message ? ` ${out.message}` : '';
+    } catch (e) {
+      log.warn(`Approval request for "${name}" failed: ${errorMessage(e)}`);
+      return ' No approval request could be sent, so it stays refused.';
+    }
+  };
+
   return async function execute(name: string, rawArgs: unknown, actor: Actor, opts: ExecuteOptions = {}): Promise<SkillResult> {
     const started = performance.now();
     const entry = registry.skills.get(name);
@@ -87,7 +101,9 @@ export function createDispatcher(deps: DispatchDeps) {
     });
     if (!decision.allowed) {
       log.warn(`Blocked skill "${name}" for ${describeActor(actor)}: ${decision.reason}`);
-      return failure(decision.code, decision.reason, started);
+      // Still refused now; an admin of the chat the work came from may approve this one call (docs/approvals.md).
+      const more = decision.approvable ? await askApproval(name, args, actor, opts.action) : '';
+      return failure(decision.code, `${decision.reason}${more}`, started);
     }
     if (!entry.handler) {
       return failure(

@@ -12,7 +12,7 @@ import { LogSink } from '../../kernel/log.js';
 import type { PluginCandidate } from '../../kernel/plugins/discover.js';
 import type { Action, ChannelCapability } from '../../sdk/index.js';
 import { installFakeProvider, type FakeProviderControl } from '../../testing/index.js';
-import { rm, tmp, waitFor } from '../helpers.js';
+import { type PluginSpec, rm, tmp, waitFor, writePlugin } from '../helpers.js';
 import { agentCandidate } from './agent/harness.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -90,12 +90,15 @@ export async function bootChannelKernel(o: {
   closeFake(): Promise<void>;
   runAgent?: boolean | undefined;
   plugins?: string[] | undefined;
+  /** Test plugins written under the home's plugins folder (found there like any installed plugin). */
+  extra?: PluginSpec[] | undefined;
 }): Promise<ChannelKernel> {
   const home = tmp(`keel-${o.channel.toLowerCase()}-`);
   const builtins = tmp(`keel-${o.channel.toLowerCase()}-builtins-`);
   const model = installFakeProvider(home);
   const config = { llmProvider: 'fake', modelName: 'fake-model', ...o.config };
   writeFileSync(join(home, 'keel.config.yaml'), `${JSON.stringify(config, null, 2)}\n`);
+  for (const p of o.extra ?? []) writePlugin(join(home, 'plugins'), p);
   const extraPlugins = [await agentCandidate(), ...(await Promise.all([o.channel, ...(o.plugins ?? [])].map(builtinCandidate)))];
   let kernel: Kernel;
   let logs = new LogSink({ quiet: true });

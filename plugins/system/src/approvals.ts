@@ -5,7 +5,7 @@
  * paths as approve_command and `manage_config approve`.
  */
 import { errorsFor } from '../../../sdk/errors.js';
-import { ApprovalService, type ApprovalExecutor, type ApprovalRequest } from '../../../sdk/approvals.js';
+import { ApprovalService, type ApprovalExecutor, type ApprovalRequest, type ApprovalsCapability } from '../../../sdk/approvals.js';
 import {
   type Action,
   type Actor,
@@ -18,6 +18,7 @@ import {
 } from '../../../sdk/index.js';
 import type manifest from '../manifest.js';
 import type { CommandService } from './service.js';
+import { skillExecutor, skillRequester } from './skill-approvals.js';
 
 const coded = errorsFor('system');
 
@@ -39,7 +40,10 @@ function configOrigin(by: Actor, reason?: string): ConfigOrigin {
   return { kind: by.kind === 'operator' ? 'operator' : 'admin', actor: by, ...(reason ? { reason } : {}) };
 }
 
-export function createApprovals(ctx: Ctx, commands: CommandService): ApprovalService {
+/** The service, with `requestSkill` (a privileged skill refused on untrusted work; skill-approvals.ts). */
+export type SystemApprovals = ApprovalService & Required<Pick<ApprovalsCapability, 'requestSkill'>>;
+
+export function createApprovals(ctx: Ctx, commands: CommandService): SystemApprovals {
   const command: ApprovalExecutor = {
     approve: (r, by) => commands.decide(r.id, 'approve', by, ctx.signal),
     refuse: async (r, by) => void (await commands.decide(r.id, 'refuse', by)),
@@ -54,11 +58,11 @@ export function createApprovals(ctx: Ctx, commands: CommandService): ApprovalSer
     // Nobody answered: the change is dropped as if refused (the operator's own rule, with the reason said).
     expire: async (r) => void (await ctx.config.reject(r.id, { kind: 'operator', reason: 'approval request expired unanswered' })),
   };
-  return new ApprovalService({
+  const service = new ApprovalService({
     home: ctx.home,
     log: ctx.log,
     isAdmin: (actor) => ctx.use('kernel:policy')?.isAdmin(actor) === true,
-    executors: { command, config },
+    executors: { command, config, skill: skillExecutor(ctx) },
     delivery: {
       async send(r, text, buttons, key) {
         const channel = ctx.use(`channel:${r.origin.channel}`);
@@ -81,12 +85,14 @@ export function createApprovals(ctx: Ctx, commands: CommandService): ApprovalSer
       },
     },
   });
+  return Object.assign(service, { requestSkill: skillRequester(ctx, service) });
 }
 
-/** What the gateway shows of a request (it holds no secret: `ask` masks values). */
+/** What the gateway shows of a request (it holds no secret: `ask` masks values; a skill call's arguments stay out). */
 function publicView(r: ApprovalRequest): Record<string, unknown> {
+  const { call: _kept, ...rest } = r;
   return {
-    ...r,
+    ...rest,
     requestedBy: r.requestedBy ? { kind: r.requestedBy.kind, channel: r.requestedBy.channel, userId: r.requestedBy.userId } : undefined,
   };
 }

@@ -3,7 +3,7 @@
  */
 import { expect } from 'vitest';
 import { startFakeTelegram, type FakeTelegram } from '../../fakes/telegram-server.js';
-import { waitFor } from '../../helpers.js';
+import { type PluginSpec, waitFor } from '../../helpers.js';
 import type { ChildProcess } from 'node:child_process';
 import { bootChannelKernel, type ChannelKernel, exited } from '../channel-harness.js';
 
@@ -12,7 +12,7 @@ export interface ChatAHarness extends ChannelKernel {
 }
 
 export async function bootChatA(
-  o: { config?: Record<string, unknown>; token?: string; runAgent?: boolean; plugins?: string[] } = {},
+  o: { config?: Record<string, unknown>; token?: string; runAgent?: boolean; plugins?: string[]; extra?: PluginSpec[] } = {},
 ): Promise<ChatAHarness> {
   const tg = await startFakeTelegram();
   const h = await bootChannelKernel({
@@ -27,6 +27,7 @@ export async function bootChatA(
     },
     runAgent: o.runAgent,
     plugins: o.plugins,
+    extra: o.extra,
     closeFake: () => tg.close(),
   });
   return Object.assign(h, { tg });
