@@ -26,11 +26,21 @@ function isEsbuildService(cmd: unknown): boolean {
   return typeof cmd === 'string' && /[\\/]esbuild(\.exe)?$/.test(cmd);
 }
 
-for (const name of ['spawn', 'spawnSync', 'exec', 'execSync', 'execFile', 'execFileSync', 'fork']) {
-  const real = cp[name] as (...args: unknown[]) => unknown;
-  cp[name] = (...args: unknown[]) => (isEsbuildService(args[0]) ? real(...args) : refuse(`child_process.${name}`));
+// The unit tier reuses its workers across files (isolate: false): wrap once per worker.
+const GUARDED = Symbol.for('keel.unitGuard');
+const g = globalThis as { [GUARDED]?: true };
+if (!g[GUARDED]) {
+  g[GUARDED] = true;
+  guard();
 }
-net.Server.prototype.listen = function listen(): never {
-  refuse('A server listening');
-} as unknown as typeof net.Server.prototype.listen;
-syncBuiltinESMExports();
+
+function guard(): void {
+  for (const name of ['spawn', 'spawnSync', 'exec', 'execSync', 'execFile', 'execFileSync', 'fork']) {
+    const real = cp[name] as (...args: unknown[]) => unknown;
+    cp[name] = (...args: unknown[]) => (isEsbuildService(args[0]) ? real(...args) : refuse(`child_process.${name}`));
+  }
+  net.Server.prototype.listen = function listen(): never {
+    refuse('A server listening');
+  } as unknown as typeof net.Server.prototype.listen;
+  syncBuiltinESMExports();
+}

@@ -3,7 +3,9 @@
  * or `.browser`) imports nothing that starts a child process, a browser or a server, and listens on no socket;
  * test/unit-guard.ts fails the same at run time, for what goes through code under test.
  */
+import { execFileSync, spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { selectedTier, TIER_GLOBS, tierOf } from '../tiers.js';
@@ -87,6 +89,13 @@ describe('test tiers', () => {
     expect(files.some((f) => tierOf(f) === 'int')).toBe(true);
     expect(files.some((f) => tierOf(f) === 'e2e')).toBe(true);
     expect(TIER_GLOBS.unit.exclude).toEqual(['test/**/*.int.test.ts', 'test/**/*.e2e.test.ts', 'test/**/*.browser.test.ts']);
+  });
+
+  // Only where test/unit-guard.ts is loaded: `npm run test:unit`.
+  it.skipIf(selectedTier() !== 'unit')('the unit run refuses a child process and a listening server, naming the tiers', () => {
+    expect(() => spawn(process.execPath, ['-e', '0'])).toThrow(/child_process\.spawn in a unit test.*\*\.e2e\.test\.ts/);
+    expect(() => execFileSync('true')).toThrow(/child_process\.execFileSync in a unit test/);
+    expect(() => createServer().listen(0, '127.0.0.1')).toThrow(/A server listening in a unit test.*\*\.int\.test\.ts/);
   });
 
   it('KEEL_TEST_TIER picks one tier, all or nothing means every tier, anything else is a clear error', () => {
