@@ -1,9 +1,18 @@
 import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
+import { selectedTier, TIER_GLOBS } from './test/tiers.js';
+
+// The tiers of test/tiers.ts: `npm test` runs all of them, `npm run test:unit|test:int|test:e2e` one
+// (KEEL_TEST_TIER). The unit tier has no global set-up (no Debian packages, no build, no shared server) and the
+// guard that fails a unit test which spawns or listens.
+const tier = selectedTier();
+const include = tier ? TIER_GLOBS[tier].include : ['test/**/*.test.ts'];
+const exclude = tier ? TIER_GLOBS[tier].exclude : [];
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
+    include,
+    exclude: ['**/node_modules/**', ...exclude],
     // Generous: many tests start real servers and processes on a 2-core machine under full suite load; a hang
     // still fails, only later.
     testTimeout: 60_000,
@@ -13,6 +22,10 @@ export default defineConfig({
     // files wait on servers, browsers and child processes rather than compute. Two at once there took the suite
     // from 927 s to 685 s (the same run, helpers loading the machine).
     maxWorkers: Math.max(2, availableParallelism() - 1),
-    globalSetup: ['test/global-setup.ts'],
+    globalSetup: tier === 'unit' ? [] : ['test/global-setup.ts'],
+    // The unit tier reuses a worker for the next file (about half its time was one process per file); its files
+    // share no state but what they create in temporary homes. Every other run keeps one process per file.
+    isolate: tier !== 'unit',
+    setupFiles: tier === 'unit' ? ['test/unit-guard.ts'] : [],
   },
 });

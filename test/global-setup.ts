@@ -1,6 +1,6 @@
 /**
  * Before the suite: the Debian packages the tests drive as real parts, then dist/ (built once, so CLI tests run the
- * same compiled `keel` a user runs).
+ * same compiled `keel` a user runs), then the servers the run shares (one redis-server).
  *
  * The packages are installed here, before any test file is collected, because suites decide at import time whether
  * their server or browser is there (Chromium above all: about 130 browser and dashboard tests). As root with
@@ -11,6 +11,8 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import type { TestProject } from 'vitest/node';
+import { startSharedRedis } from './redis-server.js';
 
 /** The program each package provides, and the package. Same list as .ci/run. */
 export const TEST_PACKAGES: ReadonlyArray<{ program: string; pkg: string; service?: string; for: string }> = [
@@ -84,10 +86,23 @@ export function installTestPackages(deps: SetupDeps = realDeps): string[] {
   return still.map((p) => p.pkg);
 }
 
-export default function setup(): void {
+/**
+ * Servers shared by the whole run, started once here rather than once per file: the redis-server of
+ * `sharedRedis()` (test/redis-server.ts), its URL provided as `keelRedisUrl`. (Not for the unit tier: it has no
+ * global set-up.)
+ */
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   installTestPackages();
   const root = join(import.meta.dirname, '..');
   if (existsSync(join(root, 'scripts', 'build.mjs'))) {
     execFileSync(process.execPath, [join(root, 'scripts', 'build.mjs')], { cwd: root, stdio: 'inherit' });
   }
+  const redis = await startSharedRedis().catch((e: unknown) => {
+    console.log(`test set-up: the shared redis-server did not start (${String(e)}); each Redis file starts its own.`);
+    return undefined;
+  });
+  project.provide('keelRedisUrl', redis?.url);
+  return async () => {
+    await redis?.stop();
+  };
 }

@@ -1,10 +1,13 @@
 /**
- * A real, private redis-server on 127.0.0.1 for the shared-queue tests and the bench: Debian's redis-server with
+ * A real redis-server on 127.0.0.1 for the shared-queue tests and the bench: one shared by the whole run
+ * (`sharedRedis()`, started by test/global-setup.ts; each file keeps to key prefixes of its own), or a private one
+ * for a file that kills, restarts or reconfigures it (`privateRedis()`). Both are Debian's redis-server with
  * its own directory, a free port, no config file, and the append-only file synced on every write (the setting
  * docs/scaling.md recommends). When redis-server is missing the set-up installs it (`apt-get install -y
  * redis-server`, as root); where it cannot, `redisProblem()` says why and the tests skip with that message.
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { debianPackageProblem } from './debian-package.js';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createConnection, createServer } from 'node:net';
@@ -12,7 +15,14 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll } from 'vitest';
+import { afterAll, beforeAll, inject } from 'vitest';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    /** The run's shared redis-server (test/global-setup.ts); unset when it could not start. */
+    keelRedisUrl: string | undefined;
+  }
+}
 
 function findRedis(): string | undefined {
   for (const p of ['/usr/bin/redis-server', '/usr/local/bin/redis-server']) if (existsSync(p)) return p;
@@ -156,5 +166,72 @@ export function privateRedis(): () => PrivateRedis {
   return () => {
     if (!r) throw new Error('redis-server is not running (see redisProblem())');
     return r;
+  };
+}
+
+/** The run's shared redis-server as a test file sees it: no kill, restart or stop (those need `privateRedis()`). */
+export interface SharedRedis {
+  port: number;
+  url: string;
+  /** A key prefix no other file uses (its process and random bytes); tests add their own part after it. */
+  prefix: string;
+  /** A plain ioredis client on it (created on first use, closed after the file). */
+  admin(): Redis;
+}
+
+/**
+ * The run's shared redis-server (started once by test/global-setup.ts, its URL provided as `keelRedisUrl`), for a
+ * file whose tests neither kill, restart nor reconfigure Redis. Files stay apart by key prefix (never FLUSHALL,
+ * KEYS * or CONFIG SET on it). Where the run has none (the set-up could not start it), a private one is started for
+ * the file instead. Pair with `describe.skipIf(redisProblem())`, as for `privateRedis()`.
+ */
+export function sharedRedis(): () => SharedRedis {
+  let r: SharedRedis | undefined;
+  let own: TestRedis | undefined;
+  let dir: string | undefined;
+  let client: Redis | undefined;
+  beforeAll(async () => {
+    if (redisProblem()) return;
+    let url = inject('keelRedisUrl');
+    if (!url) {
+      dir = mkdtempSync(join(tmpdir(), 'keel-redis-'));
+      own = await startRedis(dir);
+      url = own.url;
+    }
+    r = {
+      port: Number(new URL(url).port),
+      url,
+      prefix: `t${process.pid}-${randomBytes(4).toString('hex')}:`,
+      admin: () => {
+        if (!client) {
+          client = new Redis(url);
+          client.on('error', () => {});
+        }
+        return client;
+      },
+    };
+  });
+  afterAll(async () => {
+    client?.disconnect();
+    await own?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+  return () => {
+    if (!r) throw new Error('redis-server is not running (see redisProblem())');
+    return r;
+  };
+}
+
+/** test/global-setup.ts: starts the run's shared redis-server; returns its URL and how to stop it (undefined: none). */
+export async function startSharedRedis(): Promise<{ url: string; stop(): Promise<void> } | undefined> {
+  if (!findRedis()) return undefined;
+  const dir = mkdtempSync(join(tmpdir(), 'keel-redis-shared-'));
+  const server = await startRedis(dir);
+  return {
+    url: server.url,
+    stop: async () => {
+      await server.stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
   };
 }

@@ -1,9 +1,8 @@
 /**
  * The channel kit's durable parts and timing machinery, without a platform: ingress, ledger, outbox + limiter,
- * supervisor, owner lock, progress feedback.
+ * supervisor, progress feedback (the owner lock against a real process: owner-lock.e2e.test.ts).
  */
-import { spawn } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterEach, describe, expect, it, vi } from 'vitest';
@@ -14,7 +13,6 @@ import {
   failureNotice,
   Ingress,
   Outbox,
-  OwnerLock,
   ProgressFeedback,
   RateLimiter,
   TokenBucket,
@@ -791,28 +789,6 @@ describe('connection supervisor: restart', () => {
     await new Promise((r) => setTimeout(r, 50));
     expect(n).toBe(2);
     expect(sup.state).toBe('stopped');
-  });
-});
-
-describe('owner lock', () => {
-  it('refuses while the owner lives, takes over a stale lock, releases only its own', async () => {
-    const home = tmp('keel-lock-');
-    homes.push(home);
-    const child = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 30000)'], { stdio: 'ignore' });
-    try {
-      const lock = new OwnerLock(home, 'test', 'secret-token');
-      expect(lock.file).not.toContain('secret-token');
-      writeFileSync(lock.file, JSON.stringify({ pid: child.pid }));
-      expect(lock.acquire()).toEqual({ ok: false, ownerPid: child.pid });
-      child.kill('SIGKILL');
-      await new Promise((r) => child.once('exit', r));
-      expect(lock.acquire()).toEqual({ ok: true });
-      expect(new OwnerLock(home, 'test', 'another-token').acquire()).toEqual({ ok: true });
-      lock.release();
-      expect(lock.acquire()).toEqual({ ok: true });
-    } finally {
-      child.kill('SIGKILL');
-    }
   });
 });
 

@@ -8,11 +8,11 @@ import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { RedisSharedLedger } from '../../sdk/channel-kit/shared-ledger.js';
 import { captureLog } from '../kernel/queue/helpers.js';
 import { waitFor } from '../helpers.js';
-import { privateRedis, redisProblem, type TestRedis } from '../redis-server.js';
+import { sharedRedis, redisProblem, type SharedRedis } from '../redis-server.js';
 
 const problem = redisProblem();
-const server = privateRedis();
-let redis: TestRedis;
+const server = sharedRedis();
+let redis: SharedRedis;
 let admin: Redis;
 let n = 0;
 const open: RedisSharedLedger[] = [];
@@ -39,7 +39,7 @@ function machine(prefix: string, signingKey?: string) {
 describe.skipIf(problem)('shared delivery ledger', () => {
   it('a reply stored by one machine is what the next sends, minus its confirmed chunks (signed and unsigned)', async () => {
     for (const signingKey of [undefined, KEY]) {
-      const prefix = `sl${++n}-${process.pid}:`;
+      const prefix = `sl${++n}-${redis.prefix}`;
       const a = machine(prefix, signingKey);
       const b = machine(prefix, signingKey);
       const first = await a.ledger.claim('act_1:r0', '42', [{ text: 'part one' }, { text: 'part two' }]);
@@ -54,7 +54,7 @@ describe.skipIf(problem)('shared delivery ledger', () => {
   });
 
   it('signed: a reply or a mark planted by something without the key is not believed', async () => {
-    const prefix = `sl${++n}-${process.pid}:`;
+    const prefix = `sl${++n}-${redis.prefix}`;
     const a = machine(prefix, KEY);
     const b = machine(prefix, KEY);
     // Planted ahead of a reply the attacker saw queued: the bot must not send these words.

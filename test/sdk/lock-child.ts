@@ -1,5 +1,5 @@
 /**
- * Child of file-lock.test.ts: adds 1 to the counter file again and again (under the lock or not) until the parent
+ * Child of file-lock.e2e.test.ts: adds 1 to the counter file again and again (under the lock or not) until the parent
  * creates `<file>.stop`, saying "started" after the first one, then prints how many it added.
  */
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';

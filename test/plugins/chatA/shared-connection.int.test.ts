@@ -9,12 +9,12 @@ import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { RedisLease } from '../../../sdk/channel-kit/index.js';
 import { startFakeTelegram, type FakeTelegram } from '../../fakes/telegram-server.js';
 import { waitFor } from '../../helpers.js';
-import { redisProblem, type TestRedis, privateRedis } from '../../redis-server.js';
+import { redisProblem, type SharedRedis, sharedRedis } from '../../redis-server.js';
 import { bootChannelKernel, type ChannelKernel } from '../channel-harness.js';
 
 const problem = redisProblem();
-const server = privateRedis();
-let redis: TestRedis;
+const server = sharedRedis();
+let redis: SharedRedis;
 let admin: Redis;
 let tg: FakeTelegram | undefined;
 const machines: ChannelKernel[] = [];
@@ -54,7 +54,7 @@ const connected = (m: ChannelKernel) => m.channel().status().connected === true;
 describe.skipIf(problem)('chatA on several machines (a Redis lease per bot token)', () => {
   it('only one machine polls; the other takes over when it stops; no 409 on the way', async () => {
     tg = await startFakeTelegram();
-    const prefix = `lease1-${process.pid}:`;
+    const prefix = `lease1-${redis.prefix}`;
     const a = await machine(prefix);
     await waitFor(() => connected(a), 'a to connect');
     const b = await machine(prefix);
@@ -75,7 +75,7 @@ describe.skipIf(problem)('chatA on several machines (a Redis lease per bot token
 
   it('a holder whose lease another process took gives the connection up before polling again', async () => {
     tg = await startFakeTelegram();
-    const prefix = `lease2-${process.pid}:`;
+    const prefix = `lease2-${redis.prefix}`;
     const a = await machine(prefix);
     await waitFor(() => connected(a), 'a to connect');
     const key = new RedisLease({ url: redis.url, prefix, channel: 'chatA', credential: tg.token, leaseMs: 2000 }).key;

@@ -1,5 +1,5 @@
 /**
- * Child process of crash.int.test.ts: a kernel with the email channel receiving on the home at argv[2] with the
+ * Child process of crash.e2e.test.ts: a kernel with the email channel receiving on the home at argv[2] with the
  * configuration JSON at argv[3]. Prints `ready` once IMAP is connected and `count <n>` (email actions in the queue,
  * whoever queued them) at start and after each new one, until it is killed.
  */

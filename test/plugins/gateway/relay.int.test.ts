@@ -8,11 +8,11 @@ import { hostname } from 'node:os';
 import { afterEach, describe, expect, it } from 'vitest';
 import { bootKernel, installFakeAgent, type TestKernel } from '../../../testing/index.js';
 import { waitFor } from '../../helpers.js';
-import { privateRedis, redisProblem } from '../../redis-server.js';
+import { sharedRedis, redisProblem } from '../../redis-server.js';
 import { type Client, open } from './ws-helpers.js';
 
 const problem = redisProblem();
-const redis = privateRedis();
+const redis = sharedRedis();
 const kernels: TestKernel[] = [];
 let client: Client | undefined;
 let n = 0;
@@ -25,7 +25,7 @@ afterEach(async () => {
 
 /** Two machines sharing a queue: one serving the gateway without a runner, one running actions (its gateway idle). */
 async function twoMachines(): Promise<{ viewer: TestKernel; runner: TestKernel; port: number }> {
-  const shared = { queueRedisUrl: redis().url, queueRedisPrefix: `relay${++n}-${process.pid}:` };
+  const shared = { queueRedisUrl: redis().url, queueRedisPrefix: `relay${++n}-${redis().prefix}` };
   const viewer = await bootKernel({
     builtins: ['gateway'],
     runAgent: false,

@@ -1,5 +1,5 @@
 /**
- * Child process of crash.test.ts: ingests large documents into the store at argv[2] forever, printing
+ * Child process of crash.e2e.test.ts: ingests large documents into the store at argv[2] forever, printing
  * `committed <n>` after each commit, until it is killed.
  */
 import { SqliteKnowledgeStore } from '../../../plugins/knowledge/src/sqlite-store.js';

@@ -1,7 +1,7 @@
 /**
  * The bypass table: argvs that try to reach a program on commandDenyList (or one not on commandAllowList), with
  * the policy's expected decision under the default lists of SPEC. policy.test.ts checks the pure function;
- * deny-jail.test.ts runs every case for real through run_command, in normal and in sudo mode.
+ * deny-jail.e2e.test.ts runs every case for real through run_command, in normal and in sudo mode.
  */
 import { DEFAULT_COMMAND_ALLOW_LIST, DEFAULT_COMMAND_DENY_LIST } from '../../../kernel/config/kernel-keys.js';
 

@@ -7,7 +7,7 @@
  * send is left unmarked for the new holder, and the new holder's send goes through.
  */
 import type { Redis } from 'ioredis';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { classifyTelegram, makeApi, sendChunk, type TgChunk } from '../../plugins/chatA/src/telegram.js';
 import {
   ChannelStore,
@@ -23,11 +23,11 @@ import { removeHome, tempHome } from '../../testing/index.js';
 import { startFakeTelegram, type FakeTelegram } from '../fakes/telegram-server.js';
 import { waitFor } from '../helpers.js';
 import { captureLog } from '../kernel/queue/helpers.js';
-import { privateRedis, redisProblem, type TestRedis } from '../redis-server.js';
+import { privateRedis, redisProblem, type SharedRedis, sharedRedis, type TestRedis } from '../redis-server.js';
 
 const problem = redisProblem();
-const server = privateRedis();
-let redis: TestRedis;
+const server = sharedRedis();
+let redis: SharedRedis | TestRedis;
 let admin: Redis;
 let tg: FakeTelegram | undefined;
 let n = 0;
@@ -79,7 +79,7 @@ async function pause(l: RedisLease): Promise<void> {
 
 describe.skipIf(problem)('fencing tokens on the connection lease', () => {
   it('every take of the lease gets a higher token; a reconnect while holding keeps it', async () => {
-    const prefix = `fence${++n}-${process.pid}:`;
+    const prefix = `fence${++n}-${server().prefix}`;
     const a = lease(prefix, 5000);
     const b = lease(prefix, 5000);
     expect((await a.acquire()).ok).toBe(true);
@@ -104,7 +104,7 @@ describe.skipIf(problem)('fencing tokens on the connection lease', () => {
   it('a paused holder’s reply is refused at the claim: nothing reaches the platform or the shared ledger, the new holder sends it', async () => {
     tg = await startFakeTelegram();
     const api = makeApi(tg.token, tg.apiRoot);
-    const prefix = `fence${++n}-${process.pid}:`;
+    const prefix = `fence${++n}-${server().prefix}`;
     const leaseA = lease(prefix, 400);
     const leaseB = lease(prefix, 5000);
     expect((await leaseA.acquire()).ok).toBe(true);
@@ -137,7 +137,7 @@ describe.skipIf(problem)('fencing tokens on the connection lease', () => {
   it('a holder paused in the middle of a reply: the next chunk is refused before it leaves, the new holder sends it, once', async () => {
     tg = await startFakeTelegram();
     const api = makeApi(tg.token, tg.apiRoot);
-    const prefix = `fence${++n}-${process.pid}:`;
+    const prefix = `fence${++n}-${server().prefix}`;
     const leaseA = lease(prefix, 400);
     const leaseB = lease(prefix, 5000);
     expect((await leaseA.acquire()).ok).toBe(true);
@@ -172,29 +172,41 @@ describe.skipIf(problem)('fencing tokens on the connection lease', () => {
     expect(tg.sent.at(-1)?.text).toBe('still b');
   });
 
-  // Last in the file: it stops the shared redis-server for a moment.
-  it('Redis unreachable: a chunk goes while the lease was renewed within two thirds of its length, is refused after', async () => {
-    const prefix = `fence${++n}-${process.pid}:`;
-    const l = lease(prefix, 3000);
-    expect((await l.acquire()).ok).toBe(true);
-    const lost: string[] = [];
-    l.watch((why) => lost.push(why));
-    const hold = l.hold()!;
-    clearInterval((l as unknown as { timer: NodeJS.Timeout }).timer);
-    await redis.kill();
-    try {
-      // just renewed: the connection is kept by this rule, and so is the send
-      await l.check(hold);
-      // as if its event loop had been blocked for 2.1 s of its 3 s lease
-      (l as unknown as { lastRenewed: number }).lastRenewed -= 2100;
-      await expect(l.check(hold)).rejects.toMatchObject({
-        code: 'KEEL_E_LEASE_LOST',
-        message: expect.stringMatching(/cannot check the connection's lease, last renewed \d+ ms ago/),
-      });
-      expect(lost).toHaveLength(1);
-      expect(l.hold()).toBeUndefined();
-    } finally {
-      await redis.restart();
-    }
+  // It stops Redis for a moment: a private redis-server, not the run's shared one.
+  describe('with a private redis-server', () => {
+    const own = privateRedis();
+    let shared: SharedRedis | TestRedis;
+    beforeAll(() => {
+      shared = redis;
+      redis = own();
+    });
+    afterAll(() => {
+      redis = shared;
+    });
+
+    it('Redis unreachable: a chunk goes while the lease was renewed within two thirds of its length, is refused after', async () => {
+      const prefix = `fence${++n}-${server().prefix}`;
+      const l = lease(prefix, 3000);
+      expect((await l.acquire()).ok).toBe(true);
+      const lost: string[] = [];
+      l.watch((why) => lost.push(why));
+      const hold = l.hold()!;
+      clearInterval((l as unknown as { timer: NodeJS.Timeout }).timer);
+      await own().kill();
+      try {
+        // just renewed: the connection is kept by this rule, and so is the send
+        await l.check(hold);
+        // as if its event loop had been blocked for 2.1 s of its 3 s lease
+        (l as unknown as { lastRenewed: number }).lastRenewed -= 2100;
+        await expect(l.check(hold)).rejects.toMatchObject({
+          code: 'KEEL_E_LEASE_LOST',
+          message: expect.stringMatching(/cannot check the connection's lease, last renewed \d+ ms ago/),
+        });
+        expect(lost).toHaveLength(1);
+        expect(l.hold()).toBeUndefined();
+      } finally {
+        await own().restart();
+      }
+    });
   });
 });

@@ -8,11 +8,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { startFakeTelegram } from '../../fakes/telegram-server.js';
 import { waitFor } from '../../helpers.js';
-import { privateRedis, redisProblem } from '../../redis-server.js';
+import { sharedRedis, redisProblem } from '../../redis-server.js';
 import { crashHome } from '../channel-harness.js';
 
 const problem = redisProblem();
-const redis = privateRedis();
+const redis = sharedRedis();
 const cleanups: Array<() => Promise<void> | void> = [];
 
 afterEach(async () => {
@@ -29,7 +29,7 @@ describe.skipIf(problem)('chatA on two machines, the holder paused mid-reply', (
       chatAAutoReplyEnabled: true,
       chatAPollTimeout: 1,
       queueRedisUrl: redis().url,
-      queueRedisPrefix: `pause-${process.pid}:`,
+      queueRedisPrefix: `pause-${redis().prefix}`,
       queueWorkerLeaseSeconds: 2,
     };
     const env = { CHATA_TOKEN: tg.token, CHATA_API_ROOT: tg.apiRoot };

@@ -7,12 +7,12 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { startFakeTelegram } from '../../fakes/telegram-server.js';
 import { waitFor } from '../../helpers.js';
-import { redisProblem, privateRedis } from '../../redis-server.js';
+import { redisProblem, sharedRedis } from '../../redis-server.js';
 import { crashHome } from '../channel-harness.js';
 import { expectReplyOnce, killAtThirdChunk } from './harness.js';
 
 const problem = redisProblem();
-const redis = privateRedis();
+const redis = sharedRedis();
 const cleanups: Array<() => Promise<void> | void> = [];
 
 afterEach(async () => {
@@ -29,7 +29,7 @@ describe.skipIf(problem)('chatA on two machines, kill -9 mid-reply', () => {
       chatAAutoReplyEnabled: true,
       chatAPollTimeout: 1,
       queueRedisUrl: redis().url,
-      queueRedisPrefix: `crash-${process.pid}:`,
+      queueRedisPrefix: `crash-${redis().prefix}`,
       queueWorkerLeaseSeconds: 2,
     };
     const env = { CHATA_TOKEN: tg.token, CHATA_API_ROOT: tg.apiRoot };

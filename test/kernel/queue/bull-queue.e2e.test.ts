@@ -6,16 +6,16 @@
  * nothing acknowledged; job data is signed; the earlier stream queue is moved over once.
  */
 import type { Redis } from 'ioredis';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ErrorCodes } from '../../../kernel/errors.js';
 import { BullQueue } from '../../../kernel/queue/bull-queue.js';
 import { waitFor } from '../../helpers.js';
-import { privateRedis, redisProblem, type TestRedis } from '../../redis-server.js';
+import { privateRedis, redisProblem, type SharedRedis, sharedRedis, type TestRedis } from '../../redis-server.js';
 import { type CapturedLog, captureLog } from './helpers.js';
 
 const problem = redisProblem();
-const server = privateRedis();
-let redis: TestRedis;
+const server = sharedRedis();
+let redis: SharedRedis | TestRedis;
 let admin: Redis;
 let prefix: string;
 let n = 0;
@@ -32,7 +32,7 @@ afterEach(async () => {
 });
 
 function newPrefix(): string {
-  prefix = `b${++n}-${process.pid}:`;
+  prefix = `b${++n}-${server().prefix}`;
   return prefix;
 }
 
@@ -275,29 +275,6 @@ describe.skipIf(problem)('shared queue on BullMQ', () => {
     expect(viewer.q.counts().pending).toBe(2);
   });
 
-  it('acknowledged pushes survive kill -9 of Redis; a settle made while Redis is down lands when it is back', async () => {
-    newPrefix();
-    const a = await runner({ owner: false });
-    const b = await runner({ leaseMs: 15_000 });
-    for (let i = 0; i < 20; i++) await a.q.push({ task: `before ${i}` });
-    const running = await takeSoon(b.q, 'b to take one');
-    await redis.kill();
-    await expect(a.q.push({ task: 'while Redis is down' })).rejects.toMatchObject({ code: ErrorCodes.QUEUE_UNREACHABLE });
-    // The completion cannot be written now: it is retried, not lost and not turned into a retry.
-    const settling = b.q.complete(running.id, 'done during the outage');
-    // Longer than the client's own retries: the write fails, and the queue's settle loop takes over.
-    await new Promise((r) => setTimeout(r, 2500));
-    await redis.restart();
-    await settling;
-    // b leaves (what it had taken goes back): nothing may be left executing.
-    await b.q.close();
-    const fresh = await runner({ readOnly: true });
-    expect(fresh.q.counts()).toMatchObject({ pending: 19, executing: 0, completed: 1 });
-    expect((await fresh.q.fetch(running.id))?.result).toBe('done during the outage');
-    expect(fresh.q.list().pending.map((x) => x.task)).not.toContain('while Redis is down');
-    expect(b.log.text()).not.toMatch(/password/);
-  });
-
   it('signed (queueRedisSigningKey): a job added without the key is refused and reported, never run', async () => {
     newPrefix();
     const KEY = 'k'.repeat(16) + 'the-shared-signing-key';
@@ -355,23 +332,60 @@ describe.skipIf(problem)('shared queue on BullMQ', () => {
     expect(c.log.text('info')).not.toMatch(/moved/);
   });
 
-  it('an unreachable Redis fails the open with a clear error that hides the password; memory-only Redis is said at open', async () => {
-    const err = await BullQueue.open({
-      url: 'redis://:sekret-pw@127.0.0.1:1/0',
-      owner: true,
-      log: captureLog(),
-      connectTimeoutMs: 1000,
-    }).catch((e: unknown) => e);
-    expect(err).toMatchObject({ code: ErrorCodes.QUEUE_UNREACHABLE });
-    expect(String((err as Error).message)).toMatch(/Cannot reach the queue's Redis at redis:\/\/:\*\*\*@127\.0\.0\.1:1\/0/);
-    expect(String((err as Error).message)).not.toContain('sekret-pw');
-    newPrefix();
-    await admin.config('SET', 'appendonly', 'no');
-    try {
-      const r = await runner();
-      expect(r.log.text('warn')).toMatch(/in memory only \(appendonly is off\)/);
-    } finally {
-      await admin.config('SET', 'appendonly', 'yes');
-    }
+  // These kill Redis or change its configuration: a private redis-server, not the run's shared one.
+  describe('with a private redis-server', () => {
+    const own = privateRedis();
+    let shared: [SharedRedis | TestRedis, Redis];
+    beforeAll(() => {
+      shared = [redis, admin];
+      redis = own();
+      admin = own().admin();
+    });
+    afterAll(() => {
+      [redis, admin] = shared;
+    });
+
+    it('acknowledged pushes survive kill -9 of Redis; a settle made while Redis is down lands when it is back', async () => {
+      newPrefix();
+      const a = await runner({ owner: false });
+      const b = await runner({ leaseMs: 15_000 });
+      for (let i = 0; i < 20; i++) await a.q.push({ task: `before ${i}` });
+      const running = await takeSoon(b.q, 'b to take one');
+      await own().kill();
+      await expect(a.q.push({ task: 'while Redis is down' })).rejects.toMatchObject({ code: ErrorCodes.QUEUE_UNREACHABLE });
+      // The completion cannot be written now: it is retried, not lost and not turned into a retry.
+      const settling = b.q.complete(running.id, 'done during the outage');
+      // Longer than the client's own retries: the write fails, and the queue's settle loop takes over.
+      await new Promise((r) => setTimeout(r, 2500));
+      await own().restart();
+      await settling;
+      // b leaves (what it had taken goes back): nothing may be left executing.
+      await b.q.close();
+      const fresh = await runner({ readOnly: true });
+      expect(fresh.q.counts()).toMatchObject({ pending: 19, executing: 0, completed: 1 });
+      expect((await fresh.q.fetch(running.id))?.result).toBe('done during the outage');
+      expect(fresh.q.list().pending.map((x) => x.task)).not.toContain('while Redis is down');
+      expect(b.log.text()).not.toMatch(/password/);
+    });
+
+    it('an unreachable Redis fails the open with a clear error that hides the password; memory-only Redis is said at open', async () => {
+      const err = await BullQueue.open({
+        url: 'redis://:sekret-pw@127.0.0.1:1/0',
+        owner: true,
+        log: captureLog(),
+        connectTimeoutMs: 1000,
+      }).catch((e: unknown) => e);
+      expect(err).toMatchObject({ code: ErrorCodes.QUEUE_UNREACHABLE });
+      expect(String((err as Error).message)).toMatch(/Cannot reach the queue's Redis at redis:\/\/:\*\*\*@127\.0\.0\.1:1\/0/);
+      expect(String((err as Error).message)).not.toContain('sekret-pw');
+      newPrefix();
+      await admin.config('SET', 'appendonly', 'no');
+      try {
+        const r = await runner();
+        expect(r.log.text('warn')).toMatch(/in memory only \(appendonly is off\)/);
+      } finally {
+        await admin.config('SET', 'appendonly', 'yes');
+      }
+    });
   });
 });

@@ -44,17 +44,17 @@ const SENTINELS = ['x', 'y', 'marker', 'sentinel'];
 const ns = await namespaceSupport(['mount', 'pid']);
 const JAIL = ns.available;
 const IS_ROOT = process.getuid?.() === 0;
-if (!JAIL) console.warn(`deny-jail.test: the operating-system cases are skipped: ${ns.reason}`);
+if (!JAIL) console.warn(`deny-jail.e2e.test: the operating-system cases are skipped: ${ns.reason}`);
 /** Whether the default (`auto`) is strict on this machine; where it is not, the tests check that it says why. */
 const strictHere = await strictIsolationSupport();
 const STRICT = strictHere.available;
-if (JAIL && !strictHere.available) console.warn(`deny-jail.test: strict isolation is not possible here: ${strictHere.reason}`);
+if (JAIL && !strictHere.available) console.warn(`deny-jail.e2e.test: strict isolation is not possible here: ${strictHere.reason}`);
 
 function has(program: string): boolean {
   return spawnSync('sh', ['-c', `command -v ${program}`], { stdio: 'ignore' }).status === 0;
 }
 const MISSING = ['python3', 'perl', 'node', 'curl', 'wget', 'dpkg-deb'].filter((p) => !has(p));
-if (MISSING.length) console.warn(`deny-jail.test: not installed, their cases are skipped: ${MISSING.join(', ')}`);
+if (MISSING.length) console.warn(`deny-jail.e2e.test: not installed, their cases are skipped: ${MISSING.join(', ')}`);
 const SETPRIV = has('setpriv');
 
 function hasBusybox(): boolean {
@@ -70,7 +70,7 @@ if (!hasBusybox() && IS_ROOT && spawnSync('sh', ['-c', 'command -v apt-get'], { 
 }
 const BUSYBOX = hasBusybox();
 if (!BUSYBOX)
-  console.warn('deny-jail.test: busybox is not installed (and could not be: not root, or no apt-get): the busybox case is skipped');
+  console.warn('deny-jail.e2e.test: busybox is not installed (and could not be: not root, or no apt-get): the busybox case is skipped');
 
 /** Script files that exist before the command runs (the command only names the interpreter and the file). */
 const SCRIPTS: Record<string, string> = {
@@ -378,7 +378,7 @@ describe.skipIf(!JAIL)("a denied program's bytes in a writable folder (copied be
       expectPlanted(s.work, `${what} (default)`);
       dropDownloads(s.work);
     }
-    if (skipped.length) console.warn(`deny-jail.test: writable-copy cases skipped: ${skipped.join('; ')}`);
+    if (skipped.length) console.warn(`deny-jail.e2e.test: writable-copy cases skipped: ${skipped.join('; ')}`);
     await waitFor(
       () => s.kernel.logs.recent({}).some((e) => /commands: isolation strict \(commandIsolation auto\)/.test(e.message)),
       'the start line about the isolation',
@@ -507,7 +507,7 @@ function nodeForNobody(): { node: string; path: string } | { reason: string } {
   return { node, path: [dir, '/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin', '/sbin', '/bin'].join(':') };
 }
 const NOBODY = nodeForNobody();
-if (JAIL && IS_ROOT && 'reason' in NOBODY) console.warn(`deny-jail.test: the nobody cases are skipped: ${NOBODY.reason}`);
+if (JAIL && IS_ROOT && 'reason' in NOBODY) console.warn(`deny-jail.e2e.test: the nobody cases are skipped: ${NOBODY.reason}`);
 
 /** Bundles the runner into a fresh folder nobody can read; runs it as nobody with node from that folder. */
 async function nobodyRunner(): Promise<{ dir: string; run: (work: string, cases: string[][], mode?: string) => NobodyReport }> {

@@ -12,12 +12,12 @@ import type { Action, ChannelCapability, KernelInfoCapability } from '../../sdk/
 import { appendPush, readQueueList } from '../../kernel/queue/index.js';
 import { bootKernel, installFakeAgent, type TestKernel } from '../../testing/index.js';
 import { keelCli, rm, tmp, waitFor } from '../helpers.js';
-import { redisProblem, type TestRedis, privateRedis } from '../redis-server.js';
+import { redisProblem, type SharedRedis, sharedRedis } from '../redis-server.js';
 
 const ECHO = join(import.meta.dirname, '..', '..', 'examples', 'plugins', 'echo-channel');
 const problem = redisProblem();
-const server = privateRedis();
-let redis: TestRedis;
+const server = sharedRedis();
+let redis: SharedRedis;
 let n = 0;
 
 beforeAll(() => {
@@ -76,7 +76,7 @@ async function tasks(h: string) {
 
 describe.skipIf(problem)('one queue, several machines (Redis)', () => {
   it('two runners share the work of pushes made elsewhere, each action once; kill -9 of one hands its action over (signed)', async () => {
-    const prefix = `e2e${++n}-${process.pid}:`;
+    const prefix = `e2e${++n}-${redis.prefix}`;
     const [a, b, cli] = [machine(prefix, true, true), machine(prefix, true, true), machine(prefix, false, true)];
     expect((await keel(a, ['run', '--daemon'])).code).toBe(0);
     expect((await keel(b, ['run', '--daemon'])).code).toBe(0);
@@ -129,7 +129,7 @@ describe.skipIf(problem)('one queue, several machines (Redis)', () => {
   }, 120_000);
 
   it("a chat's action runs on the runner whose channel received it, and moves only when that runner is gone", async () => {
-    const prefix = `chat${++n}-${process.pid}:`;
+    const prefix = `chat${++n}-${redis.prefix}`;
     const config = { queueRedisUrl: redis.url, queueRedisPrefix: prefix, queueWorkerLeaseSeconds: 2, echoChannelPort: 0 };
     const bootMachine = async (withEcho: boolean) => {
       const t = await bootKernel({
@@ -173,7 +173,7 @@ describe.skipIf(problem)('one queue, several machines (Redis)', () => {
   });
 
   it('a message one machine queued is a duplicate on every other (a catch-up after the connection moved)', async () => {
-    const prefix = `dup${++n}-${process.pid}:`;
+    const prefix = `dup${++n}-${redis.prefix}`;
     const config = { queueRedisUrl: redis.url, queueRedisPrefix: prefix, echoChannelPort: 0, echoChannelAutoReply: true };
     const boot = async () => {
       const t = await bootKernel({
@@ -206,7 +206,7 @@ describe.skipIf(problem)('one queue, several machines (Redis)', () => {
   });
 
   it('a process without a runner (a gateway, the dashboard) knows whether a runner works on the queue elsewhere', async () => {
-    const prefix = `obs${++n}-${process.pid}:`;
+    const prefix = `obs${++n}-${redis.prefix}`;
     const config = { queueRedisUrl: redis.url, queueRedisPrefix: prefix, queueWorkerLeaseSeconds: 2 };
     const observer = await bootKernel({ runAgent: false, config });
     kernels.push(observer);
@@ -221,7 +221,7 @@ describe.skipIf(problem)('one queue, several machines (Redis)', () => {
   });
 
   it("a runner switched to the shared queue moves what waited in its home's file queue, and runs it once", async () => {
-    const prefix = `move${++n}-${process.pid}:`;
+    const prefix = `move${++n}-${redis.prefix}`;
     const home = tmp('keel-machine-');
     homes.push(home);
     const before: Action[] = [];
