@@ -264,6 +264,8 @@ export class BullQueue implements QueueEngine {
   /** Retries this runner scheduled: when the next is due (nextDueAt). */
   private readonly dueRetries = new Map<string, number>();
   private unsigned = 0;
+  /** Dead runners' queues this runner gave up (it cannot carry their conversations), until when. */
+  private readonly declined = new Map<string, number>();
 
   private constructor(private readonly o: BullQueueOptions) {
     this.prefix = o.prefix ?? 'keel:';
@@ -775,6 +777,7 @@ export class BullQueue implements QueueEngine {
     const pins = await this.redis.smembers(this.key('q:pins'));
     for (const p of pins) {
       if (p === this.worker || this.live.has(p)) continue;
+      if ((this.declined.get(p) ?? 0) > this.now()) continue;
       const name = pinName(p);
       const s = this.sources.get(name);
       const lock = this.key(`q:adopt:${p}`);
@@ -961,7 +964,9 @@ export class BullQueue implements QueueEngine {
     if (accept && !accept(action)) {
       await job.moveToDelayed(now + 1000, token).catch(() => {});
       if (source.adoptedFrom) {
-        // This runner cannot carry that conversation (its channel is not here): leave the queue to another.
+        // This runner cannot carry that conversation (its channel is not here): leave the queue to another, and do
+        // not take it back for a while, so that a runner that can carry it gets it.
+        this.declined.set(source.adoptedFrom, now + this.leaseMs * 5);
         await this.redis.del(this.key(`q:adopt:${source.adoptedFrom}`)).catch(() => {});
         await this.dropSource(source.name);
       }
