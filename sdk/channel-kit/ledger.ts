@@ -161,8 +161,8 @@ export class DeliveryLedger {
   }
 
   /** Sends what is left of a stored key. */
-  resume<C extends Json>(key: string, send: ChunkSender<C>): Promise<string[]> {
-    return this.deliver<C>(key, '', [], send);
+  resume<C extends Json>(key: string, send: ChunkSender<C>, hold?: LeaseHold): Promise<string[]> {
+    return this.deliver<C>(key, '', [], send, hold);
   }
 
   /** Stored state of a key (for status and tests). */
@@ -211,6 +211,13 @@ export class DeliveryLedger {
         return chunks.map((c, i): Row => ({ chunk: i, chat_id: chatId, body: c, state: 'pending', platform_id: null }));
       }, 'NORMAL');
     } else rows = this.select.all(key) as Row[];
+    if (this.shared && !sentElsewhere && chunks.length === 0 && rows.some((r) => r.state !== 'sent')) {
+      // Resuming here what another machine may have finished meanwhile (the connection moved away and back):
+      // what it confirmed in the shared copy is not sent again. Fenced like any claim.
+      const bodies = rows.map((r) => (typeof r.body === 'string' ? (JSON.parse(r.body) as C) : r.body));
+      const claimed = await this.shared.claim(key, rows[0]!.chat_id, bodies, hold);
+      if (claimed.sent.size) sentElsewhere = claimed.sent;
+    }
     if (sentElsewhere) {
       // Confirmed by the machine that sent first: recorded here as sent, never sent again.
       for (const r of rows) {

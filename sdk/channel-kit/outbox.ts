@@ -98,8 +98,10 @@ export class Outbox {
     for (const { key, chatId } of open) {
       try {
         await this.serial(chatId, () =>
-          this.o.ledger.resume<C>(key, (c, i, ch, k) =>
-            this.o.limiter.run(ch, 'send', () => one(c, i, ch, k), { classify: this.classify }),
+          this.o.ledger.resume<C>(
+            key,
+            (c, i, ch, k) => this.o.limiter.run(ch, 'send', () => one(c, i, ch, k), { classify: this.classify }),
+            hold,
           ),
         );
       } catch (e) {
