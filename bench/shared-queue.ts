@@ -4,7 +4,8 @@
  * - acknowledged pushes per second from 64 concurrent producers: Keel's `push` against BullMQ `Queue.add`;
  * - take+settle: actions taken and completed per second (no work) by 1, 2 and 4 runners, each runner a separate
  *   process, against the same number of processes each running a raw BullMQ `Worker` (concurrency 1 as Keel's main
- *   lane, an empty processor) on the same Redis in the same run. Budgets
+ *   lane, an empty processor) on the same Redis in the same run, carrying the same jobs (`bullAdd`: the action as
+ *   data, its priority, history bounded as Keel bounds it). Budgets
  *   (issue 37): Keel's overhead on top of BullMQ at most 1.3x (Keel's rate >= BullMQ's / 1.3), and 4 runners carry
  *   at least as much as 1;
  * - joining: a real `keel run` process on the shared queue after a backlog of 100,000 actions against one on an empty
@@ -22,6 +23,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
 import { Queue, Worker } from 'bullmq';
+import { createAction, DEFAULT_PRIORITY } from '../kernel/queue/action.js';
 import { BullQueue } from '../kernel/queue/bull-queue.js';
 import type { QueueEngine } from '../kernel/queue/engine.js';
 import type { Logger } from '../sdk/types.js';
@@ -60,18 +62,34 @@ async function producers(n: number, push: () => Promise<unknown>, concurrency = 
 async function keelPushes(redis: TestRedis): Promise<number> {
   const q = await openKeelQueue(redis.url, `bp${++round}:`, false);
   try {
-    await producers(1000, () => q.push({ task: 'reply to the newest message', priority: 7 }));
-    return await producers(PUSHES, () => q.push({ task: 'reply to the newest message', priority: 7 }));
+    await producers(1000, () => q.push({ task: 'reply to the newest message' }));
+    return await producers(PUSHES, () => q.push({ task: 'reply to the newest message' }));
   } finally {
     await q.close();
   }
 }
 
+/**
+ * A job for the raw BullMQ side, the same job Keel's engine writes: the action as its data (Keel's job data is the
+ * action), the action's id as the job id, its priority, one attempt, and history bounded at 100 completed and 100
+ * failed (Keel's defaults). What is measured is then Keel's code on top of BullMQ, not BullMQ options Keel needs.
+ */
+function bullAdd(q: Queue, task: string): Promise<unknown> {
+  const action = createAction({ task, priority: DEFAULT_PRIORITY }, Date.now());
+  return q.add('action', { action }, {
+    jobId: action.id,
+    priority: 11 - action.priority,
+    attempts: 1,
+    removeOnComplete: { count: 100 },
+    removeOnFail: { count: 100 },
+  });
+}
+
 async function bullPushes(redis: TestRedis): Promise<number> {
   const q = new Queue(`bp${++round}`, { connection: { host: '127.0.0.1', port: redis.port } });
   try {
-    await producers(1000, () => q.add('task', { task: 'reply to the newest message' }, { priority: 7 }));
-    return await producers(PUSHES, () => q.add('task', { task: 'reply to the newest message' }, { priority: 7 }));
+    await producers(1000, () => bullAdd(q, 'reply to the newest message'));
+    return await producers(PUSHES, () => bullAdd(q, 'reply to the newest message'));
   } finally {
     await q.close();
   }
@@ -173,7 +191,7 @@ async function bullCarried(redis: TestRedis, n: number): Promise<number> {
   const name = `bc${++round}`;
   const q = new Queue(name, { connection: { host: '127.0.0.1', port: redis.port } });
   try {
-    await producers(CARRIED, () => q.add('task', { task: 'nothing to do' }));
+    await producers(CARRIED, () => bullAdd(q, 'nothing to do'));
     return await carried({ side: 'bull', url: redis.url, port: redis.port, name }, n);
   } finally {
     await q.close();
@@ -279,7 +297,7 @@ export async function benchSharedQueue(): Promise<BenchRow[]> {
     const sharedPush = cliPush(sharedHome, {});
     rmSync(fileHome, { recursive: true, force: true });
     rmSync(sharedHome, { recursive: true, force: true });
-    const bull = 'BullMQ on the same Redis';
+    const bull = 'BullMQ on the same Redis, the same jobs (bullAdd)';
     const rows: BenchRow[] = [
       {
         name: `shared queue: acknowledged pushes/s (${PRODUCERS} producers, appendfsync always), median of 3`,

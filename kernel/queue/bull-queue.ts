@@ -112,6 +112,13 @@ const MAX_PARKED = 20;
 /** A completion not recorded within this long (Redis away) also writes its done mark. */
 const SLOW_SETTLE_MS = 1000;
 
+/**
+ * How long the view events of a runner's starts and settles are held to go out together (one PUBLISH, the newest
+ * event per action). A push or a stop goes out at once: another runner is waiting for the one, an operator for the
+ * other.
+ */
+const EVENT_BATCH_MS = 100;
+
 const quiet: Logger = { debug() {}, info() {}, warn() {}, error() {} };
 const copy = copyAction;
 
@@ -259,6 +266,10 @@ export class BullQueue implements QueueEngine {
   private counting = false;
   private recount = false;
   private timers: NodeJS.Timeout[] = [];
+  /** View events waiting to go out (publish), the newest per action. */
+  private readonly outbox = new Map<string, QueueEvent>();
+  private flushTimer: NodeJS.Timeout | undefined;
+  private flushSoon = false;
   private closed = false;
   private tokenSeq = 0;
   /** Retries this runner scheduled: when the next is due (nextDueAt). */
@@ -481,19 +492,56 @@ export class BullQueue implements QueueEngine {
     }
   }
 
+  /**
+   * Sends an event to the other processes' views. Events are batched (one PUBLISH of a JSON array, the newest event
+   * per action kept): a runner carrying a thousand actions a second would otherwise make every process on the queue
+   * handle two thousand messages a second. Pushes and stops go out on the next turn of the event loop.
+   */
   private publish(e: QueueEvent): void {
-    if (this.o.light) return;
-    this.redis.publish(this.eventsChannel, JSON.stringify(e)).catch(() => {});
+    if (this.o.light || this.closed) return;
+    // A later event about an action says all an earlier one did (a settle carries the whole action); a stop is kept
+    // apart, as it tells the runner to abort.
+    const id = e.k === 'stop' ? `stop:${e.id}` : 'id' in e ? e.id : e.a.id;
+    this.outbox.delete(id);
+    this.outbox.set(id, e);
+    const soon = e.k === 'push' || e.k === 'stop';
+    if (this.flushTimer && (!soon || this.flushSoon)) return;
+    if (this.flushTimer) clearTimeout(this.flushTimer);
+    this.flushSoon = soon;
+    this.flushTimer = setTimeout(() => this.flush(), soon ? 0 : EVENT_BATCH_MS);
+    this.flushTimer.unref();
+  }
+
+  private flush(): Promise<unknown> {
+    if (this.flushTimer) clearTimeout(this.flushTimer);
+    this.flushTimer = undefined;
+    if (!this.outbox.size) return Promise.resolve();
+    const batch = [...this.outbox.values()];
+    this.outbox.clear();
+    return this.redis.publish(this.eventsChannel, JSON.stringify(batch)).catch(() => {});
   }
 
   private onEvent(raw: string): void {
-    let e: QueueEvent;
+    let parsed: unknown;
     try {
-      e = JSON.parse(raw) as QueueEvent;
+      parsed = JSON.parse(raw);
     } catch {
       return;
     }
-    if (!e || typeof e !== 'object' || e.o === this.origin) return;
+    // A batch (an array), or a single event from a runner of an earlier version.
+    const events = (Array.isArray(parsed) ? parsed : [parsed]) as QueueEvent[];
+    let heard = false;
+    for (const e of events) {
+      if (!e || typeof e !== 'object' || e.o === this.origin) continue;
+      this.apply(e);
+      heard = true;
+    }
+    if (!heard) return;
+    this.countsStale();
+    this.emit();
+  }
+
+  private apply(e: QueueEvent): void {
     switch (e.k) {
       case 'push':
       case 'settle':
@@ -518,8 +566,6 @@ export class BullQueue implements QueueEngine {
         this.noteStop(e.id, e.reason);
         break;
     }
-    this.countsStale();
-    this.emit();
   }
 
   private noteStop(id: string, reason: string): void {
@@ -1244,6 +1290,7 @@ export class BullQueue implements QueueEngine {
   /** Gives back what runs here (it runs again elsewhere at once), releases the lease, closes the connections. */
   async close(): Promise<void> {
     if (this.closed) return;
+    await this.flush();
     this.closed = true;
     for (const t of this.timers) clearInterval(t);
     for (const h of [...this.held.values(), ...this.prefetched.splice(0)]) await h.job.moveToWait(h.token).catch(() => {});
@@ -1260,6 +1307,8 @@ export class BullQueue implements QueueEngine {
   /** Drops everything without a word to Redis, as a killed process would (tests). */
   crash(): void {
     this.closed = true;
+    if (this.flushTimer) clearTimeout(this.flushTimer);
+    this.outbox.clear();
     for (const t of this.timers) clearInterval(t);
     for (const s of this.sources.values()) {
       void s.worker?.close(true).catch(() => {});

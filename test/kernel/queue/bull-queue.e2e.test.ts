@@ -82,6 +82,36 @@ describe.skipIf(problem)('shared queue on BullMQ', () => {
     expect((await b.q.take())?.task).toBe('high');
   });
 
+  it("a runner's starts and settles reach the other views in batches, the newest per action, not one message each", async () => {
+    newPrefix();
+    const feeder = await runner({ owner: false });
+    const watcher = await runner({ owner: false });
+    const b = await runner();
+    const listen = admin.duplicate();
+    const messages: string[] = [];
+    listen.on('message', (_ch, m: string) => messages.push(m));
+    await listen.subscribe(`${prefix}q:events`);
+    try {
+      for (let i = 0; i < 50; i++) await feeder.q.push({ task: `t${i}` });
+      await waitFor(() => b.q.counts().pending === 50 || undefined, 'the runner to see the pushes');
+      messages.length = 0;
+      for (let i = 0; i < 50; i++) {
+        const a = await takeSoon(b.q, 'an action');
+        await b.q.complete(a.id, `r${a.task}`);
+      }
+      await waitFor(() => watcher.q.list().completed.length === 50 || undefined, 'the watcher to see every completion');
+      expect(watcher.q.list().pending).toEqual([]);
+      expect(watcher.q.get(watcher.q.list().completed[0]!.id)?.result).toMatch(/^rt\d+$/);
+      // 50 starts and 50 settles, coalesced: far fewer messages than events, and each action's start dropped for its settle.
+      expect(messages.length).toBeLessThan(20);
+      const events = messages.flatMap((m) => JSON.parse(m) as Array<{ k: string }>);
+      expect(events.filter((e) => e.k === 'settle')).toHaveLength(50);
+      expect(events.filter((e) => e.k === 'start').length).toBeLessThan(10);
+    } finally {
+      listen.disconnect();
+    }
+  });
+
   it('three runners taking at once: every action is taken exactly once, each result recorded', async () => {
     newPrefix();
     const rs = await Promise.all([runner(), runner(), runner()]);
