@@ -52,6 +52,14 @@ export { RedisSharedLedger, type SharedLedger, sharedLedger } from './shared-led
 export { BUILTIN_COMMANDS, isBuiltin, runCommand } from './commands.js';
 export { setting } from '../channel.js';
 export {
+  defineChannel,
+  startChannel,
+  type ChannelAdapter,
+  type ChannelDefinition,
+  type ChannelKit,
+  type RunningChannel,
+} from './define.js';
+export {
   createChannelRuntime,
   skillSendKey,
   type ChannelRuntime,

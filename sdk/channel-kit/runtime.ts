@@ -87,6 +87,8 @@ export interface ChannelRuntimeOptions<C extends Json> {
    * that lost the lease without knowing yet has its sends refused (`KEEL_E_LEASE_LOST`).
    */
   lock?: ConnectionLock;
+  /** The channel's store, when the caller opened it already (defineChannel); default: opened here. */
+  store?: ChannelStore;
 }
 
 /** What `createChannelRuntime` gives a channel plugin. */
@@ -143,7 +145,7 @@ export interface ChannelRuntime {
  */
 export function createChannelRuntime<C extends Json>(o: ChannelRuntimeOptions<C>): ChannelRuntime {
   const { ctx, name } = o;
-  const store = ChannelStore.open(ctx.home, name);
+  const store = o.store ?? ChannelStore.open(ctx.home, name);
   // Handled messages and sent replies are kept `channelHistoryKeepDays`: pruned at start and daily (a Keel that runs
   // for months without a restart must not keep every message it ever saw).
   const stopPruning = store.pruneDaily(

@@ -1,24 +1,16 @@
 /**
- * chatA (Telegram) on the channel kit: long polling whose offset only moves after the updates are recorded
- * durably, replies rendered once as Telegram HTML and delivered through the ledger under per-chat rate limits,
- * a supervised connection with a stall watchdog and an owner lock, typing feedback stopped on every settle.
- * See docs/telegram.md and docs/channels-kit.md.
+ * chatA (Telegram): the adapter `defineChannel` runs. Long polling whose offset only moves after the updates are
+ * recorded durably (`kit.record` with the offset as its cursor), replies rendered once as Telegram HTML, the
+ * platform's error classification and its buttons. The kit owns the rest (ledger, rate limits, supervision, lock,
+ * ingress, status). See docs/telegram.md and docs/channels.md.
  */
 import { errorsFor } from '../../../sdk/errors.js';
 import type { Api } from 'grammy';
-import {
-  errorMessage,
-  parseApprovalButton,
-  reportIgnored,
-  type Action,
-  type ChannelStatus,
-  type PluginContext,
-} from '../../../sdk/index.js';
+import { errorMessage, parseApprovalButton, type Action, type PluginContext } from '../../../sdk/index.js';
 import {
   BUILTIN_COMMANDS,
-  ConnectionSupervisor,
-  createChannelRuntime,
-  Ingress,
+  type ChannelAdapter,
+  type ChannelKit,
   connectionLock,
   RATE_POLICIES,
   renderChunks,
@@ -36,8 +28,8 @@ import { classifyTelegram, editText, isBadToken, makeApi, sendChunk, type TgChun
 
 const coded = errorsFor('chatA');
 
-/** The running channel (only once it is configured: its platform library loads with this module). */
-export async function startChatA(ctx: PluginContext<typeof manifest>) {
+/** The Telegram adapter (only once the channel is configured: its platform library loads with this module). */
+export function telegram(kit: ChannelKit<TgUpdate>, ctx: PluginContext<typeof manifest>): ChannelAdapter<TgUpdate, TgChunk> {
   const token = setting(ctx, 'chatAToken', '');
   const apiRoot = ctx.config.get('chatAApiRoot');
   const pollTimeout = ctx.config.get('chatAPollTimeout');
@@ -57,14 +49,20 @@ export async function startChatA(ctx: PluginContext<typeof manifest>) {
       },
     };
   };
+  const buttons = new ButtonRoutes(kit.store);
+  buttons.prune(30 * 24 * 3600 * 1000);
+  const transcribe = makeTranscriber(ctx);
+  const warn = (m: string) => ctx.log.warn(m);
+  const limited = <T>(chatId: string, fn: () => Promise<T>) => kit.runtime.outbox.edit(chatId, fn);
+  const statusLine = () => {
+    const s = kit.status();
+    return `Telegram: ${s.state}${s.botUsername ? ` as @${s.botUsername}` : ''}.`;
+  };
 
-  // Telegram redelivers only what was not acknowledged, within 24 hours: 30 days of dedupe memory is ample.
-  // One lock for the connection and the sends: a Redis lease fences each send by its token (lease.ts).
-  const lock = connectionLock(ctx, 'chatA', token);
-  const rt = createChannelRuntime<TgChunk>({
-    ctx,
-    lock,
-    name: 'chatA',
+  return {
+    // Telegram redelivers only what was not acknowledged, within 24 hours: 30 days of dedupe memory is ample.
+    // One lock for the connection and the sends: a Redis lease fences each send by its token (lease.ts).
+    lock: connectionLock(ctx, 'chatA', token),
     policy: RATE_POLICIES.telegram,
     classify: classifyTelegram,
     sendChunk: (c, _i, chatId) => sendChunk(api, chatId, c),
@@ -106,84 +104,57 @@ export async function startChatA(ctx: PluginContext<typeof manifest>) {
       // Rejects when Telegram refuses (e.g. older than 48 h): the kit then edits it to a last line.
       finish: async (chatId, id) => void (await api.deleteMessage(chatId, Number(id))),
     }),
-  });
-  const { store, send, outbox } = rt;
-  const buttons = new ButtonRoutes(store);
-  buttons.prune(30 * 24 * 3600 * 1000);
-  const { handed } = rt;
 
-  // ---------------------------------------------------------------- connection
-  const supervisor = new ConnectionSupervisor({
-    name: 'chatA',
-    log: ctx.log,
-    stallMs: pollTimeout * 1000 + 5000,
-    lock,
-    fatal: (e) =>
-      isBadToken(e)
-        ? 'Telegram rejected the bot token (getMe answered 401/404). Set a valid chatAToken; the channel stays stopped until then.'
-        : undefined,
-    connect: async (signal, { live, connected }) => {
-      const me = await api.getMe(signal as never);
-      bot.username = me.username;
-      bot.id = me.id;
-      await api.setMyCommands(menu, undefined, signal as never).catch((e) => ctx.log.warn(`setMyCommands failed: ${errorMessage(e)}`));
-      connected(`as @${me.username} (Telegram bot ${me.id})`);
-      rt.resume();
-      for (;;) {
-        const offset = Number(store.getValue('offset') ?? 0);
-        const updates = (await api.getUpdates(
-          { offset, timeout: pollTimeout, allowed_updates: ['message', 'edited_message', 'callback_query'] },
-          signal as never,
-        )) as unknown as TgUpdate[];
-        live();
-        if (!updates.length) continue;
-        const next = Math.max(...updates.map((u) => u.update_id)) + 1;
-        const items = updates.flatMap((u) => {
-          const k = ingressKey(u);
-          return k ? [{ ...k, payload: u }] : [];
-        });
-        // Recorded (with the offset) before the next getUpdates tells Telegram they arrived.
-        const fresh = new Set(ingress.record(items, { key: 'offset', value: String(next) }));
-        // A redelivery never reaches receive(): say so for the action timelines.
-        for (const it of items)
-          if (!fresh.has(it)) reportIgnored(ctx, { channel: 'chatA', messageId: it.messageId, chatId: it.chatId }, 'duplicate');
-        supervisor.inbound();
-      }
+    connection: {
+      stallMs: pollTimeout * 1000 + 5000,
+      fatal: (e) =>
+        isBadToken(e)
+          ? 'Telegram rejected the bot token (getMe answered 401/404). Set a valid chatAToken; the channel stays stopped until then.'
+          : undefined,
+      connect: async (signal, { live, connected }) => {
+        const me = await api.getMe(signal as never);
+        bot.username = me.username;
+        bot.id = me.id;
+        await api.setMyCommands(menu, undefined, signal as never).catch((e) => ctx.log.warn(`setMyCommands failed: ${errorMessage(e)}`));
+        connected(`as @${me.username} (Telegram bot ${me.id})`);
+        for (;;) {
+          const offset = Number(kit.store.getValue('offset') ?? 0);
+          const updates = (await api.getUpdates(
+            { offset, timeout: pollTimeout, allowed_updates: ['message', 'edited_message', 'callback_query'] },
+            signal as never,
+          )) as unknown as TgUpdate[];
+          live();
+          if (!updates.length) continue;
+          const next = Math.max(...updates.map((u) => u.update_id)) + 1;
+          const items = updates.flatMap((u) => {
+            const k = ingressKey(u);
+            return k ? [{ ...k, payload: u }] : [];
+          });
+          // Recorded (with the offset) before the next getUpdates tells Telegram they arrived.
+          kit.record(items, { key: 'offset', value: String(next) });
+        }
+      },
     },
-  });
 
-  const status = (): ChannelStatus => ({
-    enabled: true,
-    ...supervisor.status(),
-    ...(bot.username ? { botUsername: bot.username } : {}),
-    ...(bot.id !== undefined ? { botId: bot.id } : {}),
-  });
+    status: () => ({
+      ...(bot.username ? { botUsername: bot.username } : {}),
+      ...(bot.id !== undefined ? { botId: bot.id } : {}),
+    }),
 
-  // ---------------------------------------------------------------- inbound
-  const transcribe = makeTranscriber(ctx);
-  const warn = (m: string) => ctx.log.warn(m);
-  const ingress: Ingress<TgUpdate> = new Ingress<TgUpdate>(store, {
-    log: ctx.log,
-    handle: async ({ payload }, turn) => {
+    receive: async ({ payload }, turn) => {
+      const rt = kit.runtime;
       const tap = parseApprovalButton(payload.callback_query?.data);
-      if (payload.callback_query && tap) return approvalTap(ctx, api, (chatId, fn) => outbox.edit(chatId, fn), payload.callback_query, tap);
+      if (payload.callback_query && tap) return approvalTap(ctx, api, limited, payload.callback_query, tap);
       if (payload.callback_query) await api.answerCallbackQuery(payload.callback_query.id).catch(() => undefined);
       let inbound = await toInbound(payload, { api, apiRoot, token, home: ctx.home, bot, signal: rt.signal, transcribe, warn });
       if (!inbound) return 'skipped';
       if (payload.callback_query) {
         const on = payload.callback_query.message?.message_id;
-        const route = routePress(ctx, buttons, handed, inbound, on === undefined ? undefined : String(on));
+        const route = routePress(ctx, buttons, rt.handed, inbound, on === undefined ? undefined : String(on));
         if ('handedTo' in route) return `to-action:${route.handedTo}`;
         inbound = route.inbound;
       }
-      const options = {
-        turn,
-        menu,
-        statusLine: () => {
-          const s = status();
-          return `Telegram: ${s.state}${s.botUsername ? ` as @${s.botUsername}` : ''}.`;
-        },
-      };
+      const options = { turn, menu, statusLine };
       const edit = payload.edited_message;
       // An edit names the message it edits by that message's own ingress id; the kit finds its action from it.
       if (edit)
@@ -197,28 +168,20 @@ export async function startChatA(ctx: PluginContext<typeof manifest>) {
         );
       return rt.handle(inbound, options);
     },
-  });
 
-  const capability = rt.capability({
-    status,
     async reply(action, message) {
-      const sent = await rt.reply(action, message);
+      const sent = await kit.runtime.reply(action, message);
       if (typeof message !== 'string' && message.buttons?.length) buttons.remember(replyTarget(action).chatId, sent.messageIds, action.id);
       return sent;
     },
-  });
-  ctx.provide('channel:chatA', capability);
-  registerSkills(ctx, {
-    api: () => api,
-    send,
-    limited: (chatId, fn) => outbox.edit(chatId, fn),
-    sentButtons: (chatId, ids, actionId) => buttons.remember(chatId, ids, actionId),
-  });
 
-  ingress.recover();
-  supervisor.start();
-  return {
-    stop: () => rt.stop(() => supervisor.stop(), ingress),
-    health: rt.health(status),
+    start() {
+      registerSkills(ctx, {
+        api: () => api,
+        send: kit.runtime.send,
+        limited,
+        sentButtons: (chatId, ids, actionId) => buttons.remember(chatId, ids, actionId),
+      });
+    },
   };
 }
