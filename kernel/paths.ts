@@ -40,8 +40,9 @@ export function sdkEntry(): string {
 }
 
 /**
- * The file behind an SDK subpath user code may import: `vendors/<name>` (`keel/sdk/vendors/common`) or `testing`
- * (`keel/sdk/testing`), the same modules built-in plugins use. Undefined for anything else, so user code cannot
+ * The file behind an SDK subpath user code may import: `vendors/<name>` (`keel/sdk/vendors/common`), `channel-kit`
+ * (`keel/sdk/channel-kit`: defineChannel and the kit's parts) or `testing` (`keel/sdk/testing`), the same modules
+ * built-in plugins use. Undefined for anything else, so user code cannot
  * reach into other SDK files (or, through `..`, the kernel).
  */
 export function sdkSubpathEntry(subpath: string): string | undefined {
@@ -49,6 +50,7 @@ export function sdkSubpathEntry(subpath: string): string | undefined {
   const fromDist = runningFromDist();
   let rel: string;
   if (subpath === 'testing') rel = join('testing', 'index');
+  else if (subpath === 'channel-kit') rel = join('channel-kit', 'index');
   else if (/^vendors\/[a-z][a-z0-9-]*$/.test(subpath)) rel = subpath;
   else return undefined;
   const dist = join(root, 'dist', 'sdk', `${rel}.js`);

@@ -41,6 +41,8 @@ const vendorsDir = join(root, 'sdk', 'vendors');
 for (const f of existsSync(vendorsDir) ? readdirSync(vendorsDir).filter((n) => n.endsWith('.ts')) : []) {
   entryPoints[`sdk/vendors/${f.replace(/\.ts$/, '')}`] = join(vendorsDir, f);
 }
+// The channel kit (defineChannel and its parts), for users' own channel plugins: keel/sdk/channel-kit.
+entryPoints['sdk/channel-kit/index'] = join(root, 'sdk', 'channel-kit', 'index.ts');
 // The testing entry sits above the contract (it boots a kernel), in testing/; it is published as keel/sdk/testing.
 entryPoints['sdk/testing/index'] = join(root, 'testing', 'index.ts');
 

@@ -1,6 +1,6 @@
 /**
  * Compiles user TypeScript or JavaScript (plugins, custom skills) with esbuild into one ESM file in the cache.
- * `keel/sdk` (and its public subpaths `keel/sdk/vendors/<name>` and `keel/sdk/testing`) stays an import of this
+ * `keel/sdk` (and its public subpaths `keel/sdk/vendors/<name>`, `keel/sdk/channel-kit` and `keel/sdk/testing`) stays an import of this
  * installation's SDK, so user code shares the kernel's SDK: the same modules built-in plugins use.
  */
 import { createHash } from 'node:crypto';
@@ -45,7 +45,7 @@ export async function compileModule(source: string, cacheDir: string): Promise<C
               return {
                 errors: [
                   {
-                    text: `"${args.path}" is not part of the Keel SDK; user code may import keel/sdk, keel/sdk/vendors/<name> and keel/sdk/testing.`,
+                    text: `"${args.path}" is not part of the Keel SDK; user code may import keel/sdk, keel/sdk/vendors/<name>, keel/sdk/channel-kit and keel/sdk/testing.`,
                   },
                 ],
               };

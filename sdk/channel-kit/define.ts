@@ -76,8 +76,13 @@ export interface ChannelAdapter<P, C extends Json> extends Omit<ChannelRuntimeOp
   /** A reply other than the runtime's (e.g. to remember buttons it carried). */
   reply?: ChannelCapability['reply'];
   react?: ChannelCapability['react'];
-  /** Once the capability is provided and before the connection starts: skills, catch-up rounds, timers. */
-  start?(): void;
+  /** More fields on the capability (getters stay getters): what the platform's users of it need (a URL, a client). */
+  expose?: object;
+  /**
+   * Once the capability is provided and before the connection starts: skills, catch-up rounds, timers (awaited: a
+   * channel without a `connection` may open its listener here).
+   */
+  start?(): void | Promise<void>;
   /** After the connection stopped, before the ingress and the store close (catch-up rounds, platform clients). */
   stop?(): Promise<void>;
 }
@@ -152,7 +157,7 @@ export async function startChannel<P, C extends Json>(
   try {
     adapter = await setup(kit);
     const a = adapter;
-    const { lock, connection, receive, ingress: ingressOptions, status: _s, reply, react, start, stop, ...sending } = a;
+    const { lock, connection, receive, ingress: ingressOptions, status: _s, reply, react, expose, start, stop, ...sending } = a;
     rt = createChannelRuntime<C>({ ...sending, ctx, name, store, ...(lock ? { lock } : {}) });
     const runtime = rt;
     ingress = new Ingress<P>(store, { ...ingressOptions, log: ctx.log, handle: (item, turn) => receive(item, turn) });
@@ -173,12 +178,16 @@ export async function startChannel<P, C extends Json>(
           } satisfies ConnectionHooks),
       });
     else runtime.resume();
-    ctx.provide(`channel:${name}`, runtime.capability({ status, ...(reply ? { reply } : {}), ...(react ? { react } : {}) }));
-    start?.();
+    const capability = runtime.capability({ status, ...(reply ? { reply } : {}), ...(react ? { react } : {}) });
+    if (expose) Object.defineProperties(capability, Object.getOwnPropertyDescriptors(expose));
+    ctx.provide(`channel:${name}`, capability);
+    await start?.();
     ingress.recover();
     supervisor?.start();
   } catch (e) {
-    if (!rt) store.close();
+    // Nothing of a channel that failed to start is left running (timers, hooks, the store).
+    if (rt) await rt.stop(async () => await supervisor?.stop(), ingress).catch(() => undefined);
+    else store.close();
     throw e;
   }
   const runtime = rt;

@@ -1,11 +1,13 @@
 /**
- * examples/plugins/echo-channel, loaded as a user plugin from $KEEL_HOME/plugins (it imports only `keel/sdk`):
+ * examples/plugins/echo-channel, loaded as a user plugin from $KEEL_HOME/plugins (it imports only `keel/sdk` and
+ * `keel/sdk/channel-kit`, on which it is an adapter that `defineChannel` runs):
  * a message posted to its loopback "platform" becomes an action through `receive`, the agent (scripted fake
  * provider) answers, and the answer comes back on the same chat through the channel's `reply`. The channel
  * appears in GET /api/connections and in system_check like a built-in one, and adminUsers.echo is checked
  * against the form its manifest declares.
  */
-import { cpSync } from 'node:fs';
+import { cpSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ChannelCapability } from '../../sdk/index.js';
@@ -18,9 +20,10 @@ afterEach(async () => {
   for (const t of open.splice(0)) await t.close();
 });
 
-async function boot(): Promise<{ t: TestKernel; fake: FakeProviderControl; echo: string; gateway: string }> {
+async function boot(home?: string): Promise<{ t: TestKernel; fake: FakeProviderControl; echo: string; gateway: string }> {
   let fake!: FakeProviderControl;
   const t = await bootKernel({
+    ...(home ? { home } : {}),
     builtins: ['agent', 'gateway', 'doctor'],
     runAgent: true,
     before: (home) => {
@@ -84,6 +87,38 @@ describe('the echo channel example (a user channel plugin on the public SDK)', (
     ]);
     expect(t.kernel.queue.counts().completed).toBe(1);
     expect(fake.calls).toHaveLength(1);
+  });
+
+  it('on the kit (defineChannel): a message posted again is one action, also after a restart; /status is answered by the kit', async () => {
+    const home = mkdtempSync(join(tmpdir(), 'keel-echo-'));
+    try {
+      const first = await boot(home);
+      first.fake.replies.push({ text: 'once' });
+      const body = { chatId: 'room-9', userId: 'alice', text: 'do it once', messageId: 'p-9' };
+      const res = await post(`${first.echo}/messages`, body);
+      expect(res.status).toBe(202);
+      const { actionId } = (await res.json()) as { actionId: string };
+      expect(await (await post(`${first.echo}/messages`, body)).json()).toEqual({ outcome: 'ignored', reason: 'duplicate' });
+      await waitFor(() => first.t.kernel.queue.get(actionId)?.status === 'completed', 'the action to complete');
+      // A built-in command: answered by the kit's runtime on the same chat, without the agent.
+      await post(`${first.echo}/messages`, { chatId: 'room-9', userId: 'alice', text: '/status', messageId: 'p-10' });
+      const status = await waitFor(async () => {
+        const got = (await (await fetch(`${first.echo}/messages?chatId=room-9`)).json()) as { messages: Array<{ text: string }> };
+        return got.messages.find((m) => /queue/i.test(m.text));
+      }, 'the /status answer');
+      expect(status.text).toMatch(/queue/i);
+      expect(first.fake.calls).toHaveLength(1);
+      await first.t.close();
+      open.splice(open.indexOf(first.t), 1);
+
+      // Restarted on the same home: the message recorded before is still known.
+      const second = await boot(home);
+      expect(await (await post(`${second.echo}/messages`, body)).json()).toEqual({ outcome: 'ignored', reason: 'duplicate' });
+      expect(second.fake.calls).toHaveLength(0);
+    } finally {
+      for (const t of open.splice(0)) await t.close();
+      rmSync(home, { recursive: true, force: true });
+    }
   });
 
   it('is listed by GET /api/connections and system_check, and its user-id form guards adminUsers.echo', async () => {
