@@ -1,20 +1,21 @@
 /**
  * chatD plugin entry: while the channel is not configured it offers a stopped channel and skills that say which key
- * to set, without loading the platform library (tens of MB each); configured, it loads src/live.ts.
+ * to set, without loading the platform library (tens of MB each); configured, it loads src/live.ts, the Slack
+ * adapter the kit's `defineChannel` runs.
  */
-import { definePlugin, offerUnconfigured, setting } from '../../sdk/index.js';
+import { defineChannel } from '../../sdk/channel-kit/define.js';
+import { setting } from '../../sdk/index.js';
 import manifest from './manifest.js';
+import type { SlackItem } from './src/inbound.js';
+import type { SlackChunk } from './src/slack.js';
 
-const notConfigured =
-  'chatD is not configured: set chatDBotToken (CHATD_BOT_TOKEN, xoxb-...) and chatDAppToken (CHATD_APP_TOKEN, xapp-... with connections:write).';
-
-export default definePlugin({
+export default defineChannel<typeof manifest, SlackItem, SlackChunk>({
   manifest,
-  async setup(ctx) {
-    const botToken = setting(ctx, 'chatDBotToken', '');
-    const appToken = setting(ctx, 'chatDAppToken', '');
-    if (!botToken || !appToken) return offerUnconfigured(ctx, 'chatD', notConfigured, ['send_chatD']);
-    const { startChatD } = await import('./src/live.js');
-    return startChatD(ctx);
-  },
+  name: 'chatD',
+  notConfigured: (ctx) =>
+    setting(ctx, 'chatDBotToken', '') && setting(ctx, 'chatDAppToken', '')
+      ? undefined
+      : 'chatD is not configured: set chatDBotToken (CHATD_BOT_TOKEN, xoxb-...) and chatDAppToken (CHATD_APP_TOKEN, xapp-... with connections:write).',
+  skills: ['send_chatD'],
+  adapter: async (kit, ctx) => (await import('./src/live.js')).slack(kit, ctx),
 });

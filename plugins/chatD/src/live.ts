@@ -1,20 +1,19 @@
 /**
- * chatD (Slack) on the channel kit: Bolt with a Socket Mode receiver that acknowledges an envelope only after it
- * is in the durable ingress, replies rendered once as mrkdwn and delivered through the ledger under per-channel
+ * chatD (Slack): the adapter `defineChannel` runs. Socket Mode under the kit's supervised connection, each envelope
+ * acknowledged only after it is in the durable ingress (`kit.recordSoon`), replies rendered once as mrkdwn and delivered through the ledger under per-channel
  * rate limits (threaded when the message came in a thread), a supervised connection with a silence watchdog and
  * an owner lock, a catch-up from the conversation history after every connection and periodically (which also
  * rebuilds a connection that stopped delivering events), the kit's command menu, a progress status message edited
- * in place.
+ * in place. The kit owns the rest (ledger, rate limits, supervision, lock, ingress, status).
  * See docs/slack.md and docs/channels-kit.md.
  */
 import { errorsFor } from '../../../sdk/errors.js';
 import { App } from '@slack/bolt';
 import type { WebClient } from '@slack/web-api';
 import {
-  ConnectionSupervisor,
-  createChannelRuntime,
+  type ChannelAdapter,
+  type ChannelKit,
   EDIT_WINDOW_MS,
-  Ingress,
   type IngressItem,
   connectionLock,
   RATE_POLICIES,
@@ -58,108 +57,17 @@ const split = (key: string) => {
   return { channel, thread };
 };
 
-/** The running channel (only once it is configured: its platform library loads with this module). */
-export async function startChatD(ctx: PluginContext<typeof manifest>) {
+/** The Slack adapter (only once the channel is configured: its platform library loads with this module). */
+export function slack(kit: ChannelKit<SlackItem>, ctx: PluginContext<typeof manifest>): ChannelAdapter<SlackItem, SlackChunk> {
   const botToken = setting(ctx, 'chatDBotToken', '');
   const appToken = setting(ctx, 'chatDAppToken', '');
   const apiUrl = setting(ctx, 'chatDApiUrl', 'https://slack.com/api/');
   const slackApiUrl = apiUrl.endsWith('/') ? apiUrl : `${apiUrl}/`;
   const bot: { userId?: string | undefined; name?: string | undefined; team?: string | undefined } = {};
-  // ---------------------------------------------------------------- connection
-  // One lock for the connection and the sends: a Redis lease fences each send by its token (lease.ts).
-  const lock = connectionLock(ctx, 'chatD', appToken);
-  const supervisor = new ConnectionSupervisor({
-    name: 'chatD',
-    log: ctx.log,
-    stallMs: setting(ctx, 'chatDSocketTimeout', 30) * 1000,
-    lock,
-    fatal: (e) => badCredentials(e, (e as { chatDToken?: 'bot' | 'app' }).chatDToken ?? 'app'),
-    connect: async (signal, { live, connected }) => {
-      try {
-        const me = await client.auth.test();
-        bot.userId = me.user_id;
-        bot.name = me.user;
-        bot.team = me.team;
-      } catch (e) {
-        throw Object.assign(e as object, { chatDToken: 'bot' });
-      }
-      return runSocket(
-        {
-          appToken,
-          apiUrl: slackApiUrl,
-          log: ctx.log,
-          hello: (h) => {
-            if ((h.num_connections ?? 1) > 1) {
-              ctx.log.warn(
-                `chatD: Slack reports ${h.num_connections} open Socket Mode connections for this app. Another Keel, or another program using this ` +
-                  'app-level token, is connected too: Slack hands each event to only one connection, so this Keel would receive about half the ' +
-                  'messages. Stop the other instance or give it its own Slack app.',
-              );
-            }
-          },
-          record: async (e) => {
-            const item = itemOf(e, bot.userId);
-            if (!item) return;
-            if (item.payload.kind === 'message') {
-              const ev = item.payload.event;
-              catchUp.live(ev.channel, ev.channel_type);
-              // While the conversation's history is read, its live messages wait, so they are recorded after it.
-              const gate = catchUp.gate(ev.channel);
-              if (gate) await gate;
-              // A burst shares one transaction; the ack waits until this item (and its conversation's history
-              // cursor, which only moves forward) is in it. The cursor of a conversation whose history is still to
-              // be read stays, so that the read covers what was missed before this message.
-              // A thread reply moves its thread's cursor too (that thread's replies are read after it at a catch-up);
-              // a thread first heard of while its conversation is behind is then read from its start.
-              const thread = ev.thread_ts && ev.thread_ts !== ev.ts ? ev.thread_ts : undefined;
-              await ingress.recordSoon(item, [
-                ...partOf(ev),
-                {
-                  key: cursorKey(ev.channel),
-                  value: (stored) => (stored !== undefined && catchUp.behind(ev.channel) ? stored : newerTs(stored, ev.ts)),
-                },
-                ...(thread
-                  ? [
-                      {
-                        key: threadKey(ev.channel, thread),
-                        value: (stored: string | undefined) => (catchUp.behind(ev.channel) ? (stored ?? thread) : newerTs(stored, ev.ts)),
-                      },
-                    ]
-                  : []),
-              ]);
-            } else if (item.payload.kind === 'edit') {
-              // After the history being read before it (the message it edits may be in it); no cursor moves. An
-              // edit that adds the bot's mention, in time to count, makes its thread one the bot takes part in.
-              const ev = item.payload.event;
-              catchUp.live(ev.channel, ev.channel_type);
-              const gate = catchUp.gate(ev.channel);
-              if (gate) await gate;
-              await ingress.recordSoon(item, Date.now() - Number(ev.ts) * 1000 <= EDIT_WINDOW_MS ? partOf(ev) : []);
-            } else if (item.payload.kind === 'delete') {
-              const gate = catchUp.gate(item.payload.channel);
-              if (gate) await gate;
-              await ingress.recordSoon(item);
-            } else await ingress.recordSoon(item);
-            supervisor.inbound();
-          },
-        },
-        signal,
-        {
-          live,
-          connected: () => {
-            connected(`as @${bot.name} (Slack user ${bot.userId}) in workspace ${bot.team}`);
-            rt.resume();
-            // What was said while there was no connection (and Slack did not send again) is read from the history.
-            catchUp.afterConnect();
-          },
-        },
-      );
-    },
-  });
 
   const app = new App({
     token: botToken,
-    receiver: new SupervisedReceiver(supervisor),
+    receiver: new SupervisedReceiver(),
     // auth.test runs in the supervised connect (so a bad token fails once, clearly), not in Bolt's constructor.
     tokenVerificationEnabled: false,
     logger: {
@@ -184,11 +92,33 @@ export async function startChatD(ctx: PluginContext<typeof manifest>) {
     return { channel, thread: thread != null ? String(thread) : undefined };
   };
 
-  // Slack has no typing indicator for bots over Socket Mode: feedback is the status message, edited in place.
-  const rt = createChannelRuntime<SlackChunk>({
-    ctx,
-    lock,
-    name: 'chatD',
+  // ---------------------------------------------------------------- threads the bot takes part in
+  // Slack has no "reply to a message" as Discord has: people go on talking to the bot in a thread (docs/slack.md).
+  const threads = new ThreadFollow(kit.store, () => setting(ctx, 'chatDFollowThreads', true) === true);
+  threads.prune();
+  /** A Slack thread's key: the conversation and the thread's own ts (never a reply's). */
+  const threadOf = (channel: string, ts: string) => `${channel}:${ts}`;
+  /** With the record of a message addressed to the bot in a channel: its thread (or the one it may start) from now. */
+  const partOf = (ev: SlackMessageEvent) =>
+    ev.channel_type !== 'im' && bot.userId && mentions(ev.text ?? '', bot.userId)
+      ? [threads.entry(threadOf(ev.channel, ev.thread_ts ?? ev.ts))]
+      : [];
+
+  // ---------------------------------------------------------------- catch-up from the history
+  // Built in start(): it reads the runtime's stop signal, which exists once the adapter is returned.
+  let catchUp!: CatchUp;
+
+  const threadStarts = new ThreadStarts({ ingress: { payload: (id) => kit.ingress.payload(id) }, client, log: ctx.log });
+  const slackNames = new SlackNames({ client, log: ctx.log });
+  const statusLine = () => {
+    const s = kit.status();
+    return `Slack: ${s.state}${s.botUsername ? ` as @${s.botUsername}` : ''}${bot.team ? ` in ${bot.team}` : ''}.`;
+  };
+
+  return {
+    // One lock for the connection and the sends: a Redis lease fences each send by its token (lease.ts).
+    lock: connectionLock(ctx, 'chatD', appToken),
+    // Slack has no typing indicator for bots over Socket Mode: feedback is the status message, edited in place.
     policy: RATE_POLICIES.slack,
     classify: classifySlack,
     // A message the bot posts: the thread it is in, or one hung under it, is a thread it takes part in.
@@ -236,59 +166,101 @@ export async function startChatD(ctx: PluginContext<typeof manifest>) {
       // Rejects when Slack refuses: the kit then edits it to a last line (recover) instead.
       finish: async (key, id) => void (await client.chat.delete({ channel: split(key).channel, ts: id })),
     }),
-  });
-  const { send, outbox } = rt;
 
-  // ---------------------------------------------------------------- threads the bot takes part in
-  // Slack has no "reply to a message" as Discord has: people go on talking to the bot in a thread (docs/slack.md).
-  const threads = new ThreadFollow(rt.store, () => setting(ctx, 'chatDFollowThreads', true) === true);
-  threads.prune();
-  /** A Slack thread's key: the conversation and the thread's own ts (never a reply's). */
-  const threadOf = (channel: string, ts: string) => `${channel}:${ts}`;
-  /** With the record of a message addressed to the bot in a channel: its thread (or the one it may start) from now. */
-  const partOf = (ev: SlackMessageEvent) =>
-    ev.channel_type !== 'im' && bot.userId && mentions(ev.text ?? '', bot.userId)
-      ? [threads.entry(threadOf(ev.channel, ev.thread_ts ?? ev.ts))]
-      : [];
-
-  // ---------------------------------------------------------------- catch-up from the history
-  const catchUp = new CatchUp({
-    client,
-    store: rt.store,
-    log: ctx.log,
-    signal: rt.signal,
-    interval: () => setting(ctx, 'chatDCatchUpInterval', 300),
-    connected: () => supervisor.state === 'connected',
-    rebuild: (reason) => supervisor.restart(reason),
-    record: (_channel, events, cursors) => {
-      const items = events.map((ev) => messageItemOf(ev, bot.userId)).filter((it) => it !== undefined);
-      // Nothing was acknowledged for these: a commit a power cut undoes takes the cursors with it, and the next
-      // catch-up reads them again. So no fsync here.
-      const fresh = ingress.record(
-        items,
-        [
-          ...cursors.map((c) => ({ key: c.key, value: (stored: string | undefined) => newerTs(stored, c.newest) })),
-          ...events.flatMap(partOf),
-        ],
-        { durability: 'NORMAL' },
-      );
-      if (fresh.length) supervisor.inbound();
-      return fresh.map((it) => (it.payload as Extract<SlackItem, { kind: 'message' }>).event);
+    // ---------------------------------------------------------------- connection
+    connection: {
+      stallMs: setting(ctx, 'chatDSocketTimeout', 30) * 1000,
+      fatal: (e) => badCredentials(e, (e as { chatDToken?: 'bot' | 'app' }).chatDToken ?? 'app'),
+      connect: async (signal, { live, connected }) => {
+        try {
+          const me = await client.auth.test();
+          bot.userId = me.user_id;
+          bot.name = me.user;
+          bot.team = me.team;
+        } catch (e) {
+          throw Object.assign(e as object, { chatDToken: 'bot' });
+        }
+        return runSocket(
+          {
+            appToken,
+            apiUrl: slackApiUrl,
+            log: ctx.log,
+            hello: (h) => {
+              if ((h.num_connections ?? 1) > 1) {
+                ctx.log.warn(
+                  `chatD: Slack reports ${h.num_connections} open Socket Mode connections for this app. Another Keel, or another program using this ` +
+                    'app-level token, is connected too: Slack hands each event to only one connection, so this Keel would receive about half the ' +
+                    'messages. Stop the other instance or give it its own Slack app.',
+                );
+              }
+            },
+            record: async (e) => {
+              const item = itemOf(e, bot.userId);
+              if (!item) return;
+              if (item.payload.kind === 'message') {
+                const ev = item.payload.event;
+                catchUp.live(ev.channel, ev.channel_type);
+                // While the conversation's history is read, its live messages wait, so they are recorded after it.
+                const gate = catchUp.gate(ev.channel);
+                if (gate) await gate;
+                // A burst shares one transaction; the ack waits until this item (and its conversation's history
+                // cursor, which only moves forward) is in it. The cursor of a conversation whose history is still to
+                // be read stays, so that the read covers what was missed before this message.
+                // A thread reply moves its thread's cursor too (that thread's replies are read after it at a catch-up);
+                // a thread first heard of while its conversation is behind is then read from its start.
+                const thread = ev.thread_ts && ev.thread_ts !== ev.ts ? ev.thread_ts : undefined;
+                await kit.recordSoon(item, [
+                  ...partOf(ev),
+                  {
+                    key: cursorKey(ev.channel),
+                    value: (stored) => (stored !== undefined && catchUp.behind(ev.channel) ? stored : newerTs(stored, ev.ts)),
+                  },
+                  ...(thread
+                    ? [
+                        {
+                          key: threadKey(ev.channel, thread),
+                          value: (stored: string | undefined) => (catchUp.behind(ev.channel) ? (stored ?? thread) : newerTs(stored, ev.ts)),
+                        },
+                      ]
+                    : []),
+                ]);
+              } else if (item.payload.kind === 'edit') {
+                // After the history being read before it (the message it edits may be in it); no cursor moves. An
+                // edit that adds the bot's mention, in time to count, makes its thread one the bot takes part in.
+                const ev = item.payload.event;
+                catchUp.live(ev.channel, ev.channel_type);
+                const gate = catchUp.gate(ev.channel);
+                if (gate) await gate;
+                await kit.recordSoon(item, Date.now() - Number(ev.ts) * 1000 <= EDIT_WINDOW_MS ? partOf(ev) : []);
+              } else if (item.payload.kind === 'delete') {
+                const gate = catchUp.gate(item.payload.channel);
+                if (gate) await gate;
+                await kit.recordSoon(item);
+              } else await kit.recordSoon(item);
+            },
+          },
+          signal,
+          {
+            live,
+            connected: () => {
+              connected(`as @${bot.name} (Slack user ${bot.userId}) in workspace ${bot.team}`);
+              // What was said while there was no connection (and Slack did not send again) is read from the history.
+              catchUp.afterConnect();
+            },
+          },
+        );
+      },
     },
-  });
 
-  const status = (): ChatDStatus => ({
-    enabled: true,
-    ...supervisor.status(),
-    ...(bot.name ? { botUsername: bot.name } : {}),
-    ...(catchUp.lastCatchUpAt ? { lastCatchUpAt: catchUp.lastCatchUpAt } : {}),
-    caughtUp: catchUp.caughtUp,
-  });
+    status: (): Partial<ChatDStatus> => ({
+      ...(bot.name ? { botUsername: bot.name } : {}),
+      ...(catchUp.lastCatchUpAt ? { lastCatchUpAt: catchUp.lastCatchUpAt } : {}),
+      caughtUp: catchUp.caughtUp,
+    }),
 
-  // ---------------------------------------------------------------- inbound
-  const ingress: Ingress<SlackItem> = new Ingress<SlackItem>(rt.store, {
-    log: ctx.log,
-    handle: async (recorded, turn) => {
+    // ---------------------------------------------------------------- inbound
+    receive: async (recorded, turn) => {
+      const rt = kit.runtime;
       const p = recorded.payload;
       // A deletion: after the chat's earlier messages are in the queue (the action it cancels may be one of them).
       if (p.kind === 'delete') {
@@ -298,7 +270,7 @@ export async function startChatD(ctx: PluginContext<typeof manifest>) {
       // A tap on an approval button: decided at once, and the chat is not held while an approved command runs.
       if (p.kind === 'tap') {
         turn.ordered();
-        return approvalTap(ctx, client, outbox, p);
+        return approvalTap(ctx, client, rt.outbox, p);
       }
       // An edit is read as its message is (gating, names, quote, files), with the text it has now.
       const item: IngressItem<typeof p> = { ...recorded, payload: p };
@@ -339,13 +311,10 @@ export async function startChatD(ctx: PluginContext<typeof manifest>) {
       const inbound = quoted ? { ...withFiles, quoted } : withFiles;
       const options: Parameters<typeof rt.handle>[1] = {
         turn,
-        statusLine: () => {
-          const s = status();
-          return `Slack: ${s.state}${s.botUsername ? ` as @${s.botUsername}` : ''}${bot.team ? ` in ${bot.team}` : ''}.`;
-        },
+        statusLine,
         // In the thread the command came in, never a new thread on the command itself.
         answer: (text) =>
-          send(inbound.chatId, text, {
+          rt.send(inbound.chatId, text, {
             idempotencyKey: `cmd:${item.messageId}`,
             ...(inbound.threadId ? { threadId: inbound.threadId } : {}),
           }),
@@ -353,52 +322,66 @@ export async function startChatD(ctx: PluginContext<typeof manifest>) {
       if (p.kind === 'edit') return rt.edited({ inbound, editedAt: p.editedTs, sentAt: Number(p.event.ts) * 1000 }, options);
       return rt.handle(inbound, options);
     },
-  });
 
-  const threadStarts = new ThreadStarts({ ingress, client, log: ctx.log });
-  const slackNames = new SlackNames({ client, log: ctx.log });
-
-  const capability = rt.capability({
-    status,
     async react(chatId, messageId, emoji) {
       if (!CONVERSATION_ID.test(chatId))
         throw coded('KEEL_E_INVALID_ARGUMENT', `"${chatId}" is not a Slack conversation id (C..., G... or D...).`);
       const name = reactionName(emoji);
       if (!name) return { native: false };
       try {
-        await outbox.edit(chatId, () => client.reactions.add({ channel: chatId, timestamp: messageId, name }));
+        await kit.runtime.outbox.edit(chatId, () => client.reactions.add({ channel: chatId, timestamp: messageId, name }));
       } catch (e) {
         if (slackErrorCode(e) !== 'already_reacted') throw e;
       }
       return { native: true, reaction: name };
     },
-  });
-  ctx.provide('channel:chatD', capability);
-  ctx.skills.register('send_chatD', async (args, call) => {
-    // A name instead of an id ("the user", "here") means the conversation of the current message.
-    let to = args.channel_id.trim();
-    if (!CONVERSATION_ID.test(to) && call.action?.source === 'chatD' && !/^[CGD][A-Za-z0-9]*$/.test(to))
-      to = replyTarget(call.action).channel;
-    if (!CONVERSATION_ID.test(to))
-      throw coded(
-        'KEEL_E_INVALID_ARGUMENT',
-        `channel_id "${args.channel_id}" is not a Slack conversation id: it starts with C (channel), G (private channel) or D (direct message), then capitals and digits.`,
-      );
-    // The same call in the same action (a re-run after a crash) is delivered once.
-    const key = skillSendKey(call.action, 'send_chatD', [to, args.message]);
-    const sent = await send(to, args.message, key ? { idempotencyKey: key } : {});
-    return { channel: 'chatD', channel_id: to, ts: sent.messageId, messageIds: sent.messageIds };
-  });
 
-  ingress.recover();
-  await app.start();
-  catchUp.start();
-  return {
-    stop: () =>
-      rt.stop(async () => {
-        await catchUp.stop();
-        await app.stop();
-      }, ingress),
-    health: rt.health(status),
+    start() {
+      const rt = kit.runtime;
+      catchUp = new CatchUp({
+        client,
+        store: rt.store,
+        log: ctx.log,
+        signal: rt.signal,
+        interval: () => setting(ctx, 'chatDCatchUpInterval', 300),
+        connected: () => kit.connection?.state === 'connected',
+        rebuild: (reason) => kit.connection?.restart(reason),
+        record: (_channel, events, cursors) => {
+          const items = events.map((ev) => messageItemOf(ev, bot.userId)).filter((it) => it !== undefined);
+          // Nothing was acknowledged for these: a commit a power cut undoes takes the cursors with it, and the next
+          // catch-up reads them again. So no fsync here.
+          const fresh = kit.ingress.record(
+            items,
+            [
+              ...cursors.map((c) => ({ key: c.key, value: (stored: string | undefined) => newerTs(stored, c.newest) })),
+              ...events.flatMap(partOf),
+            ],
+            { durability: 'NORMAL' },
+          );
+          if (fresh.length) kit.connection?.inbound();
+          return fresh.map((it) => (it.payload as Extract<SlackItem, { kind: 'message' }>).event);
+        },
+      });
+      ctx.skills.register('send_chatD', async (args, call) => {
+        // A name instead of an id ("the user", "here") means the conversation of the current message.
+        let to = args.channel_id.trim();
+        if (!CONVERSATION_ID.test(to) && call.action?.source === 'chatD' && !/^[CGD][A-Za-z0-9]*$/.test(to))
+          to = replyTarget(call.action).channel;
+        if (!CONVERSATION_ID.test(to))
+          throw coded(
+            'KEEL_E_INVALID_ARGUMENT',
+            `channel_id "${args.channel_id}" is not a Slack conversation id: it starts with C (channel), G (private channel) or D (direct message), then capitals and digits.`,
+          );
+        // The same call in the same action (a re-run after a crash) is delivered once.
+        const key = skillSendKey(call.action, 'send_chatD', [to, args.message]);
+        const sent = await rt.send(to, args.message, key ? { idempotencyKey: key } : {});
+        return { channel: 'chatD', channel_id: to, ts: sent.messageId, messageIds: sent.messageIds };
+      });
+      catchUp.start();
+    },
+
+    async stop() {
+      await catchUp.stop();
+    },
   };
 }

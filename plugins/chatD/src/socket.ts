@@ -9,7 +9,7 @@
  */
 import type { App, Receiver } from '@slack/bolt';
 import { LogLevel, type Logger as SlackLogger, SocketModeClient } from '@slack/socket-mode';
-import type { ConnectionHooks, ConnectionSupervisor } from '../../../sdk/channel-kit/index.js';
+import type { ConnectionHooks } from '../../../sdk/channel-kit/index.js';
 import { errorMessage, type Logger } from '../../../sdk/index.js';
 
 /** One Socket Mode envelope (events_api, slash_commands, interactive ...). */
@@ -139,18 +139,19 @@ export async function runSocket(o: SocketOptions, signal: AbortSignal, hooks: Co
 }
 
 /**
- * The Bolt receiver: `app.start()` starts the supervised connection, `app.stop()` stops it.
- * @example const app = new App({ token, receiver: new SupervisedReceiver(supervisor), tokenVerificationEnabled: false });
+ * The Bolt receiver: Bolt's `App` needs one (else it listens over HTTP), but here it neither listens nor acknowledges.
+ * The channel kit starts and stops the supervised connection (`runSocket` as its `connect`); the `App` only owns
+ * the WebClient.
+ * @example const app = new App({ token, receiver: new SupervisedReceiver(), tokenVerificationEnabled: false });
  */
 export class SupervisedReceiver implements Receiver {
-  constructor(private readonly supervisor: ConnectionSupervisor) {}
   init(_app: App): void {
     // Envelopes go to the durable ingress, not through Bolt's listener chain (which acknowledges first).
   }
   async start(): Promise<void> {
-    this.supervisor.start();
+    // The kit starts the connection (defineChannel).
   }
   async stop(): Promise<void> {
-    await this.supervisor.stop();
+    // The kit stops the connection (defineChannel).
   }
 }
