@@ -17,7 +17,10 @@ describe('chatB ignored messages', () => {
   it('a redelivery of a recorded message is reported as a duplicate; a message chatB skips before recording is not', async () => {
     h = await bootChatB({ config: { chatBStatusReplyEnabled: false } });
     const ignored: string[] = [];
-    h.kernel.hooks.messageIgnored.tap('test', (e: { messageId: string; reason: string }) => void ignored.push(`${e.messageId}:${e.reason}`));
+    h.kernel.hooks.messageIgnored.tap(
+      'test',
+      (e: { messageId: string; reason: string }) => void ignored.push(`${e.messageId}:${e.reason}`),
+    );
     await whenConnected(h);
     // A session in both directions first, so that the owner's next message is a `msg` WhatsApp can resend on retry.
     h.model.replies.push({ text: 'hi' }, { text: 'once' });
