@@ -1,18 +1,20 @@
 /**
  * chatB plugin entry: while the channel is off it offers a stopped channel and skills that say which key to set,
- * without loading baileys (tens of MB); on, it loads src/live.ts.
+ * without loading baileys (tens of MB); on, it loads src/live.ts, the WhatsApp adapter the kit's `defineChannel` runs.
  */
-import { definePlugin, offerUnconfigured, setting } from '../../sdk/index.js';
+import { defineChannel } from '../../sdk/channel-kit/define.js';
+import { setting } from '../../sdk/index.js';
 import manifest from './manifest.js';
+import type { WaIn } from './src/inbound.js';
+import type { WaChunk } from './src/whatsapp.js';
 
-const notConfigured =
-  'chatB is not enabled: set chatBEnabled to true (environment CHATB_ENABLED=true), start Keel and scan the QR code it shows with WhatsApp → Linked devices.';
-
-export default definePlugin({
+export default defineChannel<typeof manifest, WaIn, WaChunk>({
   manifest,
-  async setup(ctx) {
-    if (setting<boolean>(ctx, 'chatBEnabled', false) !== true) return offerUnconfigured(ctx, 'chatB', notConfigured, ['send_chatB']);
-    const { startChatB } = await import('./src/live.js');
-    return startChatB(ctx);
-  },
+  name: 'chatB',
+  notConfigured: (ctx) =>
+    setting<boolean>(ctx, 'chatBEnabled', false) === true
+      ? undefined
+      : 'chatB is not enabled: set chatBEnabled to true (environment CHATB_ENABLED=true), start Keel and scan the QR code it shows with WhatsApp → Linked devices.',
+  skills: ['send_chatB'],
+  adapter: async (kit, ctx) => (await import('./src/live.js')).whatsapp(kit, ctx),
 });

@@ -1,9 +1,9 @@
 /**
- * chatB (WhatsApp, a linked device through baileys) on the channel kit: each message recorded durably before
- * WhatsApp gets its receipt (ack-gate.ts), replies rendered once as WhatsApp formatting, cut to 4,096 characters,
- * quoting the message and delivered through the ledger under message ids derived from the ledger key, built-in
- * commands answered by the kit, edits and "delete for everyone" routed by the kit, a supervised connection, QR
- * linking in the terminal. See docs/whatsapp.md and docs/channels-kit.md.
+ * chatB (WhatsApp, a linked device through baileys): the adapter `defineChannel` runs. Each message recorded durably
+ * (`kit.recordSoon`, FULL) before WhatsApp gets its receipt (ack-gate.ts), replies rendered once as WhatsApp
+ * formatting, cut to 4,096 characters, quoting the message and sent under message ids derived from the ledger key,
+ * edits and "delete for everyone" handed to the kit, QR or pairing-code linking, reactions. The kit owns the rest
+ * (ledger, rate limits, supervision, owner lock, ingress, status). See docs/whatsapp.md and docs/channels.md.
  */
 import { errorsFor } from '../../../sdk/errors.js';
 import { chmod, mkdir } from 'node:fs/promises';
@@ -17,12 +17,11 @@ import makeWASocket, {
   useMultiFileAuthState as loadMultiFileAuthState,
 } from '@whiskeysockets/baileys';
 import QRCode from 'qrcode';
-import { errorMessage, reportIgnored, type Action, type ChannelStatus, type PluginContext } from '../../../sdk/index.js';
+import { errorMessage, reportIgnored, type Action, type PluginContext } from '../../../sdk/index.js';
 import {
-  ConnectionSupervisor,
-  createChannelRuntime,
+  type ChannelAdapter,
+  type ChannelKit,
   editKey,
-  Ingress,
   OwnerLock,
   makeTranscriber,
   RATE_POLICIES,
@@ -68,8 +67,8 @@ function baileysLogger(log: PluginContext['log']) {
   return logger;
 }
 
-/** The running channel (only once enabled: baileys loads with this module). */
-export async function startChatB(ctx: PluginContext<typeof manifest>) {
+/** The WhatsApp adapter (only once enabled: baileys loads with this module). */
+export async function whatsapp(kit: ChannelKit<WaIn>, ctx: PluginContext<typeof manifest>): Promise<ChannelAdapter<WaIn, WaChunk>> {
   quietSignal((line) => ctx.log.debug(line));
   const dir = sessionPath(ctx);
   await mkdir(dir, { recursive: true, mode: 0o700 });
@@ -89,7 +88,7 @@ export async function startChatB(ctx: PluginContext<typeof manifest>) {
     onTimeout: (id) => ctx.log.debug(`chatB: message ${id} was not handed on within 5 s; its receipt goes out unrecorded`),
     onWriteFailed: (e) => {
       ctx.log.warn(`chatB: could not save the session's keys: ${errorMessage(e)}; reconnecting without acknowledging`);
-      supervisor.restart('the session could not be saved');
+      kit.connection?.restart('the session could not be saved');
     },
   });
   // One store for every connection: the gate above baileys' cache (its writes wait while a message is held).
@@ -112,51 +111,10 @@ export async function startChatB(ctx: PluginContext<typeof manifest>) {
     return { chatId, options: messageId ? { replyToMessageId: messageId } : {} };
   };
 
-  const rt = createChannelRuntime<WaChunk>({
-    ctx,
-    name: 'chatB',
-    policy: RATE_POLICIES.whatsapp,
-    classify: classifyWhatsApp,
-    sendChunk: (c, _i, to) =>
-      sendChunk(sock, to, c).then((id) => {
-        if (c.kind === 'text') recentlySent.set(id, c.text);
-        return id;
-      }),
-    badAddress: (to) =>
-      CHAT_JID.test(to) ? undefined : `"${to}" is not a WhatsApp chat (a contact: <number>@s.whatsapp.net; a group: <id>@g.us).`,
-    chunks: (m, options, key) => {
-      const quote = quoteFor(options.replyToMessageId);
-      const texts = renderChunks(m.text ?? '', options.format === 'plain' ? 'plain' : 'whatsapp', { limit: LIMIT });
-      const parts: Array<Omit<WaChunk, 'id' | 'quote'>> = [
-        ...texts.map((text) => ({ kind: 'text' as const, text })),
-        ...(m.files ?? []).map((f) => ({
-          kind: 'file' as const,
-          path: f.path,
-          ...(f.caption ? { caption: f.caption } : {}),
-          ...(f.kind ? { as: f.kind } : {}),
-        })),
-      ];
-      return parts.map((p, i) => ({ ...p, id: chunkMessageId(key, i), ...(i === 0 && quote ? { quote } : {}) }) as WaChunk);
-    },
-    target: replyTarget,
-    // WhatsApp shows "typing…" for about 25 s after each update.
-    refreshMs: 10_000,
-    statusMessages: false,
-    transport: () => ({
-      typing: async (jid) => {
-        if (sock?.user) await sock.sendPresenceUpdate('composing', jid);
-      },
-      status: async () => {
-        throw coded('KEEL_E_CHANNEL_SEND_FAILED', 'chatB shows progress as typing only');
-      },
-    }),
-  });
-  const { store } = rt;
-
   /** The message answered, as a quote: its author and the start of its text (WhatsApp shows both). */
   const quoteFor = (messageId: string | undefined): WaChunk['quote'] => {
     if (!messageId) return undefined;
-    const m = ingress.payload(messageId);
+    const m = kit.ingress.payload(messageId);
     if (!m) return { id: messageId, text: '' };
     return { id: m.id, ...(m.group ? { participant: m.sender } : {}), text: m.text.slice(0, 200) };
   };
@@ -170,6 +128,11 @@ export async function startChatB(ctx: PluginContext<typeof manifest>) {
     const c = auth.state.creds.me;
     return c?.id ? { pn: jidNormalizedUser(c.id), ...(c.lid ? { lid: jidNormalizedUser(c.lid) } : {}) } : undefined;
   };
+  /**
+   * One arrived message: recorded, then its receipt released. What chatB never records (our own sends echoed, what
+   * toWaIn skips, a revoke of nothing of ours) only has its receipt released: it never reaches `kit.recordSoon`, so
+   * it is not reported as a duplicate.
+   */
   const record = (msg: proto.IWebMessageInfo) => {
     const id = msg.key?.id ?? '';
     const who = account();
@@ -178,64 +141,26 @@ export async function startChatB(ctx: PluginContext<typeof manifest>) {
       statusReplies: setting<boolean>(ctx, 'chatBStatusReplyEnabled', false) === true,
     });
     if ('skip' in w || !w.id || recentlySent.get(w.id)) return gate.release(id);
-    if (w.revoke && !ingress.payload(w.revoke.of)) return gate.release(id); // nothing of ours to take back
+    if (w.revoke && !kit.ingress.payload(w.revoke.of)) return gate.release(id); // nothing of ours to take back
     const key = w.edit ? editKey(w.edit.of, String(w.at)) : w.revoke ? `${w.revoke.of}:deleted` : w.id;
     // FULL: WhatsApp is told "delivered" only after this commit (the gate holds the receipt until then).
-    ingress.recordSoon({ messageId: key, chatId: w.chat, payload: w }, [], { durability: 'FULL' }).then(
-      (fresh) => {
-        if (fresh) supervisor.inbound();
-        gate.release(id);
-      },
+    kit.recordSoon({ messageId: key, chatId: w.chat, payload: w }, [], { durability: 'FULL' }).then(
+      () => gate.release(id),
       (e: unknown) => {
         // Not recorded: its receipt must not go. Dropping the connection discards it; WhatsApp delivers again.
         ctx.log.warn(`chatB: could not record message ${id}: ${errorMessage(e)}; reconnecting so that WhatsApp delivers it again`);
         gate.abandon();
         gate.release(id);
-        supervisor.restart('a message could not be recorded');
+        kit.connection?.restart('a message could not be recorded');
       },
     );
   };
 
   const statusLine = () => {
-    const s = status();
+    const s = kit.status();
     const me = s.connected ? account() : undefined;
     return `WhatsApp: ${s.state}${me ? ` as ${showJid(me.pn)}` : waitingForScan ? ', waiting for the QR code to be scanned' : ''}.`;
   };
-
-  const ingress: Ingress<WaIn> = new Ingress<WaIn>(store, {
-    log: ctx.log,
-    handle: async ({ payload: m }, turn) => {
-      if (m.revoke) return rt.deleted(m.revoke.of);
-      const autoReply = setting<boolean>(ctx, 'chatBAutoReplyEnabled', false) === true;
-      const linked = account() ?? { pn: '' };
-      if (m.edit) {
-        const original = ingress.payload(m.edit.of);
-        const edited: WaIn = { ...(original ?? m), id: m.edit.of, text: m.text, at: m.at };
-        const inbound = toInbound(edited, addressed(edited, linked, { trusted, autoReply }), { autoReply });
-        return rt.edited({ inbound, editedAt: String(m.at), ...(original ? { sentAt: original.at * 1000 } : {}) }, { statusLine, turn });
-      }
-      const isAddressed = addressed(m, linked, { trusted, autoReply });
-      const inbound = toInbound(m, isAddressed, { autoReply });
-      // A file is fetched only for a message that will be handled (not for chatter the gating ignores).
-      if (m.media && (isAddressed || (autoReply && !m.group))) {
-        const saved = await saveMedia(m.media, { home: ctx.home, prefix: `${m.chat}_${m.id}`, log: ctx.log });
-        if (saved.attachment) inbound.attachments = [saved.attachment];
-        if (saved.note) inbound.text = `${inbound.text}\n${saved.note}`;
-        // A voice note or audio file is read to the agent as its transcript (untrusted: anyone may have spoken).
-        const a = saved.attachment;
-        if (a && (a.kind === 'voice' || a.kind === 'audio'))
-          inbound.text = `${inbound.text}\n${await transcriptNote(a.kind, a.path, a.mime ?? 'audio/ogg', { transcribe, signal: rt.signal, warn: (w) => ctx.log.warn(`chatB: ${w}`) })}`;
-      }
-      // A group message that does not address the account is never a task, auto-reply or not.
-      if (m.group && !isAddressed && !inbound.command) {
-        reportIgnored(ctx, inbound, 'auto-reply-off');
-        return 'ignored:auto-reply-off';
-      }
-      const outcome = await rt.handle(inbound, { statusLine, turn });
-      if (outcome === 'queued') afterQueued(m);
-      return outcome;
-    },
-  });
 
   /** A queued message is marked read (blue ticks) and, with chatBAutoReactEnabled, gets 👀. Ignored ones are left unread. */
   const afterQueued = (m: WaIn) => {
@@ -253,78 +178,6 @@ export async function startChatB(ctx: PluginContext<typeof manifest>) {
         .sendMessage(m.chat, { react: { text: '👀', key } })
         .catch((e: unknown) => ctx.log.debug(`chatB: auto-react: ${errorMessage(e)}`));
   };
-
-  // ---------------------------------------------------------------- connection
-  const supervisor = new ConnectionSupervisor({
-    name: 'chatB',
-    log: ctx.log,
-    // baileys pings every chatBKeepAliveInterval and closes a connection whose pings go unanswered; this is the backstop.
-    stallMs: () => keepAliveMs() * 3 + 5000,
-    lock: new OwnerLock(ctx.home, 'chatB', dir),
-    fatal: fatalMessage,
-    connect: (signal, hooks) =>
-      new Promise<void | 'reconnect'>((resolve, reject) => {
-        const s = makeWASocket({
-          auth: { creds: auth.state.creds, keys },
-          waWebSocketUrl: url,
-          logger,
-          browser: Browsers.ubuntu('Keel'),
-          keepAliveIntervalMs: keepAliveMs(),
-          markOnlineOnConnect: false,
-          syncFullHistory: false,
-          shouldSyncHistoryMessage: () => false,
-          emitOwnEvents: false,
-          generateHighQualityLinkPreview: false,
-          getMessage: async (key) => {
-            const text = key.id ? recentlySent.get(key.id)?.value : undefined;
-            return text !== undefined ? { conversation: text } : undefined;
-          },
-        });
-        gate.attach(s);
-        let codeAsked = false;
-        const ws = s.ws as unknown as { on(e: string, f: () => void): void };
-        ws.on('frame', () => hooks.live());
-        s.ev.on(
-          'creds.update',
-          () => void auth.saveCreds().catch((e: unknown) => ctx.log.warn(`chatB: saving the session failed: ${errorMessage(e)}`)),
-        );
-        s.ev.on('messages.upsert', ({ messages }) => {
-          for (const m of messages) record(m);
-        });
-        s.ev.on('connection.update', (u) => {
-          if (u.qr) {
-            waitingForScan = true;
-            const phone = pairingPhone();
-            if (!phone) void showQr(u.qr);
-            else if (!codeAsked) {
-              // Linking by phone number: one code per connection (baileys keeps offering QR codes meanwhile).
-              codeAsked = true;
-              void s
-                .requestPairingCode(phone)
-                .then(showCode, (e: unknown) => ctx.log.warn(`chatB: asking WhatsApp for a pairing code failed: ${errorMessage(e)}`));
-            }
-          }
-          if (u.connection === 'open') {
-            waitingForScan = false;
-            pairingCode = undefined;
-            sock = s;
-            hooks.connected(`as ${showJid(account()?.pn ?? '')} (linked device)`);
-            rt.resume();
-          }
-          if (u.connection === 'close') {
-            if (sock === s) sock = undefined;
-            gate.abandon();
-            const err = u.lastDisconnect?.error as { output?: { statusCode?: number } } | undefined;
-            const code = err?.output?.statusCode;
-            if (signal.aborted) return resolve();
-            if (code === DisconnectReason.restartRequired) return resolve('reconnect'); // after linking, as WhatsApp asks
-            if (code === 401 || code === 440 || code === 411 || code === 403) return reject(new WhatsAppClosedError(code, dir));
-            reject(u.lastDisconnect?.error ?? new Error('WhatsApp closed the connection'));
-          }
-        });
-        signal.addEventListener('abort', () => s.end(undefined), { once: true });
-      }),
-  });
 
   /**
    * The QR code goes to the process's stderr (the terminal, or daemon.log with --daemon), never into the log: the log
@@ -361,43 +214,173 @@ export async function startChatB(ctx: PluginContext<typeof manifest>) {
     );
   };
 
-  const status = (): ChannelStatus => {
-    const me = supervisor.state === 'connected' ? account() : undefined;
-    return {
-      enabled: true,
-      ...supervisor.status(),
-      ...(me ? { botUsername: showJid(me.pn), account: me.pn } : {}),
-      // The ADV-signed identity the phone gives at pairing (baileys sets `registered` only for pairing codes).
-      linked: auth.state.creds.account != null,
-      ...(waitingForScan ? { waitingForScan: true } : {}),
-      ...(waitingForScan && pairingCode ? { pairingCode } : {}),
-    };
-  };
+  return {
+    lock: new OwnerLock(ctx.home, 'chatB', dir),
+    policy: RATE_POLICIES.whatsapp,
+    classify: classifyWhatsApp,
+    sendChunk: (c, _i, to) =>
+      sendChunk(sock, to, c).then((id) => {
+        if (c.kind === 'text') recentlySent.set(id, c.text);
+        return id;
+      }),
+    badAddress: (to) =>
+      CHAT_JID.test(to) ? undefined : `"${to}" is not a WhatsApp chat (a contact: <number>@s.whatsapp.net; a group: <id>@g.us).`,
+    chunks: (m, options, key) => {
+      const quote = quoteFor(options.replyToMessageId);
+      const texts = renderChunks(m.text ?? '', options.format === 'plain' ? 'plain' : 'whatsapp', { limit: LIMIT });
+      const parts: Array<Omit<WaChunk, 'id' | 'quote'>> = [
+        ...texts.map((text) => ({ kind: 'text' as const, text })),
+        ...(m.files ?? []).map((f) => ({
+          kind: 'file' as const,
+          path: f.path,
+          ...(f.caption ? { caption: f.caption } : {}),
+          ...(f.kind ? { as: f.kind } : {}),
+        })),
+      ];
+      return parts.map((p, i) => ({ ...p, id: chunkMessageId(key, i), ...(i === 0 && quote ? { quote } : {}) }) as WaChunk);
+    },
+    target: replyTarget,
+    // WhatsApp shows "typing…" for about 25 s after each update.
+    refreshMs: 10_000,
+    statusMessages: false,
+    transport: () => ({
+      typing: async (jid) => {
+        if (sock?.user) await sock.sendPresenceUpdate('composing', jid);
+      },
+      status: async () => {
+        throw coded('KEEL_E_CHANNEL_SEND_FAILED', 'chatB shows progress as typing only');
+      },
+    }),
 
-  const capability = rt.capability({
-    status,
+    connection: {
+      // baileys pings every chatBKeepAliveInterval and closes a connection whose pings go unanswered; this is the backstop.
+      stallMs: () => keepAliveMs() * 3 + 5000,
+      fatal: fatalMessage,
+      connect: (signal, hooks) =>
+        new Promise<void | 'reconnect'>((resolve, reject) => {
+          const s = makeWASocket({
+            auth: { creds: auth.state.creds, keys },
+            waWebSocketUrl: url,
+            logger,
+            browser: Browsers.ubuntu('Keel'),
+            keepAliveIntervalMs: keepAliveMs(),
+            markOnlineOnConnect: false,
+            syncFullHistory: false,
+            shouldSyncHistoryMessage: () => false,
+            emitOwnEvents: false,
+            generateHighQualityLinkPreview: false,
+            getMessage: async (key) => {
+              const text = key.id ? recentlySent.get(key.id)?.value : undefined;
+              return text !== undefined ? { conversation: text } : undefined;
+            },
+          });
+          gate.attach(s);
+          let codeAsked = false;
+          const ws = s.ws as unknown as { on(e: string, f: () => void): void };
+          ws.on('frame', () => hooks.live());
+          s.ev.on(
+            'creds.update',
+            () => void auth.saveCreds().catch((e: unknown) => ctx.log.warn(`chatB: saving the session failed: ${errorMessage(e)}`)),
+          );
+          s.ev.on('messages.upsert', ({ messages }) => {
+            for (const m of messages) record(m);
+          });
+          s.ev.on('connection.update', (u) => {
+            if (u.qr) {
+              waitingForScan = true;
+              const phone = pairingPhone();
+              if (!phone) void showQr(u.qr);
+              else if (!codeAsked) {
+                // Linking by phone number: one code per connection (baileys keeps offering QR codes meanwhile).
+                codeAsked = true;
+                void s
+                  .requestPairingCode(phone)
+                  .then(showCode, (e: unknown) => ctx.log.warn(`chatB: asking WhatsApp for a pairing code failed: ${errorMessage(e)}`));
+              }
+            }
+            if (u.connection === 'open') {
+              waitingForScan = false;
+              pairingCode = undefined;
+              sock = s;
+              // The kit resumes what a crash left unsent right after this.
+              hooks.connected(`as ${showJid(account()?.pn ?? '')} (linked device)`);
+            }
+            if (u.connection === 'close') {
+              if (sock === s) sock = undefined;
+              gate.abandon();
+              const err = u.lastDisconnect?.error as { output?: { statusCode?: number } } | undefined;
+              const code = err?.output?.statusCode;
+              if (signal.aborted) return resolve();
+              if (code === DisconnectReason.restartRequired) return resolve('reconnect'); // after linking, as WhatsApp asks
+              if (code === 401 || code === 440 || code === 411 || code === 403) return reject(new WhatsAppClosedError(code, dir));
+              reject(u.lastDisconnect?.error ?? new Error('WhatsApp closed the connection'));
+            }
+          });
+          signal.addEventListener('abort', () => s.end(undefined), { once: true });
+        }),
+    },
+
+    status: () => {
+      const me = kit.connection?.state === 'connected' ? account() : undefined;
+      return {
+        ...(me ? { botUsername: showJid(me.pn), account: me.pn } : {}),
+        // The ADV-signed identity the phone gives at pairing (baileys sets `registered` only for pairing codes).
+        linked: auth.state.creds.account != null,
+        ...(waitingForScan ? { waitingForScan: true } : {}),
+        ...(waitingForScan && pairingCode ? { pairingCode } : {}),
+      };
+    },
+
+    receive: async ({ payload: m }, turn) => {
+      const rt = kit.runtime;
+      if (m.revoke) return rt.deleted(m.revoke.of);
+      const autoReply = setting<boolean>(ctx, 'chatBAutoReplyEnabled', false) === true;
+      const linked = account() ?? { pn: '' };
+      if (m.edit) {
+        const original = kit.ingress.payload(m.edit.of);
+        const edited: WaIn = { ...(original ?? m), id: m.edit.of, text: m.text, at: m.at };
+        const inbound = toInbound(edited, addressed(edited, linked, { trusted, autoReply }), { autoReply });
+        return rt.edited({ inbound, editedAt: String(m.at), ...(original ? { sentAt: original.at * 1000 } : {}) }, { statusLine, turn });
+      }
+      const isAddressed = addressed(m, linked, { trusted, autoReply });
+      const inbound = toInbound(m, isAddressed, { autoReply });
+      // A file is fetched only for a message that will be handled (not for chatter the gating ignores).
+      if (m.media && (isAddressed || (autoReply && !m.group))) {
+        const saved = await saveMedia(m.media, { home: ctx.home, prefix: `${m.chat}_${m.id}`, log: ctx.log });
+        if (saved.attachment) inbound.attachments = [saved.attachment];
+        if (saved.note) inbound.text = `${inbound.text}\n${saved.note}`;
+        // A voice note or audio file is read to the agent as its transcript (untrusted: anyone may have spoken).
+        const a = saved.attachment;
+        if (a && (a.kind === 'voice' || a.kind === 'audio'))
+          inbound.text = `${inbound.text}\n${await transcriptNote(a.kind, a.path, a.mime ?? 'audio/ogg', { transcribe, signal: rt.signal, warn: (w) => ctx.log.warn(`chatB: ${w}`) })}`;
+      }
+      // A group message that does not address the account is never a task, auto-reply or not.
+      if (m.group && !isAddressed && !inbound.command) {
+        reportIgnored(ctx, inbound, 'auto-reply-off');
+        return 'ignored:auto-reply-off';
+      }
+      const outcome = await rt.handle(inbound, { statusLine, turn });
+      if (outcome === 'queued') afterQueued(m);
+      return outcome;
+    },
+
     async react(chatId, messageId, emoji) {
       if (!CHAT_JID.test(chatId)) throw coded('KEEL_E_INVALID_ARGUMENT', `react on WhatsApp needs a chat JID (got "${chatId}").`);
       if (!sock?.user) throw coded('KEEL_E_CHANNEL_NOT_CONNECTED', 'WhatsApp is not connected.');
-      const m = ingress.payload(messageId);
+      const m = kit.ingress.payload(messageId);
       const key = {
         remoteJid: chatId,
         id: messageId,
         fromMe: m?.self === true || (!m && recentlySent.get(messageId) !== undefined),
         ...(m?.group ? { participant: m.sender } : {}),
       };
-      await rt.outbox.edit(chatId, () => sock!.sendMessage(chatId, { react: { text: emoji, key } }));
+      await kit.runtime.outbox.edit(chatId, () => sock!.sendMessage(chatId, { react: { text: emoji, key } }));
       return { native: true };
     },
-  });
-  ctx.provide('channel:chatB', capability);
-  registerSkills(ctx, { send: rt.send });
 
-  ingress.recover();
-  supervisor.start();
-  return {
-    stop: () => rt.stop(() => supervisor.stop(), ingress),
-    health: rt.health(status),
+    start() {
+      registerSkills(ctx, { send: kit.runtime.send });
+    },
   };
 }
 
