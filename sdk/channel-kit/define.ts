@@ -78,6 +78,11 @@ export interface ChannelAdapter<P, C extends Json> extends Omit<ChannelRuntimeOp
   react?: ChannelCapability['react'];
   /** Once the capability is provided and before the connection starts: skills, catch-up rounds, timers. */
   start?(): void;
+  /**
+   * When the channel stops, before its connection does (the connection still up): e.g. a catch-up that notes, at a
+   * clean stop, when the channel was last connected (AliveMark).
+   */
+  stopping?(): Promise<void>;
   /** After the connection stopped, before the ingress and the store close (catch-up rounds, platform clients). */
   stop?(): Promise<void>;
 }
@@ -187,6 +192,7 @@ export async function startChannel<P, C extends Json>(
     kit,
     stop: () =>
       runtime.stop(async () => {
+        await adapter?.stopping?.();
         await supervisor?.stop();
         await adapter?.stop?.();
       }, ing),
