@@ -1,18 +1,21 @@
 /**
  * chatC plugin entry: while the channel is not configured it offers a stopped channel and skills that say which key
- * to set, without loading the platform library (tens of MB each); configured, it loads src/live.ts.
+ * to set, without loading the platform library (tens of MB each); configured, it loads src/live.ts, the Discord
+ * adapter the kit's `defineChannel` runs.
  */
-import { definePlugin, offerUnconfigured, setting } from '../../sdk/index.js';
+import { defineChannel } from '../../sdk/channel-kit/define.js';
+import { setting } from '../../sdk/index.js';
 import manifest from './manifest.js';
+import type { DcChunk } from './src/discord.js';
+import type { DcPayload } from './src/inbound.js';
 
-const notConfigured = 'chatC is not configured: set chatCToken (environment CHATC_TOKEN) to a Discord bot token.';
-
-export default definePlugin({
+export default defineChannel<typeof manifest, DcPayload, DcChunk>({
   manifest,
-  async setup(ctx) {
-    const token = setting(ctx, 'chatCToken', '');
-    if (!token) return offerUnconfigured(ctx, 'chatC', notConfigured, ['send_chatC']);
-    const { startChatC } = await import('./src/live.js');
-    return startChatC(ctx);
-  },
+  name: 'chatC',
+  notConfigured: (ctx) =>
+    setting(ctx, 'chatCToken', '')
+      ? undefined
+      : 'chatC is not configured: set chatCToken (environment CHATC_TOKEN) to a Discord bot token.',
+  skills: ['send_chatC'],
+  adapter: async (kit, ctx) => (await import('./src/live.js')).discord(kit, ctx),
 });

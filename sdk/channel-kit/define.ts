@@ -83,6 +83,11 @@ export interface ChannelAdapter<P, C extends Json> extends Omit<ChannelRuntimeOp
    * channel without a `connection` may open its listener here).
    */
   start?(): void | Promise<void>;
+  /**
+   * When the channel stops, before its connection does (the connection still up): e.g. a catch-up that notes, at a
+   * clean stop, when the channel was last connected (AliveMark).
+   */
+  stopping?(): Promise<void>;
   /** After the connection stopped, before the ingress and the store close (catch-up rounds, platform clients). */
   stop?(): Promise<void>;
 }
@@ -157,7 +162,20 @@ export async function startChannel<P, C extends Json>(
   try {
     adapter = await setup(kit);
     const a = adapter;
-    const { lock, connection, receive, ingress: ingressOptions, status: _s, reply, react, expose, start, stop, ...sending } = a;
+    const {
+      lock,
+      connection,
+      receive,
+      ingress: ingressOptions,
+      status: _s,
+      reply,
+      react,
+      expose,
+      start,
+      stopping: _stopping,
+      stop,
+      ...sending
+    } = a;
     rt = createChannelRuntime<C>({ ...sending, ctx, name, store, ...(lock ? { lock } : {}) });
     const runtime = rt;
     ingress = new Ingress<P>(store, { ...ingressOptions, log: ctx.log, handle: (item, turn) => receive(item, turn) });
@@ -196,6 +214,7 @@ export async function startChannel<P, C extends Json>(
     kit,
     stop: () =>
       runtime.stop(async () => {
+        await adapter?.stopping?.();
         await supervisor?.stop();
         await adapter?.stop?.();
       }, ing),

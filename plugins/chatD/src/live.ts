@@ -380,7 +380,8 @@ export function slack(kit: ChannelKit<SlackItem>, ctx: PluginContext<typeof mani
       catchUp.start();
     },
 
-    async stop() {
+    // Before the connection stops: the catch-up notes, while still connected, when the channel was last up.
+    async stopping() {
       await catchUp.stop();
     },
   };
