@@ -76,6 +76,11 @@ export interface ChannelAdapter<P, C extends Json> extends Omit<ChannelRuntimeOp
   /** A reply other than the runtime's (e.g. to remember buttons it carried). */
   reply?: ChannelCapability['reply'];
   react?: ChannelCapability['react'];
+  /**
+   * Progress other than the runtime's typing and status message: for a channel whose clients take progress as
+   * events of their own (gateway-chat's `chat.progress`). Without it, `showProgress` through `transport`.
+   */
+  progress?: ChannelCapability['progress'];
   /** Once the capability is provided and before the connection starts: skills, catch-up rounds, timers. */
   start?(): void;
   /** After the connection stopped, before the ingress and the store close (catch-up rounds, platform clients). */
@@ -152,7 +157,7 @@ export async function startChannel<P, C extends Json>(
   try {
     adapter = await setup(kit);
     const a = adapter;
-    const { lock, connection, receive, ingress: ingressOptions, status: _s, reply, react, start, stop, ...sending } = a;
+    const { lock, connection, receive, ingress: ingressOptions, status: _s, reply, react, progress, start, stop, ...sending } = a;
     rt = createChannelRuntime<C>({ ...sending, ctx, name, store, ...(lock ? { lock } : {}) });
     const runtime = rt;
     ingress = new Ingress<P>(store, { ...ingressOptions, log: ctx.log, handle: (item, turn) => receive(item, turn) });
@@ -173,7 +178,8 @@ export async function startChannel<P, C extends Json>(
           } satisfies ConnectionHooks),
       });
     else runtime.resume();
-    ctx.provide(`channel:${name}`, runtime.capability({ status, ...(reply ? { reply } : {}), ...(react ? { react } : {}) }));
+    const capability = runtime.capability({ status, ...(reply ? { reply } : {}), ...(react ? { react } : {}) });
+    ctx.provide(`channel:${name}`, progress ? { ...capability, progress } : capability);
     start?.();
     ingress.recover();
     supervisor?.start();
