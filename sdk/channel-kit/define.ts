@@ -76,6 +76,11 @@ export interface ChannelAdapter<P, C extends Json> extends Omit<ChannelRuntimeOp
   /** A reply other than the runtime's (e.g. to remember buttons it carried). */
   reply?: ChannelCapability['reply'];
   react?: ChannelCapability['react'];
+  /**
+   * Progress other than the runtime's typing and status message: for a channel whose clients take progress as
+   * events of their own (gateway-chat's `chat.progress`). Without it, `showProgress` through `transport`.
+   */
+  progress?: ChannelCapability['progress'];
   /** More fields on the capability (getters stay getters): what the platform's users of it need (a URL, a client). */
   expose?: object;
   /**
@@ -170,6 +175,7 @@ export async function startChannel<P, C extends Json>(
       status: _s,
       reply,
       react,
+      progress,
       expose,
       start,
       stopping: _stopping,
@@ -197,6 +203,7 @@ export async function startChannel<P, C extends Json>(
       });
     else runtime.resume();
     const capability = runtime.capability({ status, ...(reply ? { reply } : {}), ...(react ? { react } : {}) });
+    if (progress) capability.progress = progress;
     if (expose) Object.defineProperties(capability, Object.getOwnPropertyDescriptors(expose));
     ctx.provide(`channel:${name}`, capability);
     await start?.();

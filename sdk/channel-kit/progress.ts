@@ -83,17 +83,18 @@ export function statusLine(u: ProgressUpdate): string {
 }
 
 /**
- * What the user is told when their action failed: once, briefly, no stack trace, no paths into the code.
+ * What the user is told when their action failed: once, briefly, no stack trace, no paths into the code. `lead`
+ * is how it begins (a channel whose clients know another wording: the gateway chat's `Sorry, this failed`).
  * @example failureNotice('provider timeout\n    at x (/app/y.js:1:2)') // 'Sorry, that did not work: provider timeout'
  */
-export function failureNotice(detail: string | undefined): string {
+export function failureNotice(detail: string | undefined, lead = 'Sorry, that did not work'): string {
   const first = (detail ?? '').split('\n').find((l) => l.trim() && !/^\s*at\s/.test(l)) ?? '';
   const clean = first
     .replace(/\s+/g, ' ')
     .replace(/(\/[\w.-]+){2,}(:\d+)*/g, '…')
     .trim();
   const cut = clean.length > 200 ? `${clean.slice(0, 197)}…` : clean;
-  return cut ? `Sorry, that did not work: ${cut}` : 'Sorry, that did not work.';
+  return cut ? `${lead}: ${cut}` : `${lead}.`;
 }
 
 /**

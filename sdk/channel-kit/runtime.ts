@@ -79,6 +79,11 @@ export interface ChannelRuntimeOptions<C extends Json> {
    * for everyone): progress is then typing only, whatever `progressFeedbackTypingOnly` says.
    */
   statusMessages?: boolean;
+  /**
+   * How the one failure notice begins (`failureNotice`'s lead; default `Sorry, that did not work`): for a channel
+   * whose clients already know another wording (gateway-chat: `Sorry, this failed`).
+   */
+  failureLead?: string;
   /** Dedupe memory kept in the store, in days (default: the `channelHistoryKeepDays` setting, 30). */
   keepDays?: number;
   /**
@@ -234,7 +239,7 @@ export function createChannelRuntime<C extends Json>(o: ChannelRuntimeOptions<C>
     if (!byOperator && /cancel|chat reset/i.test(why)) return;
     try {
       const t = o.target(action);
-      const sent = await send(t.chatId, byOperator ? 'The operator stopped this request.' : failureNotice(why), {
+      const sent = await send(t.chatId, byOperator ? 'The operator stopped this request.' : failureNotice(why, o.failureLead), {
         ...t.options,
         format: 'plain',
         idempotencyKey: `${action.id}:failed`,

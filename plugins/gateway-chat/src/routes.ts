@@ -5,8 +5,10 @@
 import { Type, type GatewayCaller, type GatewayRoutesCapability } from '../../../sdk/index.js';
 import type { ChatMessage } from './conversations.js';
 
+/** A conversation id: the REST and WebSocket schemas' pattern, and the channel's address check. */
+export const ConversationIdPattern = /^[A-Za-z0-9_-]{1,64}$/;
 export const ConversationId = Type.String({
-  pattern: '^[A-Za-z0-9_-]{1,64}$',
+  pattern: ConversationIdPattern.source,
   description: 'Letters, digits, _ and -, at most 64; a new one is made when absent.',
 });
 const MessageId = Type.String({
