@@ -233,6 +233,11 @@ export class HistoryCatchUp<M, E> {
     if (!this.due.has(chat)) this.followed.set(chat, this.connection);
   }
 
+  /** Whether `chat` had a cursor at this connection (or was found as a newcomer) and is not read on it yet. */
+  isDue(chat: string): boolean {
+    return this.due.has(chat);
+  }
+
   /** How many chats count as followed (for tests and diagnostics). */
   get followedCount(): number {
     return this.followed.size;
