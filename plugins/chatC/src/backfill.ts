@@ -268,46 +268,21 @@ class DiscordHistory implements CatchUpAdapter<DcInboundMessage, DcInboundMessag
 }
 
 /** The history catch-up of chatC: the kit's `HistoryCatchUp` with Discord's adapter, four channels read at once. */
-export class Backfill {
+export class Backfill extends HistoryCatchUp<DcInboundMessage, DcInboundMessage> {
   private readonly history: DiscordHistory;
-  private readonly kit: HistoryCatchUp<DcInboundMessage, DcInboundMessage>;
 
   constructor(o: BackfillOptions) {
-    this.history = new DiscordHistory(o);
-    this.kit = new HistoryCatchUp({
-      store: o.store,
-      log: o.log,
-      signal: o.signal,
-      interval: o.interval,
-      connected: o.connected,
-      rebuild: o.rebuild,
-      adapter: this.history,
+    const history = new DiscordHistory(o);
+    super({
+      ...o,
+      adapter: history,
       maxPerChat: MAX_PER_CHANNEL,
       maxChats: MAX_CHANNELS,
       readers: READERS,
       // A channel whose read after READY failed waits for the next new session.
       sweepBehind: false,
     });
-  }
-
-  /** ISO time the last catch-up ended. */
-  get lastCatchUpAt(): string | undefined {
-    return this.kit.lastCatchUpAt;
-  }
-
-  /** Messages recorded from the history since start (ones the gateway had not brought). */
-  get caughtUp(): number {
-    return this.kit.caughtUp;
-  }
-
-  /** Starts the periodic sweeps, and the minutely `alive` mark while connected. */
-  start(): void {
-    this.kit.start();
-  }
-
-  /** Stops the catch-up in progress (live messages waiting for it are let through), noting the time if connected. */
-  stop(): Promise<void> {
-    return this.kit.stop();
+    this.history = history;
   }
 
   /**
@@ -317,25 +292,15 @@ export class Backfill {
    */
   afterReady(seen: SeenChannel[] = []): void {
     this.history.seen = seen;
-    this.kit.afterConnect();
-  }
-
-  /** A periodic sweep (see the top of this file). */
-  sweep(): void {
-    this.kit.sweep();
+    this.afterConnect();
   }
 
   /**
    * A live message of `channelId` (it counts as followed live unless its history is due): while its history is still
    * to be read, a promise that resolves once it is recorded; else undefined.
    */
-  gate(channelId: string): Promise<void> | undefined {
-    this.kit.live(channelId);
-    return this.kit.gate(channelId);
-  }
-
-  /** Whether the history of `channelId` is still to be read this session: its live messages leave its cursor. */
-  behind(channelId: string): boolean {
-    return this.kit.behind(channelId);
+  override gate(channelId: string): Promise<void> | undefined {
+    this.live(channelId);
+    return super.gate(channelId);
   }
 }

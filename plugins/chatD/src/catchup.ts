@@ -529,86 +529,47 @@ class SlackHistory implements CatchUpAdapter<HistoryMessage, SlackMessageEvent> 
 }
 
 /** The catch-up of one chatD channel: the kit's `HistoryCatchUp` with Slack's adapter. */
-export class CatchUp {
+export class CatchUp extends HistoryCatchUp<HistoryMessage, SlackMessageEvent> {
   private readonly history: SlackHistory;
-  private readonly kit: HistoryCatchUp<HistoryMessage, SlackMessageEvent>;
 
   constructor(o: CatchUpOptions) {
-    this.history = new SlackHistory(o);
-    this.kit = new HistoryCatchUp({
-      store: o.store,
-      log: o.log,
-      signal: o.signal,
-      interval: o.interval,
-      connected: o.connected,
-      rebuild: o.rebuild,
-      adapter: this.history,
+    const history = new SlackHistory(o);
+    super({
+      ...o,
+      adapter: history,
       maxPerChat: MAX_PER_CONVERSATION,
       maxRetryAfterS: MAX_RETRY_AFTER_S,
       // Conversations still behind (a failed or rate-limited read) are read first by the next sweep.
       sweepBehind: true,
     });
-    this.history.kit = this.kit;
-  }
-
-  /** ISO time the last catch-up ended. */
-  get lastCatchUpAt(): string | undefined {
-    return this.kit.lastCatchUpAt;
-  }
-
-  /** Messages recorded by catch-ups since start (not already recorded from the socket). */
-  get caughtUp(): number {
-    return this.kit.caughtUp;
-  }
-
-  /** Starts the periodic sweeps, and the minutely `alive` mark while connected. */
-  start(): void {
-    this.kit.start();
-  }
-
-  /** Stops the sweeps and the round in progress (live messages waiting are let through), noting the time if connected. */
-  stop(): Promise<void> {
-    return this.kit.stop();
+    this.history = history;
+    history.kit = this;
   }
 
   /**
    * A message delivered over the socket: its conversation's kind is known, and unless its history is still due on
    * this connection, the conversation counts as followed live from now on.
    */
-  live(channel: string, channelType?: ChannelType): void {
+  override live(channel: string, channelType?: ChannelType): void {
     if (channelType) this.history.noteKind(channel, channelType);
-    this.kit.live(channel);
+    super.live(channel);
   }
 
   /** How many conversations the per-conversation maps hold (for tests and diagnostics). */
   sizes(): { kinds: number; followed: number } {
-    return { kinds: this.history.kinds.size, followed: this.kit.followedCount };
-  }
-
-  /** Whether the history of `channel` is still to be read, is being read, or a read of it was cut short. */
-  behind(channel: string): boolean {
-    return this.kit.behind(channel);
-  }
-
-  /** While the history of `channel` is due or being read, a promise that resolves once it is recorded. */
-  gate(channel: string): Promise<void> | undefined {
-    return this.kit.gate(channel);
+    return { kinds: this.history.kinds.size, followed: this.followedCount };
   }
 
   /**
    * At every hello: reads every conversation with a cursor (and after a gap those Keel never heard from). Their live
    * messages wait from now until their history is recorded. A round still running is cut short.
    */
-  afterConnect(): void {
-    const connection = this.kit.afterConnect();
+  override afterConnect(): number {
+    const connection = super.afterConnect();
     // Kinds kept: those of conversations with a cursor (the ones read), and those noted on the connection that just
     // ended (a live message's cursor may not be written yet).
     for (const [channel, k] of this.history.kinds)
-      if (k.connection < connection - 1 && !this.kit.isDue(channel)) this.history.kinds.delete(channel);
-  }
-
-  /** A periodic sweep (see the top of this file). */
-  sweep(): void {
-    this.kit.sweep();
+      if (k.connection < connection - 1 && !this.isDue(channel)) this.history.kinds.delete(channel);
+    return connection;
   }
 }
