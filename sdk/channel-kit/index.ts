@@ -25,6 +25,17 @@ export {
   type HistoryRound,
   type HistoryRoundsOptions,
 } from './history-rounds.js';
+export {
+  HistoryCatchUp,
+  historyCursorKey,
+  type CatchUpAdapter,
+  type CatchUpContext,
+  type CatchUpNewcomers,
+  type CatchUpRecorded,
+  type CatchUpSummary,
+  type HistoryCatchUpOptions,
+  type HistoryPage,
+} from './catch-up.js';
 export { DeliveryLedger, platformNonce, type ChunkSender } from './ledger.js';
 export { WriteBehind } from './write-behind.js';
 export { Outbox, type OutboxOptions } from './outbox.js';

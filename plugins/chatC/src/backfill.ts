@@ -34,19 +34,18 @@
 import type { REST } from 'discord.js';
 import {
   ALIVE_MARGIN_MS,
-  AliveMark,
+  type CatchUpAdapter,
+  type CatchUpContext,
+  type CatchUpNewcomers,
+  type CatchUpSummary,
   type ChannelStore,
-  HISTORY_CALL_TIMEOUT_MS,
-  HistoryRounds,
-  SWEEP_ACTIVE_MS,
-  SWEEP_CHATS,
-  UNDELIVERED_AFTER_MS,
+  HistoryCatchUp,
+  historyCursorKey,
 } from '../../../sdk/channel-kit/index.js';
-import { bounded, errorMessage, type Logger } from '../../../sdk/index.js';
+import { errorMessage, type Logger } from '../../../sdk/index.js';
 import type { SeenChannel } from './gateway.js';
 import type { DcInboundMessage } from './inbound.js';
 
-const PREFIX = 'last:';
 /** Messages per history request (Discord's maximum). */
 const PAGE = 100;
 /** At most this many messages per channel per catch-up: the newest after the cursor. */
@@ -58,7 +57,7 @@ const READERS = 4;
 /** Discord's epoch (2015-01-01T00:00:00Z): a snowflake's top 42 bits are milliseconds since. */
 const DISCORD_EPOCH = 1_420_070_400_000n;
 
-export const cursorKey = (channelId: string) => `${PREFIX}${channelId}`;
+export const cursorKey = historyCursorKey;
 /** At most this many channels without a cursor are read after a new session, the newest messages first. */
 export const MAX_NEW_CHANNELS = 50;
 /** Archived threads are listed only after a longer gap than this: Discord's shortest auto-archive time (an hour). */
@@ -115,69 +114,61 @@ export interface BackfillOptions {
   rebuild(reason: string): void;
 }
 
-/** The history catch-up of chatC. */
-export class Backfill {
-  /** ISO time the last catch-up ended. */
-  lastCatchUpAt: string | undefined;
-  /** Messages recorded from the history since start (ones the gateway had not brought). */
-  caughtUp = 0;
-  /** When the history is read (after each READY, and sweeps), and the gates live messages wait at meanwhile. */
-  private readonly rounds: HistoryRounds;
-  /** Channels of this session whose history has not been read yet (or whose read failed). */
-  private due = new Set<string>();
-  private session = 0;
-  /** Channel → the error last warned about (warned once until it is read again). */
+/** Discord's side of the kit's catch-up: the REST calls, snowflakes, GUILD_CREATE and archived-thread newcomers. */
+class DiscordHistory implements CatchUpAdapter<DcInboundMessage, DcInboundMessage> {
+  readonly name = 'chatC';
+  readonly word = 'channel';
+  /** The guild channels and threads of the last READY (GUILD_CREATE). */
+  seen: SeenChannel[] = [];
+  /** Parent channel → the error last warned about listing its archived threads. */
   private readonly warned = new Map<string, string>();
-  /**
-   * Channel → its cursor when this session last read its history. A sweep reads from there, not from the cursor:
-   * a message the session dropped while it delivered later ones (which moved the cursor past it) is found too.
-   */
-  private readonly readTo = new Map<string, string>();
-  /** Channels without a cursor to read this session: where to read from (a snowflake of when Keel was last up). */
-  private readonly startAt = new Map<string, string>();
-  /** When the gateway was last known connected (the kit's `alive` mark). */
-  private readonly alive: AliveMark;
 
-  constructor(private readonly o: BackfillOptions) {
-    this.rounds = new HistoryRounds({ signal: o.signal, interval: o.interval, connected: o.connected, onSweep: () => this.sweep() });
-    this.alive = new AliveMark({ store: o.store, log: o.log, connected: o.connected, channel: 'chatC' });
+  constructor(private readonly o: BackfillOptions) {}
+
+  isCursor = isSnowflake;
+  isChat = isSnowflake;
+  newer = (a: string, b: string) => BigInt(a) > BigInt(b);
+  cursorMs = snowflakeMs;
+  cursorAt = snowflakeAt;
+  idOf = (m: DcInboundMessage) => m.id;
+  eventMs = (m: DcInboundMessage) => snowflakeMs(m.id);
+  describe = errorMessage;
+
+  /** Newest first; a short page, or one reaching the cursor, is the last. */
+  async page(channelId: string, q: { after: string; below?: string; token?: string }, ctx: CatchUpContext) {
+    const before = q.token ?? q.below;
+    const query = new URLSearchParams({ limit: String(PAGE), ...(before ? { before } : {}) });
+    const page = (await ctx.call((signal) => this.o.rest.get(`/channels/${channelId}/messages`, { query, signal }))) as DcInboundMessage[];
+    const floor = BigInt(q.after);
+    const last = page.length < PAGE || page.some((m) => !isSnowflake(m.id) || BigInt(m.id) <= floor);
+    const next = last ? undefined : page.reduce((a, m) => (BigInt(m.id) < BigInt(a) ? m.id : a), page[0]!.id);
+    return { messages: page, ...(next ? { next } : {}) };
   }
 
-  private get gates() {
-    return this.rounds.gates;
-  }
-
-  /** Starts the periodic sweeps, and the minutely `alive` mark while connected. */
-  start(): void {
-    this.rounds.start();
-    this.alive.start();
-  }
-
-  /**
-   * When Keel was last known connected (epoch ms): `alive`, or else the newest cursor's time (a store written
-   * before `alive` existed); undefined on a first start, when there is no gap to read.
-   */
-  private lastAlive(): number | undefined {
-    return this.alive.last(() => {
-      const newest = this.o.store
-        .values(PREFIX)
-        .map((c) => c.value)
-        .filter(isSnowflake)
-        .reduce<string | undefined>((a, b) => newer(a, b), undefined);
-      return newest ? snowflakeMs(newest) : undefined;
-    });
+  async record(channelId: string, messages: DcInboundMessage[]) {
+    return { fresh: messages.length ? this.o.record(channelId, messages, messages.at(-1)!.id) : [] };
   }
 
   /**
-   * Guild channels and threads without a cursor that have messages from after Keel was last connected (less a
-   * margin), and whose history the bot may read; the newest first, at most MAX_NEW_CHANNELS. Each is noted in
-   * `startAt` with the snowflake to read from.
+   * After a gap: the guild channels and threads of GUILD_CREATE without a cursor that have messages from after
+   * `floor`; and, after a gap longer than a thread takes to archive itself, the archived threads (listed in the round).
    */
-  private newcomers(seen: SeenChannel[], since: number | undefined): string[] {
-    this.startAt.clear();
-    if (since === undefined) return [];
-    const floor = snowflakeAt(since - ALIVE_MARGIN_MS);
-    const all = seen
+  newcomers(since: number, floor: string): CatchUpNewcomers {
+    const now = this.seenNewcomers(since, floor);
+    const parents =
+      Date.now() - since > ARCHIVE_GAP_MS
+        ? this.seen
+            .filter((c) => c.threads && c.readable !== false && isSnowflake(c.id))
+            .sort((a, b) => (lastOf(b) > lastOf(a) ? 1 : -1))
+            .slice(0, MAX_THREAD_PARENTS)
+            .map((c) => c.id)
+        : [];
+    return parents.length ? { now, later: (ctx, known) => this.archivedThreads(parents, floor, known, ctx) } : { now };
+  }
+
+  /** Seen channels without a cursor with messages after `floor`, whose history the bot may read; the newest first. */
+  private seenNewcomers(since: number, floor: string): string[] {
+    const all = this.seen
       .filter(
         (c) =>
           isSnowflake(c.id) &&
@@ -194,7 +185,6 @@ export class Backfill {
         `chatC: ${all.length} channels Keel had not heard from have messages from while it was away; the ${MAX_NEW_CHANNELS} with the newest are read, not the other ${all.length - MAX_NEW_CHANNELS}.`,
       );
     const list = all.slice(0, MAX_NEW_CHANNELS).map((c) => c.id);
-    for (const id of list) this.startAt.set(id, floor);
     if (list.length)
       this.o.log.info(
         `chatC: ${list.length} channel(s) Keel had not heard from have messages from while it was away (since ${new Date(since).toISOString()}); reading them.`,
@@ -203,108 +193,33 @@ export class Backfill {
   }
 
   /**
-   * A periodic sweep, unless a catch-up is running or the connection is down: the most recently active channels of
-   * the last 7 days whose history this session has read.
-   */
-  sweep(): void {
-    if (this.rounds.busy) return;
-    const since = Date.now() - SWEEP_ACTIVE_MS;
-    const list = this.channels(false)
-      .filter((c) => !this.due.has(c) && this.activeAt(c) >= since)
-      .slice(0, SWEEP_CHATS);
-    if (!list.length) return;
-    const session = this.session;
-    this.rounds.sweep((held, signal) => this.runRound(list, held, signal, { session }));
-  }
-
-  /** Epoch ms of a channel's cursor (its newest recorded message), 0 when it has none. */
-  private activeAt(channelId: string): number {
-    const cursor = this.o.store.getValue(cursorKey(channelId));
-    return cursor && isSnowflake(cursor) ? snowflakeMs(cursor) : 0;
-  }
-
-  /**
-   * After READY of a new session: reads the channels with a cursor, the most recently active first. Their live
-   * messages wait from now until their history is recorded. A catch-up still running is cut short.
-   */
-  afterReady(seen: SeenChannel[] = []): void {
-    this.session++;
-    this.readTo.clear();
-    const since = this.lastAlive();
-    const list = [...this.channels(), ...this.newcomers(seen, since)];
-    // READY came: connected now, whatever the supervisor says before this handler returns. After a gap the mark stays
-    // until this session's catch-up has read the channels without a cursor from it (a stop or a crash before then
-    // reads them from it again at the next start).
-    if (since !== undefined) this.alive.hold();
-    else this.alive.release(true);
-    this.due = new Set(list);
-    // Away for longer than a thread takes to archive itself: the archived threads are listed too.
-    const parents =
-      since !== undefined && Date.now() - since > ARCHIVE_GAP_MS
-        ? seen
-            .filter((c) => c.threads && c.readable !== false && isSnowflake(c.id))
-            .sort((a, b) => (lastOf(b) > lastOf(a) ? 1 : -1))
-            .slice(0, MAX_THREAD_PARENTS)
-            .map((c) => c.id)
-        : [];
-    const archived = parents.length ? { parents, floor: snowflakeAt(since! - ALIVE_MARGIN_MS) } : undefined;
-    // Until the list is in, live messages of channels without a cursor wait (one may be a thread to read first).
-    if (archived) this.gates.listing();
-    else this.gates.listed();
-    const session = this.session;
-    this.rounds.afterConnect(list, async (held, signal) => {
-      await this.runRound(list, held, signal, undefined, archived && { ...archived, session });
-      if (since !== undefined && session === this.session && !signal.aborted) this.alive.release(this.o.connected());
-    });
-  }
-
-  /**
-   * While the history of `channelId` is still to be read, a promise that resolves once it is recorded. While archived
-   * threads are being listed, a channel without a cursor waits for the list first (it may be one to read).
-   */
-  gate(channelId: string): Promise<void> | undefined {
-    return this.gates.gate(channelId, () => this.o.store.getValue(cursorKey(channelId)) === undefined);
-  }
-
-  /**
    * The public archived threads of `parents` archived since `floor` (newest archived first, as Discord lists them)
-   * that have no cursor and messages after `floor`; the newest first, at most MAX_NEW_CHANNELS. Each is held from
-   * now, noted as due and in `startAt`. A channel whose threads cannot be listed is warned about once.
+   * that have no cursor and messages after `floor`; the newest first, at most MAX_NEW_CHANNELS. A channel whose
+   * threads cannot be listed is warned about once.
    */
-  private async archivedThreads(
-    parents: string[],
-    floor: string,
-    known: Set<string>,
-    held: Set<string>,
-    signal: AbortSignal,
-  ): Promise<string[]> {
+  private async archivedThreads(parents: string[], floor: string, known: Set<string>, ctx: CatchUpContext): Promise<string[]> {
     const floorMs = snowflakeMs(floor);
     const found = new Map<string, string>();
     for (const parent of parents) {
       let before: string | undefined;
       for (let page = 0; page < ARCHIVED_PAGES; page++) {
-        if (signal.aborted) return [];
+        if (ctx.signal.aborted) return [];
         let r: { threads?: ArchivedThread[]; has_more?: boolean };
         try {
           const query = new URLSearchParams({ limit: String(ARCHIVED_PAGE), ...(before ? { before } : {}) });
-          r = (await bounded(
-            this.o.rest.get(`/channels/${parent}/threads/archived/public`, { query, signal }),
-            HISTORY_CALL_TIMEOUT_MS,
-            signal,
-          )) as typeof r;
+          r = (await ctx.call((signal) => this.o.rest.get(`/channels/${parent}/threads/archived/public`, { query, signal }))) as typeof r;
         } catch (e) {
-          if (signal.aborted) return [];
+          if (ctx.signal.aborted) return [];
           const why = errorMessage(e);
-          const key = `archived:${parent}`;
-          if (this.warned.get(key) !== why) {
-            this.warned.set(key, why);
+          if (this.warned.get(parent) !== why) {
+            this.warned.set(parent, why);
             this.o.log.warn(
               `chatC: could not list the archived threads of channel ${parent} (${why}); threads archived there while Keel was away are not caught up.`,
             );
           }
           break;
         }
-        this.warned.delete(`archived:${parent}`);
+        this.warned.delete(parent);
         const threads = r.threads ?? [];
         let older = false;
         for (const t of threads) {
@@ -328,169 +243,64 @@ export class Backfill {
         `chatC: ${all.length} threads archived while Keel was away have messages from then; the ${MAX_NEW_CHANNELS} with the newest are read, not the other ${all.length - MAX_NEW_CHANNELS}.`,
       );
     const list = all.slice(0, MAX_NEW_CHANNELS);
-    for (const id of list) {
-      this.startAt.set(id, floor);
-      this.due.add(id);
-      this.gates.hold(id, held);
-    }
     if (list.length) this.o.log.info(`chatC: ${list.length} thread(s) archived while Keel was away have messages from then; reading them.`);
     return list;
   }
 
-  /** Whether the history of `channelId` is still to be read this session: its live messages leave its cursor. */
-  behind(channelId: string): boolean {
-    return this.due.has(channelId);
+  roundEnded(r: CatchUpSummary): void {
+    if (r.messages && !r.sweep)
+      this.o.log.info(`chatC: read ${r.messages} message(s) from the history of ${r.chats} channel(s) after a new session.`);
   }
 
-  /** Stops the catch-up in progress (live messages waiting for it are let through), noting the time if connected. */
-  stop(): Promise<void> {
-    this.alive.stop();
-    return this.rounds.stop();
-  }
-
-  /** Channels with a cursor, the most recently active first, at most MAX_CHANNELS (the rest said, when `warn`). */
-  private channels(warn = true): string[] {
-    const all = this.o.store
-      .values(PREFIX)
-      .map(({ key, value }) => ({ channel: key.slice(PREFIX.length), cursor: value }))
-      .filter((c) => isSnowflake(c.channel) && isSnowflake(c.cursor))
-      .sort((a, b) => (BigInt(a.cursor) > BigInt(b.cursor) ? -1 : BigInt(a.cursor) < BigInt(b.cursor) ? 1 : 0));
-    if (warn && all.length > MAX_CHANNELS) {
-      const since = new Date(snowflakeMs(all[MAX_CHANNELS - 1]!.cursor)).toISOString();
-      this.o.log.warn(
-        `chatC: ${all.length} channels were heard from; after this new session the history of the ${MAX_CHANNELS} most recently active (since ${since}) is read, not of the other ${all.length - MAX_CHANNELS}.`,
-      );
-    }
-    return all.slice(0, MAX_CHANNELS).map((c) => c.channel);
-  }
-
-  /**
-   * Reads `list`. A session's catch-up holds every channel of it from the start (`held`); a sweep (`sweep`: of that
-   * session) holds each channel only while it reads it, and counts what the session should have delivered.
-   */
-  private async runRound(
-    list: string[],
-    held: Set<string>,
-    signal: AbortSignal,
-    sweep?: { session: number },
-    archived?: { parents: string[]; floor: string; session: number },
-  ): Promise<void> {
-    const rest = [...list];
-    if (archived) {
-      try {
-        rest.push(...(await this.archivedThreads(archived.parents, archived.floor, new Set(list), held, signal)));
-      } finally {
-        // Held from here on (the threads to read), or let go (the others).
-        if (archived.session === this.session) this.gates.listed();
-      }
-    }
-    let messages = 0;
-    let channels = 0;
-    const undelivered = new Map<string, number>();
-    // A few channels at once, so that one slow read does not hold up the channels after it.
-    const worker = async () => {
-      while (rest.length && !signal.aborted) {
-        // A channel a live message waits for goes first.
-        const channelId = this.gates.next(rest);
-        if (sweep) this.gates.hold(channelId, held);
-        try {
-          const fresh = await this.readChannel(channelId, signal, sweep ? this.readTo.get(channelId) : undefined);
-          if (fresh === undefined) return;
-          if (!sweep) this.due.delete(channelId);
-          if (this.warned.delete(channelId)) this.o.log.info(`chatC: the history of channel ${channelId} can be read again.`);
-          messages += fresh.length;
-          if (fresh.length) channels++;
-          const late = fresh.filter((m) => Date.now() - snowflakeMs(m.id) > UNDELIVERED_AFTER_MS).length;
-          if (sweep && late) undelivered.set(channelId, late);
-        } catch (e) {
-          if (signal.aborted) return;
-          this.failed(channelId, e, sweep !== undefined);
-        } finally {
-          this.gates.unhold(channelId, held);
-        }
-      }
-    };
-    await Promise.all(Array.from({ length: Math.min(READERS, rest.length) }, worker));
-    if (this.o.signal.aborted) return;
-    this.lastCatchUpAt = new Date().toISOString();
-    if (messages && !sweep)
-      this.o.log.info(`chatC: read ${messages} message(s) from the history of ${channels} channel(s) after a new session.`);
-    const n = [...undelivered.values()].reduce((a, b) => a + b, 0);
-    if (sweep && n && sweep.session === this.session && this.o.connected()) {
-      this.o.log.warn(
-        `chatC: the Discord session did not deliver ${n} message(s) (in channel ${[...undelivered.keys()].join(', ')}); they were read from the history. Rebuilding the connection with a new session.`,
-      );
-      this.o.rebuild(`the Discord session stopped delivering messages (${n} found only in the history)`);
-    }
-  }
-
-  /** A read that failed: a warning, once per channel and error until the channel is read again. */
-  private failed(channelId: string, e: unknown, sweep: boolean): void {
-    const why = errorMessage(e);
-    if (this.warned.get(channelId) === why) {
-      this.o.log.debug(`chatC: the history of channel ${channelId} still cannot be read (${why}).`);
-      return;
-    }
-    this.warned.set(channelId, why);
-    this.o.log.warn(
+  readonly lines = {
+    failed: (channelId: string, why: string, sweep: boolean) =>
       sweep
         ? `chatC: could not read the history of channel ${channelId} (${why}); the next sweep tries again.`
         : `chatC: could not read the history of channel ${channelId} after a new session (${why}); its cursor stays until the next new session reads it.`,
-    );
+    tooMany: (channelId: string, max: number) =>
+      `chatC: ${max} messages or more in channel ${channelId} since it was last read; the newest ${max} are caught up, the older ones are not.`,
+    undelivered: (n: number, channels: string[]) =>
+      `chatC: the Discord session did not deliver ${n} message(s) (in channel ${channels.join(', ')}); they were read from the history. Rebuilding the connection with a new session.`,
+    rebuildReason: (n: number) => `the Discord session stopped delivering messages (${n} found only in the history)`,
+    tooManyChats: (all: number, max: number, since: string) =>
+      `chatC: ${all} channels were heard from; after this new session the history of the ${max} most recently active (since ${since}) is read, not of the other ${all - max}.`,
+  };
+}
+
+/** The history catch-up of chatC: the kit's `HistoryCatchUp` with Discord's adapter, four channels read at once. */
+export class Backfill extends HistoryCatchUp<DcInboundMessage, DcInboundMessage> {
+  private readonly history: DiscordHistory;
+
+  constructor(o: BackfillOptions) {
+    const history = new DiscordHistory(o);
+    super({
+      ...o,
+      adapter: history,
+      maxPerChat: MAX_PER_CHANNEL,
+      maxChats: MAX_CHANNELS,
+      readers: READERS,
+      // A channel whose read after READY failed waits for the next new session.
+      sweepBehind: false,
+    });
+    this.history = history;
   }
 
   /**
-   * Reads the channel's messages after its cursor (newest first, at most MAX_PER_CHANNEL) and records them oldest
-   * first with the cursor moved to the newest. Returns the messages that were new, undefined when cut short before
-   * recording. Throws when a request fails (nothing recorded, the cursor stays).
+   * After READY of a new session: reads the channels with a cursor, the most recently active first, and after a gap
+   * the channels of `seen` (GUILD_CREATE) and archived threads Keel never heard from. A catch-up still running is
+   * cut short.
    */
-  private async readChannel(channelId: string, signal: AbortSignal, from?: string): Promise<DcInboundMessage[] | undefined> {
-    // A channel without a cursor is read from when Keel was last connected (`startAt`), once.
-    // (From there even if a live message gave it a cursor meanwhile: the ingress drops what it has.)
-    const cursor = this.startAt.get(channelId) ?? this.o.store.getValue(cursorKey(channelId));
-    if (!cursor || !isSnowflake(cursor)) return [];
-    // From the older of the cursor and `from` (where the previous read of this session ended).
-    const after = from && isSnowflake(from) && BigInt(from) < BigInt(cursor) ? from : cursor;
-    const done = () => {
-      this.startAt.delete(channelId);
-      const now = this.o.store.getValue(cursorKey(channelId));
-      if (now) this.readTo.set(channelId, now);
-    };
-    const floor = BigInt(after);
-    const got: DcInboundMessage[] = [];
-    let before: string | undefined;
-    let more = false;
-    for (;;) {
-      const query = new URLSearchParams({ limit: String(PAGE), ...(before ? { before } : {}) });
-      const page = (await bounded(
-        this.o.rest.get(`/channels/${channelId}/messages`, { query, signal }),
-        HISTORY_CALL_TIMEOUT_MS,
-        signal,
-      )) as DcInboundMessage[];
-      const fresh = page.filter((m) => isSnowflake(m.id) && BigInt(m.id) > floor);
-      got.push(...fresh);
-      // A short page, or one reaching the cursor, is the last.
-      if (page.length < PAGE || fresh.length < page.length) break;
-      if (got.length >= MAX_PER_CHANNEL) {
-        more = true;
-        break;
-      }
-      before = page.reduce((a, m) => (BigInt(m.id) < BigInt(a) ? m.id : a), page[0]!.id);
-    }
-    if (signal.aborted) return undefined;
-    if (!got.length) {
-      done();
-      return [];
-    }
-    // Cut short above the cursor: messages after the cursor are left out (a re-read below it leaves out none).
-    if (more && got.every((m) => BigInt(m.id) > BigInt(cursor)))
-      this.o.log.warn(
-        `chatC: ${MAX_PER_CHANNEL} messages or more in channel ${channelId} since it was last read; the newest ${MAX_PER_CHANNEL} are caught up, the older ones are not.`,
-      );
-    const ascending = got.sort((x, y) => (BigInt(x.id) < BigInt(y.id) ? -1 : 1)).slice(-MAX_PER_CHANNEL);
-    const fresh = this.o.record(channelId, ascending, ascending.at(-1)!.id);
-    this.caughtUp += fresh.length;
-    done();
-    return fresh;
+  afterReady(seen: SeenChannel[] = []): void {
+    this.history.seen = seen;
+    this.afterConnect();
+  }
+
+  /**
+   * A live message of `channelId` (it counts as followed live unless its history is due): while its history is still
+   * to be read, a promise that resolves once it is recorded; else undefined.
+   */
+  override gate(channelId: string): Promise<void> | undefined {
+    this.live(channelId);
+    return super.gate(channelId);
   }
 }
