@@ -5,6 +5,7 @@
  * to nodemailer, `classifySmtp` says what may be tried again. Replies get the kit's ledger keys and failure notice.
  * The kit owns the rest (ledger, rate limits, supervision, lock, ingress, status). See docs/email.md.
  */
+import { errorsFor } from '../../../sdk/errors.js';
 import { type Action, forbiddenError, outgoing, type PluginContext } from '../../../sdk/index.js';
 import type { ChannelAdapter, ChannelKit, RatePolicy } from '../../../sdk/channel-kit/index.js';
 import type manifest from '../manifest.js';
@@ -15,6 +16,8 @@ import { bodyOf, renderMarkdown } from './render.js';
 import { classifySmtp, EmailSendError, normalizeId, parseRecipients, prepareMail, type PreparedMail, Sender } from './sender.js';
 import { emailSettings } from './settings.js';
 import { EmailStore } from './store.js';
+
+const coded = errorsFor('email');
 
 /** Keys whose change restarts the inbound connection. */
 const RECEIVER_KEYS = new Set([
@@ -124,7 +127,7 @@ export function email(kit: ChannelKit<InboundPayload>, ctx: PluginContext<typeof
     transport: () => ({
       typing: async () => undefined,
       status: async () => {
-        throw new Error('email has no status messages');
+        throw coded('KEEL_E_CHANNEL_SEND_FAILED', 'email has no status messages');
       },
     }),
     typing: false,
