@@ -66,13 +66,26 @@ export interface ChannelAdapter<P, C extends Json> extends Omit<ChannelRuntimeOp
    * The connection, supervised (SupervisorOptions without name, log, lock). `connected(who)` also resumes what a
    * crash left unsent. None: the channel is up while the plugin runs (gateway-chat).
    */
-  connection?: Omit<SupervisorOptions, 'name' | 'log' | 'lock'>;
+  connection?: Omit<SupervisorOptions, 'name' | 'log' | 'lock'> & {
+    /**
+     * Whether the channel connects now (default: always), for a connection a setting switches off (email's
+     * `emailEnabled`) while sending still works. Off at start: the connection is not started and what a crash left
+     * unsent is resumed at once. While off, the status says `enabled: false, connected: false, state: 'stopped'`.
+     * The adapter starts and stops `kit.connection` itself when the setting changes.
+     */
+    enabled?(): boolean;
+  };
   /** A recorded message: what it means (usually `kit.runtime.handle(inbound, ...)`); returns the ingress outcome. */
   receive(item: IngressItem<P>, turn: IngressTurn): Promise<string | void>;
   /** Ingress retry settings (defaults: 5 attempts, from 500 ms). */
   ingress?: Pick<IngressOptions<P>, 'maxAttempts' | 'retryBaseMs'>;
   /** The adapter's own status fields (bot name, account), beside the connection's. */
   status?(): Partial<ChannelStatus>;
+  /**
+   * The plugin's health, when the connection's state is not what decides it (email: a refused IMAP login must not
+   * quarantine the plugin, its sends still work). Default: not ok while the connection has failed.
+   */
+  health?(): { ok: boolean; message: string };
   /** A reply other than the runtime's (e.g. to remember buttons it carried). */
   reply?: ChannelCapability['reply'];
   react?: ChannelCapability['react'];
@@ -128,9 +141,13 @@ export async function startChannel<P, C extends Json>(
     if (x === undefined) throw new Error(`${name}: the kit's ${what} exists once the adapter is returned (use it in callbacks).`);
     return x;
   };
+  const on = () => adapter?.connection?.enabled?.() !== false;
   const status = (): ChannelStatus => ({
-    enabled: true,
-    ...(supervisor ? supervisor.status() : { connected: true, state: 'connected' as const }),
+    ...(!supervisor
+      ? { enabled: true, connected: true, state: 'connected' as const }
+      : on()
+        ? { enabled: true, ...supervisor.status() }
+        : { enabled: false, connected: false, state: 'stopped' as const }),
     ...(adapter?.status?.() ?? {}),
   });
   const kit: ChannelKit<P> = {
@@ -173,6 +190,7 @@ export async function startChannel<P, C extends Json>(
       receive,
       ingress: ingressOptions,
       status: _s,
+      health: _h,
       reply,
       react,
       progress,
@@ -185,9 +203,10 @@ export async function startChannel<P, C extends Json>(
     rt = createChannelRuntime<C>({ ...sending, ctx, name, store, ...(lock ? { lock } : {}) });
     const runtime = rt;
     ingress = new Ingress<P>(store, { ...ingressOptions, log: ctx.log, handle: (item, turn) => receive(item, turn) });
-    if (connection)
+    if (connection) {
+      const { enabled: _e, ...supervised } = connection;
       supervisor = new ConnectionSupervisor({
-        ...connection,
+        ...supervised,
         name,
         log: ctx.log,
         ...(lock ? { lock } : {}),
@@ -201,14 +220,15 @@ export async function startChannel<P, C extends Json>(
             },
           } satisfies ConnectionHooks),
       });
-    else runtime.resume();
+    }
+    if (!supervisor || !on()) runtime.resume();
     const capability = runtime.capability({ status, ...(reply ? { reply } : {}), ...(react ? { react } : {}) });
     if (progress) capability.progress = progress;
     if (expose) Object.defineProperties(capability, Object.getOwnPropertyDescriptors(expose));
     ctx.provide(`channel:${name}`, capability);
     await start?.();
     ingress.recover();
-    supervisor?.start();
+    if (on()) supervisor?.start();
   } catch (e) {
     // Nothing of a channel that failed to start is left running (timers, hooks, the store).
     if (rt) await rt.stop(async () => await supervisor?.stop(), ingress).catch(() => undefined);
@@ -225,7 +245,7 @@ export async function startChannel<P, C extends Json>(
         await supervisor?.stop();
         await adapter?.stop?.();
       }, ing),
-    health: runtime.health(status),
+    health: adapter.health ? () => adapter!.health!() : runtime.health(status),
   };
 }
 

@@ -1,12 +1,13 @@
 /**
  * From a new mail to an action: parsed, checked against the loop rules and the per-thread limit, then recorded in
- * the channel kit's durable ingress together with the mailbox cursor (one transaction), and handed to `receive()`
- * from there. The ingress drops a Message-ID it has seen (the same mail delivered twice), drives entries left
- * unfinished by a crash again at start (`receive()` refuses a (channel, messageId) it queued before), and keeps one
- * sender's mails in order. A mail that must not be answered only moves the cursor, with the reason logged.
+ * the channel kit's durable ingress together with the mailbox cursor (one transaction, `kit.record`), and handed to
+ * `receive()` from there (`handle`, the adapter's `receive`). The ingress drops a Message-ID it has seen (the same
+ * mail delivered twice), drives entries left unfinished by a crash again at start (`receive()` refuses a
+ * (channel, messageId) it queued before), and keeps one sender's mails in order. A mail that must not be answered
+ * only moves the cursor, with the reason logged.
  */
-import { receive, reportIgnored, type InboundMessage, type Json, type PluginContext } from '../../../sdk/index.js';
-import { type ChannelStore, Ingress } from '../../../sdk/channel-kit/index.js';
+import { receive, type InboundMessage, type Json, type PluginContext } from '../../../sdk/index.js';
+import type { ChannelKit, IngressItem, IngressTurn } from '../../../sdk/channel-kit/index.js';
 import { authVerdict } from './auth-results.js';
 import { loopReason } from './loop-guard.js';
 import { parseMail, saveAttachments, trimQuoted, type Mail } from './parse.js';
@@ -31,30 +32,26 @@ export interface InboundPayload {
 }
 
 export class Inbound {
-  readonly ingress: Ingress<InboundPayload>;
-
   constructor(
     private readonly ctx: PluginContext,
     private readonly store: EmailStore,
-    private readonly kit: ChannelStore,
-  ) {
-    this.ingress = new Ingress<InboundPayload>(kit, {
-      log: ctx.log,
-      handle: async ({ payload }, turn) => {
-        const out = await receive(ctx, payload.inbound, { autoReply: payload.autoReply, onOrdered: turn.ordered });
-        if (out.kind === 'ignored') return `ignored: ${out.reason}`;
-        return out.kind === 'queued' ? `queued ${out.action.id}` : `handed ${out.actionId}`;
-      },
-    });
-  }
+    private readonly kit: ChannelKit<InboundPayload>,
+  ) {}
+
+  /** A recorded mail: what `receive()` makes of it (the ingress's outcome). */
+  handle = async ({ payload }: IngressItem<InboundPayload>, turn: IngressTurn): Promise<string> => {
+    const out = await receive(this.ctx, payload.inbound, { autoReply: payload.autoReply, onOrdered: turn.ordered });
+    if (out.kind === 'ignored') return `ignored: ${out.reason}`;
+    return out.kind === 'queued' ? `queued ${out.action.id}` : `handed ${out.actionId}`;
+  };
 
   /** The mailbox cursor (UIDVALIDITY and the last UID taken in). */
   readonly cursor = {
     get: (): Cursor | undefined => {
-      const v = this.kit.getValue(CURSOR_KEY);
+      const v = this.kit.store.getValue(CURSOR_KEY);
       return v ? (JSON.parse(v) as Cursor) : undefined;
     },
-    set: (c: Cursor): void => this.kit.tx(() => this.kit.setValue(CURSOR_KEY, JSON.stringify(c))),
+    set: (c: Cursor): void => this.kit.store.tx(() => this.kit.store.setValue(CURSOR_KEY, JSON.stringify(c))),
   };
 
   /** The receiver's `TakeIn`: when it resolves, the mail is recorded and the cursor is past it. */
@@ -74,7 +71,8 @@ export class Inbound {
       return;
     }
     const payload = await this.prepare(mail, cursor.uidValidity);
-    const fresh = this.ingress.record([{ messageId: payload.inbound.messageId, chatId: payload.inbound.chatId, payload }], {
+    // A redelivery (a Message-ID recorded before) is dropped here and reported as ignored by the kit.
+    const fresh = this.kit.record([{ messageId: payload.inbound.messageId, chatId: payload.inbound.chatId, payload }], {
       key: CURSOR_KEY,
       value: JSON.stringify(cursor),
     });
@@ -82,7 +80,6 @@ export class Inbound {
       this.ctx.log.info(
         `email: not answering UID ${f.uid} from ${mail.from}: duplicate (Message-ID ${payload.inbound.messageId} seen before).`,
       );
-      reportIgnored(this.ctx, payload.inbound, 'duplicate');
     }
   };
 

@@ -1,6 +1,7 @@
 /**
- * The inbound connection, run by the channel kit's ConnectionSupervisor (states, backoff with jitter, stall
- * watchdog, one final stop on errors retrying cannot fix, one process per mailbox through its connection lock, a Redis lease when the queue is shared):
+ * The inbound connection, run by the channel kit's supervised connection (`defineChannel`'s `connection`: states,
+ * backoff with jitter, stall watchdog, one final stop on errors retrying cannot fix, one process per mailbox through
+ * its connection lock (MailboxLock), a Redis lease when the queue is shared):
  * IMAP IDLE on INBOX (new mail is pushed as EXISTS) and a periodic sweep as a fallback for servers whose IDLE
  * goes quiet. The sweep is also the heartbeat: each answered search is a sign of life, and a command the server
  * does not answer within twice the socket timeout drops the connection (imapflow alone cannot see a server that
@@ -12,10 +13,17 @@
  */
 import { errorsFor } from '../../../sdk/errors.js';
 import type { ImapFlow } from 'imapflow';
-import type { ChannelStatus, ConfigView, Logger } from '../../../sdk/index.js';
-import { type ConnectionHooks, ConnectionSupervisor, connectionLock } from '../../../sdk/channel-kit/index.js';
+import type { ConfigView, Logger } from '../../../sdk/index.js';
+import {
+  type ChannelAdapter,
+  type ConnectionHooks,
+  type ConnectionLock,
+  connectionLock,
+  type LeaseHold,
+  type LockResult,
+} from '../../../sdk/channel-kit/index.js';
 import { describeImapError, imapClient } from './imap.js';
-import { emailSettings, imapSettings } from './settings.js';
+import { EmailConfigError, emailSettings, imapSettings } from './settings.js';
 
 const coded = errorsFor('email');
 
@@ -40,9 +48,58 @@ export interface Fetched {
 /** Takes one new mail in; must record it and move the cursor to `cursor` (one transaction) before resolving. */
 export type TakeIn = (mail: Fetched, cursor: Cursor) => Promise<void>;
 
+/**
+ * The mailbox's connection lock: the kit's `connectionLock` for the IMAP server and user configured when it is
+ * taken (a change of imapHost or imapUsername takes the new mailbox's lock at the next connection). Without a usable
+ * IMAP configuration there is nothing to lock: the connection then fails with the configuration's error.
+ */
+export class MailboxLock implements ConnectionLock {
+  private current: { credential: string; lock: ConnectionLock } | undefined;
+
+  constructor(private readonly ctx: { config: ConfigView; home: string }) {}
+
+  async acquire(): Promise<LockResult> {
+    let credential: string;
+    try {
+      const imap = imapSettings(this.ctx.config);
+      credential = `${imap.host}:${imap.port}:${imap.user}`;
+    } catch {
+      await this.release();
+      return { ok: true };
+    }
+    if (this.current?.credential !== credential) {
+      await this.release();
+      this.current = { credential, lock: connectionLock(this.ctx, 'email', credential) };
+    }
+    return this.current.lock.acquire();
+  }
+
+  async release(): Promise<void> {
+    await this.current?.lock.release();
+  }
+
+  watch(lost: (why: string) => void): void {
+    this.current?.lock.watch?.(lost);
+  }
+
+  hold(): LeaseHold | undefined {
+    return this.current?.lock.hold?.();
+  }
+
+  async check(hold: LeaseHold): Promise<void> {
+    await this.current?.lock.check?.(hold);
+  }
+
+  stale(hold: LeaseHold, why: string): void {
+    this.current?.lock.stale?.(hold, why);
+  }
+}
+
+/**
+ * IMAP IDLE on INBOX with the periodic sweep: `connection()` is the kit's `connection` of the email channel.
+ * `inbound()` is told of every mail looked at (for the status's `lastInboundAt`).
+ */
 export class Receiver {
-  private sup: ConnectionSupervisor | undefined;
-  private configError: string | undefined;
   private client: ImapFlow | undefined;
   private sweeping: Promise<void> | undefined;
   private again = false;
@@ -55,51 +112,40 @@ export class Receiver {
     private readonly cursors: CursorStore,
     private readonly log: Logger,
     private readonly takeIn: TakeIn,
-    private readonly home: string,
+    private readonly inbound: () => void,
   ) {}
 
-  status(): Pick<ChannelStatus, 'connected' | 'state' | 'reconnects' | 'lastError' | 'lastInboundAt'> {
-    if (this.sup) return this.sup.status();
-    return this.configError ? { connected: false, state: 'failed', lastError: this.configError } : { connected: false, state: 'stopped' };
-  }
-
-  start(): void {
-    let imap: ReturnType<typeof imapSettings>;
-    try {
-      imap = imapSettings(this.config);
-    } catch (e) {
-      this.configError = (e as Error).message;
-      this.log.error(`email: ${this.configError}`);
-      return;
-    }
-    this.configError = undefined;
-    const s = emailSettings(this.config);
-    const server = `${imap.host}:${imap.port}`;
-    this.sup = new ConnectionSupervisor({
-      name: 'email',
-      log: this.log,
-      stallMs: s.sweepIntervalMs + 2 * s.socketTimeoutMs,
+  /** The supervised connection, switched on by `emailEnabled`. */
+  connection(): NonNullable<ChannelAdapter<unknown, never>['connection']> {
+    const server = () => {
+      try {
+        const imap = imapSettings(this.config);
+        return { server: `${imap.host}:${imap.port}`, user: imap.user };
+      } catch {
+        return { server: 'the IMAP server', user: 'the IMAP user' };
+      }
+    };
+    return {
+      enabled: () => this.config.get<boolean>('emailEnabled') === true,
+      stallMs: () => {
+        const s = emailSettings(this.config);
+        return s.sweepIntervalMs + 2 * s.socketTimeoutMs;
+      },
       backoff: { baseMs: 500, maxMs: 60_000 },
-      lock: connectionLock({ config: this.config, home: this.home }, 'email', `${server}:${imap.user}`),
       fatal: (e) => {
-        const d = describeImapError(e, server, imap.user);
+        if (e instanceof EmailConfigError) return e.message;
+        const { server: at, user } = server();
+        const d = describeImapError(e, at, user);
         return d.fatal
           ? `${d.message} Receiving mail stopped; fix the configuration (a change of an imap* key starts it again).`
           : undefined;
       },
-      connect: (signal, hooks) => this.connection(signal, hooks),
-    });
-    this.sup.start();
-  }
-
-  async stop(): Promise<void> {
-    const sup = this.sup;
-    this.sup = undefined;
-    await sup?.stop();
+      connect: (signal, hooks) => this.connect(signal, hooks),
+    };
   }
 
   /** One IMAP connection, from login until it drops (throws) or the supervisor aborts it. */
-  private async connection(signal: AbortSignal, hooks: ConnectionHooks): Promise<void> {
+  private async connect(signal: AbortSignal, hooks: ConnectionHooks): Promise<void> {
     const { client, server } = await imapClient(this.config, { idle: true });
     client.on('error', (e: unknown) => this.log.debug(`email: IMAP connection error: ${(e as Error).message}`));
     const closed = new Promise<void>((resolve) => client.once('close', () => resolve()));
@@ -196,7 +242,7 @@ export class Receiver {
       this.live();
       if (!msg || !msg.source) continue;
       await this.takeIn({ uid, source: msg.source }, { uidValidity, lastUid: uid });
-      this.sup?.inbound();
+      this.inbound();
     }
   }
 }

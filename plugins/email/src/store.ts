@@ -1,10 +1,8 @@
 /**
- * What the email channel keeps besides the kit's store (ingress and mailbox cursor in
- * `$KEEL_HOME/channels/email/kit.db`): `$KEEL_HOME/email/email.db` (node:sqlite, WAL, synchronous=FULL) with every
- * message Keel sent: its Message-ID (written before the mail goes out, so Keel's own mail is recognised when it
- * comes back), its thread, whether it was automatic (the per-thread reply limit) and its delivery key (a key that
- * was sent is never sent again). This is the email channel's delivery ledger: a mail is one unit, and its
- * Message-ID must be known before it is sent.
+ * What the email channel keeps besides the kit's store (ingress, mailbox cursor and the delivery ledger of its
+ * sends and replies in `$KEEL_HOME/channels/email/kit.db`): `$KEEL_HOME/email/email.db` (node:sqlite, WAL,
+ * synchronous=FULL) with every message Keel sent: its Message-ID (written before the mail goes out, so Keel's own
+ * mail is recognised when it comes back), its thread and whether it was automatic (the per-thread reply limit).
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -16,18 +14,11 @@ CREATE TABLE IF NOT EXISTS sent (
   thread TEXT NOT NULL,
   recipients TEXT NOT NULL,
   auto INTEGER NOT NULL,
-  delivery_key TEXT UNIQUE,
   state TEXT NOT NULL,
   at INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS sent_thread ON sent (thread, auto, at);
 `;
-
-export interface SentRow {
-  messageId: string;
-  thread: string;
-  state: 'sending' | 'sent';
-}
 
 export class EmailStore {
   private readonly db: DatabaseSync;
@@ -53,20 +44,13 @@ export class EmailStore {
     return Number(r.n);
   }
 
-  byDeliveryKey(key: string): SentRow | undefined {
-    const r = this.db.prepare('SELECT message_id, thread, state FROM sent WHERE delivery_key = ?').get(key) as
-      | { message_id: string; thread: string; state: SentRow['state'] }
-      | undefined;
-    return r ? { messageId: r.message_id, thread: r.thread, state: r.state } : undefined;
-  }
-
   /** Written before the message goes to SMTP: its Message-ID is known as Keel's own from then on. */
-  recordSending(row: { messageId: string; thread: string; recipients: string; auto: boolean; deliveryKey?: string }): void {
+  recordSending(row: { messageId: string; thread: string; recipients: string; auto: boolean }): void {
     this.db
       .prepare(
-        "INSERT INTO sent (message_id, thread, recipients, auto, delivery_key, state, at) VALUES (?, ?, ?, ?, ?, 'sending', ?) ON CONFLICT (message_id) DO UPDATE SET at = excluded.at",
+        "INSERT INTO sent (message_id, thread, recipients, auto, state, at) VALUES (?, ?, ?, ?, 'sending', ?) ON CONFLICT (message_id) DO UPDATE SET at = excluded.at",
       )
-      .run(row.messageId, row.thread, row.recipients, row.auto ? 1 : 0, row.deliveryKey ?? null, Date.now());
+      .run(row.messageId, row.thread, row.recipients, row.auto ? 1 : 0, Date.now());
   }
 
   markSent(messageId: string): void {
