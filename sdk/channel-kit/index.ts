@@ -76,6 +76,7 @@ export {
   type ChannelRuntime,
   type ChannelRuntimeOptions,
   type ReplyTarget,
+  type ChunkOptions,
 } from './runtime.js';
 export { DOWNLOAD_LIMIT_BYTES, downloadTo, safeFileName, saveInboundFiles, type DownloadRequest, type InboundFile } from './download.js';
 export { makeTranscriber, SPEECH_PROVIDERS, transcriptNote, type Transcribe } from './transcribe.js';

@@ -19,7 +19,7 @@ import {
   type SendOptions,
   type SentMessage,
 } from '../channel.js';
-import { errorMessage } from '../errors.js';
+import { errorMessage, pluginError, PluginErrorCodes } from '../errors.js';
 import type { PluginContext } from '../plugin.js';
 import type { Action, Json } from '../types.js';
 import { BUILTIN_COMMANDS, isBuiltin, runCommand } from './commands.js';
@@ -51,7 +51,15 @@ export interface ReplyTarget {
   options: SendOptions;
   /** The key progress shows under when it is not the chat (Slack: a thread of a channel). */
   progressKey?: string;
+  /**
+   * What else the platform needs to answer in that thread, given to `chunks` as `options.via` for every answer of
+   * the action (its replies and the failure notice): email's subject and References.
+   */
+  via?: Json;
 }
+
+/** The options `chunks` gets: a send's, and the `via` of the action's reply target when it answers an action. */
+export type ChunkOptions = SendOptions & { via?: Json };
 
 export interface ChannelRuntimeOptions<C extends Json> {
   ctx: PluginContext;
@@ -65,7 +73,7 @@ export interface ChannelRuntimeOptions<C extends Json> {
   /** Why `to` is not an address on this platform (the error the caller gets), or undefined when it is. */
   badAddress(to: string): string | undefined;
   /** The ledger entries of one message under `key`: its text rendered for the platform (or plain), then its files. */
-  chunks(message: OutboundMessage, options: SendOptions, key: string): C[];
+  chunks(message: OutboundMessage, options: ChunkOptions, key: string): C[];
   /** Where the answers of `action` go; throws when it has none on this platform. */
   target(action: Action): ReplyTarget;
   /** Typing and status message; `outbox.edit` keeps them under the edit rate limit. */
@@ -183,16 +191,18 @@ export function createChannelRuntime<C extends Json>(o: ChannelRuntimeOptions<C>
   const feedbackOn = () => setting<boolean>(ctx, 'progressFeedbackEnabled', true) !== false;
   const typingOnly = () => setting<boolean>(ctx, 'progressFeedbackTypingOnly', false) === true;
 
-  const send = async (to: string, message: string | OutboundMessage, options: SendOptions = {}): Promise<SentMessage> => {
+  const nothing = () =>
+    pluginError(PluginErrorCodes.INVALID_ARGUMENT, 'Nothing to send: the message has no text and no files.', { plugin: ctx.id });
+  const send = async (to: string, message: string | OutboundMessage, options: ChunkOptions = {}): Promise<SentMessage> => {
     const bad = o.badAddress(to);
-    if (bad) throw new Error(bad);
+    if (bad) throw pluginError(PluginErrorCodes.INVALID_ARGUMENT, bad, { plugin: ctx.id });
     const given: OutboundMessage = typeof message === 'string' ? { text: message } : message;
-    if (!given.text && !given.files?.length) throw new Error('Nothing to send: the message has no text and no files.');
+    if (!given.text && !given.files?.length) throw nothing();
     // A tap may rewrite the text (redact a secret): what it returns is what is sent.
     const m = await outgoing(ctx, name, to, given);
     const key = options.idempotencyKey ?? DeliveryLedger.freshKey();
     const chunks = o.chunks(m, options, key);
-    if (!chunks.length) throw new Error('Nothing to send: the message has no text and no files.');
+    if (!chunks.length) throw nothing();
     const ids = await outbox.deliver(key, to, chunks, o.sendChunk);
     return { messageId: ids[0]!, messageIds: ids };
   };
@@ -202,7 +212,7 @@ export function createChannelRuntime<C extends Json>(o: ChannelRuntimeOptions<C>
     const t = o.target(action);
     const n = replyCounters.get(action.id) ?? 0;
     replyCounters.set(action.id, n + 1);
-    return send(t.chatId, message, { ...t.options, idempotencyKey: `${action.id}:r${n}` });
+    return send(t.chatId, message, { ...t.options, ...(t.via !== undefined ? { via: t.via } : {}), idempotencyKey: `${action.id}:r${n}` });
   };
 
   const showProgress = (action: Action, update: ProgressUpdate) => {
@@ -241,6 +251,7 @@ export function createChannelRuntime<C extends Json>(o: ChannelRuntimeOptions<C>
       const t = o.target(action);
       const sent = await send(t.chatId, byOperator ? 'The operator stopped this request.' : failureNotice(why, o.failureLead), {
         ...t.options,
+        ...(t.via !== undefined ? { via: t.via } : {}),
         format: 'plain',
         idempotencyKey: `${action.id}:failed`,
       });

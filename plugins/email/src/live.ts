@@ -44,27 +44,16 @@ export const EMAIL_RATE_POLICY: RatePolicy = {
 
 const reSubject = (s: string) => (/^re:/i.test(s.trim()) ? s.trim() : `Re: ${s.trim()}`);
 
-/**
- * An answer's thread, carried in the `threadId` of its send options from `target` to `chunks` (and so also on the
- * kit's failure notice): the subject it goes under and the References of the mail it answers. A send whose
- * `threadId` is not one of these is a new mail, not an automatic reply.
- */
-const THREAD = 'email-thread:';
+/** An answer's thread (the `via` of its reply target): the subject it goes under and the References it answers. */
 interface Thread {
   subject: string;
   references: string[];
 }
-const threadOption = (t: Thread): string => THREAD + JSON.stringify(t);
-function readThread(threadId: string | undefined): Thread | undefined {
-  if (!threadId?.startsWith(THREAD)) return undefined;
-  try {
-    const t = JSON.parse(threadId.slice(THREAD.length)) as Partial<Thread>;
-    return typeof t.subject === 'string' && Array.isArray(t.references)
-      ? { subject: t.subject, references: t.references.map(String) }
-      : undefined;
-  } catch {
-    return undefined;
-  }
+function threadOf(via: unknown): Thread | undefined {
+  const t = via as Partial<Thread> | undefined;
+  return t && typeof t.subject === 'string' && Array.isArray(t.references)
+    ? { subject: t.subject, references: t.references.map(String) }
+    : undefined;
 }
 
 /** The email adapter. */
@@ -92,7 +81,8 @@ export function email(kit: ChannelKit<InboundPayload>, ctx: PluginContext<typeof
     chunks: (m, options) => {
       const text = m.text ?? '';
       if (!text.trim() && !m.files?.length) return [];
-      const thread = readThread(options.threadId);
+      // An answer to a mail (a reply, the failure notice) carries its thread; any other send is a new mail.
+      const thread = threadOf(options.via);
       return [
         prepareMail(ctx.config, {
           subject: thread?.subject ?? emailSettings(ctx.config).defaultSubject,
@@ -114,12 +104,10 @@ export function email(kit: ChannelKit<InboundPayload>, ctx: PluginContext<typeof
         );
       return {
         chatId: r.chatId,
-        options: {
-          ...(r.messageId ? { replyToMessageId: r.messageId } : {}),
-          threadId: threadOption({
-            subject: reSubject(r.subject || emailSettings(ctx.config).defaultSubject),
-            references: Array.isArray(r.references) ? r.references.map(String) : [],
-          }),
+        options: r.messageId ? { replyToMessageId: r.messageId } : {},
+        via: {
+          subject: reSubject(r.subject || emailSettings(ctx.config).defaultSubject),
+          references: Array.isArray(r.references) ? r.references.map(String) : [],
         },
       };
     },
