@@ -148,6 +148,8 @@ export class ConnectionSupervisor {
   private async run(): Promise<void> {
     let attempt = 0;
     let first = true;
+    /** Whether the wait for the lock was said since the last connection (said once per wait, not per retry). */
+    let waitSaid = false;
     while (!this.stopped) {
       this.set(first ? 'connecting' : 'reconnecting');
       if (this.o.lock) {
@@ -161,7 +163,9 @@ export class ConnectionSupervisor {
           this.lastError = got.why
             ? `Not connecting: ${got.why}; trying again.`
             : `Another Keel process (pid ${got.ownerPid}${got.ownerHost ? ` on ${got.ownerHost}` : ''}) is connected with the same credentials; waiting for it to stop.`;
-          if (attempt++ === 0) this.o.log.warn(`${this.o.name}: ${this.lastError}`);
+          if (!waitSaid) this.o.log.warn(`${this.o.name}: ${this.lastError}`);
+          waitSaid = true;
+          attempt++;
           await this.pause(this.o.lockRetryMs ?? 5000);
           continue;
         }
@@ -198,6 +202,7 @@ export class ConnectionSupervisor {
           },
           connected: (who?: string) => {
             lastLive = Date.now();
+            waitSaid = false;
             connectedAt ??= lastLive;
             // One line when the channel first comes up (as whom), one when it is back after a failure; nothing for
             // a connection the platform asked to renew, or a resume while connected.

@@ -84,6 +84,8 @@ describe.skipIf(problem)('chatA on two machines, the holder paused mid-reply', (
         .slice(before)
         .map((c) => String(c.params.text).slice(0, 9)),
     ).toEqual([]);
-    expect(aLog).toMatch(/giving the connection up/);
+    // It yields the connection: its lease watch says so, or (when its stall watchdog woke first) its next connect
+    // finds the other machine holding the lease and waits.
+    expect(aLog).toMatch(/giving the connection up|is connected with the same credentials; waiting for it to stop/);
   }, 180_000);
 });
