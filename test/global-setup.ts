@@ -1,7 +1,8 @@
 /**
  * Before the suite: the Debian packages the tests drive as real parts, then dist/ (built once, so CLI tests run the
  * same compiled `keel` a user runs), then the servers the run shares (one redis-server).
- * One headless Chromium is shared too (test/chromium-server.ts, `keelChromiumCdp`): each browser file opens its own context in it.
+ * One headless Chromium is shared too (test/chromium-server.ts, `keelChromiumCdp`): each browser file opens its own
+ * context in it.
  *
  * The packages are installed here, before any test file is collected, because suites decide at import time whether
  * their server or browser is there (Chromium above all: about 130 browser and dashboard tests). As root with
