@@ -1,6 +1,8 @@
 /**
  * Before the suite: the Debian packages the tests drive as real parts, then dist/ (built once, so CLI tests run the
  * same compiled `keel` a user runs), then the servers the run shares (one redis-server).
+ * One headless Chromium is shared too (test/chromium-server.ts, `keelChromiumCdp`): each browser file opens its own
+ * context in it.
  *
  * The packages are installed here, before any test file is collected, because suites decide at import time whether
  * their server or browser is there (Chromium above all: about 130 browser and dashboard tests). As root with
@@ -12,6 +14,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
+import { startSharedChromium } from './chromium-server.js';
 import { startSharedRedis } from './redis-server.js';
 
 /** The program each package provides, and the package. Same list as .ci/run. */
@@ -102,7 +105,10 @@ export default async function setup(project: TestProject): Promise<() => Promise
     return undefined;
   });
   project.provide('keelRedisUrl', redis?.url);
+  const chromium = await startSharedChromium();
+  project.provide('keelChromiumCdp', chromium?.endpoint);
   return async () => {
     await redis?.stop();
+    await chromium?.stop();
   };
 }

@@ -18,6 +18,7 @@ import {
   type InjectResult,
   type SolveOptions,
 } from '../../../plugins/browser/src/captcha.js';
+import { connectSharedChromium } from '../../chromium-server.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const KEY = 'k3y-S3CRET-0123456789abcdef';
@@ -375,7 +376,10 @@ describe.skipIf(!have)('DETECT_CAPTCHA and INJECT_TOKEN in Chromium', () => {
       res.end(html ?? 'not found');
     });
     origin = `http://127.0.0.1:${(web.address() as AddressInfo).port}`;
-    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu'] });
+    // The run's shared Chromium (a context of this file's own), or one launched here without it.
+    browser =
+      (await connectSharedChromium()) ??
+      (await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu'] }));
     const context = await browser.newContext();
     await context.route('**/*', (route) => {
       const u = route.request().url();

@@ -1,11 +1,10 @@
 /**
  * Shared set-up of the browser plugin tests: fixture pages on 127.0.0.1, a loopback 2captcha-compatible solver,
  * a kernel with the browser, web and agent plugins and the fake model provider, and a Chromium with its CDP
- * server for engineC (`--remote-debugging-port=0`, the port read from its stderr). Tests set
+ * server for engineC (test/chromium-server.ts: `--remote-debugging-port=0`, the port read from its stderr). Tests set
  * webAllowPrivateNetwork (the fixtures are on loopback) and run Chromium with their own TMPDIR.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
 import { startKernel, type Kernel } from '../../../kernel/kernel.js';
@@ -13,10 +12,11 @@ import { LogSink } from '../../../kernel/log.js';
 import { discoverBuiltins } from '../../../kernel/plugins/discover.js';
 import type { Actor } from '../../../sdk/index.js';
 import { installFakeProvider, type FakeProviderControl } from '../../../testing/index.js';
+import { CHROMIUM, type CdpChromium, startCdpChromium as startChromiumCdp } from '../../chromium-server.js';
 import { rm, tmp } from '../../helpers.js';
 import { agentCandidate } from '../agent/harness.js';
 
-export const CHROMIUM = '/usr/bin/chromium';
+export { CHROMIUM };
 export const haveChromium = existsSync(CHROMIUM);
 const ROOT = join(import.meta.dirname, '..', '..', '..');
 export const operator: Actor = { kind: 'operator', channel: 'cli' };
@@ -210,49 +210,9 @@ export async function bootBrowser(config: Record<string, unknown>): Promise<Boot
   };
 }
 
-/** A Chromium with its CDP server on a free port (read from stderr), for engineC. */
-export async function startCdpChromium(): Promise<{ endpoint: string; proc: ChildProcess; close(): void }> {
-  // Chromium's SingletonSocket lives in TMPDIR, and a Unix socket path may not exceed 107 bytes: under a nested test
-  // TMPDIR (CI's own, then the harness's) it did. A short folder of its own under /tmp keeps it short.
-  const profile = mkdtempSync('/tmp/kc-');
-  const proc = spawn(
-    CHROMIUM,
-    [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--hide-scrollbars',
-      '--remote-debugging-port=0',
-      `--user-data-dir=${profile}`,
-      'about:blank',
-    ],
-    { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, TMPDIR: profile } },
-  );
-  const endpoint = await new Promise<string>((resolve, reject) => {
-    let err = '';
-    const t = setTimeout(() => reject(new Error(`no DevTools line from chromium: ${err}`)), 20_000);
-    proc.stderr!.on('data', (d: Buffer) => {
-      err += d.toString();
-      const m = /DevTools listening on (ws:\/\/\S+)/.exec(err);
-      if (m) {
-        clearTimeout(t);
-        resolve(m[1]!);
-      }
-    });
-    proc.on('exit', (code) => reject(new Error(`chromium exited (${code}): ${err}`)));
-  });
-  return {
-    endpoint,
-    proc,
-    close() {
-      proc.kill('SIGKILL');
-      setTimeout(() => rm(profile), 200).unref();
-    },
-  };
+/** A Chromium with its CDP server on a free port (read from stderr), for engineC: test/chromium-server.ts. */
+export async function startCdpChromium(): Promise<CdpChromium> {
+  return startChromiumCdp(['--hide-scrollbars']);
 }
 
 /** Width and height from a PNG's IHDR chunk (throws when it is not a PNG). */
