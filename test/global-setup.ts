@@ -1,6 +1,7 @@
 /**
  * Before the suite: the Debian packages the tests drive as real parts, then dist/ (built once, so CLI tests run the
- * same compiled `keel` a user runs), then the servers the run shares (one redis-server).
+ * same compiled `keel` a user runs), then the servers the run shares (one redis-server; one dovecot with its test
+ * CA, where each file gets a user and Maildir of its own).
  * One headless Chromium is shared too (test/chromium-server.ts, `keelChromiumCdp`): each browser file opens its own
  * context in it.
  *
@@ -15,6 +16,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { startSharedChromium } from './chromium-server.js';
+import { startSharedDovecot } from './plugins/email/servers.js';
 import { startSharedRedis } from './redis-server.js';
 
 /** The program each package provides, and the package. Same list as .ci/run. */
@@ -91,8 +93,9 @@ export function installTestPackages(deps: SetupDeps = realDeps): string[] {
 
 /**
  * Servers shared by the whole run, started once here rather than once per file: the redis-server of
- * `sharedRedis()` (test/redis-server.ts), its URL provided as `keelRedisUrl`. (Not for the unit tier: it has no
- * global set-up.)
+ * `sharedRedis()` (test/redis-server.ts), its URL provided as `keelRedisUrl`; the dovecot and test CA of
+ * `fileDovecot()` and `testCa()` (test/plugins/email/servers.ts), provided as `keelDovecot`. (Not for the unit
+ * tier: it has no global set-up.)
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   installTestPackages();
@@ -105,10 +108,26 @@ export default async function setup(project: TestProject): Promise<() => Promise
     return undefined;
   });
   project.provide('keelRedisUrl', redis?.url);
+  const dovecot = await startSharedDovecot().catch((e: unknown) => {
+    console.log(`test set-up: the shared dovecot did not start (${String(e)}); each email file starts its own.`);
+    return undefined;
+  });
+  project.provide(
+    'keelDovecot',
+    dovecot && {
+      host: dovecot.host,
+      port: dovecot.port,
+      dir: dovecot.dir,
+      caDir: dovecot.caDir,
+      caFile: dovecot.caFile,
+      passwdFile: dovecot.passwdFile,
+    },
+  );
   const chromium = await startSharedChromium();
   project.provide('keelChromiumCdp', chromium?.endpoint);
   return async () => {
     await redis?.stop();
+    await dovecot?.stop();
     await chromium?.stop();
   };
 }

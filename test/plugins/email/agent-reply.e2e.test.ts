@@ -9,7 +9,7 @@ import { LogSink } from '../../../kernel/log.js';
 import { chatReply, startOpenAIFake, type ScriptedServer } from '../../fakes/openai-server.js';
 import { rm, tmp, waitFor } from '../../helpers.js';
 import { emailConfig } from './harness.js';
-import { dovecotProblem, makeCa, rawMail, startDovecot, startSmtp, type TestCa, type TestImap, type TestSmtp } from './servers.js';
+import { dovecotProblem, fileDovecot, rawMail, startSmtp, type TestCa, type TestImap, type TestSmtp } from './servers.js';
 
 const problem = dovecotProblem();
 if (problem) console.warn(`email end-to-end test skipped: ${problem}`);
@@ -23,8 +23,7 @@ const home = tmp('keel-email-e2e-');
 
 beforeAll(async () => {
   if (problem) return;
-  ca = makeCa();
-  imap = await startDovecot(ca);
+  ({ ca, imap } = await fileDovecot());
   smtp = await startSmtp(ca, { implicitTls: false });
   fake = await startOpenAIFake();
 }, 60_000);

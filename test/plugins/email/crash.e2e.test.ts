@@ -1,13 +1,14 @@
 /**
  * `kill -9` of Keel in the middle of a burst of incoming mail: after a restart every mail is an action exactly
- * once (nothing lost, nothing twice), through the real imapflow against a private dovecot.
+ * once (nothing lost, nothing twice), through the real imapflow against dovecot (a mailbox of its own on the run's
+ * shared instance: it is Keel that is killed, not dovecot).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rm, tmp } from '../../helpers.js';
 import { bootEmail, cleanup, emailConfig } from './harness.js';
-import { dovecotProblem, makeCa, rawMail, startDovecot, type TestCa, type TestImap } from './servers.js';
+import { dovecotProblem, fileDovecot, rawMail, type TestCa, type TestImap } from './servers.js';
 
 const problem = dovecotProblem();
 if (problem) console.warn(`email crash test skipped: ${problem}`);
@@ -19,8 +20,7 @@ const dirs: string[] = [];
 
 beforeAll(async () => {
   if (problem) return;
-  ca = makeCa();
-  imap = await startDovecot(ca);
+  ({ ca, imap } = await fileDovecot());
 }, 60_000);
 
 afterAll(async () => {

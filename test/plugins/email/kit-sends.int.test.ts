@@ -11,7 +11,7 @@ import { LogSink } from '../../../kernel/log.js';
 import { errorReply, startOpenAIFake, type ScriptedServer } from '../../fakes/openai-server.js';
 import { rm, tmp, waitFor } from '../../helpers.js';
 import { bootEmail, cleanup, emailConfig } from './harness.js';
-import { makeCa, startSmtp, type TestCa, type TestSmtp } from './servers.js';
+import { testCa, startSmtp, type TestCa, type TestSmtp } from './servers.js';
 
 let ca: TestCa;
 let smtp: TestSmtp;
@@ -20,7 +20,7 @@ let kernel: Kernel | undefined;
 const home = tmp('keel-email-kit-');
 
 beforeAll(async () => {
-  ca = makeCa();
+  ca = testCa();
   smtp = await startSmtp(ca, { implicitTls: false });
   fake = await startOpenAIFake();
 });

@@ -1,6 +1,6 @@
 /**
- * Receiving through the real imapflow against a private dovecot on 127.0.0.1: IDLE, the durable cursor across
- * restarts, the backlog left alone on a first start, the loop rules, the Authentication-Results check for admins,
+ * Receiving through the real imapflow against dovecot on 127.0.0.1 (a mailbox of its own): IDLE, the durable
+ * cursor across restarts, the backlog left alone on a first start, the loop rules, the Authentication-Results check for admins,
  * mail content handling (HTML, quotes, attachments), a hung server and a wrong password.
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
@@ -11,17 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../../helpers.js';
 import { startGateway } from '../gateway/harness.js';
 import { bootEmail, cleanup, emailConfig, waitForActions, type EmailKernel } from './harness.js';
-import {
-  dovecotProblem,
-  makeCa,
-  rawMail,
-  startDovecot,
-  startProxy,
-  startSmtp,
-  type TestCa,
-  type TestImap,
-  type TestSmtp,
-} from './servers.js';
+import { dovecotProblem, fileDovecot, rawMail, startProxy, startSmtp, type TestCa, type TestImap, type TestSmtp } from './servers.js';
 
 const problem = dovecotProblem();
 if (problem) console.warn(`email IMAP tests skipped: ${problem}`);
@@ -32,8 +22,7 @@ let smtp: TestSmtp;
 
 beforeAll(async () => {
   if (problem) return;
-  ca = makeCa();
-  imap = await startDovecot(ca);
+  ({ ca, imap } = await fileDovecot());
   smtp = await startSmtp(ca, { implicitTls: false });
 }, 60_000);
 

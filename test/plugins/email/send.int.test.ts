@@ -5,14 +5,14 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bootEmail, cleanup, emailConfig } from './harness.js';
-import { makeCa, startProxy, startSmtp, type TestCa, type TestSmtp } from './servers.js';
+import { testCa, startProxy, startSmtp, type TestCa, type TestSmtp } from './servers.js';
 
 let ca: TestCa;
 let starttls: TestSmtp;
 let implicit: TestSmtp;
 
 beforeAll(async () => {
-  ca = makeCa();
+  ca = testCa();
   starttls = await startSmtp(ca, { implicitTls: false });
   implicit = await startSmtp(ca, { implicitTls: true });
 });

@@ -1,10 +1,11 @@
 /**
  * search_emails, fetch_email, index_emails_to_knowledge_base and generate_email_report through the real imapflow
- * against a private dovecot, with the real knowledge plugin and a fake `llm` that records what it was asked.
+ * against dovecot (a mailbox of its own), with the real knowledge plugin and a fake `llm` that records what it was
+ * asked.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bootEmail, cleanup, emailConfig, llmLog, type EmailKernel } from './harness.js';
-import { dovecotProblem, makeCa, rawMail, startDovecot, type TestCa, type TestImap } from './servers.js';
+import { dovecotProblem, fileDovecot, rawMail, type TestCa, type TestImap } from './servers.js';
 
 const problem = dovecotProblem();
 if (problem) console.warn(`email skill tests skipped: ${problem}`);
@@ -17,8 +18,7 @@ const DAY = 86_400_000;
 
 beforeAll(async () => {
   if (problem) return;
-  ca = makeCa();
-  imap = await startDovecot(ca);
+  ({ ca, imap } = await fileDovecot());
   const now = Date.now();
   uids.old = await imap.append(
     rawMail({ from: 'Carol <carol@example.org>', subject: 'Old offsite notes', body: 'Offsite in March.', date: new Date(now - 30 * DAY) }),
