@@ -6,13 +6,12 @@
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startKernel, type Kernel } from '../../../kernel/kernel.js';
 import { LogSink } from '../../../kernel/log.js';
 import { installFakeProvider, type FakeProviderControl } from '../../../testing/index.js';
 import { rm, tmp, waitFor } from '../../helpers.js';
-import { Client, type Msg } from '../gateway/ws-helpers.js';
+import { type Client, keySocket, type Msg } from '../gateway/ws-helpers.js';
 
 const KEY = 'chat-key-0123456789abcdef';
 let home: string;
@@ -43,16 +42,7 @@ afterAll(async () => {
   if (home) rm(home);
 });
 
-async function socket(): Promise<Client> {
-  const ws = new WebSocket(`ws://127.0.0.1:${port}/`, ['keel.v1', `keel-key.${Buffer.from(KEY).toString('base64url')}`]);
-  const c = new Client(ws);
-  await new Promise<void>((resolve, reject) => {
-    ws.once('open', () => resolve());
-    ws.once('error', reject);
-  });
-  await c.next((m) => m.type === 'status', 'status');
-  return c;
-}
+const socket = (): Promise<Client> => keySocket(port, KEY);
 
 const post = (body: unknown, key: string | null = KEY) =>
   fetch(`${base}/api/chat`, {

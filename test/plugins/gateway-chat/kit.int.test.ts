@@ -6,14 +6,13 @@
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startKernel, type Kernel } from '../../../kernel/kernel.js';
 import { LogSink } from '../../../kernel/log.js';
 import { ChannelStore } from '../../../sdk/channel-kit/store.js';
 import { installFakeProvider, type FakeProviderControl } from '../../../testing/index.js';
 import { rm, tmp, waitFor } from '../../helpers.js';
-import { Client, type Msg } from '../gateway/ws-helpers.js';
+import { type Client, keySocket, type Msg } from '../gateway/ws-helpers.js';
 
 const KEY = 'chat-key-0123456789abcdef';
 const LEFT_ACTION = 'act_1700000000000_crashed1';
@@ -63,17 +62,9 @@ afterAll(async () => {
   if (home) rm(home);
 });
 
-async function socket(): Promise<Client> {
-  const ws = new WebSocket(`ws://127.0.0.1:${port}/`, ['keel.v1', `keel-key.${Buffer.from(KEY).toString('base64url')}`]);
-  const c = new Client(ws);
-  await new Promise<void>((resolve, reject) => {
-    ws.once('open', () => resolve());
-    ws.once('error', reject);
-  });
-  await c.next((m) => m.type === 'status', 'status');
-  return c;
-}
-const event = (name: string, pred: (d: { conversationId?: unknown }) => boolean) => (m: Msg) => m.type === 'event' && m.event === name && pred(m.data);
+const socket = (): Promise<Client> => keySocket(port, KEY);
+const event = (name: string, pred: (d: { conversationId?: unknown }) => boolean) => (m: Msg) =>
+  m.type === 'event' && m.event === name && pred(m.data);
 
 describe('gateway chat on the channel kit', () => {
   it('delivers at start the answer a crash left unsent, and turns the message it left recorded into an action', async () => {

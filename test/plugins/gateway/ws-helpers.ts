@@ -154,3 +154,18 @@ export async function open(url: string, headers: Record<string, string> = {}): P
   if (!r.ok) throw new Error(`upgrade refused: ${r.status} ${r.body}`);
   return r.client;
 }
+
+/**
+ * A socket to the gateway on 127.0.0.1:`port`, authenticated by `key` in the `keel-key.<base64url>` subprotocol (as
+ * browsers do), once its first `status` message is in.
+ */
+export async function keySocket(port: number, key: string): Promise<Client> {
+  const ws = new WebSocket(`ws://127.0.0.1:${port}/`, ['keel.v1', `keel-key.${Buffer.from(key).toString('base64url')}`]);
+  const c = new Client(ws);
+  await new Promise<void>((resolve, reject) => {
+    ws.once('open', () => resolve());
+    ws.once('error', reject);
+  });
+  await c.next((m) => m.type === 'status', 'status');
+  return c;
+}
