@@ -76,13 +76,17 @@ async function keelPushes(redis: TestRedis): Promise<number> {
  */
 function bullAdd(q: Queue, task: string): Promise<unknown> {
   const action = createAction({ task, priority: DEFAULT_PRIORITY }, Date.now());
-  return q.add('action', { action }, {
-    jobId: action.id,
-    priority: 11 - action.priority,
-    attempts: 1,
-    removeOnComplete: { count: 100 },
-    removeOnFail: { count: 100 },
-  });
+  return q.add(
+    'action',
+    { action },
+    {
+      jobId: action.id,
+      priority: 11 - action.priority,
+      attempts: 1,
+      removeOnComplete: { count: 100 },
+      removeOnFail: { count: 100 },
+    },
+  );
 }
 
 async function bullPushes(redis: TestRedis): Promise<number> {
