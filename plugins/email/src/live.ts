@@ -59,6 +59,16 @@ function threadOf(via: unknown): Thread | undefined {
 /** The email adapter. */
 export function email(kit: ChannelKit<InboundPayload>, ctx: PluginContext<typeof manifest>): ChannelAdapter<InboundPayload, PreparedMail> {
   const store = new EmailStore(ctx.home);
+  // Replies the earlier email channel sent under its own keys are in the ledger as sent: an action re-run after the
+  // upgrade does not mail its answer twice.
+  const moved = store.moveOldReplyKeys((r) =>
+    kit.store.db
+      .prepare(
+        "INSERT INTO delivery(key, chunk, chat_id, body, state, platform_id, created_at, sent_at) VALUES (?, 0, ?, ?, 'sent', ?, ?, ?) ON CONFLICT DO NOTHING",
+      )
+      .run(r.key, r.recipients, JSON.stringify({ movedFrom: 'email.db' }), r.messageId, r.at, r.at),
+  );
+  if (moved) ctx.log.info(`email: ${moved} reply record(s) of the earlier email channel moved to the delivery ledger (never sent again).`);
   const sender = new Sender(ctx.config, store);
   const inbound = new Inbound(ctx, store, kit);
   const receiver = new Receiver(ctx.config, inbound.cursor, ctx.log, inbound.take, () => kit.connection?.inbound());

@@ -62,6 +62,28 @@ export class EmailStore {
     this.db.prepare('DELETE FROM sent WHERE message_id = ?').run(messageId);
   }
 
+  /**
+   * The replies the earlier email channel (before defineChannel) recorded as sent under its own delivery keys
+   * (`<actionId>:reply:<n>`, column `delivery_key`): `write` gets each under the kit's key (`<actionId>:r<n>`) and
+   * records it in the ledger; the old key is then cleared, so each is moved once. Returns how many were moved.
+   */
+  moveOldReplyKeys(write: (r: { key: string; messageId: string; recipients: string; at: number }) => void): number {
+    const columns = this.db.prepare('PRAGMA table_info(sent)').all() as Array<{ name: string }>;
+    if (!columns.some((c) => c.name === 'delivery_key')) return 0;
+    const rows = this.db
+      .prepare("SELECT message_id, recipients, delivery_key, at FROM sent WHERE state = 'sent' AND delivery_key LIKE '%:reply:%'")
+      .all() as Array<{ message_id: string; recipients: string; delivery_key: string; at: number }>;
+    let moved = 0;
+    for (const r of rows) {
+      const m = /^(.+):reply:(\d+)$/.exec(r.delivery_key);
+      if (!m) continue;
+      write({ key: `${m[1]}:r${m[2]}`, messageId: r.message_id, recipients: r.recipients, at: Number(r.at) });
+      this.db.prepare('UPDATE sent SET delivery_key = NULL WHERE message_id = ?').run(r.message_id);
+      moved++;
+    }
+    return moved;
+  }
+
   close(): void {
     if (this.db.isOpen) this.db.close();
   }

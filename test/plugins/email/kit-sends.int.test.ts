@@ -3,6 +3,7 @@
  * are ledgered under the kit's keys (`<actionId>:r<n>`, one mail a chunk, its Message-ID the platform id), and a
  * failed action started by a mail gets the kit's one failure notice, threaded as an automatic reply.
  */
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -56,6 +57,45 @@ describe('email on the kit send path', () => {
     ]);
     expect(smtp.mails.slice(-2).map((m) => m.parsed.messageId)).toEqual([first.messageId, second.messageId]);
     await k.stop();
+  });
+
+  it('a reply the earlier email channel sent under its own key (email.db) is in the ledger after the upgrade: not mailed again', async () => {
+    const upgraded = tmp('keel-email-upgrade-');
+    try {
+      // The earlier channel's record: its schema (with delivery_key) and one reply it sent.
+      mkdirSync(join(upgraded, 'email'), { recursive: true });
+      const old = new DatabaseSync(join(upgraded, 'email', 'email.db'));
+      old.exec(
+        'CREATE TABLE sent (message_id TEXT PRIMARY KEY, thread TEXT NOT NULL, recipients TEXT NOT NULL, auto INTEGER NOT NULL, delivery_key TEXT UNIQUE, state TEXT NOT NULL, at INTEGER NOT NULL)',
+      );
+      old
+        .prepare("INSERT INTO sent VALUES (?, ?, ?, 1, ?, 'sent', ?)")
+        .run('<old-reply@keel.test>', '<help-1@ada.test>', 'ada@example.org', 'act_1700000000000_upgrade1:reply:0', Date.now());
+      old.close();
+      const k = await bootEmail({ config: emailConfig({ ca, smtp }), home: upgraded });
+      const mails = smtp.mails.length;
+      // The same action answering again (re-run after the upgrade): its first answer is the one already sent.
+      const action = {
+        ...(await k.kernel.queue.push({ task: 'x', source: 'email', metadata: { replyTo } })),
+        id: 'act_1700000000000_upgrade1',
+      };
+      const again = await k.channel().reply(action, 'the same answer, once more');
+      expect(again.messageId).toBe('<old-reply@keel.test>');
+      expect(smtp.mails.length).toBe(mails);
+      // Its next answer is a new one, sent.
+      const next = await k.channel().reply(action, 'a second answer');
+      expect(next.messageId).not.toBe('<old-reply@keel.test>');
+      await waitFor(() => smtp.mails.length === mails + 1 || undefined, 'the second answer');
+      await k.stop();
+      // Moved once: the old key is cleared.
+      const after = new DatabaseSync(join(upgraded, 'email', 'email.db'));
+      expect(after.prepare('SELECT delivery_key FROM sent WHERE message_id = ?').get('<old-reply@keel.test>')).toEqual({
+        delivery_key: null,
+      });
+      after.close();
+    } finally {
+      rm(upgraded);
+    }
   });
 
   it('a failed action started by a mail gets one brief failure notice on its thread, as an automatic reply', async () => {
