@@ -3,7 +3,8 @@ import { defineConfig } from 'vitest/config';
 import { selectedTier, TIER_GLOBS } from './test/tiers.js';
 
 // The tiers of test/tiers.ts: `npm test` runs all of them, `npm run test:unit|test:int|test:e2e` one
-// (KEEL_TEST_TIER). The unit tier has no global set-up (no Debian packages, no build, no shared server) and the
+// (KEEL_TEST_TIER). Every run has one temporary folder, removed at its end (test/tmp-setup.ts). The unit tier has no
+// other global set-up (no Debian packages, no build, no shared server) and the
 // guard that fails a unit test which spawns or listens.
 const tier = selectedTier();
 const include = tier ? TIER_GLOBS[tier].include : ['test/**/*.test.ts'];
@@ -22,7 +23,7 @@ export default defineConfig({
     // files wait on servers, browsers and child processes rather than compute. Two at once there took the suite
     // from 927 s to 685 s (the same run, helpers loading the machine).
     maxWorkers: Math.max(2, availableParallelism() - 1),
-    globalSetup: tier === 'unit' ? [] : ['test/global-setup.ts'],
+    globalSetup: tier === 'unit' ? ['test/tmp-setup.ts'] : ['test/tmp-setup.ts', 'test/global-setup.ts'],
     // The unit tier reuses a worker for the next file (about half its time was one process per file); its files
     // share no state but what they create in temporary homes. Every other run keeps one process per file.
     isolate: tier !== 'unit',

@@ -55,6 +55,8 @@ export async function startCdpChromium(extraArgs: readonly string[] = []): Promi
       // a helper process still writing there: /tmp is cleaned anyway
     }
   };
+  // A file's worker may end before the 200 ms removal below runs: the profile goes with the process then.
+  process.once('exit', removeProfile);
   const gone = () => proc.exitCode !== null || proc.signalCode !== null;
   // stderr stays read for the browser's whole life (a full pipe would stall it).
   const endpoint = await new Promise<string>((resolve, reject) => {

@@ -95,7 +95,7 @@ export function installTestPackages(deps: SetupDeps = realDeps): string[] {
  * Servers shared by the whole run, started once here rather than once per file: the redis-server of
  * `sharedRedis()` (test/redis-server.ts), its URL provided as `keelRedisUrl`; the dovecot and test CA of
  * `fileDovecot()` and `testCa()` (test/plugins/email/servers.ts), provided as `keelDovecot`. (Not for the unit
- * tier: it has no global set-up.)
+ * tier: its only global set-up is the run's temporary folder, test/tmp-setup.ts.)
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   installTestPackages();
