@@ -162,13 +162,14 @@ describe('gateway REST', () => {
     expect(file.pending.find((a) => a.id === body.taskId)).toMatchObject({ task: 'water the plants', priority: 10, source: 'gateway' });
   });
 
-  it('POST /api/tasks refuses a blank task, a non-number priority and unknown fields with 400', async () => {
+  it('POST /api/tasks refuses a blank task, a non-integer priority and unknown fields with 400', async () => {
     const before = (await readQueueList(g.home)).pending.length;
     for (const b of [
       { task: '   ' },
       { task: '' },
       { task: 'x', priority: '5' },
       { task: 'x', priority: null },
+      { task: 'x', priority: 2.5 },
       { priority: 3 },
       { task: 'x', extra: 1 },
       [],
@@ -180,6 +181,9 @@ describe('gateway REST', () => {
     }
     const named = await json(await g.req('/api/tasks', { method: 'POST', json: { task: 'x', priority: 'high' } }));
     expect(named.message).toContain('priority');
+    // SPEC: an integer, as WebSocket pushTask requires; a fraction is refused, not rounded
+    const frac = await json(await g.req('/api/tasks', { method: 'POST', json: { task: 'x', priority: 7.5 } }));
+    expect(frac.message).toMatch(/priority.*integer/);
     expect((await readQueueList(g.home)).pending.length).toBe(before);
   });
 

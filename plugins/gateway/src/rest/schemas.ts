@@ -69,7 +69,7 @@ export const ExecuteResult = Type.Object({
 export const TaskBody = Type.Object(
   {
     task: Type.String({ minLength: 1, description: 'Free-text instruction (not blank).' }),
-    priority: Type.Optional(Type.Number({ description: 'Default 5; clamped to 1..10 and rounded.' })),
+    priority: Type.Optional(Type.Integer({ description: 'An integer, default 5; clamped to 1..10 (a fraction is refused).' })),
   },
   { additionalProperties: false },
 );
